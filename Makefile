@@ -1,0 +1,60 @@
+# cloudcore: the two commands are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+PY := .venv/bin/python
+PIP := .venv/bin/pip
+APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev
+PGPORT ?= 55432
+REDIS_PORT ?= 56379
+PG_URL := postgres://postgres@127.0.0.1:$(PGPORT)
+export PGPORT REDIS_PORT
+
+.PHONY: run test test-sqlite test-postgres lint system-packages venv services-up services-down clean bench
+
+# --- setup ------------------------------------------------------------------------------------
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+.venv/.requirements-stamp: requirements.txt
+	@$(MAKE) --no-print-directory system-packages
+	@test -x $(PY) || python3 -m venv .venv
+	@$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+venv: .venv/.requirements-stamp
+
+# --- the two commands ---------------------------------------------------------------------------
+run: venv
+	$(PY) manage.py run_cloud
+
+test: venv
+	@set -o pipefail; status=0; \
+	$(MAKE) --no-print-directory lint || status=1; \
+	$(MAKE) --no-print-directory test-sqlite || status=1; \
+	$(MAKE) --no-print-directory test-postgres || status=1; \
+	exit $$status
+
+lint: venv
+	.venv/bin/ruff check .
+
+test-sqlite: venv
+	$(PY) -m pytest tests -q
+
+# The database-layer tests again on PostgreSQL, one real database per cell.
+test-postgres: venv
+	@scripts/services.sh start postgres
+	@set -o pipefail; \
+	CLOUDCORE_DATABASE_URL=$(PG_URL)/cloudcore \
+	CLOUDCORE_CELL_DATABASES=cell0=$(PG_URL)/cloudcore_cell0,cell1=$(PG_URL)/cloudcore_cell1,cell2=$(PG_URL)/cloudcore_cell2 \
+	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly; \
+	status=$$?; scripts/services.sh stop postgres; exit $$status
+
+bench: venv
+	$(PY) -m bench
+
+clean:
+	rm -rf var .pytest_cache

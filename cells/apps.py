@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CellsConfig(AppConfig):
+    name = "cells"
+    verbose_name = "Cells"

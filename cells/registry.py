@@ -1,0 +1,70 @@
+"""Register cell database connections in ``django.db.connections`` at run time.
+
+A cell's connection alias is its name when the settings pre-declare a database of that name
+(``CLOUDCORE_CELL_DATABASES``, the test suite), otherwise ``cell-<uuid>``. Registering needs no
+settings change: a cell created while the process runs is usable at once.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from .dburl import database_config
+
+if TYPE_CHECKING:
+    from .models import CellMapping
+
+_lock = threading.Lock()
+# cell uuid -> alias; filled as cells are used.
+_aliases: dict[str, str] = {}
+
+
+def _preconfigured(name: str | None) -> bool:
+    return bool(name) and name != DEFAULT_DB_ALIAS and name in settings.DATABASES
+
+
+def alias_for(cell: CellMapping) -> str:
+    """Return the connection alias of ``cell``, registering its database on first use."""
+    alias = _aliases.get(cell.uuid)
+    if alias is not None and alias in connections.settings:
+        return alias
+    with _lock:
+        if _preconfigured(cell.name):
+            alias = str(cell.name)
+        else:
+            alias = f"cell-{cell.uuid}"
+            if alias not in connections.settings:
+                config = database_config(cell.database_connection)
+                connections.settings[alias] = connections.configure_settings({alias: config})[alias]
+                settings.DATABASES[alias] = connections.settings[alias]
+        _aliases[cell.uuid] = alias
+    return alias
+
+
+def forget(cell_uuid: str) -> None:
+    """Drop the connection of a deleted cell."""
+    with _lock:
+        alias = _aliases.pop(cell_uuid, None)
+        if alias and alias.startswith("cell-") and alias in connections.settings:
+            try:
+                connections[alias].close()
+            finally:
+                del connections.settings[alias]
+                settings.DATABASES.pop(alias, None)
+
+
+def is_cell_alias(alias: str) -> bool:
+    return alias != DEFAULT_DB_ALIAS
+
+
+def register_all() -> list[CellMapping]:
+    """Register every mapped cell; returns the mappings."""
+    from .models import CellMapping
+
+    cells = list(CellMapping.objects.all())
+    for cell in cells:
+        alias_for(cell)
+    return cells

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "cloudcore.core"
+    label = "core"
+    verbose_name = "cloudcore kernel"

@@ -1,0 +1,51 @@
+"""The demo cloud of DESIGN.md section 9, assembled from each app's ``demo.py``.
+
+An app that contributes to the demo defines, in ``<app>/demo.py``:
+
+- ``setup(out) -> None``: idempotent creation of its demo objects (cells, users, flavors, ...);
+  ``out`` is a callable that prints one line;
+- ``processes(env) -> list[DemoProcess]``: the long-running processes it needs.
+
+``manage.py demo_setup`` runs every ``setup`` in INSTALLED_APPS order; ``manage.py run_cloud``
+(what ``make run`` calls) migrates, runs the setups, then starts and supervises the processes.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from django.apps import apps
+
+
+@dataclass
+class DemoProcess:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def demo_modules() -> Iterator[ModuleType]:
+    for config in apps.get_app_configs():
+        try:
+            yield importlib.import_module(f"{config.name}.demo")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{config.name}.demo":
+                raise
+
+
+def run_setups(out: Callable[[str], None]) -> None:
+    for module in demo_modules():
+        setup = getattr(module, "setup", None)
+        if setup is not None:
+            setup(out)
+
+
+def collect_processes(env: dict[str, str]) -> list[DemoProcess]:
+    procs: list[DemoProcess] = []
+    for module in demo_modules():
+        fn = getattr(module, "processes", None)
+        if fn is not None:
+            procs.extend(fn(env))
+    return procs

@@ -1,0 +1,85 @@
+"""Model bases shared by every app: where a model lives, timestamps, soft delete.
+
+A model's *home* decides its database: ``ApiModel`` rows live only in the API database
+(``default``); ``CellModel`` rows live only in the cell database chosen with
+``cells.context.target_cell``. ``cells.router.CellRouter`` enforces both.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+
+class ApiModel(models.Model):
+    """A row of the API database."""
+
+    class Meta:
+        abstract = True
+
+
+class CellModel(models.Model):
+    """A row of a cell database; using it without a targeted cell raises ``CellNotTargeted``."""
+
+    class Meta:
+        abstract = True
+
+
+class TimestampedModel(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            self.updated_at = timezone.now()
+            update_fields = kwargs.get("update_fields")
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "updated_at"}
+        super().save(*args, **kwargs)
+
+
+class LiveManager(models.Manager):
+    """Rows not soft-deleted (Nova's ``read_deleted='no'``)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(deleted=False)
+
+
+class SoftDeleteModel(TimestampedModel):
+    """Soft delete as Nova does it: rows stay until ``db archive_deleted_rows`` purges them.
+
+    ``objects`` sees live rows; ``all_objects`` sees deleted ones too (``read_deleted='yes'``).
+    """
+
+    deleted = models.BooleanField(default=False, db_index=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LiveManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        abstract = True
+        base_manager_name = "all_objects"
+        default_manager_name = "all_objects"
+
+    def soft_delete(self) -> None:
+        self.deleted = True
+        self.deleted_at = timezone.now()
+        self.save(update_fields=["deleted", "deleted_at"])
+
+
+class NotificationRecord(ApiModel):
+    """The last versioned notifications, kept for the web console (API database)."""
+
+    event_type = models.CharField(max_length=255, db_index=True)
+    priority = models.CharField(max_length=16)
+    publisher_id = models.CharField(max_length=255)
+    timestamp = models.DateTimeField(default=timezone.now, db_index=True)
+    payload = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-timestamp", "-id"]

@@ -1,0 +1,190 @@
+"""cloudcore settings: everything comes from ``CLOUDCORE_*`` environment variables.
+
+Defaults give the embedded single-machine cloud: SQLite files under ``var/`` and a broker that
+needs no server. Production sets ``CLOUDCORE_DATABASE_URL`` (PostgreSQL), cell databases through
+``cell_v2 create_cell`` and ``CLOUDCORE_BROKER_URL`` (Redis).
+"""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from cells.dburl import database_config, sqlite_url
+from cloudcore.core.env import env_bool, env_float, env_int, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY", "")
+    if configured:
+        return configured
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "*").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    # cloudcore apps first: `cells` overrides `migrate` so that it also migrates every cell.
+    "cloudcore.core",
+    "cells",
+    "identity",
+    "hosts",
+    "scheduling",
+    "servers",
+    "images",
+    "volumes",
+    "networks",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "guardian",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cloudcore.urls"
+WSGI_APPLICATION = "cloudcore.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Databases -------------------------------------------------------------------------------
+# `default` is the API database. Cell databases are registered at run time from CellMapping
+# rows (cells.registry); CLOUDCORE_CELL_DATABASES ("name=url,name=url") pre-declares cell
+# connections under their cell names, which the test suite uses to get one test database per cell.
+DATABASES = {
+    "default": database_config(env_str("DATABASE_URL", sqlite_url(VAR_DIR / "api.sqlite3"))),
+}
+for _item in filter(None, env_str("CELL_DATABASES", "").split(",")):
+    _name, _, _url = _item.partition("=")
+    DATABASES[_name.strip()] = database_config(_url.strip())
+DATABASE_ROUTERS = ["cells.router.CellRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+CELL_TIMEOUT = env_float("CELL_TIMEOUT", 60.0)
+CELL_SCATTER_INLINE = env_bool("CELL_SCATTER_INLINE", False)
+
+AUTH_USER_MODEL = "identity.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row
+GUARDIAN_MONKEY_PATCH_USER = False
+LOGIN_URL = "/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "cloudcore.core.api.faults.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "cloudcore",
+    "DESCRIPTION": "Compute cloud control plane speaking the OpenStack compute API.",
+    "VERSION": "2.105",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Celery ----------------------------------------------------------------------------------
+BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = env_str("BROKER_URL", "filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for _sub in ("out", "processed"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "out"),
+        "data_folder_out": str(BROKER_DIR / "out"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.1,
+    }
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_DEFAULT_QUEUE = "conductor"
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+
+# --- Compute options (Nova's names and defaults) ----------------------------------------------
+USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
+SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
+CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
+REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
+LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+RESIZE_CONFIRM_WINDOW = env_int("RESIZE_CONFIRM_WINDOW", 0, minimum=0)
+ALLOW_RESIZE_TO_SAME_HOST = env_bool("ALLOW_RESIZE_TO_SAME_HOST", False)
+SERVICE_DOWN_TIME = env_int("SERVICE_DOWN_TIME", 60, minimum=1)
+REPORT_INTERVAL = env_int("REPORT_INTERVAL", 10, minimum=1)
+MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)
+DEFAULT_AVAILABILITY_ZONE = env_str("DEFAULT_AVAILABILITY_ZONE", "nova")
+DEFAULT_SCHEDULE_ZONE = env_str("DEFAULT_SCHEDULE_ZONE", "") or None
+CPU_ALLOCATION_RATIO = env_float("CPU_ALLOCATION_RATIO", 4.0)
+RAM_ALLOCATION_RATIO = env_float("RAM_ALLOCATION_RATIO", 1.0)
+DISK_ALLOCATION_RATIO = env_float("DISK_ALLOCATION_RATIO", 1.0)
+RESERVED_HOST_MEMORY_MB = env_int("RESERVED_HOST_MEMORY_MB", 512, minimum=0)
+RESERVED_HOST_DISK_MB = env_int("RESERVED_HOST_DISK_MB", 0, minimum=0)
+RESERVED_HOST_CPUS = env_int("RESERVED_HOST_CPUS", 0, minimum=0)
+TOKEN_EXPIRATION = env_int("TOKEN_EXPIRATION", 3600, minimum=1)
+IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
+VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
+STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
+PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

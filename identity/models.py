@@ -1,0 +1,116 @@
+"""Keystone's slice: projects, users, roles and tokens (API database).
+
+Role assignments are django-guardian object permissions on the Project: a user with the
+``role_admin`` permission on project P has the ``admin`` role on P. The ``admin`` role on the
+admin project makes a cloud admin.
+"""
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.utils import timezone
+
+from cloudcore.core.models import ApiModel
+
+DEFAULT_DOMAIN_ID = "default"
+ROLE_NAMES = ("admin", "member", "reader")
+
+
+def new_id() -> str:
+    return uuidlib.uuid4().hex
+
+
+class Project(ApiModel):
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=64)
+    domain_id = models.CharField(max_length=64, default=DEFAULT_DOMAIN_ID)
+    description = models.TextField(blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    is_domain = models.BooleanField(default=False)
+    parent_id = models.CharField(max_length=64, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain_id", "name"], name="project_name_per_domain")]
+        permissions = [
+            ("role_admin", "Has the admin role on the project"),
+            ("role_member", "Has the member role on the project"),
+            ("role_reader", "Has the reader role on the project"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UserManager(BaseUserManager):
+    def create_user(self, name: str, password: str | None = None, **extra: object) -> User:
+        user = self.model(name=name, **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_superuser(self, name: str, password: str | None = None, **extra: object) -> User:
+        extra.setdefault("is_staff", True)
+        extra.setdefault("is_superuser", True)
+        return self.create_user(name, password, **extra)
+
+
+class User(ApiModel, AbstractBaseUser, PermissionsMixin):
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=255)
+    domain_id = models.CharField(max_length=64, default=DEFAULT_DOMAIN_ID)
+    email = models.EmailField(blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    default_project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL)
+    is_staff = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "name"
+    REQUIRED_FIELDS: list[str] = []
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain_id", "name"], name="user_name_per_domain")]
+
+    @property
+    def is_active(self) -> bool:  # type: ignore[override]
+        return self.enabled
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(ApiModel):
+    """A Keystone role; the permission codename ``role_<name>`` on Project stores assignments."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=255, unique=True)
+    domain_id = models.CharField(max_length=64, null=True, blank=True)
+    description = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def codename(self) -> str:
+        return f"role_{self.name}"
+
+
+class Token(ApiModel):
+    """An issued token; stored so that it can be validated and revoked."""
+
+    id = models.CharField(primary_key=True, max_length=128)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="tokens")
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    methods = models.JSONField(default=list)
+    issued_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+    revoked = models.BooleanField(default=False)
+    audit_id = models.CharField(max_length=64, default=new_id)
+
+    def is_valid(self) -> bool:
+        return not self.revoked and self.expires_at > timezone.now()

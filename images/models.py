@@ -1,0 +1,58 @@
+"""Glance's slice: image records (API database); image bytes live in ``IMAGE_STORE_DIR``."""
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from django.db import models
+
+from cloudcore.core.models import ApiModel, SoftDeleteModel
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+class ImageStatus:
+    QUEUED = "queued"
+    SAVING = "saving"
+    UPLOADING = "uploading"
+    ACTIVE = "active"
+    KILLED = "killed"
+    DELETED = "deleted"
+    DEACTIVATED = "deactivated"
+
+
+class Image(ApiModel, SoftDeleteModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    status = models.CharField(max_length=32, default=ImageStatus.QUEUED)
+    disk_format = models.CharField(max_length=32, null=True, blank=True)
+    container_format = models.CharField(max_length=32, null=True, blank=True)
+    size = models.BigIntegerField(null=True, blank=True)
+    virtual_size = models.BigIntegerField(null=True, blank=True)
+    checksum = models.CharField(max_length=32, null=True, blank=True)
+    os_hash_algo = models.CharField(max_length=64, null=True, blank=True)
+    os_hash_value = models.CharField(max_length=128, null=True, blank=True)
+    owner = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    visibility = models.CharField(max_length=16, default="shared")
+    protected = models.BooleanField(default=False)
+    os_hidden = models.BooleanField(default=False)
+    min_disk = models.IntegerField(default=0)
+    min_ram = models.IntegerField(default=0)
+    properties = models.JSONField(default=dict)
+    tags = models.JSONField(default=list)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class ImageMember(ApiModel):
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="members")
+    member = models.CharField(max_length=255)
+    status = models.CharField(max_length=20, default="pending")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["image", "member"], name="image_member")]

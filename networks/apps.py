@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class NetworksConfig(AppConfig):
+    name = "networks"

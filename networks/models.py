@@ -1,0 +1,80 @@
+"""Neutron's slice: networks, subnets, ports, fixed IPs and port bindings (API database)."""
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from django.db import models
+
+from cloudcore.core.models import ApiModel, TimestampedModel
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+class Network(ApiModel, TimestampedModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    project_id = models.CharField(max_length=255, db_index=True)
+    admin_state_up = models.BooleanField(default=True)
+    shared = models.BooleanField(default=False)
+    external = models.BooleanField(default=False)
+    mtu = models.IntegerField(default=1500)
+    status = models.CharField(max_length=16, default="ACTIVE")
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class Subnet(ApiModel, TimestampedModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="subnets")
+    name = models.CharField(max_length=255, blank=True, default="")
+    project_id = models.CharField(max_length=255)
+    ip_version = models.IntegerField(default=4)
+    cidr = models.CharField(max_length=64)
+    gateway_ip = models.CharField(max_length=64, null=True, blank=True)
+    enable_dhcp = models.BooleanField(default=True)
+    allocation_pools = models.JSONField(default=list)
+    dns_nameservers = models.JSONField(default=list)
+
+
+class Port(ApiModel, TimestampedModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    network = models.ForeignKey(Network, on_delete=models.CASCADE, related_name="ports")
+    name = models.CharField(max_length=255, blank=True, default="")
+    project_id = models.CharField(max_length=255, db_index=True)
+    mac_address = models.CharField(max_length=32, unique=True)
+    admin_state_up = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, default="DOWN")
+    device_id = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    device_owner = models.CharField(max_length=255, blank=True, default="")
+    binding_host_id = models.CharField(max_length=255, blank=True, default="")
+    binding_vnic_type = models.CharField(max_length=32, default="normal")
+    binding_vif_type = models.CharField(max_length=32, default="unbound")
+    binding_profile = models.JSONField(default=dict)
+    resource_request = models.JSONField(null=True, blank=True)
+
+
+class IPAllocation(ApiModel):
+    port = models.ForeignKey(Port, on_delete=models.CASCADE, related_name="fixed_ips")
+    subnet = models.ForeignKey(Subnet, on_delete=models.CASCADE, related_name="allocations")
+    ip_address = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["subnet", "ip_address"], name="ip_per_subnet")]
+
+
+class PortBinding(ApiModel, TimestampedModel):
+    """Extended port bindings (one active, others inactive) used by cross-cell moves."""
+
+    port = models.ForeignKey(Port, on_delete=models.CASCADE, related_name="bindings")
+    host = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, default="INACTIVE")
+    vif_type = models.CharField(max_length=32, default="ovs")
+    vnic_type = models.CharField(max_length=32, default="normal")
+    profile = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["port", "host"], name="binding_port_host")]

@@ -1,0 +1,136 @@
+"""Placement (resource providers, inventories, allocations, traits), aggregates and request
+specs. All in the API database."""
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from django.db import models
+
+from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+STANDARD_RESOURCE_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
+
+
+class ResourceClass(ApiModel):
+    name = models.CharField(max_length=255, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Trait(ApiModel):
+    name = models.CharField(max_length=255, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PlacementAggregate(ApiModel):
+    uuid = models.CharField(max_length=36, unique=True)
+
+
+class ResourceProvider(ApiModel, TimestampedModel):
+    uuid = models.CharField(max_length=36, unique=True, default=new_uuid)
+    name = models.CharField(max_length=200, unique=True)
+    generation = models.IntegerField(default=0)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+    root = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="tree"
+    )
+    traits = models.ManyToManyField(Trait, blank=True, related_name="providers")
+    aggregates = models.ManyToManyField(PlacementAggregate, blank=True, related_name="providers")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.uuid})"
+
+
+class Inventory(ApiModel, TimestampedModel):
+    resource_provider = models.ForeignKey(
+        ResourceProvider, on_delete=models.CASCADE, related_name="inventories"
+    )
+    resource_class = models.ForeignKey(ResourceClass, on_delete=models.PROTECT)
+    total = models.IntegerField()
+    reserved = models.IntegerField(default=0)
+    min_unit = models.IntegerField(default=1)
+    max_unit = models.IntegerField()
+    step_size = models.IntegerField(default=1)
+    allocation_ratio = models.FloatField(default=1.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["resource_provider", "resource_class"], name="inventory_rp_rc"
+            )
+        ]
+
+
+class Consumer(ApiModel, TimestampedModel):
+    """An allocation consumer: an instance or a migration uuid."""
+
+    uuid = models.CharField(max_length=36, unique=True)
+    project_id = models.CharField(max_length=255)
+    user_id = models.CharField(max_length=255)
+    consumer_type = models.CharField(max_length=32, default="INSTANCE")
+    generation = models.IntegerField(default=0)
+
+
+class Allocation(ApiModel, TimestampedModel):
+    resource_provider = models.ForeignKey(
+        ResourceProvider, on_delete=models.PROTECT, related_name="allocations"
+    )
+    consumer = models.ForeignKey(Consumer, on_delete=models.CASCADE, related_name="allocations")
+    resource_class = models.ForeignKey(ResourceClass, on_delete=models.PROTECT)
+    used = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["resource_provider", "consumer", "resource_class"], name="allocation_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["resource_provider", "resource_class"])]
+
+
+class Aggregate(ApiModel, SoftDeleteModel):
+    """A Nova host aggregate; the ``availability_zone`` metadata key makes it an AZ."""
+
+    uuid = models.CharField(max_length=36, unique=True, default=new_uuid)
+    name = models.CharField(max_length=255)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AggregateHost(ApiModel):
+    aggregate = models.ForeignKey(Aggregate, on_delete=models.CASCADE, related_name="hosts")
+    host = models.CharField(max_length=255, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["aggregate", "host"], name="aggregate_host")]
+
+
+class AggregateMetadata(ApiModel):
+    aggregate = models.ForeignKey(Aggregate, on_delete=models.CASCADE, related_name="metadata")
+    key = models.CharField(max_length=255, db_index=True)
+    value = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["aggregate", "key"], name="aggregate_key")]
+
+
+class RequestSpec(ApiModel, TimestampedModel):
+    """What was asked when a server was created or moved (flavor, image, AZ, destination, ...),
+    serialised as JSON like Nova's ``request_specs.spec``."""
+
+    instance_uuid = models.CharField(max_length=36, unique=True)
+    spec = models.JSONField(default=dict)

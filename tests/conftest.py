@@ -1,0 +1,33 @@
+"""Shared fixtures: the three cells of the test settings mapped in the API database."""
+from __future__ import annotations
+
+import pytest
+
+from cells.models import CELL0_UUID, CellMapping
+
+ALL_DATABASES = ["default", "cell0", "cell1", "cell2"]
+
+
+@pytest.fixture
+def cells(db: None) -> dict[str, CellMapping]:
+    """cell0, cell1 and cell2 as CellMapping rows whose names match the test connections."""
+    from django.conf import settings
+
+    mappings = {}
+    for name in ("cell0", "cell1", "cell2"):
+        config = settings.DATABASES[name]
+        mappings[name] = CellMapping.objects.create(
+            uuid=CELL0_UUID if name == "cell0" else _uuid_for(name),
+            name=name,
+            database_connection=f"sqlite:///{config['NAME']}"
+            if config["ENGINE"].endswith("sqlite3")
+            else f"postgres://{config['USER']}:{config['PASSWORD']}@{config['HOST']}:{config['PORT']}/{config['NAME']}",
+            transport_url="none:///" if name == "cell0" else f"memory:///{name}",
+        )
+    return mappings
+
+
+def _uuid_for(name: str) -> str:
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"cloudcore-test-{name}"))

@@ -1,0 +1,21 @@
+"""Settings for the test suite: cloudcore's settings with a private var dir and three
+pre-declared cell databases (``cell0``, ``cell1``, ``cell2``), each its own test database.
+
+Set ``CLOUDCORE_DATABASE_URL`` and ``CLOUDCORE_CELL_DATABASES`` to run on PostgreSQL
+(``make test-postgres`` does).
+"""
+import os
+import tempfile
+
+_var = os.environ.setdefault("CLOUDCORE_VAR_DIR", tempfile.mkdtemp(prefix="cloudcore-test-"))
+os.environ.setdefault(
+    "CLOUDCORE_CELL_DATABASES",
+    ",".join(f"{name}=sqlite:///{_var}/{name}.sqlite3" for name in ("cell0", "cell1", "cell2")),
+)
+os.environ.setdefault("CLOUDCORE_CELERY_EAGER", "true")
+os.environ.setdefault("CLOUDCORE_CELL_SCATTER_INLINE", "true")
+os.environ.setdefault("CLOUDCORE_SECRET_KEY", "test-only-secret-key-not-for-production")
+
+from cloudcore.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

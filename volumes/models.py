@@ -1,0 +1,98 @@
+"""Cinder's slice: volume types, volumes and attachments (API database); volume bytes live in
+the storage backend (a libvirt storage pool)."""
+from __future__ import annotations
+
+import uuid as uuidlib
+
+from django.db import models
+
+from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+class VolumeStatus:
+    CREATING = "creating"
+    AVAILABLE = "available"
+    RESERVED = "reserved"
+    ATTACHING = "attaching"
+    IN_USE = "in-use"
+    DETACHING = "detaching"
+    DELETING = "deleting"
+    ERROR = "error"
+    ERROR_DELETING = "error_deleting"
+    EXTENDING = "extending"
+    ERROR_EXTENDING = "error_extending"
+    DOWNLOADING = "downloading"
+    UPLOADING = "uploading"
+    MAINTENANCE = "maintenance"
+
+
+class AttachStatus:
+    ATTACHED = "attached"
+    ATTACHING = "attaching"
+    DETACHED = "detached"
+    RESERVED = "reserved"
+    DETACHING = "detaching"
+    ERROR_ATTACHING = "error_attaching"
+    ERROR_DETACHING = "error_detaching"
+
+
+class VolumeType(ApiModel, TimestampedModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, unique=True)
+    description = models.TextField(null=True, blank=True)
+    is_public = models.BooleanField(default=True)
+    extra_specs = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Volume(ApiModel, SoftDeleteModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    size = models.IntegerField()
+    status = models.CharField(max_length=32, default=VolumeStatus.CREATING, db_index=True)
+    attach_status = models.CharField(max_length=32, default=AttachStatus.DETACHED)
+    migration_status = models.CharField(max_length=32, null=True, blank=True)
+    availability_zone = models.CharField(max_length=255, default="nova")
+    bootable = models.BooleanField(default=False)
+    multiattach = models.BooleanField(default=False)
+    encrypted = models.BooleanField(default=False)
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+    volume_type = models.ForeignKey(VolumeType, null=True, blank=True, on_delete=models.PROTECT)
+    image_id = models.CharField(max_length=36, null=True, blank=True)
+    snapshot_id = models.CharField(max_length=36, null=True, blank=True)
+    source_volid = models.CharField(max_length=36, null=True, blank=True)
+    volume_image_metadata = models.JSONField(default=dict)
+    metadata = models.JSONField(default=dict)
+    backend_name = models.CharField(max_length=255, null=True, blank=True)
+    provider_location = models.TextField(null=True, blank=True)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class VolumeAttachment(ApiModel, SoftDeleteModel):
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume = models.ForeignKey(Volume, on_delete=models.CASCADE, related_name="attachments")
+    instance_uuid = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    attached_host = models.CharField(max_length=255, null=True, blank=True)
+    mountpoint = models.CharField(max_length=255, null=True, blank=True)
+    attach_mode = models.CharField(max_length=4, default="rw")
+    attach_status = models.CharField(max_length=32, default=AttachStatus.RESERVED)
+    connector = models.JSONField(null=True, blank=True)
+    connection_info = models.JSONField(null=True, blank=True)
+    attach_time = models.DateTimeField(null=True, blank=True)
+    detach_time = models.DateTimeField(null=True, blank=True)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass
