@@ -1,0 +1,55 @@
+"""The acting user of a request, task or command (Nova's RequestContext).
+
+API authentication (``identity.auth``) builds one from a token and puts it in ``request.auth``;
+services take it as ``actor``; Celery tasks rebuild it from ``to_dict()``.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def new_request_id() -> str:
+    return f"req-{uuid.uuid4()}"
+
+
+@dataclass
+class RequestContext:
+    user_id: str | None
+    project_id: str | None
+    roles: list[str] = field(default_factory=list)
+    #: True for a cloud admin (``admin`` role on the admin project) or a system actor.
+    is_admin: bool = False
+    request_id: str = field(default_factory=new_request_id)
+    user_name: str | None = None
+    project_name: str | None = None
+    #: True for internal actors (workers, the conductor, manage.py commands).
+    is_service: bool = False
+
+    @property
+    def is_project_admin(self) -> bool:
+        return "admin" in self.roles
+
+    @property
+    def is_project_member(self) -> bool:
+        return bool({"admin", "member"} & set(self.roles))
+
+    @property
+    def is_project_reader(self) -> bool:
+        return bool({"admin", "member", "reader"} & set(self.roles))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RequestContext:
+        return cls(**data)
+
+    @classmethod
+    def system(cls, request_id: str | None = None) -> RequestContext:
+        """An internal actor with every right (conductor, compute workers, commands)."""
+        return cls(
+            user_id=None, project_id=None, roles=["admin"], is_admin=True, is_service=True,
+            request_id=request_id or new_request_id(),
+        )
