@@ -1,0 +1,274 @@
+"""The server body of the compute API, per microversion (STYLE rule 15).
+
+Every field is declared once in ``SERVER_FIELDS`` with the microversion range it exists in and,
+where Nova guards it, the policy rule that must pass; ``present_server`` renders a record for a
+given version and actor. Down-cell stubs (2.69+) have their own minimal shape.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from cloudcore.core.context import RequestContext
+
+from .choices import PowerState
+from .models import Instance
+from .selectors import ServerRecord
+from .status import PROGRESS_STATUSES, shown_vm_state, status_from_state
+
+Version = tuple[int, int]
+MAX = (2, 105)
+
+
+def _ts(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    assert isinstance(value, datetime)
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ts_micro(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def base_url() -> str:
+    return settings.PUBLIC_URL.rstrip("/") + "/compute"
+
+
+def links(kind: str, ident: str, project_scoped: bool = False) -> list[dict[str, str]]:
+    return [
+        {"rel": "self", "href": f"{base_url()}/v2.1/{kind}/{ident}"},
+        {"rel": "bookmark", "href": f"{base_url()}/{kind}/{ident}"},
+    ]
+
+
+def host_id(project_id: str, host: str | None) -> str:
+    if not host:
+        return ""
+    return hashlib.sha224((project_id + host).encode()).hexdigest()
+
+
+@dataclass
+class View:
+    """What a field getter sees: the instance-like data, the record, version and actor."""
+
+    record: ServerRecord
+    data: dict[str, Any]
+    version: Version
+    actor: RequestContext
+    addresses: dict[str, Any]
+    volumes: list[dict[str, Any]]
+    tags: list[str]
+    fault: dict[str, Any] | None
+    host_status: str
+
+
+def instance_data(record: ServerRecord) -> dict[str, Any]:
+    """Instance fields as a dict, whether the server is an Instance row or a BuildRequest."""
+    if record.instance is not None:
+        inst = record.instance
+        return {f.attname: getattr(inst, f.attname) for f in Instance._meta.concrete_fields}
+    assert record.build_request is not None
+    data = dict(record.build_request.instance)
+    data.setdefault("vm_state", "building")
+    data.setdefault("task_state", "scheduling")
+    data.setdefault("power_state", PowerState.NOSTATE)
+    data["created_at"] = record.build_request.created_at
+    data.setdefault("updated_at", None)
+    data.setdefault("host", None)
+    data.setdefault("node", None)
+    data.setdefault("locked", False)
+    data.setdefault("locked_reason", None)
+    data.setdefault("launched_at", None)
+    data.setdefault("terminated_at", None)
+    data.setdefault("progress", 0)
+    data.setdefault("root_device_name", None)
+    data.setdefault("deleted", False)
+    return data
+
+
+def _status(v: View) -> str:
+    return status_from_state(v.data["vm_state"], v.data.get("task_state"), v.version)
+
+
+def _image(v: View) -> Any:
+    ref = v.data.get("image_ref")
+    if not ref:
+        return ""
+    body: dict[str, Any] = {"id": ref, "links": [links("images", ref)[1]]}
+    if v.version >= (2, 98):
+        sysmeta = v.data.get("system_metadata") or {}
+        body["properties"] = {k[6:]: val for k, val in sysmeta.items() if k.startswith("image_")
+                              and k[6:] not in ("min_ram", "min_disk", "disk_format", "container_format",
+                                                "base_image_ref")}
+    return body
+
+
+def _flavor(v: View) -> dict[str, Any]:
+    flavor = v.data.get("flavor") or {}
+    if v.version < (2, 47):
+        fid = str(flavor.get("flavorid", ""))
+        return {"id": fid, "links": [links("flavors", fid)[1]]}
+    body = {
+        "vcpus": flavor.get("vcpus"),
+        "ram": flavor.get("memory_mb"),
+        "disk": flavor.get("root_gb"),
+        "ephemeral": flavor.get("ephemeral_gb", 0),
+        "swap": flavor.get("swap", 0),
+        "original_name": flavor.get("name"),
+    }
+    from cloudcore.core.policy import can
+
+    if can(v.actor, "os_compute_api:os-flavor-extra-specs:index", {"project_id": v.record.project_id}):
+        body["extra_specs"] = flavor.get("extra_specs", {})
+    return body
+
+
+def _progress(v: View) -> int | None:
+    return v.data.get("progress") or 0
+
+
+def _fault(v: View) -> dict[str, Any] | None:
+    return v.fault
+
+
+def _admin(v: View) -> bool:
+    from cloudcore.core.policy import can
+
+    return can(v.actor, "os_compute_api:os-extended-server-attributes", {"project_id": v.record.project_id})
+
+
+Getter = Callable[[View], Any]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    getter: Getter
+    min_version: Version = (2, 1)
+    max_version: Version = MAX
+    #: Field shown only when this predicate holds (Nova's policy-guarded attributes).
+    when: Callable[[View], bool] | None = None
+
+
+def _d(key: str) -> Getter:
+    return lambda v: v.data.get(key)
+
+
+SERVER_FIELDS: tuple[Field, ...] = (
+    Field("id", lambda v: v.record.uuid),
+    Field("name", _d("display_name")),
+    Field("status", _status),
+    Field("tenant_id", _d("project_id")),
+    Field("user_id", _d("user_id")),
+    Field("metadata", lambda v: v.data.get("metadata") or {}),
+    Field("hostId", lambda v: host_id(v.data.get("project_id") or "", v.data.get("host"))),
+    Field("image", _image),
+    Field("flavor", _flavor),
+    Field("created", lambda v: _ts(v.data.get("created_at"))),
+    Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at"))),
+    Field("addresses", lambda v: v.addresses),
+    Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
+    Field("accessIPv6", lambda v: v.data.get("access_ip_v6") or ""),
+    Field("links", lambda v: links("servers", v.record.uuid)),
+    Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
+    Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
+    Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or ""),
+    Field("config_drive", lambda v: v.data.get("config_drive") or ""),
+    Field("key_name", _d("key_name")),
+    Field("OS-SRV-USG:launched_at", lambda v: _ts_micro(v.data.get("launched_at"))),
+    Field("OS-SRV-USG:terminated_at", lambda v: _ts_micro(v.data.get("terminated_at"))),
+    Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin),
+    Field("OS-EXT-SRV-ATTR:instance_name", lambda v: f"instance-{v.record.uuid}", when=_admin),
+    Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin),
+    Field("OS-EXT-SRV-ATTR:reservation_id", _d("reservation_id"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:launch_index", _d("launch_index"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:hostname", _d("hostname"), (2, 3),
+          when=lambda v: v.version >= (2, 90) or _admin(v)),
+    Field("OS-EXT-SRV-ATTR:kernel_id", _d("kernel_id"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:ramdisk_id", _d("ramdisk_id"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:root_device_name", _d("root_device_name"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:user_data", _d("user_data"), (2, 3), when=_admin),
+    Field("OS-EXT-STS:task_state", _d("task_state")),
+    Field("OS-EXT-STS:vm_state", lambda v: shown_vm_state(v.data["vm_state"], v.version)),
+    Field("OS-EXT-STS:power_state", lambda v: v.data.get("power_state") or 0),
+    Field("os-extended-volumes:volumes_attached", lambda v: [
+        {"id": vol["id"], **({"delete_on_termination": vol["delete_on_termination"]}
+                             if v.version >= (2, 3) else {})} for vol in v.volumes
+    ]),
+    Field("security_groups", lambda v: [{"name": "default"}]),
+    Field("locked", lambda v: bool(v.data.get("locked")), (2, 9)),
+    Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v)),
+    Field("description", _d("display_description"), (2, 19)),
+    Field("tags", lambda v: v.tags, (2, 26)),
+    Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63)),
+    Field("locked_reason", _d("locked_reason"), (2, 73)),
+    Field("pinned_availability_zone", lambda v: None, (2, 96)),
+    Field("server_groups", lambda v: [], (2, 71)),
+    Field("scheduler_hints", lambda v: {}, (2, 100)),
+    Field("fault", _fault, when=lambda v: v.fault is not None),
+)
+
+
+def _host_status_allowed(v: View) -> bool:
+    from cloudcore.core.policy import can
+
+    return can(v.actor, "os_compute_api:servers:show:host_status", {"project_id": v.record.project_id})
+
+
+def present_server(
+    record: ServerRecord,
+    *,
+    version: Version,
+    actor: RequestContext,
+    addresses: dict[str, Any] | None = None,
+    volumes: list[dict[str, Any]] | None = None,
+    tags: list[str] | None = None,
+    fault: dict[str, Any] | None = None,
+    host_status: str = "",
+) -> dict[str, Any]:
+    """The ``server`` body (detail shape) of ``record`` for ``version``."""
+    if record.down_cell:
+        return present_down_cell(record, version=version)
+    view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
+                fault, host_status)
+    body: dict[str, Any] = {}
+    for field in SERVER_FIELDS:
+        if not (field.min_version <= version <= field.max_version):
+            continue
+        if field.when is not None and not field.when(view):
+            continue
+        body[field.name] = field.getter(view)
+    return body
+
+
+def present_server_brief(record: ServerRecord) -> dict[str, Any]:
+    """The ``GET /servers`` (non-detail) entry."""
+    name = ""
+    if record.instance is not None:
+        name = record.instance.display_name
+    elif record.build_request is not None:
+        name = record.build_request.instance.get("display_name", "")
+    return {"id": record.uuid, "name": name, "links": links("servers", record.uuid)}
+
+
+def present_down_cell(record: ServerRecord, *, version: Version) -> dict[str, Any]:
+    """A server whose cell does not answer (2.69+): what the API database knows."""
+    body: dict[str, Any] = {
+        "id": record.uuid,
+        "status": "UNKNOWN",
+        "tenant_id": record.mapping.project_id if record.mapping else "",
+        "links": links("servers", record.uuid),
+    }
+    if record.mapping is not None:
+        body["created"] = _ts(record.mapping.created_at)
+    return body

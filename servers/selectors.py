@@ -1,0 +1,314 @@
+"""Reading servers across cells (STYLE rule 3: reads are selectors).
+
+``server_get`` follows the InstanceMapping to the one cell that holds the server (or its
+BuildRequest). ``server_list`` returns BuildRequests first, then the instances of every cell
+merge-sorted on (sort key, uuid), with marker paging done per cell in SQL; a cell that does not
+answer yields "down cell" stubs for its mapped servers (shown as UNKNOWN from 2.69).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from cells.context import target_cell
+from cells.models import CellMapping, InstanceMapping
+from cells.scatter import failed, scatter_gather
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Invalid, NotFound
+
+from .models import BuildRequest, Instance
+from .status import states_for_status
+
+
+class ServerNotFound(NotFound):
+    message = "Instance %(instance_id)s could not be found."
+
+
+class MarkerNotFound(Invalid):
+    message = "marker [%(marker)s] not found"
+
+
+@dataclass
+class ServerRecord:
+    """One server as the API sees it: an Instance row, a BuildRequest, or a down-cell stub."""
+
+    uuid: str
+    instance: Instance | None = None
+    build_request: BuildRequest | None = None
+    cell: CellMapping | None = None
+    down_cell: bool = False
+    mapping: InstanceMapping | None = None
+
+    @property
+    def project_id(self) -> str:
+        if self.instance is not None:
+            return self.instance.project_id
+        if self.build_request is not None:
+            return self.build_request.project_id
+        return self.mapping.project_id if self.mapping else ""
+
+
+@dataclass
+class ServerListResult:
+    records: list[ServerRecord] = field(default_factory=list)
+    down_cells: list[str] = field(default_factory=list)
+
+
+def _visible_to(actor: RequestContext, project_id: str) -> bool:
+    return actor.is_admin or actor.project_id == project_id
+
+
+def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_projects: bool = True) -> ServerRecord:
+    """The server ``instance_uuid`` visible to ``actor``; ServerNotFound (404) otherwise.
+
+    Users never see another project's servers (404, not 403): only cloud admins do.
+    """
+    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid).first()
+    if mapping is None or mapping.queued_for_delete or not _visible_to(actor, mapping.project_id):
+        raise ServerNotFound(instance_id=instance_uuid)
+    if mapping.cell is None:
+        br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+        if br is None:
+            # Scheduled meanwhile: the mapping now has a cell.
+            mapping.refresh_from_db()
+            if mapping.cell is None:
+                raise ServerNotFound(instance_id=instance_uuid)
+        else:
+            return ServerRecord(uuid=instance_uuid, build_request=br, mapping=mapping)
+    cell = mapping.cell
+    assert cell is not None
+    with target_cell(cell):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+    if instance is None:
+        raise ServerNotFound(instance_id=instance_uuid)
+    return ServerRecord(uuid=instance_uuid, instance=instance, cell=cell, mapping=mapping)
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise Invalid(f"Invalid regular expression {value!r}: {exc}") from exc
+    return value
+
+
+def _instance_query(
+    actor: RequestContext, filters: dict[str, Any], version: tuple[int, int]
+) -> Q:
+    q = Q()
+    if filters.get("deleted"):
+        q &= Q(deleted=True)
+    else:
+        q &= Q(deleted=False)
+    hidden = filters.get("hidden")
+    q &= Q(hidden=True) if hidden else (Q(hidden=False) | Q(hidden__isnull=True))
+    if not filters.get("all_tenants") or not actor.is_admin:
+        q &= Q(project_id=actor.project_id)
+    elif filters.get("project_id"):
+        q &= Q(project_id=filters["project_id"])
+    if filters.get("user_id"):
+        q &= Q(user_id=filters["user_id"])
+    if filters.get("name"):
+        q &= Q(display_name__regex=_regex(filters["name"]))
+    if filters.get("status"):
+        vm_states, task_states = set(), set()
+        any_task = False
+        for status in filters["status"]:
+            vms, tss = states_for_status(status, version)
+            vm_states.update(vms)
+            if tss is None:
+                any_task = True
+            else:
+                task_states.update(tss)
+        q &= Q(vm_state__in=sorted(vm_states))
+        if not any_task and task_states:
+            q &= Q(task_state__in=sorted(t for t in task_states if t))
+    for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
+                     ("reservation_id", "reservation_id"), ("key_name", "key_name")):
+        if filters.get(key):
+            q &= Q(**{col: filters[key]})
+    if filters.get("image"):
+        q &= Q(image_ref=str(filters["image"]).rstrip("/").rsplit("/", 1)[-1])
+    if filters.get("flavor"):
+        q &= Q(flavor__flavorid=str(filters["flavor"]).rstrip("/").rsplit("/", 1)[-1])
+    if filters.get("uuid"):
+        q &= Q(uuid=filters["uuid"])
+    if "locked" in filters and filters["locked"] is not None:
+        q &= Q(locked=bool(filters["locked"]))
+    if filters.get("changes-since"):
+        q &= Q(updated_at__gte=filters["changes-since"]) | Q(created_at__gte=filters["changes-since"])
+    if filters.get("changes-before"):
+        q &= Q(updated_at__lte=filters["changes-before"]) | (
+            Q(updated_at__isnull=True) & Q(created_at__lte=filters["changes-before"])
+        )
+    return q
+
+
+def _apply_tag_filters(qs: QuerySet[Instance], filters: dict[str, Any]) -> QuerySet[Instance]:
+    from .models import Tag
+
+    def uuids_with(tag: str) -> QuerySet[Any]:
+        return Tag.objects.filter(tag=tag).values("instance_uuid")
+
+    for tag in filters.get("tags") or []:
+        qs = qs.filter(uuid__in=uuids_with(tag))
+    if filters.get("tags-any"):
+        qs = qs.filter(uuid__in=Tag.objects.filter(tag__in=filters["tags-any"]).values("instance_uuid"))
+    if filters.get("not-tags"):
+        # Exclude servers that carry *all* of the tags.
+        tags = filters["not-tags"]
+        full = (
+            Tag.objects.filter(tag__in=tags).values("instance_uuid").annotate(n=Count("tag"))
+            .filter(n=len(set(tags))).values("instance_uuid")
+        )
+        qs = qs.exclude(uuid__in=full)
+    if filters.get("not-tags-any"):
+        qs = qs.exclude(uuid__in=Tag.objects.filter(tag__in=filters["not-tags-any"]).values("instance_uuid"))
+    return qs
+
+
+SORT_KEYS = {
+    "created_at": "created_at", "updated_at": "updated_at", "display_name": "display_name",
+    "uuid": "uuid", "vm_state": "vm_state", "task_state": "task_state", "power_state": "power_state",
+    "host": "host", "node": "node", "launched_at": "launched_at", "terminated_at": "terminated_at",
+    "availability_zone": "availability_zone", "hostname": "hostname", "key_name": "key_name",
+    "project_id": "project_id", "user_id": "user_id", "locked": "locked",
+}
+
+
+def _sort_value(record: ServerRecord, key: str) -> Any:
+    if record.instance is not None:
+        value = getattr(record.instance, key)
+    elif record.build_request is not None:
+        value = record.build_request.instance.get(key)
+        if key == "created_at":
+            value = record.build_request.created_at
+    else:
+        value = None
+    if value is None:
+        return (0, "")
+    if isinstance(value, datetime):
+        return (1, value.timestamp())
+    return (1, value)
+
+
+def server_list(
+    actor: RequestContext,
+    *,
+    filters: dict[str, Any],
+    limit: int | None,
+    marker: str | None,
+    sort_key: str = "created_at",
+    sort_dir: str = "desc",
+    version: tuple[int, int] = (2, 1),
+) -> ServerListResult:
+    """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit."""
+    if sort_key not in SORT_KEYS:
+        raise Invalid(f"Invalid sort_key {sort_key!r}")
+    if sort_dir not in ("asc", "desc"):
+        raise Invalid(f"Invalid sort_dir {sort_dir!r}")
+    column = SORT_KEYS[sort_key]
+    desc = sort_dir == "desc"
+    marker_values: tuple[Any, str] | None = None
+    records: list[ServerRecord] = []
+
+    # 1. Build requests (not yet in a cell) come first, as in Nova.
+    build_requests: list[BuildRequest] = []
+    if not filters.get("deleted") and not (filters.get("host") or filters.get("node")):
+        brs = BuildRequest.objects.all().order_by("-created_at" if desc else "created_at", "instance_uuid")
+        if not (filters.get("all_tenants") and actor.is_admin):
+            brs = brs.filter(project_id=actor.project_id)
+        elif filters.get("project_id"):
+            brs = brs.filter(project_id=filters["project_id"])
+        for br in brs:
+            if filters.get("name") and not re.search(filters["name"], br.instance.get("display_name", "")):
+                continue
+            if filters.get("status") and "BUILD" not in {s.upper() for s in filters["status"]}:
+                continue
+            build_requests.append(br)
+
+    br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br) for br in build_requests]
+    skip_builds = False
+    if marker:
+        idx = next((i for i, r in enumerate(br_records) if r.uuid == marker), None)
+        if idx is not None:
+            br_records = br_records[idx + 1:]
+        else:
+            skip_builds = True
+            marker_values = _marker_values(actor, marker, column)
+    if not skip_builds:
+        records.extend(br_records)
+    if limit is not None and len(records) >= limit:
+        return ServerListResult(records=records[:limit])
+
+    remaining = None if limit is None else limit - len(records)
+    q = _instance_query(actor, filters, version)
+    order = [f"-{column}", "-uuid"] if desc else [column, "uuid"]
+
+    def per_cell(cell: CellMapping) -> list[Instance]:
+        qs = Instance.all_objects.filter(q)
+        qs = _apply_tag_filters(qs, filters)
+        if marker_values is not None:
+            value, muuid = marker_values
+            if desc:
+                qs = qs.filter(Q(**{f"{column}__lt": value}) | Q(**{column: value, "uuid__lt": muuid}))
+            else:
+                qs = qs.filter(Q(**{f"{column}__gt": value}) | Q(**{column: value, "uuid__gt": muuid}))
+        qs = qs.order_by(*order)
+        if remaining is not None:
+            qs = qs[:remaining]
+        return list(qs)
+
+    cells = list(CellMapping.objects.all())
+    results = scatter_gather(per_cell, cells)
+    by_uuid = {c.uuid: c for c in cells}
+    merged: list[ServerRecord] = []
+    seen: set[str] = set()
+    down: list[str] = []
+    for cell_uuid, result in results.items():
+        if failed(result):
+            down.append(cell_uuid)
+            continue
+        for inst in result:  # type: ignore[union-attr]
+            merged.append(ServerRecord(uuid=inst.uuid, instance=inst, cell=by_uuid[cell_uuid]))
+    merged.sort(key=lambda r: (_sort_value(r, column), r.uuid), reverse=desc)
+    for record in merged:
+        if record.uuid in seen:  # the same server in two cells during a cross-cell move
+            continue
+        seen.add(record.uuid)
+        records.append(record)
+    if down:
+        records.extend(_down_cell_records(actor, filters, [by_uuid[u] for u in down], seen))
+    if limit is not None:
+        records = records[:limit]
+    return ServerListResult(records=records, down_cells=down)
+
+
+def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any, str]:
+    try:
+        record = server_get(actor, marker)
+    except ServerNotFound as exc:
+        raise MarkerNotFound(marker=marker) from exc
+    if record.instance is None:
+        raise MarkerNotFound(marker=marker)
+    return getattr(record.instance, column), record.uuid
+
+
+def _down_cell_records(
+    actor: RequestContext, filters: dict[str, Any], cells: Iterable[CellMapping], seen: set[str]
+) -> list[ServerRecord]:
+    mappings = InstanceMapping.objects.filter(cell__in=list(cells), queued_for_delete=False)
+    if not (filters.get("all_tenants") and actor.is_admin):
+        mappings = mappings.filter(project_id=actor.project_id)
+    out = []
+    for m in mappings.select_related("cell"):
+        if m.instance_uuid not in seen:
+            out.append(ServerRecord(uuid=m.instance_uuid, cell=m.cell, down_cell=True, mapping=m))
+    return out
+
+

@@ -1,0 +1,104 @@
+"""Instance actions and events: the record of every long operation (STYLE rule 11).
+
+All functions here write to the *currently targeted* cell (the instance's cell).
+"""
+from __future__ import annotations
+
+import traceback as tb
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.utils import timezone
+
+from cloudcore.core.context import RequestContext
+
+from ..models import InstanceAction, InstanceActionEvent, InstanceFault
+
+RESULT_SUCCESS = "Success"
+RESULT_ERROR = "Error"
+
+
+def action_start(ctx: RequestContext, *, instance_uuid: str, action: str) -> InstanceAction:
+    """Record that ``action`` started on the instance (``request_id`` is the context's)."""
+    return InstanceAction.objects.create(
+        instance_uuid=instance_uuid,
+        action=action,
+        request_id=ctx.request_id,
+        user_id=ctx.user_id,
+        project_id=ctx.project_id,
+        start_time=timezone.now(),
+    )
+
+
+def _action_for(ctx: RequestContext, instance_uuid: str, action_name: str | None) -> InstanceAction | None:
+    qs = InstanceAction.objects.filter(instance_uuid=instance_uuid, request_id=ctx.request_id)
+    if action_name:
+        qs = qs.filter(action=action_name)
+    return qs.order_by("-id").first()
+
+
+def action_finish(ctx: RequestContext, *, instance_uuid: str, failed: bool = False) -> None:
+    action = _action_for(ctx, instance_uuid, None)
+    if action is None:
+        return
+    action.finish_time = timezone.now()
+    if failed:
+        action.message = "Error"
+    action.save(update_fields=["finish_time", "message"])
+
+
+def event_start(
+    ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
+    action_name: str | None = None,
+) -> InstanceActionEvent | None:
+    action = _action_for(ctx, instance_uuid, action_name)
+    if action is None:
+        return None
+    return InstanceActionEvent.objects.create(action=action, event=event, host=host, start_time=timezone.now())
+
+
+def event_finish(
+    ev: InstanceActionEvent | None, *, exc: BaseException | None = None, details: str | None = None
+) -> None:
+    if ev is None:
+        return
+    ev.finish_time = timezone.now()
+    ev.result = RESULT_ERROR if exc is not None else RESULT_SUCCESS
+    if exc is not None:
+        ev.traceback = "".join(tb.format_exception(exc))[-65000:]
+        ev.details = details or str(exc)[:1000]
+        action = ev.action
+        action.message = "Error"
+        action.save(update_fields=["message"])
+    ev.save(update_fields=["finish_time", "result", "traceback", "details"])
+
+
+@contextmanager
+def wrap_event(
+    ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
+    action_name: str | None = None,
+) -> Iterator[InstanceActionEvent | None]:
+    """Record ``event`` around the block: Success, or Error with the traceback (then re-raise)."""
+    ev = event_start(ctx, instance_uuid=instance_uuid, event=event, host=host, action_name=action_name)
+    try:
+        yield ev
+    except BaseException as exc:
+        event_finish(ev, exc=exc)
+        raise
+    else:
+        event_finish(ev)
+
+
+def fault_add(
+    *, instance_uuid: str, exc: BaseException | str, code: int = 500, host: str | None = None
+) -> InstanceFault:
+    """Record a fault on the instance (shown by the API for ERROR servers)."""
+    if isinstance(exc, BaseException):
+        message = str(exc) or type(exc).__name__
+        code = int(getattr(exc, "code", code) or code)
+        details = "".join(tb.format_exception(exc))[-65000:]
+    else:
+        message, details = exc, ""
+    return InstanceFault.objects.create(
+        instance_uuid=instance_uuid, code=code, message=message[:255], details=details, host=host
+    )

@@ -1,0 +1,318 @@
+"""Accepting a server: ``server_create`` (the API side of a build).
+
+Nothing is scheduled here: the API stores a BuildRequest, a RequestSpec and an InstanceMapping
+without a cell for every server, answers 202, and on commit enqueues
+``schedule_and_build_instances_task`` on the conductor queue.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+import string
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from cells.models import InstanceMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Invalid, NotFound
+from scheduling.models import RequestSpec
+
+from ..models import BuildRequest, Flavor, KeyPair
+from .quotas import quota_check
+
+
+class FlavorNotFound(NotFound):
+    message = "Flavor %(flavor_id)s could not be found."
+
+
+class ImageNotFoundForBuild(Invalid):
+    message = "Image %(image_id)s could not be found."
+
+
+class KeypairNotFound(Invalid):
+    message = "Invalid key_name provided."
+
+
+class NetworkNotFoundForBuild(Invalid):
+    message = "Network %(network_id)s could not be found."
+
+
+@dataclass
+class RequestedNetwork:
+    network_id: str | None = None
+    port_id: str | None = None
+    fixed_ip: str | None = None
+    tag: str | None = None
+
+
+@dataclass
+class ServerCreateRequest:
+    """Everything a client may ask for when creating servers (already schema-validated)."""
+
+    name: str
+    flavor_ref: str
+    image_ref: str | None = None
+    block_device_mapping: list[dict[str, Any]] = field(default_factory=list)
+    networks: str | list[RequestedNetwork] = "auto"
+    availability_zone: str | None = None
+    forced_host: str | None = None
+    forced_node: str | None = None
+    key_name: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    user_data: str | None = None
+    tags: list[str] = field(default_factory=list)
+    min_count: int = 1
+    max_count: int = 1
+    description: str | None = None
+    hostname: str | None = None
+    scheduler_hints: dict[str, Any] = field(default_factory=dict)
+    config_drive: bool = False
+    admin_pass: str | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    return_reservation_id: bool = False
+
+
+@dataclass
+class ServerCreateResult:
+    instance_uuids: list[str]
+    reservation_id: str
+    admin_pass: str
+
+
+def generate_password(length: int = 12) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def _sanitize_hostname(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "-" else "-" for c in name.lower()).strip("-.")
+    return out[:63] or "server"
+
+
+def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
+    ref = flavor_ref.rstrip("/").rsplit("/", 1)[-1]
+    flavor = Flavor.objects.filter(flavorid=ref).prefetch_related("extra_specs").first()
+    if flavor is None or flavor.disabled:
+        raise Invalid(f"Flavor {ref} could not be found.")
+    if not flavor.is_public and not ctx.is_admin:
+        if not flavor.projects.filter(project_id=ctx.project_id).exists():
+            raise Invalid(f"Flavor {ref} could not be found.")
+    return flavor
+
+
+def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
+    """The image as the build needs it: id, properties, sizes. Visibility-checked."""
+    from images.services import image_get  # images is another bounded context
+
+    ref = image_ref.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        image = image_get(ctx, ref)
+    except NotFound as exc:
+        raise ImageNotFoundForBuild(image_id=ref) from exc
+    if image.status != "active":
+        raise Invalid(f"Image {ref} is not active.")
+    return {
+        "id": image.id,
+        "name": image.name,
+        "size": image.size or 0,
+        "min_disk": image.min_disk,
+        "min_ram": image.min_ram,
+        "disk_format": image.disk_format,
+        "container_format": image.container_format,
+        "properties": dict(image.properties or {}),
+    }
+
+
+def _check_image_fits(flavor: Flavor, image: dict[str, Any], volume_backed: bool) -> None:
+    if flavor.memory_mb < (image.get("min_ram") or 0):
+        raise Invalid("Flavor's memory is too small for requested image.")
+    if volume_backed:
+        return
+    size_gb = (image.get("size") or 0) / (1024**3)
+    if flavor.root_gb and size_gb > flavor.root_gb:
+        raise Invalid("Flavor's disk is too small for requested image.")
+    if flavor.root_gb and (image.get("min_disk") or 0) > flavor.root_gb:
+        raise Invalid("Flavor's disk is too small for requested image.")
+
+
+def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork]) -> list[dict[str, Any]] | str:
+    if isinstance(networks, str):
+        return networks
+    from networks.models import Network, Port
+
+    out = []
+    for req in networks:
+        if req.port_id:
+            port = Port.objects.filter(id=req.port_id).first()
+            if port is None:
+                raise Invalid(f"Port id {req.port_id} could not be found.")
+            if port.device_id:
+                raise Invalid(f"Port {req.port_id} is still in use.")
+            out.append({"port_id": port.id, "network_id": port.network_id, "tag": req.tag})
+            continue
+        net = Network.objects.filter(id=req.network_id).first()
+        if net is None or not (net.shared or ctx.is_admin or net.project_id == ctx.project_id):
+            raise NetworkNotFoundForBuild(network_id=req.network_id)
+        out.append({"network_id": net.id, "fixed_ip": req.fixed_ip, "tag": req.tag})
+    return out
+
+
+def _user_data(user_data: str | None) -> str | None:
+    if user_data is None:
+        return None
+    try:
+        base64.b64decode(user_data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise Invalid("User data needs to be valid base 64.") from exc
+    return user_data
+
+
+def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
+    return any(
+        b.get("boot_index") in (0, "0") and b.get("destination_type") == "volume" for b in bdms
+    )
+
+
+def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> ServerCreateResult:
+    """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
+
+    Writes (API DB): one BuildRequest, RequestSpec and InstanceMapping (cell NULL) per server.
+    Enqueues on commit: ``servers.tasks.schedule_and_build_instances_task``.
+    Raises: Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
+    """
+    flavor = _flavor(actor, request.flavor_ref)
+    volume_backed = _volume_backed(request.block_device_mapping)
+    image: dict[str, Any] | None = None
+    if request.image_ref:
+        image = _image(actor, request.image_ref)
+    elif not volume_backed:
+        raise Invalid("Block Device Mapping is Invalid: Boot sequence for the instance and image/block "
+                      "device mapping combination is not valid.")
+    if volume_backed and request.block_device_mapping:
+        root = next(b for b in request.block_device_mapping if b.get("boot_index") in (0, "0"))
+        if root.get("source_type") == "image" and root.get("uuid"):
+            image = _image(actor, str(root["uuid"]))
+    if image is not None:
+        _check_image_fits(flavor, image, volume_backed)
+    if request.min_count > request.max_count:
+        raise Invalid("min_count must be <= max_count")
+    key_data = None
+    if request.key_name:
+        keypair = KeyPair.objects.filter(user_id=actor.user_id, name=request.key_name).first()
+        if keypair is None:
+            raise KeypairNotFound()
+        key_data = keypair.public_key
+    networks = _networks(actor, request.networks)
+    user_data = _user_data(request.user_data)
+    if request.availability_zone:
+        from scheduling.services.aggregates import available_zones
+
+        if request.availability_zone not in available_zones():
+            raise Invalid("The requested availability zone is not available")
+
+    count = request.max_count
+    try:
+        quota_check(project_id=str(actor.project_id), instances=count, cores=count * flavor.vcpus,
+                    ram=count * flavor.memory_mb)
+    except Exception:
+        if request.min_count == count:
+            raise
+        count = request.min_count
+        quota_check(project_id=str(actor.project_id), instances=count, cores=count * flavor.vcpus,
+                    ram=count * flavor.memory_mb)
+
+    reservation_id = f"r-{uuidlib.uuid4().hex[:8]}"
+    admin_pass = request.admin_pass or generate_password()
+    flavor_dict = flavor.as_dict()
+    uuids = [str(uuidlib.uuid4()) for _ in range(count)]
+    now = timezone.now().isoformat()
+    image_props = (image or {}).get("properties", {})
+    system_metadata = {f"image_{k}": str(v) for k, v in image_props.items()}
+    if image:
+        system_metadata.update({
+            "image_min_ram": str(image.get("min_ram") or 0),
+            "image_min_disk": str(image.get("min_disk") or 0),
+            "image_disk_format": str(image.get("disk_format") or ""),
+            "image_container_format": str(image.get("container_format") or ""),
+            "image_base_image_ref": "" if volume_backed else image["id"],
+        })
+    with transaction.atomic():
+        for index, instance_uuid in enumerate(uuids):
+            name = request.name if count == 1 else f"{request.name}-{index + 1}"
+            hostname = request.hostname or _sanitize_hostname(name)
+            instance = {
+                "uuid": instance_uuid,
+                "project_id": actor.project_id,
+                "user_id": actor.user_id,
+                "display_name": name,
+                "display_description": request.description,
+                "hostname": hostname,
+                "flavor": flavor_dict,
+                "memory_mb": flavor.memory_mb,
+                "vcpus": flavor.vcpus,
+                "root_gb": flavor.root_gb,
+                "ephemeral_gb": flavor.ephemeral_gb,
+                "image_ref": "" if volume_backed or image is None else image["id"],
+                "kernel_id": str(image_props.get("kernel_id", "")) if not volume_backed else "",
+                "ramdisk_id": str(image_props.get("ramdisk_id", "")) if not volume_backed else "",
+                "key_name": request.key_name,
+                "key_data": key_data,
+                "user_data": user_data,
+                "metadata": request.metadata,
+                "system_metadata": system_metadata,
+                "availability_zone": request.availability_zone,
+                "launch_index": index,
+                "reservation_id": reservation_id,
+                "config_drive": "True" if request.config_drive else "",
+                "access_ip_v4": request.access_ip_v4,
+                "access_ip_v6": request.access_ip_v6,
+                "created_at": now,
+                "admin_password_set": True,
+            }
+            BuildRequest.objects.create(
+                instance_uuid=instance_uuid,
+                project_id=str(actor.project_id),
+                instance=instance,
+                block_device_mappings=request.block_device_mapping,
+                tags=request.tags,
+            )
+            RequestSpec.objects.create(
+                instance_uuid=instance_uuid,
+                spec={
+                    "instance_uuid": instance_uuid,
+                    "project_id": actor.project_id,
+                    "user_id": actor.user_id,
+                    "flavor": flavor_dict,
+                    "image": image or {},
+                    "is_bfv": volume_backed,
+                    "availability_zone": request.availability_zone
+                    or settings.DEFAULT_SCHEDULE_ZONE,
+                    "num_instances": count,
+                    "force_hosts": [request.forced_host] if request.forced_host else [],
+                    "force_nodes": [request.forced_node] if request.forced_node else [],
+                    "requested_destination": None,
+                    "scheduler_hints": request.scheduler_hints,
+                    "requested_networks": networks,
+                    "ignore_hosts": [],
+                },
+            )
+            InstanceMapping.objects.create(
+                instance_uuid=instance_uuid, cell=None, project_id=str(actor.project_id),
+                user_id=actor.user_id,
+            )
+        from ..tasks import schedule_and_build_instances_task
+
+        ctx_dict = actor.to_dict()
+        transaction.on_commit(
+            lambda: schedule_and_build_instances_task.delay(
+                ctx=ctx_dict, instance_uuids=uuids, admin_pass=admin_pass
+            )
+        )
+    return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass)
