@@ -1,0 +1,1 @@
+"""The compute host's side of server operations (runs in ``manage.py compute`` workers)."""

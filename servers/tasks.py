@@ -1,0 +1,31 @@
+"""Celery tasks of the servers app: IDs in, one service call (STYLE rule 10).
+
+Queues: ``conductor`` for orchestration, ``compute.<host>`` for work on a host (the caller
+passes ``queue=``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from cloudcore.core.context import RequestContext
+
+
+@shared_task(name="servers.schedule_and_build_instances", queue="conductor", acks_late=True,
+             time_limit=3600, soft_time_limit=3500)
+def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: list[str],
+                                      admin_pass: str | None = None) -> None:
+    from .services.conductor_build import schedule_and_build_instances
+
+    schedule_and_build_instances(RequestContext.from_dict(ctx), instance_uuids=instance_uuids,
+                                 admin_pass=admin_pass)
+
+
+@shared_task(name="servers.build_and_run_instance", acks_late=True, time_limit=3600, soft_time_limit=3500)
+def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
+                                admin_pass: str | None, alternates: list[dict[str, Any]]) -> None:
+    from .compute.build import build_and_run_instance
+
+    build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                           admin_pass=admin_pass, alternates=alternates)
