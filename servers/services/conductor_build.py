@@ -162,9 +162,8 @@ def _place_instance(
     ctx: RequestContext, *, instance_uuid: str, selection: dict[str, Any],
     alternates: list[dict[str, Any]], admin_pass: str | None,
 ) -> None:
-    from scheduling.placement.services import allocations_delete
-
     from hosts.models import ComputeNode
+    from scheduling.placement.services import allocations_delete
 
     host = selection["service_host"]
     host_mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
