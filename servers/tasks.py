@@ -29,3 +29,10 @@ def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell
 
     build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                            admin_pass=admin_pass, alternates=alternates)
+
+
+@shared_task(name="servers.terminate_instance", acks_late=True, time_limit=1800)
+def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str) -> None:
+    from .compute.terminate import terminate_instance
+
+    terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)

@@ -16,3 +16,8 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
 
         raise BuildAbortException(instance_uuid=instance.uuid, reason="volumes are not supported yet")
     return {"block_device_mapping": [], "root_device_name": "/dev/vda"}
+
+
+def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Volume attachments are released with the volumes service (issue 7); nothing to do yet."""
+    BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)

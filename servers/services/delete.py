@@ -1,0 +1,114 @@
+"""Deleting a server, wherever it is in its life.
+
+- Still a BuildRequest (not scheduled): the BuildRequest and RequestSpec go, the mapping is
+  queued for delete; the conductor notices and drops any allocation it made meanwhile.
+- No host (cell0, PENDING, failed build) or host down: deleted locally in its cell.
+- On a host: task_state ``deleting`` is claimed with a compare-and-swap, an action ``delete``
+  recorded, and ``terminate_instance_task`` cast to ``compute.<host>``.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from cells.context import target_cell
+from cells.models import InstanceMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from scheduling.models import RequestSpec
+
+from ..choices import TaskState, VmState
+from ..models import BuildRequest, Instance
+from ..selectors import ServerRecord
+from . import actions
+from .notify import notify_instance
+
+
+def _host_is_up(instance: Instance) -> bool:
+    from hosts.models import Service
+    from hosts.services.servicegroup import service_is_up
+
+    service = Service.objects.filter(host=instance.host, binary="nova-compute").first()
+    return service is not None and service_is_up(service)
+
+
+def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = False) -> None:
+    """Delete the server of ``record`` (see module doc). Raises InstanceIsLocked (409) for a
+    server locked by someone who may not override it, InstanceInvalidState (409) while another
+    delete is running."""
+    if record.build_request is not None:
+        _delete_build_request(record.uuid)
+        return
+    assert record.instance is not None and record.cell is not None
+    instance = record.instance
+    if instance.locked and not actor.is_admin:
+        raise InstanceIsLocked(instance_uuid=instance.uuid)
+    with target_cell(record.cell):
+        if instance.vm_state == VmState.RESIZED:
+            from .resize import resize_confirm_for_delete
+
+            resize_confirm_for_delete(actor=actor, instance=instance, cell=record.cell)
+            instance.refresh_from_db()
+        claimed = (
+            Instance.objects.filter(pk=instance.pk)
+            .exclude(task_state=TaskState.DELETING)
+            .update(task_state=TaskState.DELETING, updated_at=timezone.now())
+        )
+        if not claimed:
+            raise InstanceInvalidState(method="delete", instance_uuid=instance.uuid, attr="task_state",
+                                       state=TaskState.DELETING)
+        old_task_state = instance.task_state
+        instance.task_state = TaskState.DELETING
+        actions.action_start(actor, instance_uuid=instance.uuid, action="delete")
+        notify_instance(actor, "instance.update", instance, old_task_state=old_task_state)
+        if not instance.host or not _host_is_up(instance):
+            local_delete(actor, instance)
+            _unmap(instance.uuid)
+            return
+        from ..tasks import terminate_instance_task
+
+        ctx = actor.to_dict()
+        cell_uuid = record.cell.uuid
+        host = instance.host
+        transaction.on_commit(lambda: terminate_instance_task.apply_async(
+            kwargs={"ctx": ctx, "instance_uuid": instance.uuid, "cell_uuid": cell_uuid},
+            queue=f"compute.{host}",
+        ))
+
+
+def _delete_build_request(instance_uuid: str) -> None:
+    with transaction.atomic():
+        BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()
+        RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
+        InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
+
+
+def local_delete(actor: RequestContext, instance: Instance) -> None:
+    """Delete in the database only (no host to ask): ports, allocations and the row."""
+    from scheduling.placement.services import allocations_delete
+
+    from ..compute.build import deallocate_networks
+
+    notify_instance(actor, "instance.delete.start", instance)
+    try:
+        deallocate_networks(actor, instance)
+    finally:
+        allocations_delete(consumer_uuid=instance.uuid)
+    mark_deleted(instance)
+    notify_instance(actor, "instance.delete.end", instance)
+
+
+def mark_deleted(instance: Instance) -> None:
+    now = timezone.now()
+    instance.vm_state = VmState.DELETED
+    instance.task_state = None
+    instance.terminated_at = now
+    instance.deleted = True
+    instance.deleted_at = now
+    instance.save(update_fields=["vm_state", "task_state", "terminated_at", "deleted", "deleted_at",
+                                 "updated_at"])
+
+
+def _unmap(instance_uuid: str) -> None:
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
+    RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
