@@ -1,0 +1,75 @@
+"""State guards for server actions (STYLE rule 5).
+
+``check_state(instance, method, vm_states=..., task_states=...)`` raises Nova's 409
+``InstanceInvalidState``; ``check_not_locked`` raises ``InstanceIsLocked``; ``claim_task_state``
+moves task_state with a compare-and-swap UPDATE so that of two concurrent requests exactly one
+wins (the other gets the same 409 a wrong state gives).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.utils import timezone
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+
+from ..models import Instance
+
+ANY = object()
+
+
+def check_not_locked(actor: RequestContext, instance: Instance) -> None:
+    """A locked server refuses actions unless the actor is an admin (Nova's lock semantics)."""
+    if instance.locked and not actor.is_admin:
+        raise InstanceIsLocked(instance_uuid=instance.uuid)
+
+
+def check_state(
+    instance: Instance,
+    method: str,
+    *,
+    vm_states: Iterable[str] | None = None,
+    task_states: Sequence[str | None] | object = (None,),
+    must_be_launched: bool = False,
+) -> None:
+    if vm_states is not None and instance.vm_state not in set(vm_states):
+        raise InstanceInvalidState(method=method, instance_uuid=instance.uuid, attr="vm_state",
+                                   state=instance.vm_state)
+    if task_states is not ANY and instance.task_state not in task_states:  # type: ignore[operator]
+        raise InstanceInvalidState(method=method, instance_uuid=instance.uuid, attr="task_state",
+                                   state=instance.task_state)
+    if must_be_launched and instance.launched_at is None:
+        raise InstanceInvalidState(method=method, instance_uuid=instance.uuid, attr="launched_at",
+                                   state=None)
+
+
+def claim_task_state(
+    instance: Instance,
+    method: str,
+    *,
+    new_task_state: str | None,
+    expected_task_states: Sequence[str | None] = (None,),
+    vm_states: Iterable[str] | None = None,
+    **extra: object,
+) -> None:
+    """Set task_state (and ``extra`` columns) only if nobody changed it since it was read."""
+    from django.db.models import Q
+
+    cond = Q(pk=instance.pk)
+    task_q = Q()
+    for state in expected_task_states:
+        task_q |= Q(task_state__isnull=True) if state is None else Q(task_state=state)
+    cond &= task_q
+    if vm_states is not None:
+        cond &= Q(vm_state__in=list(vm_states))
+    updated = Instance.objects.filter(cond).update(task_state=new_task_state, updated_at=timezone.now(), **extra)
+    if updated != 1:
+        instance.refresh_from_db(fields=["vm_state", "task_state"])
+        attr, state = ("task_state", instance.task_state)
+        if vm_states is not None and instance.vm_state not in set(vm_states):
+            attr, state = ("vm_state", instance.vm_state)
+        raise InstanceInvalidState(method=method, instance_uuid=instance.uuid, attr=attr, state=state)
+    instance.task_state = new_task_state
+    for key, value in extra.items():
+        setattr(instance, key, value)
