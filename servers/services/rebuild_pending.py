@@ -1,0 +1,73 @@
+"""Rebuilding a PENDING server (seed 3, DESIGN.md section 7.3): schedule its build again.
+
+The server was buried in cell0 because no host fitted. A rebuild turns it back into a
+BuildRequest (same uuid, with the rebuild's new image/name/metadata), points its mapping at no
+cell, hard-deletes the cell0 copy, and asks the conductor to schedule it again: BUILD, then
+ACTIVE in a real cell, or back to PENDING (or ERROR) in cell0 on NoValidHost.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from cells.context import target_cell
+from cells.models import CellMapping, InstanceMapping
+from cloudcore.core.context import RequestContext
+from scheduling.models import RequestSpec
+
+from ..choices import TaskState, VmState
+from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
+from . import actions
+from .guards import claim_task_state
+
+_SKIP = {"id", "compute_id", "deleted", "deleted_at", "updated_at"}
+
+
+def server_rebuild_pending(
+    *, actor: RequestContext, instance: Instance, cell: CellMapping, image: dict[str, Any] | None,
+    changes: dict[str, Any], admin_pass: str,
+) -> None:
+    """Precondition: vm_state ``pending`` (checked with a compare-and-swap). ``changes`` holds
+    Instance fields the rebuild sets (display_name, metadata, key_name, user_data, ...)."""
+    with target_cell(cell):
+        claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING,
+                         vm_states=[VmState.PENDING])
+        actions.action_start(actor, instance_uuid=instance.uuid, action="rebuild")
+        data: dict[str, Any] = {}
+        for f in Instance._meta.concrete_fields:
+            if f.attname in _SKIP:
+                continue
+            value = getattr(instance, f.attname)
+            data[f.attname] = value.isoformat() if hasattr(value, "isoformat") else value
+        data.update(changes)
+        if image is not None:
+            data["image_ref"] = image["id"]
+            props = image.get("properties", {})
+            data["kernel_id"] = str(props.get("kernel_id", ""))
+            data["ramdisk_id"] = str(props.get("ramdisk_id", ""))
+            data["system_metadata"] = {f"image_{k}": str(v) for k, v in props.items()}
+        data.update(vm_state=VmState.BUILDING, task_state=TaskState.SCHEDULING, host=None, node=None)
+        bdms = [
+            {"source_type": b.source_type, "destination_type": b.destination_type, "boot_index": b.boot_index,
+             "uuid": b.volume_id or b.image_id or b.snapshot_id, "volume_size": b.volume_size,
+             "delete_on_termination": b.delete_on_termination, "device_name": b.device_name, "tag": b.tag}
+            for b in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid)
+        ]
+        tags = list(Tag.objects.filter(instance_uuid=instance.uuid).values_list("tag", flat=True))
+    with transaction.atomic():
+        BuildRequest.objects.create(instance_uuid=instance.uuid, project_id=instance.project_id,
+                                    instance=data, block_device_mappings=bdms, tags=tags)
+        InstanceMapping.objects.filter(instance_uuid=instance.uuid).update(cell=None)
+        spec = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
+        if spec is not None and image is not None:
+            spec.spec = {**spec.spec, "image": image}
+            spec.save(update_fields=["spec", "updated_at"])
+    # The cell0 copy goes for good: the next scheduling attempt creates the server afresh.
+    with target_cell(cell):
+        Instance.all_objects.filter(uuid=instance.uuid).delete()
+    from ..tasks import schedule_and_build_instances_task
+
+    ctx = actor.to_dict()
+    transaction.on_commit(lambda: schedule_and_build_instances_task.delay(
+        ctx=ctx, instance_uuids=[instance.uuid], admin_pass=admin_pass))
