@@ -23,11 +23,9 @@ FAULT_NAMES = {
     403: "forbidden",
     404: "itemNotFound",
     405: "badMethod",
-    406: "notAcceptable",
     409: "conflictingRequest",
     413: "overLimit",
     415: "badMediaType",
-    422: "unprocessableEntity",
     429: "overLimit",
     500: "computeFault",
     501: "notImplemented",
@@ -36,7 +34,7 @@ FAULT_NAMES = {
 
 
 def fault_body(code: int, message: str) -> dict[str, Any]:
-    name = FAULT_NAMES.get(code, "computeFault" if code >= 500 else "badRequest")
+    name = FAULT_NAMES.get(code, "computeFault")
     return {name: {"code": code, "message": message}}
 
 

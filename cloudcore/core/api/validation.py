@@ -1,0 +1,93 @@
+"""Strict request-body validation with JSON schemas, per microversion (STYLE rule 15).
+
+``validate(body, schema)`` raises ``ValidationFailed`` (400) with a Nova-style message:
+``Invalid input for field/attribute <path>. Value: <value>. <reason>``.
+``VersionedSchema`` states, in one place, which schema a request body must match at each
+microversion.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft7Validator
+
+from cloudcore.core.exceptions import Invalid
+
+from .microversion import Version, parse
+
+
+class ValidationFailed(Invalid):
+    message = "Invalid input for request."
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    return "/".join(str(p) for p in error.absolute_path)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    path = _path(error)
+    if error.validator == "additionalProperties" or not path:
+        return error.message
+    return f"Invalid input for field/attribute {path}. Value: {error.instance}. {error.message}"
+
+
+def _best(errors: Iterable[jsonschema.ValidationError]) -> jsonschema.ValidationError | None:
+    return jsonschema.exceptions.best_match(errors)
+
+
+def validate(body: Any, schema: dict[str, Any]) -> Any:
+    """Return ``body`` if it matches ``schema``; ValidationFailed (400) otherwise."""
+    error = _best(Draft7Validator(schema, format_checker=Draft7Validator.FORMAT_CHECKER).iter_errors(body))
+    if error is not None:
+        raise ValidationFailed(_message(error))
+    return body
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    minimum: Version
+    maximum: Version
+    schema: dict[str, Any]
+
+
+class VersionedSchema:
+    """``VersionedSchema(("2.1", "2.90", schema_a), ("2.91", None, schema_b))``."""
+
+    def __init__(self, *entries: tuple[str, str | None, dict[str, Any]]) -> None:
+        self.entries = [
+            SchemaVersion(parse(lo), parse(hi) if hi else (99, 99), schema) for lo, hi, schema in entries
+        ]
+
+    def schema_for(self, version: Version) -> dict[str, Any] | None:
+        for entry in self.entries:
+            if entry.minimum <= version <= entry.maximum:
+                return entry.schema
+        return None
+
+    def validate(self, body: Any, version: Version) -> Any:
+        schema = self.schema_for(version)
+        if schema is None:
+            raise ValidationFailed("This request is not supported at this microversion.")
+        return validate(body, schema)
+
+
+# Reusable fragments ---------------------------------------------------------------------------
+NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}
+UUID = {"type": "string", "format": "uuid"}
+BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, "True", "False", "true", "false", "1", "0"]}
+NON_NEGATIVE_INT = {"type": ["integer", "string"], "pattern": r"^[0-9]*$", "minimum": 0}
+POSITIVE_INT = {"type": ["integer", "string"], "pattern": r"^[0-9]*$", "minimum": 1}
+METADATA = {
+    "type": "object",
+    "patternProperties": {r"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string", "maxLength": 255}},
+    "additionalProperties": False,
+}
+
+
+def as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).lower() in ("true", "1", "yes", "on")

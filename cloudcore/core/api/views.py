@@ -1,0 +1,124 @@
+"""The one API layer every cloudcore HTTP API is built on (STYLE rule 12, NetBox-style).
+
+``OpenStackAPIView`` authenticates the Keystone token (``X-Auth-Token``), negotiates the
+microversion of its service (``version_range``), gives handlers ``self.ctx`` (the
+RequestContext every service takes as ``actor``) and ``request.api_version``, and stamps every
+response, errors included, with the request id and the version headers. Errors come out as
+Nova fault bodies through ``cloudcore.core.api.faults.exception_handler``; APIs with another
+error shape (placement, glance, neutron) override ``fault_response``.
+
+Subclasses: ``ComputeAPIView`` (compute 2.1-2.105) and ``UnversionedAPIView``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from cloudcore.core.context import RequestContext, new_request_id
+
+from . import microversion
+from .microversion import Version, VersionRange
+
+
+class HasToken(BasePermission):
+    """Authenticated through a valid token (``request.auth`` is a RequestContext)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, RequestContext)
+
+
+class OpenStackJSONRenderer(JSONRenderer):
+    """JSON as OpenStack clients expect it (no DRF-specific charset parameter games)."""
+
+    charset = None
+
+
+class OpenStackAPIView(APIView):
+    version_range: VersionRange | None = None
+    #: Extra response header carrying the request id (compute: ``x-compute-request-id``).
+    extra_request_id_header: str | None = None
+    renderer_classes = [OpenStackJSONRenderer, BrowsableAPIRenderer]
+
+    def get_authenticators(self) -> list[Any]:
+        from identity.auth import TokenAuthentication
+
+        return [TokenAuthentication()]
+
+    def get_permissions(self) -> list[BasePermission]:
+        return [HasToken()]
+
+    # -- request set-up --------------------------------------------------------------------
+    def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
+        request.request_id = new_request_id()
+        return super().initialize_request(request, *args, **kwargs)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        request.api_version = self._negotiate(request)
+        super().initial(request, *args, **kwargs)
+        if isinstance(request.auth, RequestContext):
+            request.auth.request_id = request._request.request_id
+
+    def _negotiate(self, request: Request) -> Version | None:
+        if self.version_range is None:
+            return None
+        request._request.api_version = None
+        version = self.version_range.negotiate(request.headers)
+        request._request.api_version = version
+        return version
+
+    # -- helpers for handlers ----------------------------------------------------------------
+    @property
+    def ctx(self) -> RequestContext:
+        auth = self.request.auth
+        assert isinstance(auth, RequestContext)
+        return auth
+
+    @property
+    def version(self) -> Version:
+        return getattr(self.request, "api_version", None) or (
+            self.version_range.minimum if self.version_range else (0, 0)
+        )
+
+    def body(self) -> Any:
+        """The parsed JSON body; None when the request has no body at all."""
+        data = self.request.data
+        if data == {} and not int(self.request.META.get("CONTENT_LENGTH") or 0):
+            return None
+        return data
+
+    # -- response stamping ------------------------------------------------------------------
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        request_id = getattr(request._request, "request_id", None) or new_request_id()
+        response["x-openstack-request-id"] = request_id
+        if self.extra_request_id_header:
+            response[self.extra_request_id_header] = request_id
+        if self.version_range is not None:
+            version = getattr(request._request, "api_version", None) or self.version_range.minimum
+            for key, value in self.version_range.response_headers(version).items():
+                response[key] = value
+        return response
+
+
+class ComputeAPIView(OpenStackAPIView):
+    version_range = microversion.COMPUTE
+    extra_request_id_header = "x-compute-request-id"
+
+
+class UnversionedAPIView(OpenStackAPIView):
+    version_range = None
+
+
+class PublicMixin:
+    """No token needed (version documents)."""
+
+    def get_authenticators(self) -> list[Any]:
+        return []
+
+    def get_permissions(self) -> list[BasePermission]:
+        return []

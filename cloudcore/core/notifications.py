@@ -1,0 +1,93 @@
+"""Versioned notifications in Nova's envelope (DESIGN.md section 8).
+
+``notify(event_type, payload, ...)`` builds the envelope (``priority``, ``event_type``,
+``publisher_id``, ``timestamp``, ``message_id``, ``payload`` as a ``nova_object``), keeps the
+last ``NOTIFICATIONS_KEEP`` in the API database for the web console, and publishes it on the
+broker's ``notifications`` topic exchange with routing key ``versioned_notifications.<priority>``
+once the surrounding API-database transaction commits. A notification never fails the operation
+that emits it: publishing errors are logged.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+EXCHANGE = "notifications"
+TOPIC = "versioned_notifications"
+
+
+def envelope(
+    event_type: str, payload: dict[str, Any], *, priority: str = "INFO", publisher_id: str = "nova-api",
+    payload_name: str = "Payload", version: str = "1.0",
+) -> dict[str, Any]:
+    return {
+        "message_id": str(uuid.uuid4()),
+        "priority": priority.upper(),
+        "event_type": event_type,
+        "publisher_id": publisher_id,
+        "timestamp": timezone.now().strftime("%Y-%m-%d %H:%M:%S.%f"),
+        "payload": {
+            "nova_object.name": payload_name,
+            "nova_object.namespace": "nova",
+            "nova_object.version": version,
+            "nova_object.data": payload,
+        },
+    }
+
+
+def routing_key(priority: str) -> str:
+    return f"{TOPIC}.{priority.lower()}"
+
+
+def _publish(message: dict[str, Any]) -> None:
+    from kombu import Exchange
+
+    from cloudcore.celery import app
+
+    exchange = Exchange(EXCHANGE, type="topic", durable=False)
+    try:
+        with app.producer_or_acquire() as producer:
+            producer.publish(
+                message, exchange=exchange, routing_key=routing_key(message["priority"]),
+                declare=[exchange], serializer="json", retry=False,
+            )
+    except Exception:
+        log.exception("could not publish notification %s", message["event_type"])
+
+
+def _record(message: dict[str, Any]) -> None:
+    from .models import NotificationRecord
+
+    NotificationRecord.objects.create(
+        event_type=message["event_type"], priority=message["priority"],
+        publisher_id=message["publisher_id"], payload=message,
+    )
+    keep = settings.NOTIFICATIONS_KEEP
+    if keep and NotificationRecord.objects.count() > keep * 1.2:
+        cutoff = NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1]
+        NotificationRecord.objects.filter(id__lt=cutoff).delete()
+
+
+def notify(
+    event_type: str, payload: dict[str, Any], *, priority: str = "INFO", publisher_id: str = "nova-api",
+    payload_name: str = "Payload", version: str = "1.0",
+) -> dict[str, Any] | None:
+    """Emit one versioned notification; returns the envelope (None when disabled)."""
+    if not settings.NOTIFICATIONS_ENABLED:
+        return None
+    message = envelope(event_type, payload, priority=priority, publisher_id=publisher_id,
+                       payload_name=payload_name, version=version)
+    try:
+        _record(message)
+    except Exception:
+        log.exception("could not record notification %s", event_type)
+    if not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False):
+        transaction.on_commit(lambda: _publish(message))
+    return message

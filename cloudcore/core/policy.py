@@ -1,0 +1,265 @@
+"""Policy: one registry of named rules, one entry point (STYLE rule 14).
+
+Every rule has Nova's (or Glance's, Cinder's, ...) name, a default check, a description and the
+operations it guards. Apps register theirs in ``<app>/policies.py``. Services call
+``authorize(actor, rule, target)`` (raises ``PolicyNotAuthorized``, 403 "Policy doesn't allow
+<rule> to be performed.") or ``can(...)`` (a bool, for presentation choices).
+
+Defaults are Nova's secure-RBAC personas. ``target`` is the resource's owner
+(``{"project_id": ..., "user_id": ...}``); without one the actor's own project is assumed.
+
+Operator overrides go through django-guardian: a rule's permission (a ``Permission`` whose
+codename is the rule name, on the ``identity.Project`` content type) can be granted
+- globally to a user or group (Django model permission): the rule passes everywhere for them;
+- for one project to a user or group (guardian object permission on the Project): the rule
+  passes for that project's resources;
+- for one project alone (to the project's members group, ``project-members:<id>``, which holds
+  every user with a role on the project): the rule passes for every member, for that project's
+  resources.
+A grant only ever widens a default; it never takes a right away.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import PolicyNotAuthorized
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import Group, Permission
+
+Target = dict[str, Any]
+Check = Callable[[RequestContext, Target], bool]
+
+
+def _same_project(actor: RequestContext, target: Target) -> bool:
+    return actor.project_id is not None and target.get("project_id") == actor.project_id
+
+
+def _has(actor: RequestContext, role: str) -> bool:
+    return role in actor.roles
+
+
+def _admin(actor: RequestContext, target: Target) -> bool:
+    return actor.is_admin
+
+
+def _project_reader(actor: RequestContext, target: Target) -> bool:
+    return _same_project(actor, target) and actor.is_project_reader
+
+
+def _project_member(actor: RequestContext, target: Target) -> bool:
+    return _same_project(actor, target) and actor.is_project_member
+
+
+def _project_admin(actor: RequestContext, target: Target) -> bool:
+    return _same_project(actor, target) and actor.is_project_admin
+
+
+def _owner_user(actor: RequestContext, target: Target) -> bool:
+    return actor.user_id is not None and target.get("user_id") == actor.user_id
+
+
+#: The default checks a rule may name (Nova's personas). ``nobody`` denies everyone, cloud admins
+#: included (only a grant opens it); ``any`` allows every authenticated actor.
+CHECKS: dict[str, Check] = {
+    "any": lambda actor, target: True,
+    "nobody": lambda actor, target: False,
+    "admin": _admin,
+    "service_or_admin": lambda a, t: _admin(a, t) or _has(a, "service") or a.is_service,
+    "project_reader": _project_reader,
+    "project_member": _project_member,
+    "project_admin": _project_admin,
+    "project_reader_or_admin": lambda a, t: _admin(a, t) or _project_reader(a, t),
+    "project_member_or_admin": lambda a, t: _admin(a, t) or _project_member(a, t),
+    "project_admin_or_admin": lambda a, t: _admin(a, t) or _project_admin(a, t),
+    "admin_or_owner_user": lambda a, t: _admin(a, t) or _owner_user(a, t),
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    check: str
+    description: str
+    operations: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def default_allows(self, actor: RequestContext, target: Target) -> bool:
+        return CHECKS[self.check](actor, target)
+
+
+_REGISTRY: dict[str, Rule] = {}
+
+
+class UnknownRule(LookupError):
+    """A programming error: a rule was checked that nobody registered."""
+
+
+def register(
+    name: str, check: str, description: str, operations: Iterable[tuple[str, str]] = ()
+) -> Rule:
+    """Register (or re-register identically) a rule; ``check`` is a key of ``CHECKS``."""
+    if check not in CHECKS:
+        raise ValueError(f"unknown default check {check!r} for rule {name}")
+    rule = Rule(name, check, description, tuple(operations))
+    _REGISTRY[name] = rule
+    return rule
+
+
+def rules() -> list[Rule]:
+    return sorted(_REGISTRY.values(), key=lambda r: r.name)
+
+
+def get_rule(name: str) -> Rule:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownRule(name) from None
+
+
+def _target(actor: RequestContext, target: Target | None) -> Target:
+    if target is None:
+        return {"project_id": actor.project_id, "user_id": actor.user_id}
+    return target
+
+
+def can(actor: RequestContext, rule: str, target: Target | None = None) -> bool:
+    """Does ``rule`` allow ``actor`` to act on ``target``? Defaults first, then grants."""
+    definition = get_rule(rule)
+    resolved = _target(actor, target)
+    if actor.is_service:
+        return True
+    if definition.default_allows(actor, resolved):
+        return True
+    return granted(actor, rule, resolved)
+
+
+def authorize(actor: RequestContext, rule: str, target: Target | None = None) -> None:
+    """Raise PolicyNotAuthorized (403) unless ``can``."""
+    if not can(actor, rule, target):
+        raise PolicyNotAuthorized(action=rule)
+
+
+# --- grants through django-guardian ---------------------------------------------------------
+
+
+def members_group_name(project_id: str) -> str:
+    return f"project-members:{project_id}"
+
+
+def permission_for(rule: str, *, create: bool = False) -> Permission | None:
+    """The Permission standing for ``rule`` (created on demand when ``create``)."""
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    from identity.models import Project
+
+    get_rule(rule)
+    content_type = ContentType.objects.get_for_model(Project)
+    if create:
+        perm, _ = Permission.objects.get_or_create(
+            codename=rule, content_type=content_type, defaults={"name": f"Policy rule {rule}"[:255]}
+        )
+        return perm
+    return Permission.objects.filter(codename=rule, content_type=content_type).first()
+
+
+def granted(actor: RequestContext, rule: str, target: Target) -> bool:
+    """Is there a guardian grant of ``rule`` for this actor (globally or on the target project)?"""
+    if not actor.user_id:
+        return False
+    from django.db.models import Q
+    from guardian.models import GroupObjectPermission, UserObjectPermission
+
+    from identity.models import User
+
+    perm = permission_for(rule)
+    if perm is None:
+        return False
+    user = User.objects.filter(id=actor.user_id).first()
+    if user is None or not user.enabled:
+        return False
+    group_ids = list(user.groups.values_list("id", flat=True))
+    if user.user_permissions.filter(id=perm.id).exists():
+        return True
+    if group_ids and perm.group_set.filter(id__in=group_ids).exists():
+        return True
+    project_id = target.get("project_id")
+    if not project_id:
+        return False
+    on_project = Q(permission=perm, object_pk=str(project_id))
+    if UserObjectPermission.objects.filter(on_project, user=user).exists():
+        return True
+    return bool(group_ids) and GroupObjectPermission.objects.filter(on_project, group_id__in=group_ids).exists()
+
+
+def project_members_group(project_id: str) -> Group:
+    from django.contrib.auth.models import Group
+
+    return Group.objects.get_or_create(name=members_group_name(project_id))[0]
+
+
+def project_membership_changed(*, user: Any, project: Any) -> None:
+    """Keep ``project-members:<id>`` equal to the users holding any role on the project."""
+    from identity.services.roles import assigned_roles
+
+    group = project_members_group(project.id)
+    if assigned_roles(user=user, project=project):
+        user.groups.add(group)
+    else:
+        user.groups.remove(group)
+
+
+def grant(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
+    """Grant ``rule``: to a user or group, globally or for ``project``; with only ``project``,
+    to every member of that project (for that project's resources)."""
+    from guardian.shortcuts import assign_perm
+
+    perm = permission_for(rule, create=True)
+    if user is None and group is None:
+        if project is None:
+            raise ValueError("grant needs a user, a group or a project")
+        group = project_members_group(project.id)
+    holder = user if user is not None else group
+    if project is None:
+        assign_perm(perm, holder)
+    else:
+        assign_perm(perm, holder, project)
+
+
+def revoke(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
+    from guardian.shortcuts import remove_perm
+
+    perm = permission_for(rule)
+    if perm is None:
+        return
+    if user is None and group is None:
+        if project is None:
+            raise ValueError("revoke needs a user, a group or a project")
+        group = project_members_group(project.id)
+    holder = user if user is not None else group
+    if project is None:
+        remove_perm(perm, holder)
+    else:
+        remove_perm(perm, holder, project)
+
+
+def grants_of(rule: str) -> list[dict[str, Any]]:
+    """Who holds a grant of ``rule``: ``[{"user"|"group": name, "project": id or None}]``."""
+    from guardian.models import GroupObjectPermission, UserObjectPermission
+
+    perm = permission_for(rule)
+    if perm is None:
+        return []
+    out: list[dict[str, Any]] = []
+    for u in perm.user_set.all():
+        out.append({"user": u.name, "project": None})
+    for g in perm.group_set.all():
+        out.append({"group": g.name, "project": None})
+    for uop in UserObjectPermission.objects.filter(permission=perm).select_related("user"):
+        out.append({"user": uop.user.name, "project": uop.object_pk})
+    for gop in GroupObjectPermission.objects.filter(permission=perm).select_related("group"):
+        out.append({"group": gop.group.name, "project": gop.object_pk})
+    return out

@@ -1,0 +1,4 @@
+"""URL routes of the scheduling API (included by cloudcore/urls.py)."""
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []
