@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "images",
     "volumes",
     "networks",
+    "console",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

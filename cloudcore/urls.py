@@ -11,16 +11,6 @@ from drf_spectacular.views import SpectacularAPIView
 
 from cloudcore.core.api.compute_root import ComputeNotFoundView, ComputeVersionsView, ComputeVersionView
 
-
-def home(request: HttpRequest) -> HttpResponse:
-    return HttpResponse(
-        "<!doctype html><title>cloudcore</title><h1>cloudcore</h1>"
-        "<p>Compute cloud control plane. APIs: <a href='/compute/'>/compute</a>, "
-        "<a href='/identity/v3'>/identity/v3</a>, <a href='/api/schema/'>/api/schema/</a>, "
-        "<a href='/admin/'>/admin/</a>.</p>"
-    )
-
-
 compute_v21 = [
     path("", ComputeVersionView.as_view(), name="compute-v21"),
     path("", include("servers.api.urls")),
@@ -30,7 +20,6 @@ compute_v21 = [
 ]
 
 urlpatterns = [
-    path("", home, name="home"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     re_path(r"^identity/?", include("identity.api.urls")),
@@ -42,6 +31,7 @@ urlpatterns = [
     re_path(r"^image/?", include("images.api.urls")),
     re_path(r"^volume/?", include("volumes.api.urls")),
     re_path(r"^network/?", include("networks.api.urls")),
+    path("", include("console.urls")),
 ]
 
 
@@ -49,8 +39,14 @@ def _json_error(code: int, name: str, message: str) -> JsonResponse:
     return JsonResponse({name: {"code": code, "message": message}}, status=code)
 
 
+_API_PREFIXES = ("/compute", "/identity", "/placement", "/image", "/volume", "/network", "/api/")
+
+
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return _json_error(404, "itemNotFound", "The resource could not be found.")
+    if request.path.startswith(_API_PREFIXES):
+        return _json_error(404, "itemNotFound", "The resource could not be found.")
+    return HttpResponse("<!doctype html><title>Not found</title><h1>Not found</h1>"
+                        "<p>There is no such page. <a href='/'>Back to the console</a>.</p>", status=404)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:

@@ -1,0 +1,213 @@
+"""What the console shows: read models assembled from the cells, placement and notifications.
+
+Each function returns plain dataclasses/dicts for templates; nothing here writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Sum
+
+from cells.models import CellMapping, HostMapping
+from cells.scatter import failed, scatter_gather
+from servers.status import status_from_state
+
+
+@dataclass
+class CellStatus:
+    name: str
+    uuid: str
+    up: bool
+    servers: int = 0
+    hosts: int = 0
+    error: str = ""
+
+
+@dataclass
+class Capacity:
+    """Used/total of one resource class on a provider (total = (total - reserved) * ratio)."""
+
+    resource_class: str
+    used: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.used / self.total)) if self.total else 0
+
+
+@dataclass
+class HostCapacity:
+    name: str
+    uuid: str
+    cell: str
+    resources: list[Capacity] = field(default_factory=list)
+
+
+def _count_cell(_cell: CellMapping) -> tuple[int, int]:
+    from hosts.models import Service
+    from servers.models import Instance
+
+    servers = Instance.objects.filter(hidden=False).count()
+    hosts = Service.objects.filter(binary="nova-compute").count()
+    return servers, hosts
+
+
+def cell_statuses() -> list[CellStatus]:
+    cells = list(CellMapping.objects.all())
+    results = scatter_gather(_count_cell, cells)
+    out = []
+    for cell in cells:
+        result = results.get(cell.uuid)
+        if result is None or failed(result):
+            reason = getattr(result, "reason", "no answer")
+            out.append(CellStatus(cell.name or cell.uuid, cell.uuid, False, error=str(reason)))
+        else:
+            servers, hosts = result  # type: ignore[misc]
+            out.append(CellStatus(cell.name or cell.uuid, cell.uuid, True, servers, hosts))
+    return out
+
+
+def host_capacities() -> list[HostCapacity]:
+    """Per compute node provider: VCPU, MEMORY_MB and DISK_GB used/total, from placement."""
+    from scheduling.models import Allocation, Inventory, ResourceProvider
+
+    cells = dict(HostMapping.objects.select_related("cell").values_list("host", "cell__name"))
+    used = {
+        (row["resource_provider_id"], row["resource_class__name"]): row["used"]
+        for row in Allocation.objects.values("resource_provider_id", "resource_class__name").annotate(used=Sum("used"))
+    }
+    hosts: dict[int, HostCapacity] = {}
+    for rp in ResourceProvider.objects.filter(parent__isnull=True).order_by("name"):
+        hosts[rp.id] = HostCapacity(rp.name, rp.uuid, cells.get(rp.name, ""))
+    for inv in Inventory.objects.select_related("resource_class").filter(resource_provider_id__in=hosts):
+        total = int((inv.total - inv.reserved) * inv.allocation_ratio)
+        name = inv.resource_class.name
+        hosts[inv.resource_provider_id].resources.append(
+            Capacity(name, used.get((inv.resource_provider_id, name), 0), total)
+        )
+    for host in hosts.values():
+        host.resources.sort(key=lambda c: ("VCPU", "MEMORY_MB", "DISK_GB").index(c.resource_class)
+                            if c.resource_class in ("VCPU", "MEMORY_MB", "DISK_GB") else 9)
+    return list(hosts.values())
+
+
+def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
+    totals: dict[str, dict[str, Capacity]] = {}
+    for host in hosts:
+        per = totals.setdefault(host.cell or "unmapped", {})
+        for cap in host.resources:
+            agg = per.setdefault(cap.resource_class, Capacity(cap.resource_class, 0, 0))
+            agg.used += cap.used
+            agg.total += cap.total
+    return {cell: list(per.values()) for cell, per in sorted(totals.items())}
+
+
+def servers_by_status() -> dict[str, int]:
+    """Count of servers per API status (latest microversion) across every cell."""
+    from servers.models import Instance
+
+    def per_cell(_cell: CellMapping) -> list[dict[str, Any]]:
+        return list(
+            Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id"))
+        )
+
+    counts: dict[str, int] = {}
+    for result in scatter_gather(per_cell).values():
+        if failed(result):
+            continue
+        for row in result:  # type: ignore[union-attr]
+            status = status_from_state(row["vm_state"], row["task_state"], (2, 105))
+            counts[status] = counts.get(status, 0) + row["n"]
+    from servers.models import BuildRequest
+
+    builds = BuildRequest.objects.count()
+    if builds:
+        counts["BUILD"] = counts.get("BUILD", 0) + builds
+    return dict(sorted(counts.items()))
+
+
+@dataclass
+class Failure:
+    instance_uuid: str
+    cell: str
+    code: int
+    message: str
+    created_at: Any
+
+
+def recent_failures(limit: int = 10) -> list[Failure]:
+    from servers.models import InstanceFault
+
+    def per_cell(cell: CellMapping) -> list[Failure]:
+        return [
+            Failure(f.instance_uuid, cell.name or cell.uuid, f.code, f.message, f.created_at)
+            for f in InstanceFault.objects.order_by("-created_at")[:limit]
+        ]
+
+    merged: list[Failure] = []
+    for result in scatter_gather(per_cell).values():
+        if not failed(result):
+            merged.extend(result)  # type: ignore[arg-type]
+    merged.sort(key=lambda f: f.created_at, reverse=True)
+    return merged[:limit]
+
+
+@dataclass
+class HostRow:
+    host: str
+    cell: str
+    binary: str
+    up: bool
+    disabled: bool
+    disabled_reason: str | None
+    forced_down: bool
+    last_seen_up: Any
+    service_uuid: str
+    nodes: list[dict[str, str]] = field(default_factory=list)
+
+
+def _service_up(service: Any) -> bool:
+    try:
+        from hosts.services.servicegroup import service_is_up
+    except ImportError:  # pragma: no cover - the hosts app always provides it
+        return False
+    return bool(service_is_up(service))
+
+
+def host_rows() -> list[HostRow]:
+    from hosts.models import ComputeNode, Service
+
+    def per_cell(cell: CellMapping) -> list[HostRow]:
+        nodes: dict[int | None, list[dict[str, str]]] = {}
+        for node in ComputeNode.objects.all():
+            nodes.setdefault(node.service_id, []).append(
+                {"uuid": node.uuid, "hypervisor_hostname": node.hypervisor_hostname}
+            )
+        return [
+            HostRow(s.host, cell.name or cell.uuid, s.binary, _service_up(s), s.disabled, s.disabled_reason,
+                    s.forced_down, s.last_seen_up, s.uuid, nodes.get(s.id, []))
+            for s in Service.objects.order_by("host")
+        ]
+
+    rows: list[HostRow] = []
+    for result in scatter_gather(per_cell).values():
+        if not failed(result):
+            rows.extend(result)  # type: ignore[arg-type]
+    return sorted(rows, key=lambda r: (r.cell, r.host))
+
+
+def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
+    from cloudcore.core.models import NotificationRecord
+
+    qs = NotificationRecord.objects.all()
+    if event_type:
+        qs = qs.filter(event_type__startswith=event_type)
+    return list(qs[:limit])
+
+
+def notification_types() -> list[str]:
+    from cloudcore.core.models import NotificationRecord
+
+    return sorted(set(NotificationRecord.objects.values_list("event_type", flat=True).distinct()))

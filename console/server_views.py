@@ -1,0 +1,246 @@
+"""Console server pages: list, detail, create and actions, through the compute API."""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from cloudcore.core import policy
+
+from .auth import console_view
+from .compute_client import call
+from .views import _page
+
+BASE = "/compute/v2.1"
+FILTERS = ("name", "status", "host", "project_id", "availability_zone")
+BUSY = {"BUILD", "REBUILD", "RESIZE", "MIGRATING", "REBOOT", "HARD_REBOOT", "REVERT_RESIZE"}
+
+
+@console_view()
+def server_list(request: HttpRequest) -> HttpResponse:
+    ctx = request.ctx  # type: ignore[attr-defined]
+    params: dict[str, str] = {k: request.GET[k] for k in FILTERS if request.GET.get(k)}
+    if ctx.is_admin:
+        params["all_tenants"] = "1"
+    result = call(request, "GET", f"{BASE}/servers/detail?{urlencode(params)}")
+    servers = result.data.get("servers", []) if result.ok and result.data else []
+    cell_filter = request.GET.get("cell", "")
+    if cell_filter:
+        servers = [s for s in servers if _cell_of(s["id"]) == cell_filter]
+    for s in servers:
+        s["busy"] = s.get("status") in BUSY
+    return _page(request, "console/servers.html", {
+        "servers": servers, "error": None if result.ok else result.message,
+        "filters": {k: request.GET.get(k, "") for k in (*FILTERS, "cell")},
+        "any_busy": any(s["busy"] for s in servers),
+        "create": _create_choices(request),
+    })
+
+
+def _cell_of(server_id: str) -> str:
+    from cells.models import InstanceMapping
+
+    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=server_id).first()
+    return (mapping.cell.name or "") if mapping and mapping.cell else ""
+
+
+def _create_choices(request: HttpRequest) -> dict[str, Any]:
+    flavors = call(request, "GET", f"{BASE}/flavors")
+    out: dict[str, Any] = {"flavors": flavors.data.get("flavors", []) if flavors.ok and flavors.data else []}
+    try:
+        images = call(request, "GET", "/image/v2/images", service="image")
+        out["images"] = images.data.get("images", []) if images.ok and images.data else []
+    except Exception:  # the image API may not be served; the form then asks for an id
+        out["images"] = []
+    try:
+        nets = call(request, "GET", "/network/v2.0/networks", service="network")
+        out["networks"] = nets.data.get("networks", []) if nets.ok and nets.data else []
+    except Exception:
+        out["networks"] = []
+    return out
+
+
+@require_POST
+@console_view()
+def server_create(request: HttpRequest) -> HttpResponse:
+    server: dict[str, Any] = {
+        "name": request.POST.get("name", "").strip(),
+        "flavorRef": request.POST.get("flavor", ""),
+        "imageRef": request.POST.get("image", ""),
+        "networks": [{"uuid": request.POST["network"]}] if request.POST.get("network") else "auto",
+    }
+    if request.POST.get("availability_zone"):
+        server["availability_zone"] = request.POST["availability_zone"]
+    result = call(request, "POST", f"{BASE}/servers", {"server": server})
+    if result.ok:
+        server_id = result.data["server"]["id"]
+        messages.success(request, f"Server {server['name']} accepted; it is being built.")
+        return HttpResponseRedirect(reverse("console:server", args=[server_id]))
+    messages.error(request, f"Could not create the server: {result.message}")
+    return HttpResponseRedirect(reverse("console:servers"))
+
+
+def _allowed(ctx: Any, rule: str, server: dict[str, Any]) -> bool:
+    try:
+        return policy.can(ctx, rule, {"project_id": server.get("tenant_id"), "user_id": server.get("user_id")})
+    except policy.UnknownRule:
+        return True
+
+
+@console_view()
+def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
+    ctx = request.ctx  # type: ignore[attr-defined]
+    result = call(request, "GET", f"{BASE}/servers/{server_id}")
+    if not result.ok:
+        return _page(request, "console/error.html", {"message": result.message}, status=result.status)
+    server = result.data["server"]
+    actions = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions")
+    events = []
+    if actions.ok and actions.data:
+        for act in actions.data.get("instanceActions", [])[:10]:
+            detail = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions/{act['request_id']}")
+            if detail.ok and detail.data:
+                act = detail.data.get("instanceAction", act)
+            events.append(act)
+    volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
+    migrations = call(request, "GET", f"{BASE}/servers/{server_id}/migrations") if ctx.is_admin else None
+    all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
+    status = server.get("status")
+    can = {name: _allowed(ctx, rule, server) for name, rule in ACTION_RULES.items()}
+    return _page(request, "console/server_detail.html", {
+        "server": server, "status": status, "busy": status in BUSY,
+        "actions": events,
+        "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
+        "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok
+        else ((migrations.data or {}).get("migrations", []) if migrations and migrations.ok else []),
+        "can": can,
+        "flavors": (call(request, "GET", f"{BASE}/flavors").data or {}).get("flavors", []),
+        "hosts": _hosts(request) if ctx.is_admin or can.get("unshelve_to_host") else [],
+        "images": _create_choices(request)["images"],
+    })
+
+
+def _hosts(request: HttpRequest) -> list[str]:
+    from cells.models import HostMapping
+
+    return list(HostMapping.objects.order_by("host").values_list("host", flat=True))
+
+
+ACTION_RULES = {
+    "start": "os_compute_api:servers:start",
+    "stop": "os_compute_api:servers:stop",
+    "reboot": "os_compute_api:servers:reboot",
+    "shelve": "os_compute_api:os-shelve:shelve",
+    "shelve_offload": "os_compute_api:os-shelve:shelve_offload",
+    "unshelve": "os_compute_api:os-shelve:unshelve",
+    "unshelve_to_host": "os_compute_api:os-shelve:unshelve_to_host",
+    "resize": "os_compute_api:servers:resize",
+    "confirm": "os_compute_api:servers:confirm_resize",
+    "revert": "os_compute_api:servers:revert_resize",
+    "rebuild": "os_compute_api:servers:rebuild",
+    "reset_state": "os_compute_api:os-admin-actions:reset_state",
+    "delete": "os_compute_api:servers:delete",
+    "lock": "os_compute_api:os-lock-server:lock",
+}
+
+
+def _action_body(op: str, post: Any) -> dict[str, Any] | None:
+    """The compute API body for one console button (None for an unknown op)."""
+    if op == "start":
+        return {"os-start": None}
+    if op == "stop":
+        return {"os-stop": None}
+    if op == "reboot":
+        return {"reboot": {"type": "HARD" if post.get("hard") else "SOFT"}}
+    if op == "shelve":
+        return {"shelve": None}
+    if op == "shelve_offload":
+        return {"shelveOffload": None}
+    if op == "unshelve":
+        host = post.get("host")
+        return {"unshelve": {"host": host} if host else None}
+    if op == "resize":
+        return {"resize": {"flavorRef": post.get("flavor", "")}}
+    if op == "confirm":
+        return {"confirmResize": None}
+    if op == "revert":
+        return {"revertResize": None}
+    if op == "rebuild":
+        return {"rebuild": {"imageRef": post.get("image", "")}}
+    if op == "reset_state":
+        return {"os-resetState": {"state": post.get("state", "error")}}
+    if op == "lock":
+        return {"lock": None}
+    if op == "unlock":
+        return {"unlock": None}
+    return None
+
+
+@require_POST
+@console_view()
+def server_action(request: HttpRequest, server_id: str) -> HttpResponse:
+    op = request.POST.get("op", "")
+    target = reverse("console:server", args=[server_id])
+    if op == "delete":
+        result = call(request, "DELETE", f"{BASE}/servers/{server_id}")
+        if result.ok:
+            messages.success(request, "The server is being deleted.")
+            return HttpResponseRedirect(reverse("console:servers"))
+    else:
+        body = _action_body(op, request.POST)
+        if body is None:
+            messages.error(request, f"Unknown action {op!r}.")
+            return HttpResponseRedirect(target)
+        result = call(request, "POST", f"{BASE}/servers/{server_id}/action", body)
+    if result.ok:
+        messages.success(request, f"{op.replace('_', ' ').capitalize()} accepted.")
+    else:
+        messages.error(request, f"{op.replace('_', ' ').capitalize()} refused: {result.message}")
+    return HttpResponseRedirect(target)
+
+
+@console_view(admin=True)
+def migrations(request: HttpRequest) -> HttpResponse:
+    result = call(request, "GET", f"{BASE}/os-migrations")
+    items = result.data.get("migrations", []) if result.ok and result.data else []
+    running = {"pre-migrating", "migrating", "post-migrating", "confirming", "reverting", "accepted", "queued"}
+    from cells.models import HostMapping
+
+    cells = dict(HostMapping.objects.values_list("host", "cell__name"))
+    for m in items:
+        m["busy"] = m.get("status") in running
+        m["source_cell"] = cells.get(m.get("source_compute") or "", "")
+        m["dest_cell"] = cells.get(m.get("dest_compute") or "", "")
+        m["cross_cell"] = bool(m["source_cell"] and m["dest_cell"] and m["source_cell"] != m["dest_cell"])
+    return _page(request, "console/migrations.html", {
+        "items": items, "error": None if result.ok else result.message,
+        "any_busy": any(m["busy"] for m in items),
+    })
+
+
+@require_POST
+@console_view(admin=True)
+def host_action(request: HttpRequest) -> HttpResponse:
+    """Enable/disable (with reason) and force down a compute service through os-services (2.53+)."""
+    service = request.POST.get("service", "")
+    op = request.POST.get("op", "")
+    bodies = {
+        "enable": {"status": "enabled"},
+        "disable": {"status": "disabled", **({"disabled_reason": request.POST["reason"]}
+                                              if request.POST.get("reason") else {})},
+        "force_down": {"forced_down": True},
+        "unforce": {"forced_down": False},
+    }
+    if op not in bodies:
+        messages.error(request, f"Unknown host action {op!r}.")
+    else:
+        result = call(request, "PUT", f"{BASE}/os-services/{service}", bodies[op])
+        if result.ok:
+            messages.success(request, f"{op.replace('_', ' ').capitalize()}: done.")
+        else:
+            messages.error(request, f"{op.replace('_', ' ').capitalize()} refused: {result.message}")
+    return HttpResponseRedirect(reverse("console:hosts"))

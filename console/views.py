@@ -1,0 +1,139 @@
+"""Console pages: thin views over the console selectors and the domain services.
+
+Every page needs a logged-in identity user; admin pages (hosts, migrations, policy,
+notifications) need the cloud admin role. Actions are POSTs (CSRF-protected) that call the same
+services as the APIs; domain errors are shown in words on the page, never as tracebacks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import authenticate, login, logout
+from django.contrib.auth.models import Group
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from cloudcore.core import policy
+from cloudcore.core.exceptions import CloudcoreError
+from identity.models import Project, User
+
+from . import selectors
+from .auth import SESSION_PROJECT, console_view, projects_of
+
+
+def _safe_next(target: str | None) -> str:
+    if target and target.startswith("/") and not target.startswith("//"):
+        return target
+    return reverse("console:overview")
+
+
+def login_view(request: HttpRequest) -> HttpResponse:
+    error = ""
+    if request.method == "POST":
+        user = authenticate(request, username=request.POST.get("username", ""),
+                            password=request.POST.get("password", ""))
+        if user is None:
+            error = "Wrong user name or password."
+        else:
+            login(request, user)
+            request.session.pop(SESSION_PROJECT, None)
+            return HttpResponseRedirect(_safe_next(request.POST.get("next")))
+    return render(request, "console/login.html", {"error": error, "next": request.GET.get("next", "")},
+                  status=401 if error else 200)
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    return HttpResponseRedirect(reverse("console:login"))
+
+
+@require_POST
+@console_view()
+def switch_project(request: HttpRequest) -> HttpResponse:
+    wanted = request.POST.get("project_id")
+    user = request.user
+    assert isinstance(user, User)
+    if any(p.id == wanted for p in projects_of(user)):
+        request.session[SESSION_PROJECT] = wanted
+    else:
+        messages.error(request, "You have no role on that project.")
+    return HttpResponseRedirect(_safe_next(request.POST.get("next")))
+
+
+def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    user = request.user
+    assert isinstance(user, User)
+    base = {"ctx": request.ctx, "projects": projects_of(user)}  # type: ignore[attr-defined]
+    return render(request, template, {**base, **context}, status=status)
+
+
+@console_view()
+def overview(request: HttpRequest) -> HttpResponse:
+    ctx = request.ctx  # type: ignore[attr-defined]
+    hosts = selectors.host_capacities() if ctx.is_admin else []
+    return _page(request, "console/overview.html", {
+        "cells": selectors.cell_statuses() if ctx.is_admin else [],
+        "hosts": hosts,
+        "cell_capacity": selectors.cell_capacities(hosts),
+        "by_status": selectors.servers_by_status() if ctx.is_admin else {},
+        "failures": selectors.recent_failures() if ctx.is_admin else [],
+    })
+
+
+@console_view(admin=True)
+def hosts(request: HttpRequest) -> HttpResponse:
+    return _page(request, "console/hosts.html", {"rows": selectors.host_rows()})
+
+
+@console_view(admin=True)
+def policy_page(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()
+    rules = [r for r in policy.rules() if query in r.name] if query else policy.rules()
+    return _page(request, "console/policy.html", {
+        "rules": [(r, policy.grants_of(r.name)) for r in rules],
+        "q": query,
+        "users": User.objects.order_by("name"),
+        "groups": Group.objects.exclude(name__startswith="project-members:").order_by("name"),
+        "all_projects": Project.objects.order_by("name"),
+    })
+
+
+@require_POST
+@console_view(admin=True)
+def policy_change(request: HttpRequest) -> HttpResponse:
+    rule = request.POST.get("rule", "")
+    verb = request.POST.get("verb", "grant")
+    user = User.objects.filter(id=request.POST.get("user") or None).first()
+    group = Group.objects.filter(id=request.POST.get("group") or None).first()
+    project = Project.objects.filter(id=request.POST.get("project") or None).first()
+    try:
+        policy.get_rule(rule)
+        if user is None and group is None and project is None:
+            raise ValueError("Choose a user, a group or a project.")
+        (policy.grant if verb == "grant" else policy.revoke)(rule, user=user, group=group, project=project)
+    except (policy.UnknownRule, ValueError) as exc:
+        messages.error(request, f"Could not {verb} {rule}: {exc}")
+    else:
+        who = user.name if user else group.name if group else f"every member of project {project.name}"  # type: ignore[union-attr]
+        where = f" on project {project.name}" if project and (user or group) else ""
+        messages.success(request, f"{'Granted' if verb == 'grant' else 'Revoked'} {rule} for {who}{where}.")
+    return HttpResponseRedirect(reverse("console:policy") + f"?q={rule}")
+
+
+@console_view(admin=True)
+def notifications(request: HttpRequest) -> HttpResponse:
+    event_type = request.GET.get("event_type") or None
+    return _page(request, "console/notifications.html", {
+        "items": selectors.notifications(event_type),
+        "types": selectors.notification_types(),
+        "event_type": event_type or "",
+    })
+
+
+def domain_error_message(exc: CloudcoreError) -> str:
+    """A domain error in words for the page (the API's message, without codes)."""
+    return str(exc)
