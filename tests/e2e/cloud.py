@@ -1,0 +1,123 @@
+"""A live cloudcore for end-to-end tests: ``manage.py run_cloud`` (what ``make run`` runs) in a
+private var dir on a free port, with every process real (web, conductor, compute workers, ...).
+
+``LiveCloud.openstack("server", "list", cloud="cloudcore-demo")`` runs the real ``openstack``
+CLI against it with the ``clouds.yaml`` the demo setup wrote.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveCloud:
+    var_dir: Path
+    port: int
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.var_dir / "run_cloud.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def clouds_yaml(self) -> Path:
+        return self.var_dir / "clouds.yaml"
+
+    def start(self, timeout: float = 240.0) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "run_cloud", "--bind", f"127.0.0.1:{self.port}"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"run_cloud exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/compute/", timeout=2) as response:  # noqa: S310
+                    if response.status == 200 and self.clouds_yaml.exists():
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"run_cloud did not come up in {timeout}s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            self.process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def tail(self, lines: int = 80) -> str:
+        out = []
+        for path in [self.log_path, *sorted((self.var_dir / "log").glob("*.log"))]:
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                out.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(out)
+
+    def openstack(self, *args: str, cloud: str = "cloudcore-demo", check: bool = True,
+                  timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+        """Run the ``openstack`` CLI (``-f json`` added when the command lists/shows)."""
+        exe = shutil.which("openstack", path=str(Path(sys.executable).parent)) or "openstack"
+        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": cloud}
+        for key in list(env):
+            if key.startswith("OS_") and key not in ("OS_CLIENT_CONFIG_FILE", "OS_CLOUD"):
+                env.pop(key)
+        result = subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"openstack {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+                f"\n{self.tail(40)}"
+            )
+        return result
+
+    def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
+        return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
+
+
+def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.update({
+        "CLOUDCORE_VAR_DIR": str(var_dir),
+        "CLOUDCORE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "CLOUDCORE_ADMIN_PASSWORD": "admin-secret",
+        "CLOUDCORE_DEMO_PASSWORD": "demo-secret",
+        "CLOUDCORE_SECRET_KEY": "e2e-only-secret",
+        "DJANGO_SETTINGS_MODULE": "cloudcore.settings",
+    })
+    # Real PostgreSQL / Redis when make test started them (see the Makefile); SQLite otherwise.
+    for key in ("CLOUDCORE_BROKER_URL",):
+        if os.environ.get("CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]):
+            env[key] = os.environ["CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]]
+    env.update(extra)
+    return env
