@@ -108,11 +108,40 @@ def register(
     return rule
 
 
+_DISCOVERED = False
+
+
+def autodiscover() -> None:
+    """Import ``<app>.policies`` of every installed app once, so that every rule is registered
+    before the first check whatever imported what (apps need no ``ready()`` hook for it)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    import importlib
+
+    from django.apps import apps
+
+    if not apps.ready:
+        return
+    _DISCOVERED = True
+    for config in apps.get_app_configs():
+        try:
+            importlib.import_module(f"{config.name}.policies")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{config.name}.policies":
+                raise
+
+
 def rules() -> list[Rule]:
+    autodiscover()
     return sorted(_REGISTRY.values(), key=lambda r: r.name)
 
 
 def get_rule(name: str) -> Rule:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        autodiscover()
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -6,7 +6,7 @@ Roles imply each other as Keystone's defaults do: ``admin`` implies ``member`` i
 """
 from __future__ import annotations
 
-from guardian.shortcuts import assign_perm, get_perms, remove_perm
+from guardian.shortcuts import assign_perm, remove_perm
 
 from cloudcore.core.exceptions import NotFound
 
@@ -21,8 +21,27 @@ class RoleNotFound(NotFound):
 
 def _codename(role: str) -> str:
     if role not in ROLE_NAMES:
-        raise RoleNotFound(role=role)
+        if not Role.objects.filter(name=role).exists():
+            raise RoleNotFound(role=role)
+        ensure_role_permission(role)
     return f"role_{role}"
+
+
+def ensure_role_permission(role: str) -> None:
+    """A role created through the API gets its ``role_<name>`` permission on Project."""
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    Permission.objects.get_or_create(
+        codename=f"role_{role}", content_type=ContentType.objects.get_for_model(Project),
+        defaults={"name": f"Has the {role} role on the project"[:255]},
+    )
+
+
+def role_names() -> list[str]:
+    """Default roles first, then the ones created through the API."""
+    custom = sorted(set(Role.objects.values_list("name", flat=True)) - set(ROLE_NAMES))
+    return [*ROLE_NAMES, *custom]
 
 
 def ensure_default_roles() -> list[Role]:
@@ -46,13 +65,22 @@ def role_unassign(*, user: User, project: Project, role: str) -> None:
 
 def assigned_roles(*, user: User, project: Project) -> list[str]:
     """Roles directly assigned (no implication)."""
-    perms = set(get_perms(user, project))
-    return [name for name in ROLE_NAMES if f"role_{name}" in perms]
+    # Direct user object permissions only: guardian's get_perms would give a Django superuser
+    # every role on every project.
+    from django.contrib.contenttypes.models import ContentType
+    from guardian.models import UserObjectPermission
+
+    perms = set(
+        UserObjectPermission.objects.filter(
+            user=user, object_pk=str(project.pk), content_type=ContentType.objects.get_for_model(Project)
+        ).values_list("permission__codename", flat=True)
+    )
+    return [name for name in role_names() if f"role_{name}" in perms]
 
 
 def roles_for(*, user: User, project: Project) -> list[str]:
     """Effective roles of ``user`` on ``project`` (implied roles included), in a stable order."""
     effective: set[str] = set()
     for role in assigned_roles(user=user, project=project):
-        effective.update(IMPLIED[role])
-    return [name for name in ROLE_NAMES if name in effective]
+        effective.update(IMPLIED.get(role, (role,)))
+    return [name for name in role_names() if name in effective]

@@ -76,7 +76,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code, message = exc.status_code, _drf_message(exc.detail)
     else:
         return None
-    response = Response(fault_body(code, message), status=code)
+    view = context.get("view")
+    shape = getattr(view, "error_body", None)
+    response = Response(shape(code, message) if callable(shape) else fault_body(code, message), status=code)
     if code == 401:
         response["WWW-Authenticate"] = 'Keystone uri="/identity"'
     return response

@@ -71,6 +71,13 @@ class OpenStackAPIView(APIView):
         request._request.api_version = version
         return version
 
+    def error_body(self, code: int, message: str) -> dict[str, Any]:
+        """The body of an error answer; Nova's fault body unless an API overrides it
+        (Keystone's ``{"error": {...}}``, placement's ``{"errors": [...]}``, ...)."""
+        from .faults import fault_body
+
+        return fault_body(code, message)
+
     # -- helpers for handlers ----------------------------------------------------------------
     @property
     def ctx(self) -> RequestContext:

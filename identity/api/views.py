@@ -1,0 +1,600 @@
+"""Keystone v3 subset (DESIGN.md section 5): version discovery, tokens, catalog, projects, users,
+roles and role assignments, answering Keystone's documents and ``{"error": {...}}`` bodies.
+
+Thin views: they validate the request, call ``identity.services`` and present the result.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.validation import validate
+from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
+from cloudcore.core.exceptions import Forbidden, Invalid
+from cloudcore.core.policy import authorize
+
+from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
+from ..services import accounts, roles, tokens
+from ..services.catalog import catalog, public_base
+
+V3_ID = "v3.14"
+V3_UPDATED = "2020-04-07T00:00:00Z"
+MEDIA_TYPES = [{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}]
+TITLES = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+          409: "Conflict", 415: "Unsupported Media Type", 500: "Internal Server Error"}
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def v3_url(path: str = "") -> str:
+    return f"{public_base()}/identity/v3{path}"
+
+
+def v3_document() -> dict[str, Any]:
+    return {
+        "id": V3_ID, "status": "stable", "updated": V3_UPDATED,
+        "links": [{"rel": "self", "href": v3_url("/")}],
+        "media-types": MEDIA_TYPES,
+    }
+
+
+class IdentityView(UnversionedAPIView):
+    """Base of the identity API: Keystone's error body."""
+
+    schema_tags = ["identity"]
+
+    def error_body(self, code: int, message: str) -> dict[str, Any]:
+        return {"error": {"code": code, "message": message, "title": TITLES.get(code, "Error")}}
+
+    def object_body(self, key: str) -> dict[str, Any]:
+        data = self.request.data
+        if not isinstance(data, dict) or not isinstance(data.get(key), dict):
+            raise Invalid(f"Invalid input for field '{key}': '{key}' is a required property")
+        return data[key]
+
+
+class PublicIdentityView(PublicMixin, IdentityView):
+    pass
+
+
+# --- presenters ---------------------------------------------------------------------------------
+
+
+def present_project(project: Project) -> dict[str, Any]:
+    return {
+        "id": project.id, "name": project.name, "domain_id": project.domain_id,
+        "description": project.description, "enabled": project.enabled, "is_domain": project.is_domain,
+        "parent_id": project.parent_id or project.domain_id, "tags": [], "options": {},
+        "links": {"self": v3_url(f"/projects/{project.id}")},
+    }
+
+
+def present_user(user: User) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": user.id, "name": user.name, "domain_id": user.domain_id, "enabled": user.enabled,
+        "password_expires_at": None, "options": {},
+        "links": {"self": v3_url(f"/users/{user.id}")},
+    }
+    if user.default_project_id:
+        body["default_project_id"] = user.default_project_id
+    if user.email:
+        body["email"] = user.email
+    if user.description:
+        body["description"] = user.description
+    return body
+
+
+def present_role(role: Role) -> dict[str, Any]:
+    return {
+        "id": role.id, "name": role.name, "domain_id": role.domain_id, "description": role.description or None,
+        "options": {}, "links": {"self": v3_url(f"/roles/{role.id}")},
+    }
+
+
+def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
+    user = token.user
+    body: dict[str, Any] = {
+        "methods": list(token.methods),
+        "user": {"id": user.id, "name": user.name, "domain": accounts.domain_ref(user.domain_id),
+                 "password_expires_at": None},
+        "audit_ids": [token.audit_id],
+        "expires_at": token.expires_at.strftime(TIME_FORMAT),
+        "issued_at": token.issued_at.strftime(TIME_FORMAT),
+    }
+    if token.project is not None:
+        project = token.project
+        role_list = Role.objects.filter(name__in=roles.roles_for(user=user, project=project))
+        body["project"] = {"id": project.id, "name": project.name, "domain": accounts.domain_ref(project.domain_id)}
+        body["is_domain"] = False
+        body["roles"] = [{"id": r.id, "name": r.name} for r in sorted(role_list, key=lambda r: r.name)]
+        if with_catalog:
+            body["catalog"] = catalog()
+    return {"token": body}
+
+
+def collection_links(path: str) -> dict[str, Any]:
+    return {"self": v3_url(path), "previous": None, "next": None}
+
+
+# --- version discovery ------------------------------------------------------------------------
+
+
+class VersionsView(PublicIdentityView):
+    """``GET /identity`` and ``/identity/``: 300 Multiple Choices with the one version, as Keystone."""
+
+    @extend_schema(responses={300: dict}, summary="Identity API versions")
+    def get(self, request: Request) -> Response:
+        return Response({"versions": {"values": [v3_document()]}}, status=300)
+
+
+class V3View(PublicIdentityView):
+    @extend_schema(responses={200: dict}, summary="Identity v3 version document")
+    def get(self, request: Request) -> Response:
+        return Response({"version": v3_document()})
+
+
+# --- tokens ---------------------------------------------------------------------------------------
+
+AUTH_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "auth": {
+            "type": "object",
+            "properties": {
+                "identity": {
+                    "type": "object",
+                    "properties": {
+                        "methods": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        "password": {"type": "object", "properties": {"user": {"type": "object"}},
+                                     "required": ["user"]},
+                        "token": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                    },
+                    "required": ["methods"],
+                },
+                "scope": {"type": ["object", "string"]},
+            },
+            "required": ["identity"],
+        }
+    },
+    "required": ["auth"],
+}
+
+
+def _authenticate(auth: dict[str, Any]) -> tuple[User, list[str], Token | None]:
+    identity = auth["identity"]
+    methods = identity["methods"]
+    if "password" in methods:
+        if "password" not in identity:
+            raise Invalid("Invalid input for field 'identity': 'password' is a required property")
+        return accounts.user_authenticate(identity["password"]["user"]), ["password"], None
+    if "token" in methods:
+        if "token" not in identity:
+            raise Invalid("Invalid input for field 'identity': 'token' is a required property")
+        try:
+            source = tokens.token_get_valid(identity["token"]["id"])
+        except tokens.TokenNotFound:
+            raise accounts.AuthFailed() from None
+        return source.user, list(source.methods) + (["token"] if "token" not in source.methods else []), source
+    raise accounts.AuthFailed("Attempted to authenticate with an unsupported method.")
+
+
+def _scope_project(user: User, scope: Any) -> Project | None:
+    if not scope:
+        return None
+    if isinstance(scope, str) or "project" not in scope:
+        # Domain and system scopes are not part of the subset.
+        raise accounts.AuthFailed("The request you have made requires authentication.")
+    try:
+        project = accounts.project_find(scope["project"])
+    except (accounts.ProjectNotFound, accounts.DomainNotFound):
+        raise accounts.AuthFailed() from None
+    if not project.enabled or not roles.assigned_roles(user=user, project=project):
+        raise accounts.AuthFailed(f"User {user.id} has no access to project {project.id}")
+    return project
+
+
+class TokensView(IdentityView):
+    """``/v3/auth/tokens``: issue (public), validate, check and revoke (``X-Subject-Token``)."""
+
+    def get_authenticators(self) -> list[Any]:
+        if self.request is not None and self.request.method == "POST":
+            return []
+        return super().get_authenticators()
+
+    def get_permissions(self) -> list[Any]:
+        if self.request is not None and self.request.method == "POST":
+            return []
+        return super().get_permissions()
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Issue a token (password or token method)")
+    def post(self, request: Request) -> Response:
+        body = validate(request.data, AUTH_SCHEMA)["auth"]
+        user, methods, source = _authenticate(body)
+        project = _scope_project(user, body.get("scope"))
+        token = tokens.token_issue(user=user, project=project, methods=methods)
+        with_catalog = "nocatalog" not in request.query_params
+        response = Response(present_token(token, with_catalog=with_catalog), status=201)
+        response["X-Subject-Token"] = token.id
+        return response
+
+    def _subject(self, request: Request) -> Token:
+        subject = request.headers.get("X-Subject-Token")
+        if not subject:
+            raise Invalid("Expecting to find X-Subject-Token in the request headers.")
+        token = tokens.token_get_valid(subject)
+        authorize(self.ctx, "identity:validate_token", {"user_id": token.user_id, "project_id": token.project_id})
+        return token
+
+    @extend_schema(responses={200: dict}, summary="Validate a token (X-Subject-Token)")
+    def get(self, request: Request) -> Response:
+        token = self._subject(request)
+        response = Response(present_token(token, with_catalog="nocatalog" not in request.query_params))
+        response["X-Subject-Token"] = token.id
+        return response
+
+    def head(self, request: Request) -> Response:
+        token = self._subject(request)
+        response = Response(status=200)
+        response["X-Subject-Token"] = token.id
+        return response
+
+    @extend_schema(responses={204: None}, summary="Revoke a token")
+    def delete(self, request: Request) -> Response:
+        subject = request.headers.get("X-Subject-Token")
+        if not subject:
+            raise Invalid("Expecting to find X-Subject-Token in the request headers.")
+        token = tokens.token_get_valid(subject)
+        authorize(self.ctx, "identity:revoke_token", {"user_id": token.user_id, "project_id": token.project_id})
+        tokens.token_revoke(token.id)
+        return Response(status=204)
+
+
+class CatalogView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="The service catalog")
+    def get(self, request: Request) -> Response:
+        return Response({"catalog": catalog(), "links": collection_links("/auth/catalog")})
+
+
+class AuthProjectsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Projects the token's user can scope to")
+    def get(self, request: Request) -> Response:
+        user = accounts.user_get(self.ctx.user_id or "")
+        projects = [present_project(p) for p in accounts.user_projects(user) if p.enabled]
+        return Response({"projects": projects, "links": collection_links("/auth/projects")})
+
+
+class AuthDomainsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Domains the token's user can scope to (none)")
+    def get(self, request: Request) -> Response:
+        return Response({"domains": [], "links": collection_links("/auth/domains")})
+
+
+# --- domains (the one ``default`` domain, read-only) ------------------------------------------
+
+
+def present_domain() -> dict[str, Any]:
+    return {
+        "id": DEFAULT_DOMAIN_ID, "name": accounts.DEFAULT_DOMAIN_NAME, "description": "The default domain",
+        "enabled": True, "tags": [], "options": {}, "links": {"self": v3_url(f"/domains/{DEFAULT_DOMAIN_ID}")},
+    }
+
+
+class DomainsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List domains (only Default)")
+    def get(self, request: Request) -> Response:
+        name = request.query_params.get("name")
+        domains = [present_domain()] if name in (None, accounts.DEFAULT_DOMAIN_NAME) else []
+        return Response({"domains": domains, "links": collection_links("/domains")})
+
+
+class DomainView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a domain")
+    def get(self, request: Request, domain_id: str) -> Response:
+        accounts.domain_id_from({"id": domain_id})
+        return Response({"domain": present_domain()})
+
+
+# --- projects ---------------------------------------------------------------------------------------
+
+PROJECT_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 64},
+        "domain_id": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+        "enabled": {"type": "boolean"},
+        "is_domain": {"type": "boolean", "enum": [False]},
+        "parent_id": {"type": ["string", "null"]},
+        "tags": {"type": "array"},
+        "options": {"type": "object"},
+    },
+    "required": ["name"],
+}
+PROJECT_UPDATE = {**PROJECT_CREATE, "required": [], "minProperties": 1}
+
+
+def _bool_filter(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.lower() not in ("0", "false", "no", "off")
+
+
+class ProjectsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List projects")
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:list_projects")
+        qs = Project.objects.order_by("name")
+        params = request.query_params
+        if "name" in params:
+            qs = qs.filter(name=params["name"])
+        if "domain_id" in params:
+            qs = qs.filter(domain_id=params["domain_id"])
+        enabled = _bool_filter(params.get("enabled"))
+        if enabled is not None:
+            qs = qs.filter(enabled=enabled)
+        return Response({"projects": [present_project(p) for p in qs], "links": collection_links("/projects")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a project")
+    def post(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:create_project")
+        data = validate(self.object_body("project"), PROJECT_CREATE)
+        domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
+        project = accounts.project_create(
+            name=data["name"], domain_id=domain_id, description=data.get("description") or "",
+            enabled=data.get("enabled", True),
+        )
+        return Response({"project": present_project(project)}, status=201)
+
+
+class ProjectView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a project")
+    def get(self, request: Request, project_id: str) -> Response:
+        authorize(self.ctx, "identity:get_project", {"project_id": project_id})
+        return Response({"project": present_project(accounts.project_get(project_id))})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a project")
+    def patch(self, request: Request, project_id: str) -> Response:
+        authorize(self.ctx, "identity:update_project", {"project_id": project_id})
+        project = accounts.project_get(project_id)
+        data = validate(self.object_body("project"), PROJECT_UPDATE)
+        changes = {k: data[k] for k in ("name", "description", "enabled") if k in data}
+        if "description" in changes and changes["description"] is None:
+            changes["description"] = ""
+        return Response({"project": present_project(accounts.project_update(project, **changes))})
+
+    @extend_schema(responses={204: None}, summary="Delete a project")
+    def delete(self, request: Request, project_id: str) -> Response:
+        authorize(self.ctx, "identity:delete_project", {"project_id": project_id})
+        accounts.project_delete(accounts.project_get(project_id))
+        return Response(status=204)
+
+
+# --- users -------------------------------------------------------------------------------------------
+
+USER_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "password": {"type": ["string", "null"]},
+        "domain_id": {"type": ["string", "null"]},
+        "default_project_id": {"type": ["string", "null"]},
+        "email": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+        "enabled": {"type": "boolean"},
+        "options": {"type": "object"},
+    },
+    "required": ["name"],
+}
+USER_UPDATE = {**USER_CREATE, "required": [], "minProperties": 1}
+
+
+class UsersView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List users")
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:list_users")
+        qs = User.objects.order_by("name")
+        if "name" in request.query_params:
+            qs = qs.filter(name=request.query_params["name"])
+        if "domain_id" in request.query_params:
+            qs = qs.filter(domain_id=request.query_params["domain_id"])
+        return Response({"users": [present_user(u) for u in qs], "links": collection_links("/users")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a user")
+    def post(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:create_user")
+        data = validate(self.object_body("user"), USER_CREATE)
+        domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
+        default_project = accounts.project_get(data["default_project_id"]) if data.get("default_project_id") else None
+        user = accounts.user_create(
+            name=data["name"], password=data.get("password"), domain_id=domain_id, default_project=default_project,
+            email=data.get("email") or "", description=data.get("description") or "",
+            enabled=data.get("enabled", True),
+        )
+        return Response({"user": present_user(user)}, status=201)
+
+
+class UserView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a user")
+    def get(self, request: Request, user_id: str) -> Response:
+        authorize(self.ctx, "identity:get_user", {"user_id": user_id})
+        return Response({"user": present_user(accounts.user_get(user_id))})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a user (password included)")
+    def patch(self, request: Request, user_id: str) -> Response:
+        authorize(self.ctx, "identity:update_user", {"user_id": user_id})
+        user = accounts.user_get(user_id)
+        data = validate(self.object_body("user"), USER_UPDATE)
+        changes: dict[str, Any] = {k: data[k] for k in ("name", "enabled") if k in data}
+        for key in ("email", "description"):
+            if key in data:
+                changes[key] = data[key] or ""
+        if "default_project_id" in data:
+            changes["default_project"] = (
+                accounts.project_get(data["default_project_id"]) if data["default_project_id"] else None
+            )
+        user = accounts.user_update(user, password=data.get("password"), **changes)
+        return Response({"user": present_user(user)})
+
+    @extend_schema(responses={204: None}, summary="Delete a user")
+    def delete(self, request: Request, user_id: str) -> Response:
+        authorize(self.ctx, "identity:delete_user", {"user_id": user_id})
+        accounts.user_delete(accounts.user_get(user_id))
+        return Response(status=204)
+
+
+class UserProjectsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Projects a user has a role on")
+    def get(self, request: Request, user_id: str) -> Response:
+        authorize(self.ctx, "identity:list_user_projects", {"user_id": user_id})
+        user = accounts.user_get(user_id)
+        projects = [present_project(p) for p in accounts.user_projects(user)]
+        return Response({"projects": projects, "links": collection_links(f"/users/{user_id}/projects")})
+
+
+# --- roles and assignments ------------------------------------------------------------------------
+
+ROLE_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[A-Za-z0-9_.-]+$"},
+        "description": {"type": ["string", "null"]},
+        "domain_id": {"type": "null"},
+        "options": {"type": "object"},
+    },
+    "required": ["name"],
+}
+
+
+class RolesView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List roles")
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:list_roles")
+        roles.ensure_default_roles()
+        qs = Role.objects.order_by("name")
+        if "name" in request.query_params:
+            qs = qs.filter(name=request.query_params["name"])
+        return Response({"roles": [present_role(r) for r in qs], "links": collection_links("/roles")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a role")
+    def post(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:create_role")
+        data = validate(self.object_body("role"), ROLE_CREATE)
+        if Role.objects.filter(name=data["name"]).exists():
+            raise accounts.IdentityConflict(type="role", name=data["name"])
+        role = Role.objects.create(name=data["name"], description=data.get("description") or "")
+        roles.ensure_role_permission(role.name)
+        return Response({"role": present_role(role)}, status=201)
+
+
+class RoleView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a role")
+    def get(self, request: Request, role_id: str) -> Response:
+        authorize(self.ctx, "identity:get_role")
+        return Response({"role": present_role(accounts.role_get(role_id))})
+
+    @extend_schema(responses={204: None}, summary="Delete a role")
+    def delete(self, request: Request, role_id: str) -> Response:
+        authorize(self.ctx, "identity:delete_role")
+        role = accounts.role_get(role_id)
+        if role.name in roles.ROLE_NAMES:
+            raise Forbidden(f"The default role {role.name} cannot be deleted.")
+        from django.contrib.auth.models import Permission
+
+        Permission.objects.filter(codename=role.codename, content_type__app_label="identity").delete()
+        role.delete()
+        return Response(status=204)
+
+
+class ProjectUserRolesView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Roles of a user on a project")
+    def get(self, request: Request, project_id: str, user_id: str) -> Response:
+        authorize(self.ctx, "identity:list_grants", {"project_id": project_id})
+        project, user = accounts.project_get(project_id), accounts.user_get(user_id)
+        names = roles.assigned_roles(user=user, project=project)
+        qs = Role.objects.filter(name__in=names).order_by("name")
+        return Response({"roles": [present_role(r) for r in qs],
+                         "links": collection_links(f"/projects/{project_id}/users/{user_id}/roles")})
+
+
+class ProjectUserRoleView(IdentityView):
+    def _resolve(self, project_id: str, user_id: str, role_id: str) -> tuple[Project, User, Role]:
+        return accounts.project_get(project_id), accounts.user_get(user_id), accounts.role_get(role_id)
+
+    @extend_schema(request=None, responses={204: None}, summary="Assign a role")
+    def put(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
+        authorize(self.ctx, "identity:create_grant", {"project_id": project_id})
+        project, user, role = self._resolve(project_id, user_id, role_id)
+        roles.role_assign(user=user, project=project, role=role.name)
+        return Response(status=204)
+
+    def _check(self, project_id: str, user_id: str, role_id: str) -> None:
+        authorize(self.ctx, "identity:check_grant", {"project_id": project_id})
+        project, user, role = self._resolve(project_id, user_id, role_id)
+        if role.name not in roles.assigned_roles(user=user, project=project):
+            raise roles.RoleNotFound(message=f"Could not find role assignment with role: {role.id}, "
+                                             f"user or group: {user.id}, project, domain, or system: {project.id}.")
+
+    @extend_schema(responses={204: None}, summary="Check a role assignment")
+    def get(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
+        self._check(project_id, user_id, role_id)
+        return Response(status=204)
+
+    def head(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
+        self._check(project_id, user_id, role_id)
+        return Response(status=204)
+
+    @extend_schema(responses={204: None}, summary="Unassign a role")
+    def delete(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
+        authorize(self.ctx, "identity:revoke_grant", {"project_id": project_id})
+        project, user, role = self._resolve(project_id, user_id, role_id)
+        if role.name not in roles.assigned_roles(user=user, project=project):
+            raise roles.RoleNotFound(role=role.id)
+        roles.role_unassign(user=user, project=project, role=role.name)
+        return Response(status=204)
+
+
+class RoleAssignmentsView(IdentityView):
+    """``GET /v3/role_assignments`` with ``user.id``, ``scope.project.id``, ``role.id``,
+    ``effective`` (implied roles expanded) and ``include_names``."""
+
+    @extend_schema(responses={200: dict}, summary="List role assignments")
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        user_filter = params.get("user.id")
+        if not (user_filter and user_filter == self.ctx.user_id):
+            authorize(self.ctx, "identity:list_role_assignments")
+        if "group.id" in params or "scope.domain.id" in params or "scope.system" in params:
+            return Response({"role_assignments": [], "links": collection_links("/role_assignments")})
+        effective = "effective" in params
+        include_names = "include_names" in params
+        users = User.objects.all()
+        if user_filter:
+            users = users.filter(id=user_filter)
+        projects = Project.objects.all()
+        if params.get("scope.project.id"):
+            projects = projects.filter(id=params["scope.project.id"])
+        by_name = {r.name: r for r in Role.objects.all()}
+        role_filter = params.get("role.id")
+        out = []
+        for project in projects.order_by("name"):
+            for user in users.order_by("name"):
+                names = (roles.roles_for if effective else roles.assigned_roles)(user=user, project=project)
+                for name in names:
+                    role = by_name.get(name)
+                    if role is None or (role_filter and role.id != role_filter):
+                        continue
+                    entry: dict[str, Any] = {
+                        "role": {"id": role.id}, "user": {"id": user.id},
+                        "scope": {"project": {"id": project.id}},
+                        "links": {"assignment": v3_url(f"/projects/{project.id}/users/{user.id}/roles/{role.id}")},
+                    }
+                    if include_names:
+                        entry["role"]["name"] = role.name
+                        entry["user"].update(name=user.name, domain=accounts.domain_ref(user.domain_id))
+                        entry["scope"]["project"].update(
+                            name=project.name, domain=accounts.domain_ref(project.domain_id))
+                    out.append(entry)
+        return Response({"role_assignments": out, "links": collection_links("/role_assignments")})
+

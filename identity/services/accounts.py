@@ -1,0 +1,190 @@
+"""Projects and users: admin CRUD (Keystone's rules: names unique per domain) and password checks.
+
+Domain errors: ``Conflict`` (409) for duplicates, ``NotFound`` (404) for unknown ids,
+``Unauthorized`` (401) for failed authentication (one message whatever failed, as Keystone).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound, Unauthorized
+
+from ..models import DEFAULT_DOMAIN_ID, Project, Role, User
+from .roles import assigned_roles
+
+DEFAULT_DOMAIN_NAME = "Default"
+
+
+class ProjectNotFound(NotFound):
+    message = "Could not find project: %(project_id)s."
+
+
+class UserNotFound(NotFound):
+    message = "Could not find user: %(user_id)s."
+
+
+class DomainNotFound(NotFound):
+    message = "Could not find domain: %(domain_id)s."
+
+
+class IdentityConflict(Conflict):
+    message = "Conflict occurred attempting to store %(type)s - Duplicate entry found with name %(name)s."
+
+
+class AuthFailed(Unauthorized):
+    message = "The request you have made requires authentication."
+
+
+def domain_id_from(ref: dict[str, Any] | None) -> str:
+    """``{"id": "default"}`` or ``{"name": "Default"}`` (keystoneauth sends either) -> ``default``."""
+    if not ref:
+        return DEFAULT_DOMAIN_ID
+    if "id" in ref:
+        if str(ref["id"]).lower() != DEFAULT_DOMAIN_ID:
+            raise DomainNotFound(domain_id=ref["id"])
+        return DEFAULT_DOMAIN_ID
+    if "name" in ref:
+        if str(ref["name"]).lower() != DEFAULT_DOMAIN_NAME.lower():
+            raise DomainNotFound(domain_id=ref["name"])
+        return DEFAULT_DOMAIN_ID
+    return DEFAULT_DOMAIN_ID
+
+
+def domain_ref(domain_id: str) -> dict[str, str]:
+    return {"id": domain_id, "name": DEFAULT_DOMAIN_NAME if domain_id == DEFAULT_DOMAIN_ID else domain_id}
+
+
+# --- projects ---------------------------------------------------------------------------------
+
+
+def project_get(project_id: str) -> Project:
+    project = Project.objects.filter(id=project_id).first()
+    if project is None:
+        raise ProjectNotFound(project_id=project_id)
+    return project
+
+
+def project_find(ref: dict[str, Any]) -> Project:
+    """A project from an auth scope: ``{"id": ...}`` or ``{"name": ..., "domain": {...}}``."""
+    if "id" in ref:
+        return project_get(str(ref["id"]))
+    if "name" not in ref:
+        raise Invalid("Project scope needs an id or a name.")
+    domain_id = domain_id_from(ref.get("domain"))
+    project = Project.objects.filter(name=ref["name"], domain_id=domain_id).first()
+    if project is None:
+        raise ProjectNotFound(project_id=ref["name"])
+    return project
+
+
+def project_create(*, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
+                   enabled: bool = True) -> Project:
+    if Project.objects.filter(name=name, domain_id=domain_id).exists():
+        raise IdentityConflict(type="project", name=name)
+    try:
+        with transaction.atomic():
+            return Project.objects.create(name=name, domain_id=domain_id, description=description, enabled=enabled)
+    except IntegrityError:
+        raise IdentityConflict(type="project", name=name) from None
+
+
+def project_update(project: Project, **changes: Any) -> Project:
+    name = changes.get("name")
+    if name and name != project.name and Project.objects.filter(name=name, domain_id=project.domain_id).exists():
+        raise IdentityConflict(type="project", name=name)
+    for key, value in changes.items():
+        setattr(project, key, value)
+    project.save()
+    return project
+
+
+def project_delete(project: Project) -> None:
+    from django.contrib.auth.models import Group
+
+    from cloudcore.core.policy import members_group_name
+
+    Group.objects.filter(name=members_group_name(project.id)).delete()
+    project.delete()
+
+
+# --- users ----------------------------------------------------------------------------------------
+
+
+def user_get(user_id: str) -> User:
+    user = User.objects.filter(id=user_id).first()
+    if user is None:
+        raise UserNotFound(user_id=user_id)
+    return user
+
+
+def user_create(*, name: str, password: str | None = None, domain_id: str = DEFAULT_DOMAIN_ID,
+                default_project: Project | None = None, email: str = "", description: str = "",
+                enabled: bool = True) -> User:
+    if User.objects.filter(name=name, domain_id=domain_id).exists():
+        raise IdentityConflict(type="user", name=name)
+    return User.objects.create_user(
+        name, password, domain_id=domain_id, default_project=default_project, email=email,
+        description=description, enabled=enabled,
+    )
+
+
+def user_update(user: User, *, password: str | None = None, **changes: Any) -> User:
+    name = changes.get("name")
+    if name and name != user.name and User.objects.filter(name=name, domain_id=user.domain_id).exists():
+        raise IdentityConflict(type="user", name=name)
+    for key, value in changes.items():
+        setattr(user, key, value)
+    if password is not None:
+        user.set_password(password)
+    user.save()
+    if password is not None or changes.get("enabled") is False:
+        from ..models import Token
+
+        # Keystone revokes a user's tokens when the password changes or the user is disabled.
+        Token.objects.filter(user=user, revoked=False).update(revoked=True)
+    return user
+
+
+def user_delete(user: User) -> None:
+    user.delete()
+
+
+def user_authenticate(ref: dict[str, Any]) -> User:
+    """The user of a password-method ``user`` object, or AuthFailed (401)."""
+    password = ref.get("password")
+    if not isinstance(password, str):
+        raise AuthFailed()
+    if "id" in ref:
+        user = User.objects.filter(id=ref["id"]).first()
+    elif "name" in ref:
+        try:
+            domain_id = domain_id_from(ref.get("domain"))
+        except DomainNotFound:
+            raise AuthFailed() from None
+        user = User.objects.filter(name=ref["name"], domain_id=domain_id).first()
+    else:
+        raise AuthFailed()
+    if user is None or not user.enabled or not user.check_password(password):
+        raise AuthFailed()
+    return user
+
+
+def user_projects(user: User) -> list[Project]:
+    """Projects on which ``user`` holds any role."""
+    from guardian.shortcuts import get_objects_for_user
+
+    perms = [f"identity.role_{name}" for name in ("admin", "member", "reader")]
+    projects = get_objects_for_user(user, perms, klass=Project, any_perm=True, with_superuser=False,
+                                    accept_global_perms=False)
+    return [p for p in projects.order_by("name") if assigned_roles(user=user, project=p)]
+
+
+def role_get(role_id: str) -> Role:
+    role = Role.objects.filter(id=role_id).first() or Role.objects.filter(name=role_id).first()
+    if role is None:
+        from .roles import RoleNotFound
+
+        raise RoleNotFound(role=role_id)
+    return role
