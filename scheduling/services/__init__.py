@@ -1,0 +1,1 @@
+"""Scheduling services: host aggregates and availability zones (``aggregates``)."""
