@@ -187,6 +187,13 @@ VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
 PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
 
+# --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
+MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)
+RAM_WEIGHT_MULTIPLIER = env_float("RAM_WEIGHT_MULTIPLIER", 1.0)
+DISK_WEIGHT_MULTIPLIER = env_float("DISK_WEIGHT_MULTIPLIER", 1.0)
+CPU_WEIGHT_MULTIPLIER = env_float("CPU_WEIGHT_MULTIPLIER", 1.0)
+INTERNAL_SERVICE_AVAILABILITY_ZONE = env_str("INTERNAL_SERVICE_AVAILABILITY_ZONE", "internal")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

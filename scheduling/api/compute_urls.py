@@ -1,4 +1,14 @@
 """Compute API routes owned by scheduling: os-aggregates, os-availability-zone (under /compute/v2.1/)."""
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import compute_views as views
+
+urlpatterns: list = [
+    path("os-aggregates", views.AggregatesView.as_view(), name="compute-aggregates"),
+    path("os-aggregates/<str:aggregate_id>", views.AggregateView.as_view(), name="compute-aggregate"),
+    path("os-aggregates/<str:aggregate_id>/action", views.AggregateActionView.as_view(),
+         name="compute-aggregate-action"),
+    path("os-availability-zone", views.AvailabilityZonesView.as_view(), name="compute-availability-zones"),
+    path("os-availability-zone/detail", views.AvailabilityZonesDetailView.as_view(),
+         name="compute-availability-zones-detail"),
+]

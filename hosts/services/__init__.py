@@ -1,0 +1,1 @@
+"""Compute host services."""

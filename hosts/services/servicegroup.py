@@ -1,0 +1,20 @@
+"""Service liveness (Nova's database servicegroup driver): a service is up when it is not
+forced down and its last heartbeat is younger than ``SERVICE_DOWN_TIME`` seconds.
+
+Minimal version written for the scheduler; the hosts app owns and may extend it."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+
+def service_is_up(service: Any) -> bool:
+    if getattr(service, "forced_down", False):
+        return False
+    last = getattr(service, "last_seen_up", None) or getattr(service, "updated_at", None) \
+        or getattr(service, "created_at", None)
+    if last is None:
+        return False
+    return (timezone.now() - last).total_seconds() <= settings.SERVICE_DOWN_TIME

@@ -1,0 +1,267 @@
+"""The scheduler: ``select_destinations`` picks a compute node for each instance of a request,
+claims its resources in placement, and returns alternates from the same cell.
+
+Steps (constant number of SQL queries whatever the number of hosts; per instance a claim):
+
+1. the request in placement terms: resources from the flavor (``RequestView.resources``),
+   required/forbidden traits (flavor extra specs, image properties, and
+   ``COMPUTE_STATUS_DISABLED`` forbidden), the zone's aggregates as ``member_of``;
+2. where: requested destination host/node/cell, forced hosts/nodes and a move that must stay in
+   its source cell narrow the providers up front (their compute nodes are read from the cell);
+3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed);
+4. host states: the candidates' compute nodes and services read from each cell's database
+   (one query per cell), zones and aggregate metadata from the API database (one query);
+5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
+6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
+   plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit.
+
+NoValidHost ("No valid host was found. There are not enough hosts available.") when any
+instance finds no host; the claims made for the others are then released.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from cloudcore.core.exceptions import CloudcoreError, NoValidHost
+
+from .filters import filter_hosts
+from .host_state import HostState, RequestView, cpu_arch, max_placement_results, summary_resources
+from .weights import weigh_hosts
+
+log = logging.getLogger(__name__)
+NOT_ENOUGH_HOSTS = "There are not enough hosts available."
+DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+
+
+@dataclass
+class Selection:
+    """A chosen (or alternate) destination. ``allocation_request`` is the placement allocation
+    candidate as JSON text (None for a rebuild check)."""
+
+    service_host: str
+    nodename: str
+    compute_node_uuid: str
+    cell_uuid: str
+    allocation_request: str | None
+    allocation_request_version: str = "1.36"
+    limits: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "service_host": self.service_host, "nodename": self.nodename,
+            "compute_node_uuid": self.compute_node_uuid, "cell_uuid": self.cell_uuid,
+            "allocation_request": self.allocation_request,
+            "allocation_request_version": self.allocation_request_version, "limits": dict(self.limits),
+        }
+
+    @classmethod
+    def from_host(cls, host: HostState) -> Selection:
+        return cls(
+            service_host=host.host, nodename=host.nodename, compute_node_uuid=host.uuid, cell_uuid=host.cell_uuid,
+            allocation_request=json.dumps(host.allocation_request) if host.allocation_request else None,
+        )
+
+
+# --- host loading ----------------------------------------------------------------------------------
+def _schedulable_cells(request: RequestView) -> list[Any]:
+    from cells.models import CellMapping
+
+    cells = [c for c in CellMapping.objects.all() if not c.is_cell0 and not c.disabled]
+    wanted = request.destination_cell
+    if not wanted and request.source_cell and not request.allow_cross_cell_move:
+        wanted = request.source_cell
+    if wanted:
+        cells = [c for c in cells if wanted in (c.uuid, c.name)]
+    return cells
+
+
+def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: list[str] | None = None,
+                nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, str]]:
+    """``{node uuid: (ComputeNode, Service or None, cell uuid)}`` from each cell, one query per
+    cell (plus one for nodes whose service link is not filled yet)."""
+    from cells.context import target_cell
+    from hosts.models import ComputeNode, Service
+
+    found: dict[str, tuple[Any, Any, str]] = {}
+    for cell in cells:
+        try:
+            with target_cell(cell):
+                qs = ComputeNode.objects.filter(deleted=False).select_related("service")
+                if uuids is not None:
+                    qs = qs.filter(uuid__in=uuids)
+                if hosts:
+                    qs = qs.filter(host__in=hosts)
+                if nodes:
+                    qs = qs.filter(hypervisor_hostname__in=nodes)
+                rows = list(qs)
+                unlinked = {n.host for n in rows if n.service_id is None and n.host}
+                by_host = {s.host: s for s in Service.objects.filter(
+                    host__in=unlinked, binary="nova-compute", deleted=False)} if unlinked else {}
+        except CloudcoreError:
+            raise
+        except Exception:  # a cell that cannot be read offers no hosts this time
+            log.exception("could not load compute nodes of cell %s", cell.uuid)
+            continue
+        for node in rows:
+            service = node.service if node.service_id is not None else by_host.get(node.host)
+            if service is not None and service.deleted:
+                service = None
+            found[node.uuid] = (node, service, cell.uuid)
+    return found
+
+
+def _host_states(nodes: dict[str, tuple[Any, Any, str]], summaries: dict[str, Any] | None,
+                 requests: dict[str, dict[str, Any]]) -> list[HostState]:
+    from .services.aggregates import host_aggregates_metadata, hosts_availability_zones
+
+    names = {node.host for node, _s, _c in nodes.values() if node.host}
+    zones = hosts_availability_zones(names)
+    metadata = host_aggregates_metadata(names)
+    states = []
+    for node_uuid, (node, service, cell_uuid) in nodes.items():
+        if summaries is not None and node_uuid not in summaries:
+            continue
+        summary = (summaries or {}).get(node_uuid, {})
+        states.append(HostState(
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node_uuid, cell_uuid=cell_uuid,
+            service=service, hypervisor_type=node.hypervisor_type, hypervisor_version=node.hypervisor_version,
+            cpu_arch=cpu_arch(node.cpu_info), resources=summary_resources(summary),
+            traits=list(summary.get("traits", [])), aggregate_metadata=dict(metadata.get(node.host, {})),
+            availability_zone=zones.get(node.host, settings.DEFAULT_AVAILABILITY_ZONE),
+            allocation_request=requests.get(node_uuid),
+        ))
+    states.sort(key=lambda h: (h.host, h.nodename))
+    return states
+
+
+def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, int]]:
+    """Host states of the compute nodes placement says can take one instance of ``request``."""
+    from .placement import services as placement
+    from .services.aggregates import aggregate_uuids_for_zone
+
+    cells = _schedulable_cells(request)
+    if not cells:
+        return [], {}
+    hosts = sorted({*request.force_hosts, *([request.destination_host] if request.destination_host else [])})
+    nodes = sorted({*request.force_nodes, *([request.destination_node] if request.destination_node else [])})
+    narrowed = bool(hosts or nodes or request.destination_cell
+                    or (request.source_cell and not request.allow_cross_cell_move))
+    preloaded = _load_nodes(cells, hosts=hosts or None, nodes=nodes or None) if narrowed else None
+    wanted = request.resources()
+    if request.is_rebuild:
+        return _host_states(preloaded if preloaded is not None else _load_nodes(cells), None, {}), {}
+    required, forbidden = request.traits()
+    forbidden.add(DISABLED_TRAIT)
+    member_of = request.destination_aggregates()
+    zone = request.availability_zone
+    if zone:
+        zone_aggregates = aggregate_uuids_for_zone(zone)
+        if zone_aggregates:
+            member_of.append(zone_aggregates)
+        elif zone != settings.DEFAULT_AVAILABILITY_ZONE:
+            return [], wanted
+    try:
+        found = placement.allocation_candidates(
+            resources=wanted, required_traits=required, forbidden_traits=forbidden - required,
+            member_of=member_of, limit=None if preloaded is not None else max_placement_results(),
+            provider_uuids=list(preloaded) if preloaded is not None else None,
+        )
+    except placement.PlacementInvalid as exc:
+        log.info("placement refused the request: %s", exc)
+        return [], wanted
+    requests = {next(iter(r["allocations"])): r for r in found.allocation_requests}
+    node_rows = preloaded if preloaded is not None else _load_nodes(cells, uuids=list(found.provider_summaries))
+    return _host_states(node_rows, found.provider_summaries, requests), wanted
+
+
+# --- notifications ---------------------------------------------------------------------------------
+def _payload(spec: dict[str, Any], instance_uuids: list[str]) -> dict[str, Any]:
+    return {
+        "instance_uuid": spec.get("instance_uuid") or (instance_uuids[0] if instance_uuids else None),
+        "num_instances": len(instance_uuids) or int(spec.get("num_instances") or 1),
+        "availability_zone": spec.get("availability_zone"),
+        "flavor": spec.get("flavor") or {},
+        "image": {k: v for k, v in (spec.get("image") or {}).items() if k in ("id", "name", "properties")},
+        "project_id": spec.get("project_id"), "user_id": spec.get("user_id"),
+        "ignore_hosts": spec.get("ignore_hosts") or [], "force_hosts": spec.get("force_hosts") or [],
+        "force_nodes": spec.get("force_nodes") or [],
+        "requested_destination": spec.get("requested_destination"),
+        "scheduler_hints": spec.get("scheduler_hints") or {},
+    }
+
+
+def _notify(event_type: str, payload: dict[str, Any]) -> None:
+    try:
+        from cloudcore.core.notifications import notify
+    except ImportError:  # pragma: no cover - the kernel always has it
+        return
+    notify(event_type, payload, priority="INFO", publisher_id=f"nova-scheduler:{socket.gethostname()}",
+           payload_name="RequestSpecPayload", version="1.3")
+
+
+# --- the entry point -------------------------------------------------------------------------------
+def select_destinations(
+    ctx: Any, spec: dict[str, Any], instance_uuids: list[str], return_alternates: bool = False,
+) -> list[list[Selection]]:
+    """One list per instance: ``[chosen, *alternates]`` (alternates only with
+    ``return_alternates``; all in the chosen host's cell). The chosen host's allocations are
+    claimed in placement for the instance uuid (no claim when ``instance_uuids`` is empty, nor for
+    a rebuild check). Raises NoValidHost. Emits ``scheduler.select_destinations.start/end``."""
+    from .placement import services as placement
+
+    request = RequestView(spec)
+    payload = _payload(spec, instance_uuids)
+    _notify("scheduler.select_destinations.start", payload)
+    consumers: list[str | None] = list(instance_uuids) or [None] * int(spec.get("num_instances") or 1)
+    hosts, wanted = _candidate_hosts(request)
+    steps: list[str] = [f"placement: {len(hosts)} candidates"]
+    hosts = filter_hosts(hosts, request, log=steps)
+    log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
+    claim = not request.is_rebuild
+    chosen: list[HostState] = []
+    claimed: list[str] = []
+    max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
+    results: list[list[Selection]] = []
+    for consumer in consumers:
+        ordered = weigh_hosts([h for h in hosts if h.fits(wanted)], request)
+        picked = None
+        for host in ordered:
+            if consumer is None or not claim or placement.claim_allocation_request(
+                consumer_uuid=consumer, allocation_request=host.allocation_request,
+                project_id=str(spec.get("project_id") or ctx_attr(ctx, "project_id") or ""),
+                user_id=str(spec.get("user_id") or ctx_attr(ctx, "user_id") or ""),
+            ):
+                picked = host
+                break
+        if picked is None:
+            for done in claimed:
+                placement.allocations_delete(consumer_uuid=done)
+            log.info("no valid host for %s: %s", instance_uuids, "; ".join(steps))
+            raise NoValidHost(reason=NOT_ENOUGH_HOSTS)
+        if consumer is not None and claim:
+            claimed.append(consumer)
+        picked.consume(wanted)
+        chosen.append(picked)
+        results.append([Selection.from_host(picked)])
+    taken = {id(h) for h in chosen}
+    for index, picked in enumerate(chosen):
+        if max_attempts <= 1:
+            break
+        for host in weigh_hosts(hosts, request):
+            if len(results[index]) >= max_attempts:
+                break
+            if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted):
+                results[index].append(Selection.from_host(host))
+    _notify("scheduler.select_destinations.end", payload)
+    return results
+
+
+def ctx_attr(ctx: Any, name: str) -> Any:
+    return getattr(ctx, name, None) if ctx is not None else None

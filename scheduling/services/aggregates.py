@@ -1,0 +1,370 @@
+"""Host aggregates and availability zones (Nova's os-aggregates / os-availability-zone), API DB.
+
+An aggregate with metadata key ``availability_zone`` makes an availability zone; a host belongs
+to at most one zone (Nova's rule: adding a host, or setting a zone on an aggregate whose hosts
+are already in another zone, is refused). A host in no zone aggregate is in
+``settings.DEFAULT_AVAILABILITY_ZONE`` ("nova"); non-compute services are in the internal zone.
+
+Every aggregate is mirrored into placement: its uuid is a placement aggregate of the resource
+providers of its hosts' compute nodes, so the scheduler can ask placement for ``member_of``.
+
+Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
+
+- ``aggregate_get(aggregate_id) -> Aggregate`` / ``aggregate_list() -> list[Aggregate]``
+- ``aggregate_create(*, name, availability_zone=None) -> Aggregate``
+- ``aggregate_update(*, aggregate, name=None, availability_zone=UNSET) -> Aggregate``
+- ``aggregate_delete(*, aggregate) -> None``
+- ``aggregate_add_host(*, aggregate, host) -> Aggregate`` / ``aggregate_remove_host(...)``
+- ``aggregate_set_metadata(*, aggregate, metadata: {key: value or None}) -> Aggregate``
+- ``aggregate_to_dict(aggregate) -> dict`` (Nova's aggregate body fields)
+- ``host_availability_zone(host) -> str``; ``hosts_availability_zones(hosts) -> {host: zone}``
+- ``available_zones() -> ZoneList`` (``[(zone, [hosts])]`` of enabled compute services;
+  ``"az1" in available_zones()`` tests a name)
+- ``zone_services() -> list[ZoneService]`` (every service with its zone, enabled and up flags:
+  what ``os-availability-zone/detail`` shows)
+- ``aggregate_uuids_for_zone(zone) -> list[str]`` (placement ``member_of`` for a zone)
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+
+from ..models import Aggregate, AggregateHost, AggregateMetadata
+
+AZ_KEY = "availability_zone"
+UNSET: Any = object()
+
+
+def internal_zone() -> str:
+    return getattr(settings, "INTERNAL_SERVICE_AVAILABILITY_ZONE", "internal")
+
+
+class AggregateNotFound(NotFound):
+    message = "Aggregate %(aggregate_id)s could not be found."
+
+
+class AggregateNameExists(Conflict):
+    message = "Aggregate %(aggregate_name)s already exists."
+
+
+class AggregateHostExists(Conflict):
+    message = "Aggregate %(aggregate_id)s already has host %(host)s."
+
+
+class AggregateHostNotFound(NotFound):
+    message = "Aggregate %(aggregate_id)s has no host %(host)s."
+
+
+class ComputeHostNotFound(NotFound):
+    message = "Compute host %(host)s could not be found."
+
+
+class InvalidAggregateActionAdd(Conflict):
+    """Nova answers 409 for a host that would end up in two zones."""
+
+    message = "Cannot add host to aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionDelete(Invalid):
+    message = "Cannot remove aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdate(Invalid):
+    message = "Cannot update aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdateMeta(Invalid):
+    message = "Cannot update metadata of aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+# --- reads -----------------------------------------------------------------------------------------
+def aggregate_get(aggregate_id: int | str) -> Aggregate:
+    """A live aggregate by id or uuid; AggregateNotFound otherwise."""
+    qs = Aggregate.objects.prefetch_related("hosts", "metadata")
+    found = None
+    if isinstance(aggregate_id, int) or str(aggregate_id).isdigit():
+        found = qs.filter(id=int(aggregate_id)).first()
+    if found is None:
+        found = qs.filter(uuid=str(aggregate_id)).first()
+    if found is None:
+        raise AggregateNotFound(aggregate_id=aggregate_id)
+    return found
+
+
+def _agg(aggregate: Aggregate | int | str) -> Aggregate:
+    """A fresh copy (prefetched hosts/metadata of a caller's object may be stale)."""
+    return aggregate_get(aggregate.id if isinstance(aggregate, Aggregate) else aggregate)
+
+
+def aggregate_list() -> list[Aggregate]:
+    return list(Aggregate.objects.prefetch_related("hosts", "metadata").order_by("id"))
+
+
+def aggregate_metadata(aggregate: Aggregate) -> dict[str, str]:
+    return {m.key: m.value for m in aggregate.metadata.all()}
+
+
+def aggregate_hosts(aggregate: Aggregate) -> list[str]:
+    return sorted(h.host for h in aggregate.hosts.all())
+
+
+def aggregate_zone(aggregate: Aggregate) -> str | None:
+    return aggregate_metadata(aggregate).get(AZ_KEY)
+
+
+def aggregate_to_dict(aggregate: Aggregate) -> dict[str, Any]:
+    """Nova's aggregate fields (the API picks per microversion; ``uuid`` from 2.41)."""
+    return {
+        "id": aggregate.id, "uuid": aggregate.uuid, "name": aggregate.name,
+        "availability_zone": aggregate_zone(aggregate), "hosts": aggregate_hosts(aggregate),
+        "metadata": aggregate_metadata(aggregate), "created_at": aggregate.created_at,
+        "updated_at": aggregate.updated_at, "deleted_at": aggregate.deleted_at, "deleted": aggregate.deleted,
+    }
+
+
+def hosts_availability_zones(hosts: Iterable[str]) -> dict[str, str]:
+    """``{host: zone}`` for many hosts in one query (several zones of one host joined by ',')."""
+    hosts = list(hosts)
+    zones: dict[str, set[str]] = defaultdict(set)
+    rows = AggregateMetadata.objects.filter(
+        key=AZ_KEY, aggregate__deleted=False, aggregate__hosts__host__in=hosts
+    ).values_list("aggregate__hosts__host", "value")
+    for host, zone in rows:
+        zones[host].add(zone)
+    default = settings.DEFAULT_AVAILABILITY_ZONE
+    return {h: ",".join(sorted(zones[h])) if zones.get(h) else default for h in hosts}
+
+
+def host_availability_zone(host: str) -> str:
+    """The zone of ``host``: its zone aggregate's, else DEFAULT_AVAILABILITY_ZONE."""
+    return hosts_availability_zones([host])[host]
+
+
+def aggregate_uuids_for_zone(zone: str) -> list[str]:
+    """Uuids of the aggregates defining ``zone`` (empty for the default zone without one)."""
+    return sorted(AggregateMetadata.objects.filter(key=AZ_KEY, value=zone, aggregate__deleted=False)
+                  .values_list("aggregate__uuid", flat=True))
+
+
+def host_aggregates_metadata(hosts: Iterable[str]) -> dict[str, dict[str, set[str]]]:
+    """``{host: {key: {values}}}`` over every aggregate of each host, one query (filters use it)."""
+    result: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    rows = AggregateMetadata.objects.filter(aggregate__deleted=False, aggregate__hosts__host__in=list(hosts)) \
+        .values_list("aggregate__hosts__host", "key", "value")
+    for host, key, value in rows:
+        result[host][key].add(value)
+    return result
+
+
+@dataclass(frozen=True)
+class ZoneService:
+    zone: str
+    host: str
+    binary: str
+    available: bool  # enabled
+    active: bool  # up
+    updated_at: datetime | None
+
+
+class ZoneList(list):
+    """``[(zone, [hosts]), ...]``; ``"az1" in zones`` tests a zone name."""
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return any(zone == item for zone, _hosts in self)
+        return super().__contains__(item)
+
+    def names(self) -> list[str]:
+        return [zone for zone, _hosts in self]
+
+
+def zone_services() -> list[ZoneService]:
+    """Every live service of every cell (cell0 excluded) with its zone: compute services in
+    their aggregate's zone (or the default), the others in the internal zone."""
+    from cells.models import CellMapping
+    from cells.scatter import CellFailure, scatter_gather
+    from hosts.models import Service
+
+    def load(cell: Any) -> list[Service]:
+        return list(Service.objects.filter(deleted=False))
+
+    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    services = [s for result in scatter_gather(load, cells).values() if not isinstance(result, CellFailure)
+                for s in result]
+    zones = hosts_availability_zones({s.host for s in services if s.binary == "nova-compute"})
+    from hosts.services.servicegroup import service_is_up
+
+    return sorted(
+        (ZoneService(zone=zones[s.host] if s.binary == "nova-compute" else internal_zone(), host=s.host,
+                     binary=s.binary, available=not s.disabled, active=service_is_up(s),
+                     updated_at=s.updated_at or s.created_at) for s in services),
+        key=lambda z: (z.zone, z.host, z.binary),
+    )
+
+
+def available_zones() -> ZoneList:
+    """Zones with at least one enabled compute service: ``[(zone, [hosts])]`` sorted by name."""
+    hosts: dict[str, set[str]] = defaultdict(set)
+    for svc in zone_services():
+        if svc.binary == "nova-compute" and svc.available:
+            hosts[svc.zone].add(svc.host)
+    return ZoneList((zone, sorted(hosts[zone])) for zone in sorted(hosts))
+
+
+# --- writes ----------------------------------------------------------------------------------------
+def _check_name_free(name: str, exclude_id: int | None = None) -> None:
+    qs = Aggregate.objects.filter(name=name)
+    if exclude_id is not None:
+        qs = qs.exclude(id=exclude_id)
+    if qs.exists():
+        raise AggregateNameExists(aggregate_name=name)
+
+
+def _zone_conflicts(aggregate: Aggregate, zone: str, hosts: Iterable[str]) -> list[str]:
+    """Zones other than ``zone`` that ``hosts`` are in through other aggregates."""
+    return sorted(set(
+        AggregateMetadata.objects.filter(key=AZ_KEY, aggregate__deleted=False, aggregate__hosts__host__in=list(hosts))
+        .exclude(aggregate_id=aggregate.id).exclude(value=zone).values_list("value", flat=True)
+    ))
+
+
+def _check_zone_change(aggregate: Aggregate, zone: str | None, error: type[Invalid | Conflict],
+                       hosts: Iterable[str] | None = None) -> None:
+    if zone is None:
+        return
+    if not zone:
+        raise error(aggregate_id=aggregate.id,
+                    reason=f"Aggregate {aggregate.id} does not support empty named availability zone")
+    hosts = list(hosts) if hosts is not None else aggregate_hosts(aggregate)
+    conflicts = _zone_conflicts(aggregate, zone, hosts)
+    if conflicts:
+        raise error(aggregate_id=aggregate.id,
+                    reason=f"One or more hosts already in availability zone(s) {conflicts}")
+
+
+def aggregate_create(*, name: str, availability_zone: str | None = None) -> Aggregate:
+    """Create an aggregate (a zone when ``availability_zone``). AggregateNameExists (409)."""
+    with transaction.atomic():
+        _check_name_free(name)
+        aggregate = Aggregate.objects.create(name=name)
+        if availability_zone is not None:
+            AggregateMetadata.objects.create(aggregate=aggregate, key=AZ_KEY, value=availability_zone)
+    return aggregate_get(aggregate.id)
+
+
+def aggregate_update(*, aggregate: Aggregate | int | str, name: str | None = None,
+                     availability_zone: str | None = UNSET) -> Aggregate:
+    """Rename and/or change the zone (None removes it). A zone its hosts' other aggregates
+    contradict is InvalidAggregateActionUpdate (400)."""
+    aggregate = _agg(aggregate)
+    with transaction.atomic():
+        if name is not None and name != aggregate.name:
+            _check_name_free(name, exclude_id=aggregate.id)
+            aggregate.name = name
+            aggregate.save(update_fields=["name"])
+        if availability_zone is not UNSET:
+            _check_zone_change(aggregate, availability_zone, InvalidAggregateActionUpdate)
+            _write_metadata(aggregate, {AZ_KEY: availability_zone})
+    return aggregate_get(aggregate.id)
+
+
+def aggregate_delete(*, aggregate: Aggregate | int | str) -> None:
+    """Soft-delete an empty aggregate (InvalidAggregateActionDelete while it has hosts) and
+    drop it from placement."""
+    aggregate = _agg(aggregate)
+    if aggregate.hosts.exists():
+        raise InvalidAggregateActionDelete(aggregate_id=aggregate.id, reason="Host aggregate is not empty")
+    with transaction.atomic():
+        AggregateMetadata.objects.filter(aggregate=aggregate).delete()
+        aggregate.deleted = True
+        aggregate.deleted_at = timezone.now()
+        aggregate.save(update_fields=["deleted", "deleted_at"])
+    from ..models import PlacementAggregate
+
+    PlacementAggregate.objects.filter(uuid=aggregate.uuid, providers__isnull=True).delete()
+
+
+def _check_host_exists(host: str) -> None:
+    from cells.models import HostMapping
+
+    if not HostMapping.objects.filter(host=host).exists():
+        raise ComputeHostNotFound(host=host)
+
+
+def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str) -> Aggregate:
+    """Add a mapped compute host. ComputeHostNotFound (404), AggregateHostExists (409),
+    InvalidAggregateActionAdd (409) when the host is already in another zone. Mirrors the
+    aggregate onto the host's resource providers."""
+    aggregate = _agg(aggregate)
+    _check_host_exists(host)
+    with transaction.atomic():
+        if AggregateHost.objects.filter(aggregate=aggregate, host=host).exists():
+            raise AggregateHostExists(aggregate_id=aggregate.id, host=host)
+        _check_zone_change(aggregate, aggregate_zone(aggregate), InvalidAggregateActionAdd, hosts=[host])
+        AggregateHost.objects.create(aggregate=aggregate, host=host)
+    from ..placement.services import aggregate_add_providers
+
+    aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    return aggregate_get(aggregate.id)
+
+
+def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Aggregate:
+    """Remove a host (ComputeHostNotFound, AggregateHostNotFound: 404) and its providers from
+    the placement aggregate."""
+    aggregate = _agg(aggregate)
+    _check_host_exists(host)
+    deleted, _ = AggregateHost.objects.filter(aggregate=aggregate, host=host).delete()
+    if not deleted:
+        raise AggregateHostNotFound(aggregate_id=aggregate.id, host=host)
+    from ..placement.services import aggregate_remove_providers
+
+    aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    return aggregate_get(aggregate.id)
+
+
+def aggregate_set_metadata(*, aggregate: Aggregate | int | str, metadata: Mapping[str, str | None]) -> Aggregate:
+    """Merge ``metadata`` (a None value deletes the key). Setting ``availability_zone`` that
+    the hosts' other aggregates contradict is InvalidAggregateActionUpdateMeta (400)."""
+    aggregate = _agg(aggregate)
+    with transaction.atomic():
+        if AZ_KEY in metadata:
+            _check_zone_change(aggregate, metadata[AZ_KEY], InvalidAggregateActionUpdateMeta)
+        _write_metadata(aggregate, metadata)
+    return aggregate_get(aggregate.id)
+
+
+def _write_metadata(aggregate: Aggregate, metadata: Mapping[str, str | None]) -> None:
+    for key, value in metadata.items():
+        if value is None:
+            AggregateMetadata.objects.filter(aggregate=aggregate, key=key).delete()
+        else:
+            AggregateMetadata.objects.update_or_create(aggregate=aggregate, key=key, defaults={"value": str(value)})
+    Aggregate.objects.filter(id=aggregate.id).update(updated_at=timezone.now())
+
+
+def _host_providers(host: str) -> list[str]:
+    """Uuids of the resource providers of ``host``'s compute nodes (provider uuid = node uuid),
+    plus a provider named after the host."""
+    from cells.context import target_cell
+    from cells.models import HostMapping
+    from hosts.models import ComputeNode
+
+    from ..models import ResourceProvider
+
+    uuids: set[str] = set()
+    mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
+    if mapping is not None:
+        with target_cell(mapping.cell):
+            uuids.update(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+    return list(ResourceProvider.objects.filter(uuid__in=uuids).values_list("uuid", flat=True)) + list(
+        ResourceProvider.objects.filter(name=host).exclude(uuid__in=uuids).values_list("uuid", flat=True)
+    )

@@ -1,0 +1,94 @@
+"""Weighers: each gives every host a raw value, normalised to 0..1 over the hosts being weighed
+(all equal -> all 0), times its multiplier; a host's weight is the sum. Highest weight first.
+
+``CrossCellWeigher`` makes a move prefer hosts in the instance's current cell (raw 1 there, 0
+elsewhere) with ``CROSS_CELL_MOVE_WEIGHT_MULTIPLIER`` (default 1000000.0); a negative multiplier
+drains the source cell instead.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from .host_state import HostState, RequestView
+
+
+class BaseWeigher:
+    name = "BaseWeigher"
+    setting = ""
+    default_multiplier = 1.0
+
+    def multiplier(self) -> float:
+        return float(getattr(settings, self.setting, self.default_multiplier)) if self.setting \
+            else self.default_multiplier
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        raise NotImplementedError
+
+
+class RAMWeigher(BaseWeigher):
+    """More free RAM first (spreading)."""
+
+    name = "RAMWeigher"
+    setting = "RAM_WEIGHT_MULTIPLIER"
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        return float(host.free_ram_mb)
+
+
+class DiskWeigher(BaseWeigher):
+    name = "DiskWeigher"
+    setting = "DISK_WEIGHT_MULTIPLIER"
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        return float(host.free_disk_mb)
+
+
+class CPUWeigher(BaseWeigher):
+    name = "CPUWeigher"
+    setting = "CPU_WEIGHT_MULTIPLIER"
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        return float(host.vcpus_free)
+
+
+class CrossCellWeigher(BaseWeigher):
+    """1 for a host in the source cell of a move, 0 otherwise (0 for every host when the
+    request is not a move)."""
+
+    name = "CrossCellWeigher"
+    setting = "CROSS_CELL_MOVE_WEIGHT_MULTIPLIER"
+    default_multiplier = 1000000.0
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        source = request.source_cell
+        return 1.0 if source and host.cell_uuid == source else 0.0
+
+
+DEFAULT_WEIGHERS: tuple[BaseWeigher, ...] = (RAMWeigher(), DiskWeigher(), CPUWeigher(), CrossCellWeigher())
+
+
+def normalize(values: list[float]) -> list[float]:
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high == low:
+        return [0.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
+
+
+def weigh_hosts(
+    hosts: Iterable[HostState], request: RequestView, weighers: Iterable[BaseWeigher] = DEFAULT_WEIGHERS,
+) -> list[HostState]:
+    """Set ``host.weight`` on each host and return them best first (stable for equal weights)."""
+    hosts = list(hosts)
+    for host in hosts:
+        host.weight = 0.0
+    for weigher in weighers:
+        multiplier = weigher.multiplier()
+        if not multiplier:
+            continue
+        for host, value in zip(hosts, normalize([weigher.raw(h, request) for h in hosts]), strict=True):
+            host.weight += multiplier * value
+    return sorted(hosts, key=lambda h: -h.weight)

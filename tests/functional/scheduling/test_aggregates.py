@@ -1,0 +1,68 @@
+"""Host aggregates and availability zones, mirrored into placement."""
+from __future__ import annotations
+
+import pytest
+
+from scheduling.placement import services as placement
+from scheduling.services import aggregates as svc
+from tests.conftest import ALL_DATABASES
+
+pytestmark = pytest.mark.django_db(databases=ALL_DATABASES)
+
+
+def test_zone_rules_and_placement_mirroring(compute_host):
+    # given two hosts in cell1 and cell2, and a zone aggregate az1
+    node1 = compute_host("compute1", cell="cell1")
+    compute_host("compute2", cell="cell2")
+    az1 = svc.aggregate_create(name="agg1", availability_zone="az1")
+    # then hosts are in the default zone until added
+    assert svc.host_availability_zone("compute1") == "nova"
+    # when compute1 joins az1, then its zone is az1 and its provider is in the placement aggregate
+    svc.aggregate_add_host(aggregate=az1.id, host="compute1")
+    assert svc.host_availability_zone("compute1") == "az1"
+    assert placement.aggregates_get(rp=node1.uuid) == [az1.uuid]
+    assert svc.aggregate_uuids_for_zone("az1") == [az1.uuid]
+    # when added twice, then conflict
+    with pytest.raises(svc.AggregateHostExists):
+        svc.aggregate_add_host(aggregate=az1, host="compute1")
+    # when a second zone aggregate takes compute1, then conflict (one zone per host)
+    az2 = svc.aggregate_create(name="agg2", availability_zone="az2")
+    with pytest.raises(svc.InvalidAggregateActionAdd, match="already in availability zone"):
+        svc.aggregate_add_host(aggregate=az2, host="compute1")
+    # but a plain aggregate can take it, and setting az2 on that aggregate is refused
+    plain = svc.aggregate_create(name="plain")
+    svc.aggregate_add_host(aggregate=plain, host="compute1")
+    with pytest.raises(svc.InvalidAggregateActionUpdateMeta):
+        svc.aggregate_set_metadata(aggregate=plain, metadata={"availability_zone": "az2"})
+    svc.aggregate_set_metadata(aggregate=plain, metadata={"ssd": "true"})
+    assert svc.host_aggregates_metadata(["compute1"])["compute1"]["ssd"] == {"true"}
+    # when an unknown host is added, then not found; a non-member removed, then not found
+    with pytest.raises(svc.ComputeHostNotFound):
+        svc.aggregate_add_host(aggregate=az1, host="nope")
+    with pytest.raises(svc.AggregateHostNotFound):
+        svc.aggregate_remove_host(aggregate=az1, host="compute2")
+    # when a non-empty aggregate is deleted, then refused; emptied, then gone from placement
+    with pytest.raises(svc.InvalidAggregateActionDelete):
+        svc.aggregate_delete(aggregate=az1)
+    svc.aggregate_remove_host(aggregate=az1, host="compute1")
+    assert placement.aggregates_get(rp=node1.uuid) == [plain.uuid]
+    svc.aggregate_delete(aggregate=az1)
+    with pytest.raises(svc.AggregateNotFound):
+        svc.aggregate_get(az1.id)
+    # duplicate names conflict
+    with pytest.raises(svc.AggregateNameExists):
+        svc.aggregate_create(name="agg2")
+
+
+def test_available_zones_lists_enabled_compute_hosts(compute_host):
+    compute_host("compute1", cell="cell1")
+    compute_host("compute2", cell="cell2")
+    compute_host("compute3", cell="cell2", disabled=True)
+    agg = svc.aggregate_create(name="agg1", availability_zone="az1")
+    agg = svc.aggregate_add_host(aggregate=agg, host="compute1")
+    zones = svc.available_zones()
+    assert list(zones) == [("az1", ["compute1"]), ("nova", ["compute2"])]
+    assert "az1" in zones and "nova" in zones and "az2" not in zones
+    detail = {(z.zone, z.host): z for z in svc.zone_services()}
+    assert detail[("nova", "compute3")].available is False and detail[("nova", "compute3")].active is True
+    assert svc.aggregate_to_dict(agg)["hosts"] == ["compute1"]
