@@ -1,0 +1,96 @@
+"""The environment every benchmark runs in: Django set up on a private temporary var dir
+(``CLOUDCORE_VAR_DIR``) with a migrated SQLite API database and two migrated cell databases,
+plus helpers to count SQL statements over every connection."""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class BenchEnv:
+    var_dir: Path
+    quick: bool = False
+    cells: dict[str, Any] = field(default_factory=dict)
+    keep: bool = False
+
+    @classmethod
+    def create(cls, *, quick: bool = False) -> BenchEnv:
+        var_dir = Path(tempfile.mkdtemp(prefix="cloudcore-bench-"))
+        os.environ["CLOUDCORE_VAR_DIR"] = str(var_dir)
+        os.environ["DJANGO_SETTINGS_MODULE"] = "cloudcore.settings"
+        os.environ.setdefault("CLOUDCORE_CELERY_EAGER", "true")
+        os.environ.setdefault("CLOUDCORE_CELL_SCATTER_INLINE", "true")
+        os.environ.setdefault("CLOUDCORE_LOG_LEVEL", "WARNING")
+        os.environ.pop("CLOUDCORE_DATABASE_URL", None)
+        # Cell connections pre-declared under the cells' names (as the test settings do).
+        os.environ["CLOUDCORE_CELL_DATABASES"] = ",".join(
+            f"{name}=sqlite:///{var_dir / name}.sqlite3" for name in ("cell0", "cell1", "cell2"))
+        import django
+
+        django.setup()
+        env = cls(var_dir=var_dir, quick=quick, keep=bool(os.environ.get("BENCH_KEEP")))
+        env._migrate()
+        return env
+
+    def _migrate(self) -> None:
+        from django.core.management import call_command
+
+        from cells.dburl import sqlite_url
+        from cells.models import CELL0_UUID, CellMapping
+
+        started = time.perf_counter()
+        call_command("migrate", verbosity=0, interactive=False)
+        for name in ("cell0", "cell1", "cell2"):
+            defaults: dict[str, Any] = {"database_connection": sqlite_url(self.var_dir / f"{name}.sqlite3")}
+            if name == "cell0":
+                defaults["uuid"] = CELL0_UUID
+            cell, _ = CellMapping.objects.get_or_create(name=name, defaults=defaults)
+            from cells.registry import alias_for
+
+            call_command("migrate", database=alias_for(cell), verbosity=0, interactive=False)
+            self.cells[name] = cell
+        print(f"   (databases migrated in {self.var_dir} in {time.perf_counter() - started:.1f} s)", flush=True)
+
+    def close(self) -> None:
+        from django.db import connections
+
+        connections.close_all()
+        if not self.keep:
+            shutil.rmtree(self.var_dir, ignore_errors=True)
+
+
+class QueryCounter:
+    """Counts SQL statements on every connection while active (``counter.total``)."""
+
+    def __init__(self) -> None:
+        self.by_alias: dict[str, int] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_alias.values())
+
+
+@contextlib.contextmanager
+def count_queries() -> Iterator[QueryCounter]:
+    from django.db import connections
+
+    counter = QueryCounter()
+
+    def wrapper_for(alias: str) -> Any:
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            counter.by_alias[alias] = counter.by_alias.get(alias, 0) + 1
+            return execute(sql, params, many, context)
+        return wrapper
+
+    with contextlib.ExitStack() as stack:
+        for alias in list(connections.settings):
+            stack.enter_context(connections[alias].execute_wrapper(wrapper_for(alias)))
+        yield counter

@@ -1,0 +1,1 @@
+"""Benchmark scenarios, one module each (see ``bench/__init__.py``)."""
