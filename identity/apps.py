@@ -1,4 +1,14 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _sync_policy_permissions(sender: AppConfig, using: str = "default", **kwargs: object) -> None:
+    # Every rule gets its Permission so that Django admin can grant it; API database only.
+    if using != "default":
+        return
+    from .services.policy_admin import sync_rule_permissions
+
+    sync_rule_permissions()
 
 
 class IdentityConfig(AppConfig):
@@ -6,3 +16,5 @@ class IdentityConfig(AppConfig):
 
     def ready(self) -> None:
         from . import policies  # noqa: F401
+
+        post_migrate.connect(_sync_policy_permissions, sender=self, dispatch_uid="identity-policy-permissions")

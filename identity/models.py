@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, Permission, PermissionsMixin
 from django.db import models
 from django.utils import timezone
 
@@ -114,3 +114,20 @@ class Token(ApiModel):
 
     def is_valid(self) -> bool:
         return not self.revoked and self.expires_at > timezone.now()
+
+
+class PolicyRuleQuerySet(models.QuerySet):
+    def rules(self) -> PolicyRuleQuerySet:
+        return self.filter(content_type__app_label="identity", content_type__model="project", codename__contains=":")
+
+
+class PolicyRule(Permission):
+    """The Permission standing for one policy rule (codename = rule name), as Django admin lists
+    and grants them; the rule itself lives in ``cloudcore.core.policy``'s registry."""
+
+    objects = PolicyRuleQuerySet.as_manager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "policy rule"
+        verbose_name_plural = "policy rules"

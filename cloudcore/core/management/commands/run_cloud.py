@@ -28,6 +28,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         bind: str = options["bind"]
+        if "CLOUDCORE_PUBLIC_URL" not in os.environ:
+            # clouds.yaml and the catalog must name the address actually bound.
+            settings.PUBLIC_URL = f"http://{bind}"
         if not options["no_setup"]:
             call_command("migrate", verbosity=0)
             run_setups(self.stdout.write)

@@ -1,0 +1,83 @@
+"""``manage.py policy list | show RULE | grant RULE [--user U | --group G] [--project P] | revoke ...``
+
+A thin wrapper over ``cloudcore.core.policy``: a grant widens a rule's default for a user or group,
+globally or for one project; ``--project`` alone grants it to every member of that project.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from cloudcore.core import policy
+from cloudcore.core.exceptions import NotFound
+from identity.services import policy_admin
+
+
+class Command(BaseCommand):
+    help = "List, show, grant and revoke policy rules (Nova's names, guardian-backed grants)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        listing = sub.add_parser("list", help="every rule with its default")
+        listing.add_argument("--prefix", default="", help="only rules starting with this")
+        show = sub.add_parser("show", help="one rule: default, description, operations, grants")
+        show.add_argument("rule")
+        for name in ("grant", "revoke"):
+            p = sub.add_parser(name, help=f"{name} a rule")
+            p.add_argument("rule")
+            who = p.add_mutually_exclusive_group()
+            who.add_argument("--user", help="user name or id")
+            who.add_argument("--group", help="group name")
+            p.add_argument("--project", help="project name or id (alone: every member of the project)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        action = options["action"]
+        try:
+            if action == "list":
+                self._list(options["prefix"])
+            elif action == "show":
+                self._show(self._rule(options["rule"]))
+            else:
+                self._change(action, self._rule(options["rule"]), options)
+        except NotFound as exc:
+            raise CommandError(str(exc)) from None
+
+    def _rule(self, name: str) -> policy.Rule:
+        try:
+            return policy.get_rule(name)
+        except policy.UnknownRule:
+            raise CommandError(f"Unknown policy rule: {name}") from None
+
+    def _list(self, prefix: str) -> None:
+        for rule in policy.rules():
+            if rule.name.startswith(prefix):
+                grants = len(policy.grants_of(rule.name))
+                extra = f"  [{grants} grant{'s' if grants != 1 else ''}]" if grants else ""
+                self.stdout.write(f"{rule.name:<60} {rule.check}{extra}")
+
+    def _show(self, rule: policy.Rule) -> None:
+        self.stdout.write(f"rule:        {rule.name}")
+        self.stdout.write(f"default:     {rule.check}")
+        self.stdout.write(f"description: {rule.description}")
+        for method, path in rule.operations:
+            self.stdout.write(f"operation:   {method} {path}")
+        grants = policy.grants_of(rule.name)
+        if not grants:
+            self.stdout.write("grants:      none")
+        for grant in grants:
+            self.stdout.write(f"grant:       {policy_admin.describe_grant(grant)}")
+
+    def _change(self, action: str, rule: policy.Rule, options: dict[str, Any]) -> None:
+        user = policy_admin.find_user(options["user"]) if options.get("user") else None
+        group = policy_admin.find_group(options["group"]) if options.get("group") else None
+        project = policy_admin.find_project(options["project"]) if options.get("project") else None
+        if user is None and group is None and project is None:
+            raise CommandError(f"{action} needs --user, --group or --project")
+        fn = policy.grant if action == "grant" else policy.revoke
+        fn(rule.name, user=user, group=group, project=project)
+        holder = (f"user {user.name}" if user else f"group {group.name}" if group
+                  else f"every member of project {project.name}")  # type: ignore[union-attr]
+        scope = f" on project {project.name}" if project and (user or group) else ""
+        verb = "granted to" if action == "grant" else "revoked from"
+        self.stdout.write(f"{rule.name} {verb} {holder}{scope}")

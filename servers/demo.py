@@ -1,0 +1,23 @@
+"""Demo objects of the servers app (DESIGN.md section 9): the four m1 flavors (idempotent)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .models import Flavor
+
+#: flavorid, name, vCPUs, RAM (MiB), root disk (GiB)
+DEMO_FLAVORS = (
+    ("1", "m1.tiny", 1, 512, 1),
+    ("2", "m1.small", 1, 2048, 20),
+    ("3", "m1.medium", 2, 4096, 40),
+    ("4", "m1.large", 4, 8192, 80),
+)
+
+
+def setup(out: Callable[[str], None]) -> None:
+    for flavorid, name, vcpus, ram, disk in DEMO_FLAVORS:
+        _, created = Flavor.objects.update_or_create(
+            flavorid=flavorid, defaults={"name": name, "vcpus": vcpus, "memory_mb": ram, "root_gb": disk},
+        )
+        if created:
+            out(f"servers: created flavor {name}")
