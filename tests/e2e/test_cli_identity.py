@@ -1,0 +1,122 @@
+"""End to end: the real ``openstack`` CLI (python-openstackclient) against a live cloudcore web
+process (gunicorn) set up as ``make run`` does (migrate + demo_setup, clouds.yaml)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cloud import ROOT, free_port, make_env
+
+pytestmark = pytest.mark.slow
+
+
+def _ensure_openstackclient() -> str:
+    exe = shutil.which("openstack", path=str(Path(sys.executable).parent))
+    if exe is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "python-openstackclient==10.5.0"], check=True)
+        exe = shutil.which("openstack", path=str(Path(sys.executable).parent))
+    assert exe, "python-openstackclient could not be installed"
+    return exe
+
+
+class WebCloud:
+    def __init__(self, var_dir: Path) -> None:
+        self.var_dir = var_dir
+        self.port = free_port()
+        self.env = make_env(var_dir, self.port)
+        self.exe = _ensure_openstackclient()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = var_dir / "web.log"
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
+                       capture_output=True, timeout=300)
+
+    def start(self) -> None:
+        self.manage("migrate", "--verbosity", "0")
+        self.manage("demo_setup")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", "1", "--threads", "4"],
+            cwd=ROOT, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/identity/v3", timeout=2):  # noqa: S310
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"web did not start:\n{self.log.read_text(errors='replace')}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def openstack(self, *args: str, cloud: str = "cloudcore-demo") -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        env.update(OS_CLIENT_CONFIG_FILE=str(self.var_dir / "clouds.yaml"), OS_CLOUD=cloud)
+        result = subprocess.run([self.exe, *args], env=env, capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, (
+            f"openstack {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}\n"
+            f"{self.log.read_text(errors='replace')[-3000:]}"
+        )
+        return result
+
+    def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
+        return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
+
+
+@pytest.fixture(scope="module")
+def web_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebCloud]:
+    cloud = WebCloud(Path(tmp_path_factory.mktemp("cli-identity")))
+    cloud.start()
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+
+
+def test_token_issue(web_cloud: WebCloud) -> None:
+    token = web_cloud.openstack_json("token", "issue")
+    assert token["id"] and token["project_id"] and token["user_id"]
+    admin_token = web_cloud.openstack_json("token", "issue", cloud="cloudcore-admin")
+    assert admin_token["project_id"] != token["project_id"]
+
+
+def test_flavor_list(web_cloud: WebCloud) -> None:
+    flavors = web_cloud.openstack_json("flavor", "list")
+    assert {f["Name"] for f in flavors} >= {"m1.tiny", "m1.small", "m1.medium", "m1.large"}
+    tiny = next(f for f in flavors if f["Name"] == "m1.tiny")
+    assert (tiny["RAM"], tiny["Disk"], tiny["VCPUs"]) == (512, 1, 1)
+
+
+def test_keypair_create_with_public_key(web_cloud: WebCloud, tmp_path: Path) -> None:
+    key = tmp_path / "id.pub"
+    key.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFSDIj1b61Zm/8oFq6rs4ssESlCX1P4s9wZtQhv5zI05 t@example\n")
+    created = web_cloud.openstack_json("keypair", "create", "--public-key", str(key), "k1")
+    assert created["name"] == "k1"
+    assert created["fingerprint"] == "f6:8f:5a:72:42:10:e2:eb:c0:26:02:c7:a2:e0:f8:03"
+    assert [k["Name"] for k in web_cloud.openstack_json("keypair", "list")] == ["k1"]
+
+
+def test_availability_zone_list_compute(web_cloud: WebCloud) -> None:
+    # a member falls back from the (admin-only) detail to the plain list; the admin gets details
+    web_cloud.openstack_json("availability", "zone", "list", "--compute")
+    zones = web_cloud.openstack_json("availability", "zone", "list", "--compute", cloud="cloudcore-admin")
+    assert isinstance(zones, list)
