@@ -3,3 +3,6 @@ from django.apps import AppConfig
 
 class SchedulingConfig(AppConfig):
     name = "scheduling"
+
+    def ready(self) -> None:
+        from . import policies  # noqa: F401

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Mod
 
 from ..models import (
@@ -594,8 +594,10 @@ def allocations_put(
         )
         _check_fits(rows, wanted, {rp.id: rp.uuid for rp in providers})
         if consumer is None:
+            # Placement creates the consumer at generation 0 and bumps it with the write.
             consumer = Consumer.objects.create(
                 uuid=consumer_uuid, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
+                generation=1,
             )
         else:
             Allocation.objects.filter(consumer=consumer).delete()
@@ -810,3 +812,38 @@ def allocation_candidates(
         {"allocations": {uuid_of[rp_id]: {"resources": dict(resources)}}} for rp_id in ids if rp_id in uuid_of
     ]
     return AllocationCandidates(requests, summaries)
+
+
+# --- resource classes ------------------------------------------------------------------------------
+def resource_class_list() -> list[str]:
+    """Standard classes and the custom ones created."""
+    return sorted(set(standard.RESOURCE_CLASSES) | set(ResourceClass.objects.values_list("name", flat=True)))
+
+
+def resource_class_create(*, name: str) -> bool:
+    """Create custom class ``name`` (``CUSTOM_[A-Z0-9_]+``); True if it was created."""
+    if not standard.is_custom(name) or not _NAME_RE.match(name) or len(name) > 255:
+        raise PlacementInvalid(f"Resource class name {name} is invalid: it must start with CUSTOM_ and "
+                               "use only A-Z, 0-9 and _.")
+    return ResourceClass.objects.get_or_create(name=name)[1]
+
+
+def project_usages_by_type(*, project_id: str, user_id: str | None = None) -> dict[str, dict[str, int]]:
+    """Placement >= 1.38: ``{"all": {consumer_count, rc: n}, "<consumer_type>": {...}}``."""
+    qs = Allocation.objects.filter(consumer__project_id=project_id)
+    consumers = Consumer.objects.filter(project_id=project_id, allocations__isnull=False)
+    if user_id:
+        qs = qs.filter(consumer__user_id=user_id)
+        consumers = consumers.filter(user_id=user_id)
+    result: dict[str, dict[str, int]] = {"all": {"consumer_count": 0}}
+    for ctype, count in consumers.values("consumer_type").annotate(n=Count("id", distinct=True)).values_list(
+        "consumer_type", "n"
+    ):
+        result.setdefault(ctype, {})["consumer_count"] = count
+        result["all"]["consumer_count"] += count
+    for ctype, rc, total in qs.values("consumer__consumer_type", "resource_class__name").annotate(
+        total=Sum("used")
+    ).values_list("consumer__consumer_type", "resource_class__name", "total"):
+        result.setdefault(ctype, {"consumer_count": 0})[rc] = int(total or 0)
+        result["all"][rc] = result["all"].get(rc, 0) + int(total or 0)
+    return result
