@@ -23,6 +23,7 @@ from cloudcore.core.context import RequestContext, new_request_id
 
 from . import microversion
 from .microversion import Version, VersionRange
+from .schema import OpenStackAutoSchema
 
 
 class HasToken(BasePermission):
@@ -43,11 +44,14 @@ class OpenStackAPIView(APIView):
     #: Extra response header carrying the request id (compute: ``x-compute-request-id``).
     extra_request_id_header: str | None = None
     renderer_classes = [OpenStackJSONRenderer, BrowsableAPIRenderer]
+    schema = OpenStackAutoSchema()
 
     def get_authenticators(self) -> list[Any]:
-        from identity.auth import TokenAuthentication
+        # The token first (API clients); then a logged-in browser session, so that the browsable
+        # API works when an endpoint is opened in a browser after logging in to the console.
+        from identity.auth import SessionContextAuthentication, TokenAuthentication
 
-        return [TokenAuthentication()]
+        return [TokenAuthentication(), SessionContextAuthentication()]
 
     def get_permissions(self) -> list[BasePermission]:
         return [HasToken()]
