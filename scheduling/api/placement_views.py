@@ -104,6 +104,10 @@ class PlacementView(OpenStackAPIView):
     def root(self) -> str:
         return "/placement"
 
+    def location(self, path: str) -> dict[str, str]:
+        """A ``Location`` header: absolute, as Placement's WSGI stack sends it (clients GET it)."""
+        return {"Location": self.request.build_absolute_uri(f"{self.root()}{path}")}
+
     def provider_body(self, rp: ResourceProvider) -> dict[str, Any]:
         base = f"{self.root()}/resource_providers/{rp.uuid}"
         links = [{"rel": "self", "href": base}, {"rel": "inventories", "href": f"{base}/inventories"},
@@ -229,10 +233,10 @@ class ResourceProvidersView(PlacementView):
         rp = placement.provider_create(name=body["name"], uuid=body.get("uuid"),
                                        parent_uuid=body.get("parent_provider_uuid"))
         rp = _provider(rp.uuid)
-        location = f"{self.root()}/resource_providers/{rp.uuid}"
+        location = self.location(f"/resource_providers/{rp.uuid}")
         if self.at("1.20"):
-            return Response(self.provider_body(rp), status=200, headers={"Location": location})
-        return Response(status=201, headers={"Location": location})
+            return Response(self.provider_body(rp), status=200, headers=location)
+        return Response(status=201, headers=location)
 
 
 class ResourceProviderView(PlacementView):
@@ -297,7 +301,7 @@ class InventoriesView(PlacementView):
         rp = placement.inventory_set_one(rp=uuid, resource_class=rc, data=body, create_only=True)
         inventory = placement.inventories_get(rp=rp)[rc]
         return Response({**inventory, "resource_provider_generation": rp.generation}, status=201,
-                        headers={"Location": f"{self.root()}/resource_providers/{uuid}/inventories/{rc}"})
+                        headers=self.location(f"/resource_providers/{uuid}/inventories/{rc}"))
 
     def delete(self, request: Request, uuid: str) -> Response:
         self.require("1.5")
@@ -450,7 +454,7 @@ class TraitView(PlacementView):
 
     def put(self, request: Request, name: str) -> Response:
         created = placement.trait_create(name=name)
-        return Response(status=201 if created else 204, headers={"Location": f"{self.root()}/traits/{name}"})
+        return Response(status=201 if created else 204, headers=self.location(f"/traits/{name}"))
 
     def delete(self, request: Request, name: str) -> Response:
         placement.trait_delete(name=name)
@@ -475,7 +479,7 @@ class ResourceClassView(PlacementView):
     def put(self, request: Request, name: str) -> Response:
         created = placement.resource_class_create(name=name)
         return Response(status=201 if created else 204,
-                        headers={"Location": f"{self.root()}/resource_classes/{name}"})
+                        headers=self.location(f"/resource_classes/{name}"))
 
 
 # --- allocations ----------------------------------------------------------------------------------------
