@@ -20,6 +20,8 @@ urlpatterns = [
             views.ProjectUserRoleView.as_view(), name="identity-project-user-role"),
     re_path(r"^v3/users/?$", views.UsersView.as_view(), name="identity-users"),
     re_path(r"^v3/users/(?P<user_id>[^/]+)/?$", views.UserView.as_view(), name="identity-user"),
+    re_path(r"^v3/users/(?P<user_id>[^/]+)/password/?$", views.UserPasswordView.as_view(),
+            name="identity-user-password"),
     re_path(r"^v3/users/(?P<user_id>[^/]+)/projects/?$", views.UserProjectsView.as_view(),
             name="identity-user-projects"),
     re_path(r"^v3/roles/?$", views.RolesView.as_view(), name="identity-roles"),

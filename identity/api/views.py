@@ -444,6 +444,31 @@ class UserView(IdentityView):
         return Response(status=204)
 
 
+PASSWORD_CHANGE = {
+    "type": "object",
+    "properties": {"user": {"type": "object", "properties": {
+        "password": {"type": "string", "minLength": 1}, "original_password": {"type": "string"}},
+        "required": ["password", "original_password"]}},
+    "required": ["user"],
+}
+
+
+class UserPasswordView(IdentityView):
+    """``POST /v3/users/{id}/password``: a user changes their own password (original required);
+    every token of the user is revoked."""
+
+    @extend_schema(request=dict, responses={204: None}, summary="Change one's own password")
+    def post(self, request: Request, user_id: str) -> Response:
+        if user_id != self.ctx.user_id:
+            raise Forbidden("You are not authorized to perform the requested action: identity:change_password.")
+        data = validate(request.data, PASSWORD_CHANGE)["user"]
+        user = accounts.user_get(user_id)
+        if not user.check_password(data["original_password"]):
+            raise accounts.AuthFailed()
+        accounts.user_update(user, password=data["password"])
+        return Response(status=204)
+
+
 class UserProjectsView(IdentityView):
     @extend_schema(responses={200: dict}, summary="Projects a user has a role on")
     def get(self, request: Request, user_id: str) -> Response:
