@@ -52,7 +52,7 @@ class RequestedDestinationFilter(BaseFilter):
         if request.destination_node and host.nodename != request.destination_node:
             return False
         cell = request.destination_cell
-        return not cell or host.cell_uuid == cell
+        return not cell or cell in (host.cell_uuid, host.cell_name)
 
 
 class SourceCellFilter(BaseFilter):

@@ -30,6 +30,7 @@ class HostState:
     availability_zone: str = ""
     allocation_request: dict[str, Any] | None = None
     weight: float = 0.0
+    cell_name: str | None = None
 
     def free(self, rc: str) -> int:
         res = self.resources.get(rc)

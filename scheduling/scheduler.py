@@ -83,13 +83,13 @@ def _schedulable_cells(request: RequestView) -> list[Any]:
 
 
 def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: list[str] | None = None,
-                nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, str]]:
-    """``{node uuid: (ComputeNode, Service or None, cell uuid)}`` from each cell, one query per
+                nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, Any]]:
+    """``{node uuid: (ComputeNode, Service or None, CellMapping)}`` from each cell, one query per
     cell (plus one for nodes whose service link is not filled yet)."""
     from cells.context import target_cell
     from hosts.models import ComputeNode, Service
 
-    found: dict[str, tuple[Any, Any, str]] = {}
+    found: dict[str, tuple[Any, Any, Any]] = {}
     for cell in cells:
         try:
             with target_cell(cell):
@@ -113,11 +113,11 @@ def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: 
             service = node.service if node.service_id is not None else by_host.get(node.host)
             if service is not None and service.deleted:
                 service = None
-            found[node.uuid] = (node, service, cell.uuid)
+            found[node.uuid] = (node, service, cell)
     return found
 
 
-def _host_states(nodes: dict[str, tuple[Any, Any, str]], summaries: dict[str, Any] | None,
+def _host_states(nodes: dict[str, tuple[Any, Any, Any]], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
     from .services.aggregates import host_aggregates_metadata, hosts_availability_zones
 
@@ -125,12 +125,12 @@ def _host_states(nodes: dict[str, tuple[Any, Any, str]], summaries: dict[str, An
     zones = hosts_availability_zones(names)
     metadata = host_aggregates_metadata(names)
     states = []
-    for node_uuid, (node, service, cell_uuid) in nodes.items():
+    for node_uuid, (node, service, cell) in nodes.items():
         if summaries is not None and node_uuid not in summaries:
             continue
         summary = (summaries or {}).get(node_uuid, {})
         states.append(HostState(
-            host=node.host, nodename=node.hypervisor_hostname, uuid=node_uuid, cell_uuid=cell_uuid,
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node_uuid, cell_uuid=cell.uuid, cell_name=cell.name,
             service=service, hypervisor_type=node.hypervisor_type, hypervisor_version=node.hypervisor_version,
             cpu_arch=cpu_arch(node.cpu_info), resources=summary_resources(summary),
             traits=list(summary.get("traits", [])), aggregate_metadata=dict(metadata.get(node.host, {})),

@@ -176,12 +176,21 @@ def provider_create(*, name: str, uuid: str | None = None, parent_uuid: str | No
     return rp
 
 
-def provider_ensure(*, uuid: str, name: str, parent_uuid: str | None = None) -> ResourceProvider:
+def provider_ensure(
+    *, uuid: str, name: str, parent_uuid: str | None = None, host: str | None = None,
+) -> ResourceProvider:
     """The provider with ``uuid``, created (or renamed to ``name``) as needed: what the
-    resource tracker calls for each compute node (provider uuid = node uuid)."""
+    resource tracker calls for each compute node (provider uuid = node uuid). With ``host``, a
+    new provider joins the placement aggregates of the host's aggregates (zones)."""
     rp = ResourceProvider.objects.filter(uuid=uuid).first()
     if rp is None:
-        return provider_create(name=name, uuid=uuid, parent_uuid=parent_uuid)
+        rp = provider_create(name=name, uuid=uuid, parent_uuid=parent_uuid)
+        if host:
+            from ..services.aggregates import aggregates_sync_host
+
+            aggregates_sync_host(host, providers=[rp.uuid])
+            rp.refresh_from_db()
+        return rp
     if rp.name != name:
         provider_update(rp=rp, name=name)
     return rp

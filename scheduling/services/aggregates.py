@@ -23,6 +23,7 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
 - ``zone_services() -> list[ZoneService]`` (every service with its zone, enabled and up flags:
   what ``os-availability-zone/detail`` shows)
 - ``aggregate_uuids_for_zone(zone) -> list[str]`` (placement ``member_of`` for a zone)
+- ``aggregates_sync_host(host, providers=None) -> list[str]`` (re-mirror a host into placement)
 """
 from __future__ import annotations
 
@@ -300,12 +301,15 @@ def _check_host_exists(host: str) -> None:
         raise ComputeHostNotFound(host=host)
 
 
-def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str) -> Aggregate:
+def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str, require_mapped: bool = True) -> Aggregate:
     """Add a mapped compute host. ComputeHostNotFound (404), AggregateHostExists (409),
     InvalidAggregateActionAdd (409) when the host is already in another zone. Mirrors the
-    aggregate onto the host's resource providers."""
+    aggregate onto the host's resource providers. ``require_mapped=False`` (demo set-up, before
+    the hosts have started) accepts a host not mapped yet; its providers join the placement
+    aggregates when they are created (``placement.provider_ensure(host=...)``)."""
     aggregate = _agg(aggregate)
-    _check_host_exists(host)
+    if require_mapped:
+        _check_host_exists(host)
     with transaction.atomic():
         if AggregateHost.objects.filter(aggregate=aggregate, host=host).exists():
             raise AggregateHostExists(aggregate_id=aggregate.id, host=host)
@@ -349,6 +353,19 @@ def _write_metadata(aggregate: Aggregate, metadata: Mapping[str, str | None]) ->
         else:
             AggregateMetadata.objects.update_or_create(aggregate=aggregate, key=key, defaults={"value": str(value)})
     Aggregate.objects.filter(id=aggregate.id).update(updated_at=timezone.now())
+
+
+def aggregates_sync_host(host: str, providers: Iterable[str] | None = None) -> list[str]:
+    """Put ``host``'s resource providers (or the given provider uuids) into the placement
+    aggregate of every host aggregate of ``host``; returns the aggregate uuids. For a provider
+    created after its host joined aggregates."""
+    from ..placement.services import aggregate_add_providers
+
+    uuids = sorted(Aggregate.objects.filter(hosts__host=host).values_list("uuid", flat=True))
+    targets = list(providers) if providers is not None else _host_providers(host)
+    for agg_uuid in uuids:
+        aggregate_add_providers(aggregate_uuid=agg_uuid, providers=targets)
+    return uuids
 
 
 def _host_providers(host: str) -> list[str]:

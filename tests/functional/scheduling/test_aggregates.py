@@ -66,3 +66,19 @@ def test_available_zones_lists_enabled_compute_hosts(compute_host):
     detail = {(z.zone, z.host): z for z in svc.zone_services()}
     assert detail[("nova", "compute3")].available is False and detail[("nova", "compute3")].active is True
     assert svc.aggregate_to_dict(agg)["hosts"] == ["compute1"]
+
+
+def test_demo_zones_and_providers_created_later_join_them(cells):
+    # given the demo zones set up before any compute host started
+    from scheduling import demo
+
+    lines: list[str] = []
+    demo.setup(lines.append)
+    demo.setup(lines.append)  # idempotent
+    assert lines == ["scheduling: created availability zone az1", "scheduling: created availability zone az2"]
+    assert svc.host_availability_zone("compute3") == "az2"
+    # when the resource tracker creates compute1's provider, then it is in az1's placement aggregate
+    rp = placement.provider_ensure(uuid="11111111-0000-0000-0000-000000000001", name="compute1", host="compute1")
+    assert placement.aggregates_get(rp=rp.uuid) == svc.aggregate_uuids_for_zone("az1")
+    # and ensuring again changes nothing
+    assert placement.provider_ensure(uuid=rp.uuid, name="compute1", host="compute1").uuid == rp.uuid

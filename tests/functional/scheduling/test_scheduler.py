@@ -108,6 +108,8 @@ def test_availability_zone_requested_destination_ignore_and_force(compute_host, 
     assert select_destinations(CTX, spec(requested_destination=dest), [], False)[0][0].service_host == "a1"
     dest = {"cell": cells["cell1"].uuid}
     assert select_destinations(CTX, spec(requested_destination=dest), [], False)[0][0].service_host == "a2"
+    dest = {"cell": "cell1"}
+    assert select_destinations(CTX, spec(requested_destination=dest), [], False)[0][0].service_host == "a2"
     # ignore hosts
     assert select_destinations(CTX, spec(ignore_hosts=["b1"]), [], False)[0][0].service_host == "a2"
     # forced host skips the filters (even the AZ filter) but not placement
