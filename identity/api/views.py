@@ -13,12 +13,12 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
-from cloudcore.core.exceptions import Forbidden, Invalid
+from cloudcore.core.exceptions import Forbidden, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
 from ..services import accounts, roles, tokens
-from ..services.catalog import catalog, public_base
+from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
 V3_UPDATED = "2020-04-07T00:00:00Z"
@@ -269,6 +269,65 @@ class AuthDomainsView(IdentityView):
     @extend_schema(responses={200: dict}, summary="Domains the token's user can scope to (none)")
     def get(self, request: Request) -> Response:
         return Response({"domains": [], "links": collection_links("/auth/domains")})
+
+
+# --- services, endpoints, regions (read-only views of the catalog) ----------------------------
+
+
+def _services() -> list[dict[str, Any]]:
+    return [{"id": e["id"], "type": e["type"], "name": e["name"], "enabled": True, "description": "",
+             "links": {"self": v3_url(f"/services/{e['id']}")}} for e in catalog()]
+
+
+def _endpoints() -> list[dict[str, Any]]:
+    return [{"id": ep["id"], "interface": ep["interface"], "region": ep["region"], "region_id": ep["region_id"],
+             "url": ep["url"], "service_id": e["id"], "enabled": True,
+             "links": {"self": v3_url(f"/endpoints/{ep['id']}")}} for e in catalog() for ep in e["endpoints"]]
+
+
+class ServicesView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List services (from the catalog)")
+    def get(self, request: Request) -> Response:
+        services = _services()
+        if "type" in request.query_params:
+            services = [s for s in services if s["type"] == request.query_params["type"]]
+        return Response({"services": services, "links": collection_links("/services")})
+
+
+class ServiceView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a service")
+    def get(self, request: Request, service_id: str) -> Response:
+        for service in _services():
+            if service_id in (service["id"], service["type"]):
+                return Response({"service": service})
+        raise NotFound(f"Could not find service: {service_id}.")
+
+
+class EndpointsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List endpoints (from the catalog)")
+    def get(self, request: Request) -> Response:
+        endpoints = _endpoints()
+        for key in ("service_id", "interface", "region_id"):
+            if key in request.query_params:
+                endpoints = [e for e in endpoints if e[key] == request.query_params[key]]
+        return Response({"endpoints": endpoints, "links": collection_links("/endpoints")})
+
+
+class EndpointView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show an endpoint")
+    def get(self, request: Request, endpoint_id: str) -> Response:
+        for endpoint in _endpoints():
+            if endpoint["id"] == endpoint_id:
+                return Response({"endpoint": endpoint})
+        raise NotFound(f"Could not find endpoint: {endpoint_id}.")
+
+
+class RegionsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List regions")
+    def get(self, request: Request) -> Response:
+        region = {"id": REGION, "description": "", "parent_region_id": None,
+                  "links": {"self": v3_url(f"/regions/{REGION}")}}
+        return Response({"regions": [region], "links": collection_links("/regions")})
 
 
 # --- domains (the one ``default`` domain, read-only) ------------------------------------------

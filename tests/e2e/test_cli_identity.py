@@ -120,3 +120,29 @@ def test_availability_zone_list_compute(web_cloud: WebCloud) -> None:
     web_cloud.openstack_json("availability", "zone", "list", "--compute")
     zones = web_cloud.openstack_json("availability", "zone", "list", "--compute", cloud="cloudcore-admin")
     assert isinstance(zones, list)
+
+
+def test_admin_identity_and_flavor_commands(web_cloud: WebCloud) -> None:
+    admin = "cloudcore-admin"
+    project = web_cloud.openstack_json("project", "create", "e2e-project", cloud=admin)
+    web_cloud.openstack_json("user", "create", "--password", "pw", "--project", "e2e-project", "e2e-user",
+                             cloud=admin)
+    web_cloud.openstack("role", "add", "--project", "e2e-project", "--user", "e2e-user", "member", cloud=admin)
+    assignments = web_cloud.openstack_json("role", "assignment", "list", "--names", "--project", "e2e-project",
+                                           cloud=admin)
+    assert [(a["Role"], a["User"]) for a in assignments] == [("member", "e2e-user@Default")]
+    flavor = web_cloud.openstack_json("flavor", "create", "--ram", "256", "--disk", "1", "--vcpus", "1",
+                                      "--private", "e2e-private", cloud=admin)
+    web_cloud.openstack("flavor", "set", "--project", project["id"], "--property", "hw:cpu_policy=dedicated",
+                        "e2e-private", cloud=admin)
+    shown = web_cloud.openstack_json("flavor", "show", flavor["id"], cloud=admin)
+    assert shown["access_project_ids"] == [project["id"]]
+    assert shown["properties"] == {"hw:cpu_policy": "dedicated"}
+    # a member of another project does not see the private flavor
+    assert "e2e-private" not in {f["Name"] for f in web_cloud.openstack_json("flavor", "list")}
+    aggregate = web_cloud.openstack_json("aggregate", "create", "--zone", "e2e-az", "e2e-agg", cloud=admin)
+    assert aggregate["availability_zone"] == "e2e-az"
+    web_cloud.openstack("aggregate", "delete", "e2e-agg", cloud=admin)
+    web_cloud.openstack("flavor", "delete", "e2e-private", cloud=admin)
+    assert {e["Service Type"] for e in web_cloud.openstack_json("endpoint", "list", cloud=admin)} >= {
+        "compute", "identity", "image", "network", "placement", "volumev3", "block-storage"}

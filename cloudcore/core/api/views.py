@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework.exceptions import NotAcceptable
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -39,12 +41,24 @@ class OpenStackJSONRenderer(JSONRenderer):
     charset = None
 
 
+class OpenStackContentNegotiation(DefaultContentNegotiation):
+    """OpenStack clients send odd ``Accept`` headers (openstacksdk sends an empty one on some
+    actions); an API that only speaks JSON answers JSON rather than 406."""
+
+    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except NotAcceptable:
+            return renderers[0], renderers[0].media_type
+
+
 class OpenStackAPIView(APIView):
     version_range: VersionRange | None = None
     #: Extra response header carrying the request id (compute: ``x-compute-request-id``).
     extra_request_id_header: str | None = None
     renderer_classes = [OpenStackJSONRenderer, BrowsableAPIRenderer]
     schema = OpenStackAutoSchema()
+    content_negotiation_class = OpenStackContentNegotiation
 
     def get_authenticators(self) -> list[Any]:
         # The token first (API clients); then a logged-in browser session, so that the browsable

@@ -87,3 +87,11 @@ def test_strict_schema_names_the_field(personas: Personas, flavors: list[Flavor]
         "/compute/v2.1/flavors", {"flavor": {"name": "x", "ram": 1, "vcpus": 1, "disk": 0, "color": "red"}},
         format="json")
     assert extra.status_code == 400 and "'color' was unexpected" in extra.json()["badRequest"]["message"]
+
+
+def test_empty_accept_header_still_answers_json(personas: Personas, flavors: list[Flavor]) -> None:
+    # openstacksdk sends "Accept: " on flavor actions
+    response = personas.client("admin").get("/compute/v2.1/flavors/1", HTTP_ACCEPT="")
+    assert response.status_code == 200 and response.json()["flavor"]["id"] == "1"
+    odd = personas.client("admin").get("/compute/v2.1/flavors/1", HTTP_ACCEPT="application/xml")
+    assert odd.status_code == 200 and odd["Content-Type"].startswith("application/json")

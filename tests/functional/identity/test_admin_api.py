@@ -129,3 +129,15 @@ def test_anonymous_is_401_with_keystone_body() -> None:
 def test_bad_request_bodies_are_400(admin: Any) -> None:
     assert admin.post("/identity/v3/projects", {"nope": {}}, format="json").status_code == 400
     assert admin.post("/identity/v3/users", {"user": {"name": ""}}, format="json").status_code == 400
+
+
+def test_services_endpoints_regions_mirror_the_catalog(admin: Any) -> None:
+    services = admin.get("/identity/v3/services").json()["services"]
+    endpoints = admin.get("/identity/v3/endpoints").json()["endpoints"]
+    assert {s["type"] for s in services} >= {"compute", "identity", "network", "placement", "volumev3"}
+    compute = next(s for s in services if s["type"] == "compute")
+    (endpoint,) = [e for e in endpoints if e["service_id"] == compute["id"]]
+    assert endpoint["url"] == "http://testserver/compute/v2.1" and endpoint["interface"] == "public"
+    assert admin.get(f"/identity/v3/endpoints/{endpoint['id']}").json()["endpoint"] == endpoint
+    assert admin.get("/identity/v3/regions").json()["regions"][0]["id"] == "RegionOne"
+    assert admin.get("/identity/v3/services/nope").status_code == 404
