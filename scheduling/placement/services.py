@@ -306,7 +306,8 @@ def inventories_set(
 ) -> ResourceProvider:
     """Replace all inventories of ``rp`` by ``inventories`` (``{rc: {"total": ..., ...}}``;
     omitted fields take Placement's defaults). Removing a class that has allocations is
-    InventoryInUse; ``generation`` given and stale is a conflict. Bumps the generation."""
+    InventoryInUse; ``generation`` given and stale is a conflict. Bumps the generation (without
+    ``generation``, identical inventories write nothing: the resource tracker's periodic case)."""
     rp = _provider(rp)
     with transaction.atomic():
         validated = {rc: _validated_inventory(rp, rc, data) for rc, data in inventories.items()}
@@ -320,6 +321,12 @@ def inventories_set(
             )
             if in_use:
                 raise InventoryInUse(resource_classes=", ".join(in_use), uuid=rp.uuid)
+        unchanged = not removed and all(
+            rc_ids[rc] in existing and all(getattr(existing[rc_ids[rc]], k) == v for k, v in values.items())
+            for rc, values in validated.items()
+        )
+        if unchanged and generation is None:
+            return rp  # the resource tracker's periodic report: nothing to write
         _bump_generation(rp, generation)
         Inventory.objects.filter(resource_provider=rp, resource_class_id__in=removed).delete()
         for rc, values in validated.items():
@@ -408,9 +415,12 @@ def traits_get(*, rp: ProviderRef) -> list[str]:
 
 
 def traits_set(*, rp: ProviderRef, traits: Iterable[str], generation: int | None = None) -> ResourceProvider:
-    """Replace the traits of ``rp``; unknown traits are TraitNotFound. Bumps the generation."""
+    """Replace the traits of ``rp``; unknown traits are TraitNotFound. Bumps the generation
+    (without ``generation``, an unchanged set writes nothing)."""
     rp = _provider(rp)
     ids = _trait_ids(traits)
+    if generation is None and set(ids) == set(traits_get(rp=rp)):
+        return rp
     with transaction.atomic():
         _bump_generation(rp, generation)
         rp.traits.set(list(ids.values()))
@@ -435,9 +445,12 @@ def aggregates_get(*, rp: ProviderRef) -> list[str]:
 
 
 def aggregates_set(*, rp: ProviderRef, aggregates: Iterable[str], generation: int | None = None) -> ResourceProvider:
-    """Replace the placement aggregates (uuids) of ``rp``; bumps the generation."""
+    """Replace the placement aggregates (uuids) of ``rp``; bumps the generation (without
+    ``generation``, an unchanged set writes nothing)."""
     rp = _provider(rp)
     uuids = sorted(set(aggregates))
+    if generation is None and uuids == aggregates_get(rp=rp):
+        return rp
     with transaction.atomic():
         _bump_generation(rp, generation)
         existing = dict(PlacementAggregate.objects.filter(uuid__in=uuids).values_list("uuid", "id"))

@@ -239,17 +239,34 @@ def _zone_conflicts(aggregate: Aggregate, zone: str, hosts: Iterable[str]) -> li
 
 
 def _check_zone_change(aggregate: Aggregate, zone: str | None, error: type[Invalid | Conflict],
-                       hosts: Iterable[str] | None = None) -> None:
-    if zone is None:
-        return
+                       hosts: Iterable[str] | None = None, check_instances: bool = False) -> None:
+    """Nova's rules for giving ``aggregate`` (or ``hosts`` joining it) the zone ``zone``: not
+    empty (None included: a zone is not removed by nulling it), no host in another zone, and
+    (``check_instances``) no change under running servers."""
     if not zone:
         raise error(aggregate_id=aggregate.id,
-                    reason=f"Aggregate {aggregate.id} does not support empty named availability zone")
+                    reason=f"Aggregate {aggregate.name} does not support empty named availability zone")
     hosts = list(hosts) if hosts is not None else aggregate_hosts(aggregate)
     conflicts = _zone_conflicts(aggregate, zone, hosts)
     if conflicts:
         raise error(aggregate_id=aggregate.id,
                     reason=f"One or more hosts already in availability zone(s) {conflicts}")
+    if check_instances and zone != aggregate_zone(aggregate) and _hosts_have_instances(hosts):
+        raise error(aggregate_id=aggregate.id, reason="One or more hosts contain instances in this zone")
+
+
+def _hosts_have_instances(hosts: list[str]) -> bool:
+    """Does any live instance run on ``hosts``, in any cell (cell0 aside)? A server's zone is
+    fixed at boot, so the zone of a host with servers must not change under them."""
+    if not hosts:
+        return False
+    from cells.models import CellMapping
+    from cells.scatter import CellFailure, scatter_gather
+    from servers.models import Instance
+
+    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    results = scatter_gather(lambda cell: Instance.objects.filter(host__in=hosts, deleted=False).exists(), cells)
+    return any(r is True or isinstance(r, CellFailure) for r in results.values())
 
 
 def aggregate_create(*, name: str, availability_zone: str | None = None) -> Aggregate:
@@ -264,8 +281,9 @@ def aggregate_create(*, name: str, availability_zone: str | None = None) -> Aggr
 
 def aggregate_update(*, aggregate: Aggregate | int | str, name: str | None = None,
                      availability_zone: str | None = UNSET) -> Aggregate:
-    """Rename and/or change the zone (None removes it). A zone its hosts' other aggregates
-    contradict is InvalidAggregateActionUpdate (400)."""
+    """Rename and/or change the zone (None or "" is refused, as in Nova). A zone its hosts' other aggregates
+    contradict, or a zone change while its hosts run servers, is InvalidAggregateActionUpdate
+    (400)."""
     aggregate = _agg(aggregate)
     with transaction.atomic():
         if name is not None and name != aggregate.name:
@@ -273,7 +291,7 @@ def aggregate_update(*, aggregate: Aggregate | int | str, name: str | None = Non
             aggregate.name = name
             aggregate.save(update_fields=["name"])
         if availability_zone is not UNSET:
-            _check_zone_change(aggregate, availability_zone, InvalidAggregateActionUpdate)
+            _check_zone_change(aggregate, availability_zone, InvalidAggregateActionUpdate, check_instances=True)
             _write_metadata(aggregate, {AZ_KEY: availability_zone})
     return aggregate_get(aggregate.id)
 
@@ -313,7 +331,9 @@ def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str, require_m
     with transaction.atomic():
         if AggregateHost.objects.filter(aggregate=aggregate, host=host).exists():
             raise AggregateHostExists(aggregate_id=aggregate.id, host=host)
-        _check_zone_change(aggregate, aggregate_zone(aggregate), InvalidAggregateActionAdd, hosts=[host])
+        zone = aggregate_zone(aggregate)
+        if zone is not None:
+            _check_zone_change(aggregate, zone, InvalidAggregateActionAdd, hosts=[host])
         AggregateHost.objects.create(aggregate=aggregate, host=host)
     from ..placement.services import aggregate_add_providers
 
@@ -337,11 +357,12 @@ def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Agg
 
 def aggregate_set_metadata(*, aggregate: Aggregate | int | str, metadata: Mapping[str, str | None]) -> Aggregate:
     """Merge ``metadata`` (a None value deletes the key). Setting ``availability_zone`` that
-    the hosts' other aggregates contradict is InvalidAggregateActionUpdateMeta (400)."""
+    the hosts' other aggregates contradict, or changing it while the hosts run servers, is
+    InvalidAggregateActionUpdateMeta (400)."""
     aggregate = _agg(aggregate)
     with transaction.atomic():
         if AZ_KEY in metadata:
-            _check_zone_change(aggregate, metadata[AZ_KEY], InvalidAggregateActionUpdateMeta)
+            _check_zone_change(aggregate, metadata[AZ_KEY], InvalidAggregateActionUpdateMeta, check_instances=True)
         _write_metadata(aggregate, metadata)
     return aggregate_get(aggregate.id)
 

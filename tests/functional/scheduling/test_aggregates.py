@@ -82,3 +82,36 @@ def test_demo_zones_and_providers_created_later_join_them(cells):
     assert placement.aggregates_get(rp=rp.uuid) == svc.aggregate_uuids_for_zone("az1")
     # and ensuring again changes nothing
     assert placement.provider_ensure(uuid=rp.uuid, name="compute1", host="compute1").uuid == rp.uuid
+
+
+def test_zone_change_refused_under_running_servers_and_empty_zone(compute_host, cells):
+    from tests.factories import InstanceFactory
+
+    compute_host("compute1", cell="cell1")
+    agg = svc.aggregate_create(name="agg1", availability_zone="az1")
+    svc.aggregate_add_host(aggregate=agg, host="compute1")
+    # given a server on compute1, when the zone changes, then refused (same name is fine)
+    InstanceFactory(cell=cells["cell1"], host="compute1")
+    with pytest.raises(svc.InvalidAggregateActionUpdateMeta, match="contain instances"):
+        svc.aggregate_set_metadata(aggregate=agg, metadata={"availability_zone": "az9"})
+    with pytest.raises(svc.InvalidAggregateActionUpdate, match="contain instances"):
+        svc.aggregate_update(aggregate=agg, availability_zone="az9")
+    svc.aggregate_update(aggregate=agg, name="renamed", availability_zone="az1")
+    # and an empty zone name is refused
+    with pytest.raises(svc.InvalidAggregateActionUpdateMeta, match="empty named"):
+        svc.aggregate_set_metadata(aggregate=agg, metadata={"availability_zone": None})
+
+
+def test_unchanged_internal_writes_keep_the_generation(cells):
+    from .conftest import make_provider
+
+    rp = make_provider("n")
+    before = placement.provider_get(uuid=rp.uuid).generation
+    inventory = placement.inventories_get(rp=rp.uuid)
+    placement.inventories_set(rp=rp.uuid, inventories=inventory)
+    placement.traits_set(rp=rp.uuid, traits=[])
+    placement.aggregates_set(rp=rp.uuid, aggregates=[])
+    assert placement.provider_get(uuid=rp.uuid).generation == before
+    # but a write with a generation (the API) always bumps it, as Placement does
+    placement.traits_set(rp=rp.uuid, traits=[], generation=before)
+    assert placement.provider_get(uuid=rp.uuid).generation == before + 1
