@@ -89,7 +89,7 @@ def _spec() -> dict[str, Any]:
     }
 
 
-def _measure(env: Any, count: int) -> dict[str, float]:
+def measure(env: Any, count: int, requests: int = REQUESTS) -> dict[str, float]:
     from bench.env import count_queries
     from cloudcore.core.context import RequestContext
     from scheduling.placement.services import allocation_candidates
@@ -101,7 +101,7 @@ def _measure(env: Any, count: int) -> dict[str, float]:
         started = time.perf_counter()
         allocation_candidates(resources={"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}, limit=1000)
         cand_times.append(time.perf_counter() - started)
-    for _ in range(REQUESTS):
+    for _ in range(requests):
         with count_queries() as counter:
             started = time.perf_counter()
             select_destinations(ctx, _spec(), [str(uuidlib.uuid4())], return_alternates=True)
@@ -121,7 +121,7 @@ def run(env: Any) -> None:
         started = time.perf_counter()
         populate(env, count)
         print(f"   {count} providers created in {time.perf_counter() - started:.1f} s", flush=True)
-        rows.append(_measure(env, count))
+        rows.append(measure(env, count))
     print(f"   {'providers':>10} {'select ms (median)':>19} {'p95 ms':>8} {'candidates ms':>14} "
           f"{'SQL/request':>12} {'SQL max':>8}")
     for r in rows:

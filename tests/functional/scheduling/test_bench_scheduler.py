@@ -1,0 +1,34 @@
+"""The scheduler benchmark's building blocks on the test databases (keeps ``make bench`` from
+rotting): population, and SQL statements per request that do not grow with the providers."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from bench.env import count_queries
+from bench.scenarios import scheduler as scenario
+from scheduling.models import ResourceProvider
+from tests.conftest import ALL_DATABASES
+
+pytestmark = pytest.mark.django_db(databases=ALL_DATABASES)
+
+
+def test_statements_per_request_do_not_grow_with_providers(cells):
+    env = SimpleNamespace(cells=cells)
+    small = scenario.populate(env, 10) or scenario.measure(env, 10, requests=3)
+    assert ResourceProvider.objects.count() == 10
+    large = scenario.populate(env, 60) or scenario.measure(env, 60, requests=3)
+    assert ResourceProvider.objects.count() == 60
+    assert large["queries_max"] <= small["queries_max"] < 40
+
+
+def test_count_queries_counts_every_connection(cells):
+    from cells.context import target_cell
+    from hosts.models import Service
+
+    with count_queries() as counter:
+        ResourceProvider.objects.count()
+        with target_cell(cells["cell1"]):
+            Service.objects.count()
+    assert counter.by_alias == {"default": 1, "cell1": 1}
