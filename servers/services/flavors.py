@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.notifications import notify
 from cloudcore.core.policy import authorize
 
 from ..models import Flavor, FlavorExtraSpec, FlavorProject
@@ -126,6 +127,19 @@ def extra_specs_of(flavor: Flavor) -> dict[str, str]:
     return {spec.key: spec.value for spec in flavor.extra_specs.all()}
 
 
+def _notify(event: str, flavor: Flavor) -> None:
+    """Nova's versioned ``flavor.<event>`` notification (FlavorPayload 1.4)."""
+    payload = {
+        "flavorid": flavor.flavorid, "name": flavor.name, "memory_mb": flavor.memory_mb, "vcpus": flavor.vcpus,
+        "root_gb": flavor.root_gb, "ephemeral_gb": flavor.ephemeral_gb, "swap": flavor.swap,
+        "rxtx_factor": flavor.rxtx_factor, "vcpu_weight": flavor.vcpu_weight, "disabled": flavor.disabled,
+        "is_public": flavor.is_public, "description": flavor.description,
+        "extra_specs": extra_specs_of(flavor) if flavor.pk else None,
+        "projects": list(flavor.projects.values_list("project_id", flat=True)) if flavor.pk else None,
+    }
+    notify(f"flavor.{event}", payload, payload_name="FlavorPayload", version="1.4")
+
+
 # --- services (admin) ---------------------------------------------------------------------------------
 
 
@@ -143,13 +157,15 @@ def flavor_create(
         raise FlavorNameExists(name=name)
     try:
         with transaction.atomic(using="default"):
-            return Flavor.objects.create(
+            flavor = Flavor.objects.create(
                 flavorid=flavorid, name=name, memory_mb=memory_mb, vcpus=vcpus, root_gb=root_gb,
                 ephemeral_gb=ephemeral_gb, swap=swap, rxtx_factor=rxtx_factor, is_public=is_public,
                 description=description,
             )
     except IntegrityError:
         raise FlavorNameExists(name=name) from None
+    _notify("create", flavor)
+    return flavor
 
 
 def flavor_update_description(*, actor: RequestContext, flavor: Flavor, description: str | None) -> Flavor:
@@ -157,13 +173,16 @@ def flavor_update_description(*, actor: RequestContext, flavor: Flavor, descript
     flavor.description = description
     flavor.updated_at = timezone.now()
     flavor.save(update_fields=["description", "updated_at"])
+    _notify("update", flavor)
     return flavor
 
 
 def flavor_delete(*, actor: RequestContext, flavor_id: str) -> None:
     """Delete a flavor; servers keep their embedded copy (``instance.flavor``)."""
     authorize(actor, "os_compute_api:os-flavor-manage:delete")
-    flavor_get_any(flavor_id).delete()
+    flavor = flavor_get_any(flavor_id)
+    _notify("delete", flavor)
+    flavor.delete()
 
 
 def extra_specs_set(*, actor: RequestContext, flavor: Flavor, specs: dict[str, str], rule: str) -> dict[str, str]:

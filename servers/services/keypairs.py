@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound, QuotaExceeded
+from cloudcore.core.notifications import notify
 from cloudcore.core.policy import authorize
 
 from ..models import KeyPair
@@ -83,6 +84,14 @@ def generate_ssh_keypair() -> tuple[str, str]:
     return private, public.decode() + " Generated-by-cloudcore"
 
 
+def _notify(event: str, *, user_id: str, name: str, public_key: str | None = None,
+            fingerprint: str | None = None, key_type: str = "ssh") -> None:
+    """Nova's versioned ``keypair.<event>`` notification (KeypairPayload 1.0)."""
+    notify(f"keypair.{event}", {"user_id": user_id, "name": name, "public_key": public_key,
+                                "fingerprint": fingerprint, "type": key_type},
+           payload_name="KeypairPayload")
+
+
 @dataclass
 class CreatedKeypair:
     keypair: KeyPair
@@ -102,6 +111,7 @@ def keypair_create(
             raise Invalid("Keypair generation is not supported for x509 keypairs.")
         private_key, public_key = generate_ssh_keypair()
     fingerprint = x509_fingerprint(public_key) if key_type == "x509" else ssh_fingerprint(public_key)
+    _notify("create.start", user_id=owner, name=name, key_type=key_type)
     if KeyPair.objects.filter(user_id=owner).count() >= MAX_KEYPAIRS:
         raise KeypairLimitExceeded()
     if KeyPair.objects.filter(user_id=owner, name=name).exists():
@@ -113,6 +123,8 @@ def keypair_create(
             )
     except IntegrityError:
         raise KeyPairExists(key_name=name) from None
+    _notify("create.end", user_id=owner, name=name, public_key=public_key, fingerprint=fingerprint,
+            key_type=key_type)
     return CreatedKeypair(keypair, private_key)
 
 
@@ -143,5 +155,11 @@ def keypair_list(
 def keypair_delete(*, actor: RequestContext, name: str, user_id: str | None = None) -> None:
     owner = user_id or actor.user_id or ""
     authorize(actor, "os_compute_api:os-keypairs:delete", {"user_id": owner})
-    if not KeyPair.objects.filter(user_id=owner, name=name).delete()[0]:
+    keypair = KeyPair.objects.filter(user_id=owner, name=name).first()
+    if keypair is None:
         raise KeypairNotFound(name=name, user_id=owner)
+    details = {"user_id": owner, "name": name, "public_key": keypair.public_key,
+               "fingerprint": keypair.fingerprint, "key_type": keypair.type}
+    _notify("delete.start", **details)
+    keypair.delete()
+    _notify("delete.end", **details)
