@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
-from cloudcore.core.api.validation import BOOLEAN, VersionedSchema, as_bool, validate
+from cloudcore.core.api.validation import BOOLEAN, VersionedSchema, as_bool, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize, can
@@ -151,10 +151,7 @@ class FlavorListMixin(FlavorAPIView):
     def list_flavors(self, request: Request) -> tuple[list[Flavor], int | None]:
         params = request.query_params
         if self.version >= V275:
-            unknown = sorted(set(params) - set(LIST_PARAMS))
-            if unknown:
-                raise Invalid(f"Additional properties are not allowed ({', '.join(repr(u) for u in unknown)} "
-                              f"{'was' if len(unknown) == 1 else 'were'} unexpected)")
+            reject_unknown_params(params, LIST_PARAMS)
         filters = svc.FlavorFilters()
         if self.ctx.is_admin:
             raw = params.get("is_public")

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
-from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.validation import VersionedSchema, reject_unknown_params
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 
@@ -80,11 +80,7 @@ class KeypairAPIView(ComputeAPIView):
     def query_user(self, request: Request, *, listing: bool = False) -> str | None:
         params = request.query_params
         if self.version >= V275:
-            allowed = self.allowed_params() if listing else self.allowed_params() & {"user_id"}
-            unknown = sorted(set(params) - allowed)
-            if unknown:
-                raise Invalid(f"Additional properties are not allowed ({', '.join(repr(u) for u in unknown)} "
-                              f"{'was' if len(unknown) == 1 else 'were'} unexpected)")
+            reject_unknown_params(params, self.allowed_params() if listing else self.allowed_params() & {"user_id"})
         return params.get("user_id") if self.version >= V210 else None
 
 

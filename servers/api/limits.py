@@ -11,8 +11,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from cloudcore.core.api.validation import reject_unknown_params
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize, can
 
 from ..services.keypairs import MAX_KEYPAIRS
@@ -61,10 +61,7 @@ class LimitsView(ComputeAPIView):
         authorize(self.ctx, "os_compute_api:limits")
         params = request.query_params
         if self.version >= V275:
-            unknown = sorted(set(params) - {"tenant_id"})
-            if unknown:
-                raise Invalid(f"Additional properties are not allowed ({', '.join(repr(u) for u in unknown)} "
-                              f"{'was' if len(unknown) == 1 else 'were'} unexpected)")
+            reject_unknown_params(params, {"tenant_id"})
         project_id = self.ctx.project_id or ""
         asked = params.get("tenant_id")
         # As Nova: a non-admin asking for another project silently gets its own limits.

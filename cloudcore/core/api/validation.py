@@ -91,3 +91,13 @@ def as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).lower() in ("true", "1", "yes", "on")
+
+
+def reject_unknown_params(params: Iterable[str], allowed: Iterable[str]) -> None:
+    """Nova's strict query-parameter schemas (2.75+): any parameter not in ``allowed`` is a 400."""
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise ValidationFailed(
+            f"Additional properties are not allowed ({names} {'was' if len(unknown) == 1 else 'were'} unexpected)"
+        )

@@ -95,3 +95,11 @@ def test_empty_accept_header_still_answers_json(personas: Personas, flavors: lis
     assert response.status_code == 200 and response.json()["flavor"]["id"] == "1"
     odd = personas.client("admin").get("/compute/v2.1/flavors/1", HTTP_ACCEPT="application/xml")
     assert odd.status_code == 200 and odd["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("path", ["/compute/v2.1/os-keypairs?foo=1", "/compute/v2.1/os-keypairs/k?limit=1"])
+def test_keypair_query_parameters_strict_from_275(personas: Personas, path: str) -> None:
+    response = personas.client("member", "2.75").get(path)
+    assert response.status_code == 400
+    assert "was unexpected" in response.json()["badRequest"]["message"]
+    assert personas.client("member", "2.74").get(path).status_code in (200, 404)
