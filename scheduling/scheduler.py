@@ -25,6 +25,7 @@ import logging
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -82,37 +83,55 @@ def _schedulable_cells(request: RequestView) -> list[Any]:
     return cells
 
 
+NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hypervisor_version", "cpu_info",
+               "service_id")
+
+
+def _service_fields() -> list[str]:
+    from hosts.models import Service
+
+    return [f.attname for f in Service._meta.concrete_fields]
+
+
 def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: list[str] | None = None,
                 nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, Any]]:
-    """``{node uuid: (ComputeNode, Service or None, CellMapping)}`` from each cell, one query per
-    cell (plus one for nodes whose service link is not filled yet)."""
+    """``{node uuid: (node, service or None, CellMapping)}`` from each cell, one query per cell
+    (plus one for nodes whose service link is not filled yet). Nodes and services are read-only
+    views (namespaces with the model's field attributes): the scheduler never writes them, and
+    skipping model instantiation matters with a thousand candidates."""
     from cells.context import target_cell
     from hosts.models import ComputeNode, Service
 
+    service_fields = _service_fields()
     found: dict[str, tuple[Any, Any, Any]] = {}
     for cell in cells:
         try:
             with target_cell(cell):
-                qs = ComputeNode.objects.filter(deleted=False).select_related("service")
+                qs = ComputeNode.objects.filter(deleted=False)
                 if uuids is not None:
                     qs = qs.filter(uuid__in=uuids)
                 if hosts:
                     qs = qs.filter(host__in=hosts)
                 if nodes:
                     qs = qs.filter(hypervisor_hostname__in=nodes)
-                rows = list(qs)
-                unlinked = {n.host for n in rows if n.service_id is None and n.host}
-                by_host = {s.host: s for s in Service.objects.filter(
-                    host__in=unlinked, binary="nova-compute", deleted=False)} if unlinked else {}
+                rows = list(qs.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+                unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
+                by_host = {s["host"]: s for s in Service.objects.filter(
+                    host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} \
+                    if unlinked else {}
         except CloudcoreError:
             raise
         except Exception:  # a cell that cannot be read offers no hosts this time
             log.exception("could not load compute nodes of cell %s", cell.uuid)
             continue
-        for node in rows:
-            service = node.service if node.service_id is not None else by_host.get(node.host)
-            if service is not None and service.deleted:
-                service = None
+        for row in rows:
+            node = SimpleNamespace(**{f: row[f] for f in NODE_FIELDS})
+            if row["service_id"] is not None:
+                values = {f: row[f"service__{f}"] for f in service_fields}
+            else:
+                values = by_host.get(row["host"])
+            service = SimpleNamespace(**values) if values and values.get("id") is not None \
+                and not values.get("deleted") else None
             found[node.uuid] = (node, service, cell)
     return found
 
