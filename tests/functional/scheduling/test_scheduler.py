@@ -190,3 +190,19 @@ def test_rebuild_check_runs_filters_without_claim(compute_host):
     [sel] = select_destinations(CTX, rebuild, ["i1"], return_alternates=False)
     assert sel[0].service_host == "here" and sel[0].allocation_request is None
     assert placement.allocations_get(consumer_uuid="i1").allocations == {}
+
+
+def test_node_without_service_link_and_disabled_cell(compute_host, cells):
+    # given a node whose service_id is not filled yet (pre-seed-2 data) in cell1
+    node = compute_host("legacy", cell="cell1", memory_mb=65536)
+    with target_cell(cells["cell1"]):
+        from hosts.models import ComputeNode
+
+        ComputeNode.objects.filter(uuid=node.uuid).update(service=None)
+    compute_host("other", cell="cell2", memory_mb=4096)
+    # then its service is found by host and it is chosen
+    assert select_destinations(CTX, spec(), [], False)[0][0].service_host == "legacy"
+    # when cell1 is disabled, then its hosts are not scheduled to
+    cells["cell1"].disabled = True
+    cells["cell1"].save()
+    assert select_destinations(CTX, spec(), [], False)[0][0].service_host == "other"
