@@ -34,7 +34,9 @@ class TokenAuthentication(BaseAuthentication):
         return user, ctx
 
     def authenticate_header(self, request: Any) -> str:
-        return 'Keystone uri="/identity"'
+        from .services.catalog import public_base
+
+        return f'Keystone uri="{public_base()}/identity"'
 
 
 def session_context(user: Any, session: Any) -> RequestContext:

@@ -80,5 +80,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     shape = getattr(view, "error_body", None)
     response = Response(shape(code, message) if callable(shape) else fault_body(code, message), status=code)
     if code == 401:
-        response["WWW-Authenticate"] = 'Keystone uri="/identity"'
+        from django.conf import settings
+
+        response["WWW-Authenticate"] = f'Keystone uri="{str(settings.PUBLIC_URL).rstrip("/")}/identity"'
     return response

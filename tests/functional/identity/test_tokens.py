@@ -97,7 +97,7 @@ def test_malformed_auth_body_is_400() -> None:
 
 def test_validate_check_and_revoke(people: dict[str, Any]) -> None:
     # given a token for demo
-    token = issue("demo", "demo-pw").json() and Token.objects.latest("issued_at").id
+    token = issue("demo", "demo-pw")["X-Subject-Token"]
     client = token_client(token)
     # when validated with itself as subject
     shown = client.get("/identity/v3/auth/tokens", HTTP_X_SUBJECT_TOKEN=token)
@@ -165,3 +165,9 @@ def test_auth_catalog_and_projects(people: dict[str, Any]) -> None:
     assert any(e["type"] == "compute" for e in catalog)
     projects = client.get("/identity/v3/auth/projects").json()["projects"]
     assert [p["name"] for p in projects] == ["demo"]
+
+
+def test_401_names_the_identity_endpoint() -> None:
+    response = APIClient().get("/compute/v2.1/flavors")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Keystone uri="http://testserver/identity"'
