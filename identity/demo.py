@@ -7,7 +7,6 @@ they are generated once and kept in ``var/credentials.txt``, which later runs re
 """
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import Any
 
 import yaml
 from django.conf import settings
+
+from cloudcore.core.env import env_str
 
 from .models import Project, User
 from .services.roles import assigned_roles, ensure_default_roles, role_assign
@@ -55,9 +56,9 @@ def demo_passwords() -> dict[str, str]:
     else newly generated."""
     stored = _stored_passwords()
     return {
-        "admin_password": os.environ.get("CLOUDCORE_ADMIN_PASSWORD") or stored.get("admin_password")
+        "admin_password": env_str("ADMIN_PASSWORD", "") or stored.get("admin_password")
         or secrets.token_urlsafe(12),
-        "demo_password": os.environ.get("CLOUDCORE_DEMO_PASSWORD") or stored.get("demo_password")
+        "demo_password": env_str("DEMO_PASSWORD", "") or stored.get("demo_password")
         or secrets.token_urlsafe(12),
     }
 

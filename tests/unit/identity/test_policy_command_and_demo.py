@@ -140,3 +140,20 @@ def test_flavor_demo_setup_is_idempotent() -> None:
                                                                 "root_gb")) == [
         ("1", "m1.tiny", 1, 512, 1), ("2", "m1.small", 1, 2048, 20), ("3", "m1.medium", 2, 4096, 40),
         ("4", "m1.large", 4, 8192, 80)]
+
+
+def test_environment_passwords_override_stored_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with override_settings(VAR_DIR=tmp_path):
+        monkeypatch.delenv("CLOUDCORE_ADMIN_PASSWORD", raising=False)
+        monkeypatch.delenv("CLOUDCORE_DEMO_PASSWORD", raising=False)
+        identity_demo.setup(lambda line: None)
+        generated = identity_demo.demo_passwords()
+        assert User.objects.get(name="demo2").check_password(generated["demo_password"])
+        # when the operator sets the passwords in the environment and runs the setup again
+        monkeypatch.setenv("CLOUDCORE_ADMIN_PASSWORD", "admin-from-env")
+        monkeypatch.setenv("CLOUDCORE_DEMO_PASSWORD", "demo-from-env")
+        identity_demo.setup(lambda line: None)
+    # then users and the credentials file follow the environment
+    assert User.objects.get(name="admin").check_password("admin-from-env")
+    assert User.objects.get(name="demo-admin").check_password("demo-from-env")
+    assert "demo_password=demo-from-env" in (tmp_path / "credentials.txt").read_text()
