@@ -195,33 +195,76 @@ def permission_for(rule: str, *, create: bool = False) -> Permission | None:
     return Permission.objects.filter(codename=rule, content_type=content_type).first()
 
 
-def granted(actor: RequestContext, rule: str, target: Target) -> bool:
-    """Is there a guardian grant of ``rule`` for this actor (globally or on the target project)?"""
-    if not actor.user_id:
-        return False
+#: Bumped by every grant/revoke of this process, so that grants cached on an actor (one request)
+#: are recomputed after a change.
+_GENERATION = 0
+
+
+@dataclass(frozen=True)
+class Grants:
+    """Every rule granted to one user: globally, and per project id."""
+
+    everywhere: frozenset[str] = frozenset()
+    per_project: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def allows(self, rule: str, project_id: Any) -> bool:
+        if rule in self.everywhere:
+            return True
+        return bool(project_id) and rule in self.per_project.get(str(project_id), frozenset())
+
+
+def _load_grants(user_id: str) -> Grants:
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
     from django.db.models import Q
     from guardian.models import GroupObjectPermission, UserObjectPermission
 
-    from identity.models import User
+    from identity.models import Project, User
 
-    perm = permission_for(rule)
-    if perm is None:
-        return False
-    user = User.objects.filter(id=actor.user_id).first()
-    if user is None or not user.enabled:
-        return False
+    user = User.objects.filter(id=user_id, enabled=True).first()
+    if user is None:
+        return Grants()
     group_ids = list(user.groups.values_list("id", flat=True))
-    if user.user_permissions.filter(id=perm.id).exists():
-        return True
-    if group_ids and perm.group_set.filter(id__in=group_ids).exists():
-        return True
-    project_id = target.get("project_id")
-    if not project_id:
-        return False
-    on_project = Q(permission=perm, object_pk=str(project_id))
-    if UserObjectPermission.objects.filter(on_project, user=user).exists():
-        return True
-    return bool(group_ids) and GroupObjectPermission.objects.filter(on_project, group_id__in=group_ids).exists()
+    content_type = ContentType.objects.get_for_model(Project)
+    everywhere = set(
+        Permission.objects.filter(content_type=content_type)
+        .filter(Q(user=user) | Q(group__id__in=group_ids)).values_list("codename", flat=True)
+    )
+    per_project: dict[str, set[str]] = {}
+    rows = list(UserObjectPermission.objects.filter(user=user, content_type=content_type)
+                .values_list("object_pk", "permission__codename"))
+    if group_ids:
+        rows += list(GroupObjectPermission.objects.filter(group_id__in=group_ids, content_type=content_type)
+                     .values_list("object_pk", "permission__codename"))
+    for object_pk, codename in rows:
+        per_project.setdefault(str(object_pk), set()).add(codename)
+    return Grants(frozenset(everywhere), {pk: frozenset(names) for pk, names in per_project.items()})
+
+
+def grants_for(actor: RequestContext) -> Grants:
+    """The grants of the actor's user, loaded once per actor (4 queries) and reused for every
+    check of that request, until a grant or revoke in this process changes them."""
+    if not actor.user_id:
+        return Grants()
+    cached = getattr(actor, "_policy_grants", None)
+    if cached is not None and cached[0] == (_GENERATION, actor.user_id):
+        return cached[1]
+    grants = _load_grants(actor.user_id)
+    try:
+        object.__setattr__(actor, "_policy_grants", ((_GENERATION, actor.user_id), grants))
+    except (AttributeError, TypeError):  # an actor type that takes no attributes: no cache
+        pass
+    return grants
+
+
+def granted(actor: RequestContext, rule: str, target: Target) -> bool:
+    """Is there a guardian grant of ``rule`` for this actor (globally or on the target project)?"""
+    return grants_for(actor).allows(rule, target.get("project_id"))
+
+
+def _changed() -> None:
+    global _GENERATION
+    _GENERATION += 1
 
 
 def project_members_group(project_id: str) -> Group:
@@ -239,6 +282,7 @@ def project_membership_changed(*, user: Any, project: Any) -> None:
         user.groups.add(group)
     else:
         user.groups.remove(group)
+    _changed()
 
 
 def grant(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
@@ -256,6 +300,7 @@ def grant(rule: str, *, user: Any = None, group: Any = None, project: Any = None
         assign_perm(perm, holder)
     else:
         assign_perm(perm, holder, project)
+    _changed()
 
 
 def revoke(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
@@ -273,6 +318,7 @@ def revoke(rule: str, *, user: Any = None, group: Any = None, project: Any = Non
         remove_perm(perm, holder)
     else:
         remove_perm(perm, holder, project)
+    _changed()
 
 
 def grants_of(rule: str) -> list[dict[str, Any]]:
