@@ -51,6 +51,8 @@ RULES: list[tuple[str, str, list[tuple[str, str]]]] = [
      [("PUT", "/allocations/{consumer_uuid}")]),
     ("placement:allocations:delete", "Delete the allocations of a consumer",
      [("DELETE", "/allocations/{consumer_uuid}")]),
+    ("placement:allocations:manage", "Replace the allocations of several consumers at once",
+     [("POST", "/allocations")]),
     ("placement:allocation_candidates:list", "List allocation candidates", [("GET", "/allocation_candidates")]),
     ("placement:usages", "Show the usages of a project (and user)", [("GET", "/usages")]),
 ]

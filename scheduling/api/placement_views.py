@@ -152,24 +152,43 @@ def parse_resources(value: str) -> dict[str, int]:
     return resources
 
 
-def parse_member_of(values: list[str], allow_many: bool) -> list[list[str]]:
+def parse_member_of(values: list[str], allow_many: bool, allow_forbidden: bool) -> tuple[list[list[str]], list[str]]:
+    """``member_of`` values -> (any-of groups, forbidden aggregates). ``in:a,b`` is any of
+    (1.3), repeated parameters AND together (1.24), ``!a`` / ``!in:a,b`` forbid (1.32)."""
     if len(values) > 1 and not allow_many:
         raise PlacementInvalid("Multiple member_of parameters are not supported")
-    groups = []
+    groups: list[list[str]] = []
+    forbidden: list[str] = []
     for value in values:
-        uuids = value[3:].split(",") if value.startswith("in:") else [value]
-        if value.startswith("!"):
-            raise PlacementInvalid("Forbidden member_of is not supported")
+        negative = value.startswith("!")
+        if negative and not allow_forbidden:
+            raise PlacementInvalid(f"Invalid query string parameters: Expected 'member_of' parameter to contain "
+                                   f"valid UUID(s). Got: {value}")
+        raw = value[1:] if negative else value
+        uuids = raw[3:].split(",") if raw.startswith("in:") else [raw]
         if not all(uuids):
             raise PlacementInvalid(f"Invalid query string parameters: Expected 'member_of' parameter to contain "
                                    f"valid UUID(s). Got: {value}")
-        groups.append(uuids)
-    return groups
+        if negative:
+            forbidden += uuids
+        else:
+            groups.append(uuids)
+    return groups, forbidden
 
 
-def parse_required(values: list[str], allow_forbidden: bool) -> tuple[list[str], list[str]]:
-    required, forbidden = [], []
+def parse_required(values: list[str], allow_forbidden: bool,
+                   allow_any: bool = False) -> tuple[list[str], list[str], list[list[str]]]:
+    """``required`` values -> (required, forbidden, any-of groups): ``A,!B`` (``!`` from 1.22),
+    ``in:A,B`` any of (1.39)."""
+    required: list[str] = []
+    forbidden: list[str] = []
+    any_of: list[list[str]] = []
     for value in values:
+        if value.startswith("in:"):
+            if not allow_any:
+                raise PlacementInvalid(f"Invalid query string parameters: No such trait(s): {value}")
+            any_of.append([n for n in value[3:].split(",") if n])
+            continue
         for name in filter(None, value.split(",")):
             if name.startswith("!"):
                 if not allow_forbidden:
@@ -177,10 +196,10 @@ def parse_required(values: list[str], allow_forbidden: bool) -> tuple[list[str],
                 forbidden.append(name[1:])
             else:
                 required.append(name)
-    if not required and not forbidden and values:
+    if not required and not forbidden and not any_of and values:
         raise PlacementInvalid("Invalid query string parameters: Expected 'required' parameter value of the form: "
                                "HW_CPU_X86_VMX,CUSTOM_MAGIC.")
-    return required, forbidden
+    return required, forbidden, any_of
 
 
 # --- root ---------------------------------------------------------------------------------------------
@@ -214,12 +233,13 @@ class ResourceProvidersView(PlacementView):
                 allowed |= names
         params = self.query(allowed)
         first = {k: v[-1] for k, v in params.items()}
-        required, forbidden = parse_required(params.get("required", []), self.at("1.22"))
+        required, forbidden, any_of = parse_required(params.get("required", []), self.at("1.22"), self.at("1.39"))
+        member_of, not_member_of = parse_member_of(params.get("member_of", []), self.at("1.24"), self.at("1.32"))
         providers = placement.provider_list(
-            name=first.get("name"), uuid=first.get("uuid"),
-            member_of=parse_member_of(params["member_of"], self.at("1.24")) if "member_of" in params else None,
+            name=first.get("name"), uuid=first.get("uuid"), member_of=member_of,
             resources=parse_resources(first["resources"]) if "resources" in first else None,
             required_traits=required, forbidden_traits=forbidden, in_tree=first.get("in_tree"),
+            required_any=any_of, forbidden_aggregates=not_member_of,
         )
         return Response({"resource_providers": [self.provider_body(rp) for rp in providers]})
 
@@ -549,6 +569,39 @@ class AllocationsView(PlacementView):
         return Response(status=204)
 
 
+class AllocationsBatchView(PlacementView):
+    """``POST /allocations`` (1.13): several consumers' allocations at once, atomically."""
+
+    min_version = "1.13"
+    rule = "placement:allocations:manage"
+
+    def post(self, request: Request) -> Response:
+        entry_props: dict[str, Any] = {
+            "allocations": {"type": "object", "additionalProperties": {
+                "type": "object", "required": ["resources"], "additionalProperties": False,
+                "properties": {"resources": {"type": "object", "minProperties": 1, "additionalProperties": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_INT}}, "generation": {}}}},
+            "project_id": {"type": "string", "minLength": 1, "maxLength": 255},
+            "user_id": {"type": "string", "minLength": 1, "maxLength": 255},
+        }
+        required = ["allocations", "project_id", "user_id"]
+        if self.at("1.28"):
+            entry_props["consumer_generation"] = {"type": ["integer", "null"]}
+            required.append("consumer_generation")
+        if self.at("1.38"):
+            entry_props["consumer_type"] = {"type": "string", "pattern": "^[A-Z0-9_]+$", "maxLength": 255}
+            required.append("consumer_type")
+        body = _validate(self.json_body(), {
+            "type": "object", "minProperties": 1, "additionalProperties": {
+                "type": "object", "properties": entry_props, "required": required, "additionalProperties": False}})
+        consumers = {
+            consumer: {**entry, "allocations": {rp: dict(a["resources"]) for rp, a in entry["allocations"].items()}}
+            for consumer, entry in body.items()
+        }
+        placement.allocations_set_many(consumers=consumers, enforce_consumer_generation=self.at("1.28"))
+        return Response(status=204)
+
+
 class AllocationCandidatesView(PlacementView):
     min_version = "1.10"
     rule = "placement:allocation_candidates:list"
@@ -571,11 +624,12 @@ class AllocationCandidatesView(PlacementView):
             except ValueError:
                 raise PlacementInvalid("Invalid query string parameters: 'limit' must be a positive integer") \
                     from None
-        required, forbidden = parse_required(params.get("required", []), self.at("1.22"))
+        required, forbidden, any_of = parse_required(params.get("required", []), self.at("1.22"), self.at("1.39"))
+        member_of, not_member_of = parse_member_of(params.get("member_of", []), self.at("1.24"), self.at("1.32"))
         found = placement.allocation_candidates(
             resources=parse_resources(params["resources"][-1]), required_traits=required,
             forbidden_traits=forbidden, limit=limit, in_tree=params.get("in_tree", [None])[-1],
-            member_of=parse_member_of(params["member_of"], self.at("1.24")) if "member_of" in params else None,
+            member_of=member_of, required_any=any_of, forbidden_aggregates=not_member_of,
         )
         return Response({
             "allocation_requests": [self._request(r) for r in found.allocation_requests],

@@ -20,6 +20,7 @@ urlpatterns = [
     re_path(r"^resource_classes$", views.ResourceClassesView.as_view(), name="placement-resource-classes"),
     re_path(r"^resource_classes/(?P<name>[^/]+)$", views.ResourceClassView.as_view(),
             name="placement-resource-class"),
+    re_path(r"^allocations$", views.AllocationsBatchView.as_view(), name="placement-allocations-batch"),
     re_path(r"^allocations/(?P<consumer_uuid>[^/]+)$", views.AllocationsView.as_view(), name="placement-allocations"),
     re_path(r"^allocation_candidates$", views.AllocationCandidatesView.as_view(),
             name="placement-allocation-candidates"),

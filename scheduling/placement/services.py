@@ -251,12 +251,13 @@ def provider_delete(*, rp: ProviderRef) -> None:
 def provider_list(
     *, name: str | None = None, uuid: str | None = None, member_of: list[list[str]] | None = None,
     resources: Mapping[str, int] | None = None, required_traits: Iterable[str] = (),
-    forbidden_traits: Iterable[str] = (), in_tree: str | None = None,
+    forbidden_traits: Iterable[str] = (), in_tree: str | None = None, required_any: list[list[str]] | None = None,
+    forbidden_aggregates: Iterable[str] = (),
 ) -> QuerySet:
     """Providers matching every given filter (Placement's ``GET /resource_providers``)."""
     qs = _candidate_queryset(
         resources=resources or {}, required_traits=required_traits, forbidden_traits=forbidden_traits,
-        member_of=member_of, in_tree=in_tree,
+        member_of=member_of, in_tree=in_tree, required_any=required_any, forbidden_aggregates=forbidden_aggregates,
     )
     if name is not None:
         qs = qs.filter(name=name)
@@ -633,6 +634,27 @@ def allocations_put(
         _bump_generations({rp.id for rp in providers} | old_rp_ids)
 
 
+def allocations_set_many(
+    *, consumers: Mapping[str, Mapping[str, Any]], enforce_consumer_generation: bool = False,
+) -> None:
+    """Placement's ``POST /allocations``: replace the allocations of several consumers in one
+    transaction (``{consumer_uuid: {"allocations": {rp: {rc: n}}, "project_id", "user_id",
+    "consumer_generation", "consumer_type"}}``). Consumers whose allocations become empty are
+    written first, so moving allocations between consumers does not trip over its own usage.
+    Any error rolls every consumer back."""
+    order = sorted(consumers, key=lambda c: bool(consumers[c].get("allocations")))
+    with transaction.atomic():
+        for consumer_uuid in order:
+            entry = consumers[consumer_uuid]
+            allocations_put(
+                consumer_uuid=consumer_uuid, allocations=entry.get("allocations") or {},
+                project_id=entry["project_id"], user_id=entry["user_id"],
+                consumer_generation=entry.get("consumer_generation"),
+                enforce_consumer_generation=enforce_consumer_generation,
+                consumer_type=entry.get("consumer_type") or "INSTANCE",
+            )
+
+
 def _bump_generations(rp_ids: set[int]) -> None:
     if rp_ids:
         ResourceProvider.objects.filter(id__in=rp_ids).update(generation=F("generation") + 1)
@@ -745,7 +767,8 @@ def _fitting_inventories(rc: str, amount: int) -> QuerySet:
 def _candidate_queryset(
     *, resources: Mapping[str, int], required_traits: Iterable[str] = (), forbidden_traits: Iterable[str] = (),
     member_of: list[list[str]] | None = None, in_tree: str | None = None,
-    provider_uuids: Iterable[str] | None = None,
+    provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
+    forbidden_aggregates: Iterable[str] = (),
 ) -> QuerySet:
     qs = ResourceProvider.objects.all()
     if resources:
@@ -759,9 +782,16 @@ def _candidate_queryset(
         qs = qs.filter(id__in=_RPTrait.objects.filter(trait__name=trait).values("resourceprovider_id"))
     if forbidden:
         qs = qs.exclude(id__in=_RPTrait.objects.filter(trait__name__in=forbidden).values("resourceprovider_id"))
+    for any_trait in required_any or []:
+        _trait_ids_known(list(any_trait))
+        qs = qs.filter(id__in=_RPTrait.objects.filter(trait__name__in=list(any_trait)).values("resourceprovider_id"))
     for any_of in member_of or []:
         qs = qs.filter(id__in=_RPAggregate.objects.filter(placementaggregate__uuid__in=list(any_of))
                        .values("resourceprovider_id"))
+    not_in = sorted(set(forbidden_aggregates))
+    if not_in:
+        qs = qs.exclude(id__in=_RPAggregate.objects.filter(placementaggregate__uuid__in=not_in)
+                        .values("resourceprovider_id"))
     if in_tree:
         root = ResourceProvider.objects.filter(uuid=in_tree).values_list("root_id", flat=True).first()
         qs = qs.filter(root_id=root) if root is not None else qs.none()
@@ -793,11 +823,13 @@ class AllocationCandidates:
 def allocation_candidates(
     *, resources: Mapping[str, int], required_traits: Iterable[str] = (), forbidden_traits: Iterable[str] = (),
     member_of: list[list[str]] | None = None, in_tree: str | None = None, limit: int | None = None,
-    provider_uuids: Iterable[str] | None = None,
+    provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
+    forbidden_aggregates: Iterable[str] = (),
 ) -> AllocationCandidates:
     """Providers that can hold all of ``resources`` (``{rc: n}``) at once, with every required
-    trait and none of the forbidden ones, in at least one aggregate of each ``member_of`` list,
-    in the tree of ``in_tree``, and (internal callers) among ``provider_uuids``; at most
+    trait, one of each ``required_any`` list, and none of the forbidden ones, in at least one
+    aggregate of each ``member_of`` list and none of ``forbidden_aggregates``, in the tree of
+    ``in_tree``, and (internal callers) among ``provider_uuids``; at most
     ``limit``. Unknown resource classes or traits raise ResourceClassNotFound / TraitNotFound.
     Three SQL queries whatever the number of providers."""
     resources = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
@@ -806,7 +838,8 @@ def allocation_candidates(
                                "in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
     qs = _candidate_queryset(
         resources=resources, required_traits=required_traits, forbidden_traits=forbidden_traits,
-        member_of=member_of, in_tree=in_tree, provider_uuids=provider_uuids,
+        member_of=member_of, in_tree=in_tree, provider_uuids=provider_uuids, required_any=required_any,
+        forbidden_aggregates=forbidden_aggregates,
     ).order_by("id").values_list("id", flat=True)
     ids = list(qs[:limit] if limit else qs)
     if not ids:

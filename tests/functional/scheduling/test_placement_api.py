@@ -164,3 +164,48 @@ def test_version_out_of_range_and_unknown_path():
     assert resp.status_code == 406 and resp.json()["errors"][0]["status"] == 406
     resp = client().get("/placement/nothing-here")
     assert resp.status_code == 404 and "errors" in resp.json()
+
+
+def test_post_allocations_moves_between_consumers_atomically():
+    # given a provider full with an instance's allocations
+    api = client()
+    rp = create_provider(api, VCPU=2)
+    instance, migration = str(uuid.uuid4()), str(uuid.uuid4())
+    put = {"allocations": {rp: {"resources": {"VCPU": 2}}}, "project_id": "p", "user_id": "u",
+           "consumer_generation": None, "consumer_type": "INSTANCE"}
+    assert api.put(f"/placement/allocations/{instance}", put, format="json").status_code == 204
+    # when POST /allocations moves them to the migration consumer (Nova's resize swap)
+    body = {
+        instance: {"allocations": {}, "project_id": "p", "user_id": "u", "consumer_generation": 1,
+                   "consumer_type": "INSTANCE"},
+        migration: {"allocations": {rp: {"resources": {"VCPU": 2}}}, "project_id": "p", "user_id": "u",
+                    "consumer_generation": None, "consumer_type": "MIGRATION"},
+    }
+    assert api.post("/placement/allocations", body, format="json").status_code == 204
+    # then the migration holds them, the provider is not double-counted
+    assert api.get(f"/placement/allocations/{migration}").json()["consumer_type"] == "MIGRATION"
+    assert api.get(f"/placement/allocations/{instance}").json()["allocations"] == {}
+    assert api.get(f"/placement/resource_providers/{rp}/usages").json()["usages"]["VCPU"] == 2
+    # when one consumer of a batch does not fit, then nothing of the batch is written
+    other = str(uuid.uuid4())
+    body = {other: {"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
+                    "consumer_generation": None, "consumer_type": "INSTANCE"}}
+    assert api.post("/placement/allocations", body, format="json").status_code == 409
+    assert api.get(f"/placement/allocations/{other}").json()["allocations"] == {}
+
+
+def test_forbidden_aggregates_and_any_of_traits():
+    api = client()
+    a = create_provider(api, name="a")
+    b = create_provider(api, name="b")
+    agg = str(uuid.uuid4())
+    api.put(f"/placement/resource_providers/{a}/aggregates", {"aggregates": [agg], "resource_provider_generation": 1},
+            format="json")
+    api.put(f"/placement/resource_providers/{b}/traits", {"traits": ["HW_CPU_X86_AVX2"],
+                                                          "resource_provider_generation": 1}, format="json")
+    found = api.get(f"/placement/allocation_candidates?resources=VCPU:1&member_of=!{agg}").json()
+    assert list(found["provider_summaries"]) == [b]
+    found = api.get("/placement/allocation_candidates?resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SVM")
+    assert list(found.json()["provider_summaries"]) == [b]
+    assert client("1.31").get(f"/placement/allocation_candidates?resources=VCPU:1&member_of=!{agg}").status_code \
+        == 400
