@@ -137,6 +137,18 @@ class V3View(PublicIdentityView):
 
 # --- tokens ---------------------------------------------------------------------------------------
 
+_DOMAIN_REF = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+_USER_REF = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "password": {"type": "string"},
+                   "domain": _DOMAIN_REF},
+    "anyOf": [{"required": ["id"]}, {"required": ["name"]}],
+}
+_PROJECT_REF = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "domain": _DOMAIN_REF},
+    "anyOf": [{"required": ["id"]}, {"required": ["name"]}],
+}
 AUTH_SCHEMA = {
     "type": "object",
     "properties": {
@@ -147,13 +159,18 @@ AUTH_SCHEMA = {
                     "type": "object",
                     "properties": {
                         "methods": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                        "password": {"type": "object", "properties": {"user": {"type": "object"}},
-                                     "required": ["user"]},
+                        "password": {"type": "object", "properties": {"user": _USER_REF}, "required": ["user"]},
                         "token": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
                     },
                     "required": ["methods"],
                 },
-                "scope": {"type": ["object", "string"]},
+                "scope": {
+                    "anyOf": [
+                        {"type": "object", "properties": {"project": _PROJECT_REF, "domain": _DOMAIN_REF,
+                                                          "system": {"type": "object"}}},
+                        {"type": "string", "enum": ["unscoped"]},
+                    ],
+                },
             },
             "required": ["identity"],
         }
@@ -181,9 +198,9 @@ def _authenticate(auth: dict[str, Any]) -> tuple[User, list[str], Token | None]:
 
 
 def _scope_project(user: User, scope: Any) -> Project | None:
-    if not scope:
+    if not scope or scope == "unscoped":
         return None
-    if isinstance(scope, str) or "project" not in scope:
+    if "project" not in scope:
         # Domain and system scopes are not part of the subset.
         raise accounts.AuthFailed("The request you have made requires authentication.")
     try:

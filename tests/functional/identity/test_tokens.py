@@ -171,3 +171,22 @@ def test_401_names_the_identity_endpoint() -> None:
     response = APIClient().get("/compute/v2.1/flavors")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Keystone uri="http://testserver/identity"'
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [{"project": "demo"}, {"project": {"domain": {"id": "default"}}}, {"project": {"id": 7}}, 42],
+)
+def test_malformed_scope_is_400(people: dict[str, Any], scope: Any) -> None:
+    body = {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": "demo", "domain": {"id": "default"}, "password": "demo-pw"}}}, "scope": scope}}
+    response = APIClient().post("/identity/v3/auth/tokens", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == 400
+
+
+def test_domain_or_system_scope_is_401(people: dict[str, Any]) -> None:
+    body = {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": "demo", "domain": {"id": "default"}, "password": "demo-pw"}}},
+        "scope": {"system": {"all": True}}}}
+    assert APIClient().post("/identity/v3/auth/tokens", body, format="json").status_code == 401
