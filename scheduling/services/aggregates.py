@@ -24,6 +24,7 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
   what ``os-availability-zone/detail`` shows)
 - ``aggregate_uuids_for_zone(zone) -> list[str]`` (placement ``member_of`` for a zone)
 - ``aggregates_sync_host(host, providers=None) -> list[str]`` (re-mirror a host into placement)
+- ``aggregates_sync_all(dry_run=False) -> SyncReport`` (``manage.py placement sync_aggregates``)
 """
 from __future__ import annotations
 
@@ -387,6 +388,49 @@ def aggregates_sync_host(host: str, providers: Iterable[str] | None = None) -> l
     for agg_uuid in uuids:
         aggregate_add_providers(aggregate_uuid=agg_uuid, providers=targets)
     return uuids
+
+
+@dataclass
+class SyncReport:
+    """What ``aggregates_sync_all`` did: hosts synced, and the problems Nova's
+    ``placement sync_aggregates`` reports (unmapped hosts, hosts without compute nodes or
+    without providers)."""
+
+    synced: list[str]
+    unmapped: list[str]
+    without_nodes: list[str]
+    without_providers: list[str]
+
+
+def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
+    """Mirror every host aggregate into placement (Nova's ``nova-manage placement
+    sync_aggregates``): each member host's providers join the aggregate's placement aggregate."""
+    from cells.context import target_cell
+    from cells.models import HostMapping
+    from hosts.models import ComputeNode
+
+    from ..models import ResourceProvider
+
+    report = SyncReport([], [], [], [])
+    hosts = sorted(set(AggregateHost.objects.filter(aggregate__deleted=False).values_list("host", flat=True)))
+    mappings = {m.host: m for m in HostMapping.objects.select_related("cell").filter(host__in=hosts)}
+    for host in hosts:
+        mapping = mappings.get(host)
+        if mapping is None:
+            report.unmapped.append(host)
+            continue
+        with target_cell(mapping.cell):
+            node_uuids = list(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+        if not node_uuids:
+            report.without_nodes.append(host)
+            continue
+        providers = list(ResourceProvider.objects.filter(uuid__in=node_uuids).values_list("uuid", flat=True))
+        if len(providers) < len(node_uuids):
+            report.without_providers.append(host)
+        if providers and not dry_run:
+            aggregates_sync_host(host, providers=providers)
+        report.synced.append(host)
+    return report
 
 
 def _host_providers(host: str) -> list[str]:

@@ -115,3 +115,23 @@ def test_unchanged_internal_writes_keep_the_generation(cells):
     # but a write with a generation (the API) always bumps it, as Placement does
     placement.traits_set(rp=rp.uuid, traits=[], generation=before)
     assert placement.provider_get(uuid=rp.uuid).generation == before + 1
+
+
+def test_sync_aggregates_command(compute_host, cells):
+    from django.core.management import call_command
+
+    from scheduling.models import AggregateHost
+
+    # given an aggregate whose placement mirror was lost, and a member that is not a mapped host
+    node = compute_host("compute1", cell="cell1")
+    agg = svc.aggregate_create(name="agg1", availability_zone="az1")
+    svc.aggregate_add_host(aggregate=agg, host="compute1")
+    placement.aggregates_set(rp=node.uuid, aggregates=[])
+    # when synced, then the provider is back in the aggregate
+    call_command("placement", "sync_aggregates")
+    assert placement.aggregates_get(rp=node.uuid) == [agg.uuid]
+    # and an unmapped member makes it exit 4
+    AggregateHost.objects.create(aggregate=agg, host="ghost")
+    with pytest.raises(SystemExit) as exc:
+        call_command("placement", "sync_aggregates")
+    assert exc.value.code == 4
