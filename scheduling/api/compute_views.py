@@ -76,8 +76,9 @@ AGGREGATE_ACTIONS = {"add_host": _HOST, "remove_host": _HOST, "set_metadata": _M
 
 
 def _aggregate(aggregate_id: str) -> Aggregate:
+    """The aggregate of a path id; as Nova, a non-integer id is a 400, an unknown one a 404."""
     if not aggregate_id.isdigit():
-        raise svc.AggregateNotFound(aggregate_id=aggregate_id)
+        raise Invalid("Invalid input received: id must be an integer.")
     return svc.aggregate_get(int(aggregate_id))
 
 

@@ -86,7 +86,9 @@ def test_aggregate_errors(personas: Personas, hosts: dict[str, Any]) -> None:
                       format="json").status_code == 404
     # unknown aggregate: 404; bad bodies: 400
     assert admin.get(f"{AGG}/999").status_code == 404
-    assert admin.get(f"{AGG}/abc").status_code == 404
+    not_integer = admin.get(f"{AGG}/abc")
+    assert not_integer.status_code == 400
+    assert not_integer.json()["badRequest"]["message"] == "Invalid input received: id must be an integer."
     assert admin.post(AGG, {"aggregate": {"name": "x", "availability_zone": "a:b"}}, format="json").status_code == 400
     assert admin.post(AGG, {"aggregate": {"name": "x", "bogus": 1}}, format="json").status_code == 400
     assert admin.post(f"{AGG}/{agg['id']}/action", {"explode": {}}, format="json").status_code == 400
