@@ -47,7 +47,7 @@ KEYPAIR_CREATE = VersionedSchema(
 
 
 def _ts(value: Any) -> str | None:
-    return value.replace(tzinfo=None).isoformat() if value else None
+    return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
 
 def present_keypair_brief(keypair: KeyPair, version: Version) -> dict[str, Any]:
