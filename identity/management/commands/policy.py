@@ -1,4 +1,5 @@
-"""``manage.py policy list | show RULE | grant RULE [--user U | --group G] [--project P] | revoke ...``
+"""``manage.py policy list | show RULE | grant RULE [--user U | --group G] [--project P] | revoke ...
+| check RULE --user U --project P [--target-project T]``
 
 A thin wrapper over ``cloudcore.core.policy``: a grant widens a rule's default for a user or group,
 globally or for one project; ``--project`` alone grants it to every member of that project.
@@ -10,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cloudcore.core import policy
+from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NotFound
 from identity.services import policy_admin
 
@@ -30,6 +32,12 @@ class Command(BaseCommand):
             who.add_argument("--user", help="user name or id")
             who.add_argument("--group", help="group name")
             p.add_argument("--project", help="project name or id (alone: every member of the project)")
+            p.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+        check = sub.add_parser("check", help="would the rule pass for a user scoped to a project?")
+        check.add_argument("rule")
+        check.add_argument("--user", required=True, help="user name or id")
+        check.add_argument("--project", required=True, help="the project the user's token is scoped to")
+        check.add_argument("--target-project", help="project owning the resource (default: --project)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
@@ -38,6 +46,8 @@ class Command(BaseCommand):
                 self._list(options["prefix"])
             elif action == "show":
                 self._show(self._rule(options["rule"]))
+            elif action == "check":
+                self._check(self._rule(options["rule"]), options)
             else:
                 self._change(action, self._rule(options["rule"]), options)
         except NotFound as exc:
@@ -74,10 +84,31 @@ class Command(BaseCommand):
         project = policy_admin.find_project(options["project"]) if options.get("project") else None
         if user is None and group is None and project is None:
             raise CommandError(f"{action} needs --user, --group or --project")
-        fn = policy.grant if action == "grant" else policy.revoke
-        fn(rule.name, user=user, group=group, project=project)
         holder = (f"user {user.name}" if user else f"group {group.name}" if group
                   else f"every member of project {project.name}")  # type: ignore[union-attr]
         scope = f" on project {project.name}" if project and (user or group) else ""
         verb = "granted to" if action == "grant" else "revoked from"
+        if options.get("dry_run"):
+            self.stdout.write(f"(dry run) {rule.name} would be {verb} {holder}{scope}")
+            return
+        fn = policy.grant if action == "grant" else policy.revoke
+        fn(rule.name, user=user, group=group, project=project)
         self.stdout.write(f"{rule.name} {verb} {holder}{scope}")
+
+    def _check(self, rule: policy.Rule, options: dict[str, Any]) -> None:
+        from identity.services.roles import roles_for
+        from identity.services.tokens import is_admin_project
+
+        user = policy_admin.find_user(options["user"])
+        project = policy_admin.find_project(options["project"])
+        target = policy_admin.find_project(options["target_project"]) if options.get("target_project") else project
+        roles = roles_for(user=user, project=project)
+        actor = RequestContext(user_id=user.id, project_id=project.id, roles=roles,
+                                      is_admin="admin" in roles and is_admin_project(project))
+        resource = {"project_id": target.id, "user_id": user.id}
+        by_default = rule.default_allows(actor, resource)
+        by_grant = policy.granted(actor, rule.name, resource)
+        verdict = "allowed" if by_default or by_grant else "denied"
+        reason = "by its default" if by_default else "by a grant" if by_grant else f"(default {rule.check})"
+        self.stdout.write(f"{rule.name}: {verdict} {reason} for user {user.name} with roles "
+                          f"{roles or 'none'} on project {project.name}, resource of project {target.name}")

@@ -157,3 +157,16 @@ def test_environment_passwords_override_stored_ones(tmp_path: Path, monkeypatch:
     assert User.objects.get(name="admin").check_password("admin-from-env")
     assert User.objects.get(name="demo-admin").check_password("demo-from-env")
     assert "demo_password=demo-from-env" in (tmp_path / "credentials.txt").read_text()
+
+
+def test_check_and_dry_run() -> None:
+    make_identity("dora", project="demo", roles=["member"])
+    make_identity("admin", project="admin", roles=["admin"])
+    assert "denied (default admin)" in run("check", RULE, "--user", "dora", "--project", "demo")
+    assert "allowed by its default" in run("check", RULE, "--user", "admin", "--project", "admin")
+    assert "(dry run)" in run("grant", RULE, "--user", "dora", "--dry-run")
+    assert policy.grants_of(RULE) == []
+    run("grant", RULE, "--user", "dora")
+    assert "allowed by a grant" in run("check", RULE, "--user", "dora", "--project", "demo")
+    assert "denied" in run("check", "os_compute_api:servers:create", "--user", "dora", "--project", "demo",
+                           "--target-project", "admin")
