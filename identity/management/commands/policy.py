@@ -104,7 +104,7 @@ class Command(BaseCommand):
         target = policy_admin.find_project(options["target_project"]) if options.get("target_project") else project
         roles = roles_for(user=user, project=project)
         actor = RequestContext(user_id=user.id, project_id=project.id, roles=roles,
-                                      is_admin="admin" in roles and is_admin_project(project))
+                               is_admin="admin" in roles and is_admin_project(project))
         resource = {"project_id": target.id, "user_id": user.id}
         by_default = rule.default_allows(actor, resource)
         by_grant = policy.granted(actor, rule.name, resource)
