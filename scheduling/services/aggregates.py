@@ -19,7 +19,7 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
 - ``aggregate_to_dict(aggregate) -> dict`` (Nova's aggregate body fields)
 - ``host_availability_zone(host) -> str``; ``hosts_availability_zones(hosts) -> {host: zone}``
 - ``available_zones() -> ZoneList`` (``[(zone, [hosts])]`` of enabled compute services;
-  ``"az1" in available_zones()`` tests a name)
+  ``"az1" in available_zones()`` tests a name cheaply), ``zone_available(zone) -> bool``
 - ``zone_services() -> list[ZoneService]`` (every service with its zone, enabled and up flags:
   what ``os-availability-zone/detail`` shows)
 - ``aggregate_uuids_for_zone(zone) -> list[str]`` (placement ``member_of`` for a zone)
@@ -29,7 +29,7 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -177,16 +177,78 @@ class ZoneService:
     updated_at: datetime | None
 
 
-class ZoneList(list):
-    """``[(zone, [hosts]), ...]``; ``"az1" in zones`` tests a zone name."""
+class ZoneList(Sequence):
+    """``[(zone, [hosts]), ...]`` of the zones with an enabled compute service, computed on
+    first iteration; ``"az1" in zones`` answers through ``zone_available`` without loading every
+    service (what a server create asks)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, list[str]]] | None = None
+
+    def _load(self) -> list[tuple[str, list[str]]]:
+        if self._items is None:
+            hosts: dict[str, set[str]] = defaultdict(set)
+            for svc in zone_services():
+                if svc.binary == "nova-compute" and svc.available:
+                    hosts[svc.zone].add(svc.host)
+            self._items = [(zone, sorted(hosts[zone])) for zone in sorted(hosts)]
+        return self._items
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
-            return any(zone == item for zone, _hosts in self)
-        return super().__contains__(item)
+            return item in self.names() if self._items is not None else zone_available(item)
+        return item in self._load()
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __iter__(self) -> Iterator[tuple[str, list[str]]]:
+        return iter(self._load())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ZoneList({self._load()!r})"
 
     def names(self) -> list[str]:
-        return [zone for zone, _hosts in self]
+        return [zone for zone, _hosts in self._load()]
+
+
+def _enabled_compute_exists(**filters: Any) -> bool:
+    """Is there, in some cell (cell0 aside), a live enabled nova-compute service matching
+    ``filters`` (``host__in=...``) or, with ``exclude_hosts``, outside those hosts?"""
+    from cells.models import CellMapping
+    from cells.scatter import scatter_gather
+    from hosts.models import Service
+
+    exclude = filters.pop("exclude_hosts", None)
+
+    def probe(cell: Any) -> bool:
+        qs = Service.objects.filter(binary="nova-compute", disabled=False, deleted=False, **filters)
+        if exclude:
+            qs = qs.exclude(host__in=exclude)
+        return qs.exists()
+
+    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    return any(result is True for result in scatter_gather(probe, cells).values())
+
+
+def zone_available(zone: str) -> bool:
+    """Does ``zone`` have an enabled compute service? One API-DB query and an EXISTS per cell.
+    The default zone holds the hosts in no zone aggregate."""
+    rows = list(AggregateMetadata.objects.filter(key=AZ_KEY, aggregate__deleted=False)
+                .values_list("value", "aggregate__hosts__host"))
+    zone_hosts = {host for value, host in rows if value == zone and host}
+    if zone_hosts and _enabled_compute_exists(host__in=sorted(zone_hosts)):
+        return True
+    if zone != settings.DEFAULT_AVAILABILITY_ZONE:
+        return False
+    in_some_zone = sorted({host for _value, host in rows if host})
+    return _enabled_compute_exists(exclude_hosts=in_some_zone)
 
 
 def zone_services() -> list[ZoneService]:
@@ -214,12 +276,9 @@ def zone_services() -> list[ZoneService]:
 
 
 def available_zones() -> ZoneList:
-    """Zones with at least one enabled compute service: ``[(zone, [hosts])]`` sorted by name."""
-    hosts: dict[str, set[str]] = defaultdict(set)
-    for svc in zone_services():
-        if svc.binary == "nova-compute" and svc.available:
-            hosts[svc.zone].add(svc.host)
-    return ZoneList((zone, sorted(hosts[zone])) for zone in sorted(hosts))
+    """Zones with at least one enabled compute service: ``[(zone, [hosts])]`` sorted by name,
+    loaded when iterated; ``zone in available_zones()`` is a cheap check (``zone_available``)."""
+    return ZoneList()
 
 
 # --- writes ----------------------------------------------------------------------------------------

@@ -60,11 +60,18 @@ def test_available_zones_lists_enabled_compute_hosts(compute_host):
     compute_host("compute3", cell="cell2", disabled=True)
     agg = svc.aggregate_create(name="agg1", availability_zone="az1")
     agg = svc.aggregate_add_host(aggregate=agg, host="compute1")
+    # the cheap membership test (no full load) and the full list agree
+    assert "az1" in svc.available_zones() and "nova" in svc.available_zones()
+    assert "az2" not in svc.available_zones()
     zones = svc.available_zones()
     assert list(zones) == [("az1", ["compute1"]), ("nova", ["compute2"])]
-    assert "az1" in zones and "nova" in zones and "az2" not in zones
+    assert "az1" in zones and "nova" in zones and "az2" not in zones and len(zones) == 2
+    # a zone whose only hosts are disabled is not available
+    empty = svc.aggregate_create(name="agg3", availability_zone="az3")
+    svc.aggregate_add_host(aggregate=empty, host="compute3")
+    assert not svc.zone_available("az3") and svc.zone_available("nova")
     detail = {(z.zone, z.host): z for z in svc.zone_services()}
-    assert detail[("nova", "compute3")].available is False and detail[("nova", "compute3")].active is True
+    assert detail[("az3", "compute3")].available is False and detail[("az3", "compute3")].active is True
     assert svc.aggregate_to_dict(agg)["hosts"] == ["compute1"]
 
 
