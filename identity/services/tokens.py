@@ -68,3 +68,14 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
     if request_id:
         ctx.request_id = request_id
     return token.user, ctx
+
+
+def token_flush(*, older_than_seconds: int = 0) -> int:
+    """Delete tokens that expired (or were revoked) more than ``older_than_seconds`` ago;
+    returns how many (Keystone's ``token_flush``)."""
+    from django.db.models import Q
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    deleted, _ = Token.objects.filter(Q(expires_at__lt=cutoff) | Q(revoked=True, expires_at__lt=timezone.now())) \
+        .delete()
+    return deleted

@@ -170,3 +170,22 @@ def test_check_and_dry_run() -> None:
     assert "allowed by a grant" in run("check", RULE, "--user", "dora", "--project", "demo")
     assert "denied" in run("check", "os_compute_api:servers:create", "--user", "dora", "--project", "demo",
                            "--target-project", "admin")
+
+
+def test_token_flush_keeps_live_tokens() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from identity.models import Token
+    from identity.services.tokens import token_issue
+
+    user, project = make_identity("erin", project="demo", roles=["member"])
+    live = token_issue(user=user, project=project)
+    old = token_issue(user=user, project=project)
+    Token.objects.filter(id=old.id).update(expires_at=timezone.now() - timedelta(hours=2))
+    out = StringIO()
+    call_command("token_flush", "--dry-run", stdout=out)
+    assert "1 expired" in out.getvalue()
+    call_command("token_flush", stdout=StringIO())
+    assert list(Token.objects.values_list("id", flat=True)) == [live.id]
