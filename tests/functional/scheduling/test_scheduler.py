@@ -206,3 +206,12 @@ def test_node_without_service_link_and_disabled_cell(compute_host, cells):
     cells["cell1"].disabled = True
     cells["cell1"].save()
     assert select_destinations(CTX, spec(), [], False)[0][0].service_host == "other"
+
+
+@pytest.mark.parametrize("extra_specs", [{"trait:CUSTOM_UNKNOWN": "required"}, {"resources:CUSTOM_FOO": "1"}])
+def test_unknown_trait_or_resource_class_is_no_valid_host(compute_host, extra_specs):
+    compute_host("a", cell="cell1")
+    flavor = {"vcpus": 1, "memory_mb": 512, "root_gb": 1, "extra_specs": extra_specs}
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, spec(flavor=flavor), ["i1"], return_alternates=True)
+    assert placement.allocations_get(consumer_uuid="i1").allocations == {}
