@@ -99,6 +99,9 @@ class FlavorFilters:
 def flavor_list(actor: RequestContext, filters: FlavorFilters) -> list[Flavor]:
     """Flavors visible to ``actor`` sorted and paged as Nova does (``marker`` is a flavorid)."""
     qs = Flavor.objects.all()
+    if not actor.is_admin:
+        # As Nova: only admins list disabled flavors.
+        qs = qs.filter(disabled=False)
     if filters.is_public is True:
         qs = _visible(qs, actor.project_id)
     elif filters.is_public is False:

@@ -92,6 +92,29 @@ def _notify(event: str, *, user_id: str, name: str, public_key: str | None = Non
            payload_name="KeypairPayload")
 
 
+def generate_x509_keypair(user_id: str) -> tuple[str, str]:
+    """A new RSA key and a self-signed certificate naming the user: (private key PEM, cert PEM)."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, user_id or "cloudcore")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+    return private, certificate.public_bytes(serialization.Encoding.PEM).decode()
+
+
 @dataclass
 class CreatedKeypair:
     keypair: KeyPair
@@ -107,9 +130,7 @@ def keypair_create(
     authorize(actor, "os_compute_api:os-keypairs:create", {"user_id": owner})
     private_key = None
     if public_key is None:
-        if key_type != "ssh":
-            raise Invalid("Keypair generation is not supported for x509 keypairs.")
-        private_key, public_key = generate_ssh_keypair()
+        private_key, public_key = generate_x509_keypair(owner) if key_type == "x509" else generate_ssh_keypair()
     fingerprint = x509_fingerprint(public_key) if key_type == "x509" else ssh_fingerprint(public_key)
     _notify("create.start", user_id=owner, name=name, key_type=key_type)
     if KeyPair.objects.filter(user_id=owner).count() >= MAX_KEYPAIRS:

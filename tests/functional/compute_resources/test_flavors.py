@@ -190,3 +190,10 @@ def test_flavor_access(personas: Personas, flavors: list[Flavor]) -> None:
     assert gone.status_code == 404
     unknown = admin.post("/compute/v2.1/flavors/p1/action", {"bogus": {}}, format="json")
     assert unknown.status_code == 400
+
+
+def test_disabled_flavors_listed_for_admins_only(personas: Personas, flavors: list[Flavor]) -> None:
+    Flavor.objects.filter(flavorid="2").update(disabled=True)
+    assert [f["id"] for f in personas.client("member").get("/compute/v2.1/flavors").json()["flavors"]] == ["1", "3"]
+    admin_ids = [f["id"] for f in personas.client("admin").get("/compute/v2.1/flavors/detail").json()["flavors"]]
+    assert admin_ids == ["1", "2", "3"]

@@ -143,3 +143,17 @@ def test_limits_count_usage_of_the_asked_project(personas: Personas, cells: dict
     assert admin_view["limits"]["absolute"]["totalInstancesUsed"] == 1
     other_view = personas.client("other").get(f"/compute/v2.1/limits?tenant_id={demo}").json()
     assert other_view["limits"]["absolute"]["totalInstancesUsed"] == 0
+
+
+def test_x509_generation_and_import(personas: Personas) -> None:
+    client = personas.client("member", "2.2")
+    generated = client.post("/compute/v2.1/os-keypairs", {"keypair": {"name": "cert", "type": "x509"}},
+                            format="json")
+    assert generated.status_code == 201
+    body = generated.json()["keypair"]
+    assert body["type"] == "x509" and body["public_key"].startswith("-----BEGIN CERTIFICATE-----")
+    assert len(body["fingerprint"].split(":")) == 20  # SHA-1
+    imported = client.post("/compute/v2.1/os-keypairs",
+                           {"keypair": {"name": "cert2", "type": "x509", "public_key": body["public_key"]}},
+                           format="json")
+    assert imported.status_code == 201 and imported.json()["keypair"]["fingerprint"] == body["fingerprint"]
