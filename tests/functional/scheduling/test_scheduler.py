@@ -215,3 +215,32 @@ def test_unknown_trait_or_resource_class_is_no_valid_host(compute_host, extra_sp
     with pytest.raises(NoValidHost):
         select_destinations(CTX, spec(flavor=flavor), ["i1"], return_alternates=True)
     assert placement.allocations_get(consumer_uuid="i1").allocations == {}
+
+
+def test_resize_flow_allocations_at_every_step(compute_host, cells):
+    from scheduling.request_spec import spec_for_move
+
+    # given a server built on "src" in cell1
+    src = compute_host("src", cell="cell1", memory_mb=65536)
+    dst = compute_host("dst", cell="cell1", memory_mb=8192)
+    compute_host("far", cell="cell2", memory_mb=65536)
+    base = spec()
+    [[built]] = select_destinations(CTX, {**base, "force_hosts": ["src"]}, ["inst"], False)
+    assert built.service_host == "src"
+    # when it is resized: the source allocations move to the migration consumer first
+    assert placement.allocations_move(from_consumer_uuid="inst", to_consumer_uuid="mig")
+    new_flavor = {"vcpus": 4, "memory_mb": 4096, "root_gb": 10, "extra_specs": {}}
+    move = spec_for_move(base, source_cell_uuid=cells["cell1"].uuid, source_host="src", flavor=new_flavor)
+    [[chosen, *alternates]] = select_destinations(CTX, move, ["inst"], return_alternates=True)
+    # then the destination is in the same cell and not the source, and both claims exist
+    assert chosen.service_host == "dst" and alternates == []
+    assert placement.allocations_get(consumer_uuid="inst").allocations == {
+        dst.uuid: {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 10}}
+    assert placement.allocations_get(consumer_uuid="mig").allocations == {
+        src.uuid: {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}}
+    # when reverted: the destination claim is dropped and the migration's go back to the instance
+    placement.allocations_delete(consumer_uuid="inst")
+    assert placement.allocations_move(from_consumer_uuid="mig", to_consumer_uuid="inst", consumer_type="INSTANCE")
+    assert placement.allocations_get(consumer_uuid="inst").allocations == {
+        src.uuid: {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}}
+    assert placement.provider_usages(rp=dst.uuid)["VCPU"] == 0
