@@ -189,6 +189,7 @@ PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
 
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
 MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)
+RANDOMIZE_ALLOCATION_CANDIDATES = env_bool("RANDOMIZE_ALLOCATION_CANDIDATES", False)
 RAM_WEIGHT_MULTIPLIER = env_float("RAM_WEIGHT_MULTIPLIER", 1.0)
 DISK_WEIGHT_MULTIPLIER = env_float("DISK_WEIGHT_MULTIPLIER", 1.0)
 CPU_WEIGHT_MULTIPLIER = env_float("CPU_WEIGHT_MULTIPLIER", 1.0)

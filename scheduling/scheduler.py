@@ -191,6 +191,7 @@ def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, i
             resources=wanted, required_traits=required, forbidden_traits=forbidden - required,
             member_of=member_of, limit=None if preloaded is not None else max_placement_results(),
             provider_uuids=list(preloaded) if preloaded is not None else None,
+            randomize=bool(getattr(settings, "RANDOMIZE_ALLOCATION_CANDIDATES", False)),
         )
     except placement.PlacementInvalid as exc:
         log.info("placement refused the request: %s", exc)

@@ -824,14 +824,16 @@ def allocation_candidates(
     *, resources: Mapping[str, int], required_traits: Iterable[str] = (), forbidden_traits: Iterable[str] = (),
     member_of: list[list[str]] | None = None, in_tree: str | None = None, limit: int | None = None,
     provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
-    forbidden_aggregates: Iterable[str] = (),
+    forbidden_aggregates: Iterable[str] = (), randomize: bool = False,
 ) -> AllocationCandidates:
     """Providers that can hold all of ``resources`` (``{rc: n}``) at once, with every required
     trait, one of each ``required_any`` list, and none of the forbidden ones, in at least one
     aggregate of each ``member_of`` list and none of ``forbidden_aggregates``, in the tree of
-    ``in_tree``, and (internal callers) among ``provider_uuids``; at most
-    ``limit``. Unknown resource classes or traits raise ResourceClassNotFound / TraitNotFound.
-    Three SQL queries whatever the number of providers."""
+    ``in_tree``, and (internal callers) among ``provider_uuids``; at most ``limit``, the first
+    by provider id or, with ``randomize``, a random sample (Nova's
+    ``randomize_allocation_candidates``: spreads load when ``limit`` cuts the list). Unknown
+    resource classes or traits raise ResourceClassNotFound / TraitNotFound. Three SQL queries
+    whatever the number of providers."""
     resources = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
     if not resources:
         raise PlacementInvalid("Badly formed resources parameter. Expected resources query string parameter "
@@ -840,7 +842,7 @@ def allocation_candidates(
         resources=resources, required_traits=required_traits, forbidden_traits=forbidden_traits,
         member_of=member_of, in_tree=in_tree, provider_uuids=provider_uuids, required_any=required_any,
         forbidden_aggregates=forbidden_aggregates,
-    ).order_by("id").values_list("id", flat=True)
+    ).order_by("?" if randomize else "id").values_list("id", flat=True)
     ids = list(qs[:limit] if limit else qs)
     if not ids:
         return AllocationCandidates([], {})

@@ -244,3 +244,15 @@ def test_resize_flow_allocations_at_every_step(compute_host, cells):
     assert placement.allocations_get(consumer_uuid="inst").allocations == {
         src.uuid: {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}}
     assert placement.provider_usages(rp=dst.uuid)["VCPU"] == 0
+
+
+def test_limit_and_randomized_candidates(compute_host, settings):
+    # given more candidates than MAX_PLACEMENT_RESULTS, then only that many are weighed
+    for i in range(6):
+        compute_host(f"h{i}", cell="cell1", memory_mb=4096 + 1024 * i)
+    settings.MAX_PLACEMENT_RESULTS = 2
+    assert select_destinations(CTX, spec(), [], False)[0][0].service_host in {"h0", "h1"}
+    # with randomized candidates, other hosts get their turn
+    settings.RANDOMIZE_ALLOCATION_CANDIDATES = True
+    seen = {select_destinations(CTX, spec(), [], False)[0][0].service_host for _ in range(25)}
+    assert seen - {"h0", "h1"}
