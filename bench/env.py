@@ -37,7 +37,11 @@ class BenchEnv:
 
         django.setup()
         env = cls(var_dir=var_dir, quick=quick, keep=bool(os.environ.get("BENCH_KEEP")))
-        env._migrate()
+        try:
+            env._migrate()
+        except BaseException:
+            env.close()
+            raise
         return env
 
     def _migrate(self) -> None:
