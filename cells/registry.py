@@ -38,7 +38,10 @@ def alias_for(cell: CellMapping) -> str:
             alias = f"cell-{cell.uuid}"
             if alias not in connections.settings:
                 config = database_config(cell.database_connection)
-                connections.settings[alias] = connections.configure_settings({alias: config})[alias]
+                # configure_settings() fills Django's per-connection defaults; it insists on a default.
+                configured = connections.configure_settings({DEFAULT_DB_ALIAS: settings.DATABASES[DEFAULT_DB_ALIAS],
+                                                             alias: config})
+                connections.settings[alias] = configured[alias]
                 settings.DATABASES[alias] = connections.settings[alias]
         _aliases[cell.uuid] = alias
     return alias
