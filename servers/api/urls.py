@@ -23,3 +23,22 @@ urlpatterns += [
     path("os-keypairs/<str:keypair_name>", _keypairs.KeypairView.as_view(), name="compute-keypair"),
     path("limits", _limits.LimitsView.as_view(), name="compute-limits"),
 ]
+
+# --- servers, metadata, tags, instance actions (servers/api/{servers,instance_actions}.py) ---------
+from . import instance_actions as _instance_actions  # noqa: E402
+from . import servers as _servers  # noqa: E402
+
+urlpatterns += [
+    path("servers", _servers.ServersView.as_view(), name="compute-servers"),
+    path("servers/detail", _servers.ServersDetailView.as_view(), name="compute-servers-detail"),
+    path("servers/<str:server_id>", _servers.ServerView.as_view(), name="compute-server"),
+    path("servers/<str:server_id>/metadata", _servers.ServerMetadataView.as_view(), name="compute-server-metadata"),
+    path("servers/<str:server_id>/metadata/<str:key>", _servers.ServerMetadataItemView.as_view(),
+         name="compute-server-metadata-item"),
+    path("servers/<str:server_id>/tags", _servers.ServerTagsView.as_view(), name="compute-server-tags"),
+    path("servers/<str:server_id>/tags/<str:tag>", _servers.ServerTagView.as_view(), name="compute-server-tag"),
+    path("servers/<str:server_id>/os-instance-actions", _instance_actions.InstanceActionsView.as_view(),
+         name="compute-instance-actions"),
+    path("servers/<str:server_id>/os-instance-actions/<str:request_id>",
+         _instance_actions.InstanceActionView.as_view(), name="compute-instance-action"),
+]

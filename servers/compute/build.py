@@ -44,7 +44,7 @@ def _requested_networks(instance_uuid: str) -> Any:
 
 def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
     """Create (or bind) the instance's ports and record them as VIFs in the cell."""
-    from networks import services as net
+    from ..services import external as net
 
     if requested == "none":
         return
@@ -68,7 +68,7 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -
 
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
-    from networks import services as net
+    from ..services import external as net
 
     net.ports_unbind_and_delete_for_instance(instance.uuid)
     VirtualInterface.objects.filter(instance_uuid=instance.uuid).delete()
@@ -78,7 +78,7 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
     """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
     if not image_id:
         return None
-    from images.services import image_data_path, image_get_internal
+    from ..services.external import image_data_path, image_get_internal
 
     image = image_get_internal(image_id)
     props = dict(image.properties or {})
@@ -131,7 +131,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
 
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-    from networks.services import network_info
+    from ..services.external import network_info
 
     driver.spawn(
         instance=instance,

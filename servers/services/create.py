@@ -63,6 +63,8 @@ class ServerCreateRequest:
     availability_zone: str | None = None
     forced_host: str | None = None
     forced_node: str | None = None
+    requested_host: str | None = None
+    requested_node: str | None = None
     key_name: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     user_data: str | None = None
@@ -109,7 +111,7 @@ def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
 
 def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
     """The image as the build needs it: id, properties, sizes. Visibility-checked."""
-    from images.services import image_get  # images is another bounded context
+    from .external import image_get  # the image service (or its stand-in)
 
     ref = image_ref.rstrip("/").rsplit("/", 1)[-1]
     try:
@@ -297,7 +299,10 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                     "num_instances": count,
                     "force_hosts": [request.forced_host] if request.forced_host else [],
                     "force_nodes": [request.forced_node] if request.forced_node else [],
-                    "requested_destination": None,
+                    "requested_destination": (
+                        {"host": request.requested_host, "node": request.requested_node}
+                        if request.requested_host or request.requested_node else None
+                    ),
                     "scheduler_hints": request.scheduler_hints,
                     "requested_networks": networks,
                     "ignore_hosts": [],

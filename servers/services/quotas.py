@@ -61,7 +61,12 @@ def quota_check(*, project_id: str, instances: int, cores: int, ram: int) -> Non
     used = {"instances": usage.instances, "cores": usage.cores, "ram": usage.ram}
     over = [r for r, n in wanted.items() if n and limits[r] >= 0 and used[r] + n > limits[r]]
     if over:
-        details = ", ".join(
-            f"{r}: requested {wanted[r]}, used {used[r]}, limit {limits[r]}" for r in sorted(over)
+        # Nova's TooManyInstances text, e.g. "Quota exceeded for instances: Requested 1, but
+        # already used 10 of 10 instances".
+        overs = ", ".join(over)
+        req = ", ".join(str(wanted[r]) for r in over)
+        used_s = ", ".join(str(used[r]) for r in over)
+        allowed = ", ".join(str(limits[r]) for r in over)
+        raise QuotaExceeded(
+            f"Quota exceeded for {overs}: Requested {req}, but already used {used_s} of {allowed} {overs}"
         )
-        raise QuotaExceeded(f"Quota exceeded for {', '.join(sorted(over))}: {details}")

@@ -1,0 +1,147 @@
+"""Request schemas of the servers API, built per microversion (STYLE rule 15).
+
+``create_schema(version)`` and ``update_schema(version)`` return the JSON schema the body of
+``POST /servers`` / ``PUT /servers/{id}`` must match at ``version``: fields appear at the
+microversion Nova added them (2.19 description, 2.32 network tags, 2.37 required ``networks``,
+2.52 tags, 2.74 host/hypervisor_hostname, 2.90 hostname).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from cloudcore.core.api.validation import METADATA, NAME
+
+Version = tuple[int, int]
+
+_DESCRIPTION = {"type": ["string", "null"], "maxLength": 255}
+_IP4 = {"type": "string", "format": "ipv4"}
+_IP6 = {"type": "string", "format": "ipv6"}
+_TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": r"^[^,/]*$"}
+_HOSTNAME = {"type": "string", "minLength": 1, "maxLength": 255,
+             "pattern": r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"}
+_COUNT = {"type": ["integer", "string"], "pattern": r"^[0-9]+$", "minimum": 1}
+
+
+def _network_entry(version: Version) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "uuid": {"type": "string"},
+        "port": {"type": ["string", "null"]},
+        "fixed_ip": {"type": "string"},
+    }
+    if version >= (2, 32):
+        props["tag"] = _TAG
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+def _networks(version: Version) -> dict[str, Any]:
+    listed = {"type": "array", "items": _network_entry(version)}
+    if version >= (2, 37):
+        return {"oneOf": [listed, {"type": "string", "enum": ["none", "auto"]}]}
+    return listed
+
+
+def _bdm(version: Version) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "source_type": {"type": "string", "enum": ["volume", "image", "snapshot", "blank"]},
+        "destination_type": {"type": "string", "enum": ["local", "volume"]},
+        "uuid": {"type": "string"},
+        "boot_index": {"type": ["integer", "string", "null"]},
+        "device_name": {"type": ["string", "null"]},
+        "volume_size": {"type": ["integer", "string", "null"]},
+        "delete_on_termination": {"type": ["boolean", "string"]},
+        "guest_format": {"type": ["string", "null"]},
+        "disk_bus": {"type": ["string", "null"]},
+        "device_type": {"type": ["string", "null"]},
+        "no_device": {},
+    }
+    if version >= (2, 32):
+        props["tag"] = _TAG
+    if version >= (2, 67):
+        props["volume_type"] = {"type": ["string", "null"], "maxLength": 255}
+    return {"type": "object", "properties": props, "additionalProperties": False}
+
+
+def create_schema(version: Version) -> dict[str, Any]:
+    server: dict[str, Any] = {
+        "name": NAME,
+        "imageRef": {"type": "string"},
+        "flavorRef": {"type": ["string", "integer"], "minLength": 1},
+        "adminPass": {"type": "string"},
+        "metadata": METADATA,
+        "networks": _networks(version),
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+        "accessIPv4": _IP4,
+        "accessIPv6": _IP6,
+        "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255},
+        "block_device_mapping_v2": {"type": "array", "items": _bdm(version)},
+        "config_drive": {"type": ["boolean", "string", "null"]},
+        "key_name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "min_count": _COUNT,
+        "max_count": _COUNT,
+        "return_reservation_id": {"type": ["boolean", "string"]},
+        "security_groups": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}}, "additionalProperties": False}},
+        "user_data": {"type": "string", "maxLength": 65535},
+    }
+    if version >= (2, 19):
+        server["description"] = _DESCRIPTION
+    if version >= (2, 52):
+        server["tags"] = {"type": "array", "items": _TAG, "maxItems": 50}
+    if version >= (2, 63):
+        server["trusted_image_certificates"] = {"type": ["array", "null"], "items": {"type": "string"}}
+    if version >= (2, 74):
+        server["host"] = {"type": "string", "minLength": 1, "maxLength": 255}
+        server["hypervisor_hostname"] = {"type": "string", "minLength": 1, "maxLength": 255}
+    if version >= (2, 90):
+        server["hostname"] = _HOSTNAME
+    required = ["name", "flavorRef"]
+    if version >= (2, 37):
+        required.append("networks")
+    return {
+        "type": "object",
+        "properties": {
+            "server": {"type": "object", "properties": server, "required": required,
+                       "additionalProperties": False},
+            "os:scheduler_hints": {"type": "object"},
+            "OS-SCH-HNT:scheduler_hints": {"type": "object"},
+        },
+        "required": ["server"],
+        "additionalProperties": False,
+    }
+
+
+def update_schema(version: Version) -> dict[str, Any]:
+    server: dict[str, Any] = {
+        "name": NAME,
+        "accessIPv4": _IP4,
+        "accessIPv6": _IP6,
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+    }
+    if version >= (2, 19):
+        server["description"] = _DESCRIPTION
+    if version >= (2, 90):
+        server["hostname"] = _HOSTNAME
+    return {
+        "type": "object",
+        "properties": {"server": {"type": "object", "properties": server, "additionalProperties": False}},
+        "required": ["server"],
+        "additionalProperties": False,
+    }
+
+
+METADATA_BODY = {
+    "type": "object", "properties": {"metadata": METADATA}, "required": ["metadata"], "additionalProperties": False,
+}
+META_ITEM_BODY = {
+    "type": "object",
+    "properties": {"meta": {**METADATA, "minProperties": 1, "maxProperties": 1}},
+    "required": ["meta"],
+    "additionalProperties": False,
+}
+TAGS_BODY = {
+    "type": "object",
+    "properties": {"tags": {"type": "array", "items": _TAG, "maxItems": 50}},
+    "required": ["tags"],
+    "additionalProperties": False,
+}
+TAG = _TAG

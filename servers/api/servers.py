@@ -1,0 +1,570 @@
+"""Servers API: ``/servers``, ``/servers/detail``, ``/servers/{id}``, metadata and tags.
+
+Handlers are thin: parse and validate (per microversion), authorize, call one selector or
+service, render with ``servers.presenter``. The extras of a page (addresses, tags, faults,
+attached volumes, host status) are loaded in bulk, one query per cell and kind, never per server.
+"""
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections import defaultdict
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cells.context import target_cell
+from cloudcore.core.api.validation import as_bool, validate
+from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.policy import authorize
+
+from ..models import BlockDeviceMapping, Instance, InstanceFault, Tag
+from ..presenter import base_url, links, present_server, present_server_brief
+from ..selectors import ServerRecord, server_get, server_list
+from ..services import create as create_svc
+from ..services import delete as delete_svc
+from . import schemas
+
+Version = tuple[int, int]
+MAX_LIMIT = 1000
+
+
+def _target(record: ServerRecord) -> dict[str, Any]:
+    user_id = None
+    if record.instance is not None:
+        user_id = record.instance.user_id
+    elif record.build_request is not None:
+        user_id = record.build_request.instance.get("user_id")
+    return {"project_id": record.project_id, "user_id": user_id}
+
+
+def get_server(actor: RequestContext, server_id: str, rule: str | None = None) -> ServerRecord:
+    """The server (404 if not visible), with ``rule`` authorized against its project."""
+    record = server_get(actor, server_id)
+    if rule:
+        authorize(actor, rule, _target(record))
+    return record
+
+
+# --- bulk extras of a page ------------------------------------------------------------------------
+def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
+    from ..services.external import addresses_for_instances
+
+    return addresses_for_instances(uuids)
+
+
+def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "code": fault.code,
+        "created": fault.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": fault.message,
+    }
+    if actor.is_admin or fault.code != 500:
+        body["details"] = fault.details or ""
+    return body
+
+
+def _host_status(services: dict[str, Any], host: str | None) -> str:
+    if not host:
+        return ""
+    service = services.get(host)
+    if service is None:
+        return "UNKNOWN"
+    from hosts.services.servicegroup import service_is_up
+
+    if service.forced_down or not service_is_up(service):
+        return "DOWN"
+    if service.disabled:
+        return "MAINTENANCE"
+    return "UP"
+
+
+def render(records: list[ServerRecord], *, version: Version, actor: RequestContext) -> list[dict[str, Any]]:
+    """Detail bodies of ``records`` with their extras loaded in bulk."""
+    by_cell: dict[str, list[ServerRecord]] = defaultdict(list)
+    for r in records:
+        if r.instance is not None and r.cell is not None:
+            by_cell[r.cell.uuid].append(r)
+    tags: dict[str, list[str]] = defaultdict(list)
+    faults: dict[str, dict[str, Any]] = {}
+    volumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    host_status: dict[str, str] = {}
+    want_host_status = version >= (2, 16)
+    for cell_uuid, cell_records in by_cell.items():
+        uuids = [r.uuid for r in cell_records]
+        with target_cell(cell_uuid):
+            if version >= (2, 26):
+                for t in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag"):
+                    tags[t.instance_uuid].append(t.tag)
+            shows_fault = [r.uuid for r in cell_records
+                           if r.instance is not None and r.instance.vm_state in ("error", "pending")]
+            if shows_fault:
+                for f in InstanceFault.objects.filter(instance_uuid__in=shows_fault).order_by("-created_at", "-id"):
+                    faults.setdefault(f.instance_uuid, _fault_body(f, actor))
+            for bdm in BlockDeviceMapping.objects.filter(instance_uuid__in=uuids, volume_id__isnull=False)\
+                    .order_by("id"):
+                volumes[bdm.instance_uuid].append(
+                    {"id": bdm.volume_id, "delete_on_termination": bdm.delete_on_termination})
+            if want_host_status:
+                hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
+                if hosts:
+                    from hosts.models import Service
+
+                    services = {s.host: s for s in Service.objects.filter(host__in=hosts, binary="nova-compute")}
+                    for r in cell_records:
+                        assert r.instance is not None
+                        host_status[r.uuid] = _host_status(services, r.instance.host)
+    for r in records:
+        if r.build_request is not None and version >= (2, 26):
+            tags[r.uuid] = sorted(r.build_request.tags or [])
+    addresses = _addresses([r.uuid for r in records if r.instance is not None])
+    return [
+        present_server(
+            r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
+            tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
+        )
+        for r in records
+    ]
+
+
+# --- list -----------------------------------------------------------------------------------------
+_USER_FILTERS = {
+    "name", "status", "image", "flavor", "changes-since", "changes-before", "reservation_id", "tags", "tags-any",
+    "not-tags", "not-tags-any", "ip", "ip6", "uuid", "availability_zone", "key_name", "locked", "description",
+    "user_id",
+}
+_ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
+
+
+def _int_param(value: str, name: str) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError) as exc:
+        raise Invalid(f"{name} param must be an integer") from exc
+    if n < 0:
+        raise Invalid(f"{name} param must be positive")
+    return n
+
+
+def _timestamp(value: str, name: str) -> Any:
+    parsed = parse_datetime(value.replace(" ", "+")) if value else None
+    if parsed is None:
+        raise Invalid(f"Invalid filter field: {name}.")
+    return parsed
+
+
+def list_filters(request: Request, actor: RequestContext, version: Version) -> dict[str, Any]:
+    """The query string as selector filters; filters a non-admin may not use are ignored."""
+    params = request.query_params
+    admin = actor.is_admin
+    out: dict[str, Any] = {}
+    for key in params:
+        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS):
+            values = params.getlist(key)
+            out[key] = values if key == "status" else values[-1]
+    if "status" in out:
+        out["status"] = [s for s in out["status"] if s]
+    for key in ("tags", "tags-any", "not-tags", "not-tags-any"):
+        if key in out:
+            out[key] = [t for t in out[key].split(",") if t]
+    for key in ("changes-since", "changes-before"):
+        if key in out:
+            out[key] = _timestamp(out[key], key)
+    if "locked" in out:
+        if version < (2, 73):
+            out.pop("locked")
+        else:
+            if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise Invalid(f"Invalid value for locked filter: {out['locked']}")
+            out["locked"] = as_bool(out["locked"])
+    if "user_id" in out and not admin and version < (2, 83):
+        out.pop("user_id")
+    if "all_tenants" in out:
+        value = out["all_tenants"]
+        out["all_tenants"] = value == "" or as_bool(value)
+    if "tenant_id" in out and "project_id" not in out:
+        out["project_id"] = out.pop("tenant_id")
+    if out.get("project_id") and admin and "all_tenants" not in out:
+        out["all_tenants"] = True
+    if "deleted" in out:
+        out["deleted"] = as_bool(out["deleted"])
+    if out.get("ip") or out.get("ip6"):
+        out["uuid__in_ips"] = _uuids_with_ip(out.get("ip"), out.get("ip6"))
+    return out
+
+
+def _uuids_with_ip(ip: str | None, ip6: str | None) -> list[str] | None:
+    try:
+        from networks.services import instance_uuids_with_ip
+    except ImportError:
+        return None
+    return list(instance_uuids_with_ip(ip=ip, ip6=ip6))
+
+
+def _next_link(request: Request, path: str, marker: str, limit: int) -> list[dict[str, str]]:
+    params = [(k, v) for k in request.query_params for v in request.query_params.getlist(k)
+              if k not in ("marker", "limit")]
+    params += [("limit", str(limit)), ("marker", marker)]
+    return [{"rel": "next", "href": f"{base_url()}/v2.1/{path}?{urlencode(params)}"}]
+
+
+def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Response:
+    actor = view.ctx
+    version = view.version
+    rule = "os_compute_api:servers:detail" if detail else "os_compute_api:servers:index"
+    authorize(actor, rule, {"project_id": actor.project_id, "user_id": actor.user_id})
+    filters = list_filters(request, actor, version)
+    if filters.get("all_tenants"):
+        authorize(actor, f"{rule}:get_all_tenants", {"project_id": actor.project_id})
+    params = request.query_params
+    limit = MAX_LIMIT
+    if "limit" in params:
+        limit = min(_int_param(params["limit"], "limit"), MAX_LIMIT)
+    marker = params.get("marker") or None
+    sort_key = (params.getlist("sort_key") or ["created_at"])[0]
+    sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
+    ip_uuids = filters.pop("uuid__in_ips", None)
+    result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
+                         sort_dir=sort_dir, version=version)
+    records = result.records
+    if ip_uuids is not None:
+        wanted = set(ip_uuids)
+        records = [r for r in records if r.uuid in wanted]
+    if result.down_cells and version < (2, 69):
+        records = [r for r in records if not r.down_cell]
+    if detail:
+        body: dict[str, Any] = {"servers": render(records, version=version, actor=actor)}
+    else:
+        body = {"servers": [present_server_brief(r) for r in records]}
+    if records and len(records) >= limit:
+        body["servers_links"] = _next_link(request, "servers/detail" if detail else "servers",
+                                           records[-1].uuid, limit)
+    return Response(body)
+
+
+# --- create ---------------------------------------------------------------------------------------
+def _parse_networks(raw: Any, version: Version) -> str | list[create_svc.RequestedNetwork]:
+    if raw is None:
+        return "auto"
+    if isinstance(raw, str):
+        return raw
+    out = []
+    seen_ports: set[str] = set()
+    for entry in raw:
+        port = entry.get("port")
+        net = entry.get("uuid")
+        if port:
+            if port in seen_ports:
+                raise Invalid(f"Port {port} was requested more than once.")
+            seen_ports.add(port)
+            out.append(create_svc.RequestedNetwork(port_id=port, tag=entry.get("tag")))
+            continue
+        if not net:
+            raise Invalid("Bad networks format: network uuid is not in proper format ()")
+        try:
+            uuidlib.UUID(str(net))
+        except ValueError as exc:
+            raise Invalid(f"Bad networks format: network uuid is not in proper format ({net})") from exc
+        out.append(create_svc.RequestedNetwork(network_id=net, fixed_ip=entry.get("fixed_ip"), tag=entry.get("tag")))
+    return out
+
+
+def _parse_zone(actor: RequestContext, zone: str | None) -> tuple[str | None, str | None, str | None]:
+    """``az``, ``az:host``, ``az::node`` or ``az:host:node`` (host/node for admins only)."""
+    if not zone:
+        return None, None, None
+    parts = zone.split(":")
+    if len(parts) > 3:
+        raise Invalid(f"Unable to parse availability_zone: {zone}")
+    az = parts[0] or None
+    host = parts[1] if len(parts) > 1 and parts[1] else None
+    node = parts[2] if len(parts) > 2 and parts[2] else None
+    if host or node:
+        authorize(actor, "os_compute_api:servers:create:forced_host", {"project_id": actor.project_id})
+    return az, host, node
+
+
+def _flavor_ref(value: Any) -> str:
+    return str(value)
+
+
+def build_create_request(actor: RequestContext, body: dict[str, Any], version: Version
+                         ) -> create_svc.ServerCreateRequest:
+    server = body["server"]
+    hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
+    zone, forced_host, forced_node = _parse_zone(actor, server.get("availability_zone"))
+    requested_host = server.get("host")
+    requested_node = server.get("hypervisor_hostname")
+    if requested_host or requested_node:
+        authorize(actor, "os_compute_api:servers:create:requested_destination", {"project_id": actor.project_id})
+    min_count = int(server.get("min_count", 1))
+    max_count = int(server.get("max_count", min_count))
+    if min_count > max_count:
+        raise Invalid("min_count must be <= max_count")
+    networks = _parse_networks(server.get("networks"), version)
+    if isinstance(networks, list) and networks:
+        authorize(actor, "os_compute_api:servers:create:attach_network", {"project_id": actor.project_id})
+    if server.get("block_device_mapping_v2"):
+        authorize(actor, "os_compute_api:servers:create:attach_volume", {"project_id": actor.project_id})
+    if server.get("trusted_image_certificates"):
+        raise Invalid("Image signature certificate validation is not supported by this cloud.")
+    config_drive = server.get("config_drive")
+    return create_svc.ServerCreateRequest(
+        name=server["name"],
+        flavor_ref=_flavor_ref(server["flavorRef"]),
+        image_ref=server.get("imageRef") or None,
+        block_device_mapping=list(server.get("block_device_mapping_v2") or []),
+        networks=networks,
+        availability_zone=zone,
+        forced_host=forced_host,
+        forced_node=forced_node,
+        requested_host=requested_host,
+        requested_node=requested_node,
+        key_name=server.get("key_name"),
+        metadata=dict(server.get("metadata") or {}),
+        user_data=server.get("user_data"),
+        tags=list(server.get("tags") or []),
+        min_count=min_count,
+        max_count=max_count,
+        description=server.get("description"),
+        hostname=server.get("hostname"),
+        scheduler_hints=dict(hints),
+        config_drive=bool(config_drive) and str(config_drive).lower() not in ("false", "0", ""),
+        admin_pass=server.get("adminPass"),
+        access_ip_v4=server.get("accessIPv4"),
+        access_ip_v6=server.get("accessIPv6"),
+        return_reservation_id=as_bool(server.get("return_reservation_id", False)),
+    )
+
+
+def create_server(view: ComputeAPIView, request: Request) -> Response:
+    actor = view.ctx
+    version = view.version
+    authorize(actor, "os_compute_api:servers:create", {"project_id": actor.project_id, "user_id": actor.user_id})
+    body = view.body()
+    if not isinstance(body, dict):
+        raise Invalid("The request body is invalid.")
+    validate(body, schemas.create_schema(version))
+    req = build_create_request(actor, body, version)
+    result = create_svc.server_create(actor=actor, request=req)
+    if req.return_reservation_id:
+        return Response({"reservation_id": result.reservation_id}, status=202)
+    server_id = result.instance_uuids[0]
+    server: dict[str, Any] = {
+        "id": server_id,
+        "links": links("servers", server_id),
+        "OS-DCF:diskConfig": "MANUAL",
+        "security_groups": [{"name": "default"}],
+    }
+    if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
+        server["adminPass"] = result.admin_pass
+    response = Response({"server": server}, status=202)
+    response["Location"] = server["links"][0]["href"]
+    return response
+
+
+# --- views ----------------------------------------------------------------------------------------
+class ServersView(ComputeAPIView):
+    def get(self, request: Request) -> Response:
+        return list_servers(self, request, detail=False)
+
+    def post(self, request: Request) -> Response:
+        return create_server(self, request)
+
+
+class ServersDetailView(ComputeAPIView):
+    def get(self, request: Request) -> Response:
+        return list_servers(self, request, detail=True)
+
+
+class ServerView(ComputeAPIView):
+    def get(self, request: Request, server_id: str) -> Response:
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:show")
+        return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
+
+    def put(self, request: Request, server_id: str) -> Response:
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:update")
+        body = self.body()
+        validate(body, schemas.update_schema(self.version))
+        changes = body["server"]
+        if record.instance is None or record.cell is None:
+            raise Conflict("Cannot update a server that is still being scheduled.")
+        fields = {"name": "display_name", "description": "display_description", "hostname": "hostname",
+                  "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
+        with target_cell(record.cell):
+            instance = Instance.objects.get(uuid=record.uuid)
+            updated = []
+            for key, column in fields.items():
+                if key in changes:
+                    setattr(instance, column, changes[key])
+                    updated.append(column)
+            if updated:
+                instance.save(update_fields=[*updated, "updated_at"])
+            record.instance = instance
+        return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
+
+    def delete(self, request: Request, server_id: str) -> Response:
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:delete")
+        delete_svc.server_delete(actor=self.ctx, record=record)
+        return Response(status=204)
+
+
+# --- metadata -------------------------------------------------------------------------------------
+def _metadata_record(view: ComputeAPIView, server_id: str, rule: str) -> ServerRecord:
+    record = get_server(view.ctx, server_id, rule)
+    return record
+
+
+def _current_metadata(record: ServerRecord) -> dict[str, str]:
+    if record.instance is not None:
+        return dict(record.instance.metadata or {})
+    assert record.build_request is not None
+    return dict(record.build_request.instance.get("metadata") or {})
+
+
+def _write_metadata(actor: RequestContext, record: ServerRecord, metadata: dict[str, str]) -> dict[str, str]:
+    if record.instance is None or record.cell is None:
+        raise Conflict(f"Cannot 'update metadata' instance {record.uuid} while it is in vm_state building")
+    from ..services.guards import check_not_locked
+
+    check_not_locked(actor, record.instance)
+    if record.instance.task_state is not None and record.instance.task_state == "deleting":
+        raise Conflict(f"Cannot 'update metadata' instance {record.uuid} while it is in task_state deleting")
+    limit = getattr(settings, "QUOTA_METADATA_ITEMS", 128)
+    if limit >= 0 and len(metadata) > limit:
+        raise _MetadataQuota(f"Quota exceeded for metadata_items: Requested {len(metadata)}, "
+                             f"but already used 0 of {limit} metadata_items")
+    with target_cell(record.cell):
+        Instance.objects.filter(uuid=record.uuid).update(metadata=metadata)
+    return metadata
+
+
+class _MetadataQuota(Invalid):
+    code = 403
+
+
+class ServerMetadataView(ComputeAPIView):
+    def get(self, request: Request, server_id: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:index")
+        return Response({"metadata": _current_metadata(record)})
+
+    def post(self, request: Request, server_id: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:create")
+        body = validate(self.body(), schemas.METADATA_BODY)
+        merged = {**_current_metadata(record), **body["metadata"]}
+        return Response({"metadata": _write_metadata(self.ctx, record, merged)})
+
+    def put(self, request: Request, server_id: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update_all")
+        body = validate(self.body(), schemas.METADATA_BODY)
+        return Response({"metadata": _write_metadata(self.ctx, record, dict(body["metadata"]))})
+
+
+class ServerMetadataItemView(ComputeAPIView):
+    def get(self, request: Request, server_id: str, key: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:show")
+        metadata = _current_metadata(record)
+        if key not in metadata:
+            raise NotFound("Metadata item was not found")
+        return Response({"meta": {key: metadata[key]}})
+
+    def put(self, request: Request, server_id: str, key: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update")
+        body = validate(self.body(), schemas.META_ITEM_BODY)
+        if key not in body["meta"]:
+            raise Invalid("Request body and URI mismatch")
+        merged = {**_current_metadata(record), key: body["meta"][key]}
+        _write_metadata(self.ctx, record, merged)
+        return Response({"meta": {key: body["meta"][key]}})
+
+    def delete(self, request: Request, server_id: str, key: str) -> Response:
+        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:delete")
+        metadata = _current_metadata(record)
+        if key not in metadata:
+            raise NotFound("Metadata item was not found")
+        metadata.pop(key)
+        _write_metadata(self.ctx, record, metadata)
+        return Response(status=204)
+
+
+# --- tags (2.26) ----------------------------------------------------------------------------------
+class _TagsMixin:
+    min_tags_version = (2, 26)
+
+    def _tag_record(self, view: ComputeAPIView, server_id: str, rule: str, write: bool = False) -> ServerRecord:
+        if view.version < (2, 26):
+            raise NotFound("The resource could not be found.")
+        record = get_server(view.ctx, server_id, rule)
+        if write:
+            if record.instance is None or record.cell is None:
+                raise Conflict(f"Cannot 'update tags' instance {record.uuid} while it is in vm_state building")
+            from ..services.guards import check_not_locked
+
+            check_not_locked(view.ctx, record.instance)
+        return record
+
+
+def _tags_of(record: ServerRecord) -> list[str]:
+    if record.build_request is not None:
+        return sorted(record.build_request.tags or [])
+    assert record.cell is not None
+    with target_cell(record.cell):
+        return list(Tag.objects.filter(instance_uuid=record.uuid).order_by("tag").values_list("tag", flat=True))
+
+
+class ServerTagsView(_TagsMixin, ComputeAPIView):
+    def get(self, request: Request, server_id: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:index")
+        return Response({"tags": _tags_of(record)})
+
+    def put(self, request: Request, server_id: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update_all", write=True)
+        body = validate(self.body(), schemas.TAGS_BODY)
+        tags = sorted(set(body["tags"]))
+        assert record.cell is not None
+        with target_cell(record.cell):
+            Tag.objects.filter(instance_uuid=record.uuid).delete()
+            Tag.objects.bulk_create([Tag(instance_uuid=record.uuid, tag=t) for t in tags])
+        return Response({"tags": tags})
+
+    def delete(self, request: Request, server_id: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete_all", write=True)
+        assert record.cell is not None
+        with target_cell(record.cell):
+            Tag.objects.filter(instance_uuid=record.uuid).delete()
+        return Response(status=204)
+
+
+class ServerTagView(_TagsMixin, ComputeAPIView):
+    def get(self, request: Request, server_id: str, tag: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:show")
+        if tag not in _tags_of(record):
+            raise NotFound(f"Tag {tag} could not be found.")
+        return Response(status=204)
+
+    def put(self, request: Request, server_id: str, tag: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update", write=True)
+        validate(tag, schemas.TAG)
+        assert record.cell is not None
+        with target_cell(record.cell):
+            if Tag.objects.filter(instance_uuid=record.uuid, tag=tag).exists():
+                return Response(status=204)
+            if Tag.objects.filter(instance_uuid=record.uuid).count() >= 50:
+                raise Invalid("The number of tags exceeded the per-server limit 50")
+            Tag.objects.create(instance_uuid=record.uuid, tag=tag)
+        response = Response(status=201)
+        response["Location"] = f"{base_url()}/v2.1/servers/{record.uuid}/tags/{tag}"
+        return response
+
+    def delete(self, request: Request, server_id: str, tag: str) -> Response:
+        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete", write=True)
+        assert record.cell is not None
+        with target_cell(record.cell):
+            if not Tag.objects.filter(instance_uuid=record.uuid, tag=tag).delete()[0]:
+                raise NotFound(f"Tag {tag} could not be found.")
+        return Response(status=204)

@@ -1,0 +1,309 @@
+"""An in-process test cloud for functional tests through the HTTP API.
+
+``cloud`` (pytest fixture; import it in your conftest: ``from tests.cloud import cloud  # noqa: F401``)
+maps cell0/cell1/cell2 and builds:
+
+- compute hosts ``compute1``/``compute2`` in cell1 (zone ``az1``) and ``compute3``/``compute4`` in
+  cell2 (zone ``az2``): Service + ComputeNode rows, HostMappings, placement resource providers with
+  inventories (VCPU 4, MEMORY_MB 8192, DISK_GB 40 unless ``Cloud(...)`` is given other sizes);
+- one libvirt ``test:///default`` virt driver per host registered in-process
+  (``servers.compute.drivers.register_driver``), so that builds define and start real test-driver
+  domains named ``instance-<uuid>``; ``cloud.driver("compute1").fail_spawns = 2`` makes the next
+  two spawns on that host fail (fault injection at the driver, not a mock of the service);
+- the demo flavors (m1.tiny .. m1.large), the ``tiny`` image (public, active) and the shared
+  ``demo-net`` network with subnet 10.0.0.0/24.
+
+Tasks run eagerly (CELERY_TASK_ALWAYS_EAGER) and the API enqueues them on commit: every request
+made through ``cloud.post/get/put/delete`` (and ``create_server``) runs inside
+``captureOnCommitCallbacks(execute=True)``, so a whole build happens inside the POST.
+
+Interface (kept stable for other helpers):
+    cloud.member(name="demo", project="demo") -> APIClient      cloud.admin() -> APIClient
+    cloud.get/post/put/delete(client, path, body=None, version=None) -> Response
+        (path relative to /compute/v2.1/, e.g. "servers/detail")
+    cloud.create_server(client, name="vm1", flavor="m1.tiny", image="tiny", networks="auto",
+                        version="2.latest"-ish default "2.90", expect=202, **server_fields) -> dict (server)
+    cloud.show(client, server_id, version=None) -> dict      cloud.wait_for_status(client, id, "ACTIVE")
+    cloud.flavor(name, vcpus=, ram=, disk=) -> Flavor        cloud.image_id, cloud.network_id
+    cloud.driver(host) -> TestVirtDriver    cloud.domain(uuid) -> libvirt domain or None
+    cloud.instance(uuid) -> Instance (read from its cell)   cloud.cells, cloud.hosts
+"""
+from __future__ import annotations
+
+import threading
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.test import TestCase
+from django.utils import timezone
+
+from cloudcore.core.exceptions import CloudcoreError
+
+DEFAULT_VERSION = "2.90"
+
+
+class VirtDriverError(CloudcoreError):
+    message = "Virt driver failure on %(host)s: %(reason)s"
+
+
+_conn_lock = threading.Lock()
+_conn: Any = None
+
+
+def libvirt_connection() -> Any:
+    """The process-wide ``test:///default`` connection (its domains are shared by all hosts)."""
+    global _conn
+    import libvirt
+
+    with _conn_lock:
+        if _conn is None:
+            libvirt.registerErrorHandler(lambda *_args: None, None)
+            _conn = libvirt.open("test:///default")
+        return _conn
+
+
+class TestVirtDriver:
+    """A virt driver over libvirt's test driver for one simulated host.
+
+    Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.conn = libvirt_connection()
+        self.fail_spawns = 0
+        self.fail_spawn_reason = "injected spawn failure"
+        self.spawned: list[str] = []
+
+    @staticmethod
+    def domain_name(instance: Any) -> str:
+        return f"instance-{instance.uuid}"
+
+    def spawn(self, *, instance: Any, image_meta: Any = None, network_info: Any = None,
+              block_device_info: Any = None, admin_password: str | None = None, **_kw: Any) -> None:
+        if self.fail_spawns:
+            self.fail_spawns -= 1
+            raise VirtDriverError(host=self.host, reason=self.fail_spawn_reason)
+        xml = (
+            "<domain type='test'>"
+            f"<name>{self.domain_name(instance)}</name><uuid>{instance.uuid}</uuid>"
+            f"<memory unit='MiB'>{max(int(instance.memory_mb or 64), 1)}</memory>"
+            f"<vcpu>{max(int(instance.vcpus or 1), 1)}</vcpu>"
+            "<os><type>hvm</type></os>"
+            f"<description>host={self.host}</description>"
+            "</domain>"
+        )
+        dom = self.conn.defineXML(xml)
+        dom.create()
+        self.spawned.append(instance.uuid)
+
+    def destroy(self, *, instance: Any, destroy_disks: bool = True, **_kw: Any) -> None:
+        import libvirt
+
+        try:
+            dom = self.conn.lookupByName(self.domain_name(instance))
+        except libvirt.libvirtError:
+            return
+        if dom.isActive():
+            dom.destroy()
+        dom.undefine()
+
+    def get_info(self, instance: Any) -> dict[str, Any]:
+        dom = self.conn.lookupByName(self.domain_name(instance))
+        state, max_mem, mem, vcpus, _cpu = dom.info()
+        return {"state": state, "max_mem_kb": max_mem, "mem_kb": mem, "num_cpu": vcpus}
+
+
+@dataclass
+class Cloud:
+    cells: dict[str, Any]
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drivers: dict[str, Any] = field(default_factory=dict)
+    image_id: str = ""
+    network_id: str = ""
+    subnet_id: str = ""
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def add_host(self, host: str, *, cell: str, zone: str | None, vcpus: int = 4, memory_mb: int = 8192,
+                 disk_gb: int = 40) -> Any:
+        from cells.models import HostMapping
+        from scheduling.placement import services as placement
+        from servers.compute.drivers import register_driver
+        from tests.factories import ComputeNodeFactory, ServiceFactory
+
+        service = ServiceFactory(cell=self.cells[cell], host=host, last_seen_up=timezone.now())
+        node = ComputeNodeFactory(cell=self.cells[cell], host=host, service=service, vcpus=vcpus,
+                                  memory_mb=memory_mb, local_gb=disk_gb, cpu_info='{"arch": "x86_64"}')
+        HostMapping.objects.get_or_create(host=host, defaults={"cell": self.cells[cell]})
+        rp = placement.provider_create(name=host, uuid=node.uuid)
+        placement.inventories_set(rp=rp, inventories={
+            "VCPU": {"total": vcpus}, "MEMORY_MB": {"total": memory_mb}, "DISK_GB": {"total": disk_gb},
+        })
+        if zone:
+            from scheduling.models import Aggregate
+            from scheduling.services import aggregates
+
+            agg = Aggregate.objects.filter(name=zone).first() or aggregates.aggregate_create(
+                name=zone, availability_zone=zone)
+            aggregates.aggregate_add_host(aggregate=agg, host=host)
+        driver = TestVirtDriver(host)
+        register_driver(host, driver)
+        self.drivers[host] = driver
+        self.hosts[host] = {"cell": cell, "zone": zone, "node_uuid": node.uuid}
+        return node
+
+    def add_demo_objects(self) -> None:
+        from images.models import Image
+        from networks.models import Network, Subnet
+        from servers import demo
+
+        demo.setup(lambda _msg: None)
+        image = Image.objects.create(name="tiny", status="active", visibility="public", disk_format="qcow2",
+                                     container_format="bare", size=1024 * 1024, min_disk=0, min_ram=0,
+                                     owner="admin")
+        self.image_id = image.id
+        net = Network.objects.create(name="demo-net", project_id="admin", shared=True)
+        subnet = Subnet.objects.create(network=net, name="demo-subnet", project_id="admin", ip_version=4,
+                                       cidr="10.0.0.0/24", gateway_ip="10.0.0.1")
+        self.network_id, self.subnet_id = net.id, subnet.id
+
+    def teardown(self) -> None:
+        from servers.compute.drivers import unregister_driver
+
+        for host in list(self.drivers):
+            unregister_driver(host)
+        conn = libvirt_connection()
+        for dom in conn.listAllDomains():
+            if dom.name().startswith("instance-"):
+                if dom.isActive():
+                    dom.destroy()
+                dom.undefine()
+
+    # -- clients --------------------------------------------------------------------------------
+    def member(self, name: str = "demo", project: str = "demo", roles: tuple[str, ...] = ("member",)) -> Any:
+        from tests.apihelpers import auth_client, make_identity
+
+        user, proj = make_identity(name, project=project, roles=list(roles))
+        return auth_client(user, proj)
+
+    def admin(self) -> Any:
+        from tests.apihelpers import admin_client
+
+        return admin_client()
+
+    # -- requests -------------------------------------------------------------------------------
+    def _call(self, client: Any, method: str, path: str, body: Any = None, version: str | None = None) -> Any:
+        extra: dict[str, Any] = {}
+        if version:
+            extra["HTTP_OPENSTACK_API_VERSION"] = f"compute {version}"
+        url = path if path.startswith("/") else f"/compute/v2.1/{path}"
+        with TestCase.captureOnCommitCallbacks(using="default", execute=True):
+            fn = getattr(client, method)
+            if body is None:
+                return fn(url, **extra)
+            return fn(url, body, format="json", **extra)
+
+    def get(self, client: Any, path: str, version: str | None = None) -> Any:
+        return self._call(client, "get", path, version=version)
+
+    def post(self, client: Any, path: str, body: Any = None, version: str | None = None) -> Any:
+        return self._call(client, "post", path, body if body is not None else {}, version=version)
+
+    def put(self, client: Any, path: str, body: Any = None, version: str | None = None) -> Any:
+        return self._call(client, "put", path, body if body is not None else {}, version=version)
+
+    def delete(self, client: Any, path: str, version: str | None = None) -> Any:
+        return self._call(client, "delete", path, version=version)
+
+    # -- servers --------------------------------------------------------------------------------
+    def create_server(self, client: Any, name: str = "vm1", *, flavor: str = "m1.tiny", image: str | None = "tiny",
+                      networks: Any = "auto", version: str = DEFAULT_VERSION, expect: int = 202,
+                      hints: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        """POST /servers; returns the response body's ``server`` (or the whole body when it has none)."""
+        from servers.models import Flavor
+
+        flavor_row = Flavor.objects.filter(name=flavor).first()
+        server: dict[str, Any] = {"name": name, "flavorRef": flavor_row.flavorid if flavor_row else flavor}
+        if image == "tiny":
+            server["imageRef"] = self.image_id
+        elif image:
+            server["imageRef"] = image
+        if networks == "demo-net":
+            networks = [{"uuid": self.network_id}]
+        if networks is not None:
+            server["networks"] = networks
+        server.update(fields)
+        body: dict[str, Any] = {"server": server}
+        if hints:
+            body["os:scheduler_hints"] = hints
+        response = self.post(client, "servers", body, version=version)
+        assert response.status_code == expect, (response.status_code, response.content[:2000])
+        data = response.json()
+        return data.get("server", data)
+
+    def show(self, client: Any, server_id: str, version: str | None = DEFAULT_VERSION) -> dict[str, Any]:
+        response = self.get(client, f"servers/{server_id}", version=version)
+        assert response.status_code == 200, (response.status_code, response.content[:2000])
+        return response.json()["server"]
+
+    def wait_for_status(self, client: Any, server_id: str, status: str, version: str | None = DEFAULT_VERSION
+                        ) -> dict[str, Any]:
+        """Tasks are eager: the server must already be in ``status``."""
+        server = self.show(client, server_id, version=version)
+        assert server["status"] == status, (server["status"], server.get("fault"))
+        return server
+
+    def flavor(self, name: str, *, vcpus: int = 1, ram: int = 512, disk: int = 1, flavorid: str | None = None) -> Any:
+        from servers.models import Flavor
+
+        return Flavor.objects.create(flavorid=flavorid or str(uuidlib.uuid4()), name=name, vcpus=vcpus,
+                                     memory_mb=ram, root_gb=disk)
+
+    def instance(self, instance_uuid: str) -> Any:
+        from cells.context import target_cell
+        from cells.models import InstanceMapping
+        from servers.models import Instance
+
+        mapping = InstanceMapping.objects.select_related("cell").get(instance_uuid=instance_uuid)
+        if mapping.cell is None:
+            return None
+        with target_cell(mapping.cell):
+            return Instance.all_objects.filter(uuid=instance_uuid).first()
+
+    def cell_of(self, instance_uuid: str) -> str | None:
+        from cells.models import InstanceMapping
+
+        mapping = InstanceMapping.objects.select_related("cell").get(instance_uuid=instance_uuid)
+        return mapping.cell.name if mapping.cell else None
+
+    def driver(self, host: str) -> TestVirtDriver:
+        return self.drivers[host]
+
+    def domain(self, instance_uuid: str) -> Any:
+        import libvirt
+
+        try:
+            return libvirt_connection().lookupByName(f"instance-{instance_uuid}")
+        except libvirt.libvirtError:
+            return None
+
+
+def build_cloud(cells: dict[str, Any], *, vcpus: int = 4, memory_mb: int = 8192, disk_gb: int = 40) -> Cloud:
+    c = Cloud(cells=cells)
+    for host, cell, zone in (("compute1", "cell1", "az1"), ("compute2", "cell1", "az1"),
+                             ("compute3", "cell2", "az2"), ("compute4", "cell2", "az2")):
+        c.add_host(host, cell=cell, zone=zone, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
+    c.add_demo_objects()
+    return c
+
+
+@pytest.fixture
+def cloud(cells: dict[str, Any]) -> Any:
+    """The four-host, two-cell test cloud (see module doc). Needs all four databases."""
+    c = build_cloud(cells)
+    yield c
+    c.teardown()
