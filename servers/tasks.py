@@ -24,11 +24,11 @@ def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: li
 
 @shared_task(name="servers.build_and_run_instance", acks_late=True, time_limit=3600, soft_time_limit=3500)
 def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
-                                admin_pass: str | None, alternates: list[dict[str, Any]]) -> None:
+                                admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
     from .compute.build import build_and_run_instance
 
     build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-                           admin_pass=admin_pass, alternates=alternates)
+                           admin_pass=admin_pass, alternates=alternates, attempt=attempt)
 
 
 @shared_task(name="servers.terminate_instance", acks_late=True, time_limit=1800)

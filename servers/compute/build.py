@@ -33,6 +33,11 @@ class BuildAbortException(CloudcoreError):
     message = "Build of instance %(instance_uuid)s aborted: %(reason)s"
 
 
+class MaxRetriesExceeded(NoValidHost):
+    message = ("Exceeded maximum number of retries. Exhausted all hosts available for retrying build "
+               "failures for instance %(instance_uuid)s.")
+
+
 class RescheduledException(CloudcoreError):
     message = "Build of instance %(instance_uuid)s was re-scheduled: %(reason)s"
 
@@ -98,8 +103,9 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
 
 def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
-    alternates: list[dict[str, Any]],
+    alternates: list[dict[str, Any]], attempt: int = 1,
 ) -> None:
+    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host)."""
     with target_cell(cell_uuid):
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state == TaskState.DELETING:
@@ -116,7 +122,9 @@ def build_and_run_instance(
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             _cleanup_failed_build(ctx, instance, driver)
             if alternates:
-                _reschedule(ctx, instance, alternates, admin_pass, exc)
+                _reschedule(ctx, instance, alternates, admin_pass, exc, attempt)
+            elif attempt > 1:
+                _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance_uuid))
             else:
                 _fail_build(ctx, instance, exc)
             return
@@ -188,7 +196,7 @@ def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> 
 
 def _reschedule(
     ctx: RequestContext, instance: Instance, alternates: list[dict[str, Any]], admin_pass: str | None,
-    exc: BaseException,
+    exc: BaseException, attempt: int = 1,
 ) -> None:
     """Claim the next alternate that still fits and cast the build there."""
     from hosts.models import ComputeNode
@@ -217,8 +225,8 @@ def _reschedule(
         assert cell is not None
         build_and_run_instance_task.apply_async(
             kwargs={"ctx": ctx.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-                    "admin_pass": admin_pass, "alternates": remaining},
+                    "admin_pass": admin_pass, "alternates": remaining, "attempt": attempt + 1},
             queue=f"compute.{instance.host}",
         )
         return
-    _fail_build(ctx, instance, NoValidHost(reason=f"Exceeded maximum number of retries. {exc}"))
+    _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))

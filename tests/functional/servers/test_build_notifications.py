@@ -1,0 +1,97 @@
+"""Versioned notifications of a build and a delete: recorded in the API database, and published to
+the broker's ``notifications`` topic exchange (read back by a test consumer on kombu's memory transport)."""
+from __future__ import annotations
+
+import pytest
+from kombu import Connection, Exchange, Queue
+
+from cloudcore.core.models import NotificationRecord
+
+ALL = ["default", "cell0", "cell1", "cell2"]
+pytestmark = pytest.mark.django_db(databases=ALL)
+
+
+def _events() -> list[str]:
+    return list(NotificationRecord.objects.order_by("id").values_list("event_type", flat=True))
+
+
+def test_build_and_delete_emit_novas_event_sequence(cloud):
+    client = cloud.member()
+    sid = cloud.create_server(client, "n1")["id"]
+    events = _events()
+    # then the scheduler, create and update notifications were emitted in order
+    for name in ("scheduler.select_destinations.start", "scheduler.select_destinations.end",
+                 "instance.create.start", "instance.create.end"):
+        assert name in events, name
+    assert events.index("scheduler.select_destinations.end") < events.index("instance.create.start")
+    assert events.index("instance.create.start") < events.index("instance.create.end")
+    updates = NotificationRecord.objects.filter(event_type="instance.update").order_by("id")
+    states = [u.payload["payload"]["nova_object.data"]["state_update"]["state"] for u in updates]
+    assert states[-1] == "active"
+    end = NotificationRecord.objects.get(event_type="instance.create.end").payload
+    assert end["payload"]["nova_object.data"]["uuid"] == sid
+    assert end["publisher_id"].startswith("nova-compute:")
+    # when deleted
+    cloud.delete(client, f"servers/{sid}")
+    events = _events()
+    assert events.index("instance.delete.start") < events.index("instance.delete.end")
+
+
+def test_no_valid_host_emits_build_instances_error(cloud):
+    cloud.flavor("m1.huge", vcpus=1, ram=30000)
+    cloud.create_server(cloud.member(), "n2", flavor="m1.huge")
+    record = NotificationRecord.objects.get(event_type="compute_task.build_instances.error")
+    assert record.priority == "ERROR"
+    data = record.payload["payload"]["nova_object.data"]
+    assert data["reason"]["exception"] == "NoValidHost" and data["state"] == "error"
+
+
+def test_spawn_failure_emits_instance_create_error(cloud):
+    for host in ("compute1", "compute2"):
+        cloud.driver(host).fail_spawns = 1
+    cloud.create_server(cloud.member(), "n3", availability_zone="az1")
+    record = NotificationRecord.objects.get(event_type="instance.create.error")
+    fault = record.payload["payload"]["nova_object.data"]["fault"]
+    assert fault["exception"] == "MaxRetriesExceeded"
+    assert fault["exception_message"].startswith("Exceeded maximum number of retries.")
+
+
+def test_consumer_reads_published_payloads_from_the_broker(cloud, settings):
+    # given the notifications published for real on an in-memory broker
+    from cloudcore.celery import app
+
+    settings.NOTIFICATIONS_PUBLISH_IN_TESTS = True
+    old_url, old_pool, old_producers = app.conf.broker_url, app._pool, app.amqp._producer_pool
+    app.conf.broker_url = "memory://"
+    app._pool = None
+    app.amqp._producer_pool = None
+    exchange = Exchange("notifications", type="topic", durable=False)
+    queue = Queue("test-versioned-notifications", exchange, routing_key="versioned_notifications.info",
+                  durable=False)
+    try:
+        with Connection("memory://") as conn:
+            queue(conn.default_channel).declare()
+            # when a server is created
+            sid = cloud.create_server(cloud.member(), "n4")["id"]
+            # then a consumer bound to versioned_notifications.info gets Nova-shaped envelopes
+            received = []
+            simple = conn.SimpleQueue(queue)
+            while True:
+                try:
+                    message = simple.get(block=False)
+                except simple.Empty:
+                    break
+                received.append(message.payload)
+                message.ack()
+            simple.close()
+    finally:
+        app.conf.broker_url = old_url
+        app._pool = old_pool
+        app.amqp._producer_pool = old_producers
+    types = [m["event_type"] for m in received]
+    assert "instance.create.end" in types and "scheduler.select_destinations.start" in types
+    end = next(m for m in received if m["event_type"] == "instance.create.end")
+    assert end["priority"] == "INFO"
+    assert end["payload"]["nova_object.name"] == "InstanceActionPayload"
+    assert end["payload"]["nova_object.data"]["uuid"] == sid
+    assert end["payload"]["nova_object.data"]["state"] == "active"
