@@ -138,6 +138,8 @@ def _instance_query(
         q &= Q(flavor__flavorid=str(filters["flavor"]).rstrip("/").rsplit("/", 1)[-1])
     if filters.get("uuid"):
         q &= Q(uuid=filters["uuid"])
+    if filters.get("uuids") is not None:
+        q &= Q(uuid__in=list(filters["uuids"]))
     if "locked" in filters and filters["locked"] is not None:
         q &= Q(locked=bool(filters["locked"]))
     if filters.get("changes-since"):
@@ -219,7 +221,8 @@ def server_list(
 
     # 1. Build requests (not yet in a cell) come first, as in Nova.
     build_requests: list[BuildRequest] = []
-    if not filters.get("deleted") and not (filters.get("host") or filters.get("node")):
+    if not filters.get("deleted") and not (filters.get("host") or filters.get("node")) \
+            and filters.get("uuids") is None:
         brs = BuildRequest.objects.all().order_by("-created_at" if desc else "created_at", "instance_uuid")
         if not (filters.get("all_tenants") and actor.is_admin):
             brs = brs.filter(project_id=actor.project_id)

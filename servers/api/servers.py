@@ -194,15 +194,13 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     if "deleted" in out:
         out["deleted"] = as_bool(out["deleted"])
     if out.get("ip") or out.get("ip6"):
-        out["uuid__in_ips"] = _uuids_with_ip(out.get("ip"), out.get("ip6"))
+        out["uuids"] = _uuids_with_ip(out.pop("ip", None), out.pop("ip6", None))
     return out
 
 
 def _uuids_with_ip(ip: str | None, ip6: str | None) -> list[str] | None:
-    try:
-        from networks.services import instance_uuids_with_ip
-    except ImportError:
-        return None
+    from ..services.external import instance_uuids_with_ip
+
     return list(instance_uuids_with_ip(ip=ip, ip6=ip6))
 
 
@@ -228,13 +226,9 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     marker = params.get("marker") or None
     sort_key = (params.getlist("sort_key") or ["created_at"])[0]
     sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
-    ip_uuids = filters.pop("uuid__in_ips", None)
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version)
     records = result.records
-    if ip_uuids is not None:
-        wanted = set(ip_uuids)
-        records = [r for r in records if r.uuid in wanted]
     if result.down_cells and version < (2, 69):
         records = [r for r in records if not r.down_cell]
     if detail:

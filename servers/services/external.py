@@ -168,3 +168,27 @@ def addresses_for_instances(instance_uuids: list[str]) -> dict[str, dict[str, li
         out.setdefault(device_id, {}).setdefault(net_name, []).append(
             {"addr": ip, "version": version, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac})
     return out
+
+
+def instance_uuids_with_ip(*, ip: str | None = None, ip6: str | None = None) -> set[str]:
+    """Instances with a fixed IP matching ``ip`` (IPv4) / ``ip6`` (IPv6), as regular expressions
+    (Nova's ``ip``/``ip6`` list filters)."""
+    import re
+
+    fn = _service("networks.services", "instance_uuids_with_ip")
+    if fn is not None:
+        return set(fn(ip=ip, ip6=ip6))
+    from networks.models import IPAllocation
+
+    out: set[str] = set()
+    for pattern, version in ((ip, 4), (ip6, 6)):
+        if not pattern:
+            continue
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise Invalid(f"Invalid regular expression {pattern!r}") from exc
+        rows = IPAllocation.objects.filter(subnet__ip_version=version).exclude(port__device_id="")\
+            .values_list("port__device_id", "ip_address")
+        out.update(device for device, addr in rows if regex.search(addr))
+    return out

@@ -241,3 +241,34 @@ def test_instance_actions_with_events_and_deleted_servers(cloud):
     listed = cloud.get(client, f"servers/{sid}/os-instance-actions", version="2.21").json()["instanceActions"]
     assert sorted(a["action"] for a in listed) == ["create", "delete"]
     assert cloud.get(client, f"servers/{sid}/os-instance-actions", version="2.20").status_code == 404
+
+
+def test_ip_filter_matches_fixed_addresses(cloud):
+    client = cloud.member()
+    on_net = cloud.create_server(client, "on-net", networks="demo-net")
+    cloud.create_server(client, "no-net", networks="none")
+    ip = cloud.show(client, on_net["id"])["addresses"]["demo-net"][0]["addr"]
+    listed = cloud.get(client, f"servers?ip={ip.replace('.', '[.]')}$").json()["servers"]
+    assert [s["name"] for s in listed] == ["on-net"]
+    assert cloud.get(client, "servers?ip=192[.]168").json()["servers"] == []
+
+
+@pytest.mark.parametrize("query", [
+    "limit=", "marker=", "sort_key=", "sort_dir=up", "status=", "status=nonsense", "all_tenants=maybe",
+    "changes-since=", "changes-before=2020-13-45", "locked=perhaps", "tags=", "not-tags-any=,,", "name=(",
+    "ip=[", "flavor=", "image=", "limit=99999999999999999999", "deleted=x", "host=", "project_id=",
+])
+def test_odd_list_queries_never_500(cloud, query):
+    cloud.create_server(cloud.member(), "x")
+    for client in (cloud.member(), cloud.admin()):
+        for path in ("servers", "servers/detail"):
+            response = cloud.get(client, f"{path}?{query}", version="2.90")
+            assert response.status_code in (200, 400), (path, query, response.status_code, response.content)
+
+
+@pytest.mark.parametrize("path", [
+    "servers/not-a-uuid", "servers/not-a-uuid/metadata", "servers/x/tags", "servers/x/os-instance-actions",
+    "servers/x/os-instance-actions/req-1",
+])
+def test_unknown_servers_are_404(cloud, path):
+    assert cloud.get(cloud.member(), path, version="2.90").status_code == 404
