@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,7 +21,7 @@ from cells.context import target_cell
 from cloudcore.core.api.validation import as_bool, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from ..models import BlockDeviceMapping, Instance, InstanceFault, Tag
@@ -32,6 +33,9 @@ from . import schemas
 
 Version = tuple[int, int]
 MAX_LIMIT = 1000
+#: vm_states in which Nova lets metadata (and, plus the shelved ones, tags) change.
+METADATA_VM_STATES = ("active", "paused", "suspended", "stopped")
+TAGS_VM_STATES = (*METADATA_VM_STATES, "shelved", "shelved_offloaded")
 
 
 def _target(record: ServerRecord) -> dict[str, Any]:
@@ -386,10 +390,14 @@ class ServerView(ComputeAPIView):
         body = self.body()
         validate(body, schemas.update_schema(self.version))
         changes = body["server"]
-        if record.instance is None or record.cell is None:
-            raise Conflict("Cannot update a server that is still being scheduled.")
         fields = {"name": "display_name", "description": "display_description", "hostname": "hostname",
                   "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
+        if record.build_request is not None:
+            br = record.build_request
+            br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
+            br.save(update_fields=["instance", "updated_at"])
+            return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
+        assert record.cell is not None
         with target_cell(record.cell):
             instance = Instance.objects.get(uuid=record.uuid)
             updated = []
@@ -399,6 +407,9 @@ class ServerView(ComputeAPIView):
                     updated.append(column)
             if updated:
                 instance.save(update_fields=[*updated, "updated_at"])
+                from ..services.notify import notify_instance
+
+                notify_instance(self.ctx, "instance.update", instance)
             record.instance = instance
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
 
@@ -422,19 +433,21 @@ def _current_metadata(record: ServerRecord) -> dict[str, str]:
 
 
 def _write_metadata(actor: RequestContext, record: ServerRecord, metadata: dict[str, str]) -> dict[str, str]:
-    if record.instance is None or record.cell is None:
-        raise Conflict(f"Cannot 'update metadata' instance {record.uuid} while it is in vm_state building")
-    from ..services.guards import check_not_locked
+    from cloudcore.core.exceptions import InstanceInvalidState
 
+    from ..services.guards import check_not_locked, check_state
+
+    if record.instance is None or record.cell is None:
+        raise InstanceInvalidState(method="update metadata", instance_uuid=record.uuid, attr="vm_state",
+                                   state="building")
     check_not_locked(actor, record.instance)
-    if record.instance.task_state is not None and record.instance.task_state == "deleting":
-        raise Conflict(f"Cannot 'update metadata' instance {record.uuid} while it is in task_state deleting")
+    check_state(record.instance, "update metadata", vm_states=METADATA_VM_STATES)
     limit = getattr(settings, "QUOTA_METADATA_ITEMS", 128)
     if limit >= 0 and len(metadata) > limit:
         raise _MetadataQuota(f"Quota exceeded for metadata_items: Requested {len(metadata)}, "
                              f"but already used 0 of {limit} metadata_items")
     with target_cell(record.cell):
-        Instance.objects.filter(uuid=record.uuid).update(metadata=metadata)
+        Instance.objects.filter(uuid=record.uuid).update(metadata=metadata, updated_at=timezone.now())
     return metadata
 
 
@@ -495,11 +508,15 @@ class _TagsMixin:
             raise NotFound("The resource could not be found.")
         record = get_server(view.ctx, server_id, rule)
         if write:
-            if record.instance is None or record.cell is None:
-                raise Conflict(f"Cannot 'update tags' instance {record.uuid} while it is in vm_state building")
-            from ..services.guards import check_not_locked
+            from cloudcore.core.exceptions import InstanceInvalidState
 
+            from ..services.guards import ANY, check_not_locked, check_state
+
+            if record.instance is None or record.cell is None:
+                raise InstanceInvalidState(method="update tag", instance_uuid=record.uuid, attr="vm_state",
+                                           state="building")
             check_not_locked(view.ctx, record.instance)
+            check_state(record.instance, "update tag", vm_states=TAGS_VM_STATES, task_states=ANY)
         return record
 
 

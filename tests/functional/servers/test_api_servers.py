@@ -272,3 +272,26 @@ def test_odd_list_queries_never_500(cloud, query):
 ])
 def test_unknown_servers_are_404(cloud, path):
     assert cloud.get(cloud.member(), path, version="2.90").status_code == 404
+
+
+def test_metadata_and_tags_of_an_error_server_are_409(cloud):
+    client = cloud.member()
+    cloud.flavor("m1.huge", vcpus=1, ram=30000)
+    sid = cloud.create_server(client, "broken", flavor="m1.huge")["id"]
+    response = cloud.post(client, f"servers/{sid}/metadata", {"metadata": {"a": "1"}})
+    assert response.status_code == 409
+    assert response.json()["conflictingRequest"]["message"] == (
+        f"Cannot 'update metadata' instance {sid} while it is in vm_state error")
+    assert cloud.put(client, f"servers/{sid}/tags/t", version="2.26").status_code == 409
+    # reading is fine
+    assert cloud.get(client, f"servers/{sid}/metadata").json() == {"metadata": {}}
+
+
+def test_a_server_still_scheduling_can_be_renamed(cloud):
+    client = cloud.member()
+    body = {"server": {"name": "early", "flavorRef": "1", "imageRef": cloud.image_id, "networks": "auto"}}
+    sid = client.post("/compute/v2.1/servers", body, format="json",
+                      HTTP_OPENSTACK_API_VERSION="compute 2.37").json()["server"]["id"]
+    response = cloud.put(client, f"servers/{sid}", {"server": {"name": "renamed"}})
+    assert response.status_code == 200 and response.json()["server"]["name"] == "renamed"
+    assert cloud.show(client, sid)["name"] == "renamed"
