@@ -238,7 +238,10 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     if detail:
         body: dict[str, Any] = {"servers": render(records, version=version, actor=actor)}
     else:
-        body = {"servers": [present_server_brief(r) for r in records]}
+        body = {"servers": [
+            {"id": r.uuid, "status": "UNKNOWN", "links": links("servers", r.uuid)} if r.down_cell
+            else present_server_brief(r) for r in records
+        ]}
     if records and len(records) >= limit:
         body["servers_links"] = _next_link(request, "servers/detail" if detail else "servers",
                                            records[-1].uuid, limit)

@@ -295,3 +295,31 @@ def test_a_server_still_scheduling_can_be_renamed(cloud):
     response = cloud.put(client, f"servers/{sid}", {"server": {"name": "renamed"}})
     assert response.status_code == 200 and response.json()["server"]["name"] == "renamed"
     assert cloud.show(client, sid)["name"] == "renamed"
+
+
+def test_down_cell_servers_are_stubs_from_2_69_and_left_out_before(cloud, monkeypatch):
+    # given servers in both cells and cell2 not answering
+    client = cloud.member()
+    up = cloud.create_server(client, "up", availability_zone="az1")["id"]
+    down = cloud.create_server(client, "down", availability_zone="az2")["id"]
+    import servers.selectors as selectors
+    from cells import scatter
+
+    real = scatter.scatter_gather
+    cell2 = cloud.cells["cell2"].uuid
+
+    def cell2_times_out(fn, cell_list=None, **kw):
+        results = real(fn, cell_list, **kw)
+        if cell2 in results:
+            results[cell2] = scatter.CellFailure(cell2, "timeout")
+        return results
+
+    monkeypatch.setattr(selectors, "scatter_gather", cell2_times_out)
+    # then 2.69 lists the cell2 server as an UNKNOWN stub
+    detail = {s["id"]: s for s in cloud.get(client, "servers/detail", version="2.69").json()["servers"]}
+    assert detail[up]["status"] == "ACTIVE"
+    assert detail[down]["status"] == "UNKNOWN" and "name" not in detail[down]
+    brief = {s["id"]: s for s in cloud.get(client, "servers", version="2.69").json()["servers"]}
+    assert brief[down]["status"] == "UNKNOWN"
+    # and 2.68 leaves it out
+    assert [s["id"] for s in cloud.get(client, "servers/detail", version="2.68").json()["servers"]] == [up]
