@@ -70,6 +70,8 @@ class View:
     tags: list[str]
     fault: dict[str, Any] | None
     host_status: str
+    #: The server's RequestSpec (API DB) as a dict: scheduler hints, requested zone (2.96, 2.100).
+    spec: dict[str, Any] | None = None
 
 
 def instance_data(record: ServerRecord) -> dict[str, Any]:
@@ -212,9 +214,9 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("tags", lambda v: v.tags, (2, 26)),
     Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63)),
     Field("locked_reason", _d("locked_reason"), (2, 73)),
-    Field("pinned_availability_zone", lambda v: None, (2, 96)),
+    Field("pinned_availability_zone", lambda v: (v.spec or {}).get("availability_zone") or None, (2, 96)),
     Field("server_groups", lambda v: [], (2, 71)),
-    Field("scheduler_hints", lambda v: {}, (2, 100)),
+    Field("scheduler_hints", lambda v: (v.spec or {}).get("scheduler_hints") or {}, (2, 100)),
     Field("fault", _fault, when=lambda v: v.fault is not None),
 )
 
@@ -235,12 +237,13 @@ def present_server(
     tags: list[str] | None = None,
     fault: dict[str, Any] | None = None,
     host_status: str = "",
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``server`` body (detail shape) of ``record`` for ``version``."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
-                fault, host_status)
+                fault, host_status, spec)
     body: dict[str, Any] = {}
     for field in SERVER_FIELDS:
         if not (field.min_version <= version <= field.max_version):

@@ -127,10 +127,17 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         if r.build_request is not None and version >= (2, 26):
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
+    specs: dict[str, dict[str, Any]] = {}
+    if version >= (2, 96):
+        from scheduling.models import RequestSpec
+
+        specs = dict(RequestSpec.objects.filter(instance_uuid__in=[r.uuid for r in records])
+                     .values_list("instance_uuid", "spec"))
     return [
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
             tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
+            spec=specs.get(r.uuid),
         )
         for r in records
     ]

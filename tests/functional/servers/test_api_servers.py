@@ -323,3 +323,13 @@ def test_down_cell_servers_are_stubs_from_2_69_and_left_out_before(cloud, monkey
     assert brief[down]["status"] == "UNKNOWN"
     # and 2.68 leaves it out
     assert [s["id"] for s in cloud.get(client, "servers/detail", version="2.68").json()["servers"]] == [up]
+
+
+def test_pinned_zone_and_scheduler_hints_are_shown_from_their_microversions(cloud):
+    client = cloud.member()
+    sid = cloud.create_server(client, "hinted", availability_zone="az2", hints={"foo": "bar"})["id"]
+    shown = cloud.show(client, sid, version="2.100")
+    assert shown["pinned_availability_zone"] == "az2"
+    assert shown["scheduler_hints"] == {"foo": "bar"}
+    older = cloud.show(client, sid, version="2.95")
+    assert "pinned_availability_zone" not in older and "scheduler_hints" not in older
