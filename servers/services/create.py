@@ -182,6 +182,25 @@ def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
     )
 
 
+def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: int) -> int:
+    """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
+    when not even ``min_count`` fit (Nova's multi-create semantics)."""
+    from .quotas import quota_limits, quota_usage
+
+    limits = quota_limits(project_id)
+    usage = quota_usage(project_id)
+    count = max_count
+    for resource, used, per_server in (("instances", usage.instances, 1), ("cores", usage.cores, flavor.vcpus),
+                                       ("ram", usage.ram, flavor.memory_mb)):
+        if limits[resource] >= 0 and per_server > 0:
+            count = min(count, (limits[resource] - used) // per_server)
+    if count < min_count:
+        quota_check(project_id=project_id, instances=min_count, cores=min_count * flavor.vcpus,
+                    ram=min_count * flavor.memory_mb)
+        count = min_count
+    return count
+
+
 def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> ServerCreateResult:
     """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
 
@@ -219,16 +238,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
         if request.availability_zone not in available_zones():
             raise Invalid("The requested availability zone is not available")
 
-    count = request.max_count
-    try:
-        quota_check(project_id=str(actor.project_id), instances=count, cores=count * flavor.vcpus,
-                    ram=count * flavor.memory_mb)
-    except Exception:
-        if request.min_count == count:
-            raise
-        count = request.min_count
-        quota_check(project_id=str(actor.project_id), instances=count, cores=count * flavor.vcpus,
-                    ram=count * flavor.memory_mb)
+    count = _allowed_count(str(actor.project_id), flavor, request.min_count, request.max_count)
 
     reservation_id = f"r-{uuidlib.uuid4().hex[:8]}"
     admin_pass = request.admin_pass or generate_password()

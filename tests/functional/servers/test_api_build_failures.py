@@ -144,3 +144,18 @@ def test_quota_exceeded_is_403_with_novas_message(cloud, settings):
     assert response.status_code == 403
     assert response.json()["forbidden"]["message"] == (
         "Quota exceeded for instances: Requested 1, but already used 1 of 1 instances")
+
+
+def test_multi_create_takes_what_the_quota_allows_down_to_min_count(cloud, settings):
+    # given room for three more instances
+    settings.QUOTA_INSTANCES = 3
+    client = cloud.member()
+    # when asking for 2 to 5
+    rid = cloud.create_server(client, "many", min_count=2, max_count=5, return_reservation_id=True)["reservation_id"]
+    # then three were created
+    listed = cloud.get(client, f"servers?reservation_id={rid}").json()["servers"]
+    assert len(listed) == 3
+    # and a further min_count=1 is refused
+    response = cloud.post(client, "servers", {"server": {"name": "more", "flavorRef": "1", "networks": "none",
+                                                         "imageRef": cloud.image_id}}, version="2.37")
+    assert response.status_code == 403
