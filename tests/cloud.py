@@ -20,9 +20,13 @@ made through ``cloud.post/get/put/delete`` (and ``create_server``) runs inside
 Interface (kept stable for other helpers):
     cloud.member(name="demo", project="demo") -> APIClient      cloud.admin() -> APIClient
     cloud.get/post/put/delete(client, path, body=None, version=None) -> Response
-        (path relative to /compute/v2.1/, e.g. "servers/detail")
+        (path relative to /compute/v2.1/, e.g. "servers/detail"; an absolute path is used as is)
+    cloud.action(client, server_id, {"reboot": {"type": "SOFT"}}, version=...) -> Response
+    cloud.notifications(event_type=None) -> list of recorded notification envelopes
     cloud.create_server(client, name="vm1", flavor="m1.tiny", image="tiny", networks="auto",
-                        version="2.latest"-ish default "2.90", expect=202, **server_fields) -> dict (server)
+                        version="2.90", expect=202, hints=None, **server_fields) -> dict (the ``server``
+                        body, or the whole body e.g. with return_reservation_id); networks="demo-net"
+                        means [{"uuid": demo-net}]
     cloud.show(client, server_id, version=None) -> dict      cloud.wait_for_status(client, id, "ACTIVE")
     cloud.flavor(name, vcpus=, ram=, disk=) -> Flavor        cloud.image_id, cloud.network_id
     cloud.driver(host) -> TestVirtDriver    cloud.domain(uuid) -> libvirt domain or None
@@ -244,6 +248,20 @@ class Cloud:
         assert response.status_code == expect, (response.status_code, response.content[:2000])
         data = response.json()
         return data.get("server", data)
+
+    def action(self, client: Any, server_id: str, body: dict[str, Any], version: str | None = DEFAULT_VERSION
+               ) -> Any:
+        """POST /servers/{id}/action (tasks it enqueues run inside the request)."""
+        return self.post(client, f"servers/{server_id}/action", body, version=version)
+
+    def notifications(self, event_type: str | None = None) -> list[dict[str, Any]]:
+        """Versioned notifications recorded so far (envelopes), oldest first."""
+        from cloudcore.core.models import NotificationRecord
+
+        qs = NotificationRecord.objects.order_by("id")
+        if event_type:
+            qs = qs.filter(event_type=event_type)
+        return [r.payload for r in qs]
 
     def show(self, client: Any, server_id: str, version: str | None = DEFAULT_VERSION) -> dict[str, Any]:
         response = self.get(client, f"servers/{server_id}", version=version)
