@@ -103,7 +103,8 @@ def _instance_query(
     q = Q()
     if filters.get("deleted"):
         q &= Q(deleted=True)
-    else:
+    elif not (filters.get("changes-since") and "deleted" not in filters):
+        # changes-since alone also returns the servers deleted since then (as Nova does)
         q &= Q(deleted=False)
     hidden = filters.get("hidden")
     q &= Q(hidden=True) if hidden else (Q(hidden=False) | Q(hidden__isnull=True))

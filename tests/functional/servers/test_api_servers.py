@@ -333,3 +333,13 @@ def test_pinned_zone_and_scheduler_hints_are_shown_from_their_microversions(clou
     assert shown["scheduler_hints"] == {"foo": "bar"}
     older = cloud.show(client, sid, version="2.95")
     assert "pinned_availability_zone" not in older and "scheduler_hints" not in older
+
+
+def test_changes_since_also_lists_servers_deleted_since(cloud):
+    client = cloud.member()
+    keep = cloud.create_server(client, "keep")["id"]
+    gone = cloud.create_server(client, "gone")["id"]
+    cloud.delete(client, f"servers/{gone}")
+    listed = cloud.get(client, "servers/detail?changes-since=2000-01-01T00:00:00Z").json()["servers"]
+    assert {s["id"]: s["status"] for s in listed} == {keep: "ACTIVE", gone: "DELETED"}
+    assert [s["id"] for s in cloud.get(client, "servers").json()["servers"]] == [keep]
