@@ -343,3 +343,14 @@ def test_changes_since_also_lists_servers_deleted_since(cloud):
     listed = cloud.get(client, "servers/detail?changes-since=2000-01-01T00:00:00Z").json()["servers"]
     assert {s["id"]: s["status"] for s in listed} == {keep: "ACTIVE", gone: "DELETED"}
     assert [s["id"] for s in cloud.get(client, "servers").json()["servers"]] == [keep]
+
+
+def test_az_node_form_and_hypervisor_hostname_target_a_node(cloud):
+    admin = cloud.admin()
+    by_node = cloud.create_server(admin, "by-node", availability_zone="az2::compute4")["id"]
+    assert cloud.instance(by_node).node == "compute4"
+    by_hv = cloud.create_server(admin, "by-hv", hypervisor_hostname="compute1", version="2.74")["id"]
+    assert cloud.instance(by_hv).host == "compute1"
+    # members may not pick hosts
+    cloud.create_server(cloud.member(), "nope", host="compute1", version="2.74", expect=403)
+    cloud.create_server(cloud.member(), "nope", availability_zone="az1::compute1", expect=403)
