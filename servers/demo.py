@@ -21,3 +21,13 @@ def setup(out: Callable[[str], None]) -> None:
         )
         if created:
             out(f"servers: created flavor {name}")
+
+
+def processes(env: dict[str, str]) -> list:
+    """The conductor worker (build orchestration, DESIGN.md section 1)."""
+    import sys
+
+    from cloudcore.core.demo import DemoProcess
+
+    return [DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
+                                      "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"])]
