@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet
 
 from cells.context import target_cell
 from cells.models import CellMapping, InstanceMapping
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
 from .models import BuildRequest, Instance
 from .status import states_for_status
@@ -82,8 +83,12 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
             return ServerRecord(uuid=instance_uuid, build_request=br, mapping=mapping)
     cell = mapping.cell
     assert cell is not None
-    with target_cell(cell):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+    try:
+        with target_cell(cell):
+            instance = Instance.objects.filter(uuid=instance_uuid).first()
+    except (DatabaseError, CellDown):
+        # The cell does not answer: what the API database knows (a down-cell stub, 2.69).
+        return ServerRecord(uuid=instance_uuid, cell=cell, down_cell=True, mapping=mapping)
     if instance is None:
         raise ServerNotFound(instance_id=instance_uuid)
     return ServerRecord(uuid=instance_uuid, instance=instance, cell=cell, mapping=mapping)

@@ -21,7 +21,7 @@ from cells.context import target_cell
 from cloudcore.core.api.validation import as_bool, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from ..models import BlockDeviceMapping, Instance, InstanceFault, Tag
@@ -47,11 +47,15 @@ def _target(record: ServerRecord) -> dict[str, Any]:
     return {"project_id": record.project_id, "user_id": user_id}
 
 
-def get_server(actor: RequestContext, server_id: str, rule: str | None = None) -> ServerRecord:
-    """The server (404 if not visible), with ``rule`` authorized against its project."""
+def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
+               version: Version = (2, 1)) -> ServerRecord:
+    """The server (404 if not visible), with ``rule`` authorized against its project. A server
+    whose cell does not answer is a 503, except for show from 2.69 (a down-cell stub)."""
     record = server_get(actor, server_id)
     if rule:
         authorize(actor, rule, _target(record))
+    if record.down_cell and not (rule == "os_compute_api:servers:show" and version >= (2, 69)):
+        raise CellDown(cell=record.cell.name if record.cell else "")
     return record
 
 
@@ -392,7 +396,7 @@ class ServersDetailView(ComputeAPIView):
 
 class ServerView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = get_server(self.ctx, server_id, "os_compute_api:servers:show")
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:show", self.version)
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
 
     def put(self, request: Request, server_id: str) -> Response:

@@ -354,3 +354,27 @@ def test_az_node_form_and_hypervisor_hostname_target_a_node(cloud):
     # members may not pick hosts
     cloud.create_server(cloud.member(), "nope", host="compute1", version="2.74", expect=403)
     cloud.create_server(cloud.member(), "nope", availability_zone="az1::compute1", expect=403)
+
+
+def test_show_in_a_down_cell_is_a_stub_from_2_69_and_503_before(cloud, monkeypatch):
+    client = cloud.member()
+    sid = cloud.create_server(client, "far", availability_zone="az2")["id"]
+    import contextlib
+
+    import servers.selectors as selectors
+    from cloudcore.core.exceptions import CellDown
+
+    real = selectors.target_cell
+
+    @contextlib.contextmanager
+    def cell2_down(cell):
+        if getattr(cell, "name", cell) == "cell2":
+            raise CellDown(cell="cell2")
+        with real(cell):
+            yield
+
+    monkeypatch.setattr(selectors, "target_cell", cell2_down)
+    stub = cloud.get(client, f"servers/{sid}", version="2.69")
+    assert stub.status_code == 200 and stub.json()["server"]["status"] == "UNKNOWN"
+    assert cloud.get(client, f"servers/{sid}", version="2.68").status_code == 503
+    assert cloud.delete(client, f"servers/{sid}").status_code == 503
