@@ -231,9 +231,10 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     version = view.version
     rule = "os_compute_api:servers:detail" if detail else "os_compute_api:servers:index"
     authorize(actor, rule, {"project_id": actor.project_id, "user_id": actor.user_id})
-    filters = list_filters(request, actor, version)
-    if filters.get("all_tenants"):
+    if "all_tenants" in request.query_params:
+        # Nova checks the policy whenever the parameter is present (403 for a member).
         authorize(actor, f"{rule}:get_all_tenants", {"project_id": actor.project_id})
+    filters = list_filters(request, actor, version)
     params = request.query_params
     limit = MAX_LIMIT
     if "limit" in params:
