@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cloudcore.core.api.validation import as_bool, validate
+from cloudcore.core.api.validation import as_bool, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
@@ -154,6 +154,18 @@ _USER_FILTERS = {
     "user_id",
 }
 _ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
+#: Every query parameter Nova's list schema knows; from 2.75 any other one is a 400.
+_KNOWN_PARAMS = _USER_FILTERS | _ADMIN_FILTERS | {
+    "limit", "marker", "sort_key", "sort_dir", "vm_state", "task_state", "power_state", "config_drive",
+    "access_ip_v4", "access_ip_v6", "auto_disk_config", "progress", "launch_index", "display_name",
+    "display_description", "created_at", "updated_at", "launched_at", "terminated_at", "locked_by", "kernel_id",
+    "ramdisk_id", "root_device_name", "hostname", "image_ref", "flavor", "ip6", "compute_host",
+    "soft_deleted", "block_device_mapping", "security_groups", "info_cache", "system_metadata", "metadata",
+    "pci_devices", "services", "tags", "architecture", "os_type", "vm_mode", "default_swap_device",
+    "default_ephemeral_device", "ephemeral_gb", "ephemeral_key_uuid", "key_data", "memory_mb", "vcpus", "root_gb",
+    "user_data", "reservation_id", "shutdown_terminate", "disable_terminate", "cell_name", "cleaned",
+    "instance_type_id", "node", "internal_id", "host", "uuid",
+}
 
 
 def _int_param(value: str, name: str) -> int:
@@ -234,8 +246,10 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     if "all_tenants" in request.query_params:
         # Nova checks the policy whenever the parameter is present (403 for a member).
         authorize(actor, f"{rule}:get_all_tenants", {"project_id": actor.project_id})
-    filters = list_filters(request, actor, version)
     params = request.query_params
+    if version >= (2, 75):
+        reject_unknown_params(params.keys(), _KNOWN_PARAMS)
+    filters = list_filters(request, actor, version)
     limit = MAX_LIMIT
     if "limit" in params:
         limit = min(_int_param(params["limit"], "limit"), MAX_LIMIT)

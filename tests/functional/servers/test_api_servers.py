@@ -381,3 +381,11 @@ def test_show_in_a_down_cell_is_a_stub_from_2_69_and_503_before(cloud, monkeypat
     assert stub.status_code == 200 and stub.json()["server"]["status"] == "UNKNOWN"
     assert cloud.get(client, f"servers/{sid}", version="2.68").status_code == 503
     assert cloud.delete(client, f"servers/{sid}").status_code == 503
+
+
+def test_unknown_list_parameters_are_400_from_2_75(cloud):
+    client = cloud.member()
+    assert cloud.get(client, "servers?whatever=1", version="2.74").status_code == 200
+    response = cloud.get(client, "servers?whatever=1", version="2.75")
+    assert response.status_code == 400 and "whatever" in response.json()["badRequest"]["message"]
+    assert cloud.get(client, "servers/detail?vm_state=active&host=x", version="2.75").status_code == 200
