@@ -409,6 +409,18 @@ class ServersDetailView(ComputeAPIView):
         return list_servers(self, request, detail=True)
 
 
+_UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
+_UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
+
+
+def _update_body(body: dict[str, Any], version: Version) -> dict[str, Any]:
+    """Before 2.75 Nova answers an update with a reduced server (no extended attributes)."""
+    if version >= (2, 75):
+        return body
+    return {k: v for k, v in body.items()
+            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+
+
 class ServerView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
         record = get_server(self.ctx, server_id, "os_compute_api:servers:show", self.version)
@@ -425,7 +437,8 @@ class ServerView(ComputeAPIView):
             br = record.build_request
             br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
             br.save(update_fields=["instance", "updated_at"])
-            return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
+            return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+                                                    self.version)})
         assert record.cell is not None
         with target_cell(record.cell):
             instance = Instance.objects.get(uuid=record.uuid)
@@ -440,7 +453,8 @@ class ServerView(ComputeAPIView):
 
                 notify_instance(self.ctx, "instance.update", instance)
             record.instance = instance
-        return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
+        return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+                                                self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:
         record = get_server(self.ctx, server_id, "os_compute_api:servers:delete")

@@ -194,6 +194,9 @@ def test_update_name_description_hostname(cloud):
     body = response.json()["server"]
     assert (body["name"], body["description"], body["OS-EXT-SRV-ATTR:hostname"]) == ("new", "d", "new-host")
     assert cloud.put(client, f"servers/{sid}", {"server": {"description": "d"}}, version="2.18").status_code == 400
+    # before 2.75 the answer is the reduced server
+    old = cloud.put(client, f"servers/{sid}", {"server": {"name": "older"}}, version="2.74").json()["server"]
+    assert old["name"] == "older" and "OS-EXT-STS:vm_state" not in old and "key_name" not in old
 
 
 def test_metadata_crud(cloud):
