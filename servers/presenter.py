@@ -130,7 +130,7 @@ def _flavor(v: View) -> dict[str, Any]:
     }
     from cloudcore.core.policy import can
 
-    if can(v.actor, "os_compute_api:os-flavor-extra-specs:index", {"project_id": v.record.project_id}):
+    if can(v.actor, "os_compute_api:servers:show:flavor-extra-specs", {"project_id": v.record.project_id}):
         body["extra_specs"] = flavor.get("extra_specs", {})
     return body
 
