@@ -112,16 +112,23 @@ def build_and_run_instance(
             log.info("instance %s was deleted before its build started", instance_uuid)
             return
         host = str(instance.host)
-        driver = driver_for(host)
+        driver: Any = None
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
+                driver = driver_for(host)
                 _build(ctx, instance, driver, admin_pass)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             _cleanup_failed_build(ctx, instance, driver)
-            if alternates:
+            current = Instance.all_objects.filter(pk=instance.pk).values_list("task_state", "deleted").first()
+            if current is None or current[1] or current[0] == TaskState.DELETING:
+                log.info("build of %s stopped: the server is being deleted", instance_uuid)
+                return
+            if isinstance(exc, BuildAbortException):
+                _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
+            elif alternates:
                 _reschedule(ctx, instance, alternates, admin_pass, exc, attempt)
             elif attempt > 1:
                 _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance_uuid))
@@ -171,7 +178,8 @@ def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:
 
 def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) -> None:
     try:
-        driver.destroy(instance=instance, destroy_disks=True)
+        if driver is not None:
+            driver.destroy(instance=instance, destroy_disks=True)
     except Exception:
         log.exception("could not destroy the guest of failed build %s", instance.uuid)
     try:

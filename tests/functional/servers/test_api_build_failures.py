@@ -159,3 +159,17 @@ def test_multi_create_takes_what_the_quota_allows_down_to_min_count(cloud, setti
     response = cloud.post(client, "servers", {"server": {"name": "more", "flavorRef": "1", "networks": "none",
                                                          "imageRef": cloud.image_id}}, version="2.37")
     assert response.status_code == 403
+
+
+def test_a_host_without_a_running_compute_driver_fails_over_not_500(cloud):
+    # given compute1's compute worker is gone from this process (no virt driver)
+    from servers.compute.drivers import unregister_driver
+
+    unregister_driver("compute1")
+    unregister_driver("compute2")
+    client = cloud.member()
+    # when a server is booted in az1
+    server = cloud.create_server(client, "orphan", availability_zone="az1")
+    # then the API answered 202 and the server is ERROR with a fault
+    shown = cloud.wait_for_status(client, server["id"], "ERROR")
+    assert shown["fault"]["message"].startswith("Exceeded maximum number of retries.")
