@@ -154,6 +154,7 @@ _USER_FILTERS = {
     "user_id",
 }
 _ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
+_ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
 #: Every query parameter Nova's list schema knows; from 2.75 any other one is a 400.
 _KNOWN_PARAMS = _USER_FILTERS | _ADMIN_FILTERS | {
     "limit", "marker", "sort_key", "sort_dir", "vm_state", "task_state", "power_state", "config_drive",
@@ -254,7 +255,9 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     if "limit" in params:
         limit = min(_int_param(params["limit"], "limit"), MAX_LIMIT)
     marker = params.get("marker") or None
-    sort_key = (params.getlist("sort_key") or ["created_at"])[0]
+    sort_keys = [k for k in params.getlist("sort_key")
+                 if actor.is_admin or k not in _ADMIN_SORT_KEYS]  # Nova ignores these for members
+    sort_key = (sort_keys or ["created_at"])[0]
     sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version)

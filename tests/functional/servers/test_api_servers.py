@@ -129,6 +129,7 @@ def test_list_filters_and_sorting(cloud):
     assert names("tags-any=x,y") == ["beta", "alpha"]
     assert names("not-tags=x") == ["beta"]
     assert names("sort_key=display_name&sort_dir=asc") == ["alpha", "beta"]
+    assert names("sort_key=host&sort_dir=desc") == ["beta", "alpha"]  # ignored for members
     assert names("status=ACTIVE") == ["beta", "alpha"]
     assert names("status=SHUTOFF") == []
     assert names(f"image={cloud.image_id}") == ["beta", "alpha"]
