@@ -67,6 +67,38 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
     }
 
 
+#: Events whose payload lists the instance's fixed IPs (others keep the list empty: no lookup).
+_WITH_IPS = {"instance.create.end", "instance.delete.start"}
+
+
+def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
+    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``)."""
+    try:
+        from .external import network_info
+
+        vifs = network_info(instance_uuid)
+    except Exception:  # a notification must never fail the operation
+        log.exception("could not read the ports of %s", instance_uuid)
+        return []
+    out = []
+    for vif in vifs:
+        network = vif.get("network") or {}
+        ips = list(vif.get("ips") or [])
+        for subnet in network.get("subnets") or []:  # Nova's network_info shape
+            ips.extend({"address": ip.get("address"), "version": subnet.get("version") or ip.get("version")}
+                       for ip in subnet.get("ips") or [])
+        for ip in ips:
+            out.append({
+                "nova_object.name": "IpPayload", "nova_object.namespace": "nova", "nova_object.version": "1.0",
+                "nova_object.data": {
+                    "address": ip.get("address"), "version": ip.get("version"), "mac": vif.get("address"),
+                    "port_uuid": vif.get("id"), "network_id": network.get("id"), "label": network.get("label"),
+                    "device_name": vif.get("devname"), "meta": {},
+                },
+            })
+    return out
+
+
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,
@@ -76,6 +108,8 @@ def notify_instance(
     from cloudcore.core import notifications
 
     payload = instance_payload(instance)
+    if event_type in _WITH_IPS:
+        payload["ip_addresses"] = _ip_addresses(instance.uuid)
     payload["request_id"] = ctx.request_id
     payload["action_initiator_user"] = ctx.user_id
     payload["action_initiator_project"] = ctx.project_id

@@ -17,7 +17,7 @@ def _events() -> list[str]:
 
 def test_build_and_delete_emit_novas_event_sequence(cloud):
     client = cloud.member()
-    sid = cloud.create_server(client, "n1")["id"]
+    sid = cloud.create_server(client, "n1", networks="demo-net")["id"]
     events = _events()
     # then the scheduler, create and update notifications were emitted in order
     for name in ("scheduler.select_destinations.start", "scheduler.select_destinations.end",
@@ -31,6 +31,9 @@ def test_build_and_delete_emit_novas_event_sequence(cloud):
     end = NotificationRecord.objects.get(event_type="instance.create.end").payload
     assert end["payload"]["nova_object.data"]["uuid"] == sid
     assert end["publisher_id"].startswith("nova-compute:")
+    ips = end["payload"]["nova_object.data"]["ip_addresses"]
+    assert ips[0]["nova_object.data"]["label"] == "demo-net"
+    assert ips[0]["nova_object.data"]["address"].startswith("10.0.0.")
     # when deleted
     cloud.delete(client, f"servers/{sid}")
     events = _events()
