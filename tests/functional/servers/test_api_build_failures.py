@@ -173,3 +173,21 @@ def test_a_host_without_a_running_compute_driver_fails_over_not_500(cloud):
     # then the API answered 202 and the server is ERROR with a fault
     shown = cloud.wait_for_status(client, server["id"], "ERROR")
     assert shown["fault"]["message"].startswith("Exceeded maximum number of retries.")
+
+
+def test_boot_from_volume_is_passed_through_to_the_build(cloud):
+    # given a boot-from-volume request (the volume service attaches it; until then the build aborts)
+    client = cloud.member()
+    bdm = [{"boot_index": 0, "uuid": "11111111-2222-3333-4444-555555555555", "source_type": "volume",
+            "destination_type": "volume", "delete_on_termination": False}]
+    server = cloud.create_server(client, "bfv", image=None, block_device_mapping_v2=bdm)
+    # then the API accepted it, the mapping is stored in the cell, and the answer is never a 500
+    instance = cloud.instance(server["id"])
+    assert instance is not None and instance.image_ref == ""
+    from cells.context import target_cell
+    from servers.models import BlockDeviceMapping
+
+    with target_cell(cloud.cell_of(server["id"])):
+        assert BlockDeviceMapping.objects.filter(instance_uuid=server["id"], boot_index=0,
+                                                 volume_id=bdm[0]["uuid"]).exists()
+    assert cloud.show(client, server["id"])["status"] in ("ACTIVE", "ERROR")
