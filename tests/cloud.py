@@ -31,6 +31,8 @@ Interface (kept stable for other helpers):
     cloud.flavor(name, vcpus=, ram=, disk=) -> Flavor        cloud.image_id, cloud.network_id
     cloud.driver(host) -> TestVirtDriver    cloud.domain(uuid) -> libvirt domain or None
     cloud.instance(uuid) -> Instance (read from its cell)   cloud.cells, cloud.hosts
+    build_cloud(cells, vcpus=4, memory_mb=8192, disk_gb=40, driver_factory=None) -> Cloud (other sizes or
+        another virt driver; call ``.teardown()`` when done)
 """
 from __future__ import annotations
 
@@ -130,6 +132,9 @@ class Cloud:
     image_id: str = ""
     network_id: str = ""
     subnet_id: str = ""
+    #: ``driver_factory(host) -> driver`` (default: TestVirtDriver over ``test:///default``); the
+    #: hosts app may pass its real libvirt driver class here.
+    driver_factory: Any = None
 
     # -- set-up ---------------------------------------------------------------------------------
     def add_host(self, host: str, *, cell: str, zone: str | None, vcpus: int = 4, memory_mb: int = 8192,
@@ -154,7 +159,7 @@ class Cloud:
             agg = Aggregate.objects.filter(name=zone).first() or aggregates.aggregate_create(
                 name=zone, availability_zone=zone)
             aggregates.aggregate_add_host(aggregate=agg, host=host)
-        driver = TestVirtDriver(host)
+        driver = (self.driver_factory or TestVirtDriver)(host)
         register_driver(host, driver)
         self.drivers[host] = driver
         self.hosts[host] = {"cell": cell, "zone": zone, "node_uuid": node.uuid}
@@ -310,8 +315,9 @@ class Cloud:
             return None
 
 
-def build_cloud(cells: dict[str, Any], *, vcpus: int = 4, memory_mb: int = 8192, disk_gb: int = 40) -> Cloud:
-    c = Cloud(cells=cells)
+def build_cloud(cells: dict[str, Any], *, vcpus: int = 4, memory_mb: int = 8192, disk_gb: int = 40,
+                driver_factory: Any = None) -> Cloud:
+    c = Cloud(cells=cells, driver_factory=driver_factory)
     for host, cell, zone in (("compute1", "cell1", "az1"), ("compute2", "cell1", "az1"),
                              ("compute3", "cell2", "az2"), ("compute4", "cell2", "az2")):
         c.add_host(host, cell=cell, zone=zone, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
