@@ -73,8 +73,14 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -
 
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
+    """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
     from ..services import external as net
 
+    requested = _requested_networks(instance.uuid)
+    if isinstance(requested, list):
+        for req in requested:
+            if req.get("port_id"):
+                net.port_unbind(req["port_id"])
     net.ports_unbind_and_delete_for_instance(instance.uuid)
     VirtualInterface.objects.filter(instance_uuid=instance.uuid).delete()
 

@@ -192,3 +192,15 @@ def instance_uuids_with_ip(*, ip: str | None = None, ip6: str | None = None) -> 
             .values_list("port__device_id", "ip_address")
         out.update(device for device, addr in rows if regex.search(addr))
     return out
+
+
+def port_unbind(port_id: str) -> None:
+    """Detach a port the user created from its server (it survives the server, as in Nova)."""
+    fn = _service("networks.services", "port_unbind")
+    if fn is not None:
+        fn(port_id)
+        return
+    from networks.models import Port
+
+    Port.objects.filter(id=port_id).update(device_id="", device_owner="", binding_host_id="", status="DOWN",
+                                           binding_vif_type="unbound")

@@ -34,6 +34,10 @@ def test_auto_none_fixed_ip_and_port(cloud):
     assert cloud.delete(client, f"servers/{auto}").status_code == 204
     assert not Port.objects.filter(device_id=auto).exists()
     assert not IPAllocation.objects.filter(ip_address="10.0.0.2").exists()
+    # and a port the user brought survives its server, unbound
+    assert cloud.delete(client, f"servers/{by_port}").status_code == 204
+    port.refresh_from_db()
+    assert port.device_id == "" and port.binding_host_id == ""
 
 
 def test_a_port_in_use_is_400(cloud):
