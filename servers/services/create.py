@@ -32,7 +32,7 @@ class FlavorNotFound(NotFound):
 
 
 class ImageNotFoundForBuild(Invalid):
-    message = "Image %(image_id)s could not be found."
+    message = "Can not find requested image"
 
 
 class KeypairNotFound(Invalid):
@@ -102,10 +102,10 @@ def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
     ref = flavor_ref.rstrip("/").rsplit("/", 1)[-1]
     flavor = Flavor.objects.filter(flavorid=ref).prefetch_related("extra_specs").first()
     if flavor is None or flavor.disabled:
-        raise Invalid(f"Flavor {ref} could not be found.")
+        raise Invalid("Invalid flavorRef provided.")
     if not flavor.is_public and not ctx.is_admin:
         if not flavor.projects.filter(project_id=ctx.project_id).exists():
-            raise Invalid(f"Flavor {ref} could not be found.")
+            raise Invalid("Invalid flavorRef provided.")
     return flavor
 
 
@@ -139,7 +139,8 @@ def _check_image_fits(flavor: Flavor, image: dict[str, Any], volume_backed: bool
         return
     size_gb = (image.get("size") or 0) / (1024**3)
     if flavor.root_gb and size_gb > flavor.root_gb:
-        raise Invalid("Flavor's disk is too small for requested image.")
+        raise Invalid(f"Flavor's disk is too small for requested image. Flavor disk is {flavor.root_gb * 1024**3} "
+                      f"bytes, image is {image.get('size') or 0} bytes.")
     if flavor.root_gb and (image.get("min_disk") or 0) > flavor.root_gb:
         raise Invalid("Flavor's disk is too small for requested image.")
 

@@ -71,8 +71,8 @@ def test_response_headers_and_location(cloud):
 
 
 @pytest.mark.parametrize("change, version, fragment", [
-    ({"flavorRef": "nope"}, "2.37", "Flavor nope could not be found."),
-    ({"imageRef": str(uuid.UUID(int=1))}, "2.37", "could not be found"),
+    ({"flavorRef": "nope"}, "2.37", "Invalid flavorRef provided."),
+    ({"imageRef": str(uuid.UUID(int=1))}, "2.37", "Can not find requested image"),
     ({"networks": [{"uuid": str(uuid.UUID(int=2))}]}, "2.37", "could not be found"),
     ({"networks": [{"uuid": "not-a-uuid"}]}, "2.37", "Bad networks format"),
     ({"key_name": "missing"}, "2.37", "Invalid key_name provided."),
