@@ -412,6 +412,29 @@ class ServersDetailView(ComputeAPIView):
         return list_servers(self, request, detail=True)
 
 
+def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
+    """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
+    from scheduling.models import RequestSpec
+
+    from ..presenter import present_down_cell
+
+    body = present_down_cell(record, version=version)
+    rs = RequestSpec.objects.filter(instance_uuid=record.uuid).first()
+    spec = rs.spec if rs else {}
+    flavor = spec.get("flavor") or {}
+    image = spec.get("image") or {}
+    body["user_id"] = record.mapping.user_id if record.mapping else None
+    body["image"] = {"id": image["id"], "links": [links("images", image["id"])[1]]} if image.get("id") else ""
+    body["flavor"] = {"vcpus": flavor.get("vcpus"), "ram": flavor.get("memory_mb"), "disk": flavor.get("root_gb"),
+                      "ephemeral": flavor.get("ephemeral_gb", 0), "swap": flavor.get("swap", 0),
+                      "original_name": flavor.get("name"), "extra_specs": flavor.get("extra_specs", {})}
+    body["OS-EXT-AZ:availability_zone"] = spec.get("availability_zone") or "UNKNOWN"
+    body["OS-EXT-STS:power_state"] = 0
+    if version >= (2, 71):
+        body["server_groups"] = []
+    return body
+
+
 _UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
 _UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
 
@@ -427,6 +450,8 @@ def _update_body(body: dict[str, Any], version: Version) -> dict[str, Any]:
 class ServerView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
         record = get_server(self.ctx, server_id, "os_compute_api:servers:show", self.version)
+        if record.down_cell:
+            return Response({"server": _down_cell_show(record, self.version)})
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
 
     def put(self, request: Request, server_id: str) -> Response:

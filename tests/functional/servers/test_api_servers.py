@@ -383,6 +383,8 @@ def test_show_in_a_down_cell_is_a_stub_from_2_69_and_503_before(cloud, monkeypat
     monkeypatch.setattr(selectors, "target_cell", cell2_down)
     stub = cloud.get(client, f"servers/{sid}", version="2.69")
     assert stub.status_code == 200 and stub.json()["server"]["status"] == "UNKNOWN"
+    assert stub.json()["server"]["flavor"]["original_name"] == "m1.tiny"
+    assert stub.json()["server"]["OS-EXT-AZ:availability_zone"] == "az2"
     assert cloud.get(client, f"servers/{sid}", version="2.68").status_code == 503
     assert cloud.delete(client, f"servers/{sid}").status_code == 503
 
