@@ -1,4 +1,15 @@
-"""URL routes of the images API (included by cloudcore/urls.py)."""
-from django.urls import path  # noqa: F401
+"""Glance v2 routes, mounted at ``^image/?`` (see cloudcore/urls.py)."""
+from django.urls import path, re_path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    re_path(r"^$", views.ImageVersionsView.as_view()),
+    re_path(r"^versions/?$", views.ImageVersionsView.as_view()),
+    re_path(r"^v2/?$", views.ImageVersionsView.as_view()),
+    path("v2/images", views.ImagesView.as_view()),
+    path("v2/images/<str:image_id>", views.ImageView.as_view()),
+    path("v2/images/<str:image_id>/file", views.ImageFileView.as_view()),
+    path("v2/images/<str:image_id>/tags/<str:tag>", views.ImageTagView.as_view()),
+    re_path(r"^v2/schemas/(?P<kind>image|images)$", views.ImageSchemaView.as_view()),
+]

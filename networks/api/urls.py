@@ -1,4 +1,16 @@
-"""URL routes of the networks API (included by cloudcore/urls.py)."""
-from django.urls import path  # noqa: F401
+"""Neutron routes, mounted at ``^network/?`` (see cloudcore/urls.py)."""
+from django.urls import re_path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    re_path(r"^$", views.NetworkVersionsView.as_view()),
+    re_path(r"^v2\.0/?$", views.NetworkRootView.as_view()),
+    re_path(r"^v2\.0/extensions/?$", views.ExtensionsView.as_view()),
+    re_path(r"^v2\.0/networks/?$", views.NetworksView.as_view()),
+    re_path(r"^v2\.0/networks/(?P<net_id>[^/]+)/?$", views.NetworkView.as_view()),
+    re_path(r"^v2\.0/subnets/?$", views.SubnetsView.as_view()),
+    re_path(r"^v2\.0/subnets/(?P<subnet_id>[^/]+)/?$", views.SubnetView.as_view()),
+    re_path(r"^v2\.0/ports/?$", views.PortsView.as_view()),
+    re_path(r"^v2\.0/ports/(?P<port_id>[^/]+)/?$", views.PortView.as_view()),
+]

@@ -1,0 +1,178 @@
+"""Glance v2 subset: ``/image/`` versions, ``/image/v2/images`` CRUD, data upload/download,
+json-patch updates, tags and the image schema (what python-openstackclient/openstacksdk use)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.http import FileResponse
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
+from cloudcore.core.exceptions import Invalid
+
+from .. import services
+from ..models import Image
+
+PATCH_MEDIA = "application/openstack-images-v2.1-json-patch"
+
+
+def _base() -> str:
+    return settings.PUBLIC_URL.rstrip("/") + "/image"
+
+
+def _ts(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+def present(image: Image) -> dict[str, Any]:
+    body: dict[str, Any] = dict(image.properties or {})
+    body.update({
+        "id": image.id, "name": image.name, "status": image.status, "visibility": image.visibility,
+        "protected": image.protected, "os_hidden": image.os_hidden, "checksum": image.checksum,
+        "os_hash_algo": image.os_hash_algo, "os_hash_value": image.os_hash_value, "owner": image.owner,
+        "size": image.size, "virtual_size": image.virtual_size, "min_ram": image.min_ram,
+        "min_disk": image.min_disk, "disk_format": image.disk_format, "container_format": image.container_format,
+        "created_at": _ts(image.created_at), "updated_at": _ts(image.updated_at or image.created_at),
+        "tags": list(image.tags or []), "self": f"/v2/images/{image.id}", "file": f"/v2/images/{image.id}/file",
+        "schema": "/v2/schemas/image",
+    })
+    return body
+
+
+class JSONPatchParser(JSONParser):
+    media_type = PATCH_MEDIA
+
+
+class RawParser(BaseParser):
+    media_type = "*/*"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        return stream
+
+
+class ImageVersionsView(PublicMixin, UnversionedAPIView):
+    def get(self, request: Request) -> Response:
+        versions = [{"id": v, "status": "CURRENT" if v == "v2.16" else "SUPPORTED",
+                     "links": [{"rel": "self", "href": f"{_base()}/v2/"}]}
+                    for v in ("v2.16", "v2.15", "v2.9", "v2.7", "v2.6", "v2.5", "v2.4", "v2.3", "v2.2", "v2.1", "v2.0")]
+        return Response({"versions": versions}, status=300 if request.path.rstrip("/").endswith("image") else 200)
+
+
+class ImagesView(UnversionedAPIView):
+    def get(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            limit = int(q["limit"]) if q.get("limit") else None
+        except ValueError:
+            raise Invalid("limit param must be an integer") from None
+        if limit is not None and limit < 0:
+            raise Invalid("limit param must be positive")
+        filters: dict[str, Any] = {k: q.get(k) for k in ("name", "status", "owner", "visibility", "disk_format",
+                                                          "container_format", "tag", "id")}
+        if q.get("os_hidden") is not None:
+            filters["os_hidden"] = q["os_hidden"].lower() == "true"
+        images = services.image_list(self.ctx, filters=filters, limit=limit, marker=q.get("marker"),
+                                     sort_key=q.get("sort_key", "created_at"), sort_dir=q.get("sort_dir", "desc"))
+        body: dict[str, Any] = {"images": [present(i) for i in images], "first": "/v2/images",
+                                "schema": "/v2/schemas/images"}
+        if limit and len(images) == limit:
+            body["next"] = f"/v2/images?marker={images[-1].id}&limit={limit}"
+        return Response(body)
+
+    def post(self, request: Request) -> Response:
+        data = request.data
+        if not isinstance(data, dict):
+            raise Invalid("Image body must be a JSON object.")
+        image = services.image_create(self.ctx, **data)
+        response = Response(present(image), status=201)
+        response["Location"] = f"{_base()}/v2/images/{image.id}"
+        return response
+
+
+class ImageView(UnversionedAPIView):
+    parser_classes = [JSONPatchParser, JSONParser]
+
+    def get(self, request: Request, image_id: str) -> Response:
+        return Response(present(services.image_get(self.ctx, image_id)))
+
+    def patch(self, request: Request, image_id: str) -> Response:
+        image = services.image_get(self.ctx, image_id)
+        ops = request.data
+        if not isinstance(ops, list):
+            raise Invalid("Request body must be a JSON array of operation objects.")
+        changes = []
+        for op in ops:
+            if not isinstance(op, dict) or "op" not in op or "path" not in op or not str(op["path"]).startswith("/"):
+                raise Invalid("Unable to find `op` or `path` in JSON Schema change.")
+            changes.append((op["op"], str(op["path"]).lstrip("/"), op.get("value")))
+        return Response(present(services.image_update(self.ctx, image, changes)))
+
+    def delete(self, request: Request, image_id: str) -> Response:
+        services.image_delete(self.ctx, services.image_get(self.ctx, image_id))
+        return Response(status=204)
+
+
+class ImageFileView(UnversionedAPIView):
+    parser_classes = [RawParser]
+
+    def put(self, request: Request, image_id: str) -> Response:
+        image = services.image_get(self.ctx, image_id)
+        stream = request._request
+
+        def chunks() -> Any:
+            while block := stream.read(1024 * 1024):
+                yield block
+
+        services.image_upload(self.ctx, image, chunks())
+        return Response(status=204)
+
+    def get(self, request: Request, image_id: str) -> Any:
+        image = services.image_get(self.ctx, image_id)
+        path = services.image_download(self.ctx, image)
+        response = FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115
+        if image.checksum:
+            response["Content-MD5"] = image.checksum
+        response["x-openstack-request-id"] = getattr(request._request, "request_id", "")
+        return response
+
+
+class ImageTagView(UnversionedAPIView):
+    def put(self, request: Request, image_id: str, tag: str) -> Response:
+        services.image_tag(self.ctx, services.image_get(self.ctx, image_id), tag, add=True)
+        return Response(status=204)
+
+    def delete(self, request: Request, image_id: str, tag: str) -> Response:
+        services.image_tag(self.ctx, services.image_get(self.ctx, image_id), tag, add=False)
+        return Response(status=204)
+
+
+IMAGE_SCHEMA = {
+    "name": "image",
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": ["null", "string"], "maxLength": 255},
+        "visibility": {"type": "string", "enum": ["community", "public", "private", "shared"]},
+        "status": {"type": "string"}, "protected": {"type": "boolean"}, "os_hidden": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 255}},
+        "disk_format": {"type": ["null", "string"], "enum": [None, *services.DISK_FORMATS]},
+        "container_format": {"type": ["null", "string"], "enum": [None, *services.CONTAINER_FORMATS]},
+        "min_ram": {"type": "integer"}, "min_disk": {"type": "integer"}, "size": {"type": ["null", "integer"]},
+        "virtual_size": {"type": ["null", "integer"]}, "checksum": {"type": ["null", "string"]},
+        "owner": {"type": ["null", "string"]}, "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+        "self": {"type": "string"}, "file": {"type": "string"}, "schema": {"type": "string"},
+    },
+    "additionalProperties": {"type": "string"},
+    "links": [{"rel": "self", "href": "{self}"}, {"rel": "enclosure", "href": "{file}"},
+              {"rel": "describedby", "href": "{schema}"}],
+}
+
+
+class ImageSchemaView(UnversionedAPIView):
+    def get(self, request: Request, kind: str) -> Response:
+        if kind == "images":
+            return Response({"name": "images", "properties": {"images": {"type": "array", "items": IMAGE_SCHEMA}},
+                             "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"}]})
+        return Response(json.loads(json.dumps(IMAGE_SCHEMA)))

@@ -1,0 +1,190 @@
+"""Neutron v2.0 subset: version document, networks, subnets, ports, extensions; Neutron's error
+body ``{"NeutronError": {"type", "message", "detail"}}``."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
+from cloudcore.core.exceptions import Invalid
+
+from .. import services
+from ..models import Network, Port, Subnet
+
+ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
+               409: "Conflict", 500: "HTTPInternalServerError"}
+
+
+def _ts(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+def present_network(n: Network) -> dict[str, Any]:
+    return {
+        "id": n.id, "name": n.name, "description": n.description, "tenant_id": n.project_id,
+        "project_id": n.project_id, "admin_state_up": n.admin_state_up, "status": n.status, "shared": n.shared,
+        "router:external": n.external, "mtu": n.mtu, "subnets": [s.id for s in n.subnets.all()],
+        "availability_zone_hints": [], "availability_zones": ["nova"], "ipv4_address_scope": None,
+        "ipv6_address_scope": None, "port_security_enabled": True, "is_default": False, "tags": [],
+        "created_at": _ts(n.created_at), "updated_at": _ts(n.updated_at or n.created_at), "revision_number": 1,
+    }
+
+
+def present_subnet(s: Subnet) -> dict[str, Any]:
+    return {
+        "id": s.id, "name": s.name, "network_id": s.network_id, "tenant_id": s.project_id, "project_id": s.project_id,
+        "ip_version": s.ip_version, "cidr": s.cidr, "gateway_ip": s.gateway_ip, "enable_dhcp": s.enable_dhcp,
+        "allocation_pools": s.allocation_pools, "dns_nameservers": s.dns_nameservers, "host_routes": [],
+        "description": "", "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
+        "service_types": [], "tags": [], "created_at": _ts(s.created_at),
+        "updated_at": _ts(s.updated_at or s.created_at), "revision_number": 0,
+    }
+
+
+def present_port(p: Port) -> dict[str, Any]:
+    return {
+        "id": p.id, "name": p.name, "network_id": p.network_id, "tenant_id": p.project_id, "project_id": p.project_id,
+        "mac_address": p.mac_address, "admin_state_up": p.admin_state_up, "status": p.status,
+        "device_id": p.device_id, "device_owner": p.device_owner,
+        "fixed_ips": [{"subnet_id": a.subnet_id, "ip_address": a.ip_address} for a in p.fixed_ips.all()],
+        "binding:host_id": p.binding_host_id, "binding:vif_type": p.binding_vif_type,
+        "binding:vnic_type": p.binding_vnic_type, "binding:profile": {}, "binding:vif_details": {},
+        "security_groups": [], "allowed_address_pairs": [], "extra_dhcp_opts": [], "description": "",
+        "port_security_enabled": True, "tags": [], "created_at": _ts(p.created_at),
+        "updated_at": _ts(p.updated_at or p.created_at), "revision_number": 1,
+    }
+
+
+class NeutronView(UnversionedAPIView):
+    def error_body(self, code: int, message: str) -> dict[str, Any]:
+        return {"NeutronError": {"type": ERROR_TYPES.get(code, "HTTPError"), "message": message, "detail": ""}}
+
+    def _resource(self, key: str) -> dict[str, Any]:
+        data = self.request.data
+        if not isinstance(data, dict) or not isinstance(data.get(key), dict):
+            raise Invalid(f"Resource body required: a JSON object with '{key}'.")
+        return data[key]
+
+    def _filters(self) -> dict[str, Any]:
+        return {k: v for k, v in self.request.query_params.items() if k not in ("fields", "limit", "marker")}
+
+
+class NetworkVersionsView(PublicMixin, NeutronView):
+    def get(self, request: Request) -> Response:
+        base = settings.PUBLIC_URL.rstrip("/") + "/network"
+        return Response({"versions": [{"id": "v2.0", "status": "CURRENT",
+                                       "links": [{"rel": "self", "href": f"{base}/v2.0/"}]}]})
+
+
+class NetworkRootView(NeutronView):
+    def get(self, request: Request) -> Response:
+        base = settings.PUBLIC_URL.rstrip("/") + "/network/v2.0"
+        return Response({"resources": [{"name": n, "collection": f"{n}s",
+                                        "links": [{"rel": "self", "href": f"{base}/{n}s"}]}
+                                       for n in ("network", "subnet", "port")]})
+
+
+EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings Extended"),
+              ("external-net", "Neutron external network"), ("network-mtu", "Network MTU"),
+              ("standard-attr-timestamp", "Resource timestamps"), ("project-id", "project_id field enabled")]
+
+
+class ExtensionsView(NeutronView):
+    def get(self, request: Request) -> Response:
+        return Response({"extensions": [{"alias": a, "name": n, "description": n, "links": [],
+                                         "updated": "2013-01-01T00:00:00-00:00"} for a, n in EXTENSIONS]})
+
+
+class NetworksView(NeutronView):
+    def get(self, request: Request) -> Response:
+        return Response({"networks": [present_network(n) for n in services.network_list(self.ctx,
+                                                                                       filters=self._filters())]})
+
+    def post(self, request: Request) -> Response:
+        body = self._resource("network")
+        net = services.network_create(self.ctx, name=str(body.get("name", "")),
+                                      project_id=body.get("project_id") or body.get("tenant_id"),
+                                      shared=bool(body.get("shared", False)),
+                                      admin_state_up=bool(body.get("admin_state_up", True)),
+                                      description=str(body.get("description", "")),
+                                      external=bool(body.get("router:external", False)))
+        return Response({"network": present_network(net)}, status=201)
+
+
+class NetworkView(NeutronView):
+    def get(self, request: Request, net_id: str) -> Response:
+        return Response({"network": present_network(services.network_get(self.ctx, net_id))})
+
+    def put(self, request: Request, net_id: str) -> Response:
+        net = services.network_update(self.ctx, services.network_get(self.ctx, net_id), **self._resource("network"))
+        return Response({"network": present_network(net)})
+
+    def delete(self, request: Request, net_id: str) -> Response:
+        services.network_delete(self.ctx, services.network_get(self.ctx, net_id))
+        return Response(status=204)
+
+
+class SubnetsView(NeutronView):
+    def get(self, request: Request) -> Response:
+        return Response({"subnets": [present_subnet(s) for s in services.subnet_list(self.ctx,
+                                                                                    filters=self._filters())]})
+
+    def post(self, request: Request) -> Response:
+        body = self._resource("subnet")
+        if not body.get("network_id") or not body.get("cidr"):
+            raise Invalid("Invalid input: network_id and cidr are required.")
+        try:
+            version = int(body.get("ip_version", 4))
+        except (TypeError, ValueError):
+            raise Invalid("Invalid input for ip_version.") from None
+        subnet = services.subnet_create(
+            self.ctx, network_id=str(body["network_id"]), cidr=str(body["cidr"]), ip_version=version,
+            name=str(body.get("name", "")), gateway_ip=body.get("gateway_ip", "auto"),
+            enable_dhcp=bool(body.get("enable_dhcp", True)), allocation_pools=body.get("allocation_pools"),
+            dns_nameservers=body.get("dns_nameservers"))
+        return Response({"subnet": present_subnet(subnet)}, status=201)
+
+
+class SubnetView(NeutronView):
+    def get(self, request: Request, subnet_id: str) -> Response:
+        return Response({"subnet": present_subnet(services.subnet_get(self.ctx, subnet_id))})
+
+    def delete(self, request: Request, subnet_id: str) -> Response:
+        services.subnet_delete(self.ctx, services.subnet_get(self.ctx, subnet_id))
+        return Response(status=204)
+
+
+class PortsView(NeutronView):
+    def get(self, request: Request) -> Response:
+        return Response({"ports": [present_port(p) for p in services.port_list(self.ctx, filters=self._filters())]})
+
+    def post(self, request: Request) -> Response:
+        body = self._resource("port")
+        if not body.get("network_id"):
+            raise Invalid("Invalid input: network_id is required.")
+        fixed_ips = body.get("fixed_ips")
+        if fixed_ips is not None and not (isinstance(fixed_ips, list) and all(isinstance(f, dict) for f in fixed_ips)):
+            raise Invalid("Invalid input for fixed_ips.")
+        port = services.port_create(
+            self.ctx, network_id=str(body["network_id"]), name=str(body.get("name", "")), fixed_ips=fixed_ips,
+            device_id=str(body.get("device_id", "")), device_owner=str(body.get("device_owner", "")),
+            admin_state_up=bool(body.get("admin_state_up", True)),
+            binding_host_id=str(body.get("binding:host_id", "") or ""),
+            project_id=body.get("project_id") or body.get("tenant_id"), mac_address=body.get("mac_address"))
+        return Response({"port": present_port(port)}, status=201)
+
+
+class PortView(NeutronView):
+    def get(self, request: Request, port_id: str) -> Response:
+        return Response({"port": present_port(services.port_get(self.ctx, port_id))})
+
+    def put(self, request: Request, port_id: str) -> Response:
+        port = services.port_update(self.ctx, services.port_get(self.ctx, port_id), **self._resource("port"))
+        return Response({"port": present_port(port)})
+
+    def delete(self, request: Request, port_id: str) -> Response:
+        services.port_delete(self.ctx, services.port_get(self.ctx, port_id))
+        return Response(status=204)

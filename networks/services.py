@@ -1,0 +1,419 @@
+"""Neutron's slice: networks, subnets, ports with fixed IPs, host bindings (API database).
+
+Fixed IPs come from the subnet's allocation pools (the lowest free address, never the gateway).
+Ports created for a server are owned by it (``device_owner`` ``compute:<zone>``) and go with it;
+ports a user brought are only unbound. Extended bindings (one ACTIVE, others INACTIVE per host)
+serve cross-cell moves.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+
+from .models import IPAllocation, Network, Port, PortBinding, Subnet
+
+#: Marks, in ``binding_profile``, a port that the compute service created for a server.
+CREATED_BY_COMPUTE = "cloudcore_created"
+
+
+class NetworkNotFound(NotFound):
+    message = "Network %(net_id)s could not be found."
+
+
+class SubnetNotFound(NotFound):
+    message = "Subnet %(subnet_id)s could not be found."
+
+
+class PortNotFound(NotFound):
+    message = "Port %(port_id)s could not be found."
+
+
+class PortInUse(Conflict):
+    message = ("Unable to complete operation on port %(port_id)s for network %(net_id)s. Port already has an "
+               "attached device %(device_id)s.")
+
+
+class IpAddressGenerationFailure(Conflict):
+    message = "No more IP addresses available on network %(net_id)s."
+
+
+class IpAddressAlreadyAllocated(Conflict):
+    message = "IP address %(ip)s already allocated in subnet %(subnet_id)s"
+
+
+def _visible_networks(ctx: RequestContext) -> Any:
+    qs = Network.objects.all()
+    if not ctx.is_admin:
+        qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True))
+    return qs
+
+
+def network_get(ctx: RequestContext, net_id: str) -> Network:
+    network = _visible_networks(ctx).filter(id=net_id).first()
+    if network is None:
+        raise NetworkNotFound(net_id=net_id)
+    return network
+
+
+def network_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Network]:
+    qs = _visible_networks(ctx).prefetch_related("subnets").order_by("created_at", "id")
+    for key in ("id", "name", "status"):
+        if filters.get(key):
+            qs = qs.filter(**{key: filters[key]})
+    for key in ("project_id", "tenant_id"):
+        if filters.get(key):
+            qs = qs.filter(project_id=filters[key])
+    for key, col in (("shared", "shared"), ("router:external", "external"), ("admin_state_up", "admin_state_up")):
+        if filters.get(key) is not None:
+            qs = qs.filter(**{col: str(filters[key]).lower() == "true"})
+    return list(qs)
+
+
+def network_create(ctx: RequestContext, *, name: str = "", project_id: str | None = None, shared: bool = False,
+                   admin_state_up: bool = True, description: str = "", external: bool = False,
+                   mtu: int = 1500) -> Network:
+    if (shared or external) and not ctx.is_admin:
+        raise Invalid("Only admins may create shared or external networks.")
+    owner = project_id if (project_id and ctx.is_admin) else ctx.project_id
+    return Network.objects.create(name=name, project_id=owner or "", shared=shared, admin_state_up=admin_state_up,
+                                  description=description, external=external, mtu=mtu)
+
+
+def _check_owner(ctx: RequestContext, project_id: str) -> None:
+    if not (ctx.is_admin or ctx.project_id == project_id):
+        raise Invalid("Only the owner or an admin may change this resource.")
+
+
+def network_update(ctx: RequestContext, network: Network, **changes: Any) -> Network:
+    _check_owner(ctx, network.project_id)
+    for key in ("name", "description", "admin_state_up", "mtu"):
+        if key in changes:
+            setattr(network, key, changes[key])
+    if "shared" in changes:
+        if not ctx.is_admin:
+            raise Invalid("Only admins may share networks.")
+        network.shared = bool(changes["shared"])
+    network.save()
+    return network
+
+
+def network_delete(ctx: RequestContext, network: Network) -> None:
+    _check_owner(ctx, network.project_id)
+    if network.ports.exclude(device_owner__startswith="network:").exists():
+        raise Conflict(f"Unable to complete operation on network {network.id}. There are one or more ports still "
+                       "in use on the network.")
+    network.delete()
+
+
+def _pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
+    net = ipaddress.ip_network(cidr, strict=False)
+    hosts = [str(h) for h in net.hosts() if str(h) != gateway] if net.num_addresses <= 65536 else []
+    return [{"start": hosts[0], "end": hosts[-1]}] if hosts else []
+
+
+def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version: int = 4, name: str = "",
+                  gateway_ip: str | None = "auto", enable_dhcp: bool = True,
+                  allocation_pools: list[dict[str, str]] | None = None,
+                  dns_nameservers: list[str] | None = None) -> Subnet:
+    network = network_get(ctx, network_id)
+    _check_owner(ctx, network.project_id)
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        raise Invalid(f"Invalid input for cidr. Reason: '{cidr}' is not a valid IP subnet.") from None
+    if net.version != ip_version:
+        raise Invalid("Invalid input for operation: cidr and ip_version must match.")
+    if gateway_ip == "auto":
+        gateway_ip = str(next(net.hosts())) if net.num_addresses > 2 else None
+    elif gateway_ip is not None and ipaddress.ip_address(gateway_ip) not in net:
+        raise Invalid(f"Gateway IP {gateway_ip} is not within subnet {cidr}.")
+    return Subnet.objects.create(network=network, name=name, project_id=network.project_id, ip_version=ip_version,
+                                 cidr=str(net), gateway_ip=gateway_ip, enable_dhcp=enable_dhcp,
+                                 allocation_pools=allocation_pools or _pools(str(net), gateway_ip),
+                                 dns_nameservers=dns_nameservers or [])
+
+
+def subnet_get(ctx: RequestContext, subnet_id: str) -> Subnet:
+    subnet = Subnet.objects.filter(id=subnet_id, network__in=_visible_networks(ctx)).first()
+    if subnet is None:
+        raise SubnetNotFound(subnet_id=subnet_id)
+    return subnet
+
+
+def subnet_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Subnet]:
+    qs = Subnet.objects.filter(network__in=_visible_networks(ctx)).order_by("created_at", "id")
+    for key in ("id", "name", "network_id", "cidr", "ip_version"):
+        if filters.get(key):
+            qs = qs.filter(**{key: filters[key]})
+    return list(qs)
+
+
+def subnet_delete(ctx: RequestContext, subnet: Subnet) -> None:
+    _check_owner(ctx, subnet.project_id)
+    if subnet.allocations.exists():
+        raise Conflict(f"Unable to complete operation on subnet {subnet.id}: One or more ports have an IP "
+                       "allocation from this subnet.")
+    subnet.delete()
+
+
+def _mac() -> str:
+    return "fa:16:3e:" + ":".join(f"{secrets.randbelow(256):02x}" for _ in range(3))
+
+
+def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    pools = subnet.allocation_pools or _pools(subnet.cidr, subnet.gateway_ip)
+    return any(ipaddress.ip_address(p["start"]) <= addr <= ipaddress.ip_address(p["end"]) for p in pools)
+
+
+def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:
+    used = set(IPAllocation.objects.filter(subnet=subnet).values_list("ip_address", flat=True))
+    if fixed_ip:
+        try:
+            addr = ipaddress.ip_address(fixed_ip)
+        except ValueError:
+            raise Invalid(f"Invalid input for fixed_ips: '{fixed_ip}' is not a valid IP address.") from None
+        if addr not in ipaddress.ip_network(subnet.cidr, strict=False):
+            raise Invalid(f"IP address {fixed_ip} is not a valid IP for the specified subnet.")
+        if fixed_ip in used or fixed_ip == subnet.gateway_ip:
+            raise IpAddressAlreadyAllocated(ip=fixed_ip, subnet_id=subnet.id)
+        return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=fixed_ip)
+    for addr in ipaddress.ip_network(subnet.cidr, strict=False).hosts():
+        text = str(addr)
+        if text not in used and text != subnet.gateway_ip and _in_pools(subnet, addr):
+            return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=text)
+    raise IpAddressGenerationFailure(net_id=subnet.network_id)
+
+
+def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_ips: list[dict[str, str]] | None = None,
+                device_id: str = "", device_owner: str = "", admin_state_up: bool = True,
+                binding_host_id: str = "", project_id: str | None = None, mac_address: str | None = None,
+                created_by_compute: bool = False) -> Port:
+    """A port on ``network_id`` with one fixed IP per requested subnet (default: each subnet)."""
+    network = network_get(ctx, network_id)
+    owner = project_id if (project_id and (ctx.is_admin or ctx.is_service)) else ctx.project_id
+    with transaction.atomic():
+        for _attempt in range(5):
+            try:
+                with transaction.atomic():
+                    port = Port.objects.create(
+                        network=network, name=name, project_id=owner or network.project_id,
+                        mac_address=mac_address or _mac(), admin_state_up=admin_state_up,
+                        device_id=device_id, device_owner=device_owner, binding_host_id=binding_host_id or "",
+                        binding_vif_type="ovs" if binding_host_id else "unbound",
+                        status="ACTIVE" if device_id else "DOWN",
+                        binding_profile={CREATED_BY_COMPUTE: True} if created_by_compute else {},
+                    )
+                break
+            except IntegrityError:
+                if mac_address:
+                    raise Conflict(f"Unable to complete operation for network {network_id}. The mac address "
+                                   f"{mac_address} is in use.") from None
+        else:  # pragma: no cover - five MAC collisions in a row
+            raise Conflict("Could not generate a unique MAC address.")
+        requested = fixed_ips or [{"subnet_id": s.id} for s in network.subnets.order_by("ip_version", "id")]
+        for item in requested:
+            subnet = None
+            if item.get("subnet_id"):
+                subnet = network.subnets.filter(id=item["subnet_id"]).first()
+            elif item.get("ip_address"):
+                addr = ipaddress.ip_address(item["ip_address"])
+                subnet = next((s for s in network.subnets.all()
+                               if addr in ipaddress.ip_network(s.cidr, strict=False)), None)
+            if subnet is None:
+                raise Invalid(f"Invalid input for fixed_ips: no subnet matches {item}.")
+            _allocate(port, subnet, item.get("ip_address"))
+    return port
+
+
+def port_get(ctx: RequestContext, port_id: str) -> Port:
+    qs = Port.objects.filter(id=port_id)
+    if not ctx.is_admin:
+        qs = qs.filter(Q(project_id=ctx.project_id) | Q(network__shared=True, project_id=ctx.project_id))
+    port = qs.first()
+    if port is None:
+        raise PortNotFound(port_id=port_id)
+    return port
+
+
+def port_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Port]:
+    qs = Port.objects.select_related("network").prefetch_related("fixed_ips").order_by("created_at", "id")
+    if not ctx.is_admin:
+        qs = qs.filter(project_id=ctx.project_id)
+    for key in ("id", "name", "network_id", "device_id", "device_owner", "mac_address", "status"):
+        if filters.get(key):
+            qs = qs.filter(**{key: filters[key]})
+    if filters.get("binding:host_id"):
+        qs = qs.filter(binding_host_id=filters["binding:host_id"])
+    for key in ("project_id", "tenant_id"):
+        if filters.get(key):
+            qs = qs.filter(project_id=filters[key])
+    return list(qs)
+
+
+def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
+    _check_owner(ctx, port.project_id)
+    for key in ("name", "admin_state_up", "device_id", "device_owner"):
+        if key in changes:
+            setattr(port, key, changes[key])
+    if "binding:host_id" in changes:
+        port.binding_host_id = changes["binding:host_id"] or ""
+        port.binding_vif_type = "ovs" if port.binding_host_id else "unbound"
+    port.save()
+    return port
+
+
+def port_delete(ctx: RequestContext, port: Port) -> None:
+    _check_owner(ctx, port.project_id)
+    port.delete()
+
+
+# --- the compute service's calls ----------------------------------------------------------------
+
+
+def networks_available_to(*, project_id: str) -> list[Network]:
+    """The networks a server of ``project_id`` may be put on: its own first, then shared ones."""
+    own = list(Network.objects.filter(project_id=project_id, external=False).order_by("created_at"))
+    shared = list(Network.objects.filter(shared=True, external=False).exclude(project_id=project_id)
+                  .order_by("created_at"))
+    return own + shared
+
+
+def port_create_for_instance(ctx: RequestContext, *, network_id: str, instance_uuid: str, host: str | None,
+                             fixed_ip: str | None, project_id: str, zone: str | None = None) -> Port:
+    system = RequestContext(user_id=ctx.user_id, project_id=project_id, roles=["admin"], is_admin=True,
+                            is_service=True, request_id=ctx.request_id)
+    network = Network.objects.filter(id=network_id).first()
+    if network is None:
+        raise NetworkNotFound(net_id=network_id)
+    return port_create(system, network_id=network_id, fixed_ips=[{"ip_address": fixed_ip}] if fixed_ip else None,
+                       device_id=instance_uuid, device_owner=f"compute:{zone or 'nova'}",
+                       binding_host_id=host or "", project_id=project_id, created_by_compute=True)
+
+
+def port_bind(port_id: str, host: str | None, *, device_id: str) -> Port:
+    """Attach a user's port to a server on ``host`` (409 PortInUse if another device has it)."""
+    with transaction.atomic():
+        port = Port.objects.select_for_update().filter(id=port_id).first()
+        if port is None:
+            raise PortNotFound(port_id=port_id)
+        if port.device_id and port.device_id != device_id:
+            raise PortInUse(port_id=port_id, net_id=port.network_id, device_id=port.device_id)
+        port.device_id, port.device_owner = device_id, port.device_owner or "compute:nova"
+        port.binding_host_id, port.binding_vif_type, port.status = host or "", "ovs", "ACTIVE"
+        port.save()
+    return port
+
+
+def port_unbind(port_id: str) -> None:
+    Port.objects.filter(id=port_id).update(device_id="", device_owner="", binding_host_id="", status="DOWN",
+                                           binding_vif_type="unbound")
+
+
+def ports_unbind_and_delete_for_instance(instance_uuid: str) -> None:
+    """Delete the ports created for the server; unbind the ones its user brought."""
+    for port in Port.objects.filter(device_id=instance_uuid):
+        if (port.binding_profile or {}).get(CREATED_BY_COMPUTE):
+            port.delete()
+        else:
+            port_unbind(port.id)
+
+
+def ports_rebind_host(instance_uuid: str, host: str | None) -> None:
+    Port.objects.filter(device_id=instance_uuid).update(binding_host_id=host or "",
+                                                        binding_vif_type="ovs" if host else "unbound")
+
+
+def network_info(instance_uuid: str) -> list[dict[str, Any]]:
+    """Nova's network_info for a server: one VIF per port with its network and fixed IPs."""
+    out = []
+    ports = (Port.objects.filter(device_id=instance_uuid).select_related("network")
+             .prefetch_related("fixed_ips__subnet").order_by("created_at", "id"))
+    for port in ports:
+        subnets: dict[str, dict[str, Any]] = {}
+        for alloc in port.fixed_ips.all():
+            sub = subnets.setdefault(alloc.subnet_id, {"cidr": alloc.subnet.cidr, "gateway": alloc.subnet.gateway_ip,
+                                                       "ips": []})
+            sub["ips"].append({"address": alloc.ip_address, "type": "fixed", "version": alloc.subnet.ip_version})
+        out.append({
+            "id": port.id, "address": port.mac_address, "type": port.binding_vif_type or "ovs",
+            "vnic_type": port.binding_vnic_type, "active": port.status == "ACTIVE",
+            "network": {"id": port.network_id, "label": port.network.name, "subnets": list(subnets.values()),
+                        "mtu": port.network.mtu},
+            "ips": [ip for s in subnets.values() for ip in s["ips"]],
+        })
+    return out
+
+
+def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``{uuid: {network name: [{"addr", "version", "OS-EXT-IPS:type", "OS-EXT-IPS-MAC:mac_addr"}]}}`` in
+    one query for a whole page of servers."""
+    uuids = list(instance_uuids)
+    if not uuids:
+        return {}
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    rows = (IPAllocation.objects.filter(port__device_id__in=uuids)
+            .values_list("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
+                         "port__mac_address").order_by("port__created_at", "id"))
+    for device_id, net_name, ip, version, mac in rows:
+        out.setdefault(device_id, {}).setdefault(net_name, []).append(
+            {"addr": ip, "version": version, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac})
+    return out
+
+
+def addresses_for_instance(instance_uuid: str) -> dict[str, list[dict[str, Any]]]:
+    return addresses_for_instances([instance_uuid]).get(instance_uuid, {})
+
+
+def instance_uuids_with_ip(*, ip: str | None = None, ip6: str | None = None) -> set[str]:
+    """Servers with a fixed IP matching ``ip``/``ip6`` as regular expressions (Nova's filters)."""
+    out: set[str] = set()
+    for pattern, version in ((ip, 4), (ip6, 6)):
+        if not pattern:
+            continue
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise Invalid(f"Invalid regular expression {pattern!r}") from exc
+        rows = (IPAllocation.objects.filter(subnet__ip_version=version).exclude(port__device_id="")
+                .values_list("port__device_id", "ip_address"))
+        out.update(device for device, addr in rows if regex.search(addr))
+    return out
+
+
+# --- extended bindings (cross-cell moves) -----------------------------------------------------------
+
+
+def port_binding_create(port_id: str, host: str) -> PortBinding:
+    """An INACTIVE binding of the port on ``host`` (409 if one exists)."""
+    port = Port.objects.filter(id=port_id).first()
+    if port is None:
+        raise PortNotFound(port_id=port_id)
+    binding, created = PortBinding.objects.get_or_create(port=port, host=host, defaults={"status": "INACTIVE"})
+    if not created:
+        raise Conflict(f"Binding for port {port_id} on host {host} already exists.")
+    return binding
+
+
+def port_binding_activate(port_id: str, host: str) -> None:
+    """Make ``host``'s binding the active one (others become INACTIVE); updates the port."""
+    with transaction.atomic():
+        binding = PortBinding.objects.filter(port_id=port_id, host=host).first()
+        if binding is None:
+            raise NotFound(f"Binding for port {port_id} for host {host} could not be found.")
+        PortBinding.objects.filter(port_id=port_id).exclude(host=host).update(status="INACTIVE")
+        binding.status = "ACTIVE"
+        binding.save(update_fields=["status", "updated_at"])
+        Port.objects.filter(id=port_id).update(binding_host_id=host, binding_vif_type="ovs")
+
+
+def port_binding_delete(port_id: str, host: str) -> None:
+    PortBinding.objects.filter(port_id=port_id, host=host).delete()

@@ -1,0 +1,117 @@
+"""Glance v2 subset through HTTP: create, upload/download with checksums, patch, visibility,
+tags, delete, and the errors clients get."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.apihelpers import admin_client, auth_client, make_identity
+
+pytestmark = pytest.mark.django_db
+PATCH = "application/openstack-images-v2.1-json-patch"
+
+
+def member(name: str = "alice", project: str = "demo") -> APIClient:
+    user, proj = make_identity(name, project=project, roles=["member"])
+    return auth_client(user, proj)
+
+
+def create(client: APIClient, **body: object) -> dict:
+    body = {"name": "img", "disk_format": "raw", "container_format": "bare", **body}
+    response = client.post("/image/v2/images", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_versions_document() -> None:
+    response = APIClient().get("/image/")
+    assert response.status_code == 300
+    assert response.json()["versions"][0]["id"] == "v2.16"
+
+
+def test_upload_download_round_trip_with_checksums(settings: object, tmp_path: object) -> None:
+    client = member()
+    image = create(client, name="data", os_distro="debian")
+    assert image["status"] == "queued" and image["os_distro"] == "debian" and image["visibility"] == "shared"
+    data = b"cloudcore" * 1000
+    response = client.put(f"/image/v2/images/{image['id']}/file", data, content_type="application/octet-stream")
+    assert response.status_code == 204
+    shown = client.get(f"/image/v2/images/{image['id']}").json()
+    assert shown["status"] == "active" and shown["size"] == len(data)
+    assert shown["checksum"] == hashlib.md5(data).hexdigest()  # noqa: S324
+    assert shown["os_hash_algo"] == "sha512" and shown["os_hash_value"] == hashlib.sha512(data).hexdigest()
+    download = client.get(f"/image/v2/images/{image['id']}/file")
+    assert download.status_code == 200 and b"".join(download.streaming_content) == data
+    # a second upload to an active image is a conflict
+    again = client.put(f"/image/v2/images/{image['id']}/file", b"x", content_type="application/octet-stream")
+    assert again.status_code == 409
+
+
+def test_json_patch_updates_properties_and_name() -> None:
+    client = member()
+    image = create(client)
+    ops = [{"op": "replace", "path": "/name", "value": "renamed"}, {"op": "add", "path": "/hw_arch", "value": "x86_64"}]
+    response = client.patch(f"/image/v2/images/{image['id']}", json.dumps(ops), content_type=PATCH)
+    assert response.status_code == 200
+    assert response.json()["name"] == "renamed" and response.json()["hw_arch"] == "x86_64"
+    bad = client.patch(f"/image/v2/images/{image['id']}",
+                       json.dumps([{"op": "replace", "path": "/status", "value": "active"}]), content_type=PATCH)
+    assert bad.status_code == 403
+
+
+def test_private_image_invisible_to_other_projects_public_visible() -> None:
+    owner = member("alice", "demo")
+    other = member("bob", "demo2")
+    private = create(owner, name="mine", visibility="private")
+    assert other.get(f"/image/v2/images/{private['id']}").status_code == 404
+    assert private["id"] not in [i["id"] for i in other.get("/image/v2/images").json()["images"]]
+    # a member may not publicise; an admin may
+    assert owner.post("/image/v2/images", {"name": "pub", "visibility": "public"}, format="json").status_code == 403
+    public = create(admin_client(), name="shared-with-all", visibility="public")
+    assert other.get(f"/image/v2/images/{public['id']}").status_code == 200
+
+
+def test_list_filters_paging_and_tags() -> None:
+    client = member()
+    ids = [create(client, name=f"i{n}")["id"] for n in range(3)]
+    page = client.get("/image/v2/images?limit=2").json()
+    assert len(page["images"]) == 2 and "next" in page
+    assert [i["name"] for i in client.get("/image/v2/images?name=i1").json()["images"]] == ["i1"]
+    assert client.put(f"/image/v2/images/{ids[0]}/tags/gold").status_code == 204
+    assert [i["id"] for i in client.get("/image/v2/images?tag=gold").json()["images"]] == [ids[0]]
+    assert client.get("/image/v2/images?sort_key=bogus").status_code == 400
+    assert client.get("/image/v2/images?limit=x").status_code == 400
+
+
+def test_delete_and_protected() -> None:
+    client = member()
+    image = create(client, protected=True)
+    assert client.delete(f"/image/v2/images/{image['id']}").status_code == 403
+    client.patch(f"/image/v2/images/{image['id']}",
+                 json.dumps([{"op": "replace", "path": "/protected", "value": False}]), content_type=PATCH)
+    assert client.delete(f"/image/v2/images/{image['id']}").status_code == 204
+    assert client.get(f"/image/v2/images/{image['id']}").status_code == 404
+
+
+def test_bad_bodies_are_4xx() -> None:
+    client = member()
+    assert client.post("/image/v2/images", {"disk_format": "floppy"}, format="json").status_code == 400
+    assert client.post("/image/v2/images", ["x"], format="json").status_code == 400
+    assert client.post("/image/v2/images", {"status": "active"}, format="json").status_code == 403
+    assert APIClient().get("/image/v2/images").status_code == 401
+
+
+def test_demo_setup_registers_tiny_once() -> None:
+    from images import demo
+    from images.models import Image
+
+    make_identity("admin", project="admin", roles=["admin"])
+    lines: list[str] = []
+    demo.setup(lines.append)
+    demo.setup(lines.append)
+    tiny = Image.objects.get(name="tiny")
+    assert tiny.status == "active" and tiny.visibility == "public" and tiny.size == demo.SIZE
+    assert lines == ["images: registered image tiny"]

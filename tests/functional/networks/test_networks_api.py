@@ -1,0 +1,120 @@
+"""Neutron v2.0 subset through HTTP and the compute service's port calls."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from cloudcore.core.context import RequestContext
+from networks import services
+from tests.apihelpers import admin_client, auth_client, make_identity
+
+pytestmark = pytest.mark.django_db
+
+
+def member(name: str = "alice", project: str = "demo") -> APIClient:
+    user, proj = make_identity(name, project=project, roles=["member"])
+    return auth_client(user, proj)
+
+
+def make_net(client: APIClient, name: str = "net1", cidr: str = "192.168.10.0/29") -> tuple[dict, dict]:
+    net = client.post("/network/v2.0/networks", {"network": {"name": name}}, format="json")
+    assert net.status_code == 201, net.content
+    sub = client.post("/network/v2.0/subnets", {"subnet": {"network_id": net.json()["network"]["id"], "cidr": cidr,
+                                                          "ip_version": 4}}, format="json")
+    assert sub.status_code == 201, sub.content
+    return net.json()["network"], sub.json()["subnet"]
+
+
+def test_versions_and_extensions() -> None:
+    assert APIClient().get("/network/").json()["versions"][0]["id"] == "v2.0"
+    aliases = [e["alias"] for e in member().get("/network/v2.0/extensions").json()["extensions"]]
+    assert "binding-extended" in aliases
+
+
+def test_ports_get_lowest_free_ip_never_gateway_until_exhausted() -> None:
+    client = member()
+    net, sub = make_net(client)
+    assert sub["gateway_ip"] == "192.168.10.1" and sub["allocation_pools"] == [
+        {"start": "192.168.10.2", "end": "192.168.10.6"}]
+    ips = []
+    for _ in range(5):
+        port = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"]}}, format="json")
+        assert port.status_code == 201
+        ips.append(port.json()["port"]["fixed_ips"][0]["ip_address"])
+        assert port.json()["port"]["mac_address"].startswith("fa:16:3e:")
+    assert ips == [f"192.168.10.{n}" for n in range(2, 7)]
+    full = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"]}}, format="json")
+    assert full.status_code == 409 and full.json()["NeutronError"]["type"] == "Conflict"
+
+
+def test_fixed_ip_taken_is_409() -> None:
+    client = member()
+    net, sub = make_net(client)
+    body = {"port": {"network_id": net["id"], "fixed_ips": [{"subnet_id": sub["id"], "ip_address": "192.168.10.4"}]}}
+    assert client.post("/network/v2.0/ports", body, format="json").status_code == 201
+    assert client.post("/network/v2.0/ports", body, format="json").status_code == 409
+
+
+def test_other_projects_network_is_404_shared_is_visible() -> None:
+    owner = member("alice", "demo")
+    other = member("bob", "demo2")
+    net, _ = make_net(owner)
+    missing = other.get(f"/network/v2.0/networks/{net['id']}")
+    assert missing.status_code == 404 and missing.json()["NeutronError"]["type"] == "HTTPNotFound"
+    shared = admin_client().post("/network/v2.0/networks", {"network": {"name": "pub", "shared": True}}, format="json")
+    assert shared.status_code == 201
+    names = [n["name"] for n in other.get("/network/v2.0/networks").json()["networks"]]
+    assert "pub" in names and "net1" not in names
+    assert other.get("/network/v2.0/networks?name=pub").json()["networks"][0]["shared"] is True
+    assert owner.post("/network/v2.0/networks", {"network": {"name": "x", "shared": True}},
+                      format="json").status_code == 400
+
+
+def test_network_in_use_cannot_be_deleted() -> None:
+    client = member()
+    net, _ = make_net(client)
+    port = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"], "device_id": "vm"}}, format="json")
+    assert client.delete(f"/network/v2.0/networks/{net['id']}").status_code == 409
+    client.delete(f"/network/v2.0/ports/{port.json()['port']['id']}")
+    # once the port is gone the network (and its subnet) can go
+    assert client.delete(f"/network/v2.0/networks/{net['id']}").status_code == 204
+
+
+def test_compute_port_calls_bind_unbind_and_cleanup() -> None:
+    user, project = make_identity("alice", project="demo", roles=["member"])
+    ctx = RequestContext(user_id=user.id, project_id=project.id, roles=["member", "reader"])
+    net = services.network_create(ctx, name="n")
+    services.subnet_create(ctx, network_id=net.id, cidr="10.9.0.0/24")
+    created = services.port_create_for_instance(ctx, network_id=net.id, instance_uuid="vm1", host="compute1",
+                                                fixed_ip=None, project_id=project.id)
+    brought = services.port_create(ctx, network_id=net.id)
+    services.port_bind(brought.id, "compute1", device_id="vm1")
+    with pytest.raises(services.PortInUse):
+        services.port_bind(brought.id, "compute2", device_id="vm2")
+    info = services.network_info("vm1")
+    assert {vif["id"] for vif in info} == {created.id, brought.id}
+    assert services.addresses_for_instance("vm1")["n"][0]["addr"] == "10.9.0.2"
+    services.ports_unbind_and_delete_for_instance("vm1")
+    from networks.models import Port
+
+    assert not Port.objects.filter(id=created.id).exists()
+    assert Port.objects.get(id=brought.id).device_id == ""
+
+
+def test_extended_bindings_activate_one_host() -> None:
+    user, project = make_identity("alice", project="demo", roles=["member"])
+    ctx = RequestContext(user_id=user.id, project_id=project.id, roles=["member", "reader"])
+    net = services.network_create(ctx, name="n")
+    services.subnet_create(ctx, network_id=net.id, cidr="10.8.0.0/24")
+    port = services.port_create_for_instance(ctx, network_id=net.id, instance_uuid="vm", host="src", fixed_ip=None,
+                                             project_id=project.id)
+    services.port_binding_create(port.id, "src")
+    services.port_binding_create(port.id, "dst")
+    services.port_binding_activate(port.id, "dst")
+    from networks.models import Port, PortBinding
+
+    assert dict(PortBinding.objects.filter(port=port).values_list("host", "status")) == {"src": "INACTIVE",
+                                                                                         "dst": "ACTIVE"}
+    assert Port.objects.get(id=port.id).binding_host_id == "dst"
+    with pytest.raises(Exception, match="already exists"):
+        services.port_binding_create(port.id, "dst")
