@@ -138,12 +138,13 @@ SPECTACULAR_SETTINGS = {
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = env_str("BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         "polling_interval": 0.1,
     }
