@@ -36,3 +36,19 @@ def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uui
     from .compute.terminate import terminate_instance
 
     terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+@shared_task(name="servers.compute_op", acks_late=True, time_limit=3600, soft_time_limit=3500)
+def compute_op_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
+    """A server action's work on its host (queue ``compute.<host>``): ``servers.compute.ops``."""
+    from .compute.ops import run_op
+
+    run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
+
+
+@shared_task(name="servers.unshelve_instance", queue="conductor", acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+def unshelve_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, host: str | None) -> None:
+    from .services.shelve import unshelve_instance
+
+    unshelve_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, host=host)

@@ -118,6 +118,31 @@ class TestVirtDriver:
             dom.destroy()
         dom.undefine()
 
+    def _domain(self, instance: Any) -> Any:
+        return self.conn.lookupByName(self.domain_name(instance))
+
+    def power_off(self, *, instance: Any, **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if dom.isActive():
+            dom.destroy()
+
+    def power_on(self, *, instance: Any, **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if not dom.isActive():
+            dom.create()
+
+    def reboot(self, *, instance: Any, reboot_type: str = "SOFT", **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if dom.isActive():
+            dom.destroy()
+        dom.create()
+
+    def snapshot(self, *, instance: Any, target_path: Any, **_kw: Any) -> None:
+        from pathlib import Path
+
+        self._domain(instance)  # the guest must exist
+        Path(target_path).write_bytes(b"snapshot of " + instance.uuid.encode())
+
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self.conn.lookupByName(self.domain_name(instance))
         state, max_mem, mem, vcpus, _cpu = dom.info()

@@ -42,3 +42,10 @@ urlpatterns += [
     path("servers/<str:server_id>/os-instance-actions/<str:request_id>",
          _instance_actions.InstanceActionView.as_view(), name="compute-instance-action"),
 ]
+
+# --- server actions (servers/api/actions.py) -------------------------------------------------------
+from . import actions as _actions  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/action", _actions.ServerActionView.as_view(), name="compute-server-action"),
+]

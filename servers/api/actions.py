@@ -1,0 +1,167 @@
+"""``POST /servers/{id}/action``: one handler per Nova action key (STYLE rule 12).
+
+The body names exactly one action; its schema is chosen by microversion in ``ACTION_SCHEMAS``.
+Handlers load the server in its cell and call one service; the services raise domain errors
+(409 wrong state or locked, 403 policy, 400 bad request) that the frame turns into Nova faults.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cells.context import target_cell
+from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound, NotImplementedYet
+
+from ..models import Instance
+from ..selectors import ServerRecord
+from ..services import power, shelve
+from .servers import get_server
+
+NULL = {"type": "null"}
+EMPTY_OR_NULL = {"type": ["null", "object"], "additionalProperties": False}
+
+
+def _action(inner: dict[str, Any], key: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {key: inner}, "required": [key], "additionalProperties": False}
+
+
+ACTION_SCHEMAS: dict[str, VersionedSchema] = {
+    "os-start": VersionedSchema(("2.1", None, _action({}, "os-start"))),
+    "os-stop": VersionedSchema(("2.1", None, _action({}, "os-stop"))),
+    "reboot": VersionedSchema(("2.1", None, _action({
+        "type": "object",
+        "properties": {"type": {"type": "string", "pattern": "^([Hh][Aa][Rr][Dd]|[Ss][Oo][Ff][Tt])$"}},
+        "required": ["type"], "additionalProperties": False}, "reboot"))),
+    "lock": VersionedSchema(
+        ("2.1", "2.72", _action({}, "lock")),
+        ("2.73", None, _action({"type": ["null", "object"], "properties": {
+            "locked_reason": {"type": "string", "minLength": 1, "maxLength": 255}}, "additionalProperties": False},
+            "lock")),
+    ),
+    "unlock": VersionedSchema(("2.1", None, _action({}, "unlock"))),
+    "os-resetState": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {"state": {"type": "string", "enum": ["active", "error"]}},
+        "required": ["state"], "additionalProperties": False}, "os-resetState"))),
+    "shelve": VersionedSchema(("2.1", None, _action({}, "shelve"))),
+    "shelveOffload": VersionedSchema(("2.1", None, _action({}, "shelveOffload"))),
+    "unshelve": VersionedSchema(
+        ("2.1", "2.76", _action({}, "unshelve")),
+        ("2.77", "2.90", _action({"type": ["null", "object"], "properties": {
+            "availability_zone": {"type": "string", "minLength": 1, "maxLength": 255}},
+            "required": ["availability_zone"], "additionalProperties": False}, "unshelve")),
+        # DESIGN.md 7.2: the seed's schema, with {} rejected (Nova accepts it as null).
+        ("2.91", None, _action({"type": ["null", "object"], "properties": {
+            "availability_zone": {"type": ["string", "null"], "minLength": 1, "maxLength": 255},
+            "host": {"type": "string", "minLength": 1, "maxLength": 255}},
+            "minProperties": 1, "additionalProperties": False}, "unshelve")),
+    ),
+    "changePassword": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
+        "additionalProperties": False}, "changePassword"))),
+}
+
+Handler = Callable[["ServerActionView", Any, Instance, Any, dict[str, Any]], Response | None]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(key: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[key] = fn
+        return fn
+
+    return register
+
+
+class ServerActionView(ComputeAPIView):
+    def post(self, request: Request, server_id: str) -> Response:
+        body = self.body()
+        if not isinstance(body, dict) or len(body) != 1:
+            raise Invalid("Malformed request body")
+        key = next(iter(body))
+        handler = HANDLERS.get(key)
+        schema = ACTION_SCHEMAS.get(key)
+        if handler is None or schema is None or schema.schema_for(self.version) is None:
+            raise NotFound(f"There is no such action: {key}")
+        schema.validate(body, self.version)
+        record = get_server(self.ctx, server_id, version=self.version)
+        instance, cell = self._instance(record)
+        with target_cell(cell):
+            response = handler(self, request, instance, cell, body[key] or {})
+        return response or Response(status=202)
+
+    def _instance(self, record: ServerRecord) -> tuple[Instance, Any]:
+        if record.instance is None or record.cell is None:
+            raise InstanceInvalidState(method="action", instance_uuid=record.uuid, attr="vm_state", state="building")
+        return record.instance, record.cell
+
+
+@handles("os-start")
+def _start(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    power.server_start(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("os-stop")
+def _stop(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    power.server_stop(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("reboot")
+def _reboot(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    power.server_reboot(actor=view.ctx, instance=instance, cell=cell, hard=body["type"].upper() == "HARD")
+
+
+@handles("lock")
+def _lock(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    power.server_lock(actor=view.ctx, instance=instance, reason=body.get("locked_reason"))
+
+
+@handles("unlock")
+def _unlock(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    power.server_unlock(actor=view.ctx, instance=instance)
+
+
+@handles("os-resetState")
+def _reset_state(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    from cloudcore.core.policy import authorize
+
+    from ..services.reset_state import server_reset_state
+
+    authorize(view.ctx, "os_compute_api:os-admin-actions:reset_state", power.target(instance))
+    server_reset_state(actor=view.ctx, instance=instance, state=body["state"])
+
+
+@handles("shelve")
+def _shelve(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    shelve.server_shelve(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("shelveOffload")
+def _offload(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    shelve.server_shelve_offload(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("unshelve")
+def _unshelve(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    if view.version < (2, 77):
+        body = {}  # before 2.77 the body is not looked at (Nova)
+    new_az = body["availability_zone"] if "availability_zone" in body else shelve.UNSET
+    shelve.server_unshelve(actor=view.ctx, instance=instance, cell=cell, new_az=new_az, host=body.get("host") or None)
+
+
+class SetPasswordNotSupported(NotImplementedYet):
+    message = "Unable to set password on instance"
+
+
+@handles("changePassword")
+def _change_password(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                     body: dict[str, Any]) -> None:
+    from cloudcore.core.policy import authorize
+
+    authorize(view.ctx, "os_compute_api:os-admin-password", power.target(instance))
+    # The libvirt driver has no guest agent channel: Nova answers 501 in that case too.
+    raise SetPasswordNotSupported()

@@ -1,0 +1,215 @@
+"""The compute host's half of the server actions (``compute_op_task`` on ``compute.<host>``).
+
+Each operation loads the server in its cell, drives the virt driver, records a
+``compute_<op>`` event on the action, finishes the state change and emits
+``instance.<action>.start/end`` (``.error`` on failure). A failure never leaves the server in a
+task_state: it is set back (or to ERROR where the guest may be gone) with a fault.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from cells.context import target_cell
+from cloudcore.core.context import RequestContext
+
+from ..choices import PowerState, TaskState, VmState
+from ..models import Instance
+from ..services import actions
+from ..services.notify import notify_instance
+from .drivers import driver_for
+
+log = logging.getLogger(__name__)
+
+OPS: dict[str, Callable[..., None]] = {}
+
+
+Op = Callable[..., None]
+
+
+def op(name: str, *, action: str, notification: str, event: str) -> Callable[[Op], Op]:
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+            notify_instance(ctx, f"instance.{notification}.start", instance)
+            try:
+                with actions.wrap_event(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
+                                        action_name=action):
+                    fn(ctx, instance, **kwargs)
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                _failed(ctx, instance, exc, notification)
+                return
+            actions.action_finish(ctx, instance_uuid=instance.uuid)
+            notify_instance(ctx, f"instance.{notification}.end", instance)
+
+        OPS[name] = run
+        return fn
+
+    return register
+
+
+def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
+    instance.refresh_from_db()
+    old = instance.vm_state
+    if instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
+                               TaskState.POWERING_ON, TaskState.REBOOTING):
+        instance.task_state = None  # the guest is as it was: only the task is given up
+    elif instance.task_state is not None:
+        instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone
+    instance.save(update_fields=["vm_state", "task_state", "updated_at"])
+    actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
+    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+    notify_instance(ctx, "instance.update", instance, old_vm_state=old)
+    notify_instance(ctx, f"instance.{notification}.error", instance, fault=exc)
+
+
+def _set(instance: Instance, **fields: Any) -> None:
+    for key, value in fields.items():
+        setattr(instance, key, value)
+    instance.save(update_fields=[*fields, "updated_at"])
+
+
+def _power_state(driver: Any, instance: Instance, default: int) -> int:
+    try:
+        info = driver.get_info(instance)
+    except Exception:
+        return default
+    state = info.get("state") if isinstance(info, dict) else getattr(info, "state", None)
+    return {1: PowerState.RUNNING, 5: PowerState.SHUTDOWN, 3: PowerState.PAUSED}.get(state, default)
+
+
+def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        if instance is None or instance.task_state == TaskState.DELETING:
+            return
+        OPS[op_name](ctx, instance, **kwargs)
+
+
+@op("power_on", action="start", notification="power_on", event="compute_start_instance")
+def power_on(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+
+
+@op("power_off", action="stop", notification="power_off", event="compute_stop_instance")
+def power_off(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_off(instance=instance)
+    _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN)
+
+
+@op("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
+def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
+    driver = driver_for(str(instance.host))
+    if hard and not _guest_exists(driver, instance):
+        # A hard reboot recovers a server whose guest is gone: define and start it again.
+        from networks.services import network_info
+
+        from .build import image_meta
+
+        driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                     network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    else:
+        driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+
+
+def _guest_exists(driver: Any, instance: Instance) -> bool:
+    try:
+        driver.get_info(instance)
+    except Exception:
+        return False
+    return True
+
+
+@op("shelve", action="shelve", notification="shelve", event="compute_shelve_instance")
+def shelve(ctx: RequestContext, instance: Instance) -> None:
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    sysmeta = dict(instance.system_metadata or {})
+    if instance.image_ref:
+        from images import services as images
+
+        image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-shelved",
+                                             instance_uuid=instance.uuid)
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "snapshot"
+            driver.snapshot(instance=instance, target_path=target)
+            images.image_activate_from_file(image, target)
+        sysmeta["shelved_image_id"] = image.id
+    sysmeta.update(shelved_at=timezone.now().isoformat(), shelved_host=str(instance.host))
+    _set(instance, vm_state=VmState.SHELVED, task_state=None, power_state=PowerState.SHUTDOWN,
+         system_metadata=sysmeta)
+    if settings.SHELVED_OFFLOAD_TIME == 0:
+        _set(instance, task_state=TaskState.SHELVING_OFFLOADING)
+        _offload(ctx, instance)
+
+
+def _offload(ctx: RequestContext, instance: Instance) -> None:
+    from scheduling.placement.services import allocations_delete
+
+    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+    from networks.services import ports_rebind_host
+
+    ports_rebind_host(instance.uuid, None)
+    allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
+    _set(instance, vm_state=VmState.SHELVED_OFFLOADED, task_state=None, power_state=PowerState.SHUTDOWN,
+         host=None, node=None, compute=None)
+
+
+@op("shelve_offload", action="shelveOffload", notification="shelve_offload",
+    event="compute_shelve_offload_instance")
+def shelve_offload(ctx: RequestContext, instance: Instance) -> None:
+    _offload(ctx, instance)
+
+
+def _drop_shelved_image(ctx: RequestContext, instance: Instance) -> None:
+    sysmeta = dict(instance.system_metadata or {})
+    image_id = sysmeta.pop("shelved_image_id", None)
+    for key in ("shelved_at", "shelved_host"):
+        sysmeta.pop(key, None)
+    if image_id:
+        from images.models import Image
+        from images.services import image_data_path
+
+        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+        image_data_path(image_id).unlink(missing_ok=True)
+    _set(instance, system_metadata=sysmeta)
+
+
+@op("unshelve_power_on", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+def unshelve_power_on(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+    _drop_shelved_image(ctx, instance)
+
+
+@op("unshelve_spawn", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
+    """Spawn an offloaded server on the host the conductor chose. A spawn failure frees the
+    allocations and leaves it SHELVED_OFFLOADED (Nova), with a fault."""
+    from networks.services import network_info, ports_rebind_host
+    from scheduling.placement.services import allocations_delete
+
+    from .build import image_meta
+
+    driver = driver_for(str(instance.host))
+    image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
+    ports_rebind_host(instance.uuid, instance.host)
+    try:
+        driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+                     block_device_info=None, admin_password=None)
+    except Exception:
+        allocations_delete(consumer_uuid=instance.uuid)
+        ports_rebind_host(instance.uuid, None)
+        _set(instance, host=None, node=None, compute=None, task_state=None, vm_state=VmState.SHELVED_OFFLOADED)
+        raise
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
+         launched_at=timezone.now())
+    _drop_shelved_image(ctx, instance)

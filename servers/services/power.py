@@ -1,0 +1,101 @@
+"""Power and lock actions: ``os-start``, ``os-stop``, ``reboot``, ``lock``, ``unlock``.
+
+API side (this module): policy, lock and state guards, the compare-and-swap claim of task_state,
+the instance action record, then a cast to the server's compute host (``compute.<host>``),
+where ``servers.compute.ops`` drives the hypervisor and finishes the state change.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from cells.models import CellMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Forbidden, InstanceInvalidState
+from cloudcore.core.policy import authorize, can
+
+from ..choices import TaskState, VmState
+from ..models import Instance
+from . import actions
+from .guards import check_not_locked, claim_task_state
+
+
+def target(instance: Instance) -> dict[str, Any]:
+    return {"project_id": instance.project_id, "user_id": instance.user_id}
+
+
+def cast(op: str, *, actor: RequestContext, instance: Instance, cell: CellMapping, **kwargs: Any) -> None:
+    """Queue ``servers.compute.ops.<op>`` on the server's host once the cell write commits."""
+    from ..tasks import compute_op_task
+
+    payload = {"ctx": actor.to_dict(), "op": op, "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, **kwargs}
+    queue = f"compute.{instance.host}"
+    # Cell writes here are autocommitted; the hook runs at once unless an API-DB transaction is open.
+    transaction.on_commit(lambda: compute_op_task.apply_async(kwargs=payload, queue=queue), using="default")
+
+
+def _require_host(instance: Instance, method: str) -> None:
+    if not instance.host:
+        raise InstanceInvalidState(method=method, instance_uuid=instance.uuid, attr="host", state=None)
+
+
+def server_start(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
+    """STOPPED → (powering-on) → ACTIVE."""
+    authorize(actor, "os_compute_api:servers:start", target(instance))
+    check_not_locked(actor, instance)
+    _require_host(instance, "start")
+    claim_task_state(instance, "start", new_task_state=TaskState.POWERING_ON, vm_states=[VmState.STOPPED])
+    actions.action_start(actor, instance_uuid=instance.uuid, action="start")
+    cast("power_on", actor=actor, instance=instance, cell=cell)
+
+
+def server_stop(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
+    """ACTIVE or ERROR → (powering-off) → STOPPED."""
+    authorize(actor, "os_compute_api:servers:stop", target(instance))
+    check_not_locked(actor, instance)
+    _require_host(instance, "stop")
+    claim_task_state(instance, "stop", new_task_state=TaskState.POWERING_OFF,
+                     vm_states=[VmState.ACTIVE, VmState.ERROR, VmState.RESCUED])
+    actions.action_start(actor, instance_uuid=instance.uuid, action="stop")
+    cast("power_off", actor=actor, instance=instance, cell=cell)
+
+
+SOFT_REBOOT_STATES = [VmState.ACTIVE]
+HARD_REBOOT_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED, VmState.ERROR]
+
+
+def server_reboot(*, actor: RequestContext, instance: Instance, cell: CellMapping, hard: bool) -> None:
+    """SOFT needs ACTIVE; HARD also recovers STOPPED/ERROR servers (re-spawning a lost guest)."""
+    authorize(actor, "os_compute_api:servers:reboot", target(instance))
+    check_not_locked(actor, instance)
+    _require_host(instance, "reboot")
+    if hard:
+        claim_task_state(instance, "reboot", new_task_state=TaskState.REBOOTING_HARD, vm_states=HARD_REBOOT_STATES,
+                         expected_task_states=(None, TaskState.REBOOTING, TaskState.REBOOT_PENDING,
+                                               TaskState.REBOOT_STARTED))
+    else:
+        claim_task_state(instance, "reboot", new_task_state=TaskState.REBOOTING, vm_states=SOFT_REBOOT_STATES)
+    actions.action_start(actor, instance_uuid=instance.uuid, action="reboot")
+    cast("reboot", actor=actor, instance=instance, cell=cell, hard=hard)
+
+
+def server_lock(*, actor: RequestContext, instance: Instance, reason: str | None = None) -> None:
+    authorize(actor, "os_compute_api:os-lock-server:lock", target(instance))
+    owner = actor.project_id == instance.project_id and not actor.is_admin
+    instance.locked, instance.locked_by = True, "owner" if owner else "admin"
+    instance.locked_reason = reason
+    instance.save(update_fields=["locked", "locked_by", "locked_reason", "updated_at"])
+    actions.action_start(actor, instance_uuid=instance.uuid, action="lock")
+
+
+def server_unlock(*, actor: RequestContext, instance: Instance) -> None:
+    """The owner unlocks its own lock; a lock taken by an admin needs ``unlock_override``."""
+    authorize(actor, "os_compute_api:os-lock-server:unlock", target(instance))
+    if instance.locked and instance.locked_by == "admin" and not actor.is_admin:
+        if not can(actor, "os_compute_api:os-lock-server:unlock:unlock_override", target(instance)):
+            raise Forbidden("Policy doesn't allow os_compute_api:os-lock-server:unlock:unlock_override to be "
+                            "performed.")
+    instance.locked, instance.locked_by, instance.locked_reason = False, None, None
+    instance.save(update_fields=["locked", "locked_by", "locked_reason", "updated_at"])
+    actions.action_start(actor, instance_uuid=instance.uuid, action="unlock")
