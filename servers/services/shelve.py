@@ -149,6 +149,9 @@ def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str
         spec_row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
         base = dict(spec_row.spec) if spec_row else {}
         spec = spec_for_unshelve(base, availability_zone=base.get("availability_zone"), host=host)
+        # The server's rows live in this cell: it is unshelved onto a host of the same cell (Nova).
+        spec["requested_destination"] = {**(spec.get("requested_destination") or {"host": None, "node": None}),
+                                         "cell": cell.uuid}
         spec.setdefault("project_id", instance.project_id)
         spec.setdefault("user_id", instance.user_id)
         try:
