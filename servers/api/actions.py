@@ -30,6 +30,32 @@ def _action(inner: dict[str, Any], key: str) -> dict[str, Any]:
     return {"type": "object", "properties": {key: inner}, "required": [key], "additionalProperties": False}
 
 
+DESCRIPTION = {"type": ["string", "null"], "maxLength": 255}
+KEY_NAME = {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
+USER_DATA = {"type": ["string", "null"], "format": "base64", "maxLength": 65535}
+HOSTNAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"}
+REBUILD_BASE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "imageRef": {"type": "string", "minLength": 1},
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "adminPass": {"type": "string"},
+        "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}},
+        "preserve_ephemeral": {"type": "boolean"},
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+        "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
+        "personality": {"type": "array"},
+    },
+    "required": ["imageRef"],
+    "additionalProperties": False,
+}
+
+
+def _rebuild(extra: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    props = {k: v for k, v in REBUILD_BASE["properties"].items() if k not in drop}
+    return {**REBUILD_BASE, "properties": {**props, **extra}}
+
+
 ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "os-start": VersionedSchema(("2.1", None, _action({}, "os-start"))),
     "os-stop": VersionedSchema(("2.1", None, _action({}, "os-stop"))),
@@ -59,6 +85,15 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
             "availability_zone": {"type": ["string", "null"], "minLength": 1, "maxLength": 255},
             "host": {"type": "string", "minLength": 1, "maxLength": 255}},
             "minProperties": 1, "additionalProperties": False}, "unshelve")),
+    ),
+    "rebuild": VersionedSchema(
+        ("2.1", "2.18", _action(REBUILD_BASE, "rebuild")),
+        ("2.19", "2.53", _action(_rebuild({"description": DESCRIPTION}), "rebuild")),
+        ("2.54", "2.56", _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME}), "rebuild")),
+        ("2.57", "2.89", _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA},
+                                          drop=("personality",)), "rebuild")),
+        ("2.90", None, _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA,
+                                         "hostname": HOSTNAME}, drop=("personality",)), "rebuild")),
     ),
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
@@ -165,3 +200,42 @@ def _change_password(view: ServerActionView, request: Any, instance: Instance, c
     authorize(view.ctx, "os_compute_api:os-admin-password", power.target(instance))
     # The libvirt driver has no guest agent channel: Nova answers 501 in that case too.
     raise SetPasswordNotSupported()
+
+
+@handles("rebuild")
+def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                    body: dict[str, Any]) -> Response:
+    import base64
+
+    from ..models import KeyPair
+    from ..services import rebuild
+    from ..services.create import _image, generate_password
+    from .servers import render
+
+    image = _image(view.ctx, body["imageRef"])
+    changes: dict[str, Any] = {}
+    for key, column in (("name", "display_name"), ("metadata", "metadata"), ("description", "display_description"),
+                        ("accessIPv4", "access_ip_v4"), ("accessIPv6", "access_ip_v6"), ("hostname", "hostname")):
+        if key in body:
+            changes[column] = body[key]
+    if "user_data" in body:
+        changes["user_data"] = body["user_data"]
+        try:
+            base64.b64decode(body["user_data"] or "", validate=True)
+        except ValueError:
+            raise Invalid("User data needs to be valid base 64.") from None
+    if "key_name" in body:
+        if body["key_name"] is None:
+            changes.update(key_name=None, key_data=None)
+        else:
+            keypair = KeyPair.objects.filter(user_id=instance.user_id, name=body["key_name"]).first()
+            if keypair is None:
+                raise Invalid("Invalid key_name provided.")
+            changes.update(key_name=keypair.name, key_data=keypair.public_key)
+    admin_pass = body.get("adminPass") or generate_password()
+    rebuild.server_rebuild(actor=view.ctx, instance=instance, cell=cell, image=image, changes=changes,
+                           admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")))
+    record = get_server(view.ctx, instance.uuid, version=view.version)
+    server = render([record], version=view.version, actor=view.ctx)[0]
+    server["adminPass"] = admin_pass
+    return Response({"server": server}, status=202)

@@ -213,3 +213,26 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
          launched_at=timezone.now())
     _drop_shelved_image(ctx, instance)
+
+
+@op("rebuild", action="rebuild", notification="rebuild", event="compute_rebuild_instance")
+def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: str | None = None,
+            preserve_ephemeral: bool = False) -> None:
+    """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF."""
+    from networks.services import network_info
+
+    from .build import image_meta
+
+    was_stopped = instance.vm_state == VmState.STOPPED
+    driver = driver_for(str(instance.host))
+    driver.destroy(instance=instance, destroy_disks=not preserve_ephemeral)
+    _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
+    driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+                 block_device_info=None, admin_password=admin_pass)
+    if was_stopped:
+        driver.power_off(instance=instance)
+        _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN,
+             launched_at=timezone.now())
+    else:
+        _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
+             launched_at=timezone.now())

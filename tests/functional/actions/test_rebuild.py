@@ -1,0 +1,100 @@
+"""rebuild of image-backed servers (new image, fields per microversion, stopped stays SHUTOFF) and
+of PENDING servers (scheduled again from cell0, seed 3)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.cloud import Cloud
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+
+
+def second_image(cloud: Cloud) -> str:
+    from images.models import Image
+
+    return Image.objects.create(name="tiny2", status="active", visibility="public", disk_format="raw",
+                                container_format="bare", size=1024, owner="admin").id
+
+
+def test_rebuild_with_new_image_name_and_metadata(cloud: Cloud) -> None:
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    new_image = second_image(cloud)
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": new_image, "name": "vm1b",
+                                                               "metadata": {"role": "web"}}})
+    assert response.status_code == 202
+    body = response.json()["server"]
+    assert body["adminPass"] and body["id"] == server["id"]
+    shown = cloud.show(client, server["id"])
+    assert shown["status"] == "ACTIVE" and shown["name"] == "vm1b" and shown["metadata"] == {"role": "web"}
+    assert shown["image"]["id"] == new_image
+    assert cloud.domain(server["id"]).isActive()
+    actions = cloud.get(client, f"servers/{server['id']}/os-instance-actions").json()["instanceActions"]
+    assert actions[0]["action"] == "rebuild"
+    assert len(cloud.notifications("instance.rebuild.end")) == 1
+
+
+def test_rebuild_of_a_stopped_server_ends_shutoff(cloud: Cloud) -> None:
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    cloud.action(client, server["id"], {"os-stop": None})
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}}).status_code == 202
+    assert cloud.show(client, server["id"])["status"] == "SHUTOFF"
+    assert not cloud.domain(server["id"]).isActive()
+
+
+@pytest.mark.parametrize(("version", "field", "value", "code"), [
+    ("2.53", "key_name", None, 400), ("2.54", "key_name", None, 202),
+    ("2.56", "user_data", "aGk=", 400), ("2.57", "user_data", "aGk=", 202), ("2.57", "user_data", "***", 400),
+    ("2.89", "hostname", "h1", 400), ("2.90", "hostname", "h1", 202),
+    ("2.18", "description", "d", 400), ("2.19", "description", "d", 202),
+])
+def test_rebuild_fields_per_microversion(cloud: Cloud, version: str, field: str, value: Any, code: int) -> None:
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id, field: value}},
+                            version=version)
+    assert response.status_code == code, response.content
+
+
+def test_rebuild_errors(cloud: Cloud) -> None:
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    assert cloud.action(client, server["id"], {"rebuild": {}}).status_code == 400
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": "no-such-image"}}).status_code == 400
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id,
+                                                           "key_name": "nokey"}}, version="2.54").status_code == 400
+    cloud.action(client, server["id"], {"shelve": None})
+    shelved = cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}})
+    assert shelved.status_code == 409
+
+
+def test_rebuild_of_a_pending_server_schedules_it_again(cloud: Cloud, settings: Any) -> None:
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    big = cloud.flavor("m1.huge", vcpus=16)
+    server = cloud.create_server(client, "waiting", flavor=big.name)
+    assert cloud.show(client, server["id"], version="2.105")["status"] == "PENDING"
+    assert cloud.cell_of(server["id"]) == "cell0"
+    # when room appears (a bigger host) and the server is rebuilt
+    cloud.add_host("compute9", cell="cell2", zone="az2", vcpus=16, memory_mb=65536)
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}}, version="2.105")
+    assert response.status_code == 202
+    # then it is built in a real cell with the same uuid
+    shown = cloud.show(client, server["id"], version="2.105")
+    assert shown["status"] == "ACTIVE" and shown["id"] == server["id"]
+    assert cloud.cell_of(server["id"]) == "cell2"
+
+
+def test_rebuild_of_a_pending_server_without_room_stays_pending(cloud: Cloud, settings: Any) -> None:
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    big = cloud.flavor("m1.huge", vcpus=16)
+    server = cloud.create_server(client, "waiting", flavor=big.name)
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}},
+                        version="2.105").status_code == 202
+    assert cloud.show(client, server["id"], version="2.105")["status"] == "PENDING"
+    assert cloud.show(client, server["id"], version="2.104")["status"] == "ERROR"
+    assert cloud.cell_of(server["id"]) == "cell0"
