@@ -52,3 +52,13 @@ def unshelve_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid
     from .services.shelve import unshelve_instance
 
     unshelve_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, host=host)
+
+
+@shared_task(name="servers.resize_instance", queue="conductor", acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                         host: str | None, allow_cross_cell: bool) -> None:
+    from .services.resize import resize_instance
+
+    resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                    migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)

@@ -95,6 +95,18 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         ("2.90", None, _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA,
                                          "hostname": HOSTNAME}, drop=("personality",)), "rebuild")),
     ),
+    "resize": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {"flavorRef": {"type": ["string", "integer"], "minLength": 1},
+                                         "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]}},
+        "required": ["flavorRef"], "additionalProperties": False}, "resize"))),
+    "confirmResize": VersionedSchema(("2.1", None, _action({}, "confirmResize"))),
+    "revertResize": VersionedSchema(("2.1", None, _action({}, "revertResize"))),
+    "migrate": VersionedSchema(
+        ("2.1", "2.55", _action({}, "migrate")),
+        ("2.56", None, _action({"type": ["null", "object"], "properties": {
+            "host": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}},
+            "additionalProperties": False}, "migrate")),
+    ),
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
@@ -239,3 +251,33 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     server = render([record], version=view.version, actor=view.ctx)[0]
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
+
+
+@handles("resize")
+def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    from ..services import resize
+
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]))
+
+
+@handles("migrate")
+def _migrate(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    from ..services import resize
+
+    host = body.get("host") if view.version >= (2, 56) else None
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=host)
+
+
+@handles("confirmResize")
+def _confirm(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> Response:
+    from ..services import resize
+
+    resize.server_confirm_resize(actor=view.ctx, instance=instance, cell=cell)
+    return Response(status=204)
+
+
+@handles("revertResize")
+def _revert(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    from ..services import resize
+
+    resize.server_revert_resize(actor=view.ctx, instance=instance, cell=cell)

@@ -49,3 +49,12 @@ from . import actions as _actions  # noqa: E402
 urlpatterns += [
     path("servers/<str:server_id>/action", _actions.ServerActionView.as_view(), name="compute-server-action"),
 ]
+
+# --- migrations (servers/api/migrations.py) ---------------------------------------------------------
+from . import migrations as _migrations  # noqa: E402
+
+urlpatterns += [
+    path("os-migrations", _migrations.MigrationsView.as_view(), name="compute-migrations"),
+    path("servers/<str:server_id>/migrations", _migrations.ServerMigrationsView.as_view(),
+         name="compute-server-migrations"),
+]

@@ -236,3 +236,145 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
     else:
         _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
              launched_at=timezone.now())
+
+
+# --- resize / cold migration within a cell ------------------------------------------------------
+
+
+def _migration(uuid: str) -> Any:
+    from ..models import Migration
+
+    return Migration.objects.get(uuid=uuid)
+
+
+def _cast_next(ctx: RequestContext, op_name: str, host: str | None, instance: Instance, **kw: Any) -> None:
+    from cells.context import current_cell
+
+    from ..tasks import compute_op_task
+
+    cell = current_cell()
+    assert cell is not None
+    compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": op_name, "instance_uuid": instance.uuid,
+                                        "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
+
+
+def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
+    return {"flavor": flavor, "vcpus": int(flavor.get("vcpus", 0)), "memory_mb": int(flavor.get("memory_mb", 0)),
+            "root_gb": int(flavor.get("root_gb", 0)), "ephemeral_gb": int(flavor.get("ephemeral_gb", 0))}
+
+
+@op("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
+def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: power the guest off and take it down (its disk goes with the move)."""
+    from ..choices import MigrationStatus
+
+    migration = _migration(migration_uuid)
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    driver.destroy(instance=instance, destroy_disks=False)
+    migration.status = MigrationStatus.POST_MIGRATING
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
+    _cast_next(ctx, "finish_resize", migration.dest_compute, instance, migration_uuid=migration_uuid)
+
+
+@op("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
+def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
+    from networks.services import network_info, ports_rebind_host
+
+    from ..choices import MigrationStatus
+    from .build import image_meta
+
+    migration = _migration(migration_uuid)
+    old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
+    instance.host, instance.node, instance.compute_id = migration.dest_compute, migration.dest_node, \
+        migration.dest_compute_id
+    for key, value in _apply_flavor(instance, migration.new_flavor or instance.flavor).items():
+        setattr(instance, key, value)
+    instance.old_flavor, instance.new_flavor = migration.old_flavor, migration.new_flavor
+    instance.task_state = TaskState.RESIZE_FINISH
+    instance.migration_context = {"migration_id": migration.id, "migration_uuid": migration.uuid,
+                                  "old_host": migration.source_compute, "new_host": migration.dest_compute}
+    instance.save()
+    ports_rebind_host(instance.uuid, instance.host)
+    driver = driver_for(str(instance.host))
+    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    power = PowerState.RUNNING
+    if old_vm_state == VmState.STOPPED:
+        driver.power_off(instance=instance)
+        power = PowerState.SHUTDOWN
+    migration.status = MigrationStatus.FINISHED
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=VmState.RESIZED, task_state=None, power_state=power)
+
+
+@op("confirm_resize", action="confirmResize", notification="resize_confirm", event="compute_confirm_resize")
+def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: clean the old guest's disks, drop the migration's allocations."""
+    from scheduling.placement.services import allocations_delete
+
+    from ..choices import MigrationStatus
+
+    migration = _migration(migration_uuid)
+    try:
+        driver_for(str(migration.source_compute)).destroy(instance=instance, destroy_disks=True)
+    except Exception:  # the source may already be gone; the confirm must still finish
+        log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
+    allocations_delete(consumer_uuid=migration.uuid)
+    migration.status = MigrationStatus.CONFIRMED
+    migration.save(update_fields=["status", "updated_at"])
+    sysmeta = dict(instance.system_metadata or {})
+    sysmeta.pop("old_vm_state", None)
+    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
+    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
+         system_metadata=sysmeta)
+
+
+@op("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
+def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Destination host: destroy the new guest, give the allocations back; the source finishes."""
+    from scheduling.placement.services import allocations_delete, allocations_move
+
+    migration = _migration(migration_uuid)
+    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+    allocations_delete(consumer_uuid=instance.uuid)
+    allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
+                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    from hosts.models import ComputeNode
+
+    source_node = ComputeNode.objects.filter(host=migration.source_compute,
+                                             hypervisor_hostname=migration.source_node).first()
+    instance.host, instance.node = migration.source_compute, migration.source_node
+    instance.compute_id = source_node.id if source_node else None
+    for key, value in _apply_flavor(instance, migration.old_flavor or instance.flavor).items():
+        setattr(instance, key, value)
+    instance.save()
+    _cast_next(ctx, "finish_revert_resize", migration.source_compute, instance, migration_uuid=migration_uuid)
+
+
+@op("finish_revert_resize", action="revertResize", notification="resize_revert",
+    event="compute_finish_revert_resize")
+def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: the old guest comes back, powered on only if it was ACTIVE before the move."""
+    from networks.services import network_info, ports_rebind_host
+
+    from ..choices import MigrationStatus
+    from .build import image_meta
+
+    migration = _migration(migration_uuid)
+    sysmeta = dict(instance.system_metadata or {})
+    old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
+    ports_rebind_host(instance.uuid, instance.host)
+    driver = driver_for(str(instance.host))
+    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    power = PowerState.RUNNING
+    if old_vm_state == VmState.STOPPED:
+        driver.power_off(instance=instance)
+        power = PowerState.SHUTDOWN
+    migration.status = MigrationStatus.REVERTED
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, old_flavor=None, new_flavor=None,
+         migration_context=None, system_metadata=sysmeta)

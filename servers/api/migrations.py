@@ -1,0 +1,112 @@
+"""``GET /os-migrations`` (admin): migrations of every cell, newest first, with Nova's filters and
+per-microversion shape (2.23 migration_type, 2.59 uuid + paging, 2.80 user/project). Hidden
+rows are left out and a uuid present in two cells (a cross-cell move) is shown once, the newer
+record winning."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+from django.utils.dateparse import parse_datetime
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cells.models import CELL0_UUID, CellMapping
+from cells.scatter import failed, scatter_gather
+from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.exceptions import Invalid
+from cloudcore.core.policy import authorize
+
+from ..models import Migration
+
+
+def _ts(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+
+
+def _newer(a: Migration, b: Migration) -> Migration:
+    """Nova's rule for a uuid seen twice: compare updated_at, else updated vs created, else created."""
+    a_stamp, b_stamp = a.updated_at or a.created_at, b.updated_at or b.created_at
+    return a if a_stamp >= b_stamp else b
+
+
+def present(m: Migration, version: tuple[int, int]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": m.id, "status": m.status, "instance_uuid": m.instance_uuid, "source_node": m.source_node,
+        "source_compute": m.source_compute, "dest_node": m.dest_node, "dest_compute": m.dest_compute,
+        "dest_host": m.dest_host, "old_instance_type_id": m.old_instance_type_id,
+        "new_instance_type_id": m.new_instance_type_id, "created_at": _ts(m.created_at),
+        "updated_at": _ts(m.updated_at),
+    }
+    if version >= (2, 23):
+        body["migration_type"] = m.migration_type
+    if version >= (2, 59):
+        body["uuid"] = m.uuid
+    if version >= (2, 80):
+        body["user_id"], body["project_id"] = m.user_id, m.project_id
+    return body
+
+
+class MigrationsView(ComputeAPIView):
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "os_compute_api:os-migrations:index", {"project_id": self.ctx.project_id})
+        params = request.query_params
+        q = Q(hidden=False)
+        for key in ("status", "instance_uuid", "migration_type", "source_compute"):
+            if params.get(key):
+                q &= Q(**{key: params[key]})
+        if params.get("host"):
+            q &= Q(source_compute=params["host"]) | Q(dest_compute=params["host"])
+        if self.version >= (2, 80):
+            for key in ("user_id", "project_id"):
+                if params.get(key):
+                    q &= Q(**{key: params[key]})
+        for key, lookup in (("changes-since", "updated_at__gte"), ("changes-before", "updated_at__lte")):
+            if params.get(key):
+                stamp = parse_datetime(params[key])
+                if stamp is None:
+                    raise Invalid(f"Invalid input for query parameters {key}.")
+                q &= Q(**{lookup: stamp})
+        limit = None
+        if self.version >= (2, 59) and params.get("limit"):
+            try:
+                limit = int(params["limit"])
+            except ValueError:
+                raise Invalid("Invalid input for query parameters limit.") from None
+            if limit < 0:
+                raise Invalid("Invalid input for query parameters limit.")
+
+        def per_cell(_cell: CellMapping) -> list[Migration]:
+            return list(Migration.objects.filter(q))
+
+        seen: dict[str, Migration] = {}
+        cells = CellMapping.objects.exclude(uuid=CELL0_UUID)
+        for result in scatter_gather(per_cell, cells).values():
+            if failed(result):
+                continue
+            for m in result:  # type: ignore[union-attr]
+                seen[m.uuid] = _newer(seen[m.uuid], m) if m.uuid in seen else m
+        items = sorted(seen.values(), key=lambda m: (m.created_at, m.uuid), reverse=True)
+        marker = params.get("marker") if self.version >= (2, 59) else None
+        if marker:
+            uuids = [m.uuid for m in items]
+            if marker not in uuids:
+                raise Invalid(f"Marker {marker} could not be found.")
+            items = items[uuids.index(marker) + 1:]
+        if limit is not None:
+            items = items[:limit]
+        body: dict[str, Any] = {"migrations": [present(m, self.version) for m in items]}
+        if limit and len(items) == limit:
+            body["migrations_links"] = [{"rel": "next", "href": f"/compute/v2.1/os-migrations?limit={limit}"
+                                         f"&marker={items[-1].uuid}"}]
+        return Response(body)
+
+
+class ServerMigrationsView(ComputeAPIView):
+    """``GET /servers/{id}/migrations``: in-progress live migrations (cloudcore has none)."""
+
+    def get(self, request: Request, server_id: str) -> Response:
+        from .servers import get_server
+
+        get_server(self.ctx, server_id, "os_compute_api:servers:migrations:index", self.version)
+        return Response({"migrations": []})
