@@ -27,7 +27,14 @@ def processes(env: dict[str, str]) -> list:
     """The conductor worker (build orchestration, DESIGN.md section 1)."""
     import sys
 
+    from django.conf import settings
+
     from cloudcore.core.demo import DemoProcess
 
-    return [DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
-                                      "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"])]
+    beat_schedule = str(settings.VAR_DIR / "celerybeat-schedule")
+    return [
+        DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
+                                  "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"]),
+        DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
+                             "--schedule", beat_schedule]),
+    ]

@@ -62,3 +62,12 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
 
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                     migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name="servers.periodic", queue="conductor", time_limit=600)
+def servers_periodic_task() -> dict[str, int]:
+    """Beat: offload shelved servers, confirm old resizes, reap stale task_states."""
+    from . import periodic
+
+    return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
+            "reaped": periodic.reap_stale_task_states()}
