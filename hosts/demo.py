@@ -1,0 +1,36 @@
+"""The four demo compute hosts (DESIGN.md section 9): compute1-2 in cell1 (az1), compute3-4 in
+cell2 (az2), each a separate ``manage.py compute`` process with its own state path and its own
+simulated hypervisor (libvirt test driver) of a different size."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from django.conf import settings
+
+from cloudcore.core.demo import DemoProcess
+
+HOSTS = (
+    ("compute1", "cell1", 4, 8192, 40),
+    ("compute2", "cell1", 8, 16384, 80),
+    ("compute3", "cell2", 4, 8192, 40),
+    ("compute4", "cell2", 8, 16384, 80),
+)
+
+
+def setup(out: Callable[[str], None]) -> None:
+    from .virt.libvirt import write_test_node
+
+    for host, _cell, vcpus, memory_mb, disk_gb in HOSTS:
+        state = settings.STATE_PATH / host
+        if not (state / "node.xml").exists():
+            write_test_node(state, hostname=host, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
+            out(f"hosts: simulated hypervisor for {host} ({vcpus} vCPU, {memory_mb} MiB, {disk_gb} GiB)")
+
+
+def processes(env: dict[str, str]) -> list[DemoProcess]:
+    return [
+        DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
+                           "--state-path", str(settings.STATE_PATH / host)])
+        for host, cell, *_size in HOSTS
+    ]
