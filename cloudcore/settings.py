@@ -100,6 +100,8 @@ CELL_TIMEOUT = env_float("CELL_TIMEOUT", 60.0)
 CELL_SCATTER_INLINE = env_bool("CELL_SCATTER_INLINE", False)
 
 AUTH_USER_MODEL = "identity.User"
+# User names are unique per domain (Keystone); the console and admin log in within the default domain.
+SILENCED_SYSTEM_CHECKS = ["auth.W004"]
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",

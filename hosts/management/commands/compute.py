@@ -44,6 +44,8 @@ class Command(BaseCommand):
                             help="default test:///<state-path>/node.xml (a simulated host)")
         parser.add_argument("--config", help="config file; a compute_id next to it is read too")
         parser.add_argument("--check-only", dest="check_only", action="store_true")
+        parser.add_argument("--register-only", dest="register_only", action="store_true",
+                            help="run the checks, register the host and exit without serving")
         parser.add_argument("--concurrency", type=int, default=4)
         parser.add_argument("--vcpus", type=int, default=8, help="simulated host size (test driver)")
         parser.add_argument("--memory-mb", dest="memory_mb", type=int, default=16384)
@@ -73,6 +75,9 @@ class Command(BaseCommand):
             self.stdout.write(f"compute {host}: start-up checks passed (node {plan.node_uuid})")
             return
         service, node = apply_startup(plan, driver=driver, state_path=state_path)
+        if o["register_only"]:
+            self.stdout.write(f"compute {host} registered: node {node.uuid}")
+            return
         register_driver(host, driver)
         self.stdout.write(f"compute {host} up in cell {cell.name}: node {node.uuid} ({node.hypervisor_hostname})")
         threading.Thread(target=self._heartbeat, args=(cell, service.id, node.id, driver), daemon=True,
