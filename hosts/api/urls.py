@@ -1,4 +1,14 @@
-"""URL routes of the hosts API (included by cloudcore/urls.py)."""
-from django.urls import path  # noqa: F401
+"""os-services and os-hypervisors routes (under /compute/v2.1/)."""
+from django.urls import path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    path("os-services", views.ServicesView.as_view(), name="compute-services"),
+    path("os-services/<str:service_id>", views.ServiceView.as_view(), name="compute-service"),
+    path("os-hypervisors", views.HypervisorsView.as_view(), name="compute-hypervisors"),
+    path("os-hypervisors/detail", views.HypervisorsDetailView.as_view(), name="compute-hypervisors-detail"),
+    path("os-hypervisors/<str:pattern>/search", views.HypervisorSearchView.as_view()),
+    path("os-hypervisors/<str:pattern>/servers", views.HypervisorServersView.as_view()),
+    path("os-hypervisors/<str:hypervisor_id>", views.HypervisorView.as_view(), name="compute-hypervisor"),
+]

@@ -1,0 +1,168 @@
+"""Operating compute services across cells: list, enable/disable (with reason), force down,
+delete; and the hypervisors (compute nodes) view. Every cell is asked (scatter-gather)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from cells.context import target_cell
+from cells.models import CELL0_UUID, CellMapping, HostMapping
+from cells.scatter import failed, scatter_gather
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+
+from ..models import ComputeNode, Service
+from .servicegroup import service_is_up
+
+
+class ServiceNotFound(NotFound):
+    message = "Service %(service_id)s could not be found."
+
+
+class HypervisorNotFound(NotFound):
+    message = "Hypervisor with ID %(hypervisor_id)s could not be found."
+
+
+@dataclass
+class CellService:
+    service: Service
+    cell: CellMapping
+
+    @property
+    def up(self) -> bool:
+        return service_is_up(self.service)
+
+
+@dataclass
+class CellNode:
+    node: ComputeNode
+    service: Service | None
+    cell: CellMapping
+
+
+def _cells() -> list[CellMapping]:
+    return list(CellMapping.objects.exclude(uuid=CELL0_UUID))
+
+
+def service_list(*, host: str | None = None, binary: str | None = None) -> list[CellService]:
+    def per_cell(cell: CellMapping) -> list[CellService]:
+        qs = Service.objects.all().order_by("id")
+        if host:
+            qs = qs.filter(host=host)
+        if binary:
+            qs = qs.filter(binary=binary)
+        return [CellService(s, cell) for s in qs]
+
+    out: list[CellService] = []
+    for result in scatter_gather(per_cell, _cells()).values():
+        if not failed(result):
+            out.extend(result)  # type: ignore[arg-type]
+    return sorted(out, key=lambda cs: (cs.service.host, cs.service.binary))
+
+
+def service_get(service_id: str) -> CellService:
+    """By uuid (2.53+) or, with one cell holding it, by integer id."""
+    for cs in service_list():
+        if cs.service.uuid == service_id or str(cs.service.id) == str(service_id):
+            return cs
+    raise ServiceNotFound(service_id=service_id)
+
+
+def service_find(*, host: str, binary: str) -> CellService:
+    found = service_list(host=host, binary=binary)
+    if not found:
+        raise ServiceNotFound(service_id=f"{binary} on host {host}")
+    return found[0]
+
+
+def service_update(cs: CellService, *, status: str | None = None, disabled_reason: str | None = None,
+                   forced_down: bool | None = None) -> CellService:
+    """Enable/disable (reason only with disabled) and force down (nova-compute only)."""
+    if disabled_reason is not None and status != "disabled":
+        raise Invalid("Specifying 'disabled_reason' with status 'enabled' is invalid.")
+    if forced_down is not None and cs.service.binary != "nova-compute":
+        raise Invalid("Updating 'forced_down' is only supported for nova-compute services.")
+    service = cs.service
+    with target_cell(cs.cell):
+        if status is not None:
+            service.disabled = status == "disabled"
+            service.disabled_reason = disabled_reason if service.disabled else None
+        if forced_down is not None:
+            service.forced_down = forced_down
+        service.save()
+        if status is not None and service.binary == "nova-compute":
+            _sync_disabled_trait(service)
+    return cs
+
+
+def _sync_disabled_trait(service: Service) -> None:
+    from scheduling.placement import services as placement
+
+    for node in ComputeNode.objects.filter(service_id=service.id):
+        if not placement.ResourceProvider.objects.filter(uuid=node.uuid).exists():
+            continue  # not reported to placement yet: the resource tracker marks it on start-up
+        traits = set(placement.traits_get(rp=node.uuid))
+        traits.discard("COMPUTE_STATUS_DISABLED")
+        if service.disabled:
+            traits.add("COMPUTE_STATUS_DISABLED")
+        placement.traits_set(rp=node.uuid, traits=sorted(traits))
+
+
+def service_delete(cs: CellService) -> None:
+    """Delete a service; a compute hosting servers is a 409 (Nova)."""
+    from servers.models import Instance
+
+    service = cs.service
+    with target_cell(cs.cell):
+        if service.binary == "nova-compute" and Instance.objects.filter(host=service.host).exists():
+            raise Conflict("Unable to delete compute service that is hosting instances. Migrate or delete the "
+                           "instances first.")
+        nodes = list(ComputeNode.objects.filter(service_id=service.id))
+        with transaction.atomic(using=_alias(cs.cell)):
+            for node in nodes:
+                node.soft_delete()
+            service.soft_delete()
+    from scheduling.placement import services as placement
+
+    for node in nodes:
+        if placement.ResourceProvider.objects.filter(uuid=node.uuid).exists():
+            placement.provider_delete(rp=node.uuid)
+    if service.binary == "nova-compute":
+        HostMapping.objects.filter(host=service.host).delete()
+
+
+def _alias(cell: CellMapping) -> str:
+    from cells.registry import alias_for
+
+    return alias_for(cell)
+
+
+def node_list(*, hostname_pattern: str | None = None) -> list[CellNode]:
+    def per_cell(cell: CellMapping) -> list[CellNode]:
+        qs = ComputeNode.objects.all().order_by("id")
+        if hostname_pattern:
+            qs = qs.filter(hypervisor_hostname__contains=hostname_pattern)
+        services = {s.id: s for s in Service.objects.filter(binary="nova-compute")}
+        return [CellNode(n, services.get(n.service_id), cell) for n in qs]
+
+    out: list[CellNode] = []
+    for result in scatter_gather(per_cell, _cells()).values():
+        if not failed(result):
+            out.extend(result)  # type: ignore[arg-type]
+    return sorted(out, key=lambda cn: cn.node.hypervisor_hostname)
+
+
+def node_get(hypervisor_id: str) -> CellNode:
+    for cn in node_list():
+        if cn.node.uuid == hypervisor_id or str(cn.node.id) == str(hypervisor_id):
+            return cn
+    raise HypervisorNotFound(hypervisor_id=hypervisor_id)
+
+
+def node_servers(cn: CellNode) -> list[dict[str, Any]]:
+    from servers.models import Instance
+
+    with target_cell(cn.cell):
+        return [{"name": i.display_name, "uuid": i.uuid}
+                for i in Instance.objects.filter(host=cn.node.host, node=cn.node.hypervisor_hostname)]
