@@ -92,8 +92,12 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         ("2.54", "2.56", _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME}), "rebuild")),
         ("2.57", "2.89", _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA},
                                           drop=("personality",)), "rebuild")),
-        ("2.90", None, _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA,
-                                         "hostname": HOSTNAME}, drop=("personality",)), "rebuild")),
+        ("2.90", "2.92", _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA,
+                                           "hostname": HOSTNAME}, drop=("personality",)), "rebuild")),
+        # seed 1 (DESIGN.md 7.1): reimage_boot_volume from 2.93
+        ("2.93", None, _action(_rebuild({"description": DESCRIPTION, "key_name": KEY_NAME, "user_data": USER_DATA,
+                                         "hostname": HOSTNAME, "reimage_boot_volume": {"type": "boolean"}},
+                                        drop=("personality",)), "rebuild")),
     ),
     "resize": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"flavorRef": {"type": ["string", "integer"], "minLength": 1},
@@ -246,7 +250,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
             changes.update(key_name=keypair.name, key_data=keypair.public_key)
     admin_pass = body.get("adminPass") or generate_password()
     rebuild.server_rebuild(actor=view.ctx, instance=instance, cell=cell, image=image, changes=changes,
-                           admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")))
+                           admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
+                           version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
     server = render([record], version=view.version, actor=view.ctx)[0]
     server["adminPass"] = admin_pass

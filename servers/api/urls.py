@@ -58,3 +58,11 @@ urlpatterns += [
     path("servers/<str:server_id>/migrations", _migrations.ServerMigrationsView.as_view(),
          name="compute-server-migrations"),
 ]
+
+# --- os-server-external-events (servers/api/external_events.py, issue 7) ------------------------
+from . import external_events as _external_events  # noqa: E402
+
+urlpatterns += [
+    path("os-server-external-events", _external_events.ServerExternalEventsView.as_view(),
+         name="compute-server-external-events"),
+]

@@ -1,23 +1,91 @@
-"""Block devices of a build. Image-backed servers need none; volume support arrives with the
-volumes service (issue 7), until then a volume-backed build is refused clearly."""
+"""Block devices of a build: volumes are created (image → volume), attached through Cinder-style
+attachments (create with the host connector, complete → ``in-use``) and handed to the virt driver;
+on delete they are detached and the ``delete_on_termination`` ones deleted."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from cloudcore.core.context import RequestContext
 
 from ..models import BlockDeviceMapping, Instance
 
+log = logging.getLogger(__name__)
+
+
+def host_connector(instance: Instance) -> dict[str, Any]:
+    return {"host": instance.host, "initiator": f"iqn.cloudcore:{instance.host}", "platform": "x86_64",
+            "os_type": "linux", "multipath": False}
+
+
+def _device_name(index: int) -> str:
+    return "/dev/vd" + "abcdefghijklmnopqrstuvwxyz"[min(index, 25)]
+
+
+def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping) -> dict[str, Any]:
+    """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
+    from volumes import services as volumes
+
+    if not bdm.attachment_id:
+        bdm.attachment_id = volumes.attachment_create(ctx, volume_id=str(bdm.volume_id),
+                                                      instance_uuid=instance.uuid).id
+    att = volumes.attachment_update(ctx, attachment_id=bdm.attachment_id, connector=host_connector(instance),
+                                    mountpoint=bdm.device_name)
+    volumes.attachment_complete(ctx, attachment_id=att.id)
+    bdm.connection_info = att.connection_info
+    bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
+    return {"connection_info": att.connection_info, "mount_device": bdm.device_name, "boot_index": bdm.boot_index,
+            "delete_on_termination": bdm.delete_on_termination}
+
 
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
-    volumes = list(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"))
-    if volumes:
-        from .build import BuildAbortException
+    """Create missing volumes, attach every volume BDM. Raises BuildAbortException on a volume error."""
+    from volumes import services as volumes
+    from volumes.models import VolumeStatus
 
-        raise BuildAbortException(instance_uuid=instance.uuid, reason="volumes are not supported yet")
-    return {"block_device_mapping": [], "root_device_name": "/dev/vda"}
+    from .build import BuildAbortException
+
+    bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
+                  key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
+    mapping = []
+    owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
+    for index, bdm in enumerate(bdms):
+        if not bdm.device_name:
+            bdm.device_name = _device_name(index)
+            bdm.save(update_fields=["device_name", "updated_at"])
+        try:
+            if not bdm.volume_id and bdm.source_type in ("image", "blank"):
+                vol = volumes.volume_create(owner, size=bdm.volume_size,
+                                            image_id=bdm.image_id if bdm.source_type == "image" else None,
+                                            name="" if bdm.source_type == "image" else None,
+                                            volume_type=bdm.volume_type, run_now=True)
+                bdm.volume_id = vol.id
+                bdm.save(update_fields=["volume_id", "updated_at"])
+                if vol.status != VolumeStatus.AVAILABLE:
+                    raise BuildAbortException(instance_uuid=instance.uuid,
+                                              reason=f"Volume {vol.id} did not finish being created (status "
+                                                     f"{vol.status}).")
+            mapping.append(attach_bdm(ctx, instance, bdm))
+        except BuildAbortException:
+            raise
+        except Exception as exc:
+            raise BuildAbortException(instance_uuid=instance.uuid, reason=str(exc)) from exc
+    root = "/dev/vda" if not mapping else str(mapping[0]["mount_device"])
+    return {"block_device_mapping": mapping, "root_device_name": root}
 
 
 def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
-    """Volume attachments are released with the volumes service (issue 7); nothing to do yet."""
+    """Delete every attachment of the server; delete the volumes marked delete_on_termination."""
+    from volumes import services as volumes
+
+    for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid):
+        if bdm.is_volume and bdm.volume_id:
+            try:
+                if bdm.attachment_id:
+                    volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+                if bdm.delete_on_termination:
+                    vol = volumes.volume_get(None, bdm.volume_id)
+                    volumes.volume_delete(RequestContext.system(), vol, run_now=True)
+            except Exception:
+                log.exception("could not release volume %s of %s", bdm.volume_id, instance.uuid)
     BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)

@@ -57,7 +57,9 @@ def op(name: str, *, action: str, notification: str, event: str) -> Callable[[Op
 def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
     instance.refresh_from_db()
     old = instance.vm_state
-    if instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
+    if getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
+        instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
+    elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
                                TaskState.POWERING_ON, TaskState.REBOOTING):
         instance.task_state = None  # the guest is as it was: only the task is given up
     elif instance.task_state is not None:
@@ -217,14 +219,25 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
 
 @op("rebuild", action="rebuild", notification="rebuild", event="compute_rebuild_instance")
 def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: str | None = None,
-            preserve_ephemeral: bool = False) -> None:
-    """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF."""
+            preserve_ephemeral: bool = False, reimage_boot_volume: bool = False) -> None:
+    """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF.
+    ``reimage_boot_volume``: a volume-backed server's root volume is reimaged (``rebuild_bfv``)."""
     from networks.services import network_info
 
     from .build import image_meta
 
     was_stopped = instance.vm_state == VmState.STOPPED
     driver = driver_for(str(instance.host))
+    if reimage_boot_volume:
+        from .rebuild_bfv import rebuild_volume_backed
+
+        rebuild_volume_backed(ctx, instance, image_id=image_id, admin_pass=admin_pass, driver=driver)
+        return
+    if instance.is_volume_backed:  # before 2.93 (or reimage_boot_volume false): the volume's data is kept
+        from .rebuild_bfv import rebuild_volume_backed_keep_volume
+
+        rebuild_volume_backed_keep_volume(ctx, instance, admin_pass=admin_pass, driver=driver)
+        return
     driver.destroy(instance=instance, destroy_disks=not preserve_ephemeral)
     _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
     driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),

@@ -38,8 +38,10 @@ class ImageNotAcceptableForHost(Invalid):
 
 
 def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMapping, image: dict[str, Any],
-                   changes: dict[str, Any], admin_pass: str, preserve_ephemeral: bool = False) -> None:
-    """``changes``: Instance fields set by the rebuild (display_name, metadata, key_name, ...)."""
+                   changes: dict[str, Any], admin_pass: str, preserve_ephemeral: bool = False,
+                   version: tuple[int, ...] = (2, 1), reimage_boot_volume: bool | None = None) -> None:
+    """``changes``: Instance fields set by the rebuild (display_name, metadata, key_name, ...).
+    ``version``/``reimage_boot_volume``: seed 1's rules (``services.rebuild_bfv``)."""
     authorize(actor, "os_compute_api:servers:rebuild", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state == VmState.PENDING:
@@ -49,8 +51,12 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
                                admin_pass=admin_pass)
         return
     image_changed = image["id"] != instance.image_ref
-    if instance.is_volume_backed and image_changed:
-        raise VolumeBackedRebuildNotSupported()
+    from .rebuild_bfv import validate_volume_backed_rebuild
+
+    reimage = validate_volume_backed_rebuild(instance=instance, image=image, version=(version[0], version[1]),
+                                             reimage_boot_volume=reimage_boot_volume)
+    if instance.is_volume_backed:
+        image_changed = False  # the host is not re-validated: the volume carries the image (Nova)
     if image_changed and instance.host:
         _check_host_accepts(actor, instance, image)
     claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING, vm_states=REBUILD_STATES)
@@ -65,7 +71,7 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
             spec.spec = {**spec.spec, "image": image}
             spec.save(update_fields=["spec", "updated_at"])
     cast("rebuild", actor=actor, instance=instance, cell=cell, image_id=image["id"], admin_pass=admin_pass,
-         preserve_ephemeral=preserve_ephemeral)
+         preserve_ephemeral=preserve_ephemeral, **({"reimage_boot_volume": True} if reimage else {}))
 
 
 def _check_host_accepts(actor: RequestContext, instance: Instance, image: dict[str, Any]) -> None:

@@ -1,0 +1,104 @@
+"""``os-server-external-events``: events from Neutron/Cinder delivered to waiting compute operations.
+
+Waiting does not hold a worker slot the event needs: a waiter records the event it expects
+(``expect_event``) in the API database before it starts the operation that causes it; delivery
+marks that row received (or creates it received when the event comes first, as in eager tests);
+``wait_for_event`` polls the row with a timeout.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.utils import timezone
+
+from cells.models import InstanceMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import CloudcoreError
+from cloudcore.core.policy import authorize
+from volumes.models import InstanceEventRecord
+
+TAG_REQUIRED = ("volume-extended", "power-update", "accelerator-request-bound")
+EVENT_NAMES = ("network-changed", "network-vif-plugged", "network-vif-unplugged", "network-vif-deleted",
+               "volume-extended", "power-update", "accelerator-request-bound", "volume-reimaged")
+# the microversion from which an event name is accepted
+EVENT_MIN_VERSION = {"volume-extended": (2, 51), "power-update": (2, 76), "accelerator-request-bound": (2, 82),
+                     "volume-reimaged": (2, 93)}
+
+
+class InstanceEventTimeout(CloudcoreError):
+    message = "Timeout waiting for %(name)s event (tag %(tag)s) of instance %(instance_uuid)s"
+
+
+class InstanceEventFailed(CloudcoreError):
+    message = "Event %(name)s (tag %(tag)s) of instance %(instance_uuid)s reported status %(status)s"
+
+
+def expect_event(*, instance_uuid: str, name: str, tag: str) -> InstanceEventRecord:
+    """Register interest in an event before the operation that causes it starts."""
+    InstanceEventRecord.objects.filter(instance_uuid=instance_uuid, name=name, tag=tag).delete()
+    return InstanceEventRecord.objects.create(instance_uuid=instance_uuid, name=name, tag=tag, received=False)
+
+
+def wait_for_event(record: InstanceEventRecord, *, timeout: float, poll: float = 0.1) -> str:
+    """Wait until ``record`` is received; returns its status. Raises InstanceEventTimeout."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            row = InstanceEventRecord.objects.filter(pk=record.pk).values("received", "status").first()
+            if row is None or row["received"]:
+                return row["status"] if row else "completed"
+            if time.monotonic() >= deadline:
+                raise InstanceEventTimeout(instance_uuid=record.instance_uuid, name=record.name, tag=record.tag)
+            time.sleep(poll)
+    finally:
+        InstanceEventRecord.objects.filter(pk=record.pk).delete()
+
+
+def _deliver(instance_uuid: str, name: str, tag: str, status: str) -> None:
+    updated = InstanceEventRecord.objects.filter(instance_uuid=instance_uuid, name=name, tag=tag,
+                                                 received=False).update(received=True, status=status)
+    if not updated:  # nobody waits yet (or never will): keep it for a waiter that registers late
+        InstanceEventRecord.objects.create(instance_uuid=instance_uuid, name=name, tag=tag, status=status,
+                                           received=True, created_at=timezone.now())
+
+
+def server_external_events_create(actor: RequestContext, *, events: list[dict[str, Any]],
+                                  version: tuple[int, int]) -> tuple[int, list[dict[str, Any]]]:
+    """Accept each event for its server; returns (200 or 207, events with ``code``/``status``).
+
+    Per event: 404 unknown server, 422 a server with no host, 400 a required tag missing.
+    """
+    from cells.context import target_cell
+
+    from ..models import Instance
+
+    authorize(actor, "os_compute_api:os-server-external-events:create", {"project_id": actor.project_id})
+    result: list[dict[str, Any]] = []
+    accepted = 0
+    for ev in events:
+        out = {"name": ev["name"], "server_uuid": ev["server_uuid"], "status": ev.get("status", "completed")}
+        if "tag" in ev:
+            out["tag"] = ev["tag"]
+        mapping = InstanceMapping.objects.filter(instance_uuid=ev["server_uuid"]).select_related("cell").first()
+        instance = None
+        if mapping is not None and mapping.cell is not None:
+            with target_cell(mapping.cell):
+                instance = Instance.objects.filter(uuid=ev["server_uuid"]).first()
+        if instance is None:
+            out.update(code=404, status="failed")
+        elif ev["name"] in TAG_REQUIRED and not ev.get("tag"):
+            out.update(code=400, status="failed")
+        elif not instance.host:
+            out.update(code=422, status="failed")
+        else:
+            out["code"] = 200
+            accepted += 1
+            _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
+        result.append(out)
+    if accepted == 0:
+        from cloudcore.core.exceptions import NotFound
+
+        if all(e["code"] == 404 for e in result):
+            raise NotFound("No instances found for any event")
+    return (200 if accepted == len(result) else 207), result

@@ -1,0 +1,93 @@
+"""A libvirt ``dir`` storage pool backend.
+
+Volume files are raw files ``volume-<id>`` in the pool directory, written by this backend itself
+(libvirt's ``test://`` driver keeps pool volumes in memory only); libvirt is used to define the
+directory pool where the configured URI supports it.
+
+Fault injection (for tests and operators rehearsing failures): a file ``FAIL_<OPERATION>`` in the
+pool directory (``FAIL_REIMAGE``, ``FAIL_CREATE``, ``FAIL_DELETE``, ``FAIL_EXTEND``) makes the next
+such operation fail; the file is consumed by the failure.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+from . import VolumeBackendError
+
+log = logging.getLogger(__name__)
+GiB = 1024 ** 3
+
+
+class DirPoolBackend:
+    name = "pool"
+
+    def __init__(self, pool_dir: Path) -> None:
+        self.pool_dir = Path(pool_dir)
+        self.pool_dir.mkdir(parents=True, exist_ok=True)
+        self._define_pool()
+
+    def _define_pool(self) -> None:
+        uri = getattr(settings, "VOLUME_LIBVIRT_URI", "")
+        if not uri:
+            return
+        try:
+            import libvirt
+
+            conn = libvirt.open(uri)
+            try:
+                conn.storagePoolLookupByName("cloudcore-volumes")
+            except libvirt.libvirtError:
+                xml = (f"<pool type='dir'><name>cloudcore-volumes</name><target><path>{self.pool_dir}</path>"
+                       "</target></pool>")
+                pool = conn.storagePoolDefineXML(xml, 0)
+                pool.create(0)
+        except Exception:  # the pool is a convenience for operators; files are ours either way
+            log.warning("could not define the libvirt volume pool at %s", uri, exc_info=True)
+
+    def _fault(self, operation: str) -> None:
+        flag = self.pool_dir / f"FAIL_{operation.upper()}"
+        if flag.exists():
+            reason = flag.read_text().strip() or f"injected {operation} failure"
+            flag.unlink(missing_ok=True)
+            raise VolumeBackendError(reason)
+
+    def inject_fault(self, operation: str, reason: str = "") -> None:
+        (self.pool_dir / f"FAIL_{operation.upper()}").write_text(reason)
+
+    def path(self, volume_id: str) -> Path:
+        return self.pool_dir / f"volume-{volume_id}"
+
+    def create(self, volume_id: str, size_gb: int) -> str:
+        self._fault("create")
+        path = self.path(volume_id)
+        with open(path, "wb") as fh:
+            fh.truncate(size_gb * GiB)  # sparse
+        return str(path)
+
+    def delete(self, volume_id: str) -> None:
+        self._fault("delete")
+        self.path(volume_id).unlink(missing_ok=True)
+
+    def extend(self, volume_id: str, size_gb: int) -> None:
+        self._fault("extend")
+        with open(self.path(volume_id), "r+b") as fh:
+            fh.truncate(size_gb * GiB)
+
+    def copy_image(self, volume_id: str, image_path: Path, size_gb: int) -> None:
+        """Write the image's bytes at the start of the volume; the rest of the volume is zeroed
+        (reimage destroys every byte the volume held)."""
+        self._fault("reimage")
+        target = self.path(volume_id)
+        tmp = target.with_suffix(".tmp")
+        with open(image_path, "rb") as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+            if dst.tell() > size_gb * GiB:
+                tmp.unlink(missing_ok=True)
+                raise VolumeBackendError("image is larger than the volume")
+            dst.truncate(size_gb * GiB)
+        os.replace(tmp, target)

@@ -1,0 +1,361 @@
+"""Block storage services (Cinder's slice): volumes, attachments, reimage, extend.
+
+States follow Cinder: a volume is ``creating`` → ``available``; an attachment without connector
+makes it ``reserved``; updating the attachment with a connector makes it ``attaching`` and returns
+``connection_info``; ``attachment_complete`` makes it ``in-use``; deleting its last attachment makes
+it ``available`` again. Byte work (create from image, reimage, extend, delete) runs as tasks on the
+``volume`` queue against the storage backend (``volumes.backends``). A reimage finishes by posting
+``volume-reimaged`` (completed or failed) to every server the volume is attached to.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Invalid, NotFound
+
+from .backends import VolumeBackendError, get_backend
+from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
+
+log = logging.getLogger(__name__)
+DEFAULT_TYPE = "__DEFAULT__"
+GiB = 1024 ** 3
+
+
+class VolumeNotFound(NotFound):
+    message = "Volume %(volume_id)s could not be found."
+
+
+class VolumeAttachmentNotFound(NotFound):
+    message = "VolumeAttachment %(attachment_id)s could not be found."
+
+
+class InvalidVolume(Invalid):
+    message = "Invalid volume: %(reason)s"
+
+
+def default_volume_type() -> VolumeType:
+    vt, _ = VolumeType.objects.get_or_create(name=DEFAULT_TYPE, defaults={"description": "Default Volume Type"})
+    return vt
+
+
+def volume_get(ctx: RequestContext | None, volume_id: str) -> Volume:
+    vol = Volume.objects.filter(pk=volume_id).first()
+    if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
+                       and vol.project_id != ctx.project_id):
+        raise VolumeNotFound(volume_id=volume_id)
+    return vol
+
+
+def volume_list(ctx: RequestContext, *, all_tenants: bool = False) -> list[Volume]:
+    qs = Volume.objects.all().order_by("-created_at")
+    if not (ctx.is_admin and all_tenants):
+        qs = qs.filter(project_id=ctx.project_id)
+    return list(qs)
+
+
+def _enqueue(task_name: str, **kwargs: Any) -> None:
+    from . import tasks
+
+    task = getattr(tasks, task_name)
+    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, queue="volume"), using="default")
+
+
+def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
+                  description: str | None = None, image_id: str | None = None, multiattach: bool = False,
+                  availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
+                  volume_type: str | None = None, run_now: bool = False) -> Volume:
+    """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
+    backend work in this process (the compute's boot-from-volume path)."""
+    image_meta: dict[str, Any] = {}
+    if image_id:
+        from images.services import ImageNotFound, image_get_internal
+
+        try:
+            image = image_get_internal(image_id)
+        except ImageNotFound as exc:
+            raise Invalid(f"Invalid image identifier or unable to access requested image. ({image_id})") from exc
+        image_size = int(getattr(image, "size", 0) or 0)
+        min_gb = max(int(getattr(image, "min_disk", 0) or 0), math.ceil(image_size / GiB) if image_size else 1)
+        if size is None:
+            size = min_gb
+        if size < min_gb:
+            raise Invalid(f"Volume size {size}GB cannot be smaller than the image minDisk size {min_gb}GB.")
+        image_meta = {"image_id": image_id, "image_name": getattr(image, "name", "") or "",
+                      "container_format": getattr(image, "container_format", "bare") or "bare",
+                      "disk_format": getattr(image, "disk_format", "raw") or "raw",
+                      "size": str(image_size), "min_disk": str(getattr(image, "min_disk", 0) or 0),
+                      "min_ram": str(getattr(image, "min_ram", 0) or 0), "checksum": getattr(image, "checksum", "")}
+    if size is None or int(size) < 1:
+        raise Invalid("Invalid input received: 'size' must be an integer greater than 0.")
+    if volume_type:
+        vt = VolumeType.objects.filter(name=volume_type).first() or VolumeType.objects.filter(pk=volume_type).first()
+        if vt is None:
+            raise NotFound(f"Volume type with name {volume_type} could not be found.")
+    else:
+        vt = default_volume_type()
+    vol = Volume.objects.create(
+        name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
+        availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
+        user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, volume_image_metadata=image_meta,
+        metadata=metadata or {}, backend_name=get_backend().name,
+    )
+    if run_now:
+        volume_create_backend(vol.id)
+        vol.refresh_from_db()
+    else:
+        _enqueue("volume_create_task", volume_id=vol.id)
+    return vol
+
+
+def volume_create_backend(volume_id: str) -> None:
+    """The volume worker's half of a create: allocate the file, copy the image's bytes."""
+    vol = Volume.objects.get(pk=volume_id)
+    backend = get_backend()
+    try:
+        vol.provider_location = backend.create(vol.id, vol.size)
+        if vol.image_id:
+            from images.services import image_data_path
+
+            backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
+            vol.bootable = True
+        vol.status = VolumeStatus.AVAILABLE
+    except (VolumeBackendError, OSError) as exc:
+        log.warning("creating volume %s failed: %s", volume_id, exc)
+        vol.status = VolumeStatus.ERROR
+    vol.save(update_fields=["provider_location", "bootable", "status", "updated_at"])
+
+
+def volume_update(ctx: RequestContext, vol: Volume, *, changes: dict[str, Any]) -> Volume:
+    for key in ("name", "description", "metadata"):
+        if key in changes:
+            setattr(vol, key, changes[key])
+    vol.save()
+    return vol
+
+
+def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) -> None:
+    if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, VolumeStatus.ERROR_EXTENDING):
+        raise InvalidVolume(reason=f"Volume status must be available or error or error_restoring or "
+                                   f"error_extending or error_managing and must not be migrating, attached, "
+                                   f"belong to a group, have snapshots, awaiting a transfer, or be disassociated "
+                                   f"from snapshots after volume transfer. (status {vol.status})")
+    if vol.attachments.filter(deleted=False).exists():
+        raise InvalidVolume(reason="Volume cannot be deleted while attached.")
+    Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.DELETING, updated_at=timezone.now())
+    if run_now:
+        volume_delete_backend(vol.id)
+    else:
+        _enqueue("volume_delete_task", volume_id=vol.id)
+
+
+def volume_delete_backend(volume_id: str) -> None:
+    vol = Volume.objects.get(pk=volume_id)
+    try:
+        get_backend().delete(vol.id)
+    except (VolumeBackendError, OSError):
+        Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR_DELETING)
+        return
+    vol.status = VolumeStatus.DELETING
+    vol.save(update_fields=["status", "updated_at"])
+    vol.delete()  # soft delete
+
+
+def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
+    if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE):
+        raise InvalidVolume(reason=f"Volume status must be 'available' or 'in-use' to extend, currently "
+                                   f"{vol.status}.")
+    if int(new_size) <= vol.size:
+        raise Invalid(f"New size for extend must be greater than current size. (current: {vol.size}, "
+                      f"extended: {new_size}).")
+    prior = vol.status
+    Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.EXTENDING, updated_at=timezone.now())
+    _enqueue("volume_extend_task", volume_id=vol.id, new_size=int(new_size), prior_status=prior)
+
+
+def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> None:
+    vol = Volume.objects.get(pk=volume_id)
+    try:
+        get_backend().extend(vol.id, new_size)
+    except (VolumeBackendError, OSError):
+        Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR_EXTENDING)
+        return
+    Volume.objects.filter(pk=volume_id).update(status=prior_status, size=new_size, updated_at=timezone.now())
+    if prior_status == VolumeStatus.IN_USE:
+        _post_events(vol, "volume-extended", "completed")
+
+
+# --- attachments -------------------------------------------------------------------------------
+
+
+def _live_attachments(vol: Volume) -> list[VolumeAttachment]:
+    return list(vol.attachments.filter(deleted=False))
+
+
+def _refresh_volume_status(vol: Volume) -> None:
+    """Derive the volume status from its attachments (Cinder's rules)."""
+    atts = _live_attachments(vol)
+    if not atts:
+        status, attach_status = VolumeStatus.AVAILABLE, AttachStatus.DETACHED
+    elif any(a.attach_status == AttachStatus.ATTACHED for a in atts):
+        status, attach_status = VolumeStatus.IN_USE, AttachStatus.ATTACHED
+    elif any(a.attach_status == AttachStatus.ATTACHING for a in atts):
+        status, attach_status = VolumeStatus.ATTACHING, AttachStatus.ATTACHING
+    else:
+        status, attach_status = VolumeStatus.RESERVED, AttachStatus.RESERVED
+    Volume.objects.filter(pk=vol.pk).update(status=status, attach_status=attach_status, updated_at=timezone.now())
+    vol.status, vol.attach_status = status, attach_status
+
+
+def attachment_get(ctx: RequestContext | None, attachment_id: str) -> VolumeAttachment:
+    att = VolumeAttachment.objects.filter(pk=attachment_id, deleted=False).select_related("volume").first()
+    if att is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
+                       and att.volume.project_id != ctx.project_id):
+        raise VolumeAttachmentNotFound(attachment_id=attachment_id)
+    return att
+
+
+def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uuid: str | None,
+                      connector: dict[str, Any] | None = None, mode: str = "rw") -> VolumeAttachment:
+    """Reserve the volume for ``instance_uuid``; with a connector the attachment is also updated.
+
+    Allowed on an ``available`` volume, on a multiattach volume in use, and on a volume already
+    attached to the same instance (the root-volume rebuild creates its empty attachment this way).
+    """
+    with transaction.atomic(using="default"):
+        vol = Volume.objects.select_for_update().filter(pk=volume_id).first()
+        if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
+                           and vol.project_id != ctx.project_id):
+            raise VolumeNotFound(volume_id=volume_id)
+        live = _live_attachments(vol)
+        same_instance = bool(instance_uuid) and any(a.instance_uuid == instance_uuid for a in live)
+        ok = (vol.status in (VolumeStatus.AVAILABLE, VolumeStatus.DOWNLOADING)
+              or (vol.multiattach and vol.status in (VolumeStatus.IN_USE, VolumeStatus.RESERVED,
+                                                     VolumeStatus.ATTACHING))
+              or (same_instance and vol.status in (VolumeStatus.IN_USE, VolumeStatus.RESERVED)))
+        if not ok:
+            raise InvalidVolume(reason=f"Volume {volume_id} status must be available or downloading "
+                                       f"(status {vol.status}).")
+        att = VolumeAttachment.objects.create(volume=vol, instance_uuid=instance_uuid, attach_mode=mode,
+                                              attach_status=AttachStatus.RESERVED)
+        if not (same_instance and vol.status == VolumeStatus.IN_USE):
+            _refresh_volume_status(vol)
+    if connector:
+        att = attachment_update(ctx, attachment_id=att.id, connector=connector)
+    return att
+
+
+def _connection_info(vol: Volume, att: VolumeAttachment) -> dict[str, Any]:
+    path = get_backend().path(vol.id)
+    return {"driver_volume_type": "file", "attachment_id": att.id, "serial": vol.id,
+            "data": {"device_path": str(path), "name": f"volume-{vol.id}", "volume_id": vol.id,
+                     "access_mode": att.attach_mode, "encrypted": vol.encrypted}}
+
+
+def attachment_update(ctx: RequestContext | None, *, attachment_id: str, connector: dict[str, Any],
+                      mountpoint: str | None = None) -> VolumeAttachment:
+    att = attachment_get(ctx, attachment_id)
+    vol = att.volume
+    if vol.status == VolumeStatus.ERROR:
+        raise InvalidVolume(reason=f"Volume {vol.id} is in error status.")
+    att.connector = connector
+    att.attached_host = connector.get("host")
+    att.mountpoint = mountpoint or connector.get("mountpoint")
+    att.connection_info = _connection_info(vol, att)
+    att.attach_status = AttachStatus.ATTACHING
+    att.save()
+    _refresh_volume_status(vol)
+    return att
+
+
+def attachment_complete(ctx: RequestContext | None, *, attachment_id: str) -> VolumeAttachment:
+    att = attachment_get(ctx, attachment_id)
+    if att.attach_status != AttachStatus.ATTACHING and att.connector is None:
+        raise InvalidVolume(reason="attachment has no connector; update it before completing.")
+    att.attach_status = AttachStatus.ATTACHED
+    att.attach_time = timezone.now()
+    att.save(update_fields=["attach_status", "attach_time", "updated_at"])
+    _refresh_volume_status(att.volume)
+    return att
+
+
+def attachment_delete(ctx: RequestContext | None, *, attachment_id: str) -> None:
+    att = attachment_get(ctx, attachment_id)
+    att.attach_status = AttachStatus.DETACHED
+    att.detach_time = timezone.now()
+    att.save(update_fields=["attach_status", "detach_time", "updated_at"])
+    att.delete()
+    _refresh_volume_status(att.volume)
+
+
+# --- reimage ----------------------------------------------------------------------------------
+
+
+def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
+                   reimage_reserved: bool = False) -> None:
+    """Cinder 3.68 ``os-reimage``: write ``image_id`` over the whole volume (its data is destroyed).
+
+    The volume must be ``available`` or ``error`` (or ``reserved`` with ``reimage_reserved``); it
+    becomes ``downloading`` and the volume worker does the copy, then posts ``volume-reimaged``.
+    """
+    from images.services import ImageNotFound, image_get_internal
+
+    vol = volume_get(ctx, volume_id)
+    allowed = [VolumeStatus.AVAILABLE, VolumeStatus.ERROR] + ([VolumeStatus.RESERVED] if reimage_reserved else [])
+    if vol.status not in allowed:
+        raise InvalidVolume(reason=f"Volume status must be {', '.join(allowed)} (status {vol.status}).")
+    try:
+        image = image_get_internal(image_id)
+    except ImageNotFound as exc:
+        raise Invalid(f"Image {image_id} could not be found.") from exc
+    image_size = int(getattr(image, "size", 0) or 0)
+    if image_size > vol.size * GiB:
+        raise Invalid(f"Image {image_id} is larger than the volume ({vol.size} GB).")
+    prior = vol.status if vol.status != VolumeStatus.ERROR else VolumeStatus.AVAILABLE
+    updated = Volume.objects.filter(pk=vol.pk, status=vol.status).update(status=VolumeStatus.DOWNLOADING,
+                                                                         updated_at=timezone.now())
+    if not updated:
+        raise InvalidVolume(reason="volume status changed concurrently")
+    from .tasks import volume_reimage_task
+
+    # sent at once (not on commit): the status update above is already autocommitted, and a compute
+    # operation waits for the resulting event right after this call
+    volume_reimage_task.apply_async(kwargs={"volume_id": vol.id, "image_id": image_id, "prior_status": prior},
+                                    queue="volume")
+
+
+def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> None:
+    from images.services import image_data_path, image_get_internal
+
+    vol = Volume.objects.get(pk=volume_id)
+    try:
+        image = image_get_internal(image_id)
+        get_backend().copy_image(vol.id, image_data_path(image_id), vol.size)
+    except Exception as exc:
+        log.warning("reimage of volume %s failed: %s", volume_id, exc)
+        Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR, updated_at=timezone.now())
+        _post_events(vol, "volume-reimaged", "failed")
+        return
+    meta = {**(vol.volume_image_metadata or {}), "image_id": image_id, "image_name": image.name or "",
+            "size": str(int(getattr(image, "size", 0) or 0))}
+    Volume.objects.filter(pk=volume_id).update(status=prior_status, image_id=image_id, bootable=True,
+                                               volume_image_metadata=meta, updated_at=timezone.now())
+    _post_events(vol, "volume-reimaged", "completed")
+
+
+def _post_events(vol: Volume, name: str, status: str) -> None:
+    """Tell the compute API about the volume (Cinder posts to os-server-external-events)."""
+    from servers.services.external_events import server_external_events_create
+
+    instances = sorted({a.instance_uuid for a in _live_attachments(vol) if a.instance_uuid})
+    if not instances:
+        return
+    if (get_backend().pool_dir / "LOSE_EVENTS").exists():  # fault injection: the event never arrives
+        return
+    events = [{"name": name, "server_uuid": uuid, "tag": vol.id, "status": status} for uuid in instances]
+    server_external_events_create(RequestContext.system(), events=events, version=(2, 93))
