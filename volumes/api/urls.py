@@ -1,4 +1,21 @@
-"""URL routes of the volumes API (included by cloudcore/urls.py)."""
-from django.urls import path  # noqa: F401
+"""Cinder v3 routes, mounted at ``^volume/?``; every v3 path also answers with the project id in
+the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
+from django.urls import re_path
 
-urlpatterns: list = []
+from . import views
+
+P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
+
+urlpatterns = [
+    re_path(r"^$", views.VolumeVersionsView.as_view()),
+    re_path(r"^v3/?$", views.VolumeVersionsView.as_view()),
+    re_path(P + r"volumes/?$", views.VolumesView.as_view()),
+    re_path(P + r"volumes/detail/?$", views.VolumesDetailView.as_view()),
+    re_path(P + r"volumes/(?P<volume_id>[^/]+)/action/?$", views.VolumeActionView.as_view()),
+    re_path(P + r"volumes/(?P<volume_id>[^/]+)/?$", views.VolumeView.as_view()),
+    re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
+    re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
+    re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),
+    re_path(P + r"types/?$", views.TypesView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
+]

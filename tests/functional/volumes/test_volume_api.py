@@ -1,0 +1,100 @@
+"""The Cinder v3 subset through HTTP: version document, volumes from an image, the attachment state
+machine (3.27+), os-reimage (3.68) and its events, types; with and without the project in the URL."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.functional.volumes.conftest import IMAGE_A, IMAGE_B
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+
+V = "volume 3.70"
+
+
+def call(client: Any, method: str, path: str, body: Any = None, version: str = V) -> Any:
+    from django.test import TestCase
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return getattr(client, method)(path, body, format="json", HTTP_OPENSTACK_API_VERSION=version)
+
+
+def test_version_document(bfv: Any) -> None:
+    response = bfv.member().get("/volume/")
+    assert response.status_code == 300 and response.json()["versions"][0]["version"] == "3.70"
+
+
+def test_volume_from_image_lifecycle_and_attachments(bfv: Any) -> None:
+    from volumes.backends import get_backend
+
+    client = bfv.member()
+    # given a volume created from an image (project id in the URL, as clients build it)
+    created = call(client, "post", "/volume/v3/someproject/volumes", {"volume": {"size": 1, "imageRef": bfv.image_a,
+                                                                               "name": "boot"}})
+    assert created.status_code == 202, created.content
+    vid = created.json()["volume"]["id"]
+    vol = call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert vol["status"] == "available" and vol["bootable"] == "true"
+    assert vol["volume_image_metadata"]["image_id"] == bfv.image_a
+    assert get_backend().path(vid).read_bytes()[:len(IMAGE_A)] == IMAGE_A
+    assert response_header(call(client, "get", "/volume/v3/volumes/detail")) == V
+    # when an attachment is created without connector → reserved
+    att = call(client, "post", "/volume/v3/attachments", {"attachment": {"volume_uuid": vid,
+                                                                         "instance_uuid": None}}).json()
+    aid = att["attachment"]["id"]
+    assert status(client, vid) == "reserved"
+    # then an update with a connector returns connection_info and the volume is attaching
+    upd = call(client, "put", f"/volume/v3/attachments/{aid}", {"attachment": {"connector": {"host": "h1"}}})
+    assert upd.json()["attachment"]["connection_info"]["data"]["volume_id"] == vid
+    assert status(client, vid) == "attaching"
+    assert call(client, "post", f"/volume/v3/attachments/{aid}/action", {"os-complete": None}).status_code == 204
+    assert status(client, vid) == "in-use"
+    # an in-use volume cannot be deleted or reimaged
+    assert call(client, "delete", f"/volume/v3/volumes/{vid}").status_code == 400
+    reimage = {"os-reimage": {"image_id": bfv.image_b}}
+    assert call(client, "post", f"/volume/v3/volumes/{vid}/action", reimage).status_code == 400
+    assert call(client, "delete", f"/volume/v3/attachments/{aid}").status_code == 200
+    assert status(client, vid) == "available"
+    # os-reimage exists from 3.68 only, and writes the image's bytes
+    assert call(client, "post", f"/volume/v3/volumes/{vid}/action", reimage, version="volume 3.67").status_code == 400
+    assert call(client, "post", f"/volume/v3/volumes/{vid}/action", reimage).status_code == 202
+    assert status(client, vid) == "available"
+    assert get_backend().path(vid).read_bytes()[:len(IMAGE_B)] == IMAGE_B
+    assert call(client, "delete", f"/volume/v3/volumes/{vid}").status_code == 202
+    assert call(client, "get", f"/volume/v3/volumes/{vid}").status_code == 404
+
+
+def test_attachments_need_3_27_and_other_projects_see_nothing(bfv: Any) -> None:
+    client = bfv.member()
+    vid = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
+    assert call(client, "get", "/volume/v3/attachments", version="volume 3.26").status_code == 404
+    other = bfv.member("demo2", project="demo2")
+    assert call(other, "get", f"/volume/v3/volumes/{vid}").status_code == 404
+    assert call(client, "get", "/volume/v3/volumes/nope").json()["itemNotFound"]["code"] == 404
+
+
+def test_types_and_bad_size(bfv: Any) -> None:
+    client = bfv.member()
+    types = call(client, "get", "/volume/v3/types").json()["volume_types"]
+    assert [t["name"] for t in types] == ["__DEFAULT__"]
+    bad = call(client, "post", "/volume/v3/volumes", {"volume": {"size": "x"}})
+    assert bad.status_code == 400 and "badRequest" in bad.json()
+
+
+def test_reimage_backend_failure_puts_volume_in_error(bfv: Any) -> None:
+    from volumes.backends import get_backend
+
+    client = bfv.member()
+    vid = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
+    get_backend().inject_fault("reimage")
+    call(client, "post", f"/volume/v3/volumes/{vid}/action", {"os-reimage": {"image_id": bfv.image_b}})
+    assert status(client, vid) == "error"
+
+
+def status(client: Any, vid: str) -> str:
+    return call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["status"]
+
+
+def response_header(response: Any) -> str:
+    return response["OpenStack-API-Version"]

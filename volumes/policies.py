@@ -1,0 +1,21 @@
+"""Cinder's policy rules (names as Cinder's), registered in the one registry."""
+from cloudcore.core.policy import register
+
+_OWNER = "project_member_or_admin"
+_READER = "project_reader_or_admin"
+for _name, _check, _desc, _ops in [
+    ("volume:create", _OWNER, "Create a volume.", [("POST", "/volumes")]),
+    ("volume:get_all", _READER, "List volumes.", [("GET", "/volumes"), ("GET", "/volumes/detail")]),
+    ("volume:get", _READER, "Show a volume.", [("GET", "/volumes/{volume_id}")]),
+    ("volume:update", _OWNER, "Update a volume.", [("PUT", "/volumes/{volume_id}")]),
+    ("volume:delete", _OWNER, "Delete a volume.", [("DELETE", "/volumes/{volume_id}")]),
+    ("volume:extend", _OWNER, "Extend a volume.", [("POST", "/volumes/{volume_id}/action (os-extend)")]),
+    ("volume:reimage", _OWNER, "Reimage a volume (destroys its data).",
+     [("POST", "/volumes/{volume_id}/action (os-reimage)")]),
+    ("volume:attachment_create", _OWNER, "Create an attachment.", [("POST", "/attachments")]),
+    ("volume:attachment_update", _OWNER, "Update an attachment.", [("PUT", "/attachments/{attachment_id}")]),
+    ("volume:attachment_delete", _OWNER, "Delete an attachment.", [("DELETE", "/attachments/{attachment_id}")]),
+    ("volume:attachment_complete", _OWNER, "Complete an attachment.",
+     [("POST", "/attachments/{attachment_id}/action (os-complete)")]),
+]:
+    register(_name, _check, _desc, _ops)
