@@ -66,3 +66,13 @@ urlpatterns += [
     path("os-server-external-events", _external_events.ServerExternalEventsView.as_view(),
          name="compute-server-external-events"),
 ]
+
+# --- os-volume_attachments (servers/api/volume_attachments.py, issue 7) -------------------------
+from . import volume_attachments as _volume_attachments  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-volume_attachments", _volume_attachments.VolumeAttachmentsView.as_view(),
+         name="compute-volume-attachments"),
+    path("servers/<str:server_id>/os-volume_attachments/<str:volume_id>",
+         _volume_attachments.VolumeAttachmentView.as_view(), name="compute-volume-attachment"),
+]

@@ -89,3 +89,42 @@ def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
             except Exception:
                 log.exception("could not release volume %s of %s", bdm.volume_id, instance.uuid)
     BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)
+
+
+# --- attach / detach of a running server's volumes (os-volume_attachments) --------------------
+
+def _register_ops() -> None:
+    from .drivers import driver_for
+    from .ops import op
+
+    @op("attach_volume", action="attach_volume", notification="volume_attach", event="compute_attach_volume")
+    def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+        """Update the reserved attachment with this host's connector, complete it, attach the disk."""
+        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+        try:
+            info = attach_bdm(ctx, instance, bdm)
+            attach = getattr(driver_for(str(instance.host)), "attach_volume", None)
+            if attach is not None:  # a driver without volume support keeps the attachment as bookkeeping
+                attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+        except Exception:
+            from volumes import services as volumes
+
+            if bdm.attachment_id:
+                volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+            bdm.delete()
+            raise
+
+    @op("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
+    def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+        from volumes import services as volumes
+
+        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+        detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
+        if bdm.connection_info and detach is not None:
+            detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
+        if bdm.attachment_id:
+            volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+        bdm.delete()
+
+
+_register_ops()

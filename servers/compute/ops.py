@@ -391,3 +391,6 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, old_flavor=None, new_flavor=None,
          migration_context=None, system_metadata=sysmeta)
+
+
+from . import block_devices as _block_devices  # noqa: E402,F401  (registers attach_volume/detach_volume)

@@ -1,0 +1,107 @@
+"""``os-volume_attachments``: attach, detach, update (2.85 delete_on_termination) and list the
+volumes of a server. The API reserves the volume (an attachment without connector) and records the
+BDM; the compute host completes the attachment and attaches the disk (ops ``attach_volume`` /
+``detach_volume``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cells.models import CellMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.policy import authorize
+
+from ..choices import VmState
+from ..models import BlockDeviceMapping, Instance
+from .guards import check_not_locked
+from .power import cast, target
+
+
+class VolumeAttachmentNotFound(NotFound):
+    message = "volume_id not found: %(volume_id)s"
+
+
+class VolumeAlreadyAttached(Invalid):
+    message = "Invalid volume: volume %(volume_id)s already attached"
+
+
+class AttachInvalidState(Conflict):
+    message = "Cannot '%(method)s' instance %(instance_uuid)s while it is in vm_state %(state)s"
+
+
+def volume_bdms(instance: Instance) -> list[BlockDeviceMapping]:
+    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume")
+                .order_by("id"))
+
+
+def bdm_for_volume(instance: Instance, volume_id: str) -> BlockDeviceMapping:
+    bdm = BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, volume_id=volume_id,
+                                            destination_type="volume").first()
+    if bdm is None:
+        raise VolumeAttachmentNotFound(volume_id=volume_id)
+    return bdm
+
+
+def _check_state(instance: Instance, method: str) -> None:
+    if instance.vm_state not in (VmState.ACTIVE, VmState.STOPPED) or instance.task_state is not None:
+        raise AttachInvalidState(method=method, instance_uuid=instance.uuid,
+                                 state=instance.task_state or instance.vm_state)
+
+
+def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMapping, volume_id: str,
+                  device: str | None = None, tag: str | None = None,
+                  delete_on_termination: bool = False) -> BlockDeviceMapping:
+    """Reserve ``volume_id`` for the server and cast the attach to its host. 400 when the volume is
+    not available (or already attached here), 409 for a server state that cannot attach."""
+    from volumes import services as volumes
+
+    authorize(actor, "os_compute_api:os-volumes-attachments:create", target(instance))
+    check_not_locked(actor, instance)
+    _check_state(instance, "attach_volume")
+    if BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, volume_id=volume_id).exists():
+        raise VolumeAlreadyAttached(volume_id=volume_id)
+    try:
+        vol = volumes.volume_get(actor, volume_id)
+    except NotFound as exc:
+        raise NotFound(f"Volume {volume_id} could not be found.") from exc
+    att = volumes.attachment_create(actor, volume_id=vol.id, instance_uuid=instance.uuid)
+    used = {b.device_name for b in volume_bdms(instance)} | {"/dev/vda"}
+    if not device:
+        device = next(f"/dev/vd{c}" for c in "bcdefghijklmnopqrstuvwxyz" if f"/dev/vd{c}" not in used)
+    bdm = BlockDeviceMapping.objects.create(instance_uuid=instance.uuid, source_type="volume",
+                                            destination_type="volume", volume_id=vol.id, attachment_id=att.id,
+                                            device_name=device, tag=tag, delete_on_termination=delete_on_termination,
+                                            volume_size=vol.size)
+    from . import actions
+
+    actions.action_start(actor, instance_uuid=instance.uuid, action="attach_volume")
+    cast("attach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+    return bdm
+
+
+def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMapping, volume_id: str) -> None:
+    """Detach a non-root volume (the root volume cannot be detached: 400)."""
+    authorize(actor, "os_compute_api:os-volumes-attachments:delete", target(instance))
+    check_not_locked(actor, instance)
+    _check_state(instance, "detach_volume")
+    bdm = bdm_for_volume(instance, volume_id)
+    if bdm.boot_index == 0:
+        raise Invalid("Cannot detach a root device volume")
+    from . import actions
+
+    actions.action_start(actor, instance_uuid=instance.uuid, action="detach_volume")
+    cast("detach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+
+
+def volume_attachment_update(*, actor: RequestContext, instance: Instance, volume_id: str,
+                             changes: dict[str, Any]) -> BlockDeviceMapping:
+    """2.85: update ``delete_on_termination`` (swapping to another volume is not supported: 400)."""
+    authorize(actor, "os_compute_api:os-volumes-attachments:update", target(instance))
+    bdm = bdm_for_volume(instance, volume_id)
+    if changes.get("volumeId", volume_id) != volume_id:
+        authorize(actor, "os_compute_api:os-volumes-attachments:swap", target(instance))
+        raise Invalid("Swapping volumes is not supported by this cloud.")
+    if "delete_on_termination" in changes:
+        bdm.delete_on_termination = bool(changes["delete_on_termination"])
+        bdm.save(update_fields=["delete_on_termination", "updated_at"])
+    return bdm

@@ -1,0 +1,71 @@
+"""``os-volume_attachments``: attach an empty volume to a running server, fields per microversion,
+2.85 delete_on_termination update, detach, root volume not detachable, cleanup on delete."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+
+
+def new_volume(cloud: Any, client: Any) -> str:
+    from django.test import TestCase
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        r = client.post("/volume/v3/volumes", {"volume": {"size": 1}}, format="json")
+    return r.json()["volume"]["id"]
+
+
+def test_attach_show_update_detach(bfv: Any) -> None:
+    from volumes.models import Volume
+
+    client = bfv.member()
+    server = bfv.create_server(client, "vm1")
+    vid = new_volume(bfv, client)
+    path = f"servers/{server['id']}/os-volume_attachments"
+    # when a volume is attached with a tag (2.89 shape)
+    r = bfv.post(client, path, {"volumeAttachment": {"volumeId": vid, "tag": "data"}}, version="2.89")
+    assert r.status_code == 200, r.content
+    body = r.json()["volumeAttachment"]
+    assert body["volumeId"] == vid and body["tag"] == "data" and "id" not in body and body["bdm_uuid"]
+    # then the volume is in-use through a completed attachment
+    assert Volume.objects.get(pk=vid).status == "in-use"
+    listed = bfv.get(client, path, version="2.79").json()["volumeAttachments"]
+    assert listed[0]["id"] == vid and listed[0]["delete_on_termination"] is False and "attachment_id" not in listed[0]
+    assert "tag" not in bfv.get(client, f"{path}/{vid}", version="2.69").json()["volumeAttachment"]
+    # attaching the same volume again is a 400
+    assert bfv.post(client, path, {"volumeAttachment": {"volumeId": vid}}).status_code == 400
+    # 2.85 delete_on_termination update
+    upd = bfv.put(client, f"{path}/{vid}", {"volumeAttachment": {"volumeId": vid, "delete_on_termination": True}},
+                  version="2.85")
+    assert upd.status_code == 202
+    assert bfv.get(client, f"{path}/{vid}", version="2.85").json()["volumeAttachment"]["delete_on_termination"]
+    # detach
+    assert bfv.delete(client, f"{path}/{vid}").status_code == 202
+    assert Volume.objects.get(pk=vid).status == "available"
+    assert bfv.get(client, f"{path}/{vid}").status_code == 404
+
+
+def test_delete_on_termination_volume_goes_with_the_server(bfv: Any) -> None:
+    from volumes.models import Volume
+
+    client = bfv.member()
+    server = bfv.create_server(client, "vm1")
+    keep, drop = new_volume(bfv, client), new_volume(bfv, client)
+    path = f"servers/{server['id']}/os-volume_attachments"
+    bfv.post(client, path, {"volumeAttachment": {"volumeId": keep}}, version="2.79")
+    bfv.post(client, path, {"volumeAttachment": {"volumeId": drop, "delete_on_termination": True}}, version="2.79")
+    assert bfv.delete(client, f"servers/{server['id']}").status_code == 204
+    assert Volume.objects.get(pk=keep).status == "available"
+    assert not Volume.objects.filter(pk=drop).exists()
+
+
+def test_root_volume_cannot_be_detached(bfv: Any) -> None:
+    from tests.functional.volumes.test_rebuild_bfv import boot_bfv, root_volume
+
+    client = bfv.member()
+    server = boot_bfv(bfv, client)
+    _bdm, vol = root_volume(bfv, server["id"])
+    r = bfv.delete(client, f"servers/{server['id']}/os-volume_attachments/{vol.id}")
+    assert r.status_code == 400

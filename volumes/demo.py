@@ -1,0 +1,21 @@
+"""Demo block storage: the default volume type and the volume worker (queue ``volume``)."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from cloudcore.core.demo import DemoProcess
+
+
+def setup(out: Callable[[str], None]) -> None:
+    from .backends import get_backend
+    from .services import default_volume_type
+
+    vt = default_volume_type()
+    out(f"volume type {vt.name}; volume pool {get_backend().pool_dir}")
+
+
+def processes(env: dict[str, str]) -> list[DemoProcess]:
+    """The volume worker (create, delete, extend, reimage against the storage pool)."""
+    return [DemoProcess("volume", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "volume",
+                                   "-n", "volume@%h", "--pool", "solo", "--loglevel", "WARNING"])]
