@@ -1,0 +1,112 @@
+"""End to end against ``manage.py run_cloud`` (every process real: web, conductor, beat, four
+compute workers on libvirt's test driver) with the real ``openstack`` CLI only.
+
+The "done when" checks of the compute-host, build and server-action issues: four hosts up,
+a server ACTIVE on one of them, an impossible flavor ERROR (PENDING only with the option on),
+stop/start/reboot, shelve, offload, unshelve to a host at 2.91 (403 for a member), resize with
+confirm and revert, rebuild.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from .cloud import LiveCloud
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+
+def wait_status(cloud: LiveCloud, name: str, wanted: str, *, cloud_name: str = "cloudcore-demo",
+                timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    shown: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        shown = cloud.openstack_json("server", "show", name, cloud=cloud_name)
+        if shown["status"] == wanted:
+            return shown
+        time.sleep(0.5)
+    raise AssertionError(f"{name} is {shown.get('status')}, not {wanted}: {shown.get('fault')}\n{cloud.tail(30)}")
+
+
+@pytest.fixture(scope="module")
+def cloud(live_cloud: LiveCloud) -> LiveCloud:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        services = live_cloud.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
+        if len([s for s in services if s["State"] == "up"]) == 4:
+            return live_cloud
+        time.sleep(1)
+    raise AssertionError(f"compute hosts did not come up:\n{live_cloud.tail()}")
+
+
+def test_four_hosts_and_hypervisors(cloud: LiveCloud) -> None:
+    services = cloud.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
+    assert sorted((s["Host"], s["Zone"]) for s in services) == [
+        ("compute1", "az1"), ("compute2", "az1"), ("compute3", "az2"), ("compute4", "az2")]
+    hypervisors = cloud.openstack_json("hypervisor", "list", cloud="cloudcore-admin")
+    assert sorted(h["Hypervisor Hostname"] for h in hypervisors) == ["compute1", "compute2", "compute3", "compute4"]
+
+
+def test_boot_list_and_impossible_flavor(cloud: LiveCloud) -> None:
+    created = cloud.openstack_json("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network",
+                                   "demo-net", "--wait", "vm1")
+    assert created["status"] == "ACTIVE"
+    cloud.openstack("flavor", "create", "--vcpus", "1", "--ram", "512", "--disk", "5000", "m1.impossible",
+                    cloud="cloudcore-admin")
+    cloud.openstack("server", "create", "--flavor", "m1.impossible", "--image", "tiny", "--network", "demo-net",
+                    "nohost")
+    failed = wait_status(cloud, "nohost", "ERROR")
+    assert "No valid host was found" in json.dumps(failed.get("fault"))
+    listed = {s["Name"]: s["Status"] for s in cloud.openstack_json("server", "list")}
+    assert listed["vm1"] == "ACTIVE" and listed["nohost"] == "ERROR"
+    admin_view = cloud.openstack_json("server", "show", "vm1", "--os-compute-api-version", "2.53",
+                                      cloud="cloudcore-demo-admin")
+    assert admin_view["status"] == "ACTIVE"
+    cloud.openstack("server", "delete", "--wait", "nohost")
+
+
+def test_power_actions_and_rebuild(cloud: LiveCloud) -> None:
+    cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                    "--wait", "pwr")
+    cloud.openstack("server", "stop", "pwr")
+    wait_status(cloud, "pwr", "SHUTOFF")
+    cloud.openstack("server", "start", "pwr")
+    wait_status(cloud, "pwr", "ACTIVE")
+    cloud.openstack("server", "reboot", "--hard", "pwr")
+    wait_status(cloud, "pwr", "ACTIVE")
+    cloud.openstack("server", "rebuild", "--image", "tiny", "pwr")
+    wait_status(cloud, "pwr", "ACTIVE")
+
+
+def test_shelve_offload_unshelve_to_host(cloud: LiveCloud) -> None:
+    cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                    "--availability-zone", "az2", "--wait", "shelvy")
+    cloud.openstack("server", "shelve", "shelvy")
+    wait_status(cloud, "shelvy", "SHELVED_OFFLOADED")  # SHELVED_OFFLOAD_TIME 0: offloaded at once
+    denied = cloud.openstack("--os-compute-api-version", "2.91", "server", "unshelve", "--host", "compute3",
+                             "shelvy", check=False)
+    assert denied.returncode != 0 and "os_compute_api:os-shelve:unshelve_to_host" in denied.stderr
+    cloud.openstack("--os-compute-api-version", "2.91", "server", "unshelve", "--host", "compute3", "shelvy",
+                    cloud="cloudcore-demo-admin")
+    wait_status(cloud, "shelvy", "ACTIVE")
+    hosts = {s["Name"]: s for s in cloud.openstack_json("server", "list", "--all-projects", "--long",
+                                                      cloud="cloudcore-admin")}
+    assert hosts["shelvy"]["Host"] == "compute3"
+
+
+def test_resize_confirm_and_revert(cloud: LiveCloud) -> None:
+    cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                    "--wait", "rsz")
+    cloud.openstack("server", "resize", "--flavor", "m1.small", "rsz")
+    wait_status(cloud, "rsz", "VERIFY_RESIZE")
+    cloud.openstack("server", "resize", "confirm", "rsz")
+    shown = wait_status(cloud, "rsz", "ACTIVE")
+    assert "m1.small" in json.dumps(shown["flavor"])
+    cloud.openstack("server", "resize", "--flavor", "m1.medium", "rsz")
+    wait_status(cloud, "rsz", "VERIFY_RESIZE")
+    cloud.openstack("server", "resize", "revert", "rsz")
+    shown = wait_status(cloud, "rsz", "ACTIVE")
+    assert "m1.small" in json.dumps(shown["flavor"])
