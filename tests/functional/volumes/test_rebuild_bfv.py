@@ -307,3 +307,24 @@ def test_scenario_16_server_without_host_is_422(bfv: Any, settings: Any) -> None
     events = [{"name": "volume-reimaged", "server_uuid": s["id"], "tag": "t"} for s in (server, other)]
     response = bfv.post(admin, "os-server-external-events", {"events": events}, version="2.93")
     assert response.status_code == 207 and [e["code"] for e in response.json()["events"]] == [200, 422]
+
+
+def test_scenario_7_attachment_create_error_restores_the_server(bfv: Any) -> None:
+    # given the volume API refuses the empty attachment (nothing changed on the volume)
+    from volumes import services as volumes
+
+    client = bfv.member()
+    server = boot_bfv(bfv, client, stopped=True)
+    _bdm, vol = root_volume(bfv, server["id"])
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise volumes.InvalidVolume(reason="backend unavailable")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(volumes, "attachment_create", refuse)
+        assert rebuild(bfv, client, server["id"], bfv.image_b).status_code == 202
+    # then (DESIGN 7.1, the seed's rule) the action failed and the server is back SHUTOFF, data kept
+    shown = bfv.show(client, server["id"])
+    assert shown["status"] == "SHUTOFF" and shown["OS-EXT-STS:task_state"] is None
+    _bdm, vol = root_volume(bfv, server["id"])
+    assert vol.status == "in-use" and volume_bytes(vol.id, len(IMAGE_A)) == IMAGE_A

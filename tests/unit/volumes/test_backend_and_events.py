@@ -1,0 +1,54 @@
+"""The directory pool backend (real files, fault injection) and the external-event waiter."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from volumes.backends import VolumeBackendError
+from volumes.backends.pool import DirPoolBackend, GiB
+
+
+def test_pool_creates_sparse_volume_and_reimage_overwrites_everything(tmp_path: Path) -> None:
+    backend = DirPoolBackend(tmp_path / "pool")
+    backend.create("v1", 1)
+    path = backend.path("v1")
+    assert path.stat().st_size == GiB
+    with open(path, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"old data")
+    image = tmp_path / "img"
+    image.write_bytes(b"new image")
+    backend.copy_image("v1", image, 1)
+    data = path.read_bytes()
+    assert data[:9] == b"new image" and b"old data" not in data[:8192] and len(data) == GiB
+
+
+def test_injected_fault_fails_once(tmp_path: Path) -> None:
+    backend = DirPoolBackend(tmp_path / "pool")
+    backend.create("v1", 1)
+    image = tmp_path / "img"
+    image.write_bytes(b"x")
+    backend.inject_fault("reimage", "boom")
+    with pytest.raises(VolumeBackendError, match="boom"):
+        backend.copy_image("v1", image, 1)
+    backend.copy_image("v1", image, 1)  # the flag is consumed
+
+
+@pytest.mark.django_db(databases=["default"])
+def test_event_before_wait_and_timeout() -> None:
+    from servers.services.external_events import InstanceEventTimeout, _deliver, expect_event, wait_for_event
+
+    # given a waiter registered first, an event delivered before the wait starts is seen (eager mode)
+    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
+    _deliver("i1", "volume-reimaged", "v1", "failed")
+    assert wait_for_event(record, timeout=1) == "failed"
+    # and no event in time is a timeout
+    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
+    with pytest.raises(InstanceEventTimeout):
+        wait_for_event(record, timeout=0.2, poll=0.05)
+    # a stale event from before the registration does not satisfy a new wait
+    _deliver("i1", "volume-reimaged", "v2", "completed")
+    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v2")
+    with pytest.raises(InstanceEventTimeout):
+        wait_for_event(record, timeout=0.1, poll=0.05)
