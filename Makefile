@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PIP := .venv/bin/pip
-APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev
+APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev chromium
 PGPORT ?= 55432
 REDIS_PORT ?= 56379
 PG_URL := postgres://postgres@127.0.0.1:$(PGPORT)
