@@ -86,7 +86,9 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @console_view(admin=True)
 def hosts(request: HttpRequest) -> HttpResponse:
-    return _page(request, "console/hosts.html", {"rows": selectors.host_rows()})
+    from hosts.management.commands.compute import refusals
+
+    return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals()})
 
 
 @console_view(admin=True)

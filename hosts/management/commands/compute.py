@@ -29,8 +29,38 @@ from cloudcore.core.exceptions import InvalidConfiguration
 log = logging.getLogger("hosts.compute")
 
 
+REFUSAL_FILE = "startup-refusal.json"
+
+
 def default_state_path(host: str) -> Path:
     return Path(settings.STATE_PATH) / host
+
+
+def record_refusal(state_path: Path, host: str, message: str) -> None:
+    """Leave the refusal where operators (and the console's hosts page) see it: in the host's state
+    path, never in a database (a refused start writes nothing there)."""
+    import json
+
+    state_path.mkdir(parents=True, exist_ok=True)
+    (state_path / REFUSAL_FILE).write_text(json.dumps({"host": host, "message": message,
+                                                       "when": timezone.now().isoformat()}))
+
+
+def clear_refusal(state_path: Path) -> None:
+    (state_path / REFUSAL_FILE).unlink(missing_ok=True)
+
+
+def refusals() -> list[dict[str, str]]:
+    """The start-up refusals recorded under STATE_PATH (newest first)."""
+    import json
+
+    found = []
+    for path in Path(settings.STATE_PATH).glob(f"*/{REFUSAL_FILE}"):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda r: r.get("when", ""), reverse=True)
 
 
 class Command(BaseCommand):
@@ -70,7 +100,9 @@ class Command(BaseCommand):
             plan = check_startup(host=host, cell=cell, driver=driver, state_path=state_path, config_file=config)
         except InvalidConfiguration as exc:
             self.stderr.write(f"ERROR: compute {host} refuses to start: {exc}")
+            record_refusal(state_path, host, str(exc))
             raise SystemExit(1) from None
+        clear_refusal(state_path)
         if o["check_only"]:
             self.stdout.write(f"compute {host}: start-up checks passed (node {plan.node_uuid})")
             return

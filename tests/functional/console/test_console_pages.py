@@ -90,3 +90,14 @@ def test_unknown_console_page_is_html_404() -> None:
     response = Client().get("/no-such-page/")
     assert response.status_code == 404
     assert b"Back to the console" in response.content
+
+
+def test_hosts_page_shows_identity_refusals(cells: dict, settings: object) -> None:
+    from pathlib import Path
+
+    from hosts.management.commands.compute import record_refusal
+
+    record_refusal(Path(settings.STATE_PATH) / "compute9", "compute9", "My node X has host 'a' but my host is 'b'")
+    client = login("admin", "admin", ["admin"])
+    body = client.get("/hosts/").content.decode()
+    assert "Start-up refusals" in body and "compute9" in body and "my host is" in body

@@ -109,6 +109,12 @@ def test_host_rename_is_refused(site: Site) -> None:
     before = site.snapshot()
     result = site.compute("compute1-renamed", "--check-only")
     refused(site, result, before, f"My node {node_uuid} has host 'compute1' but my host is 'compute1-renamed'")
+    # the refusal is left for operators in the host's state path (the console lists it)
+    record = json.loads((site.var / "compute1" / "startup-refusal.json").read_text())
+    assert record["host"] == "compute1-renamed" and "Possible rename detected" in record["message"]
+    # and a good start clears it
+    assert site.compute("compute1", "--check-only").returncode == 0
+    assert not (site.var / "compute1" / "startup-refusal.json").exists()
 
 
 def test_hypervisor_hostname_change_is_refused(site: Site) -> None:
