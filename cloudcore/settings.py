@@ -208,3 +208,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- volumes (issue 7) -------------------------------------------------------------------------
+# libvirt URI on which the volume pool is also defined as a libvirt ``dir`` pool (empty: files only)
+VOLUME_LIBVIRT_URI = env_str("VOLUME_LIBVIRT_URI", "")

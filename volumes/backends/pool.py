@@ -39,9 +39,8 @@ class DirPoolBackend:
             import libvirt
 
             conn = libvirt.open(uri)
-            try:
-                conn.storagePoolLookupByName("cloudcore-volumes")
-            except libvirt.libvirtError:
+            self._conn = conn  # the test:// driver keeps its pools only while the connection lives
+            if "cloudcore-volumes" not in {p.name() for p in conn.listAllStoragePools()}:
                 xml = (f"<pool type='dir'><name>cloudcore-volumes</name><target><path>{self.pool_dir}</path>"
                        "</target></pool>")
                 pool = conn.storagePoolDefineXML(xml, 0)

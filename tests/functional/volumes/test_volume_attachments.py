@@ -69,3 +69,22 @@ def test_root_volume_cannot_be_detached(bfv: Any) -> None:
     _bdm, vol = root_volume(bfv, server["id"])
     r = bfv.delete(client, f"servers/{server['id']}/os-volume_attachments/{vol.id}")
     assert r.status_code == 400
+
+
+def test_boot_from_an_existing_bootable_volume(bfv: Any) -> None:
+    from django.test import TestCase
+
+    from volumes.models import Volume
+
+    client = bfv.member()
+    # given a bootable volume made from an image (openstack server create --volume VOL)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        vid = client.post("/volume/v3/volumes", {"volume": {"size": 1, "imageRef": bfv.image_a}},
+                          format="json").json()["volume"]["id"]
+    bdm = [{"boot_index": 0, "uuid": vid, "source_type": "volume", "destination_type": "volume"}]
+    server = bfv.create_server(client, "vm-vol", image=None, block_device_mapping_v2=bdm)
+    # then the server is ACTIVE on it, the volume in-use and kept after the server is deleted
+    assert bfv.show(client, server["id"])["status"] == "ACTIVE"
+    assert Volume.objects.get(pk=vid).status == "in-use"
+    bfv.delete(client, f"servers/{server['id']}")
+    assert Volume.objects.get(pk=vid).status == "available"

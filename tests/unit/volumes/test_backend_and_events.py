@@ -52,3 +52,10 @@ def test_event_before_wait_and_timeout() -> None:
     record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v2")
     with pytest.raises(InstanceEventTimeout):
         wait_for_event(record, timeout=0.1, poll=0.05)
+
+
+def test_pool_is_defined_on_the_configured_libvirt_uri(tmp_path: Path, settings: object) -> None:
+    settings.VOLUME_LIBVIRT_URI = "test:///default"  # type: ignore[attr-defined]
+    backend = DirPoolBackend(tmp_path / "pool")
+    pool = backend._conn.storagePoolLookupByName("cloudcore-volumes")
+    assert pool.isActive() and str(tmp_path / "pool") in pool.XMLDesc()
