@@ -49,3 +49,27 @@ def test_member_launches_a_server_and_sees_it_active(page: Any, live_server: Any
     page.goto(live_server.url + "/servers/")
     assert page.locator("tr", has_text="web1").locator(".status").inner_text() == "ACTIVE"
     shot(page, "servers-list")
+
+
+def test_admin_shelves_and_unshelves_to_a_host(page: Any, live_server: Any, live_cloud_objects: Cloud) -> None:
+    from tests.apihelpers import auth_client
+
+    admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
+    client = auth_client(admin_user, admin_project)
+    server = live_cloud_objects.create_server(client, "shelvy", availability_zone="az2")
+    login(page, live_server.url, "admin", "pw")
+    page.goto(f"{live_server.url}/servers/{server['id']}/")
+    assert page.locator("h1 .status").inner_text() == "ACTIVE"
+    # shelve (offloaded at once with SHELVED_OFFLOAD_TIME 0)
+    page.click("button[value=shelve]")
+    page.wait_for_function("document.querySelector('h1 .status').innerText === 'SHELVED_OFFLOADED'")
+    shot(page, "server-shelved")
+    # unshelve to compute4, picked in the form
+    page.locator("select[name=host]").select_option("compute4")
+    page.click("button[value=unshelve]")
+    page.wait_for_function("document.querySelector('h1 .status').innerText === 'ACTIVE'")
+    assert "compute4" in page.locator("main").inner_text()
+    shot(page, "server-unshelved")
+    # the actions table tells the story
+    actions = page.locator("section", has_text="Actions and events").inner_text()
+    assert "unshelve" in actions and "shelve" in actions
