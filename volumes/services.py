@@ -52,10 +52,18 @@ def volume_get(ctx: RequestContext | None, volume_id: str) -> Volume:
     return vol
 
 
-def volume_list(ctx: RequestContext, *, all_tenants: bool = False) -> list[Volume]:
+def volume_list(ctx: RequestContext, *, all_tenants: bool = False,
+                filters: dict[str, Any] | None = None) -> list[Volume]:
+    """The caller's volumes (every project's for an admin with ``all_tenants``); ``filters``:
+    ``name``, ``status``, ``bootable`` (exact match, as the clients' name lookups need)."""
     qs = Volume.objects.all().order_by("-created_at")
     if not (ctx.is_admin and all_tenants):
         qs = qs.filter(project_id=ctx.project_id)
+    for key, value in (filters or {}).items():
+        if key in ("name", "status"):
+            qs = qs.filter(**{key: value})
+        elif key == "bootable":
+            qs = qs.filter(bootable=str(value).lower() in ("true", "1"))
     return list(qs)
 
 

@@ -102,7 +102,9 @@ CREATE_SCHEMA = {"type": "object", "required": ["volume"], "properties": {"volum
 class VolumesView(VolumeAPIView):
     def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
         self.authorize("volume:get_all")
-        vols = services.volume_list(self.ctx, all_tenants=bool(request.query_params.get("all_tenants")))
+        filters = {k: request.query_params[k] for k in ("name", "status", "bootable") if k in request.query_params}
+        vols = services.volume_list(self.ctx, all_tenants=bool(request.query_params.get("all_tenants")),
+                                    filters=filters)
         if detail:
             return Response({"volumes": [volume_body(request, v, self.v) for v in vols]})
         return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}

@@ -328,3 +328,14 @@ def test_scenario_7_attachment_create_error_restores_the_server(bfv: Any) -> Non
     assert shown["status"] == "SHUTOFF" and shown["OS-EXT-STS:task_state"] is None
     _bdm, vol = root_volume(bfv, server["id"])
     assert vol.status == "in-use" and volume_bytes(vol.id, len(IMAGE_A)) == IMAGE_A
+
+
+def test_external_event_tag_required_and_volume_extended(bfv: Any) -> None:
+    admin = bfv.admin()
+    client = bfv.member()
+    server = bfv.create_server(client, "vm1")
+    events = [{"name": "volume-extended", "server_uuid": server["id"]},
+              {"name": "network-vif-plugged", "server_uuid": server["id"], "status": "completed"}]
+    response = bfv.post(admin, "os-server-external-events", {"events": events}, version="2.51")
+    assert response.status_code == 207 and [e["code"] for e in response.json()["events"]] == [400, 200]
+    assert bfv.post(admin, "os-server-external-events", {"events": []}, version="2.93").status_code == 400

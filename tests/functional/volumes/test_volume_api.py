@@ -98,3 +98,11 @@ def status(client: Any, vid: str) -> str:
 
 def response_header(response: Any) -> str:
     return response["OpenStack-API-Version"]
+
+
+def test_list_filters_by_name_for_client_lookups(bfv: Any) -> None:
+    client = bfv.member()
+    call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "name": "data"}})
+    call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "name": "other"}})
+    found = call(client, "get", "/volume/v3/volumes/detail?name=data").json()["volumes"]
+    assert [v["name"] for v in found] == ["data"]
