@@ -158,6 +158,10 @@ class VolumeView(VolumeAPIView):
 
 
 class VolumeActionView(VolumeAPIView):
+    """Volume actions: ``os-extend`` and, from 3.68, ``os-reimage`` (``image_id``,
+    ``reimage_reserved``). Reimaging destroys all data on the volume: every byte is replaced by
+    the image."""
+
     def post(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         body = self.body() or {}
