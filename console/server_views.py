@@ -145,6 +145,7 @@ ACTION_RULES = {
     "reset_state": "os_compute_api:os-admin-actions:reset_state",
     "delete": "os_compute_api:servers:delete",
     "lock": "os_compute_api:os-lock-server:lock",
+    "create_image": "os_compute_api:servers:create_image",
 }
 
 
@@ -175,6 +176,8 @@ def _action_body(op: str, post: Any) -> dict[str, Any] | None:
         return {"os-resetState": {"state": post.get("state", "error")}}
     if op == "lock":
         return {"lock": None}
+    if op == "create_image":
+        return {"createImage": {"name": post.get("image_name", "").strip()}}
     if op == "unlock":
         return {"unlock": None}
     return None

@@ -111,6 +111,11 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
             "host": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}},
             "additionalProperties": False}, "migrate")),
     ),
+    "createImage": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 255},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}}},
+        "required": ["name"], "additionalProperties": False}, "createImage"))),
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
@@ -286,3 +291,19 @@ def _revert(view: ServerActionView, request: Any, instance: Instance, cell: Any,
     from ..services import resize
 
     resize.server_revert_resize(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("createImage")
+def _create_image(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                  body: dict[str, Any]) -> Response:
+    from django.conf import settings
+
+    from ..services.snapshot import server_create_image
+
+    image_id = server_create_image(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
+                                  metadata=body.get("metadata") or {})
+    if view.version >= (2, 45):
+        return Response({"image_id": image_id}, status=202)
+    response = Response(status=202)
+    response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"
+    return response

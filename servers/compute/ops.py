@@ -60,7 +60,8 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
     if getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
         instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
     elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
-                               TaskState.POWERING_ON, TaskState.REBOOTING):
+                               TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
+                               TaskState.IMAGE_UPLOADING):
         instance.task_state = None  # the guest is as it was: only the task is given up
     elif instance.task_state is not None:
         instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone
@@ -394,3 +395,24 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
 
 
 from . import block_devices as _block_devices  # noqa: E402,F401  (registers attach_volume/detach_volume)
+
+
+@op("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
+def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
+    """Write the guest's disk to the queued snapshot image and activate it."""
+    from images import services as images
+
+    image = images.image_get_internal(image_id)
+    _set(instance, task_state=TaskState.IMAGE_UPLOADING)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "snapshot"
+            driver_for(str(instance.host)).snapshot(instance=instance, target_path=target)
+            images.image_activate_from_file(image, target)
+    except Exception:
+        from images.models import Image
+
+        Image.objects.filter(id=image_id).update(status="killed")
+        _set(instance, task_state=None)
+        raise
+    _set(instance, task_state=None)
