@@ -150,6 +150,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
         "polling_interval": 0.1,
     }
+    # The filesystem transport has no broadcast: remote control would only make every worker
+    # rewrite the shared pidbox exchange file at start-up (a race that can crash a worker).
+    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_DEFAULT_QUEUE = "conductor"
