@@ -126,5 +126,40 @@ def _register_ops() -> None:
             volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
         bdm.delete()
 
+    @op("swap_volume", action="swap_volume", notification="volume_swap", event="compute_swap_volume")
+    def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volume_id: str,
+                    new_attachment_id: str) -> None:
+        """Copy the old volume's data into the new one, attach it in the old one's place and release
+        the old volume; on failure the new attachment is dropped and the old volume stays."""
+        from volumes import services as volumes
+        from volumes.backends import get_backend
+
+        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+        old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
+        driver = driver_for(str(instance.host))
+        try:
+            backend = get_backend()
+            old_path, new_path = backend.path(str(old_volume_id)), backend.path(new_volume_id)
+            with open(old_path, "rb") as src, open(new_path, "r+b") as dst:
+                while block := src.read(1024 * 1024):
+                    dst.write(block)
+            bdm.volume_id, bdm.attachment_id = new_volume_id, new_attachment_id
+            info = attach_bdm(ctx, instance, bdm)
+        except Exception:
+            volumes.attachment_delete(None, attachment_id=new_attachment_id)
+            BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
+                                                                attachment_id=old_attachment_id,
+                                                                connection_info=old_info)
+            raise
+        bdm.save(update_fields=["volume_id", "attachment_id", "connection_info", "updated_at"])
+        detach = getattr(driver, "detach_volume", None)
+        if old_info and detach is not None:
+            detach(instance=instance, connection_info=old_info, mountpoint=str(bdm.device_name))
+        attach = getattr(driver, "attach_volume", None)
+        if attach is not None:
+            attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+        if old_attachment_id:
+            volumes.attachment_delete(None, attachment_id=old_attachment_id)
+
 
 _register_ops()

@@ -93,14 +93,43 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
     cast("detach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
 
 
+def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceMapping,
+                 new_volume_id: str) -> BlockDeviceMapping:
+    from cells.context import current_cell
+    from volumes import services as volumes
+
+    authorize(actor, "os_compute_api:os-volumes-attachments:swap", target(instance))
+    check_not_locked(actor, instance)
+    _check_state(instance, "swap_volume")
+    if BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, volume_id=new_volume_id).exists():
+        raise VolumeAlreadyAttached(volume_id=new_volume_id)
+    try:
+        new = volumes.volume_get(actor, new_volume_id)
+    except NotFound as exc:
+        raise NotFound(f"Volume {new_volume_id} could not be found.") from exc
+    if new.status != "available":
+        raise Invalid(f"Invalid volume: volume {new_volume_id} status must be available")
+    att = volumes.attachment_create(actor, volume_id=new.id, instance_uuid=instance.uuid)
+    from . import actions
+
+    actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")
+    cell = current_cell()
+    assert cell is not None
+    cast("swap_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid, new_volume_id=new.id,
+         new_attachment_id=att.id)
+    return bdm
+
+
 def volume_attachment_update(*, actor: RequestContext, instance: Instance, volume_id: str,
                              changes: dict[str, Any]) -> BlockDeviceMapping:
-    """2.85: update ``delete_on_termination`` (swapping to another volume is not supported: 400)."""
-    authorize(actor, "os_compute_api:os-volumes-attachments:update", target(instance))
+    """2.85: update ``delete_on_termination``; a different ``volumeId`` swaps the volume (admin,
+    Nova's swap_volume): the new volume is reserved here, the host copies the data over, attaches
+    the new volume in the old one's place and releases the old one (back to ``available``)."""
     bdm = bdm_for_volume(instance, volume_id)
-    if changes.get("volumeId", volume_id) != volume_id:
-        authorize(actor, "os_compute_api:os-volumes-attachments:swap", target(instance))
-        raise Invalid("Swapping volumes is not supported by this cloud.")
+    new_volume_id = changes.get("volumeId", volume_id)
+    if new_volume_id != volume_id:
+        return _volume_swap(actor=actor, instance=instance, bdm=bdm, new_volume_id=new_volume_id)
+    authorize(actor, "os_compute_api:os-volumes-attachments:update", target(instance))
     if "delete_on_termination" in changes:
         bdm.delete_on_termination = bool(changes["delete_on_termination"])
         bdm.save(update_fields=["delete_on_termination", "updated_at"])

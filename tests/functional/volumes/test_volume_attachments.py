@@ -88,3 +88,32 @@ def test_boot_from_an_existing_bootable_volume(bfv: Any) -> None:
     assert Volume.objects.get(pk=vid).status == "in-use"
     bfv.delete(client, f"servers/{server['id']}")
     assert Volume.objects.get(pk=vid).status == "available"
+
+
+def test_swap_volume_copies_data_and_releases_the_old_volume(bfv: Any) -> None:
+    from volumes.backends import get_backend
+    from volumes.models import Volume
+
+    client = bfv.member()
+    admin = bfv.admin()
+    server = bfv.create_server(client, "vm1")
+    old, new = new_volume(bfv, client), new_volume(bfv, client)
+    path = f"servers/{server['id']}/os-volume_attachments"
+    assert bfv.post(client, path, {"volumeAttachment": {"volumeId": old}}).status_code == 200
+    with open(get_backend().path(old), "r+b") as fh:
+        fh.write(b"DATA-ON-THE-OLD-VOLUME")
+    # a member may not swap (admin rule)
+    assert bfv.put(client, f"{path}/{old}", {"volumeAttachment": {"volumeId": new}}).status_code == 403
+    # when an admin swaps it for the new volume
+    response = bfv.put(admin, f"{path}/{old}", {"volumeAttachment": {"volumeId": new}})
+    assert response.status_code == 202, response.content
+    # then the new volume holds the data and is attached in the old one's place; the old is free
+    assert get_backend().path(new).read_bytes().startswith(b"DATA-ON-THE-OLD-VOLUME")
+    assert Volume.objects.get(pk=new).status == "in-use" and Volume.objects.get(pk=old).status == "available"
+    listed = bfv.get(client, path).json()["volumeAttachments"]
+    assert [a["volumeId"] for a in listed] == [new]
+    # swapping to a volume that is not available is a 400
+    assert bfv.put(admin, f"{path}/{new}", {"volumeAttachment": {"volumeId": new}}, version="2.85").status_code == 202
+    other = new_volume(bfv, client)
+    bfv.post(client, path, {"volumeAttachment": {"volumeId": other}})
+    assert bfv.put(admin, f"{path}/{new}", {"volumeAttachment": {"volumeId": other}}).status_code == 400
