@@ -272,6 +272,23 @@ def _cast_next(ctx: RequestContext, op_name: str, host: str | None, instance: In
                                         "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
 
 
+def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
+    """Spawn the server on its (new) host with its ports bound there; powered off when it was
+    stopped before the move. Returns the resulting power state."""
+    from networks.services import network_info, ports_rebind_host
+
+    from .build import image_meta
+
+    ports_rebind_host(instance.uuid, instance.host)
+    driver = driver_for(str(instance.host))
+    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    if powered_off:
+        driver.power_off(instance=instance)
+        return PowerState.SHUTDOWN
+    return PowerState.RUNNING
+
+
 def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
     return {"flavor": flavor, "vcpus": int(flavor.get("vcpus", 0)), "memory_mb": int(flavor.get("memory_mb", 0)),
             "root_gb": int(flavor.get("root_gb", 0)), "ephemeral_gb": int(flavor.get("ephemeral_gb", 0))}
@@ -295,10 +312,8 @@ def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: st
 @op("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
 def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
-    from networks.services import network_info, ports_rebind_host
 
     from ..choices import MigrationStatus
-    from .build import image_meta
 
     migration = _migration(migration_uuid)
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
@@ -311,14 +326,7 @@ def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     instance.migration_context = {"migration_id": migration.id, "migration_uuid": migration.uuid,
                                   "old_host": migration.source_compute, "new_host": migration.dest_compute}
     instance.save()
-    ports_rebind_host(instance.uuid, instance.host)
-    driver = driver_for(str(instance.host))
-    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
-    power = PowerState.RUNNING
-    if old_vm_state == VmState.STOPPED:
-        driver.power_off(instance=instance)
-        power = PowerState.SHUTDOWN
+    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     migration.status = MigrationStatus.FINISHED
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, vm_state=VmState.RESIZED, task_state=None, power_state=power)
@@ -372,22 +380,13 @@ def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     event="compute_finish_revert_resize")
 def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: the old guest comes back, powered on only if it was ACTIVE before the move."""
-    from networks.services import network_info, ports_rebind_host
 
     from ..choices import MigrationStatus
-    from .build import image_meta
 
     migration = _migration(migration_uuid)
     sysmeta = dict(instance.system_metadata or {})
     old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
-    ports_rebind_host(instance.uuid, instance.host)
-    driver = driver_for(str(instance.host))
-    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
-    power = PowerState.RUNNING
-    if old_vm_state == VmState.STOPPED:
-        driver.power_off(instance=instance)
-        power = PowerState.SHUTDOWN
+    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     migration.status = MigrationStatus.REVERTED
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, old_flavor=None, new_flavor=None,
