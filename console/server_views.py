@@ -146,6 +146,7 @@ ACTION_RULES = {
     "delete": "os_compute_api:servers:delete",
     "lock": "os_compute_api:os-lock-server:lock",
     "create_image": "os_compute_api:servers:create_image",
+    "migrate": "os_compute_api:os-migrate-server:migrate",
 }
 
 
@@ -176,6 +177,9 @@ def _action_body(op: str, post: Any) -> dict[str, Any] | None:
         return {"os-resetState": {"state": post.get("state", "error")}}
     if op == "lock":
         return {"lock": None}
+    if op == "migrate":
+        host = post.get("host")
+        return {"migrate": {"host": host} if host else None}
     if op == "create_image":
         return {"createImage": {"name": post.get("image_name", "").strip()}}
     if op == "unlock":

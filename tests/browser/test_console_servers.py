@@ -73,3 +73,25 @@ def test_admin_shelves_and_unshelves_to_a_host(page: Any, live_server: Any, live
     # the actions table tells the story
     actions = page.locator("section", has_text="Actions and events").inner_text()
     assert "unshelve" in actions and "shelve" in actions
+
+
+def test_admin_migrates_and_confirms_from_the_console(page: Any, live_server: Any, live_cloud_objects: Cloud) -> None:
+    from tests.apihelpers import auth_client
+
+    admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
+    server = live_cloud_objects.create_server(auth_client(admin_user, admin_project), "mover",
+                                              availability_zone="az1")
+    login(page, live_server.url, "admin", "pw")
+    page.goto(f"{live_server.url}/servers/{server['id']}/")
+    source = "compute1" if "compute1" in page.locator("main").inner_text() else "compute2"
+    target = "compute2" if source == "compute1" else "compute1"
+    page.locator("form", has=page.locator("button[value=migrate]")).locator("select[name=host]").select_option(target)
+    page.click("button[value=migrate]")
+    page.wait_for_function("document.querySelector('h1 .status').innerText === 'VERIFY_RESIZE'")
+    shot(page, "server-verify-resize")
+    page.click("button[value=confirm]")
+    page.wait_for_function("document.querySelector('h1 .status').innerText === 'ACTIVE'")
+    assert target in page.locator("main").inner_text()
+    page.goto(f"{live_server.url}/migrations/")
+    assert "confirmed" in page.locator("#migration-table").inner_text()
+    shot(page, "migrations-confirmed")
