@@ -165,11 +165,13 @@ class Cloud:
     def add_host(self, host: str, *, cell: str, zone: str | None, vcpus: int = 4, memory_mb: int = 8192,
                  disk_gb: int = 40) -> Any:
         from cells.models import HostMapping
+        from hosts.services.startup import SERVICE_VERSION
         from scheduling.placement import services as placement
         from servers.compute.drivers import register_driver
         from tests.factories import ComputeNodeFactory, ServiceFactory
 
-        service = ServiceFactory(cell=self.cells[cell], host=host, last_seen_up=timezone.now())
+        service = ServiceFactory(cell=self.cells[cell], host=host, last_seen_up=timezone.now(),
+                                 version=SERVICE_VERSION)
         node = ComputeNodeFactory(cell=self.cells[cell], host=host, service=service, vcpus=vcpus,
                                   memory_mb=memory_mb, local_gb=disk_gb, cpu_info='{"arch": "x86_64"}')
         HostMapping.objects.get_or_create(host=host, defaults={"cell": self.cells[cell]})

@@ -415,3 +415,4 @@ def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
         _set(instance, task_state=None)
         raise
     _set(instance, task_state=None)
+from . import cross_cell as _cross_cell  # noqa: E402,F401  (registers the cross-cell operations)

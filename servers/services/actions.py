@@ -67,10 +67,10 @@ def event_finish(
     if exc is not None:
         ev.traceback = "".join(tb.format_exception(exc))[-65000:]
         ev.details = details or str(exc)[:1000]
-        action = ev.action
-        action.message = "Error"
-        action.save(update_fields=["message"])
-    ev.save(update_fields=["finish_time", "result", "traceback", "details"])
+        InstanceAction.all_objects.filter(pk=ev.action_id).update(message="Error")
+    # An update, not a save: a cross-cell move may have hard-deleted this cell's copy meanwhile.
+    InstanceActionEvent.all_objects.filter(pk=ev.pk).update(
+        finish_time=ev.finish_time, result=ev.result, traceback=ev.traceback, details=ev.details)
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
 from cloudcore.core.orchestration import Step, run_steps
-from cloudcore.core.policy import authorize, can
+from cloudcore.core.policy import authorize
 from scheduling.models import RequestSpec
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
@@ -119,7 +119,9 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
 
     allocations_move(from_consumer_uuid=instance.uuid, to_consumer_uuid=migration.uuid,
                      project_id=instance.project_id, user_id=instance.user_id)
-    allow_cross_cell = can(actor, CROSS_CELL_RULE, target(instance))
+    from .cross_cell import cross_cell_allowed
+
+    allow_cross_cell = cross_cell_allowed(actor, instance)
     from ..tasks import resize_instance_task
 
     payload = {"ctx": actor.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
@@ -262,6 +264,11 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
         raise InstanceInvalidState(method="confirmResize", instance_uuid=instance.uuid, attr="vm_state",
                                    state=instance.vm_state)
     migration = _finished_migration(instance)
+    if migration.cross_cell_move:
+        from .cross_cell import cross_cell_confirm
+
+        cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration)
+        return
     migration.status = MigrationStatus.CONFIRMING
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
@@ -274,6 +281,11 @@ def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell
 
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:
+        return
+    if migration.cross_cell_move:
+        from .cross_cell import cross_cell_confirm
+
+        cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration, synchronous=True)
         return
     migration.status = MigrationStatus.CONFIRMING
     migration.save(update_fields=["status", "updated_at"])
@@ -291,6 +303,11 @@ def server_revert_resize(*, actor: RequestContext, instance: Instance, cell: Cel
     migration.status = MigrationStatus.REVERTING
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="revertResize")
+    if migration.cross_cell_move:
+        from .cross_cell import cross_cell_revert
+
+        cross_cell_revert(actor=actor, instance=instance, cell=cell, migration=migration)
+        return
     _cast(actor, "revert_resize", instance.host, instance, cell, migration_uuid=migration.uuid)
 
 

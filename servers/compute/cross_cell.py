@@ -1,0 +1,208 @@
+"""The compute hosts' half of a cross-cell move (``servers.services.cross_cell``): prep at the
+source, finish at the destination, confirm at the source, revert at the destination then finish
+at the source. Each runs on its host's ``compute.<host>`` queue with the right cell targeted."""
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.utils import timezone
+
+from cells.context import target_cell
+from cells.models import CellMapping
+from cloudcore.core.context import RequestContext
+
+from ..choices import MigrationStatus, PowerState, TaskState, VmState
+from ..models import Instance, Migration
+from ..services import actions
+from ..services import cross_cell as xc
+from .drivers import driver_for
+from .ops import OPS, _apply_flavor, _set, _spawn_here
+
+log = logging.getLogger(__name__)
+
+
+def register(name: str, event: str, action: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+            ev = actions.event_start(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
+                                     action_name=action)
+            try:
+                fn(ctx, instance, **kwargs)
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                actions.event_finish(ev, exc=exc)
+                return
+            actions.event_finish(ev)
+
+        OPS[name] = run
+        return fn
+
+    return wrap
+
+
+def _cells(**uuids: str) -> dict[str, CellMapping]:
+    return {k: CellMapping.objects.get(uuid=v) for k, v in uuids.items()}
+
+
+@register("cross_cell_prep_at_source", "compute_prep_snapshot_based_resize_at_source", "resize")
+def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str, target_cell_uuid: str,
+                   dest_host: str) -> None:
+    from images import services as images
+    from networks.models import Port
+    from networks.services import port_binding_activate
+
+    from ..tasks import compute_op_task
+
+    cells = _cells(target=target_cell_uuid)
+    source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
+    xc.notify(ctx, "instance.resize.start", instance)
+    driver = driver_for(str(instance.host))
+    image_id, destroyed = None, False
+    try:
+        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.MIGRATING)
+        driver.power_off(instance=instance)
+        if not instance.is_volume_backed:
+            image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-resize-temp",
+                                                 instance_uuid=instance.uuid)
+            image_id = image.id
+            with tempfile.TemporaryDirectory() as tmp:
+                target = Path(tmp) / "snapshot"
+                driver.snapshot(instance=instance, target_path=target)
+                images.image_activate_from_file(image, target)
+        driver.destroy(instance=instance, destroy_disks=False)
+        destroyed = True
+        for port in Port.objects.filter(device_id=instance.uuid):
+            port_binding_activate(port.id, dest_host)
+    except Exception as exc:
+        xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
+                             target=cells["target"], dest_host=dest_host, exc=exc, guest_destroyed=destroyed,
+                             image_id=image_id)
+        raise
+    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.POST_MIGRATING)
+    _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
+    xc.notify(ctx, "instance.resize.end", instance)
+    compute_op_task.apply_async(kwargs={
+        "ctx": ctx.to_dict(), "op": "cross_cell_finish_at_dest", "instance_uuid": instance.uuid,
+        "cell_uuid": target_cell_uuid, "migration_uuid": migration_uuid, "source_cell_uuid": source.uuid,
+        "image_id": image_id}, queue=f"compute.{dest_host}")
+
+
+@register("cross_cell_finish_at_dest", "compute_finish_snapshot_based_resize_at_dest", "resize")
+def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str,
+                   image_id: str | None) -> None:
+    """Runs with the target cell targeted, on the destination host, on the hidden copy."""
+    from cells.context import current_cell
+    from images.models import Image
+    from images.services import image_data_path
+
+    cells = _cells(source=source_cell_uuid)
+    target = current_cell()
+    assert target is not None
+    migration = Migration.objects.get(uuid=migration_uuid)
+    instance = Instance.all_objects.get(uuid=instance.uuid)
+    xc.notify(ctx, "instance.resize_finish.start", instance)
+    old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
+    try:
+        instance.host, instance.node = migration.dest_compute, migration.dest_node
+        instance.compute_id = migration.dest_compute_id
+        for key, value in _apply_flavor(instance, migration.new_flavor or instance.flavor).items():
+            setattr(instance, key, value)
+        instance.old_flavor, instance.new_flavor = migration.old_flavor, migration.new_flavor
+        instance.task_state = TaskState.RESIZE_FINISH
+        if image_id:
+            instance.image_ref, original = image_id, instance.image_ref
+        instance.save()
+        power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+        if image_id:
+            instance.image_ref = original
+    except Exception as exc:
+        with target_cell(cells["source"]):
+            xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid,
+                                 source=cells["source"], target=target, dest_host=migration.dest_compute, exc=exc,
+                                 guest_destroyed=True, image_id=image_id)
+        raise
+    if image_id:
+        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+        image_data_path(image_id).unlink(missing_ok=True)
+    migration.status = MigrationStatus.FINISHED
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=VmState.RESIZED, task_state=None, power_state=power, image_ref=instance.image_ref)
+    xc.flip_to(instance.uuid, visible=target, hidden=cells["source"])
+    xc.notify(ctx, "instance.resize_finish.end", instance)
+
+
+@register("cross_cell_confirm", "compute_confirm_snapshot_based_resize_at_source", "confirmResize")
+def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
+    """Target cell targeted: clean the source host and cell, finish the server in the target."""
+    from scheduling.placement.services import allocations_delete
+
+    cells = _cells(source=source_cell_uuid)
+    migration = Migration.objects.get(uuid=migration_uuid)
+    xc.notify(ctx, "instance.resize_confirm.start", instance)
+    try:
+        with target_cell(cells["source"]):
+            source_copy = Instance.all_objects.filter(uuid=instance.uuid).first()
+            if source_copy is not None:
+                driver_for(str(migration.source_compute)).destroy(instance=source_copy, destroy_disks=True)
+    except Exception:  # the source host's disks may already be gone; the confirm still finishes
+        log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
+    xc.hard_delete_rows(instance.uuid, cells["source"])
+    allocations_delete(consumer_uuid=migration.uuid)
+    migration.status = MigrationStatus.CONFIRMED
+    migration.save(update_fields=["status", "updated_at"])
+    sysmeta = dict(instance.system_metadata or {})
+    sysmeta.pop("old_vm_state", None)
+    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
+    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
+         system_metadata=sysmeta)
+    actions.action_finish(ctx, instance_uuid=instance.uuid)
+    xc.notify(ctx, "instance.resize_confirm.end", instance)
+
+
+@register("cross_cell_revert_at_dest", "compute_revert_snapshot_based_resize_at_dest", "revertResize")
+def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
+    """Target cell targeted: switch the mapping back first, then clean the destination."""
+    from cells.context import current_cell
+    from networks.models import Port, PortBinding
+    from networks.services import port_binding_activate, port_binding_delete
+    from scheduling.placement.services import allocations_delete, allocations_move
+
+    from ..tasks import compute_op_task
+
+    cells = _cells(source=source_cell_uuid)
+    target = current_cell()
+    assert target is not None
+    migration = Migration.objects.get(uuid=migration_uuid)
+    xc.notify(ctx, "instance.resize_revert.start", instance)
+    xc.flip_to(instance.uuid, visible=cells["source"], hidden=target)
+    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+    for port in Port.objects.filter(device_id=instance.uuid):
+        PortBinding.objects.get_or_create(port=port, host=str(migration.source_compute))
+        port_binding_activate(port.id, str(migration.source_compute))
+        port_binding_delete(port.id, str(migration.dest_compute))
+    allocations_delete(consumer_uuid=instance.uuid)
+    allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
+                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    xc.hard_delete_rows(instance.uuid, target)
+    compute_op_task.apply_async(kwargs={
+        "ctx": ctx.to_dict(), "op": "cross_cell_finish_revert", "instance_uuid": instance.uuid,
+        "cell_uuid": cells["source"].uuid, "migration_uuid": migration_uuid},
+        queue=f"compute.{migration.source_compute}")
+
+
+@register("cross_cell_finish_revert", "compute_finish_revert_snapshot_based_resize_at_source", "revertResize")
+def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source cell targeted: the source guest comes back, powered on only if it was ACTIVE."""
+    actions.action_start(ctx, instance_uuid=instance.uuid, action="revertResize")
+    sysmeta = dict(instance.system_metadata or {})
+    old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
+    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTED, updated_at=timezone.now())
+    _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, hidden=False, old_flavor=None,
+         new_flavor=None, migration_context=None, system_metadata=sysmeta)
+    actions.action_finish(ctx, instance_uuid=instance.uuid)
+    xc.notify(ctx, "instance.resize_revert.end", instance)
