@@ -110,3 +110,45 @@ def test_resize_confirm_and_revert(cloud: LiveCloud) -> None:
     cloud.openstack("server", "resize", "revert", "rsz")
     shown = wait_status(cloud, "rsz", "ACTIVE")
     assert "m1.small" in json.dumps(shown["flavor"])
+
+
+def test_cross_cell_resize_confirm_then_back_and_revert(cloud: LiveCloud) -> None:
+    """Seed 5 with real processes: with the rule granted to the demo project, a server in cell1
+    (its hosts disabled) is resized into cell2, listed once, confirmed (cell1 copy gone), moved
+    back into cell1 (no duplicate keys) and reverted."""
+    import subprocess
+    import sys
+
+    from .cloud import ROOT
+
+    def services(action: str, *hosts: str) -> None:
+        for host in hosts:
+            cloud.openstack("compute", "service", "set", f"--{action}", host, "nova-compute", cloud="cloudcore-admin")
+
+    granted = subprocess.run([sys.executable, "manage.py", "policy", "grant", "compute:servers:resize:cross_cell",
+                              "--project", "demo"], cwd=ROOT, env=cloud.env, capture_output=True, text=True)
+    assert granted.returncode == 0, granted.stderr
+    services("disable", "compute3", "compute4")
+    try:
+        cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                        "--wait", "xc")
+        services("enable", "compute3", "compute4")
+        services("disable", "compute1", "compute2")
+        cloud.openstack("server", "resize", "--flavor", "m1.small", "xc", cloud="cloudcore-demo-admin")
+        wait_status(cloud, "xc", "VERIFY_RESIZE")
+        admin_rows = {s["Name"]: s for s in cloud.openstack_json("server", "list", "--all-projects", "--long",
+                                                               cloud="cloudcore-admin")}
+        assert admin_rows["xc"]["Host"] in ("compute3", "compute4")
+        assert [s["Name"] for s in cloud.openstack_json("server", "list")].count("xc") == 1
+        cloud.openstack("server", "resize", "confirm", "xc", cloud="cloudcore-demo-admin")
+        wait_status(cloud, "xc", "ACTIVE")
+        # back into cell1 after the confirm, then revert
+        services("enable", "compute1", "compute2")
+        services("disable", "compute3", "compute4")
+        cloud.openstack("server", "resize", "--flavor", "m1.medium", "xc", cloud="cloudcore-demo-admin")
+        wait_status(cloud, "xc", "VERIFY_RESIZE")
+        cloud.openstack("server", "resize", "revert", "xc", cloud="cloudcore-demo-admin")
+        shown = wait_status(cloud, "xc", "ACTIVE")
+        assert "m1.small" in json.dumps(shown["flavor"])
+    finally:
+        services("enable", "compute1", "compute2", "compute3", "compute4")
