@@ -193,6 +193,7 @@ QUOTA_RAM = env_int("QUOTA_RAM", 51200, minimum=-1)
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
+LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
 PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
 
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------

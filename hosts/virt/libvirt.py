@@ -44,8 +44,12 @@ def write_test_node(state_path: Path, *, hostname: str, vcpus: int, memory_mb: i
 class LibvirtDriver:
     capabilities = {"supports_rebuild_bfv": True, "supports_attach_volume": True}
 
-    def __init__(self, *, host: str, uri: str, state_path: Path) -> None:
+    def __init__(self, *, host: str, uri: str, state_path: Path, virt_type: str | None = None) -> None:
+        from django.conf import settings
+
         self.host = host
+        #: "kvm", "qemu" (TCG) or "auto" (kvm when /dev/kvm exists): settings.LIBVIRT_VIRT_TYPE
+        self.virt_type = virt_type or getattr(settings, "LIBVIRT_VIRT_TYPE", "auto")
         self.uri = uri
         self.state_path = Path(state_path)
         self._lock = threading.RLock()
@@ -124,7 +128,9 @@ class LibvirtDriver:
             if ramdisk:
                 boot += f"<initrd>{escape(ramdisk)}</initrd>"
             boot += "<cmdline>console=ttyS0</cmdline>"
-        virt_type = "kvm" if Path("/dev/kvm").exists() else "qemu"
+        virt_type = self.virt_type
+        if virt_type == "auto":
+            virt_type = "kvm" if Path("/dev/kvm").exists() else "qemu"
         log = self.instance_dir(instance) / "console.log"
         disks = ""
         if disk is not None:
