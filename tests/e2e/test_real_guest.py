@@ -31,17 +31,23 @@ def qemu_system() -> Iterator[object]:
     if not shutil.which("qemu-system-x86_64") or _kernel() is None or not shutil.which("busybox"):
         pytest.skip("QEMU, a kernel under /boot or busybox is not installed (make installs them)")
     libvirt = pytest.importorskip("libvirt")
+    started = []
     if os.geteuid() == 0:
         for daemon in ("virtlogd", "libvirtd"):
             if subprocess.run(["pgrep", "-x", daemon], capture_output=True).returncode != 0 and shutil.which(daemon):
                 subprocess.run([daemon, "-d"], capture_output=True, timeout=30)
+                started.append(daemon)
         time.sleep(1)
     try:
-        conn = libvirt.open("qemu:///system")
-    except libvirt.libvirtError as exc:
-        pytest.skip(f"qemu:///system is not usable here: {exc}")
-    conn.close()
-    yield libvirt
+        try:
+            conn = libvirt.open("qemu:///system")
+        except libvirt.libvirtError as exc:
+            pytest.skip(f"qemu:///system is not usable here: {exc}")
+        conn.close()
+        yield libvirt
+    finally:
+        for daemon in reversed(started):  # leave the machine as the test found it
+            subprocess.run(["pkill", "-x", daemon], capture_output=True)
 
 
 def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
