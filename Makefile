@@ -9,7 +9,7 @@ REDIS_PORT ?= 56379
 PG_URL := postgres://postgres@127.0.0.1:$(PGPORT)
 export PGPORT REDIS_PORT
 
-.PHONY: run test test-sqlite test-postgres lint system-packages venv services-up services-down clean bench
+.PHONY: run test test-sqlite test-postgres test-e2e-postgres lint system-packages venv services-up services-down clean bench
 
 # --- setup ------------------------------------------------------------------------------------
 system-packages:
@@ -37,6 +37,7 @@ test: venv
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(MAKE) --no-print-directory test-sqlite || status=1; \
 	$(MAKE) --no-print-directory test-postgres || status=1; \
+	$(MAKE) --no-print-directory test-e2e-postgres || status=1; \
 	exit $$status
 
 lint: venv
@@ -53,6 +54,17 @@ test-postgres: venv
 	CLOUDCORE_CELL_DATABASES=cell0=$(PG_URL)/cloudcore_cell0,cell1=$(PG_URL)/cloudcore_cell1,cell2=$(PG_URL)/cloudcore_cell2 \
 	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly; \
 	status=$$?; scripts/services.sh stop postgres; exit $$status
+
+# The whole live cloud (manage.py run_cloud, every process) on PostgreSQL (API + one database per
+# cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI.
+test-e2e-postgres: venv
+	@set -o pipefail; status=0; \
+	trap 'scripts/services.sh stop redis; scripts/services.sh stop postgres' EXIT; \
+	scripts/services.sh start postgres && scripts/services.sh start redis || exit 1; \
+	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
+	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
+	$(PY) -m pytest tests/e2e/test_cli_postgres.py -q -p no:randomly || status=1; \
+	exit $$status
 
 bench: venv
 	$(PY) -m bench

@@ -39,16 +39,25 @@ pg_stop() {
 }
 
 redis_start() {
+  command -v redis-server >/dev/null || { echo "redis-server is not installed (apt-get install redis-server)" >&2; exit 1; }
   if ! redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    # Runs as whoever calls (root included): a private server, no persistence, loopback only;
+    # Debian's packaged service (port 6379, /etc/redis) is not used.
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
       --daemonize yes --pidfile "$DIR/redis.pid" --logfile "$DIR/redis.log" --dir "$DIR"
-    for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || {
+      echo "redis did not start on port $REDIS_PORT; see $DIR/redis.log:" >&2
+      tail -n 20 "$DIR/redis.log" >&2 || true
+      exit 1
+    }
   fi
   echo "redis up on 127.0.0.1:$REDIS_PORT"
 }
 
 redis_stop() {
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || break; sleep 0.1; done
 }
 
 case "$ACTION:$WHAT" in

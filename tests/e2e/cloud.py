@@ -14,7 +14,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,8 +120,71 @@ def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "cloudcore.settings",
     })
     # Real PostgreSQL / Redis when make test started them (see the Makefile); SQLite otherwise.
-    for key in ("CLOUDCORE_BROKER_URL",):
+    # The fixture that creates fresh PostgreSQL databases passes CLOUDCORE_DATABASE_URL in ``extra``.
+    for key in ("CLOUDCORE_BROKER_URL", "CLOUDCORE_DATABASE_URL"):
         if os.environ.get("CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]):
             env[key] = os.environ["CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]]
     env.update(extra)
     return env
+
+
+#: The cell databases ``cells.demo`` puts next to the API database (``<api name>_<cell>``).
+DEMO_CELL_NAMES = ("cell0", "cell1", "cell2")
+
+
+@contextmanager
+def fresh_postgres_databases(base_url: str) -> Iterator[str]:
+    """Create a fresh API database ``<name>_<unix time>_<random>`` and its demo cell databases
+    (``..._cell0``, ``..._cell1``, ``..._cell2``) on the server of ``base_url``; yield the API
+    database URL; drop them all afterwards. ``cell_v2 create_cell`` does not create databases."""
+    import psycopg2
+    from psycopg2 import sql
+
+    parsed = urllib.parse.urlsplit(base_url)
+    base_name = parsed.path.lstrip("/") or "cloudcore_e2e"
+    api_name = f"{base_name}_{int(time.time())}_{uuid.uuid4().hex[:6]}"
+    names = [api_name, *(f"{api_name}_{cell}" for cell in DEMO_CELL_NAMES)]
+    admin = psycopg2.connect(**_pg_params(base_url, "postgres"))
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cur:
+            _drop_stale(cur, base_name)
+            for name in names:
+                cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        try:
+            yield urllib.parse.urlunsplit(parsed._replace(path=f"/{api_name}"))
+        finally:
+            with admin.cursor() as cur:
+                for name in names:
+                    cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    finally:
+        admin.close()
+
+
+def _drop_stale(cur: Any, base_name: str, max_age: float = 3 * 3600) -> None:
+    """Drop what an interrupted earlier run left behind: ``<base>_<unix time>_...`` databases
+    older than ``max_age`` seconds (a run that is still going is never that old)."""
+    from psycopg2 import sql
+
+    cur.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                (base_name.replace("_", r"\_") + r"\_%",))
+    for (name,) in cur.fetchall():
+        stamp = name[len(base_name) + 1:].split("_", 1)[0]
+        if stamp.isdigit() and int(stamp) < time.time() - max_age:
+            cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _pg_params(url: str, dbname: str) -> dict[str, Any]:
+    parsed = urllib.parse.urlsplit(url)
+    return {"host": parsed.hostname or "127.0.0.1", "port": parsed.port or 5432,
+            "user": urllib.parse.unquote(parsed.username or "postgres"),
+            "password": urllib.parse.unquote(parsed.password or "") or None, "dbname": dbname}
+
+
+def pg_connect(database_url: str) -> Any:
+    """A psycopg2 connection (autocommit) to the database named in ``database_url``."""
+    import psycopg2
+
+    conn = psycopg2.connect(**_pg_params(database_url, urllib.parse.urlsplit(database_url).path.lstrip("/")))
+    conn.autocommit = True
+    return conn

@@ -1,21 +1,33 @@
-"""Fixtures for the end-to-end tier: one live cloud per test session (real processes)."""
+"""Fixtures for the end-to-end tier: one live cloud per test session (real processes).
+
+With ``CLOUDCORE_E2E_DATABASE_URL`` set (``make test-e2e-postgres``) the cloud runs on fresh
+PostgreSQL databases (API + one per demo cell) created here and dropped afterwards; with
+``CLOUDCORE_E2E_BROKER_URL`` its Celery broker is that Redis.
+"""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from .cloud import LiveCloud, free_port, make_env
+from .cloud import LiveCloud, free_port, fresh_postgres_databases, make_env
 
 
 @pytest.fixture(scope="session")
 def live_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
     var_dir = Path(tmp_path_factory.mktemp("live-cloud"))
     port = free_port()
-    cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port))
-    cloud.start()
-    try:
-        yield cloud
-    finally:
-        cloud.stop()
+    with ExitStack() as stack:
+        extra = {}
+        if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
+            extra["CLOUDCORE_DATABASE_URL"] = stack.enter_context(
+                fresh_postgres_databases(os.environ["CLOUDCORE_E2E_DATABASE_URL"]))
+        cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, **extra))
+        try:
+            cloud.start()
+            yield cloud
+        finally:
+            cloud.stop()
