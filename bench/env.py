@@ -1,6 +1,9 @@
 """The environment every benchmark runs in: Django set up on a private temporary var dir
 (``CLOUDCORE_VAR_DIR``) with a migrated SQLite API database and two migrated cell databases,
-plus helpers to count SQL statements over every connection."""
+plus helpers to count SQL statements over every connection and to read the peak RSS.
+
+``env.fresh()`` puts the databases back as they were right after migration (a file copy), so
+that each scenario starts from an empty cloud whatever the one before it left behind."""
 from __future__ import annotations
 
 import contextlib
@@ -62,6 +65,30 @@ class BenchEnv:
             call_command("migrate", database=alias_for(cell), verbosity=0, interactive=False)
             self.cells[name] = cell
         print(f"   (databases migrated in {self.var_dir} in {time.perf_counter() - started:.1f} s)", flush=True)
+        self._snapshot()
+
+    def _db_files(self) -> list[Path]:
+        return sorted(p for p in self.var_dir.glob("*.sqlite3"))
+
+    def _snapshot(self) -> None:
+        from django.db import connections
+
+        connections.close_all()
+        pristine = self.var_dir / "pristine"
+        pristine.mkdir(exist_ok=True)
+        for path in self._db_files():
+            shutil.copy2(path, pristine / path.name)
+
+    def fresh(self) -> None:
+        """Every database back to its just-migrated state (cell mappings included, same uuids)."""
+        from django.db import connections
+
+        connections.close_all()
+        pristine = self.var_dir / "pristine"
+        for path in self._db_files():
+            for suffix in ("-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            shutil.copy2(pristine / path.name, path)
 
     def close(self) -> None:
         from django.db import connections
@@ -80,6 +107,58 @@ class QueryCounter:
     @property
     def total(self) -> int:
         return sum(self.by_alias.values())
+
+
+class CapturedQueries:
+    """SQL statements captured per connection alias by :func:`capture_queries`."""
+
+    def __init__(self, contexts: dict[str, Any]) -> None:
+        self._contexts = contexts
+
+    @property
+    def by_alias(self) -> dict[str, int]:
+        return {alias: len(ctx) for alias, ctx in self._contexts.items() if len(ctx)}
+
+    @property
+    def total(self) -> int:
+        return sum(len(ctx) for ctx in self._contexts.values())
+
+    def statements(self) -> list[tuple[str, str]]:
+        return [(alias, q["sql"]) for alias, ctx in self._contexts.items() for q in ctx.captured_queries]
+
+
+@contextlib.contextmanager
+def capture_queries() -> Iterator[CapturedQueries]:
+    """``django.test.utils.CaptureQueriesContext`` on every configured connection (the API
+    database and every cell database) at once; ``.total`` is the number of statements."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    contexts = {alias: CaptureQueriesContext(connections[alias]) for alias in connections}
+    with contextlib.ExitStack() as stack:
+        for ctx in contexts.values():
+            stack.enter_context(ctx)
+        yield CapturedQueries(contexts)
+
+
+def peak_rss_kb() -> int:
+    """Peak resident set size of this process so far, in KiB (``getrusage``; Linux gives KiB)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak
+
+
+def proc_status_kb(pid: int, field_name: str = "VmHWM") -> int | None:
+    """``VmHWM`` (peak RSS) or another ``kB`` field of ``/proc/<pid>/status``; None if unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field_name}:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 @contextlib.contextmanager

@@ -125,7 +125,7 @@ def measure(env: Any, count: int, requests: int = REQUESTS) -> dict[str, float]:
     }
 
 
-def run(env: Any) -> None:
+def run(env: Any) -> dict[str, Any]:
     rows = []
     for count in QUICK_SIZES if env.quick else SIZES:
         started = time.perf_counter()
@@ -140,3 +140,6 @@ def run(env: Any) -> None:
     growth = rows[-1]["queries_max"] - rows[0]["queries_max"]
     print(f"   SQL statements per request {'do not grow' if growth <= 0 else f'GROW by {growth}'} with the "
           f"number of providers (a multi-create adds one claim, about 8 statements, per instance)", flush=True)
+    return {"rows": rows, "requests": REQUESTS, "multi": MULTI,
+            "method": "select_destinations() called in-process (RequestContext.system()), compute nodes bulk-"
+                      "inserted half in cell1 and half in cell2, placement inventories VCPU/MEMORY_MB/DISK_GB"}

@@ -1,0 +1,292 @@
+"""The benchmark report: one JSON document and its Markdown rendering, written side by side
+(``report.json`` and ``report.md``) from the results of one run.
+
+JSON keys: ``meta`` (when, where, what code), ``figures`` (name -> {value, unit, what}: the
+headline numbers, always positive when measured), ``ratios`` (name -> {value, what}), ``results``
+(each scenario's full result, or ``{"error": ...}``), ``rss`` (peak RSS), ``nova`` (the side by side
+or why it was not run), ``not_measured`` (what the report does not cover, in words)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _meta(*, quick: bool, total_s: float, durations: dict[str, float]) -> dict[str, Any]:
+    cpu_model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "generated_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": _git("rev-parse", "HEAD"), "git_dirty": bool(_git("status", "--porcelain", "--", ".")),
+        "python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+        "cpu_model": cpu_model, "quick": quick, "databases": "SQLite files (API DB + cell0/cell1/cell2)",
+        "total_s": round(total_s, 1), "scenario_s": {k: round(v, 1) for k, v in durations.items()},
+    }
+
+
+def _figure(figures: dict[str, Any], name: str, value: Any, unit: str, what: str) -> None:
+    if isinstance(value, int | float) and value > 0:
+        figures[name] = {"value": round(float(value), 3), "unit": unit, "what": what}
+
+
+def _ratio(ratios: dict[str, Any], name: str, num: Any, den: Any, what: str) -> None:
+    if isinstance(num, int | float) and isinstance(den, int | float) and num > 0 and den > 0:
+        ratios[name] = {"value": round(num / den, 2), "what": what}
+
+
+def _ok(results: dict[str, Any], name: str) -> dict[str, Any] | None:
+    result = results.get(name)
+    return result if result and "error" not in result else None
+
+
+def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: dict[str, int], nova: dict[str, Any],
+          quick: bool, total_s: float) -> dict[str, Any]:
+    """The report document (see the module doc)."""
+    figures: dict[str, Any] = {}
+    ratios: dict[str, Any] = {}
+    not_measured: list[str] = []
+
+    if boot := _ok(results, "boot_and_list"):
+        _figure(figures, "boot_servers_per_s", boot["boot_per_s"], "servers/s",
+                f"servers booted to ACTIVE per second, {boot['boots']} sequential boots on {boot['hosts']} hosts "
+                f"in 2 cells (in-process, eager tasks)")
+        _figure(figures, "boot_sql_per_server", boot["sql_per_boot"], "statements", "SQL statements per boot (median)")
+    else:
+        not_measured.append("boot throughput (boot_and_list not run or failed)")
+
+    if listing := _ok(results, "list_scale"):
+        for row in listing["rows"]:
+            n = row["servers"]
+            _figure(figures, f"list_detail_ms_{n}", row["detail_ms"], "ms",
+                    f"GET /servers/detail (default page, {row['detail_returned']} rows returned) with {n} servers")
+            _figure(figures, f"list_detail_sql_{n}", row["detail_sql"], "statements",
+                    f"SQL statements per GET /servers/detail with {n} servers")
+            _figure(figures, f"list_page{listing['small_page']}_ms_{n}", row["page_ms"], "ms",
+                    f"GET /servers/detail?limit={listing['small_page']} with {n} servers")
+        first, last = listing["rows"][0], listing["rows"][-1]
+        _ratio(ratios, "list_detail_last_vs_first", last["detail_ms"], first["detail_ms"],
+               f"GET /servers/detail latency at {last['servers']} vs {first['servers']} servers")
+        _ratio(ratios, "list_page_last_vs_first", last["page_ms"], first["page_ms"],
+               f"GET /servers/detail?limit={listing['small_page']} at {last['servers']} vs {first['servers']} servers")
+    else:
+        not_measured.append("server list latency (list_scale not run or failed)")
+
+    if sched := _ok(results, "scheduler"):
+        for row in sched["rows"]:
+            n = row["providers"]
+            _figure(figures, f"scheduler_ms_{n}", row["median_ms"], "ms",
+                    f"select_destinations per request (median) with {n} hosts")
+            _figure(figures, f"scheduler_sql_{n}", row["queries_max"], "statements",
+                    f"SQL statements per select_destinations with {n} hosts (max)")
+        first, last = sched["rows"][0], sched["rows"][-1]
+        _ratio(ratios, "scheduler_last_vs_first", last["median_ms"], first["median_ms"],
+               f"select_destinations time at {last['providers']} vs {first['providers']} hosts")
+    else:
+        not_measured.append("scheduler time (scheduler not run or failed)")
+
+    if move := _ok(results, "cross_cell_resize"):
+        for key, label in (("confirm", "resize + confirm"), ("revert", "resize + revert")):
+            r = move[key]
+            _figure(figures, f"cross_cell_{key}_control_ms", r["move_control_ms"], "ms",
+                    f"cross-cell {label} cell1 -> cell2, control-plane time (image copy excluded), median")
+            _figure(figures, f"cross_cell_{key}_sql", r["move_sql"], "statements",
+                    f"SQL statements per cross-cell {label}, all databases, median")
+    else:
+        not_measured.append("cross-cell resize (cross_cell_resize not run or failed)")
+
+    bench_peak = max(rss_after.values()) if rss_after else 0
+    _figure(figures, "bench_process_peak_rss_mb", bench_peak / 1024, "MiB",
+            "peak RSS of the in-process bench (getrusage ru_maxrss), all scenarios")
+    processes = _ok(results, "processes")
+    if processes:
+        for proc in processes["processes"]:
+            _figure(figures, f"rss_{proc['name']}_mb", proc["vmhwm_kb"] / 1024, "MiB",
+                    f"peak RSS (VmHWM) of {proc['name']} in manage.py run_cloud")
+        _figure(figures, "run_cloud_total_peak_rss_mb", processes["total_vmhwm_kb"] / 1024, "MiB",
+                "sum of every run_cloud process's peak RSS")
+    else:
+        not_measured.append("peak RSS of the real processes (processes not run or failed): only the in-process "
+                            "bench's own peak RSS is reported")
+
+    for key, item in (nova.get("ratios") or {}).items():
+        ratios[f"nova_{key}"] = item
+    if not nova.get("run"):
+        not_measured.append(f"Nova side by side: {nova.get('reason', 'not run')}")
+    return {
+        "meta": _meta(quick=quick, total_s=total_s, durations=durations),
+        "figures": figures, "ratios": ratios, "results": results,
+        "rss": {"bench_process_peak_kb": bench_peak, "bench_peak_kb_after": rss_after,
+                "processes": processes["processes"] if processes else None},
+        "nova": nova, "not_measured": not_measured,
+    }
+
+
+def write(data: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "report.json", out_dir / "report.md"
+    json_path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    md_path.write_text(render_markdown(data))
+    return md_path, json_path
+
+
+def summary_text(data: dict[str, Any]) -> str:
+    lines = ["== figures"]
+    for name, fig in data["figures"].items():
+        lines.append(f"   {name:<36} {fig['value']:>12,.2f} {fig['unit']}")
+    if data["ratios"]:
+        lines.append("== ratios")
+        for name, ratio in data["ratios"].items():
+            lines.append(f"   {name:<36} {ratio['value']:>12.2f}x  {ratio['what']}")
+    if data["not_measured"]:
+        lines.append("== not measured")
+        lines += [f"   - {item}" for item in data["not_measured"]]
+    return "\n".join(lines)
+
+
+# -- Markdown ----------------------------------------------------------------------------------
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.1f}" if abs(v) >= 10 else f"{v:,.2f}"
+        return str(v)
+
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|"]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return out
+
+
+def _failed(results: dict[str, Any], name: str) -> list[str]:
+    result = results.get(name)
+    if result is None:
+        return ["Not run in this report (scenario not selected)."]
+    return [f"**Failed:** `{result['error']}`"]
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    meta, results, figures = data["meta"], data["results"], data["figures"]
+    md: list[str] = [
+        "# cloudcore benchmark report", "",
+        f"Generated {meta['generated_at']} from commit `{meta['git_commit'][:12] or 'unknown'}`"
+        f"{' (uncommitted changes in the tree)' if meta['git_dirty'] else ''}; "
+        f"{'**quick run (small sizes)**' if meta['quick'] else 'full run'}, {meta['total_s']} s in all.",
+        f"Machine: {meta['cpus']} CPU(s) {meta['cpu_model']}, {meta['platform']}, Python {meta['python']}; "
+        f"databases: {meta['databases']}. Every figure below comes from this one run.", "",
+        "## Headline figures", "",
+    ]
+    md += _table(["figure", "value", "unit", "what"],
+                 [[f"`{k}`", v["value"], v["unit"], v["what"]] for k, v in figures.items()])
+    if data["ratios"]:
+        md += ["", "Ratios:", ""]
+        md += _table(["ratio", "value", "what"], [[f"`{k}`", f"{v['value']:.2f}x", v["what"]]
+                                                  for k, v in data["ratios"].items()])
+
+    md += ["", "## 1. Boot throughput", ""]
+    if boot := _ok(results, "boot_and_list"):
+        md += [f"{boot['method']}. {boot['boots']} servers on {boot['hosts']} hosts in 2 cells: "
+               f"**{boot['boot_per_s']:.1f} servers/s** to ACTIVE (median {boot['boot_ms_median']:.1f} ms and "
+               f"{boot['sql_per_boot']:.0f} SQL statements per boot).", ""]
+        md += _table(["servers", "boots/s", "SQL/boot", f"detail page of {boot['page']} ms", "SQL/page"],
+                     [[r["servers"], r["boot_per_s"], r["boot_q"], r["page_ms"], r["page_q"]] for r in boot["rows"]])
+    else:
+        md += _failed(results, "boot_and_list")
+
+    md += ["", "## 2. `GET /servers/detail` at scale (2 cells)", ""]
+    if listing := _ok(results, "list_scale"):
+        md += [f"{listing['method']}. **Only the first {listing['booted']} servers were booted; every other row "
+               f"is a bulk insert into the cell databases.** Median of {listing['repeats']} requests; SQL "
+               f"statements counted with `CaptureQueriesContext` on every connection.", ""]
+        md += _table(["servers", "cell1 / cell2", "booted / inserted", "detail ms (default page)", "rows returned",
+                      "SQL/request", f"limit={listing['small_page']} ms", "SQL/request"],
+                     [[r["servers"], f"{r['per_cell']['cell1']} / {r['per_cell']['cell2']}",
+                       f"{r['booted']} / {r['inserted']}", r["detail_ms"], r["detail_returned"], r["detail_sql"],
+                       r["page_ms"], r["page_sql"]] for r in listing["rows"]])
+        md += ["", "The default page is capped at the API's maximum page size (1,000, Nova's `max_limit`), so at "
+                   "10,000 servers one request returns 1,000 of them and a `next` link."]
+    else:
+        md += _failed(results, "list_scale")
+
+    md += ["", "## 3. Scheduler", ""]
+    if sched := _ok(results, "scheduler"):
+        md += [f"{sched['method']}. {sched['requests']} single-instance requests per size.", ""]
+        md += _table(["hosts", "select ms (median)", "p95 ms", "allocation candidates ms", "SQL/request",
+                      f"{sched['multi']}-instance request ms", "SQL"],
+                     [[r["providers"], r["median_ms"], r["p95_ms"], r["candidates_ms"], r["queries_max"],
+                       r["multi_ms"], r["multi_queries"]] for r in sched["rows"]])
+    else:
+        md += _failed(results, "scheduler")
+
+    md += ["", "## 4. Cross-cell resize (cell1 -> cell2)", ""]
+    if move := _ok(results, "cross_cell_resize"):
+        md += [f"{move['method']}. Policy rule `compute:servers:resize:cross_cell` granted to the project. "
+               f"{move['rounds']} move(s) of each kind, medians. *Control* = wall time less the image copy.", ""]
+        rows = []
+        for key, label in (("confirm", "resize + confirm"), ("revert", "resize + revert")):
+            r = move[key]
+            rows.append([label, r["resize_wall_ms"], r["resize_image_copy_ms"], r["finish_wall_ms"],
+                         r["move_control_ms"], r["resize_sql"], r["finish_sql"], r["move_sql"]])
+        md += _table(["move", "resize ms", "of which image copy ms", "confirm/revert ms", "control-plane ms per move",
+                      "SQL resize", "SQL confirm/revert", "SQL per move"], rows)
+        by_db = move["confirm"]["sql_by_db"]
+        md += ["", "SQL statements by database (last resize + confirm): "
+               + "; ".join(f"{part}: " + ", ".join(f"{db} {n}" for db, n in sorted(counts.items()))
+                           for part, counts in by_db.items())]
+    else:
+        md += _failed(results, "cross_cell_resize")
+
+    md += ["", "## 5. Memory (peak RSS)", ""]
+    rss = data["rss"]
+    md += [f"In-process bench (this Python process, `resource.getrusage(RUSAGE_SELF).ru_maxrss`): "
+           f"**{rss['bench_process_peak_kb'] / 1024:.0f} MiB** peak. Peak after each scenario (it only grows): "
+           + ", ".join(f"{k} {v / 1024:.0f} MiB" for k, v in rss["bench_peak_kb_after"].items()) + "."]
+    if processes := _ok(results, "processes"):
+        md += ["", f"{processes['method']}.", ""]
+        md += _table(["process", "pid", "peak RSS (VmHWM) MiB", "RSS now (VmRSS) MiB"],
+                     [[p["name"], p["pid"], p["vmhwm_kb"] / 1024, p["vmrss_kb"] / 1024]
+                      for p in processes["processes"]])
+        md += ["", f"All processes together: {processes['total_vmhwm_kb'] / 1024:.0f} MiB (sum of peaks). "
+                   f"{processes['boots']} servers reached ACTIVE in {processes['boot_s']:.1f} s through the real "
+                   f"processes (web + conductor + compute workers, polling `GET /servers/{{id}}`)."]
+    else:
+        result = results.get("processes")
+        md += ["", "The real processes of `manage.py run_cloud` were **not measured** in this report"
+               + (f": `{result['error']}`." if result else " (scenario not selected).")]
+
+    md += ["", "## 6. Nova side by side", ""]
+    nova = data["nova"]
+    if nova.get("run"):
+        md += [nova["method"], ""]
+        md += _table(["scenario", "cloudcore", "Nova", "Nova / cloudcore", "note"],
+                     [[c["what"], f"{c['cloudcore']:.1f} {c['unit']}", f"{c['nova']:.1f} {c['unit']}",
+                       f"{c['ratio']:.2f}x", c.get("note", "")] for c in nova["comparisons"]])
+        for note in nova.get("notes", []):
+            md += ["", note]
+    else:
+        md += [f"**The Nova comparison was not run.** {nova.get('reason', '')}"]
+        for note in nova.get("notes", []):
+            md += ["", note]
+
+    md += ["", "## Not measured", ""]
+    md += [f"- {item}" for item in data["not_measured"]] or ["- (everything listed above was measured)"]
+    md += ["", "Scenario wall times (s): " + ", ".join(f"{k} {v}" for k, v in meta["scenario_s"].items()), ""]
+    return "\n".join(md)
