@@ -54,8 +54,8 @@ class CPUWeigher(BaseWeigher):
 
 
 class CrossCellWeigher(BaseWeigher):
-    """1 for a host in the source cell of a move, 0 otherwise (0 for every host when the
-    request is not a move)."""
+    """+1 for a host in the preferred (source) cell of a move, -1 for a host in any other cell,
+    0 for every host when the request has no preferred cell (not a move)."""
 
     name = "CrossCellWeigher"
     setting = "CROSS_CELL_MOVE_WEIGHT_MULTIPLIER"
@@ -63,7 +63,9 @@ class CrossCellWeigher(BaseWeigher):
 
     def raw(self, host: HostState, request: RequestView) -> float:
         source = request.source_cell
-        return 1.0 if source and host.cell_uuid == source else 0.0
+        if not source:
+            return 0.0
+        return 1.0 if host.cell_uuid == source else -1.0
 
 
 DEFAULT_WEIGHERS: tuple[BaseWeigher, ...] = (RAMWeigher(), DiskWeigher(), CPUWeigher(), CrossCellWeigher())

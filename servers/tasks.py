@@ -71,3 +71,14 @@ def servers_periodic_task() -> dict[str, int]:
 
     return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
             "reaped": periodic.reap_stale_task_states()}
+
+
+@shared_task(name="servers.destroy_guest", acks_late=True, time_limit=600)
+def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
+    """Destroy a guest and its disks on ``host`` (queue ``compute.<host>``) when its rows are
+    already gone, e.g. the source of a cross-cell resize confirmed by a delete in the API."""
+    from types import SimpleNamespace
+
+    from .compute.drivers import driver_for
+
+    driver_for(host).destroy(instance=SimpleNamespace(uuid=instance_uuid), destroy_disks=True)

@@ -73,7 +73,8 @@ def libvirt_connection() -> Any:
 class TestVirtDriver:
     """A virt driver over libvirt's test driver for one simulated host.
 
-    Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``.
+    Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``;
+    ``fail_destroys``, ``fail_power_offs`` and ``fail_snapshots`` likewise for those calls.
     """
 
     __test__ = False  # not a pytest test class
@@ -82,6 +83,9 @@ class TestVirtDriver:
         self.host = host
         self.conn = libvirt_connection()
         self.fail_spawns = 0
+        self.fail_destroys = 0
+        self.fail_power_offs = 0
+        self.fail_snapshots = 0
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
 
@@ -107,13 +111,21 @@ class TestVirtDriver:
         dom.create()
         self.spawned.append(instance.uuid)
 
+    def _inject(self, counter: str, what: str) -> None:
+        if getattr(self, counter):
+            setattr(self, counter, getattr(self, counter) - 1)
+            raise VirtDriverError(host=self.host, reason=f"injected {what} failure")
+
     def destroy(self, *, instance: Any, destroy_disks: bool = True, **_kw: Any) -> None:
         import libvirt
 
+        self._inject("fail_destroys", "destroy")
         try:
             dom = self.conn.lookupByName(self.domain_name(instance))
         except libvirt.libvirtError:
             return
+        if "<description>host=" in dom.XMLDesc(0) and f"<description>host={self.host}<" not in dom.XMLDesc(0):
+            return  # every host shares one test:/// connection: another host's guest is not ours
         if dom.isActive():
             dom.destroy()
         dom.undefine()
@@ -122,6 +134,7 @@ class TestVirtDriver:
         return self.conn.lookupByName(self.domain_name(instance))
 
     def power_off(self, *, instance: Any, **_kw: Any) -> None:
+        self._inject("fail_power_offs", "power off")
         dom = self._domain(instance)
         if dom.isActive():
             dom.destroy()
@@ -140,6 +153,7 @@ class TestVirtDriver:
     def snapshot(self, *, instance: Any, target_path: Any, **_kw: Any) -> None:
         from pathlib import Path
 
+        self._inject("fail_snapshots", "snapshot")
         self._domain(instance)  # the guest must exist
         Path(target_path).write_bytes(b"snapshot of " + instance.uuid.encode())
 

@@ -48,9 +48,32 @@ def _cells(**uuids: str) -> dict[str, CellMapping]:
     return {k: CellMapping.objects.get(uuid=v) for k, v in uuids.items()}
 
 
+def _swap_for_placeholders(instance: Instance) -> None:
+    """Replace each volume attachment of the source BDMs by an empty one: the volumes stay reserved
+    for the server while no host is connected to them."""
+    from volumes import services as volumes
+
+    from ..models import BlockDeviceMapping
+
+    for bdm in xc.volume_bdms(instance.uuid):
+        placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance.uuid)
+        if bdm.attachment_id:
+            try:
+                volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+            except Exception:
+                log.info("attachment %s of %s already gone", bdm.attachment_id, instance.uuid)
+        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
+
+
 @register("cross_cell_prep_at_source", "compute_prep_snapshot_based_resize_at_source", "resize")
 def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str, target_cell_uuid: str,
                    dest_host: str) -> None:
+    """Source cell targeted, on the source host: power off, snapshot ``<name>-resize-temp`` (not for
+    a volume-backed server), destroy the guest keeping its disks, swap the volume attachments for
+    placeholders, activate the destination port bindings; then cast the finish to the destination.
+
+    A failure before the destroy gives the guest back (powered on if it was ACTIVE) and only clears
+    the task_state; from the destroy on, the server goes to ERROR (a hard reboot recovers it)."""
     from images import services as images
     from networks.models import Port
     from networks.services import port_binding_activate
@@ -61,7 +84,8 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
     source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
     xc.notify(ctx, "instance.resize.start", instance)
     driver = driver_for(str(instance.host))
-    image_id, destroyed = None, False
+    old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
+    image_id, destroying = None, False
     try:
         Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.MIGRATING)
         driver.power_off(instance=instance)
@@ -73,13 +97,19 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
                 target = Path(tmp) / "snapshot"
                 driver.snapshot(instance=instance, target_path=target)
                 images.image_activate_from_file(image, target)
+        destroying = True
         driver.destroy(instance=instance, destroy_disks=False)
-        destroyed = True
+        _swap_for_placeholders(instance)
         for port in Port.objects.filter(device_id=instance.uuid):
             port_binding_activate(port.id, dest_host)
     except Exception as exc:
+        if not destroying and old_vm_state == VmState.ACTIVE:
+            try:
+                driver.power_on(instance=instance)
+            except Exception:
+                destroying = True  # the guest is in an unknown state: ERROR, a hard reboot recovers it
         xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
-                             target=cells["target"], dest_host=dest_host, exc=exc, guest_destroyed=destroyed,
+                             target=cells["target"], dest_host=dest_host, exc=exc, guest_destroyed=destroying,
                              image_id=image_id)
         raise
     Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.POST_MIGRATING)
@@ -116,6 +146,10 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
         if image_id:
             instance.image_ref, original = image_id, instance.image_ref
         instance.save()
+        from .block_devices import attach_bdm
+
+        for bdm in xc.volume_bdms(instance.uuid):
+            attach_bdm(ctx, instance, bdm)
         power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
         if image_id:
             instance.image_ref = original
@@ -135,9 +169,28 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     xc.notify(ctx, "instance.resize_finish.end", instance)
 
 
+def destroy_source_guest(host: str, instance: Any) -> None:
+    """Destroy the source guest and its disks: here when this process runs ``host``'s driver,
+    otherwise on ``host``'s own queue (a confirm run synchronously by the API or beat)."""
+    from .drivers import NoDriverForHost
+
+    try:
+        driver = driver_for(host)
+    except NoDriverForHost:
+        from ..tasks import destroy_guest_task
+
+        destroy_guest_task.apply_async(kwargs={"host": host, "instance_uuid": instance.uuid}, queue=f"compute.{host}")
+        return
+    driver.destroy(instance=instance, destroy_disks=True)
+
+
 @register("cross_cell_confirm", "compute_confirm_snapshot_based_resize_at_source", "confirmResize")
 def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
-    """Target cell targeted: clean the source host and cell, finish the server in the target."""
+    """Target cell targeted: clean the source host (guest, disks, volume placeholders, port
+    bindings) and hard-delete the source cell's rows, then finish the server in the target.
+    A failure leaves the migration ``error`` and the server ERROR with a fault."""
+    from networks.models import Port
+    from networks.services import port_binding_delete
     from scheduling.placement.services import allocations_delete
 
     cells = _cells(source=source_cell_uuid)
@@ -145,13 +198,22 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
     xc.notify(ctx, "instance.resize_confirm.start", instance)
     try:
         with target_cell(cells["source"]):
+            actions.action_start(ctx, instance_uuid=instance.uuid, action="confirmResize")
             source_copy = Instance.all_objects.filter(uuid=instance.uuid).first()
-            if source_copy is not None:
-                driver_for(str(migration.source_compute)).destroy(instance=source_copy, destroy_disks=True)
-    except Exception:  # the source host's disks may already be gone; the confirm still finishes
-        log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
-    xc.hard_delete_rows(instance.uuid, cells["source"])
-    allocations_delete(consumer_uuid=migration.uuid)
+        if source_copy is not None:
+            destroy_source_guest(str(migration.source_compute), source_copy)
+        xc.release_attachments(instance.uuid, cells["source"])
+        for port in Port.objects.filter(device_id=instance.uuid):
+            if migration.source_compute != instance.host:
+                port_binding_delete(port.id, str(migration.source_compute))
+        xc.hard_delete_rows(instance.uuid, cells["source"])
+    except Exception as exc:
+        log.warning("confirm of the cross-cell resize of %s failed: %s", instance.uuid, exc)
+        xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,
+                         action="resize_confirm")
+        raise
+    finally:
+        allocations_delete(consumer_uuid=migration.uuid)  # always: the source host's claim is gone
     migration.status = MigrationStatus.CONFIRMED
     migration.save(update_fields=["status", "updated_at"])
     sysmeta = dict(instance.system_metadata or {})
@@ -163,9 +225,42 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
     xc.notify(ctx, "instance.resize_confirm.end", instance)
 
 
+def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMapping) -> None:
+    """Copy the target's block devices back to the source by uuid: a BDM only in the target (a
+    volume attached while resized) is recreated in the source with a fresh empty attachment; a
+    BDM only in the source (a volume detached while resized) is deleted with its attachment."""
+    from volumes import services as volumes
+
+    from ..models import BlockDeviceMapping
+
+    fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
+    with target_cell(target):
+        in_target = {b["uuid"]: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)
+                     .values(*fields)}
+    with target_cell(source):
+        in_source = {b.uuid: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)}
+        for uuid, row in in_target.items():
+            if uuid in in_source or row["destination_type"] != "volume" or not row["volume_id"]:
+                continue
+            att = volumes.attachment_create(None, volume_id=row["volume_id"], instance_uuid=instance_uuid)
+            BlockDeviceMapping.objects.create(**{**row, "attachment_id": att.id, "connection_info": None})
+        for uuid, bdm in in_source.items():
+            if uuid in in_target:
+                continue
+            if bdm.attachment_id:
+                try:
+                    volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+                except Exception:
+                    log.info("attachment %s already gone", bdm.attachment_id)
+            BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
+
+
 @register("cross_cell_revert_at_dest", "compute_revert_snapshot_based_resize_at_dest", "revertResize")
 def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
-    """Target cell targeted: switch the mapping back first, then clean the destination."""
+    """Target cell targeted, on the destination host: reconcile the block devices into the source,
+    switch the mapping back *first* (recovery then happens in the source cell), then clean the
+    destination (guest, disks, attachments, bindings, claim) and hard-delete the target rows;
+    cast the finish to the source host."""
     from cells.context import current_cell
     from networks.models import Port, PortBinding
     from networks.services import port_binding_activate, port_binding_delete
@@ -178,16 +273,30 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     assert target is not None
     migration = Migration.objects.get(uuid=migration_uuid)
     xc.notify(ctx, "instance.resize_revert.start", instance)
-    xc.flip_to(instance.uuid, visible=cells["source"], hidden=target)
-    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
-    for port in Port.objects.filter(device_id=instance.uuid):
-        PortBinding.objects.get_or_create(port=port, host=str(migration.source_compute))
-        port_binding_activate(port.id, str(migration.source_compute))
-        port_binding_delete(port.id, str(migration.dest_compute))
-    allocations_delete(consumer_uuid=instance.uuid)
-    allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
-    xc.hard_delete_rows(instance.uuid, target)
+    flipped = False
+    try:
+        reconcile_bdms(instance.uuid, source=cells["source"], target=target)
+        with target_cell(cells["source"]):
+            Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTING)
+            actions.action_start(ctx, instance_uuid=instance.uuid, action="revertResize")
+        xc.flip_to(instance.uuid, visible=cells["source"], hidden=target)
+        flipped = True
+        driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+        xc.release_attachments(instance.uuid, target)
+        for port in Port.objects.filter(device_id=instance.uuid):
+            PortBinding.objects.get_or_create(port=port, host=str(migration.source_compute))
+            port_binding_activate(port.id, str(migration.source_compute))
+            port_binding_delete(port.id, str(migration.dest_compute))
+        allocations_delete(consumer_uuid=instance.uuid)
+        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
+                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+        xc.hard_delete_rows(instance.uuid, target)
+    except Exception as exc:
+        log.warning("revert of the cross-cell resize of %s failed: %s", instance.uuid, exc)
+        with target_cell(cells["source"] if flipped else target):
+            xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,
+                             action="resize_revert")
+        raise
     compute_op_task.apply_async(kwargs={
         "ctx": ctx.to_dict(), "op": "cross_cell_finish_revert", "instance_uuid": instance.uuid,
         "cell_uuid": cells["source"].uuid, "migration_uuid": migration_uuid},
@@ -196,11 +305,17 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
 
 @register("cross_cell_finish_revert", "compute_finish_revert_snapshot_based_resize_at_source", "revertResize")
 def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
-    """Source cell targeted: the source guest comes back, powered on only if it was ACTIVE."""
-    actions.action_start(ctx, instance_uuid=instance.uuid, action="revertResize")
+    """Source cell targeted: the volumes are connected to the source host again and the source
+    guest comes back, powered on only if it was ACTIVE; the migration ends ``reverted``."""
     sysmeta = dict(instance.system_metadata or {})
     old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
-    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+    try:
+        xc.reconnect_source_volumes(ctx, instance)
+        power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+    except Exception as exc:
+        xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,
+                         action="resize_revert")
+        raise
     Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTED, updated_at=timezone.now())
     _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, hidden=False, old_flavor=None,
          new_flavor=None, migration_context=None, system_metadata=sysmeta)

@@ -127,31 +127,90 @@ class TargetDBSetup(Step):
         hard_delete_rows(self.move["instance_uuid"], self.move["target"])
 
 
+def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
+    """The server's volume BDMs in the targeted cell."""
+    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
+                                                  volume_id__isnull=False).order_by("id"))
+
+
+def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
+    """Delete the volume attachments held by the server's BDMs in ``cell`` (logged, never raised:
+    a cleanup must go on to the rows)."""
+    from volumes import services as volumes
+
+    with target_cell(cell):
+        bdms = volume_bdms(instance_uuid)
+    for bdm in bdms:
+        if not bdm.attachment_id:
+            continue
+        try:
+            volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+        except Exception:  # already gone
+            log.info("attachment %s of %s already gone", bdm.attachment_id, instance_uuid)
+
+
+def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Complete the source BDMs' attachments on the source host again (after their placeholders
+    replaced them at prep time), so a recovered or reverted server has its volumes ``in-use``."""
+    from volumes.models import AttachStatus, VolumeAttachment
+
+    from ..compute.block_devices import attach_bdm
+
+    for bdm in volume_bdms(instance.uuid):
+        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
+            if bdm.attachment_id else None
+        if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
+            continue
+        if att is None:
+            bdm.attachment_id = None
+        attach_bdm(ctx, instance, bdm)
+
+
 class PrepAtDest(Step):
+    """Claim the destination node (migration context), move the hidden copy into the
+    destination's zone, create an empty volume attachment per volume BDM and an inactive port
+    binding per port on the destination host; mirror the migration context into the source
+    instance with the *source* migration's id, so external events reach both hosts."""
+
     name = "prep resize at destination"
 
     def __init__(self, move: dict[str, Any]) -> None:
         self.move = move
         self.ports: list[str] = []
+        self.attachments: list[str] = []
 
     def execute(self) -> None:
         from hosts.models import ComputeNode
         from networks.models import Port
         from networks.services import port_binding_create
+        from scheduling.services.aggregates import host_availability_zone
+        from volumes import services as volumes
 
         m, sel = self.move, self.move["selection"]
         with target_cell(m["target"]):
-            node = ComputeNode.objects.get(uuid=sel["compute_node_uuid"])
+            node = ComputeNode.objects.filter(uuid=sel["compute_node_uuid"]).first()
+            if node is None:
+                raise Conflict(f"Compute node {sel['compute_node_uuid']} could not be found.")
             migration = Migration.objects.get(uuid=m["migration_uuid"])
             migration.dest_compute = migration.dest_host = node.host
             migration.dest_node, migration.dest_compute_id = node.hypervisor_hostname, node.id
             migration.save()
             Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
+                availability_zone=host_availability_zone(node.host),
                 migration_context={"migration_id": migration.id, "migration_uuid": migration.uuid,
                                    "old_host": migration.source_compute, "new_host": node.host,
                                    "cross_cell": True})
+            for bdm in volume_bdms(m["instance_uuid"]):
+                att = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=bdm.instance_uuid)
+                self.attachments.append(att.id)
+                BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=att.id, connection_info=None)
         with target_cell(m["source"]):
-            Migration.objects.filter(uuid=m["migration_uuid"]).update(dest_compute=node.host, dest_host=node.host)
+            source_migration = Migration.objects.get(uuid=m["migration_uuid"])
+            Migration.objects.filter(pk=source_migration.pk).update(dest_compute=node.host, dest_host=node.host)
+            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
+                migration_context={"migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
+                                   "old_host": source_migration.source_compute, "new_host": node.host,
+                                   "cross_cell": True})
         for port in Port.objects.filter(device_id=m["instance_uuid"]):
             port_binding_create(port.id, node.host)
             self.ports.append(port.id)
@@ -159,9 +218,17 @@ class PrepAtDest(Step):
 
     def rollback(self) -> None:
         from networks.services import port_binding_delete
+        from volumes import services as volumes
 
         for port_id in self.ports:
             port_binding_delete(port_id, self.move["dest_host"])
+        for attachment_id in self.attachments:
+            try:
+                volumes.attachment_delete(None, attachment_id=attachment_id)
+            except Exception:
+                log.warning("could not delete attachment %s", attachment_id)
+        with target_cell(self.move["source"]):
+            Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
 
 
 def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,
@@ -203,12 +270,17 @@ def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> No
 def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, source: CellMapping,
                       target: CellMapping, dest_host: str | None, exc: BaseException, guest_destroyed: bool,
                       image_id: str | None = None) -> None:
-    """Undo a cross-cell move that failed on a host (reference failure table 1.7)."""
+    """Undo a cross-cell move that failed on a host (reference failure table 1.7): the target
+    cell's copy and its volume attachments and port bindings go, the temporary snapshot goes, the
+    mapping stays on (or comes back to) the source, the allocations go back to the server, the
+    migration ends ``error`` with a fault; the server is ERROR once its source guest was destroyed
+    (a hard reboot then recovers it), otherwise only its task_state is cleared."""
     from images.services import image_data_path
     from networks.models import Port
     from networks.services import port_binding_delete, ports_rebind_host
     from scheduling.placement.services import allocations_delete, allocations_move
 
+    release_attachments(instance_uuid, target)
     hard_delete_rows(instance_uuid, target)
     InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
     if dest_host:
@@ -222,17 +294,35 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
     with target_cell(source):
         instance = Instance.all_objects.get(uuid=instance_uuid)
         ports_rebind_host(instance_uuid, instance.host)
+        try:
+            reconnect_source_volumes(ctx, instance)
+        except Exception:
+            log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
         allocations_delete(consumer_uuid=instance_uuid)
         allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance_uuid,
                          project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
         Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
-        fields: dict[str, Any] = {"task_state": None, "hidden": False, "updated_at": timezone.now()}
+        fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
+                                  "updated_at": timezone.now()}
         if guest_destroyed:
             fields["vm_state"] = VmState.ERROR
         Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
         actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
         actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
         notify(ctx, "instance.resize.error", instance, fault=exc)
+
+
+def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, exc: BaseException,
+                  action: str) -> None:
+    """A confirm or revert that failed: in the targeted (mapped) cell the migration ends ``error``
+    and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy."""
+    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+    Instance.all_objects.filter(uuid=instance_uuid).update(vm_state=VmState.ERROR, task_state=None,
+                                                           updated_at=timezone.now())
+    instance = Instance.all_objects.get(uuid=instance_uuid)
+    actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
+    actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+    notify(ctx, f"instance.{action}.error", instance, fault=exc)
 
 
 def flip_to(instance_uuid: str, *, visible: CellMapping, hidden: CellMapping) -> None:

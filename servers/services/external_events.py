@@ -7,6 +7,7 @@ marks that row received (or creates it received when the event comes first, as i
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -17,6 +18,8 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.policy import authorize
 from volumes.models import InstanceEventRecord
+
+log = logging.getLogger(__name__)
 
 TAG_REQUIRED = ("volume-extended", "power-update", "accelerator-request-bound")
 EVENT_NAMES = ("network-changed", "network-vif-plugged", "network-vif-unplugged", "network-vif-deleted",
@@ -63,6 +66,21 @@ def _deliver(instance_uuid: str, name: str, tag: str, status: str) -> None:
                                            received=True, created_at=timezone.now())
 
 
+def event_hosts(instance: Any) -> set[str]:
+    """The hosts an event for ``instance`` is for: its host plus, while it moves, the source and
+    destination of the migration its migration context names (during a cross-cell move the
+    source cell's copy names the source cell's migration, so both cells' hosts are reached)."""
+    from ..models import Migration
+
+    hosts = {instance.host} if instance.host else set()
+    context = instance.migration_context or {}
+    if context.get("migration_id") is not None:
+        migration = Migration.all_objects.filter(pk=context["migration_id"]).first()
+        if migration is not None:
+            hosts |= {h for h in (migration.source_compute, migration.dest_compute) if h}
+    return hosts
+
+
 def server_external_events_create(actor: RequestContext, *, events: list[dict[str, Any]],
                                   version: tuple[int, int]) -> tuple[int, list[dict[str, Any]]]:
     """Accept each event for its server; returns (200 or 207, events with ``code``/``status``).
@@ -85,6 +103,7 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
         if mapping is not None and mapping.cell is not None:
             with target_cell(mapping.cell):
                 instance = Instance.objects.filter(uuid=ev["server_uuid"]).first()
+                hosts = sorted(event_hosts(instance)) if instance is not None else []
         if instance is None:
             out.update(code=404, status="failed")
         elif ev["name"] in TAG_REQUIRED and not ev.get("tag"):
@@ -94,6 +113,7 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
         else:
             out["code"] = 200
             accepted += 1
+            log.info("event %s for %s delivered to hosts %s", ev["name"], instance.uuid, ", ".join(hosts))
             _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
         result.append(out)
     if accepted == 0:

@@ -42,8 +42,13 @@ def bdm_for_volume(instance: Instance, volume_id: str) -> BlockDeviceMapping:
     return bdm
 
 
+#: Nova allows volume attach, detach and swap on a server in VERIFY_RESIZE (vm_state ``resized``);
+#: a cross-cell revert reconciles them by BDM uuid.
+ATTACH_VM_STATES = (VmState.ACTIVE, VmState.STOPPED, VmState.RESIZED)
+
+
 def _check_state(instance: Instance, method: str) -> None:
-    if instance.vm_state not in (VmState.ACTIVE, VmState.STOPPED) or instance.task_state is not None:
+    if instance.vm_state not in ATTACH_VM_STATES or instance.task_state is not None:
         raise AttachInvalidState(method=method, instance_uuid=instance.uuid,
                                  state=instance.task_state or instance.vm_state)
 
