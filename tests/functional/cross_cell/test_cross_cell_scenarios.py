@@ -640,3 +640,34 @@ def test_confirm_failure_errors_the_server_and_the_migration(xcloud: Cloud) -> N
     assert rows(xcloud, "cell2", sid)["migrations"] == ["error"]
     assert xcloud.cell_of(sid) == "cell2"
     assert providers(migration_uuid(xcloud, sid)) == set()
+
+
+def test_an_old_compute_service_keeps_the_move_in_the_cell(xcloud: Cloud) -> None:
+    from servers.services.cross_cell import MIN_COMPUTE_CROSS_CELL_RESIZE
+
+    # given one nova-compute in cell2 older than the cross-cell minimum
+    client = xcloud.member()
+    server = boot(xcloud, client)
+    sid = server["id"]
+    with target_cell(xcloud.cells["cell2"]):
+        Service.objects.filter(host="compute4").update(version=MIN_COMPUTE_CROSS_CELL_RESIZE - 1)
+    # when resized with only cell2 open: the move silently stays in cell1 and finds no host there
+    resize_to_cell2(xcloud, client, sid, expect="ACTIVE")
+    with target_cell(xcloud.cells["cell1"]):
+        migration = Migration.objects.get(instance_uuid=sid)
+    assert migration.status == "error" and migration.cross_cell_move is False
+    assert rows(xcloud, "cell2", sid) == NO_ROWS
+
+
+def test_a_failed_cross_cell_move_is_not_retried_on_an_alternate(xcloud: Cloud) -> None:
+    # given both cell2 hosts fit and the first one chosen fails to spawn
+    client = xcloud.member()
+    server = boot(xcloud, client)
+    sid, source_host = server["id"], xcloud.instance(server["id"]).host
+    for host in ("compute3", "compute4"):
+        xcloud.driver(host).fail_spawns = 1
+    resize_to_cell2(xcloud, client, sid, expect="ERROR")
+    # then exactly one destination was tried
+    tried = [h for h in ("compute3", "compute4") if xcloud.driver(h).fail_spawns == 0]
+    assert len(tried) == 1
+    assert_rolled_back(xcloud, client, sid, source_host, status="ERROR")
