@@ -1,6 +1,11 @@
 """The four demo compute hosts (DESIGN.md section 9): compute1-2 in cell1 (az1), compute3-4 in
 cell2 (az2), each a separate ``manage.py compute`` process with its own state path and its own
-simulated hypervisor (libvirt test driver) of a different size."""
+simulated hypervisor (libvirt test driver) of a different size.
+
+With ``CLOUDCORE_DEMO_LIBVIRT_URI`` (e.g. ``qemu:///system``) the four hosts drive that real
+libvirt daemon instead, all sharing it: each host's ``hypervisor.json`` gives its node its own
+name (compute1..4) and each host only sees the domains it created.
+"""
 from __future__ import annotations
 
 import sys
@@ -18,19 +23,31 @@ HOSTS = (
 )
 
 
+def real_uri() -> str:
+    """The real libvirt URI the demo hosts drive ("" = the simulated test driver)."""
+    uri = str(getattr(settings, "DEMO_LIBVIRT_URI", "") or "")
+    return "" if uri.startswith("test://") else uri
+
+
 def setup(out: Callable[[str], None]) -> None:
-    from .virt.libvirt import write_test_node
+    from .virt.libvirt import write_hypervisor_sidecar, write_test_node
 
     for host, _cell, vcpus, memory_mb, disk_gb in HOSTS:
         state = settings.STATE_PATH / host
+        if real_uri():
+            if not (state / "hypervisor.json").exists():
+                write_hypervisor_sidecar(state, hostname=host)
+                out(f"hosts: {host} drives {real_uri()} (node {host})")
+            continue
         if not (state / "node.xml").exists():
             write_test_node(state, hostname=host, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
             out(f"hosts: simulated hypervisor for {host} ({vcpus} vCPU, {memory_mb} MiB, {disk_gb} GiB)")
 
 
 def processes(env: dict[str, str]) -> list[DemoProcess]:
+    uri = ["--libvirt-uri", real_uri()] if real_uri() else []
     return [
         DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
-                           "--state-path", str(settings.STATE_PATH / host)])
+                           "--state-path", str(settings.STATE_PATH / host), *uri])
         for host, cell, *_size in HOSTS
     ]

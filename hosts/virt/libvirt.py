@@ -3,8 +3,13 @@
 ``test:///<state_path>/node.xml`` (the embedded default and the tests: each simulated host has its
 own node definition, so its CPUs and RAM differ; disk size and the hypervisor hostname live next
 to it in ``hypervisor.json``) or ``qemu:///system`` for real guests (direct kernel boot when the
-image has a kernel and ramdisk). Domains are named ``instance-<uuid>``; guest disks are files
-under ``<state_path>/instances/<uuid>/``.
+image, or the instance's ``kernel_id``/``ramdisk_id`` as in Nova, names a kernel and ramdisk).
+Domains are named ``instance-<uuid>``; guest disks, the kernel and ramdisk copies and the serial
+console log are files under ``<state_path>/instances/<uuid>/``.
+
+Several compute hosts may share one real daemon (the demo with ``CLOUDCORE_DEMO_LIBVIRT_URI``):
+then each host's ``hypervisor.json`` names its node (``hostname``), and a host only counts and
+lists the domains whose ``<description>`` says ``host=<its name>``.
 """
 from __future__ import annotations
 
@@ -28,6 +33,18 @@ _POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3
 libvirt.registerErrorHandler(lambda *_args: None, None)  # errors come back as exceptions, not stderr
 
 
+def write_hypervisor_sidecar(state_path: Path, *, hostname: str, disk_gb: int | None = None) -> Path:
+    """Name this host's node (and optionally its disk size): for simulated hosts, and for hosts
+    that share one real libvirt daemon (each needs its own hypervisor_hostname)."""
+    state_path.mkdir(parents=True, exist_ok=True)
+    sidecar = state_path / "hypervisor.json"
+    data: dict[str, Any] = {"hostname": hostname}
+    if disk_gb is not None:
+        data["disk_gb"] = disk_gb
+    sidecar.write_text(json.dumps(data) + "\n")
+    return sidecar
+
+
 def write_test_node(state_path: Path, *, hostname: str, vcpus: int, memory_mb: int, disk_gb: int) -> Path:
     """Write (or rewrite) a simulated host's node definition for libvirt's test driver."""
     state_path.mkdir(parents=True, exist_ok=True)
@@ -37,7 +54,7 @@ def write_test_node(state_path: Path, *, hostname: str, vcpus: int, memory_mb: i
         f"<cores>{vcpus}</cores><threads>1</threads><active>{vcpus}</active></cpu>"
         f"<memory>{memory_mb * 1024}</memory></node>\n"
     )
-    (state_path / "hypervisor.json").write_text(json.dumps({"hostname": hostname, "disk_gb": disk_gb}) + "\n")
+    write_hypervisor_sidecar(state_path, hostname=hostname, disk_gb=disk_gb)
     return node
 
 
@@ -68,19 +85,37 @@ class LibvirtDriver:
 
     # -- identity and resources ----------------------------------------------------------------
     def hypervisor_hostname(self) -> str:
+        named = self._sidecar().get("hostname")
+        if named:
+            return str(named)
+        return self.host if self.is_test else str(self.conn.getHostname())
+
+    def _owned_domains(self) -> list[Any]:
+        """This host's domains: all of a (private) test connection's; on a real daemon the ones
+        whose description names this host (several hosts may share the daemon)."""
+        domains = [d for d in self.conn.listAllDomains() if d.name().startswith("instance-")]
         if self.is_test:
-            return str(self._sidecar().get("hostname") or self.host)
-        return str(self.conn.getHostname())
+            return domains
+        owned = []
+        for dom in domains:
+            try:
+                description = dom.metadata(libvirt.VIR_DOMAIN_METADATA_DESCRIPTION, None)
+            except libvirt.libvirtError:
+                description = ""
+            if description == f"host={self.host}":
+                owned.append(dom)
+        return owned
 
     def get_available_resource(self) -> dict[str, Any]:
         model, memory_mb, cpus, _mhz, *_ = self.conn.getInfo()
-        if self.is_test:
+        if self.is_test or "disk_gb" in self._sidecar():
             disk_gb = int(self._sidecar().get("disk_gb", 40))
         else:
+            self.state_path.mkdir(parents=True, exist_ok=True)
             usage = shutil.disk_usage(self.state_path)
             disk_gb = int(usage.total / 1024**3)
         used_vcpus, used_mem = 0, 0
-        for dom in self.conn.listAllDomains():
+        for dom in self.conn.listAllDomains() if self.is_test else self._owned_domains():
             if dom.isActive():
                 _state, _max, mem_kib, vcpu, _t = dom.info()
                 used_vcpus += vcpu
@@ -94,8 +129,7 @@ class LibvirtDriver:
         }
 
     def list_instance_uuids(self) -> list[str]:
-        return sorted(d.name()[len("instance-"):] for d in self.conn.listAllDomains()
-                      if d.name().startswith("instance-"))
+        return sorted(d.name()[len("instance-"):] for d in self._owned_domains())
 
     # -- guests ---------------------------------------------------------------------------------
     @staticmethod
@@ -120,8 +154,7 @@ class LibvirtDriver:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                     f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu><os><type>hvm</type></os>"
                     f"<description>host={escape(self.host)}</description></domain>")
-        kernel = (image_meta or {}).get("kernel_path")
-        ramdisk = (image_meta or {}).get("ramdisk_path")
+        kernel, ramdisk = self._boot_files(instance)
         boot = "<boot dev='hd'/>"
         if kernel:
             boot = f"<kernel>{escape(kernel)}</kernel>"
@@ -138,9 +171,36 @@ class LibvirtDriver:
                      f"<source file='{escape(str(disk))}'/><target dev='vda' bus='virtio'/></disk>")
         return (f"<domain type='{virt_type}'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
+                f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
                 f"<devices>{disks}<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
                 "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+
+    def _boot_files(self, instance: Any) -> tuple[str | None, str | None]:
+        """The kernel and ramdisk copies spawn left in the instance directory (direct kernel boot)."""
+        workdir = self.instance_dir(instance)
+        kernel, ramdisk = workdir / "kernel", workdir / "ramdisk"
+        if not kernel.exists():
+            return None, None
+        return str(kernel), str(ramdisk) if ramdisk.exists() else None
+
+    def _fetch_boot_files(self, instance: Any, image_meta: dict[str, Any] | None) -> None:
+        """Copy the kernel and ramdisk into the instance directory, as Nova's libvirt driver does:
+        from the image's ``kernel_id``/``ramdisk_id`` (build) or else the instance's own (which
+        it keeps from its original image: an unshelve spawns from a snapshot that has none)."""
+        from images.services import image_data_path
+
+        workdir = self.instance_dir(instance)
+        for kind in ("kernel", "ramdisk"):
+            source = (image_meta or {}).get(f"{kind}_path")
+            if not source and getattr(instance, f"{kind}_id", ""):
+                source = str(image_data_path(str(getattr(instance, f"{kind}_id"))))
+            target = workdir / kind
+            if source and Path(source).is_file():
+                shutil.copyfile(source, target)
+                target.chmod(0o644)
+            elif source:
+                raise VirtDriverError(host=self.host, reason=f"the {kind} image file {source} is missing")
 
     def spawn(self, *, instance: Any, image_meta: dict[str, Any] | None, network_info: list[dict[str, Any]] | None,
               block_device_info: dict[str, Any] | None = None, admin_password: str | None = None, **_kw: Any) -> None:
@@ -156,6 +216,8 @@ class LibvirtDriver:
                         shutil.copyfile(source, disk)
                     else:
                         disk.write_bytes(b"")
+            if not self.is_test:
+                self._fetch_boot_files(instance, image_meta)
             xml = self._domain_xml(instance, disk, image_meta, network_info or [])
             try:
                 try:
