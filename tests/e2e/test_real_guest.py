@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -26,19 +28,44 @@ def _kernel() -> Path | None:
     return kernels[-1] if kernels else None
 
 
-@pytest.fixture
-def qemu_system() -> Iterator[object]:
+def real_guest_skip_reason() -> str | None:
+    """Why real guests cannot run here (None: QEMU, a kernel, busybox and libvirt-python are there)."""
     if not shutil.which("qemu-system-x86_64") or _kernel() is None or not shutil.which("busybox"):
-        pytest.skip("QEMU, a kernel under /boot or busybox is not installed (make installs them)")
-    libvirt = pytest.importorskip("libvirt")
-    started = []
-    if os.geteuid() == 0:
-        for daemon in ("virtlogd", "libvirtd"):
-            if subprocess.run(["pgrep", "-x", daemon], capture_output=True).returncode != 0 and shutil.which(daemon):
-                subprocess.run([daemon, "-d"], capture_output=True, timeout=30)
-                started.append(daemon)
-        time.sleep(1)
+        return "QEMU, a kernel under /boot or busybox is not installed (make installs them)"
     try:
+        import libvirt  # noqa: F401
+    except ImportError:
+        return "libvirt-python is not installed"
+    return None
+
+
+def _daemon_running(daemon: str) -> bool:
+    return subprocess.run(["pgrep", "-x", daemon], capture_output=True).returncode == 0
+
+
+@contextmanager
+def system_libvirt() -> Iterator[object]:
+    """``qemu:///system`` usable for the duration: virtlogd and libvirtd are started (as root) when
+    they are not running, and only those, by their pid files, are stopped afterwards. Skips the
+    test when real guests cannot run here. Yields the ``libvirt`` module."""
+    reason = real_guest_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    import libvirt
+
+    started: list[int] = []
+    try:
+        if os.geteuid() == 0:
+            for daemon in ("virtlogd", "libvirtd"):
+                if not _daemon_running(daemon) and shutil.which(daemon):
+                    pidfile = Path(f"/run/{daemon}.pid")
+                    subprocess.run([daemon, "-d"], capture_output=True, timeout=30)
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline and not pidfile.exists():
+                        time.sleep(0.1)
+                    if pidfile.exists():
+                        started.append(int(pidfile.read_text().split()[0]))
+            time.sleep(1)
         try:
             conn = libvirt.open("qemu:///system")
         except libvirt.libvirtError as exc:
@@ -46,8 +73,45 @@ def qemu_system() -> Iterator[object]:
         conn.close()
         yield libvirt
     finally:
-        for daemon in reversed(started):  # leave the machine as the test found it
-            subprocess.run(["pkill", "-x", daemon], capture_output=True)
+        for pid in reversed(started):  # leave the machine as the test found it
+            _stop_pid(pid)
+
+
+def _stop_pid(pid: int, timeout: float = 15) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def build_initramfs(target: Path, marker: str = MARKER) -> Path:
+    """A tiny busybox initramfs whose /init prints ``marker`` on the serial console (world-readable:
+    qemu runs as its own user under qemu:///system)."""
+    subprocess.run([str(ROOT / "scripts/real_guest/build-initramfs.sh"), str(target), marker], check=True,
+                   capture_output=True, timeout=60)
+    target.chmod(0o644)
+    return target
+
+
+def kernel_path() -> Path:
+    kernel = _kernel()
+    assert kernel is not None
+    return kernel
+
+
+@pytest.fixture
+def qemu_system() -> Iterator[object]:
+    with system_libvirt() as libvirt:
+        yield libvirt
 
 
 def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
@@ -57,10 +121,7 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
     work = Path(tempfile.mkdtemp(prefix="cloudcore-guest-", dir="/var/tmp"))
     work.chmod(0o755)  # the qemu process reads the kernel and initramfs from here
     try:
-        initrd = work / "initrd.gz"
-        subprocess.run([str(ROOT / "scripts/real_guest/build-initramfs.sh"), str(initrd), MARKER], check=True,
-                       capture_output=True, timeout=60)
-        initrd.chmod(0o644)
+        initrd = build_initramfs(work / "initrd.gz")
         driver = LibvirtDriver(host="realguest", uri="qemu:///system", state_path=work / "state", virt_type="qemu")
         guest = SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=192, vcpus=1)
         driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},

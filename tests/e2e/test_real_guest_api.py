@@ -1,0 +1,297 @@
+"""A real guest through the API (issue 10 item 2): ``manage.py run_cloud`` with every process
+real and the four demo compute hosts driving ``qemu:///system`` (``CLOUDCORE_DEMO_LIBVIRT_URI``;
+TCG, the hosts share the one daemon, each owning the domains it created). A kernel, a busybox
+initramfs and a root disk are uploaded with the openstack CLI (image API), the root image
+naming the other two as ``kernel_id``/``ramdisk_id``; the server is then driven through the
+compute API: boot (the guest prints its marker on the serial console), stop, start (marker
+again), shelve, shelve-offload, unshelve to the *other* host of its cell at 2.91 (admin, the
+guest boots there from the shelved snapshot with the instance's kernel and ramdisk) and
+delete, checking the libvirt domain ``instance-<uuid>`` at each step.
+
+Skipped when QEMU, a kernel, busybox or libvirtd are missing; libvirtd/virtlogd are started
+when not running and then stopped again.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .cloud import LiveCloud, free_port, make_env
+from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+#: the other host of the same cell (compute1-2 in cell1, compute3-4 in cell2)
+OTHER_HOST = {"compute1": "compute2", "compute2": "compute1", "compute3": "compute4", "compute4": "compute3"}
+DEMO_HOSTS = tuple(OTHER_HOST)
+MICROVERSION = "2.91"
+
+
+class ApiError(AssertionError):
+    pass
+
+
+@dataclass
+class Api:
+    """The compute API as one user of the live cloud's clouds.yaml (Keystone token, microversion)."""
+
+    cloud: LiveCloud
+    name: str
+    token: str = ""
+
+    def __post_init__(self) -> None:
+        auth = yaml.safe_load(self.cloud.clouds_yaml.read_text())["clouds"][self.name]["auth"]
+        body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": auth["username"], "password": auth["password"], "domain": {"name": "Default"}}}},
+            "scope": {"project": {"name": auth["project_name"], "domain": {"name": "Default"}}}}}
+        request = urllib.request.Request(f"{self.cloud.url}/identity/v3/auth/tokens", method="POST",
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - the local cloud
+            self.token = response.headers["X-Subject-Token"]
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            f"{self.cloud.url}/compute/v2.1{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"X-Auth-Token": self.token, "Content-Type": "application/json", "Accept": "application/json",
+                     "OpenStack-API-Version": f"compute {MICROVERSION}"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - the local cloud
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        status, data = self.request(method, path, body)
+        if status not in (200, 201, 202, 204):
+            raise ApiError(f"{method} {path} -> {status}: {str(data)[:2000]}\n{self.cloud.tail(30)}")
+        return data
+
+    def action(self, server_id: str, body: dict[str, Any]) -> None:
+        self.call("POST", f"/servers/{server_id}/action", body)
+
+    def wait_status(self, server_id: str, wanted: str, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        server: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            server = self.call("GET", f"/servers/{server_id}")["server"]
+            if server["status"] == wanted and not server.get("OS-EXT-STS:task_state"):
+                return server
+            if server["status"] == "ERROR" and wanted != "ERROR":
+                break
+            time.sleep(0.5)
+        raise ApiError(f"server {server_id} is {server.get('status')} ({server.get('OS-EXT-STS:task_state')}), "
+                       f"not {wanted}: {server.get('fault')}\n{self.cloud.tail(40)}")
+
+    def wait_gone(self, server_id: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.request("GET", f"/servers/{server_id}")[0] == 404:
+                return
+            time.sleep(0.5)
+        raise ApiError(f"server {server_id} was not deleted\n{self.cloud.tail(40)}")
+
+
+@dataclass
+class RealCloud:
+    cloud: LiveCloud
+    libvirt: Any
+    work: Path
+
+    def state(self, host: str) -> Path:
+        return self.cloud.var_dir / "state" / host
+
+    def console(self, host: str, server_id: str) -> Path:
+        return self.state(host) / "instances" / server_id / "console.log"
+
+    def domain(self, server_id: str) -> Any | None:
+        conn = self.libvirt.open("qemu:///system")
+        try:
+            return conn.lookupByName(f"instance-{server_id}")
+        except self.libvirt.libvirtError:
+            return None
+        finally:
+            conn.close()
+
+    def domain_host(self, dom: Any) -> str:
+        return str(dom.metadata(self.libvirt.VIR_DOMAIN_METADATA_DESCRIPTION, None)).removeprefix("host=")
+
+    def wait_marker(self, host: str, server_id: str, timeout: float = 150) -> None:
+        console = self.console(host, server_id)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if console.exists() and MARKER.encode() in console.read_bytes():
+                return
+            time.sleep(0.5)
+        tail = console.read_bytes()[-3000:] if console.exists() else b"(no console log)"
+        pytest.fail(f"no marker on {host}'s serial console of {server_id}:\n{tail!r}")
+
+
+def _demo_domains(libvirt: Any) -> list[str]:
+    """Domains on the daemon that belong to a demo host (left by an interrupted earlier run)."""
+    conn = libvirt.open("qemu:///system")
+    try:
+        found = []
+        for dom in conn.listAllDomains():
+            try:
+                owner = dom.metadata(libvirt.VIR_DOMAIN_METADATA_DESCRIPTION, None)
+            except libvirt.libvirtError:
+                continue
+            if dom.name().startswith("instance-") and owner in {f"host={h}" for h in DEMO_HOSTS}:
+                found.append(dom.name())
+        return found
+    finally:
+        conn.close()
+
+
+def _remove_domains(libvirt: Any, names: list[str]) -> None:
+    conn = libvirt.open("qemu:///system")
+    try:
+        for name in names:
+            try:
+                dom = conn.lookupByName(name)
+                if dom.isActive():
+                    dom.destroy()
+                dom.undefine()
+            except libvirt.libvirtError:
+                pass
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def real_cloud() -> Iterator[RealCloud]:
+    with system_libvirt() as libvirt:
+        leftovers = _demo_domains(libvirt)
+        if leftovers:
+            pytest.skip(f"qemu:///system already has demo-host domains {leftovers}: a new compute service "
+                        "refuses to start over them (remove them with virsh)")
+        # qemu runs as its own user and reads the kernel/ramdisk copies and disks under the state path
+        work = Path(tempfile.mkdtemp(prefix="cloudcore-realapi-", dir="/var/tmp"))
+        work.chmod(0o755)
+        port = free_port()
+        env = make_env(work, port, CLOUDCORE_DEMO_LIBVIRT_URI="qemu:///system", CLOUDCORE_LIBVIRT_VIRT_TYPE="qemu",
+                       CLOUDCORE_SHELVED_OFFLOAD_TIME="-1")
+        cloud = LiveCloud(var_dir=work, port=port, env=env)
+        try:
+            cloud.start()
+            admin = Api(cloud, "cloudcore-admin")
+            deadline = time.monotonic() + 90
+            while True:
+                services = admin.call("GET", "/os-services?binary=nova-compute")["services"]
+                if sorted(s["host"] for s in services if s["state"] == "up") == sorted(DEMO_HOSTS):
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the compute hosts did not come up: {services}\n{cloud.tail()}")
+                time.sleep(1)
+            yield RealCloud(cloud=cloud, libvirt=libvirt, work=work)
+        finally:
+            try:
+                _remove_domains(libvirt, _demo_domains(libvirt))  # whatever a failed step left running
+            finally:
+                cloud.stop()
+                shutil.rmtree(work, ignore_errors=True)
+
+
+def _upload_images(real: RealCloud) -> str:
+    """kernel (aki), ramdisk (ari) and a small raw root disk naming them; returns the root image id."""
+    files = real.work / "upload"
+    files.mkdir()
+    initrd = build_initramfs(files / "initrd.gz")
+    root = files / "root.img"
+    root.write_bytes(b"CLOUDCORE-REAL-ROOT\n".ljust(1024 * 1024, b"\0"))
+    cli = real.cloud.openstack_json
+    kernel = cli("image", "create", "--disk-format", "aki", "--container-format", "aki", "--file",
+                 str(kernel_path()), "real-kernel")
+    ramdisk = cli("image", "create", "--disk-format", "ari", "--container-format", "ari", "--file", str(initrd),
+                  "real-ramdisk")
+    image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
+                "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}", "real-root")
+    shown = cli("image", "show", image["id"])
+    assert shown["status"] == "active"
+    assert shown["properties"]["kernel_id"] == kernel["id"]
+    return str(image["id"])
+
+
+def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
+    real = real_cloud
+    started = time.monotonic()
+    image_id = _upload_images(real)
+    demo, admin = Api(real.cloud, "cloudcore-demo"), Api(real.cloud, "cloudcore-demo-admin")
+    cloud_admin = Api(real.cloud, "cloudcore-admin")  # sees OS-EXT-SRV-ATTR:host
+
+    # hypervisors: four nodes, one per host, all QEMU on the shared daemon
+    hypervisors = cloud_admin.call("GET", "/os-hypervisors/detail")["hypervisors"]
+    assert sorted(h["hypervisor_hostname"] for h in hypervisors) == sorted(DEMO_HOSTS)
+    assert {h["hypervisor_type"] for h in hypervisors} == {"QEMU"}
+
+    # boot
+    server_id = demo.call("POST", "/servers", {"server": {
+        "name": "real-guest", "imageRef": image_id, "flavorRef": "1", "networks": "auto"}})["server"]["id"]
+    shown = cloud_admin.wait_status(server_id, "ACTIVE", timeout=180)
+    host = shown["OS-EXT-SRV-ATTR:host"]
+    assert host in OTHER_HOST
+    assert shown["OS-EXT-SRV-ATTR:instance_name"] == f"instance-{server_id}"
+    dom = real.domain(server_id)
+    assert dom is not None and dom.isActive() and real.domain_host(dom) == host
+    xml = dom.XMLDesc(0)
+    assert "<domain type='qemu'" in xml or 'type="qemu"' in xml.split(">", 1)[0]  # TCG
+    assert str(real.state(host) / "instances" / server_id / "kernel") in xml
+    real.wait_marker(host, server_id)
+
+    # stop / start: the domain goes down and comes back, printing the marker again
+    demo.action(server_id, {"os-stop": None})
+    assert demo.wait_status(server_id, "SHUTOFF")["OS-EXT-STS:power_state"] == 4
+    dom = real.domain(server_id)
+    assert dom is not None and not dom.isActive()
+    console = real.console(host, server_id)
+    console.write_bytes(b"")  # what follows comes from the second boot
+    demo.action(server_id, {"os-start": None})
+    assert demo.wait_status(server_id, "ACTIVE")["OS-EXT-STS:power_state"] == 1
+    dom = real.domain(server_id)
+    assert dom is not None and dom.isActive()
+    real.wait_marker(host, server_id)
+
+    # shelve (SHELVED_OFFLOAD_TIME -1: kept on the host, powered off), then offload (domain gone)
+    demo.action(server_id, {"shelve": None})
+    demo.wait_status(server_id, "SHELVED")
+    dom = real.domain(server_id)
+    assert dom is not None and not dom.isActive() and real.domain_host(dom) == host
+    cloud_admin.action(server_id, {"shelveOffload": None})  # ADMIN (os-shelve:shelve_offload)
+    shown = cloud_admin.wait_status(server_id, "SHELVED_OFFLOADED")
+    assert shown["OS-EXT-SRV-ATTR:host"] is None
+    assert real.domain(server_id) is None
+    assert not (real.state(host) / "instances" / server_id).exists()
+
+    # unshelve to the other host of the cell (2.91, admin): it boots there from the shelved snapshot
+    other = OTHER_HOST[host]
+    admin.action(server_id, {"unshelve": {"host": other}})  # project admin (os-shelve:unshelve_to_host)
+    shown = cloud_admin.wait_status(server_id, "ACTIVE", timeout=180)
+    assert shown["OS-EXT-SRV-ATTR:host"] == other
+    dom = real.domain(server_id)
+    assert dom is not None and dom.isActive() and real.domain_host(dom) == other
+    assert str(real.state(other) / "instances" / server_id / "kernel") in dom.XMLDesc(0)
+    real.wait_marker(other, server_id)
+
+    # delete: the domain and its files go
+    demo.call("DELETE", f"/servers/{server_id}")
+    demo.wait_gone(server_id)
+    assert real.domain(server_id) is None
+    assert not (real.state(other) / "instances" / server_id).exists()
+    assert time.monotonic() - started < 600
