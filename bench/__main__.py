@@ -64,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         env.close()
     nova: dict[str, Any] = {"run": False, "reason": "skipped with --nova skip"}
     if args.nova == "auto":
-        from . import nova
+        from . import nova_compare
 
         print("== nova: Nova side by side (same scenarios in Nova's functional test harness)", flush=True)
         started = time.perf_counter()
-        nova = nova.side_by_side(args.out, quick=args.quick, results=results)
+        nova = nova_compare.side_by_side(args.out, quick=args.quick, results=results)
         durations["nova"] = time.perf_counter() - started
         print(f"== nova done in {durations['nova']:.1f} s\n", flush=True)
     data = report.build(results=results, durations=durations, rss_after=rss_after, nova=nova, quick=args.quick,

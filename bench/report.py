@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ def _meta(*, quick: bool, total_s: float, durations: dict[str, float]) -> dict[s
         "python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
         "cpu_model": cpu_model, "quick": quick, "databases": "SQLite files (API DB + cell0/cell1/cell2)",
         "total_s": round(total_s, 1), "scenario_s": {k: round(v, 1) for k, v in durations.items()},
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -52,6 +54,10 @@ def _figure(figures: dict[str, Any], name: str, value: Any, unit: str, what: str
 def _ratio(ratios: dict[str, Any], name: str, num: Any, den: Any, what: str) -> None:
     if isinstance(num, int | float) and isinstance(den, int | float) and num > 0 and den > 0:
         ratios[name] = {"value": round(num / den, 2), "what": what}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 def _ok(results: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -120,7 +126,7 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
     processes = _ok(results, "processes")
     if processes:
         for proc in processes["processes"]:
-            _figure(figures, f"rss_{proc['name']}_mb", proc["vmhwm_kb"] / 1024, "MiB",
+            _figure(figures, f"rss_{_slug(proc['name'])}_mb", proc["vmhwm_kb"] / 1024, "MiB",
                     f"peak RSS (VmHWM) of {proc['name']} in manage.py run_cloud")
         _figure(figures, "run_cloud_total_peak_rss_mb", processes["total_vmhwm_kb"] / 1024, "MiB",
                 "sum of every run_cloud process's peak RSS")
@@ -152,11 +158,11 @@ def write(data: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
 def summary_text(data: dict[str, Any]) -> str:
     lines = ["== figures"]
     for name, fig in data["figures"].items():
-        lines.append(f"   {name:<36} {fig['value']:>12,.2f} {fig['unit']}")
+        lines.append(f"   {name:<40} {fig['value']:>12,.2f} {fig['unit']}")
     if data["ratios"]:
         lines.append("== ratios")
-        for name, ratio in data["ratios"].items():
-            lines.append(f"   {name:<36} {ratio['value']:>12.2f}x  {ratio['what']}")
+        for ratio in data["ratios"].values():
+            lines.append(f"   {ratio['value']:>8.2f}x  {ratio['what']}")
     if data["not_measured"]:
         lines.append("== not measured")
         lines += [f"   - {item}" for item in data["not_measured"]]
@@ -191,7 +197,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"{' (uncommitted changes in the tree)' if meta['git_dirty'] else ''}; "
         f"{'**quick run (small sizes)**' if meta['quick'] else 'full run'}, {meta['total_s']} s in all.",
         f"Machine: {meta['cpus']} CPU(s) {meta['cpu_model']}, {meta['platform']}, Python {meta['python']}; "
-        f"databases: {meta['databases']}. Every figure below comes from this one run.", "",
+        f"databases: {meta['databases']}. Every figure below comes from this one run.",
+        f"Load average (1/5/15 min) when the run ended: {' / '.join(str(x) for x in meta['load_average_at_end'])} "
+        f"on {meta['cpus']} CPU(s): with other work on the machine, wall times are noisy (SQL counts are not).", "",
         "## Headline figures", "",
     ]
     md += _table(["figure", "value", "unit", "what"],

@@ -1,0 +1,187 @@
+"""Nova's side of the side-by-side benchmark. NOT imported by cloudcore: ``bench/nova.py`` runs this
+file with the Python of a separate virtualenv (``bench/out/nova-venv``) where the ``nova`` wheel from
+PyPI is installed; the wheel ships ``nova/tests/functional`` and its fixtures, which run every Nova
+service in one process (in-memory SQLite API/cell0/cell1/cell2 databases, the placement service via
+wsgi-intercept, fake Glance/Neutron/Cinder, ``nova.virt.fake`` drivers).
+
+Scenarios matching cloudcore's (RPC casts made synchronous with Nova's ``CastAsCallFixture``, as
+cloudcore's bench runs its Celery tasks eagerly, so a request returns when the work is done):
+
+- boot: ``HOSTS`` compute services split over cell1/cell2, ``BOOTS`` sequential ``POST /servers``
+  (m1.tiny, networks none), time per request until the server is ACTIVE; then ``GET /servers/detail``
+  with those servers;
+- cross-cell resize: ``TestMultiCellMigrate``'s set-up (host1 in cell1, host2 in cell2, policy
+  rule granted), an image-backed server resized from cell1 into cell2 then confirmed, another one
+  resized and reverted.
+
+SQL statements are counted on every SQLAlchemy engine (API, cells, placement). Environment: the
+``BENCH_NOVA_*`` variables below; results are written as JSON to ``BENCH_NOVA_OUT``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import unittest
+from typing import Any
+
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional import integrated_helpers
+from nova.tests.functional import test_cross_cell_migrate as xc
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+BOOTS = int(os.environ.get("BENCH_NOVA_BOOTS", "20"))
+HOSTS = int(os.environ.get("BENCH_NOVA_HOSTS", "4"))
+ROUNDS = int(os.environ.get("BENCH_NOVA_ROUNDS", "1"))
+REPEATS = int(os.environ.get("BENCH_NOVA_REPEATS", "3"))
+RESULTS: dict[str, Any] = {}
+_statements = [0]
+_polling = threading.local()
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _count(*_args: Any, **_kwargs: Any) -> None:
+    if not getattr(_polling, "active", False):  # the bench's own status polls are not counted
+        _statements[0] += 1
+
+
+def _timed(fn: Any) -> tuple[Any, float, int]:
+    before = _statements[0]
+    started = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - started, _statements[0] - before
+
+
+ASYNC_SEEN: list[str] = []
+
+
+def _timed_until(api: Any, server_id: Any, status: str, fn: Any) -> tuple[float, int]:
+    """Time (and statements) from ``fn()`` until the server shows ``status``. With CastAsCall the
+    request itself does all the work, so the first GET already shows it; otherwise poll every 10 ms
+    (the time and the polling statements count, and the run is flagged asynchronous)."""
+    before = _statements[0]
+    started = time.perf_counter()
+    fn()
+    elapsed = time.perf_counter() - started
+    statements = _statements[0] - before
+    server_id = server_id() if callable(server_id) else server_id
+    if _status(api, server_id) != status:
+        ASYNC_SEEN.append(status)
+        deadline = time.monotonic() + 60
+        while _status(api, server_id) != status:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{server_id} not {status} after 60 s")
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - started
+        statements = _statements[0] - before
+    return elapsed, statements
+
+
+def _status(api: Any, server_id: str) -> str:
+    _polling.active = True
+    try:
+        return str(api.get_server(server_id)["status"])
+    finally:
+        _polling.active = False
+
+
+class NovaBootAndList(integrated_helpers.ProviderUsageBaseTestCase):
+    NUMBER_OF_CELLS = 2
+    compute_driver = "fake.FakeDriver"  # 1,000 vCPUs per host: capacity is not what is measured
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.flags(instances=-1, cores=-1, ram=-1, group="quota")  # as cloudcore's bench lifts its quotas
+        self.useFixture(nova_fixtures.CastAsCallFixture(self))
+        for i in range(HOSTS):
+            self._start_compute(f"host{i + 1}", cell_name="cell1" if i % 2 == 0 else "cell2")
+
+    def test_boot_and_list(self) -> None:
+        flavor = next(f for f in self.api.get_flavors() if f["name"] == "m1.tiny")
+        times, statements = [], []
+        for i in range(BOOTS):
+            body = self._build_server(name=f"bench-{i:05d}", flavor_id=flavor["id"], networks="none")
+            created: dict[str, Any] = {}
+
+            def post(body: dict[str, Any] = body, created: dict[str, Any] = created) -> None:
+                created.update(self.api.post_server({"server": body}))
+
+            seconds, count = _timed_until(self.api, lambda created=created: created["id"], "ACTIVE", post)
+            times.append(seconds)
+            statements.append(count)
+        list_times, list_statements, returned = [], [], 0
+        for _ in range(REPEATS):
+            servers, seconds, count = _timed(lambda: self.api.get_servers(detail=True))
+            list_times.append(seconds)
+            list_statements.append(count)
+            returned = len(servers)
+        RESULTS["boot"] = {"asynchronous_waits": ASYNC_SEEN.count("ACTIVE"),
+            "boots": BOOTS, "hosts": HOSTS, "boot_per_s": BOOTS / sum(times),
+            "boot_ms_median": statistics.median(times) * 1000, "sql_per_boot": statistics.median(statements),
+            "list_servers": returned, "list_detail_ms": statistics.median(list_times) * 1000,
+            "list_detail_sql": max(list_statements),
+        }
+
+
+class NovaCrossCellResize(xc.TestMultiCellMigrate):
+    compute_driver = "fake.FakeDriver"
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.useFixture(nova_fixtures.CastAsCallFixture(self))
+
+    def _move(self, finish: str) -> dict[str, Any]:
+        flavors = self.api.get_flavors()
+        old, new = flavors[0], flavors[1]
+        server = self._create_server(old, no_networking=True)
+        assert server["OS-EXT-AZ:availability_zone"] == "cell1", server
+        resize_s, resize_q = _timed_until(self.api, server["id"], "VERIFY_RESIZE", lambda: self.api.post_server_action(
+            server["id"], {"resize": {"flavorRef": new["id"]}}))
+        server = self._wait_for_state_change(server, "VERIFY_RESIZE")
+        assert server["OS-EXT-SRV-ATTR:host"] == "host2", server["OS-EXT-SRV-ATTR:host"]
+        finish_s, finish_q = _timed_until(self.api, server["id"], "ACTIVE",
+                                          lambda: self.api.post_server_action(server["id"], {finish: None}))
+        server = self._wait_for_state_change(server, "ACTIVE")
+        expected = "host2" if finish == "confirmResize" else "host1"
+        assert server["OS-EXT-SRV-ATTR:host"] == expected, server["OS-EXT-SRV-ATTR:host"]
+        return {"resize_ms": resize_s * 1000, "finish_ms": finish_s * 1000, "move_ms": (resize_s + finish_s) * 1000,
+                "resize_sql": resize_q, "finish_sql": finish_q, "move_sql": resize_q + finish_q}
+
+    def test_resize_confirm_and_revert(self) -> None:
+        out: dict[str, Any] = {}
+        ASYNC_SEEN.clear()
+        for key, finish in (("confirm", "confirmResize"), ("revert", "revertResize")):
+            moves = [self._move(finish) for _ in range(ROUNDS)]
+            out[key] = {k: statistics.median(m[k] for m in moves) for k in moves[0]}
+        RESULTS["cross_cell"] = {"rounds": ROUNDS, "asynchronous_waits": len(ASYNC_SEEN), **out}
+
+
+def main() -> int:
+    from importlib.metadata import version
+
+    suite = unittest.TestSuite()
+    loader = unittest.TestLoader()
+    wanted = sys.argv[1:] or ["boot", "cross_cell"]
+    if "boot" in wanted:
+        suite.addTests(loader.loadTestsFromTestCase(NovaBootAndList))
+    if "cross_cell" in wanted:
+        suite.addTest(NovaCrossCellResize("test_resize_confirm_and_revert"))
+    started = time.perf_counter()
+    outcome = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
+    RESULTS["meta"] = {"nova_version": version("nova"), "sqlalchemy": version("SQLAlchemy"),
+                       "python": sys.version.split()[0],
+                       "seconds": time.perf_counter() - started, "ok": outcome.wasSuccessful(),
+                       "asynchronous_waits": len(ASYNC_SEEN),
+                       "errors": [str(t) + ": " + tb.strip().splitlines()[-1] for t, tb in
+                                  outcome.errors + outcome.failures]}
+    with open(os.environ["BENCH_NOVA_OUT"], "w") as fh:
+        json.dump(RESULTS, fh, indent=2)
+    return 0 if outcome.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
