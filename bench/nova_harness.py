@@ -61,8 +61,9 @@ ASYNC_SEEN: list[str] = []
 
 def _timed_until(api: Any, server_id: Any, status: str, fn: Any) -> tuple[float, int]:
     """Time (and statements) from ``fn()`` until the server shows ``status``. With CastAsCall the
-    request itself does all the work, so the first GET already shows it; otherwise poll every 10 ms
-    (the time and the polling statements count, and the run is flagged asynchronous)."""
+    request itself does all the work and the status is there at once; otherwise poll every 10 ms (the
+    time counts, and so do the statements of Nova's own threads meanwhile, not those of the polls).
+    Raises if the server goes to ERROR."""
     before = _statements[0]
     started = time.perf_counter()
     fn()
@@ -72,9 +73,9 @@ def _timed_until(api: Any, server_id: Any, status: str, fn: Any) -> tuple[float,
     if _status(api, server_id) != status:
         ASYNC_SEEN.append(status)
         deadline = time.monotonic() + 60
-        while _status(api, server_id) != status:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{server_id} not {status} after 60 s")
+        while (now := _status(api, server_id)) != status:
+            if now == "ERROR" or time.monotonic() > deadline:
+                raise AssertionError(f"{server_id} is {now}, not {status}")
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
         statements = _statements[0] - before
@@ -82,9 +83,22 @@ def _timed_until(api: Any, server_id: Any, status: str, fn: Any) -> tuple[float,
 
 
 def _status(api: Any, server_id: str) -> str:
+    """The API status the server would show, read from its cell database (a GET through Nova's
+    functional API takes ~100 ms here, too coarse a clock for a boot; these reads are not counted)."""
+    from nova import context as nova_context
+    from nova import objects
+
     _polling.active = True
     try:
-        return str(api.get_server(server_id)["status"])
+        ctx = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, server_id)
+        if mapping.cell_mapping is None:
+            return "BUILD"
+        with nova_context.target_cell(ctx, mapping.cell_mapping) as cctx:
+            instance = objects.Instance.get_by_uuid(cctx, server_id)
+        if instance.task_state is not None:
+            return "BUSY"
+        return {"active": "ACTIVE", "resized": "VERIFY_RESIZE", "error": "ERROR"}.get(instance.vm_state, "OTHER")
     finally:
         _polling.active = False
 
@@ -113,6 +127,7 @@ class NovaBootAndList(integrated_helpers.ProviderUsageBaseTestCase):
             seconds, count = _timed_until(self.api, lambda created=created: created["id"], "ACTIVE", post)
             times.append(seconds)
             statements.append(count)
+        time.sleep(1.0)  # let the last build's thread finish its writes before the list is measured
         list_times, list_statements, returned = [], [], 0
         for _ in range(REPEATS):
             servers, seconds, count = _timed(lambda: self.api.get_servers(detail=True))
@@ -123,7 +138,9 @@ class NovaBootAndList(integrated_helpers.ProviderUsageBaseTestCase):
             "boots": BOOTS, "hosts": HOSTS, "boot_per_s": BOOTS / sum(times),
             "boot_ms_median": statistics.median(times) * 1000, "sql_per_boot": statistics.median(statements),
             "list_servers": returned, "list_detail_ms": statistics.median(list_times) * 1000,
-            "list_detail_sql": max(list_statements),
+            # fewest over the repeats: Nova's periodic/background threads write now and then while
+            # a request runs, and those statements are not the request's
+            "list_detail_sql": min(list_statements),
         }
 
 

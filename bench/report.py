@@ -90,8 +90,13 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
             _figure(figures, f"list_page{listing['small_page']}_ms_{n}", row["page_ms"], "ms",
                     f"GET /servers/detail?limit={listing['small_page']} with {n} servers")
         first, last = listing["rows"][0], listing["rows"][-1]
-        _ratio(ratios, "list_detail_last_vs_first", last["detail_ms"], first["detail_ms"],
-               f"GET /servers/detail latency at {last['servers']} vs {first['servers']} servers")
+        # compare pages of the same length: the default page is capped (1,000 rows)
+        same = next(r for r in listing["rows"] if r["detail_returned"] == last["detail_returned"])
+        if same is last:
+            same = first
+        _ratio(ratios, "list_detail_last_vs_same_page", last["detail_ms"], same["detail_ms"],
+               f"GET /servers/detail latency at {last['servers']} vs {same['servers']} servers "
+               f"({last['detail_returned']} vs {same['detail_returned']} rows returned)")
         _ratio(ratios, "list_page_last_vs_first", last["page_ms"], first["page_ms"],
                f"GET /servers/detail?limit={listing['small_page']} at {last['servers']} vs {first['servers']} servers")
     else:
