@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import time
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(unknown)}")
     run_started = time.perf_counter()
+    load_at_start = os.getloadavg()
     env = BenchEnv.create(quick=args.quick)
     results: dict[str, Any] = {}
     durations: dict[str, float] = {}
@@ -68,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print("== nova: Nova side by side (same scenarios in Nova's functional test harness)", flush=True)
         started = time.perf_counter()
-        nova = nova_compare.side_by_side(args.out, quick=args.quick, results=results)
+        nova = nova_compare.side_by_side(args.out, quick=args.quick, results=results, rss_after=rss_after)
         durations["nova"] = time.perf_counter() - started
         print(f"== nova done in {durations['nova']:.1f} s\n", flush=True)
     data = report.build(results=results, durations=durations, rss_after=rss_after, nova=nova, quick=args.quick,
-                        total_s=time.perf_counter() - run_started)
+                        total_s=time.perf_counter() - run_started, load_at_start=load_at_start)
     md_path, json_path = report.write(data, args.out)
     print(report.summary_text(data))
     print(f"report: {md_path}\n        {json_path}", flush=True)

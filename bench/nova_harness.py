@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import sys
 import threading
@@ -193,6 +194,7 @@ def main() -> int:
                        "python": sys.version.split()[0],
                        "seconds": time.perf_counter() - started, "ok": outcome.wasSuccessful(),
                        "asynchronous_waits": len(ASYNC_SEEN),
+                       "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        "errors": [str(t) + ": " + tb.strip().splitlines()[-1] for t, tb in
                                   outcome.errors + outcome.failures]}
     with open(os.environ["BENCH_NOVA_OUT"], "w") as fh:

@@ -27,7 +27,8 @@ def _git(*args: str) -> str:
         return ""
 
 
-def _meta(*, quick: bool, total_s: float, durations: dict[str, float]) -> dict[str, Any]:
+def _meta(*, quick: bool, total_s: float, durations: dict[str, float],
+          load_at_start: tuple[float, ...] | None) -> dict[str, Any]:
     cpu_model = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -42,6 +43,7 @@ def _meta(*, quick: bool, total_s: float, durations: dict[str, float]) -> dict[s
         "python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
         "cpu_model": cpu_model, "quick": quick, "databases": "SQLite files (API DB + cell0/cell1/cell2)",
         "total_s": round(total_s, 1), "scenario_s": {k: round(v, 1) for k, v in durations.items()},
+        "load_average_at_start": [round(x, 2) for x in load_at_start] if load_at_start else None,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -66,7 +68,7 @@ def _ok(results: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: dict[str, int], nova: dict[str, Any],
-          quick: bool, total_s: float) -> dict[str, Any]:
+          quick: bool, total_s: float, load_at_start: tuple[float, ...] | None = None) -> dict[str, Any]:
     """The report document (see the module doc)."""
     figures: dict[str, Any] = {}
     ratios: dict[str, Any] = {}
@@ -144,7 +146,7 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
     if not nova.get("run"):
         not_measured.append(f"Nova side by side: {nova.get('reason', 'not run')}")
     return {
-        "meta": _meta(quick=quick, total_s=total_s, durations=durations),
+        "meta": _meta(quick=quick, total_s=total_s, durations=durations, load_at_start=load_at_start),
         "figures": figures, "ratios": ratios, "results": results,
         "rss": {"bench_process_peak_kb": bench_peak, "bench_peak_kb_after": rss_after,
                 "processes": processes["processes"] if processes else None},
@@ -194,6 +196,10 @@ def _failed(results: dict[str, Any], name: str) -> list[str]:
     return [f"**Failed:** `{result['error']}`"]
 
 
+def _load(values: list[float] | None) -> str:
+    return "(" + ", ".join(f"{v:.2f}" for v in values) + ")" if values else "(unknown)"
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     meta, results, figures = data["meta"], data["results"], data["figures"]
     md: list[str] = [
@@ -203,8 +209,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"{'**quick run (small sizes)**' if meta['quick'] else 'full run'}, {meta['total_s']} s in all.",
         f"Machine: {meta['cpus']} CPU(s) {meta['cpu_model']}, {meta['platform']}, Python {meta['python']}; "
         f"databases: {meta['databases']}. Every figure below comes from this one run.",
-        f"Load average (1/5/15 min) when the run ended: {' / '.join(str(x) for x in meta['load_average_at_end'])} "
-        f"on {meta['cpus']} CPU(s): with other work on the machine, wall times are noisy (SQL counts are not).", "",
+        f"Load average (1/5/15 min) at the start / end of the run: {_load(meta['load_average_at_start'])} / "
+        f"{_load(meta['load_average_at_end'])} on {meta['cpus']} CPU(s): a load above the CPU count means other work "
+        f"shared the machine, and wall times are then noisy (SQL statement counts are not).", "",
         "## Headline figures", "",
     ]
     md += _table(["figure", "value", "unit", "what"],
