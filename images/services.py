@@ -220,7 +220,10 @@ def image_download(ctx: RequestContext, image: Image) -> Path:
     if image.status != ImageStatus.ACTIVE:
         raise NotFound("The requested image has no data.") if image.status == ImageStatus.QUEUED else \
             Conflict(f"Image {image.id} is not active.")
-    return image_data_path(image.id)
+    path = image_data_path(image.id)
+    if not path.is_file():  # an active image whose data went missing from the store
+        raise NotFound("The requested image has no data.")
+    return path
 
 
 def image_delete(ctx: RequestContext, image: Image) -> None:

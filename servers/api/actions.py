@@ -173,7 +173,9 @@ def _reboot(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 
 @handles("lock")
 def _lock(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    power.server_lock(actor=view.ctx, instance=instance, reason=body.get("locked_reason"))
+    # before 2.73 the body is not looked at (Nova): any JSON value is accepted and ignored
+    reason = body.get("locked_reason") if view.version >= (2, 73) else None
+    power.server_lock(actor=view.ctx, instance=instance, reason=reason)
 
 
 @handles("unlock")
