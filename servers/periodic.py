@@ -14,6 +14,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from cells.context import target_cell
@@ -76,12 +77,18 @@ def confirm_resizes() -> int:
 
 
 def reap_stale_task_states() -> int:
+    """Error out (or, for an unshelve, re-shelve) every server whose task_state has not moved for
+    TASK_STATE_TIMEOUT seconds (a server never updated since its creation counts from its
+    creation), and finish what the dead worker left half-done (``_repair_interrupted``)."""
     cutoff = timezone.now() - timedelta(seconds=settings.TASK_STATE_TIMEOUT)
     count = 0
     for cell in _cells():
         with target_cell(cell):
-            stale = Instance.objects.filter(task_state__isnull=False, updated_at__lt=cutoff).exclude(
-                task_state=TaskState.DELETING)
+            # A hidden copy (the other cell's half of a cross-cell move) is repaired with its
+            # visible one.
+            stale = (Instance.objects.filter(task_state__isnull=False, hidden=False)
+                     .annotate(last_change=Coalesce("updated_at", "created_at"))
+                     .filter(last_change__lt=cutoff).exclude(task_state=TaskState.DELETING))
             for instance in stale:
                 old_task = instance.task_state
                 if old_task == TaskState.UNSHELVING:
@@ -91,8 +98,63 @@ def reap_stale_task_states() -> int:
                     updated = Instance.objects.filter(pk=instance.pk, task_state=old_task).update(
                         task_state=None, vm_state=VmState.ERROR, updated_at=timezone.now())
                 if updated:
-                    actions.fault_add(instance_uuid=instance.uuid, code=500, host=instance.host,
-                                      exc=TaskStateTimedOut(task_state=old_task, seconds=settings.TASK_STATE_TIMEOUT))
+                    exc = TaskStateTimedOut(task_state=old_task, seconds=settings.TASK_STATE_TIMEOUT)
+                    if not _repair_interrupted(instance, cell, exc):
+                        actions.fault_add(instance_uuid=instance.uuid, code=500, host=instance.host, exc=exc)
                     log.warning("reset server %s stuck in %s", instance.uuid, old_task)
                     count += 1
     return count
+
+
+#: a move whose worker died in one of these states never reaches finished/error by itself
+_INTERRUPTED_MIGRATION = (MigrationStatus.PRE_MIGRATING, MigrationStatus.MIGRATING, MigrationStatus.POST_MIGRATING)
+
+
+def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -> bool:
+    """What the interrupted operation would have done on failure. Returns True when the fault
+    was recorded here (the cross-cell rollback records it).
+
+    - a build whose conductor died after creating the instance but before mapping it or
+      deleting its BuildRequest: the mapping points at this cell and the BuildRequest goes (else
+      the server is shown from its BuildRequest, in BUILD, forever);
+    - a move (resize, cold migration) that never finished: the migration ends ``error`` and the
+      allocations are those of where the server is: back from the migration to the server while
+      it is still on the source host, else the migration's (source) allocations are dropped;
+      a cross-cell move is rolled back as a failed one (the target cell's copy, attachments and
+      port bindings go, the mapping stays on the source).
+    """
+    from cells.models import InstanceMapping
+    from scheduling.placement.services import allocations_delete, allocations_move
+
+    from .models import BuildRequest
+
+    InstanceMapping.objects.filter(instance_uuid=instance.uuid, cell__isnull=True).update(cell=cell)
+    BuildRequest.objects.filter(instance_uuid=instance.uuid).delete()
+    migration = (Migration.objects.filter(instance_uuid=instance.uuid, status__in=_INTERRUPTED_MIGRATION)
+                 .order_by("-id").first())
+    if migration is None:
+        return False
+    if migration.cross_cell_move:
+        from .services.cross_cell import cross_cell_failed, source_cell_of
+
+        source = source_cell_of(migration)
+        if source.uuid == cell.uuid:
+            target = next((c for c in _cells() if c.uuid != cell.uuid and _has_migration(c, migration.uuid)), None)
+            if target is not None:
+                cross_cell_failed(RequestContext.system(), instance_uuid=instance.uuid,
+                                  migration_uuid=migration.uuid, source=source, target=target,
+                                  dest_host=migration.dest_compute, exc=exc, guest_destroyed=True)
+                return True
+    if instance.host == migration.source_compute:
+        allocations_delete(consumer_uuid=instance.uuid)
+        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
+                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    else:
+        allocations_delete(consumer_uuid=migration.uuid)
+    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+    return False
+
+
+def _has_migration(cell: CellMapping, migration_uuid: str) -> bool:
+    with target_cell(cell):
+        return Migration.objects.filter(uuid=migration_uuid).exists()
