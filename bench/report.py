@@ -210,8 +210,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"Machine: {meta['cpus']} CPU(s) {meta['cpu_model']}, {meta['platform']}, Python {meta['python']}; "
         f"databases: {meta['databases']}. Every figure below comes from this one run.",
         f"Load average (1/5/15 min) at the start / end of the run: {_load(meta['load_average_at_start'])} / "
-        f"{_load(meta['load_average_at_end'])} on {meta['cpus']} CPU(s): a load above the CPU count means other work "
-        f"shared the machine, and wall times are then noisy (SQL statement counts are not).", "",
+        f"{_load(meta['load_average_at_end'])} on {meta['cpus']} CPU(s) (the bench itself keeps about one busy; "
+        f"more means other work shared the machine, and wall times are then noisy; SQL statement counts are not).",
+        "",
         "## Headline figures", "",
     ]
     md += _table(["figure", "value", "unit", "what"],
