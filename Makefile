@@ -56,7 +56,9 @@ test-postgres: venv
 	status=$$?; scripts/services.sh stop postgres; exit $$status
 
 # The whole live cloud (manage.py run_cloud, every process) on PostgreSQL (API + one database per
-# cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI.
+# cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI; then,
+# in a pytest run of its own (its own cloud), the fault suite: kill -9 of a compute worker, the
+# conductor, Redis and a cell database in the middle of builds and resizes (tests/e2e/test_faults.py).
 test-e2e-postgres: venv
 	@set -o pipefail; status=0; \
 	trap 'scripts/services.sh stop redis; scripts/services.sh stop postgres' EXIT; \
@@ -64,6 +66,9 @@ test-e2e-postgres: venv
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
 	$(PY) -m pytest tests/e2e/test_cli_postgres.py -q -p no:randomly || status=1; \
+	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
+	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
+	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly || status=1; \
 	exit $$status
 
 bench: venv
