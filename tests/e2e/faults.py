@@ -321,13 +321,17 @@ def redis_start() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def pg_database_down(url: str) -> None:
-    """Refuse new connections to the database of ``url`` and terminate the open ones."""
+def pg_database_down(url: str, first: tuple[int, ...] = ()) -> None:
+    """Refuse new connections to the database of ``url`` and terminate the open ones, the
+    backends ``first`` before the others (e.g. a blocked statement before the lock holder, so
+    that the statement never runs)."""
     name = urllib.parse.urlsplit(url).path.lstrip("/")
     admin = _pg_admin(url)
     try:
         with admin.cursor() as cur:
             cur.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            for backend_pid in first:
+                cur.execute("SELECT pg_terminate_backend(%s)", (backend_pid,))
             cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
                         "AND pid <> pg_backend_pid()", (name,))
     finally:

@@ -349,8 +349,8 @@ def test_cell_database_down_mid_same_cell_resize(env: Env, servers: dict[str, st
         cloud.thaw("compute1")
     migration_id = env.migration("cell1", server_id)[0]
     try:
-        wait_blocked(cloud, db, "cell1", "compute1")
-        pg_database_down(db.cell_url["cell1"])
+        blocked = wait_blocked(cloud, db, "cell1", "compute1")
+        pg_database_down(db.cell_url["cell1"], first=(blocked.backend_pid,))
     finally:
         lock.release()
     try:
