@@ -1,7 +1,8 @@
 """Property-based fuzzing of every operation in ``/api/schema/`` with schemathesis: no request answers 5xx.
 
 The schema is loaded from the WSGI application in-process (``schemathesis.openapi.from_wsgi``) on the
-four-host, two-cell test cloud (tests/cloud.py), and every operation is called as a cloud admin with:
+four-host, two-cell test cloud (tests/cloud.py), and every operation is called, as a cloud admin or as the
+member ``demo`` (drawn per request like the microversion header), with:
 
 1. schemathesis' own cases, positive and negative, path parameters random (mostly 404s);
 2. the same with path parameters naming real objects of the cloud (a server, a flavor, a node, ...),
@@ -133,7 +134,7 @@ def known_objects(cloud: Any) -> dict[str, str]:
     from tests.apihelpers import make_identity
 
     admin = cloud.admin()
-    server = cloud.create_server(admin, "fuzz-target", networks="demo-net")
+    server = cloud.create_server(cloud.member(), "fuzz-target", networks="demo-net")
     cloud.put(admin, f"servers/{server['id']}/metadata/k1", {"meta": {"k1": "v1"}})
     cloud.put(admin, f"servers/{server['id']}/tags/t1", version="2.90")
     flavor = Flavor.objects.get(name="m1.tiny")
@@ -162,13 +163,13 @@ def known_objects(cloud: Any) -> dict[str, str]:
 
 # -- the run -------------------------------------------------------------------------------------------------
 
-def run_operation(operation: Any, strategy: st.SearchStrategy[Any], call: Callable[[Any, dict[str, str]], None],
-                  ) -> None:
+def run_operation(strategy: st.SearchStrategy[Any], headers: st.SearchStrategy[dict[str, str]],
+                  call: Callable[[Any, dict[str, str]], None]) -> None:
     @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(case=strategy, version=st.sampled_from(VERSION_HEADERS))
-    def examples(case: Any, version: dict[str, str]) -> None:
-        call(case, version)
+    @given(case=strategy, headers=headers)
+    def examples(case: Any, headers: dict[str, str]) -> None:
+        call(case, headers)
 
     try:
         examples()
@@ -185,20 +186,22 @@ def test_no_operation_of_the_openapi_schema_answers_5xx(cloud: Any, wsgi_app: An
     from identity.services.tokens import token_issue
     from tests.apihelpers import make_identity
 
-    # given the cloud with real objects and a cloud admin's token
+    # given the cloud with real objects (the server is demo's) and the tokens of a cloud admin and of demo
     objects = known_objects(cloud)
-    admin, admin_project = make_identity("admin", project="admin", roles=["admin"])
-    token = token_issue(user=admin, project=admin_project).id
+    tokens = [token_issue(user=user, project=project).id for user, project in (
+        make_identity("admin", project="admin", roles=["admin"]), make_identity("demo", project="demo"))]
+    headers = st.builds(lambda version, token: {"X-Auth-Token": token, **version},
+                        st.sampled_from(VERSION_HEADERS), st.sampled_from(tokens))
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
     server_errors: list[str] = []
     bad_faults: list[str] = []
     calls = 0
     statuses: Counter[int] = Counter()
 
-    def call(case: Any, version: dict[str, str]) -> None:
+    def call(case: Any, headers: dict[str, str]) -> None:
         nonlocal calls
         calls += 1
-        response = case.call(headers={"X-Auth-Token": token, **version})
+        response = case.call(headers=headers)
         label = f"{case.operation.label}: {response.status_code}"
         statuses[response.status_code] += 1
         if response.status_code == 501 and _is_nova_fault(response.text, 501):
@@ -226,7 +229,7 @@ def test_no_operation_of_the_openapi_schema_answers_5xx(cloud: Any, wsgi_app: An
             base = operation.as_strategy(GenerationMode.POSITIVE, path_parameters=wanted or None)
             strategies.append(st.builds(_with_body, base, bodies))
         for strategy in strategies:
-            run_operation(operation, strategy, call)
+            run_operation(strategy, headers, call)
 
     # then no request answered 5xx, and the compute API's errors are Nova faults
     print(f"{calls} requests, by status: {dict(sorted(statuses.items()))}")
