@@ -31,3 +31,6 @@ def _uuid_for(name: str) -> str:
     import uuid
 
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"cloudcore-test-{name}"))
+
+
+from tests.e2e.livecloud import live_cloud  # noqa: E402,F401 - one live cloud per session, for every tier

@@ -1,3 +1,2 @@
-"""Fixtures of the hardening tier: the in-process test cloud and (for e2e tests) a live cloud of its own."""
+"""Fixtures of the hardening tier: the in-process test cloud (the live cloud comes from tests/conftest.py)."""
 from tests.cloud import cloud  # noqa: F401
-from tests.e2e.conftest import live_cloud  # noqa: F401

@@ -1,4 +1,5 @@
-"""Fixtures for the end-to-end tier: one live cloud per test session (real processes).
+"""The live cloud fixture (``live_cloud``, one per test session, real processes), registered in
+``tests/conftest.py`` so that every tier that needs it (e2e, hardening) shares the one cloud.
 
 With ``CLOUDCORE_E2E_DATABASE_URL`` set (``make test-e2e-postgres``) the cloud runs on fresh
 PostgreSQL databases (API + one per demo cell) created here and dropped afterwards; with
