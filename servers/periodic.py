@@ -6,12 +6,13 @@
   (0 = never) are confirmed;
 - ``reap_stale_task_states``: a server stuck in a task_state for longer than
   ``TASK_STATE_TIMEOUT`` (a worker died mid-operation) is errored out with a fault, or, for an
-  unshelve, put back to SHELVED_OFFLOADED: nothing stays in a task_state forever.
+  unshelve, put back to SHELVED_OFFLOADED; a server that never reached a cell (its BuildRequest
+  older than that) is buried in cell0: nothing stays in a task_state forever.
 """
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models.functions import Coalesce
@@ -103,7 +104,37 @@ def reap_stale_task_states() -> int:
                         actions.fault_add(instance_uuid=instance.uuid, code=500, host=instance.host, exc=exc)
                     log.warning("reset server %s stuck in %s", instance.uuid, old_task)
                     count += 1
+    return count + _bury_stale_build_requests(cutoff)
+
+
+def _bury_stale_build_requests(cutoff: datetime) -> int:
+    """A server accepted by the API that never reached a cell (the conductor's cast was lost with
+    the broker, or the conductor died or failed before creating it in its cell) would be shown
+    from its BuildRequest, in BUILD/scheduling, forever: it is buried in cell0 (ERROR with a
+    fault), as a failed scheduling is, and whatever allocations the scheduler claimed go."""
+    from cells.models import InstanceMapping
+    from scheduling.placement.services import allocations_delete
+
+    from .models import BuildRequest
+    from .services.conductor_build import bury_in_cell0
+
+    count = 0
+    for uuid in BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True):
+        if not InstanceMapping.objects.filter(instance_uuid=uuid, cell__isnull=True).exists():
+            continue
+        if any(_has_instance(cell, uuid) for cell in _cells()):
+            continue  # created in its cell, not stale there yet: the cell loop repairs it
+        allocations_delete(consumer_uuid=uuid)
+        bury_in_cell0(RequestContext.system(), instance_uuid=uuid, exc=TaskStateTimedOut(
+            task_state=TaskState.SCHEDULING, seconds=settings.TASK_STATE_TIMEOUT))
+        log.warning("buried server %s that never reached a cell", uuid)
+        count += 1
     return count
+
+
+def _has_instance(cell: CellMapping, uuid: str) -> bool:
+    with target_cell(cell):
+        return Instance.all_objects.filter(uuid=uuid).exists()
 
 
 #: a move whose worker died in one of these states never reaches finished/error by itself
@@ -124,7 +155,6 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
       port bindings go, the mapping stays on the source).
     """
     from cells.models import InstanceMapping
-    from scheduling.placement.services import allocations_delete, allocations_move
 
     from .models import BuildRequest
 
@@ -145,13 +175,9 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
                                   migration_uuid=migration.uuid, source=source, target=target,
                                   dest_host=migration.dest_compute, exc=exc, guest_destroyed=True)
                 return True
-    if instance.host == migration.source_compute:
-        allocations_delete(consumer_uuid=instance.uuid)
-        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
-    else:
-        allocations_delete(consumer_uuid=migration.uuid)
-    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+    from .services.resize import error_out_migration
+
+    error_out_migration(instance, migration)
     return False
 
 

@@ -44,6 +44,8 @@ def op(name: str, *, action: str, notification: str, event: str) -> Callable[[Op
             except Exception as exc:
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc)
                 _failed(ctx, instance, exc, notification)
+                if name in _MOVE_OPS:
+                    _move_op_failed(instance, kwargs["migration_uuid"])
                 return
             actions.action_finish(ctx, instance_uuid=instance.uuid)
             notify_instance(ctx, f"instance.{notification}.end", instance)
@@ -70,6 +72,23 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
     notify_instance(ctx, "instance.update", instance, old_vm_state=old)
     notify_instance(ctx, f"instance.{notification}.error", instance, fault=exc)
+
+
+#: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)
+_MOVE_OPS = ("resize_at_source", "finish_resize")
+
+
+def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
+    """The migration of a failed move ends ``error`` with the allocations where the server is
+    (else it stays open holding the source's allocations, which outlive the server's delete)."""
+    from ..choices import MigrationStatus
+    from ..models import Migration
+    from ..services.resize import error_out_migration
+
+    migration = Migration.objects.filter(uuid=migration_uuid, status__in=(
+        MigrationStatus.PRE_MIGRATING, MigrationStatus.MIGRATING, MigrationStatus.POST_MIGRATING)).first()
+    if migration is not None:
+        error_out_migration(instance, migration)
 
 
 def _set(instance: Instance, **fields: Any) -> None:

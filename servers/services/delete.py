@@ -77,10 +77,15 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
 
 
 def _delete_build_request(instance_uuid: str) -> None:
+    from scheduling.placement.services import allocations_delete
+
     with transaction.atomic():
         BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()
         RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
         InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
+    # what a scheduling claimed for a build that died before it reached a cell (a live conductor
+    # that finds the BuildRequest gone drops its claim itself)
+    allocations_delete(consumer_uuid=instance_uuid)
 
 
 def local_delete(actor: RequestContext, instance: Instance) -> None:

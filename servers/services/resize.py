@@ -244,6 +244,22 @@ def _move_failed(ctx: RequestContext, instance: Instance, migration: Migration, 
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
 
 
+def error_out_migration(instance: Instance, migration: Migration) -> None:
+    """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
+    the allocations are those of where the server is: back from the migration to the server while
+    it is still on the source host, else the migration's (source) allocations are dropped."""
+    from scheduling.placement.services import allocations_delete, allocations_move
+
+    host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
+    if host == migration.source_compute:
+        allocations_delete(consumer_uuid=instance.uuid)
+        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
+                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    else:
+        allocations_delete(consumer_uuid=migration.uuid)
+    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+
+
 # --- confirm / revert ---------------------------------------------------------------------------
 
 
