@@ -42,7 +42,10 @@ class Command(BaseCommand):
             DemoProcess(
                 "web",
                 [python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
-                 "--workers", "2", "--threads", "4", "--timeout", "120", "--access-logfile", "-"],
+                 "--workers", "2", "--threads", "4", "--timeout", "120", "--access-logfile", "-",
+                 # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
+                 # retrying: gunicorn's 2 s default closes them just as the next request goes out.
+                 "--keep-alive", "75"],
             ),
             *collect_processes(env),
         ]
