@@ -279,6 +279,18 @@ class RowLock:
             pass
 
 
+class TableLock(RowLock):
+    """``LOCK TABLE ... IN SHARE MODE`` (reads go on, every INSERT/UPDATE waits), held until
+    ``release()``: stops a step that creates a row, which no row lock can."""
+
+    def __init__(self, url: str, table: str) -> None:  # noqa: D107 - a RowLock on a whole table
+        self.conn = pg_connect(url)
+        self.conn.autocommit = False
+        with self.conn.cursor() as cur:
+            cur.execute(f"LOCK TABLE {table} IN SHARE MODE")
+        self.rows = []
+
+
 @dataclass
 class Blocked:
     backend_pid: int
@@ -361,6 +373,9 @@ def _pg_admin(url: str) -> Any:
 #: migrations whose allocations are still legitimately held (in flight, or awaiting confirm/revert)
 OPEN_MIGRATION_STATUSES = {"pre-migrating", "migrating", "post-migrating", "finished", "confirming", "reverting"}
 
+#: migrations under way: their server is in a task_state until they end
+IN_FLIGHT_MIGRATION_STATUSES = {"pre-migrating", "migrating", "post-migrating"}
+
 
 def consistency_problems(db: Databases) -> list[str]:
     """Everything that is wrong across the API and cell databases, as readable lines:
@@ -369,13 +384,15 @@ def consistency_problems(db: Databases) -> list[str]:
     - a mapped server whose visible, live instance row is not in exactly its mapped cell (lost or
       duplicated), a hidden copy outside a cross-cell VERIFY_RESIZE, an instance row with no mapping,
       an unmapped server without a BuildRequest or a BuildRequest of a mapped server;
-    - allocations held by a consumer that is neither a live server nor an open migration;
+    - allocations held by a consumer that is neither a live server nor an open migration, a
+      migration under way whose server is in no task_state (it would hold its allocations forever);
     - a volume attachment, or a port, of a server that does not exist (any more).
     """
     t = db.t
     problems: list[str] = []
     rows: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     migrations: dict[str, tuple[str, str]] = {}
+    moving: dict[str, str] = {}  # migration -> its server
     for cell in db.cell_url:
         for uuid, vm_state, task_state, hidden, deleted in db.cell(
                 cell, f"SELECT uuid, vm_state, task_state, hidden, deleted FROM {t['Instance']}"):
@@ -385,11 +402,13 @@ def consistency_problems(db: Databases) -> list[str]:
                                                      "hidden": hidden}))
             if task_state is not None:
                 problems.append(f"server {uuid} in {cell} is stuck in task_state {task_state} ({vm_state})")
-        for uuid, status in db.cell(cell, f"SELECT uuid, status FROM {t['Migration']} WHERE NOT deleted"):
+        for uuid, status, instance_uuid in db.cell(
+                cell, f"SELECT uuid, status, instance_uuid FROM {t['Migration']} WHERE NOT deleted"):
             if uuid in migrations and migrations[uuid][1] != status:
                 problems.append(f"migration {uuid} is {migrations[uuid][1]} in {migrations[uuid][0]} "
                                 f"but {status} in {cell}")
             migrations[uuid] = (cell, status)
+            moving[uuid] = instance_uuid
     mappings = {uuid: cell for uuid, cell in db.api(
         f"SELECT m.instance_uuid, c.name FROM {t['InstanceMapping']} m "
         f"LEFT JOIN {t['CellMapping']} c ON m.cell_id = c.id")}
@@ -417,6 +436,12 @@ def consistency_problems(db: Databases) -> list[str]:
         if uuid not in mappings:
             problems.append(f"server {uuid} has rows in {[c for c, _ in rows[uuid]]} but no instance mapping")
     live = set(rows)
+    for uuid, instance_uuid in moving.items():
+        status = migrations[uuid][1]
+        if status in IN_FLIGHT_MIGRATION_STATUSES and instance_uuid in live and all(
+                r["task_state"] is None for _, r in rows[instance_uuid]):
+            problems.append(f"migration {uuid} is still {status} but server {instance_uuid} is not moving "
+                            f"(its allocations: {db.allocations(uuid)})")
     for (consumer,) in db.api(f"SELECT DISTINCT c.uuid FROM {t['Allocation']} a JOIN {t['Consumer']} c "
                               "ON a.consumer_id = c.id"):
         if consumer in live:

@@ -20,6 +20,8 @@ compute kill -9    cross-cell resize                        source compute: task
                                                             resize_migrated
 cell DB down       same-cell resize                         source compute: task_state ->
                                                             resize_migrated (API keeps answering)
+redis kill -9      build                                    conductor: mapping -> cell (its cast to
+                                                            the compute host then fails)
 =================  =======================================  =====================================
 
 Runs under ``make test-e2e-postgres`` (a pytest run of its own, so that this cloud is the only one).
@@ -372,6 +374,39 @@ def test_cell_database_down_mid_same_cell_resize(env: Env, servers: dict[str, st
     env.reaped(server_id)
     assert env.migration("cell1", server_id) == (migration_id, "error", False)
     assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
+    env.assert_consistent()
+    env.assert_all_running()
+
+
+def test_redis_killed_mid_build(env: Env) -> None:
+    """Redis is killed while the conductor places a build (blocked on the instance mapping, the
+    instance already in cell1): its cast to compute2 then fails; Redis comes back empty."""
+    cloud, db = env.cloud, env.db
+    cloud.freeze("conductor")
+    try:
+        server_id = env.boot("f-build-redis", "compute2")
+        lock = RowLock(db.api_url, db.t["InstanceMapping"], "instance_uuid = %s", server_id)
+    finally:
+        cloud.thaw("conductor")
+    try:
+        wait_blocked(cloud, db, None, "conductor")
+        assert db.instance("cell1", server_id) is not None
+        redis_kill9()
+    finally:
+        lock.release()
+    try:
+        wait_for("the conductor to go on", lambda: not db.api(
+            f"SELECT 1 FROM {db.t['BuildRequest']} WHERE instance_uuid = %s", server_id))
+        time.sleep(3)  # its cast to compute2 fails meanwhile
+    finally:
+        redis_start()
+    assert db.instance("cell1", server_id)["task_state"] == "scheduling"
+    env.reaped(server_id)
+    assert set(env.held(server_id)) == {"compute2"}
+    env.assert_consistent()
+    env.api.call("DELETE", f"/servers/{server_id}", expect=204)
+    wait_for("the server to go", lambda: env.api.call("GET", f"/servers/{server_id}").status_code == 404)
+    assert env.held(server_id) == {}
     env.assert_consistent()
     env.assert_all_running()
 
