@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,12 +17,14 @@ import pytest
 from .cloud import LiveCloud, free_port, fresh_postgres_databases, make_env
 
 
-@pytest.fixture(scope="session")
-def live_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
-    var_dir = Path(tmp_path_factory.mktemp("live-cloud"))
+@contextmanager
+def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, **extra: str) -> Iterator[LiveCloud]:
+    """A started ``run_cloud`` in a fresh var dir: on fresh PostgreSQL databases (dropped
+    afterwards) when ``CLOUDCORE_E2E_DATABASE_URL`` is set, SQLite otherwise; ``extra`` goes into
+    its environment (e.g. ``CLOUDCORE_USE_PENDING_STATE="true"``)."""
+    var_dir = Path(tmp_path_factory.mktemp(name))
     port = free_port()
     with ExitStack() as stack:
-        extra = {}
         if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
             extra["CLOUDCORE_DATABASE_URL"] = stack.enter_context(
                 fresh_postgres_databases(os.environ["CLOUDCORE_E2E_DATABASE_URL"]))
@@ -32,3 +34,9 @@ def live_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
             yield cloud
         finally:
             cloud.stop()
+
+
+@pytest.fixture(scope="session")
+def live_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
+    with running_cloud(tmp_path_factory, "live-cloud") as cloud:
+        yield cloud

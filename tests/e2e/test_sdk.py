@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .cloud import LiveCloud, free_port, make_env
+from .cloud import LiveCloud
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -166,14 +166,10 @@ def test_boot_from_volume_and_reimage_at_2_93(sdk: tuple[Any, Any, LiveCloud]) -
 
 @pytest.fixture(scope="module")
 def pending_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
-    var_dir = Path(tmp_path_factory.mktemp("pending-cloud"))
-    port = free_port()
-    cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, CLOUDCORE_USE_PENDING_STATE="true"))
-    cloud.start()
-    try:
+    from .livecloud import running_cloud
+
+    with running_cloud(tmp_path_factory, "pending-cloud", CLOUDCORE_USE_PENDING_STATE="true") as cloud:
         yield cloud
-    finally:
-        cloud.stop()
 
 
 def test_pending_at_2_105_and_error_at_2_104(pending_cloud: LiveCloud) -> None:
