@@ -1,7 +1,8 @@
 """Turn a cell's database URL into a Django connection configuration.
 
 SQLite connections get WAL, a busy timeout and immediate transactions so that the web process
-and several workers can write the same file; PostgreSQL URLs are used as given.
+and several workers can write the same file; PostgreSQL connections get a connect timeout and
+TCP keepalives.
 """
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ SQLITE_OPTIONS: dict[str, Any] = {
     "timeout": 30,
     "transaction_mode": "IMMEDIATE",
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
+#: libpq options of every PostgreSQL connection: a database that went away (a cell database down,
+#: a network partition) fails a worker's connect or statement within seconds instead of blocking
+#: its thread on a half-open socket; Django then drops the broken connection and reconnects on
+#: the next use.
+POSTGRES_OPTIONS: dict[str, Any] = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
 }
 
 
@@ -36,7 +49,9 @@ def database_config(url: str) -> dict[str, Any]:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
         config["OPTIONS"] = dict(SQLITE_OPTIONS)
     elif "postgresql" in engine:
-        config.setdefault("OPTIONS", {})
+        options = config.setdefault("OPTIONS", {})
+        for key, value in POSTGRES_OPTIONS.items():
+            options.setdefault(key, value)
         config["CONN_HEALTH_CHECKS"] = True
     else:
         raise InvalidDatabaseURL(f"Unsupported database engine in {url!r}")
