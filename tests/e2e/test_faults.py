@@ -20,9 +20,25 @@ compute kill -9    cross-cell resize                        source compute: task
                                                             resize_migrated
 cell DB down       same-cell resize                         source compute: task_state ->
                                                             resize_migrated (API keeps answering)
+compute kill -9    same-cell resize                         destination compute: finishing (server
+                                                            row), source guest already down
+conductor kill -9  cross-cell resize (volume attached)      conductor: source copy, after the
+                                                            target copy and its attachment exist
 redis kill -9      build                                    conductor: mapping -> cell (its cast to
                                                             the compute host then fails)
+redis kill -9      same-cell resize                         source compute: task_state ->
+                                                            resize_migrated (its cast of the finish
+                                                            then fails)
+cell DB down       build                                    conductor: creating the instance in
+                                                            the cell (never gets there)
+cell DB down       cross-cell resize (target cell's DB)     destination compute: finishing (target
+                                                            copy's row)
 =================  =======================================  =====================================
+
+A compute host that was restarted has lost its guests (the simulated hypervisor, libvirt's
+test:// driver, keeps them in memory), so a scenario that needs a guest on compute1 after one of
+compute1's restarts boots a fresh server there (``fresh_on_compute1``). A worker whose broker went
+away while it ran a task survives (cloudcore.celery: kombu's Redis channel and its closed connection).
 
 Runs under ``make test-e2e-postgres`` (a pytest run of its own, so that this cloud is the only one).
 """
@@ -44,6 +60,7 @@ from .faults import (
     Databases,
     FaultCloud,
     RowLock,
+    TableLock,
     consistency_problems,
     pg_database_down,
     pg_database_up,
@@ -161,6 +178,22 @@ def servers(env: Env) -> dict[str, str]:
         env.api.wait_status(server_id, "ACTIVE", timeout=120)
         assert env.admin.server(server_id)["OS-EXT-SRV-ATTR:host"] == wanted[name]
     return ids
+
+
+def fresh_on_compute1(env: Env, servers: dict[str, str], name: str) -> str:
+    """A new ACTIVE server on compute1 with no zone in its request spec (like ``servers``'),
+    for a scenario after compute1 was restarted: the simulated hypervisor (libvirt's test://
+    driver) keeps its guests in memory, so the guests ``servers`` booted there are gone and an
+    operation on them fails at once on compute1. Deleted by the last test."""
+    env.services("disabled", "compute2", "compute3", "compute4")
+    try:
+        server_id = env.boot(f"f-{name}", None)
+        env.api.wait_status(server_id, "ACTIVE", timeout=120)
+    finally:
+        env.services("enabled", "compute2", "compute3", "compute4")
+    assert env.admin.server(server_id)["OS-EXT-SRV-ATTR:host"] == "compute1"
+    servers[name] = server_id
+    return server_id
 
 
 def test_compute_killed_mid_build(env: Env) -> None:
@@ -378,6 +411,77 @@ def test_cell_database_down_mid_same_cell_resize(env: Env, servers: dict[str, st
     env.assert_all_running()
 
 
+def test_compute_killed_mid_same_cell_resize(env: Env, servers: dict[str, str]) -> None:
+    """compute2 (the destination) is killed while it finishes a resize compute1 -> compute2: the
+    source guest is down, the server would take the new flavor on compute2 (blocked on its row)."""
+    cloud, db = env.cloud, env.db
+    server_id = fresh_on_compute1(env, servers, "resize-compute")
+    cloud.freeze("compute2")  # the finish cast waits for it
+    try:
+        env.resize(server_id)
+        wait_for("the source half", lambda: db.instance("cell1", server_id)["task_state"] == "resize_migrated")
+        lock = RowLock(db.cell_url["cell1"], db.t["Instance"], "uuid = %s", server_id)
+    finally:
+        cloud.thaw("compute2")
+    try:
+        blocked = wait_blocked(cloud, db, "cell1", "compute2")
+        migration_id = env.migration("cell1", server_id)[0]
+        assert set(env.held(server_id)) == {"compute2"} and set(env.held(migration_id)) == {"compute1"}
+        cloud.kill9("compute2")
+        db.terminate_backend(blocked.backend_pid)
+    finally:
+        lock.release()
+    cloud.restart("compute2")
+    env.reaped(server_id)
+    assert env.migration("cell1", server_id) == (migration_id, "error", False)
+    assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
+    env.assert_consistent()
+    env.assert_all_running()
+
+
+def test_conductor_killed_mid_cross_cell_resize(env: Env, servers: dict[str, str]) -> None:
+    """The conductor is killed half-way through a cross-cell resize (volume attached): the target
+    cell's copy and its volume attachment exist, the source copy is being updated."""
+    cloud, db = env.cloud, env.db
+    server_id = fresh_on_compute1(env, servers, "xcell-conductor")
+    volume = attach_volume(env, server_id)
+    env.services("disabled", "compute2")
+    try:
+        cloud.freeze("conductor")
+        try:
+            env.resize(server_id)
+            lock = RowLock(db.cell_url["cell1"], db.t["Instance"], "uuid = %s", server_id)
+        finally:
+            cloud.thaw("conductor")
+        try:
+            blocked = wait_blocked(cloud, db, "cell1", "conductor")
+            assert db.instance("cell2", server_id) is not None, f"no copy in cell2 yet; blocked at {blocked}"
+            assert len(attachments(env, volume)) == 2  # the source's and the target's
+            migration_id = env.migration("cell1", server_id)[0]
+            cloud.kill9("conductor")
+            db.terminate_backend(blocked.backend_pid)
+        finally:
+            lock.release()
+        cloud.restart("conductor")
+    finally:
+        env.services("enabled", "compute2")
+    env.reaped(server_id)
+    assert db.instance("cell2", server_id) is None
+    assert env.migration("cell1", server_id)[:2] == (migration_id, "error")
+    assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
+    assert [host for host, _ in attachments(env, volume)] == ["compute1"]
+    env.assert_consistent()
+    env.assert_all_running()
+    detach_volume(env, server_id, volume)
+
+
+def attachments(env: Env, volume_id: str) -> list[tuple[str | None, str]]:
+    """(attached host, status) of the volume's live attachments."""
+    return sorted((tuple(r) for r in env.db.api(
+        f"SELECT attached_host, attach_status FROM {env.db.t['VolumeAttachment']} "
+        "WHERE volume_id = %s AND NOT deleted", volume_id)), key=lambda r: (r[0] or "", r[1]))
+
+
 def test_redis_killed_mid_build(env: Env) -> None:
     """Redis is killed while the conductor places a build (blocked on the instance mapping, the
     instance already in cell1): its cast to compute2 then fails; Redis comes back empty."""
@@ -407,6 +511,124 @@ def test_redis_killed_mid_build(env: Env) -> None:
     env.api.call("DELETE", f"/servers/{server_id}", expect=204)
     wait_for("the server to go", lambda: env.api.call("GET", f"/servers/{server_id}").status_code == 404)
     assert env.held(server_id) == {}
+    env.assert_consistent()
+    env.assert_all_running()
+
+
+def test_redis_killed_mid_same_cell_resize(env: Env, servers: dict[str, str]) -> None:
+    """Redis is killed while compute1 takes its guest down for a resize compute1 -> compute2
+    (blocked on the server's row): its cast of the finish to compute2 fails. The source half's
+    failure ends the migration (``error``, allocations back on compute1): nothing is left open."""
+    cloud, db = env.cloud, env.db
+    server_id = fresh_on_compute1(env, servers, "resize-redis")
+    cloud.freeze("compute1")
+    try:
+        env.resize(server_id)
+        wait_for("the conductor to cast to the source",
+                 lambda: db.instance("cell1", server_id)["task_state"] == "resize_migrating")
+        lock = RowLock(db.cell_url["cell1"], db.t["Instance"], "uuid = %s", server_id)
+    finally:
+        cloud.thaw("compute1")
+    migration_id = env.migration("cell1", server_id)[0]
+    try:
+        wait_blocked(cloud, db, "cell1", "compute1")
+        redis_kill9()
+    finally:
+        lock.release()
+    try:
+        wait_for("compute1 to give up", lambda: db.instance("cell1", server_id)["task_state"] is None, timeout=60)
+    finally:
+        redis_start()
+    env.cloud.reap(timeout=2)
+    shown = env.api.server(server_id)
+    assert shown["status"] == "ERROR" and shown["OS-EXT-STS:task_state"] is None, shown
+    assert env.migration("cell1", server_id) == (migration_id, "error", False)
+    assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
+    env.assert_consistent()
+    env.assert_all_running()
+
+
+def test_cell_database_down_mid_build(env: Env, servers: dict[str, str]) -> None:
+    """cell1's database goes away while the conductor creates a build's instance there (after the
+    scheduler claimed compute1): the server never reaches its cell. Meanwhile the API answers
+    (cell1's servers UNKNOWN, the build from its BuildRequest); afterwards the reaper buries the
+    build in cell0 (ERROR) and drops its claim."""
+    cloud, db = env.cloud, env.db
+    bystander = servers["bystander"]
+    cloud.freeze("conductor")
+    try:
+        server_id = env.boot("f-build-pg", "compute1")
+        lock = TableLock(db.cell_url["cell1"], db.t["Instance"])
+    finally:
+        cloud.thaw("conductor")
+    try:
+        blocked = wait_blocked(cloud, db, "cell1", "conductor")
+        assert blocked.query.startswith("INSERT"), blocked
+        assert set(env.held(server_id)) == {"compute1"}
+        pg_database_down(db.cell_url["cell1"], first=(blocked.backend_pid,))
+    finally:
+        lock.release()
+    try:
+        listed = env.api.call("GET", "/servers/detail", version="2.69")
+        assert listed.status_code == 200, listed.text
+        status = {s["id"]: s["status"] for s in listed.json()["servers"]}
+        assert status[bystander] == "ACTIVE" and status[servers["resize-pg"]] == "UNKNOWN", status
+        assert status[server_id] == "BUILD", status
+        time.sleep(1)
+    finally:
+        pg_database_up(db.cell_url["cell1"])
+    wait_for("cell1 to answer again", lambda: env.api.server(servers["resize-pg"])["status"] != "UNKNOWN")
+    assert db.instance("cell1", server_id) is None
+    env.reaped(server_id)
+    assert db.instance("cell0", server_id)["vm_state"] == "error"
+    assert env.held(server_id) == {}
+    env.assert_consistent()
+    env.api.call("DELETE", f"/servers/{server_id}", expect=204)
+    wait_for("the server to go", lambda: env.api.call("GET", f"/servers/{server_id}").status_code == 404)
+    env.assert_consistent()
+    env.assert_all_running()
+
+
+def test_cell_database_down_mid_cross_cell_resize(env: Env, servers: dict[str, str]) -> None:
+    """The target cell's database (cell2) goes away while the destination host finishes a
+    cross-cell resize (blocked on the target copy's row): the rollback cannot reach cell2 then;
+    the API keeps answering (cell2's servers UNKNOWN); once cell2 is back the reaper rolls the
+    move back from the source cell."""
+    cloud, db = env.cloud, env.db
+    server_id, bystander = fresh_on_compute1(env, servers, "xcell-pg"), servers["bystander"]
+    env.services("disabled", "compute2")
+    try:
+        cloud.freeze("compute3")
+        cloud.freeze("compute4")
+        try:
+            env.resize(server_id)
+            wait_for("the source half", lambda: db.instance("cell1", server_id)["task_state"] == "resize_migrated")
+            lock = RowLock(db.cell_url["cell2"], db.t["Instance"], "uuid = %s", server_id)
+        finally:
+            cloud.thaw("compute3")
+            cloud.thaw("compute4")
+        migration_id = env.migration("cell1", server_id)[0]
+        dest = db.cell("cell1", f"SELECT dest_compute FROM {db.t['Migration']} WHERE uuid = %s", migration_id)[0][0]
+        try:
+            blocked = wait_blocked(cloud, db, "cell2", dest)
+            pg_database_down(db.cell_url["cell2"], first=(blocked.backend_pid,))
+        finally:
+            lock.release()
+    finally:
+        env.services("enabled", "compute2")
+    try:
+        listed = env.api.call("GET", "/servers/detail", version="2.69")
+        assert listed.status_code == 200, listed.text
+        status = {s["id"]: s["status"] for s in listed.json()["servers"]}
+        assert status[bystander] == "UNKNOWN" and status[server_id] not in ("UNKNOWN", "ERROR"), status
+        time.sleep(2)
+    finally:
+        pg_database_up(db.cell_url["cell2"])
+    wait_for("cell2 to answer again", lambda: env.api.server(bystander)["status"] == "ACTIVE")
+    env.reaped(server_id)
+    assert db.instance("cell2", server_id) is None
+    assert env.migration("cell1", server_id)[:2] == (migration_id, "error")
+    assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
     env.assert_consistent()
     env.assert_all_running()
 
