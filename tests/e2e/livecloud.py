@@ -18,12 +18,21 @@ from .cloud import LiveCloud, free_port, fresh_postgres_databases, make_env
 
 
 @contextmanager
-def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, **extra: str) -> Iterator[LiveCloud]:
+def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, *, broker_db: int = 0,
+                  **extra: str) -> Iterator[LiveCloud]:
     """A started ``run_cloud`` in a fresh var dir: on fresh PostgreSQL databases (dropped
     afterwards) when ``CLOUDCORE_E2E_DATABASE_URL`` is set, SQLite otherwise; ``extra`` goes into
-    its environment (e.g. ``CLOUDCORE_USE_PENDING_STATE="true"``)."""
+    its environment (e.g. ``CLOUDCORE_USE_PENDING_STATE="true"``). A second cloud up at the same
+    time needs its own ``broker_db`` (Redis database number): clouds sharing one would take each
+    other's tasks from the same queues."""
     var_dir = Path(tmp_path_factory.mktemp(name))
     port = free_port()
+    broker = os.environ.get("CLOUDCORE_E2E_BROKER_URL")
+    if broker and broker_db:
+        import urllib.parse
+
+        extra["CLOUDCORE_BROKER_URL"] = urllib.parse.urlunsplit(
+            urllib.parse.urlsplit(broker)._replace(path=f"/{broker_db}"))
     with ExitStack() as stack:
         if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
             extra["CLOUDCORE_DATABASE_URL"] = stack.enter_context(

@@ -168,7 +168,7 @@ def test_boot_from_volume_and_reimage_at_2_93(sdk: tuple[Any, Any, LiveCloud]) -
 def pending_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
     from .livecloud import running_cloud
 
-    with running_cloud(tmp_path_factory, "pending-cloud", CLOUDCORE_USE_PENDING_STATE="true") as cloud:
+    with running_cloud(tmp_path_factory, "pending-cloud", broker_db=1, CLOUDCORE_USE_PENDING_STATE="true") as cloud:
         yield cloud
 
 
