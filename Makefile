@@ -59,7 +59,8 @@ test-postgres: venv
 # cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI; then,
 # in a pytest run of its own (its own cloud), the fault suite: kill -9 of a compute worker, the
 # conductor, Redis and a cell database in the middle of builds and resizes (tests/e2e/test_faults.py).
-# The CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in test-sqlite).
+# The CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in test-sqlite);
+# Redis is restarted empty before the fault suite so that no task of the first cloud reaches the second.
 E2E_ON_POSTGRES := tests/e2e/test_cli_cloud.py tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
 	tests/hardening/test_concurrent_actions.py
 test-e2e-postgres: venv
@@ -69,6 +70,7 @@ test-e2e-postgres: venv
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
 	$(PY) -m pytest tests/e2e/test_cli_postgres.py $(E2E_ON_POSTGRES) -q -p no:randomly || status=1; \
+	scripts/services.sh stop redis && scripts/services.sh start redis || exit 1; \
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
 	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly || status=1; \
