@@ -71,3 +71,21 @@ def register_all() -> list[CellMapping]:
     for cell in cells:
         alias_for(cell)
     return cells
+
+
+def drop_broken_connections() -> int:
+    """Close this thread's database connections that an error left unusable (a backend terminated,
+    a database restarted or down), so that the next query connects again instead of failing with
+    "connection already closed". For a worker's failure path, which records the failure right after
+    the error, outside the request cycle (Celery's Django fixup only checks connections between
+    tasks). Connections inside a transaction are left to it. Returns how many were closed."""
+    closed = 0
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None or conn.in_atomic_block or not conn.errors_occurred:
+            continue
+        if conn.is_usable():
+            conn.errors_occurred = False
+            continue
+        conn.close()
+        closed += 1
+    return closed

@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from cells.context import target_cell
+from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from scheduling.models import RequestSpec
@@ -127,6 +128,7 @@ def build_and_run_instance(
                 _build(ctx, instance, driver, admin_pass)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
+            drop_broken_connections()
             _cleanup_failed_build(ctx, instance, driver)
             current = Instance.all_objects.filter(pk=instance.pk).values_list("task_state", "deleted").first()
             if current is None or current[1] or current[0] == TaskState.DELETING:

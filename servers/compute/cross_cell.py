@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping
+from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 
 from ..choices import MigrationStatus, PowerState, TaskState, VmState
@@ -34,6 +35,7 @@ def register(name: str, event: str, action: str) -> Callable[[Callable[..., None
                 fn(ctx, instance, **kwargs)
             except Exception as exc:
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                drop_broken_connections()
                 actions.event_finish(ev, exc=exc)
                 return
             actions.event_finish(ev)

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cells.context import target_cell
+from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 
 from ..choices import PowerState, TaskState, VmState
@@ -43,6 +44,7 @@ def op(name: str, *, action: str, notification: str, event: str) -> Callable[[Op
                     fn(ctx, instance, **kwargs)
             except Exception as exc:
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                drop_broken_connections()  # e.g. the cell database went away: reconnect to record it
                 _failed(ctx, instance, exc, notification)
                 if name in _MOVE_OPS:
                     _move_op_failed(instance, kwargs["migration_uuid"])
