@@ -91,6 +91,8 @@ class MigrationStatus:
     FAILED = "failed"
     DONE = "done"
     ACCEPTED = "accepted"
+    #: a move in these states is still under way: it never ends by itself if its worker died
+    UNFINISHED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING)
 
 
 class MigrationType:

@@ -137,10 +137,6 @@ def _has_instance(cell: CellMapping, uuid: str) -> bool:
         return Instance.all_objects.filter(uuid=uuid).exists()
 
 
-#: a move whose worker died in one of these states never reaches finished/error by itself
-_INTERRUPTED_MIGRATION = (MigrationStatus.PRE_MIGRATING, MigrationStatus.MIGRATING, MigrationStatus.POST_MIGRATING)
-
-
 def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -> bool:
     """What the interrupted operation would have done on failure. Returns True when the fault
     was recorded here (the cross-cell rollback records it).
@@ -160,7 +156,7 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
 
     InstanceMapping.objects.filter(instance_uuid=instance.uuid, cell__isnull=True).update(cell=cell)
     BuildRequest.objects.filter(instance_uuid=instance.uuid).delete()
-    migration = (Migration.objects.filter(instance_uuid=instance.uuid, status__in=_INTERRUPTED_MIGRATION)
+    migration = (Migration.objects.filter(instance_uuid=instance.uuid, status__in=MigrationStatus.UNFINISHED)
                  .order_by("-id").first())
     if migration is None:
         return False

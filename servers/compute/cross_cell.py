@@ -60,10 +60,7 @@ def _swap_for_placeholders(instance: Instance) -> None:
     for bdm in xc.volume_bdms(instance.uuid):
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance.uuid)
         if bdm.attachment_id:
-            try:
-                volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
-            except Exception:
-                log.info("attachment %s of %s already gone", bdm.attachment_id, instance.uuid)
+            xc.attachment_delete_quietly(bdm.attachment_id)
         BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
 
 
@@ -200,13 +197,12 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
     xc.notify(ctx, "instance.resize_confirm.start", instance)
     try:
         with target_cell(cells["source"]):
-            actions.action_start(ctx, instance_uuid=instance.uuid, action="confirmResize")
             source_copy = Instance.all_objects.filter(uuid=instance.uuid).first()
         if source_copy is not None:
             destroy_source_guest(str(migration.source_compute), source_copy)
         xc.release_attachments(instance.uuid, cells["source"])
-        for port in Port.objects.filter(device_id=instance.uuid):
-            if migration.source_compute != instance.host:
+        if migration.source_compute != instance.host:
+            for port in Port.objects.filter(device_id=instance.uuid):
                 port_binding_delete(port.id, str(migration.source_compute))
         xc.hard_delete_rows(instance.uuid, cells["source"])
     except Exception as exc:
@@ -250,10 +246,7 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
             if uuid in in_target:
                 continue
             if bdm.attachment_id:
-                try:
-                    volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
-                except Exception:
-                    log.info("attachment %s already gone", bdm.attachment_id)
+                xc.attachment_delete_quietly(bdm.attachment_id)
             BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
 
 
@@ -266,8 +259,8 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     from cells.context import current_cell
     from networks.models import Port, PortBinding
     from networks.services import port_binding_activate, port_binding_delete
-    from scheduling.placement.services import allocations_delete, allocations_move
 
+    from ..services.resize import allocations_back_to_server
     from ..tasks import compute_op_task
 
     cells = _cells(source=source_cell_uuid)
@@ -289,9 +282,7 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
             PortBinding.objects.get_or_create(port=port, host=str(migration.source_compute))
             port_binding_activate(port.id, str(migration.source_compute))
             port_binding_delete(port.id, str(migration.dest_compute))
-        allocations_delete(consumer_uuid=instance.uuid)
-        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+        allocations_back_to_server(instance, migration.uuid)
         xc.hard_delete_rows(instance.uuid, target)
     except Exception as exc:
         log.warning("revert of the cross-cell resize of %s failed: %s", instance.uuid, exc)

@@ -87,8 +87,7 @@ def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
     from ..models import Migration
     from ..services.resize import error_out_migration
 
-    migration = Migration.objects.filter(uuid=migration_uuid, status__in=(
-        MigrationStatus.PRE_MIGRATING, MigrationStatus.MIGRATING, MigrationStatus.POST_MIGRATING)).first()
+    migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
     if migration is not None:
         error_out_migration(instance, migration)
 
@@ -378,13 +377,11 @@ def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str)
 @op("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
 def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: destroy the new guest, give the allocations back; the source finishes."""
-    from scheduling.placement.services import allocations_delete, allocations_move
+    from ..services.resize import allocations_back_to_server
 
     migration = _migration(migration_uuid)
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
-    allocations_delete(consumer_uuid=instance.uuid)
-    allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    allocations_back_to_server(instance, migration.uuid)
     from hosts.models import ComputeNode
 
     source_node = ComputeNode.objects.filter(host=migration.source_compute,

@@ -133,20 +133,24 @@ def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
                                                   volume_id__isnull=False).order_by("id"))
 
 
-def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
-    """Delete the volume attachments held by the server's BDMs in ``cell`` (logged, never raised:
-    a cleanup must go on to the rows)."""
+def attachment_delete_quietly(attachment_id: str) -> None:
+    """Delete a volume attachment in a cleanup: a failure (mostly: already gone) is logged, never
+    raised, so the cleanup goes on to the rows."""
     from volumes import services as volumes
 
+    try:
+        volumes.attachment_delete(None, attachment_id=attachment_id)
+    except Exception as exc:
+        log.info("attachment %s not deleted: %s", attachment_id, exc)
+
+
+def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
+    """Delete the volume attachments held by the server's BDMs in ``cell``."""
     with target_cell(cell):
         bdms = volume_bdms(instance_uuid)
     for bdm in bdms:
-        if not bdm.attachment_id:
-            continue
-        try:
-            volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
-        except Exception:  # already gone
-            log.info("attachment %s of %s already gone", bdm.attachment_id, instance_uuid)
+        if bdm.attachment_id:
+            attachment_delete_quietly(bdm.attachment_id)
 
 
 def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
@@ -218,15 +222,11 @@ class PrepAtDest(Step):
 
     def rollback(self) -> None:
         from networks.services import port_binding_delete
-        from volumes import services as volumes
 
         for port_id in self.ports:
             port_binding_delete(port_id, self.move["dest_host"])
         for attachment_id in self.attachments:
-            try:
-                volumes.attachment_delete(None, attachment_id=attachment_id)
-            except Exception:
-                log.warning("could not delete attachment %s", attachment_id)
+            attachment_delete_quietly(attachment_id)
         with target_cell(self.move["source"]):
             Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
 
@@ -278,7 +278,8 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
     from images.services import image_data_path
     from networks.models import Port
     from networks.services import port_binding_delete, ports_rebind_host
-    from scheduling.placement.services import allocations_delete, allocations_move
+
+    from .resize import allocations_back_to_server
 
     release_attachments(instance_uuid, target)
     hard_delete_rows(instance_uuid, target)
@@ -298,9 +299,7 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
             reconnect_source_volumes(ctx, instance)
         except Exception:
             log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
-        allocations_delete(consumer_uuid=instance_uuid)
-        allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance_uuid,
-                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+        allocations_back_to_server(instance, migration_uuid)
         Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
         fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
                                   "updated_at": timezone.now()}

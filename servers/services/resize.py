@@ -228,15 +228,21 @@ def _cast(ctx: RequestContext, op: str, host: str | None, instance: Instance, ce
                                         "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
 
 
-def _move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
-    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
+def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
+    """The server gets back the allocations its migration holds (the source host's, taken over at
+    the move's start); whatever the server holds now (a destination's claim) is dropped."""
     from scheduling.placement.services import allocations_delete, allocations_move
 
+    allocations_delete(consumer_uuid=instance.uuid)
+    allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance.uuid,
+                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+
+
+def _move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
+    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
     if not isinstance(exc, NoValidHost):
         log.warning("move of %s failed: %s", instance.uuid, exc)
-    allocations_delete(consumer_uuid=instance.uuid)
-    allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+    allocations_back_to_server(instance, migration.uuid)
     migration.status = MigrationStatus.ERROR
     migration.save(update_fields=["status", "updated_at"])
     Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
@@ -248,13 +254,11 @@ def error_out_migration(instance: Instance, migration: Migration) -> None:
     """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
     the allocations are those of where the server is: back from the migration to the server while
     it is still on the source host, else the migration's (source) allocations are dropped."""
-    from scheduling.placement.services import allocations_delete, allocations_move
+    from scheduling.placement.services import allocations_delete
 
     host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
     if host == migration.source_compute:
-        allocations_delete(consumer_uuid=instance.uuid)
-        allocations_move(from_consumer_uuid=migration.uuid, to_consumer_uuid=instance.uuid,
-                         project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+        allocations_back_to_server(instance, migration.uuid)
     else:
         allocations_delete(consumer_uuid=migration.uuid)
     Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
