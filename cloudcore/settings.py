@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "hosts",
     "scheduling",
     "servers",
+    "compute",
     "images",
     "volumes",
     "networks",

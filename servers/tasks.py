@@ -25,7 +25,7 @@ def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: li
 @shared_task(name="servers.build_and_run_instance", acks_late=True, time_limit=3600, soft_time_limit=3500)
 def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
                                 admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
-    from .compute.build import build_and_run_instance
+    from compute.build import build_and_run_instance
 
     build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                            admin_pass=admin_pass, alternates=alternates, attempt=attempt)
@@ -33,15 +33,15 @@ def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell
 
 @shared_task(name="servers.terminate_instance", acks_late=True, time_limit=1800)
 def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str) -> None:
-    from .compute.terminate import terminate_instance
+    from compute.terminate import terminate_instance
 
     terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
 
 
 @shared_task(name="servers.compute_op", acks_late=True, time_limit=3600, soft_time_limit=3500)
 def compute_op_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
-    """A server action's work on its host (queue ``compute.<host>``): ``servers.compute.ops``."""
-    from .compute.ops import run_op
+    """A server action's work on its host (queue ``compute.<host>``): ``compute.ops``."""
+    from compute.ops import run_op
 
     run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
 
@@ -79,6 +79,6 @@ def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
     already gone, e.g. the source of a cross-cell resize confirmed by a delete in the API."""
     from types import SimpleNamespace
 
-    from .compute.drivers import driver_for
+    from compute.drivers import driver_for
 
     driver_for(host).destroy(instance=SimpleNamespace(uuid=instance_uuid), destroy_disks=True)

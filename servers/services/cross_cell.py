@@ -156,9 +156,8 @@ def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
 def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
     """Complete the source BDMs' attachments on the source host again (after their placeholders
     replaced them at prep time), so a recovered or reverted server has its volumes ``in-use``."""
+    from compute.block_devices import attach_bdm
     from volumes.models import AttachStatus, VolumeAttachment
-
-    from ..compute.block_devices import attach_bdm
 
     for bdm in volume_bdms(instance.uuid):
         att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
@@ -354,7 +353,7 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
     kwargs = {"migration_uuid": migration.uuid, "source_cell_uuid": source.uuid}
     if synchronous:
-        from ..compute.ops import run_op
+        from compute.ops import run_op
 
         run_op(actor, op_name="cross_cell_confirm", instance_uuid=instance.uuid, cell_uuid=cell.uuid, **kwargs)
         return

@@ -90,9 +90,8 @@ def _delete_build_request(instance_uuid: str) -> None:
 
 def local_delete(actor: RequestContext, instance: Instance) -> None:
     """Delete in the database only (no host to ask): ports, allocations and the row."""
+    from compute.build import deallocate_networks
     from scheduling.placement.services import allocations_delete
-
-    from ..compute.build import deallocate_networks
 
     notify_instance(actor, "instance.delete.start", instance)
     try:

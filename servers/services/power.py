@@ -2,7 +2,7 @@
 
 API side (this module): policy, lock and state guards, the compare-and-swap claim of task_state,
 the instance action record, then a cast to the server's compute host (``compute.<host>``),
-where ``servers.compute.ops`` drives the hypervisor and finishes the state change.
+where ``compute.ops`` drives the hypervisor and finishes the state change.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def target(instance: Instance) -> dict[str, Any]:
 
 
 def cast(op: str, *, actor: RequestContext, instance: Instance, cell: CellMapping, **kwargs: Any) -> None:
-    """Queue ``servers.compute.ops.<op>`` on the server's host once the cell write commits."""
+    """Queue ``compute.ops.<op>`` on the server's host once the cell write commits."""
     from ..tasks import compute_op_task
 
     payload = {"ctx": actor.to_dict(), "op": op, "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, **kwargs}

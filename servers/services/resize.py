@@ -297,7 +297,7 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
     """Deleting a server in VERIFY_RESIZE confirms the resize first, synchronously."""
-    from ..compute.ops import run_op
+    from compute.ops import run_op
 
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:

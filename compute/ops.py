@@ -19,11 +19,11 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import Instance
+from servers.services import actions
+from servers.services.notify import notify_instance
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import Instance
-from ..services import actions
-from ..services.notify import notify_instance
 from .drivers import driver_for
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,9 @@ _MOVE_OPS = ("resize_at_source", "finish_resize")
 def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
     """The migration of a failed move ends ``error`` with the allocations where the server is
     (else it stays open holding the source's allocations, which outlive the server's delete)."""
-    from ..choices import MigrationStatus
-    from ..models import Migration
-    from ..services.resize import error_out_migration
+    from servers.choices import MigrationStatus
+    from servers.models import Migration
+    from servers.services.resize import error_out_migration
 
     migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
     if migration is not None:
@@ -276,15 +276,14 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
 
 
 def _migration(uuid: str) -> Any:
-    from ..models import Migration
+    from servers.models import Migration
 
     return Migration.objects.get(uuid=uuid)
 
 
 def _cast_next(ctx: RequestContext, op_name: str, host: str | None, instance: Instance, **kw: Any) -> None:
     from cells.context import current_cell
-
-    from ..tasks import compute_op_task
+    from servers.tasks import compute_op_task
 
     cell = current_cell()
     assert cell is not None
@@ -317,7 +316,7 @@ def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
 @op("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
 def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: power the guest off and take it down (its disk goes with the move)."""
-    from ..choices import MigrationStatus
+    from servers.choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     driver = driver_for(str(instance.host))
@@ -333,7 +332,7 @@ def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: st
 def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
 
-    from ..choices import MigrationStatus
+    from servers.choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
@@ -356,8 +355,7 @@ def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
 def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: clean the old guest's disks, drop the migration's allocations."""
     from scheduling.placement.services import allocations_delete
-
-    from ..choices import MigrationStatus
+    from servers.choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     try:
@@ -377,7 +375,7 @@ def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str)
 @op("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
 def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: destroy the new guest, give the allocations back; the source finishes."""
-    from ..services.resize import allocations_back_to_server
+    from servers.services.resize import allocations_back_to_server
 
     migration = _migration(migration_uuid)
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
@@ -399,7 +397,7 @@ def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
 def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: the old guest comes back, powered on only if it was ACTIVE before the move."""
 
-    from ..choices import MigrationStatus
+    from servers.choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     sysmeta = dict(instance.system_metadata or {})

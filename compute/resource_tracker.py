@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Sum
 
-from ..models import ComputeNode, Service
+from hosts.models import ComputeNode, Service
 
 
 def inventories_for(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:

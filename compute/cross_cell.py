@@ -15,11 +15,11 @@ from cells.context import target_cell
 from cells.models import CellMapping
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
+from servers.choices import MigrationStatus, PowerState, TaskState, VmState
+from servers.models import Instance, Migration
+from servers.services import actions
+from servers.services import cross_cell as xc
 
-from ..choices import MigrationStatus, PowerState, TaskState, VmState
-from ..models import Instance, Migration
-from ..services import actions
-from ..services import cross_cell as xc
 from .drivers import driver_for
 from .ops import OPS, _apply_flavor, _set, _spawn_here
 
@@ -53,9 +53,8 @@ def _cells(**uuids: str) -> dict[str, CellMapping]:
 def _swap_for_placeholders(instance: Instance) -> None:
     """Replace each volume attachment of the source BDMs by an empty one: the volumes stay reserved
     for the server while no host is connected to them."""
+    from servers.models import BlockDeviceMapping
     from volumes import services as volumes
-
-    from ..models import BlockDeviceMapping
 
     for bdm in xc.volume_bdms(instance.uuid):
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance.uuid)
@@ -76,8 +75,7 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
     from images import services as images
     from networks.models import Port
     from networks.services import port_binding_activate
-
-    from ..tasks import compute_op_task
+    from servers.tasks import compute_op_task
 
     cells = _cells(target=target_cell_uuid)
     source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
@@ -176,7 +174,7 @@ def destroy_source_guest(host: str, instance: Any) -> None:
     try:
         driver = driver_for(host)
     except NoDriverForHost:
-        from ..tasks import destroy_guest_task
+        from servers.tasks import destroy_guest_task
 
         destroy_guest_task.apply_async(kwargs={"host": host, "instance_uuid": instance.uuid}, queue=f"compute.{host}")
         return
@@ -227,9 +225,8 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
     """Copy the target's block devices back to the source by uuid: a BDM only in the target (a
     volume attached while resized) is recreated in the source with a fresh empty attachment; a
     BDM only in the source (a volume detached while resized) is deleted with its attachment."""
+    from servers.models import BlockDeviceMapping
     from volumes import services as volumes
-
-    from ..models import BlockDeviceMapping
 
     fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
     with target_cell(target):
@@ -259,9 +256,8 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     from cells.context import current_cell
     from networks.models import Port, PortBinding
     from networks.services import port_binding_activate, port_binding_delete
-
-    from ..services.resize import allocations_back_to_server
-    from ..tasks import compute_op_task
+    from servers.services.resize import allocations_back_to_server
+    from servers.tasks import compute_op_task
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()

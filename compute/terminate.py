@@ -8,11 +8,11 @@ from cells.context import target_cell
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from scheduling.models import RequestSpec
+from servers.models import Instance
+from servers.services import actions
+from servers.services.delete import mark_deleted
+from servers.services.notify import notify_instance
 
-from ..models import Instance
-from ..services import actions
-from ..services.delete import mark_deleted
-from ..services.notify import notify_instance
 from .build import deallocate_networks
 from .drivers import driver_for
 

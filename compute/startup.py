@@ -19,9 +19,9 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
 from cloudcore.core.exceptions import InvalidConfiguration
+from hosts.models import ComputeNode, Service
 
-from .. import identity
-from ..models import ComputeNode, Service
+from . import identity
 
 #: The service version from which every compute has an identity file (Nova: 65).
 NODE_IDENTITY_VERSION = 65

@@ -18,11 +18,11 @@ from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from scheduling.models import RequestSpec
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import Instance, VirtualInterface
+from servers.services import actions
+from servers.services.notify import notify_instance
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import Instance, VirtualInterface
-from ..services import actions
-from ..services.notify import notify_instance
 from .drivers import driver_for
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _requested_networks(instance_uuid: str) -> Any:
 
 def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
     """Create (or bind) the instance's ports and record them as VIFs in the cell."""
-    from ..services import external as net
+    from servers.services import external as net
 
     if requested == "none":
         return
@@ -75,7 +75,7 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
     """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
-    from ..services import external as net
+    from servers.services import external as net
 
     requested = _requested_networks(instance.uuid)
     if isinstance(requested, list):
@@ -90,7 +90,7 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
     """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
     if not image_id:
         return None
-    from ..services.external import image_data_path, image_get_internal
+    from servers.services.external import image_data_path, image_get_internal
 
     image = image_get_internal(image_id)
     props = dict(image.properties or {})
@@ -154,7 +154,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
 
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-    from ..services.external import network_info
+    from servers.services.external import network_info
 
     driver.spawn(
         instance=instance,
@@ -234,8 +234,7 @@ def _reschedule(
         instance.task_state = TaskState.SCHEDULING
         instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
         from cells.context import current_cell
-
-        from ..tasks import build_and_run_instance_task
+        from servers.tasks import build_and_run_instance_task
 
         cell = current_cell()
         assert cell is not None

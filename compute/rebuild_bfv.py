@@ -25,9 +25,9 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import BlockDeviceMapping, Instance
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import BlockDeviceMapping, Instance
 from .block_devices import attach_bdm, prep_block_devices
 
 log = logging.getLogger(__name__)
@@ -69,11 +69,11 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
     """Reimage the root volume with ``image_id`` and spawn the guest from it (see module doc)."""
     from images.services import image_get_internal
     from networks.services import network_info
+    from servers.services.external_events import expect_event, wait_for_event
+    from servers.services.rebuild_bfv import root_bdm
     from volumes import services as volumes
     from volumes.models import Volume, VolumeStatus
 
-    from ..services.external_events import expect_event, wait_for_event
-    from ..services.rebuild_bfv import root_bdm
     from .build import BuildAbortException
 
     was_stopped = instance.vm_state == VmState.STOPPED

@@ -82,9 +82,9 @@ class Command(BaseCommand):
         parser.add_argument("--disk-gb", dest="disk_gb", type=int, default=100)
 
     def handle(self, *args: Any, **o: Any) -> None:
-        from servers.compute.drivers import register_driver
+        from compute.drivers import register_driver
 
-        from ...services.startup import apply_startup, check_startup
+        from ...startup import apply_startup, check_startup
         from ...virt.libvirt import LibvirtDriver, write_test_node
 
         host: str = o["host"]
@@ -128,8 +128,9 @@ class Command(BaseCommand):
         return mapping.cell
 
     def _heartbeat(self, cell: CellMapping, service_id: int, node_id: int, driver: Any) -> None:
-        from ...models import ComputeNode, Service
-        from ...services.resource_tracker import update_usage
+        from hosts.models import ComputeNode, Service
+
+        from ...resource_tracker import update_usage
 
         last_audit = 0.0
         while True:

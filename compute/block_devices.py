@@ -7,8 +7,7 @@ import logging
 from typing import Any
 
 from cloudcore.core.context import RequestContext
-
-from ..models import BlockDeviceMapping, Instance
+from servers.models import BlockDeviceMapping, Instance
 
 log = logging.getLogger(__name__)
 
