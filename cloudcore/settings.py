@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "scheduling",
     "servers",
     "compute",
+    "conductor",
     "images",
     "volumes",
     "networks",

@@ -13,34 +13,23 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.context import target_cell
+from cells.context import current_cell, target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from scheduling.models import RequestSpec
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
 from servers.services.notify import notify_instance
 
+from . import rpc
+from .block_devices import prep_block_devices
 from .drivers import driver_for
+from .exceptions import BuildAbortException, MaxRetriesExceeded
 
 log = logging.getLogger(__name__)
 
 EVENT_BUILD = "compute_build_and_run_instance"
-
-
-class BuildAbortException(CloudcoreError):
-    message = "Build of instance %(instance_uuid)s aborted: %(reason)s"
-
-
-class MaxRetriesExceeded(NoValidHost):
-    message = ("Exceeded maximum number of retries. Exhausted all hosts available for retrying build "
-               "failures for instance %(instance_uuid)s.")
-
-
-class RescheduledException(CloudcoreError):
-    message = "Build of instance %(instance_uuid)s was re-scheduled: %(reason)s"
 
 
 def _requested_networks(instance_uuid: str) -> Any:
@@ -150,8 +139,6 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, _requested_networks(instance.uuid))
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
-    from .block_devices import prep_block_devices
-
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
     from servers.services.external import network_info
@@ -233,15 +220,9 @@ def _reschedule(
         instance.compute_id = node.id if node else None
         instance.task_state = TaskState.SCHEDULING
         instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
-        from cells.context import current_cell
-        from servers.tasks import build_and_run_instance_task
-
         cell = current_cell()
         assert cell is not None
-        build_and_run_instance_task.apply_async(
-            kwargs={"ctx": ctx.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-                    "admin_pass": admin_pass, "alternates": remaining, "attempt": attempt + 1},
-            queue=f"compute.{instance.host}",
-        )
+        rpc.build_and_run_instance(ctx=ctx, host=instance.host, instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
+                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1)
         return
     _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))

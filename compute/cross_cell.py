@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,37 +12,19 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping
-from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
 from servers.services import actions
 from servers.services import cross_cell as xc
+from servers.services.move_recovery import allocations_back_to_server
 
-from .drivers import driver_for
-from .ops import OPS, _apply_flavor, _set, _spawn_here
+from . import rpc
+from .drivers import NoDriverForHost, driver_for
+from .ops import _apply_flavor, _set, _spawn_here, finish_confirm
+from .registry import move_step
 
 log = logging.getLogger(__name__)
-
-
-def register(name: str, event: str, action: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
-        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
-            ev = actions.event_start(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
-                                     action_name=action)
-            try:
-                fn(ctx, instance, **kwargs)
-            except Exception as exc:
-                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
-                drop_broken_connections()
-                actions.event_finish(ev, exc=exc)
-                return
-            actions.event_finish(ev)
-
-        OPS[name] = run
-        return fn
-
-    return wrap
 
 
 def _cells(**uuids: str) -> dict[str, CellMapping]:
@@ -63,7 +44,7 @@ def _swap_for_placeholders(instance: Instance) -> None:
         BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
 
 
-@register("cross_cell_prep_at_source", "compute_prep_snapshot_based_resize_at_source", "resize")
+@move_step("cross_cell_prep_at_source", event="compute_prep_snapshot_based_resize_at_source", action="resize")
 def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str, target_cell_uuid: str,
                    dest_host: str) -> None:
     """Source cell targeted, on the source host: power off, snapshot ``<name>-resize-temp`` (not for
@@ -75,7 +56,6 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
     from images import services as images
     from networks.models import Port
     from networks.services import port_binding_activate
-    from servers.tasks import compute_op_task
 
     cells = _cells(target=target_cell_uuid)
     source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
@@ -112,13 +92,12 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
     Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.POST_MIGRATING)
     _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
     xc.notify(ctx, "instance.resize.end", instance)
-    compute_op_task.apply_async(kwargs={
-        "ctx": ctx.to_dict(), "op": "cross_cell_finish_at_dest", "instance_uuid": instance.uuid,
-        "cell_uuid": target_cell_uuid, "migration_uuid": migration_uuid, "source_cell_uuid": source.uuid,
-        "image_id": image_id}, queue=f"compute.{dest_host}")
+    rpc.cross_cell_finish_at_dest(ctx=ctx, host=dest_host, instance_uuid=instance.uuid, cell_uuid=target_cell_uuid,
+                                  migration_uuid=migration_uuid, source_cell_uuid=str(source.uuid),
+                                  image_id=image_id)
 
 
-@register("cross_cell_finish_at_dest", "compute_finish_snapshot_based_resize_at_dest", "resize")
+@move_step("cross_cell_finish_at_dest", event="compute_finish_snapshot_based_resize_at_dest", action="resize")
 def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str,
                    image_id: str | None) -> None:
     """Runs with the target cell targeted, on the destination host, on the hidden copy."""
@@ -169,19 +148,15 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
 def destroy_source_guest(host: str, instance: Any) -> None:
     """Destroy the source guest and its disks: here when this process runs ``host``'s driver,
     otherwise on ``host``'s own queue (a confirm run synchronously by the API or beat)."""
-    from .drivers import NoDriverForHost
-
     try:
         driver = driver_for(host)
     except NoDriverForHost:
-        from servers.tasks import destroy_guest_task
-
-        destroy_guest_task.apply_async(kwargs={"host": host, "instance_uuid": instance.uuid}, queue=f"compute.{host}")
+        rpc.destroy_guest(host=host, instance_uuid=instance.uuid)
         return
     driver.destroy(instance=instance, destroy_disks=True)
 
 
-@register("cross_cell_confirm", "compute_confirm_snapshot_based_resize_at_source", "confirmResize")
+@move_step("cross_cell_confirm", event="compute_confirm_snapshot_based_resize_at_source", action="confirmResize")
 def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
     """Target cell targeted: clean the source host (guest, disks, volume placeholders, port
     bindings) and hard-delete the source cell's rows, then finish the server in the target.
@@ -210,13 +185,7 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
         raise
     finally:
         allocations_delete(consumer_uuid=migration.uuid)  # always: the source host's claim is gone
-    migration.status = MigrationStatus.CONFIRMED
-    migration.save(update_fields=["status", "updated_at"])
-    sysmeta = dict(instance.system_metadata or {})
-    sysmeta.pop("old_vm_state", None)
-    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
-    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
-         system_metadata=sysmeta)
+    finish_confirm(instance, migration)
     actions.action_finish(ctx, instance_uuid=instance.uuid)
     xc.notify(ctx, "instance.resize_confirm.end", instance)
 
@@ -247,7 +216,7 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
             BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
 
 
-@register("cross_cell_revert_at_dest", "compute_revert_snapshot_based_resize_at_dest", "revertResize")
+@move_step("cross_cell_revert_at_dest", event="compute_revert_snapshot_based_resize_at_dest", action="revertResize")
 def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
     """Target cell targeted, on the destination host: reconcile the block devices into the source,
     switch the mapping back *first* (recovery then happens in the source cell), then clean the
@@ -256,8 +225,6 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     from cells.context import current_cell
     from networks.models import Port, PortBinding
     from networks.services import port_binding_activate, port_binding_delete
-    from servers.services.resize import allocations_back_to_server
-    from servers.tasks import compute_op_task
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()
@@ -286,13 +253,12 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
             xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,
                              action="resize_revert")
         raise
-    compute_op_task.apply_async(kwargs={
-        "ctx": ctx.to_dict(), "op": "cross_cell_finish_revert", "instance_uuid": instance.uuid,
-        "cell_uuid": cells["source"].uuid, "migration_uuid": migration_uuid},
-        queue=f"compute.{migration.source_compute}")
+    rpc.cross_cell_finish_revert(ctx=ctx, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                                 cell_uuid=str(cells["source"].uuid), migration_uuid=migration_uuid)
 
 
-@register("cross_cell_finish_revert", "compute_finish_revert_snapshot_based_resize_at_source", "revertResize")
+@move_step("cross_cell_finish_revert", event="compute_finish_revert_snapshot_based_resize_at_source",
+           action="revertResize")
 def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source cell targeted: the volumes are connected to the source host again and the source
     guest comes back, powered on only if it was ACTIVE; the migration ends ``reverted``."""

@@ -29,6 +29,7 @@ from servers.choices import PowerState, TaskState, VmState
 from servers.models import BlockDeviceMapping, Instance
 
 from .block_devices import attach_bdm, prep_block_devices
+from .exceptions import BuildAbortException
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
@@ -74,7 +75,6 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
     from volumes import services as volumes
     from volumes.models import Volume, VolumeStatus
 
-    from .build import BuildAbortException
 
     was_stopped = instance.vm_state == VmState.STOPPED
     prior_vm_state = instance.vm_state

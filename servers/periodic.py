@@ -22,6 +22,7 @@ from cells.context import target_cell
 from cells.models import CELL0_UUID, CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
+from compute import rpc as compute_rpc
 
 from .choices import MigrationStatus, TaskState, VmState
 from .models import Instance, Migration
@@ -40,7 +41,6 @@ def _cells() -> list[CellMapping]:
 
 def offload_shelved() -> int:
     from .services.shelve import offload_due
-    from .tasks import compute_op_task
 
     count = 0
     for cell in _cells():
@@ -53,9 +53,8 @@ def offload_shelved() -> int:
                     continue
                 ctx = RequestContext.system()
                 actions.action_start(ctx, instance_uuid=instance.uuid, action="shelveOffload")
-                compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": "shelve_offload",
-                                                    "instance_uuid": instance.uuid, "cell_uuid": cell.uuid},
-                                            queue=f"compute.{instance.host}")
+                compute_rpc.shelve_offload(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                           cell_uuid=str(cell.uuid))
                 count += 1
     return count
 
@@ -171,7 +170,7 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
                                   migration_uuid=migration.uuid, source=source, target=target,
                                   dest_host=migration.dest_compute, exc=exc, guest_destroyed=True)
                 return True
-    from .services.resize import error_out_migration
+    from .services.move_recovery import error_out_migration
 
     error_out_migration(instance, migration)
     return False

@@ -20,6 +20,7 @@ from cells.context import target_cell
 from cells.models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
+from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import TaskState, VmState
@@ -201,18 +202,8 @@ def _place_instance(
             Instance.all_objects.filter(uuid=instance_uuid).delete()
         allocations_delete(consumer_uuid=instance_uuid)
         return
-    from ..tasks import build_and_run_instance_task
-
-    build_and_run_instance_task.apply_async(
-        kwargs={
-            "ctx": ctx.to_dict(),
-            "instance_uuid": instance_uuid,
-            "cell_uuid": cell.uuid,
-            "admin_pass": admin_pass,
-            "alternates": alternates,
-        },
-        queue=f"compute.{host}",
-    )
+    compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
+                                       admin_pass=admin_pass, alternates=alternates)
 
 
 def _host_az(host: str, br: BuildRequest) -> str:

@@ -34,10 +34,12 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
 from cloudcore.core.orchestration import Step, run_steps
 from cloudcore.core.policy import can
+from compute import rpc as compute_rpc
 
 from ..choices import MigrationStatus, TaskState, VmState
 from ..models import BlockDeviceMapping, Instance, InstanceAction, InstanceActionEvent, Migration, Tag, VirtualInterface
 from . import actions
+from .move_recovery import allocations_back_to_server, move_failed
 
 log = logging.getLogger(__name__)
 
@@ -246,18 +248,13 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
     try:
         run_steps([TargetDBSetup(move), PrepAtDest(move)])
     except Exception as exc:
-        from .resize import _move_failed
-
-        _move_failed(ctx, instance, migration, exc)
+        move_failed(ctx, instance, migration, exc)
         return
     notify(ctx, "instance.resize_prep.end", instance)
     Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-    from ..tasks import compute_op_task
-
-    compute_op_task.apply_async(kwargs={
-        "ctx": ctx.to_dict(), "op": "cross_cell_prep_at_source", "instance_uuid": instance.uuid,
-        "cell_uuid": source.uuid, "migration_uuid": migration.uuid, "target_cell_uuid": target.uuid,
-        "dest_host": move["dest_host"]}, queue=f"compute.{instance.host}")
+    compute_rpc.cross_cell_prep_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                          cell_uuid=str(source.uuid), migration_uuid=migration.uuid,
+                                          target_cell_uuid=str(target.uuid), dest_host=move["dest_host"])
 
 
 def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> None:
@@ -277,8 +274,6 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
     from images.services import image_data_path
     from networks.models import Port
     from networks.services import port_binding_delete, ports_rebind_host
-
-    from .resize import allocations_back_to_server
 
     release_attachments(instance_uuid, target)
     hard_delete_rows(instance_uuid, target)
@@ -351,24 +346,20 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     migration.status = MigrationStatus.CONFIRMING
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
-    kwargs = {"migration_uuid": migration.uuid, "source_cell_uuid": source.uuid}
     if synchronous:
-        from compute.ops import run_op
+        # a delete or beat confirms in this process (the source guest is destroyed on its host's queue)
+        from compute.ops import run_op  # compute.cross_cell imports this module
 
-        run_op(actor, op_name="cross_cell_confirm", instance_uuid=instance.uuid, cell_uuid=cell.uuid, **kwargs)
+        run_op(actor, op_name="cross_cell_confirm", instance_uuid=instance.uuid, cell_uuid=cell.uuid,
+               migration_uuid=migration.uuid, source_cell_uuid=str(source.uuid))
         return
-    from ..tasks import compute_op_task
-
-    compute_op_task.apply_async(kwargs={"ctx": actor.to_dict(), "op": "cross_cell_confirm",
-                                        "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, **kwargs},
-                                queue=f"compute.{migration.source_compute}")
+    compute_rpc.cross_cell_confirm(ctx=actor, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                                   cell_uuid=str(cell.uuid), migration_uuid=migration.uuid,
+                                   source_cell_uuid=str(source.uuid))
 
 
 def cross_cell_revert(*, actor: RequestContext, instance: Instance, cell: CellMapping, migration: Migration) -> None:
-    from ..tasks import compute_op_task
-
     source = source_cell_of(migration)
-    compute_op_task.apply_async(kwargs={"ctx": actor.to_dict(), "op": "cross_cell_revert_at_dest",
-                                        "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-                                        "migration_uuid": migration.uuid, "source_cell_uuid": source.uuid},
-                                queue=f"compute.{instance.host}")
+    compute_rpc.cross_cell_revert_at_dest(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,
+                                          cell_uuid=str(cell.uuid), migration_uuid=migration.uuid,
+                                          source_cell_uuid=str(source.uuid))

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,6 +17,7 @@ from cells.context import target_cell
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import TaskState, VmState
@@ -65,15 +68,8 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
             local_delete(actor, instance)
             _unmap(instance.uuid)
             return
-        from ..tasks import terminate_instance_task
-
-        ctx = actor.to_dict()
-        cell_uuid = record.cell.uuid
-        host = instance.host
-        transaction.on_commit(lambda: terminate_instance_task.apply_async(
-            kwargs={"ctx": ctx, "instance_uuid": instance.uuid, "cell_uuid": cell_uuid},
-            queue=f"compute.{host}",
-        ))
+        transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
+                                      instance_uuid=instance.uuid, cell_uuid=str(record.cell.uuid)))
 
 
 def _delete_build_request(instance_uuid: str) -> None:

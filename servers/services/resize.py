@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -32,12 +33,15 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
 from cloudcore.core.orchestration import Step, run_steps
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
+from conductor import rpc as conductor_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
 from .guards import check_not_locked, check_state, claim_task_state
+from .move_recovery import move_failed
 from .power import target
 
 log = logging.getLogger(__name__)
@@ -122,12 +126,9 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
     from .cross_cell import cross_cell_allowed
 
     allow_cross_cell = cross_cell_allowed(actor, instance)
-    from ..tasks import resize_instance_task
-
-    payload = {"ctx": actor.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-               "migration_uuid": migration.uuid, "host": host, "allow_cross_cell": allow_cross_cell}
-    transaction.on_commit(lambda: resize_instance_task.apply_async(kwargs=payload, queue="conductor"),
-                          using="default")
+    transaction.on_commit(partial(conductor_rpc.resize_instance, ctx=actor, instance_uuid=instance.uuid,
+                                  cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, host=host,
+                                  allow_cross_cell=allow_cross_cell), using="default")
     return migration
 
 
@@ -188,13 +189,13 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
         try:
             run_steps([ScheduleStep(move, host, allow_cross_cell)])
         except Exception as exc:
-            _move_failed(ctx, instance, migration, exc)
+            move_failed(ctx, instance, migration, exc)
             return
         dest_cell = move.selection.get("cell_uuid")
         if dest_cell and dest_cell != cell.uuid:
             if _cross_cell_hook(ctx, instance, migration, move.selection):
                 return
-            _move_failed(ctx, instance, migration, NoValidHost(reason="cross-cell moves are not available"))
+            move_failed(ctx, instance, migration, NoValidHost(reason="cross-cell moves are not available"))
             return
         from hosts.models import ComputeNode
 
@@ -206,7 +207,8 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
         migration.status = MigrationStatus.MIGRATING
         migration.save()
         Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-        _cast(ctx, "resize_at_source", instance.host, instance, cell, migration_uuid=migration.uuid)
+        compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                     cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
 
 
 def _cross_cell_hook(ctx: RequestContext, instance: Instance, migration: Migration, selection: dict[str, Any]) -> bool:
@@ -219,49 +221,6 @@ def _cross_cell_hook(ctx: RequestContext, instance: Instance, migration: Migrati
         return False
     handler(ctx, instance=instance, migration=migration, selection=selection)
     return True
-
-
-def _cast(ctx: RequestContext, op: str, host: str | None, instance: Instance, cell: CellMapping, **kw: Any) -> None:
-    from ..tasks import compute_op_task
-
-    compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": op, "instance_uuid": instance.uuid,
-                                        "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
-
-
-def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
-    """The server gets back the allocations its migration holds (the source host's, taken over at
-    the move's start); whatever the server holds now (a destination's claim) is dropped."""
-    from scheduling.placement.services import allocations_delete, allocations_move
-
-    allocations_delete(consumer_uuid=instance.uuid)
-    allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance.uuid,
-                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
-
-
-def _move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
-    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
-    if not isinstance(exc, NoValidHost):
-        log.warning("move of %s failed: %s", instance.uuid, exc)
-    allocations_back_to_server(instance, migration.uuid)
-    migration.status = MigrationStatus.ERROR
-    migration.save(update_fields=["status", "updated_at"])
-    Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
-    actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
-    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
-
-
-def error_out_migration(instance: Instance, migration: Migration) -> None:
-    """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
-    the allocations are those of where the server is: back from the migration to the server while
-    it is still on the source host, else the migration's (source) allocations are dropped."""
-    from scheduling.placement.services import allocations_delete
-
-    host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
-    if host == migration.source_compute:
-        allocations_back_to_server(instance, migration.uuid)
-    else:
-        allocations_delete(consumer_uuid=migration.uuid)
-    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
 
 
 # --- confirm / revert ---------------------------------------------------------------------------
@@ -292,7 +251,8 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
     migration.status = MigrationStatus.CONFIRMING
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
-    _cast(actor, "confirm_resize", migration.source_compute, instance, cell, migration_uuid=migration.uuid)
+    compute_rpc.confirm_resize(ctx=actor, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                               cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
 
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
@@ -328,7 +288,8 @@ def server_revert_resize(*, actor: RequestContext, instance: Instance, cell: Cel
 
         cross_cell_revert(actor=actor, instance=instance, cell=cell, migration=migration)
         return
-    _cast(actor, "revert_resize", instance.host, instance, cell, migration_uuid=migration.uuid)
+    compute_rpc.revert_resize(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,
+                              cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
 
 
 def confirm_due(migration: Migration, *, window: int) -> bool:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -23,6 +24,8 @@ from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
+from conductor import rpc as conductor_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import TaskState, VmState
@@ -60,7 +63,7 @@ def server_shelve(*, actor: RequestContext, instance: Instance, cell: CellMappin
     check_not_locked(actor, instance)
     claim_task_state(instance, "shelve", new_task_state=TaskState.SHELVING, vm_states=SHELVE_STATES)
     actions.action_start(actor, instance_uuid=instance.uuid, action="shelve")
-    cast("shelve", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.shelve, actor=actor, instance=instance, cell=cell)
 
 
 def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
@@ -69,7 +72,7 @@ def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: Ce
     claim_task_state(instance, "shelveOffload", new_task_state=TaskState.SHELVING_OFFLOADING,
                      vm_states=[VmState.SHELVED])
     actions.action_start(actor, instance_uuid=instance.uuid, action="shelveOffload")
-    cast("shelve_offload", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.shelve_offload, actor=actor, instance=instance, cell=cell)
 
 
 def _host_exists(host: str) -> bool:
@@ -122,13 +125,10 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
     if instance.vm_state == VmState.SHELVED:
         claim_task_state(instance, "unshelve", new_task_state=TaskState.POWERING_ON,
                          expected_task_states=(TaskState.UNSHELVING,))
-        cast("unshelve_power_on", actor=actor, instance=instance, cell=cell)
+        cast(compute_rpc.unshelve_power_on, actor=actor, instance=instance, cell=cell)
         return
-    from ..tasks import unshelve_instance_task
-
-    payload = {"ctx": actor.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, "host": host}
-    transaction.on_commit(lambda: unshelve_instance_task.apply_async(kwargs=payload, queue="conductor"),
-                          using="default")
+    transaction.on_commit(partial(conductor_rpc.unshelve_instance, ctx=actor, instance_uuid=instance.uuid,
+                                  cell_uuid=str(cell.uuid), host=host), using="default")
 
 
 def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, host: str | None) -> None:
@@ -171,13 +171,7 @@ def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str
         instance.availability_zone = host_availability_zone(instance.host)
         instance.task_state = TaskState.SPAWNING
         instance.save(update_fields=["host", "node", "compute", "availability_zone", "task_state", "updated_at"])
-        from ..tasks import compute_op_task
-
-        compute_op_task.apply_async(
-            kwargs={"ctx": ctx.to_dict(), "op": "unshelve_spawn", "instance_uuid": instance_uuid,
-                    "cell_uuid": cell.uuid},
-            queue=f"compute.{instance.host}",
-        )
+        compute_rpc.unshelve_spawn(ctx=ctx, host=instance.host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid))
 
 
 def offload_due(instance: Instance, *, offload_time: int) -> bool:
