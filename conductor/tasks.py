@@ -7,12 +7,11 @@ from typing import Any
 from celery import shared_task
 
 from cloudcore.core.context import RequestContext
-from servers import periodic
-from servers.services.conductor_build import schedule_and_build_instances
-from servers.services.resize import resize_instance
-from servers.services.shelve import unshelve_instance
 
-from . import rpc
+from . import periodic, rpc
+from .build import schedule_and_build_instances
+from .resize import resize_instance
+from .unshelve import unshelve_instance
 
 
 @shared_task(name=rpc.SCHEDULE_AND_BUILD_INSTANCES, queue=rpc.QUEUE, acks_late=True, time_limit=3600,

@@ -3,17 +3,11 @@
 Gating (``cross_cell_allowed``): the policy ``compute:servers:resize:cross_cell`` (nobody by
 default) and every nova-compute new enough; otherwise moves stay in their cell.
 
-The conductor (``cross_cell_resize``, called by ``resize.resize_instance`` when the scheduler
-picked a host in another cell) runs ``Step``s with rollback: the source migration is marked
-``cross_cell_move`` first; the target cell gets a hidden copy of the server (same uuid) with its
-block devices, VIFs, tags, actions and events and migrations; inactive port bindings are made on
-the destination; then the source host powers the guest off, snapshots it to
-``<name>-resize-temp``, destroys it keeping its disks and activates the destination bindings,
-and the destination host spawns the copy from the snapshot (new flavor, destination node), drops
-the snapshot and leaves it in VERIFY_RESIZE. Only then: target visible → InstanceMapping →
-target cell → source hidden. A failure rolls the completed steps back, puts the allocations back
-on the server, marks the migration ``error`` and records a fault (ERROR once the source guest was
-destroyed; a hard reboot then recovers it).
+The conductor's workflow (``conductor.cross_cell.cross_cell_resize``) and the hosts' halves
+(``compute.cross_cell``) share the helpers here: the copies' rows, volume attachments, the
+mapping flip and the undo of a move that failed on a host (``cross_cell_failed``): the target
+cell's copy goes, the allocations go back on the server, the migration ends ``error`` with a
+fault (the server ERROR once the source guest was destroyed; a hard reboot then recovers it).
 
 Confirm (``cross_cell_confirm``) needs the source compute up (409), cleans the source guest and
 hard-deletes the source cell's rows. Revert (``cross_cell_revert``) switches the mapping back to
@@ -25,21 +19,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
-from cloudcore.core.orchestration import Step, run_steps
 from cloudcore.core.policy import can
 from compute import rpc as compute_rpc
 
-from ..choices import MigrationStatus, TaskState, VmState
+from ..choices import MigrationStatus, VmState
 from ..models import BlockDeviceMapping, Instance, InstanceAction, InstanceActionEvent, Migration, Tag, VirtualInterface
 from . import actions
-from .move_recovery import allocations_back_to_server, move_failed
+from .move_recovery import allocations_back_to_server
 
 log = logging.getLogger(__name__)
 
@@ -70,39 +62,6 @@ def cross_cell_allowed(actor: RequestContext, instance: Instance) -> bool:
     return can(actor, RULE, target) and min_compute_version() >= MIN_COMPUTE_CROSS_CELL_RESIZE
 
 
-def _copy_rows(instance_uuid: str, source: CellMapping, target: CellMapping) -> None:
-    """The target cell gets a hidden copy of the server and everything that hangs off it."""
-    def rows(model: Any, **filters: Any) -> list[dict[str, Any]]:
-        fields = [f.attname for f in model._meta.concrete_fields if f.attname != "id"]
-        return list(model._base_manager.filter(**filters).values(*fields))
-
-    with target_cell(source):
-        inst = rows(Instance, uuid=instance_uuid)[0]
-        bdms = rows(BlockDeviceMapping, instance_uuid=instance_uuid, deleted=False)
-        vifs = rows(VirtualInterface, instance_uuid=instance_uuid, deleted=False)
-        tags = rows(Tag, instance_uuid=instance_uuid)
-        migrations = rows(Migration, instance_uuid=instance_uuid)
-        acts = []
-        for action in InstanceAction.objects.filter(instance_uuid=instance_uuid):
-            fields = [f.attname for f in InstanceAction._meta.concrete_fields if f.attname != "id"]
-            events = [{f.attname: getattr(e, f.attname) for f in InstanceActionEvent._meta.concrete_fields
-                       if f.attname not in ("id", "action_id")} for e in action.events.all()]
-            acts.append(({k: getattr(action, k) for k in fields}, events))
-    inst.update(hidden=True, compute_id=None, host=None, node=None)
-    from cells.registry import alias_for
-
-    with target_cell(target), transaction.atomic(using=alias_for(target)):
-        Instance(**inst).save()
-        copies = ((BlockDeviceMapping, bdms), (VirtualInterface, vifs), (Tag, tags), (Migration, migrations))
-        for model, items in copies:
-            for item in items:
-                model._base_manager.create(**item)
-        for action, events in acts:
-            new = InstanceAction.objects.create(**action)
-            for event in events:
-                InstanceActionEvent.objects.create(action=new, **event)
-
-
 def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
     """Remove every row of the server from ``cell`` (a hard delete: moving back later must not
     hit the unique uuids)."""
@@ -114,19 +73,6 @@ def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
             model._base_manager.filter(instance_uuid=instance_uuid).delete()
         Tag.objects.filter(instance_uuid=instance_uuid).delete()
         Instance.all_objects.filter(uuid=instance_uuid).delete()
-
-
-class TargetDBSetup(Step):
-    name = "target DB setup"
-
-    def __init__(self, move: dict[str, Any]) -> None:
-        self.move = move
-
-    def execute(self) -> None:
-        _copy_rows(self.move["instance_uuid"], self.move["source"], self.move["target"])
-
-    def rollback(self) -> None:
-        hard_delete_rows(self.move["instance_uuid"], self.move["target"])
 
 
 def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
@@ -169,92 +115,6 @@ def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
         if att is None:
             bdm.attachment_id = None
         attach_bdm(ctx, instance, bdm)
-
-
-class PrepAtDest(Step):
-    """Claim the destination node (migration context), move the hidden copy into the
-    destination's zone, create an empty volume attachment per volume BDM and an inactive port
-    binding per port on the destination host; mirror the migration context into the source
-    instance with the *source* migration's id, so external events reach both hosts."""
-
-    name = "prep resize at destination"
-
-    def __init__(self, move: dict[str, Any]) -> None:
-        self.move = move
-        self.ports: list[str] = []
-        self.attachments: list[str] = []
-
-    def execute(self) -> None:
-        from hosts.models import ComputeNode
-        from networks.models import Port
-        from networks.services import port_binding_create
-        from scheduling.services.aggregates import host_availability_zone
-        from volumes import services as volumes
-
-        m, sel = self.move, self.move["selection"]
-        with target_cell(m["target"]):
-            node = ComputeNode.objects.filter(uuid=sel["compute_node_uuid"]).first()
-            if node is None:
-                raise Conflict(f"Compute node {sel['compute_node_uuid']} could not be found.")
-            migration = Migration.objects.get(uuid=m["migration_uuid"])
-            migration.dest_compute = migration.dest_host = node.host
-            migration.dest_node, migration.dest_compute_id = node.hypervisor_hostname, node.id
-            migration.save()
-            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
-                availability_zone=host_availability_zone(node.host),
-                migration_context={"migration_id": migration.id, "migration_uuid": migration.uuid,
-                                   "old_host": migration.source_compute, "new_host": node.host,
-                                   "cross_cell": True})
-            for bdm in volume_bdms(m["instance_uuid"]):
-                att = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=bdm.instance_uuid)
-                self.attachments.append(att.id)
-                BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=att.id, connection_info=None)
-        with target_cell(m["source"]):
-            source_migration = Migration.objects.get(uuid=m["migration_uuid"])
-            Migration.objects.filter(pk=source_migration.pk).update(dest_compute=node.host, dest_host=node.host)
-            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
-                migration_context={"migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
-                                   "old_host": source_migration.source_compute, "new_host": node.host,
-                                   "cross_cell": True})
-        for port in Port.objects.filter(device_id=m["instance_uuid"]):
-            port_binding_create(port.id, node.host)
-            self.ports.append(port.id)
-        m["dest_host"] = node.host
-
-    def rollback(self) -> None:
-        from networks.services import port_binding_delete
-
-        for port_id in self.ports:
-            port_binding_delete(port_id, self.move["dest_host"])
-        for attachment_id in self.attachments:
-            attachment_delete_quietly(attachment_id)
-        with target_cell(self.move["source"]):
-            Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
-
-
-def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,
-                      selection: dict[str, Any]) -> None:
-    """Conductor: the database steps here, then the source host's half (which casts the rest)."""
-    from cells.context import current_cell
-
-    source = current_cell()
-    assert source is not None
-    target = CellMapping.objects.get(uuid=selection["cell_uuid"])
-    migration.cross_cell_move = True  # saved first, for audit
-    migration.save(update_fields=["cross_cell_move", "updated_at"])
-    move = {"instance_uuid": instance.uuid, "migration_uuid": migration.uuid, "source": source, "target": target,
-            "selection": selection}
-    notify(ctx, "instance.resize_prep.start", instance)
-    try:
-        run_steps([TargetDBSetup(move), PrepAtDest(move)])
-    except Exception as exc:
-        move_failed(ctx, instance, migration, exc)
-        return
-    notify(ctx, "instance.resize_prep.end", instance)
-    Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-    compute_rpc.cross_cell_prep_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
-                                          cell_uuid=str(source.uuid), migration_uuid=migration.uuid,
-                                          target_cell_uuid=str(target.uuid), dest_host=move["dest_host"])
 
 
 def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> None:

@@ -1,47 +1,37 @@
 """Resize and cold migration within a cell, with confirm and revert.
 
-API side: policy, guards, the task_state claim (``resize_prep``), a Migration row
+API side (this module): policy, guards, the task_state claim (``resize_prep``), a Migration row
 (``pre-migrating``), the ``resize``/``migrate`` action, and the swap of the server's source
-allocations to the migration consumer; then the conductor schedules (``resize_instance`` below).
-The conductor's move is a list of ``Step``s with rollback: when scheduling or the move fails,
-allocations go back to the server, the migration ends ``error`` and the server keeps its
-vm_state (task_state cleared, fault recorded).
+allocations to the migration consumer; on commit a cast to the conductor
+(``conductor.rpc.resize_instance``), whose move (``conductor.resize``, ``conductor.cross_cell``
+for a destination in another cell) is a list of ``Step``s with rollback: when scheduling or the
+move fails, allocations go back to the server, the migration ends ``error`` and the server keeps
+its vm_state (task_state cleared, fault recorded).
 
 At VERIFY_RESIZE (vm_state ``resized``) the server runs on the destination with the new flavor;
 the migration (``finished``) holds the old flavor's allocations on the source.
 ``confirm`` cleans the source and drops those allocations; ``revert`` destroys the destination
 guest and puts the server back on the source with its old flavor.
-
-Cross-cell moves (seed 5) plug in at ``_cross_cell_hook``: when the scheduler picks a host in
-another cell and ``servers.services.cross_cell`` provides ``cross_cell_resize``, the conductor
-hands the move over to it.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from functools import partial
-from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
-from cloudcore.core.orchestration import Step, run_steps
+from cloudcore.core.exceptions import Conflict, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from conductor import rpc as conductor_rpc
-from scheduling.models import RequestSpec
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
 from .guards import check_not_locked, check_state, claim_task_state
-from .move_recovery import move_failed
 from .power import target
 
 log = logging.getLogger(__name__)
@@ -130,97 +120,6 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
                                   cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, host=host,
                                   allow_cross_cell=allow_cross_cell), using="default")
     return migration
-
-
-# --- conductor ---------------------------------------------------------------------------------
-
-
-class MoveContext:
-    def __init__(self, ctx: RequestContext, instance: Instance, migration: Migration, cell: CellMapping) -> None:
-        self.ctx, self.instance, self.migration, self.cell = ctx, instance, migration, cell
-        self.selection: dict[str, Any] = {}
-
-
-class ScheduleStep(Step):
-    name = "schedule"
-
-    def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool) -> None:
-        self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
-
-    def execute(self) -> None:
-        from scheduling.request_spec import spec_for_move
-        from scheduling.scheduler import select_destinations
-
-        inst, mig = self.move.instance, self.move.migration
-        row = RequestSpec.objects.filter(instance_uuid=inst.uuid).first()
-        base = dict(row.spec) if row else {}
-        base.setdefault("project_id", inst.project_id)
-        base.setdefault("user_id", inst.user_id)
-        host_cell = None
-        if self.host:
-            mapping = HostMapping.objects.select_related("cell").get(host=self.host)
-            host_cell = mapping.cell.uuid
-        spec = spec_for_move(
-            base, source_cell_uuid=self.move.cell.uuid, source_host=inst.host, flavor=mig.new_flavor,
-            allow_cross_cell_move=self.allow_cross_cell,
-            allow_same_host=settings.ALLOW_RESIZE_TO_SAME_HOST and mig.migration_type == MigrationType.RESIZE,
-            host=self.host, cell_uuid=host_cell if self.allow_cross_cell else (host_cell or self.move.cell.uuid),
-        )
-        with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event="conductor_migrate_server",
-                                action_name=None):
-            selection = select_destinations(self.move.ctx, spec, [inst.uuid], return_alternates=False)[0][0]
-        self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
-
-    def rollback(self) -> None:
-        from scheduling.placement.services import allocations_delete
-
-        allocations_delete(consumer_uuid=self.move.instance.uuid)
-
-
-def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
-                    host: str | None, allow_cross_cell: bool) -> None:
-    """Conductor: schedule the move and cast the source half to the source host."""
-    with target_cell(cell_uuid) as cell:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        migration = Migration.objects.filter(uuid=migration_uuid).first()
-        if instance is None or migration is None:
-            return
-        move = MoveContext(ctx, instance, migration, cell)
-        try:
-            run_steps([ScheduleStep(move, host, allow_cross_cell)])
-        except Exception as exc:
-            move_failed(ctx, instance, migration, exc)
-            return
-        dest_cell = move.selection.get("cell_uuid")
-        if dest_cell and dest_cell != cell.uuid:
-            if _cross_cell_hook(ctx, instance, migration, move.selection):
-                return
-            move_failed(ctx, instance, migration, NoValidHost(reason="cross-cell moves are not available"))
-            return
-        from hosts.models import ComputeNode
-
-        node = ComputeNode.objects.filter(uuid=move.selection["compute_node_uuid"]).first()
-        migration.dest_compute = move.selection["service_host"]
-        migration.dest_host = migration.dest_compute
-        migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
-        migration.dest_compute_id = node.id if node else None
-        migration.status = MigrationStatus.MIGRATING
-        migration.save()
-        Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-        compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
-                                     cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
-
-
-def _cross_cell_hook(ctx: RequestContext, instance: Instance, migration: Migration, selection: dict[str, Any]) -> bool:
-    try:
-        module = importlib.import_module("servers.services.cross_cell")
-    except ImportError:
-        return False
-    handler = getattr(module, "cross_cell_resize", None)
-    if handler is None:
-        return False
-    handler(ctx, instance=instance, migration=migration, selection=selection)
-    return True
 
 
 # --- confirm / revert ---------------------------------------------------------------------------

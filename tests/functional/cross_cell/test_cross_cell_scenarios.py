@@ -434,7 +434,7 @@ def test_without_the_rule_the_move_stays_in_the_cell(xcloud: Cloud) -> None:
 
 
 def test_auto_confirm_of_an_old_cross_cell_resize(xcloud: Cloud, settings: Any) -> None:
-    from servers import periodic
+    from conductor import periodic
 
     client = xcloud.member()
     server = boot(xcloud, client)

@@ -23,10 +23,9 @@ from cells.models import CELL0_UUID, CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from compute import rpc as compute_rpc
-
-from .choices import MigrationStatus, TaskState, VmState
-from .models import Instance, Migration
-from .services import actions
+from servers.choices import MigrationStatus, TaskState, VmState
+from servers.models import Instance, Migration
+from servers.services import actions
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ def _cells() -> list[CellMapping]:
 
 
 def offload_shelved() -> int:
-    from .services.shelve import offload_due
+    from servers.services.shelve import offload_due
 
     count = 0
     for cell in _cells():
@@ -60,7 +59,7 @@ def offload_shelved() -> int:
 
 
 def confirm_resizes() -> int:
-    from .services.resize import confirm_due, resize_confirm_for_delete
+    from servers.services.resize import confirm_due, resize_confirm_for_delete
 
     count = 0
     for cell in _cells():
@@ -113,9 +112,9 @@ def _bury_stale_build_requests(cutoff: datetime) -> int:
     fault), as a failed scheduling is, and whatever allocations the scheduler claimed go."""
     from cells.models import InstanceMapping
     from scheduling.placement.services import allocations_delete
+    from servers.models import BuildRequest
 
-    from .models import BuildRequest
-    from .services.conductor_build import bury_in_cell0
+    from .build import bury_in_cell0
 
     count = 0
     for uuid in BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True):
@@ -150,8 +149,7 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
       port bindings go, the mapping stays on the source).
     """
     from cells.models import InstanceMapping
-
-    from .models import BuildRequest
+    from servers.models import BuildRequest
 
     InstanceMapping.objects.filter(instance_uuid=instance.uuid, cell__isnull=True).update(cell=cell)
     BuildRequest.objects.filter(instance_uuid=instance.uuid).delete()
@@ -160,7 +158,7 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
     if migration is None:
         return False
     if migration.cross_cell_move:
-        from .services.cross_cell import cross_cell_failed, source_cell_of
+        from servers.services.cross_cell import cross_cell_failed, source_cell_of
 
         source = source_cell_of(migration)
         if source.uuid == cell.uuid:
@@ -170,7 +168,7 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
                                   migration_uuid=migration.uuid, source=source, target=target,
                                   dest_host=migration.dest_compute, exc=exc, guest_destroyed=True)
                 return True
-    from .services.move_recovery import error_out_migration
+    from servers.services.move_recovery import error_out_migration
 
     error_out_migration(instance, migration)
     return False

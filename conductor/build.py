@@ -3,7 +3,7 @@
 ``schedule_and_build_instances`` runs on the conductor queue. For each accepted server it asks
 the scheduler for a host (which claims placement allocations), creates the Instance in that
 host's cell, points the InstanceMapping at the cell, deletes the BuildRequest and casts
-``build_and_run_instance_task`` to ``compute.<host>``. When scheduling fails the servers are
+``build_and_run_instance`` to the host (``compute.rpc``). When scheduling fails the servers are
 buried in cell0 (vm_state ``error``, or ``pending`` for NoValidHost with USE_PENDING_STATE).
 """
 from __future__ import annotations
@@ -22,11 +22,10 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
-
-from ..choices import TaskState, VmState
-from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
-from . import actions
-from .notify import notify_instance
+from servers.choices import TaskState, VmState
+from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
+from servers.services import actions
+from servers.services.notify import notify_instance
 
 log = logging.getLogger(__name__)
 
