@@ -8,6 +8,9 @@ from typing import Any
 
 from cloudcore.core.context import RequestContext
 from servers.models import BlockDeviceMapping, Instance
+from volumes import services as volumes
+from volumes.backends import get_backend
+from volumes.models import VolumeStatus
 
 from .drivers import driver_for
 from .exceptions import BuildAbortException
@@ -27,7 +30,6 @@ def _device_name(index: int) -> str:
 
 def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping) -> dict[str, Any]:
     """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
-    from volumes import services as volumes
 
     if not bdm.attachment_id:
         bdm.attachment_id = volumes.attachment_create(ctx, volume_id=str(bdm.volume_id),
@@ -43,8 +45,6 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
 
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
     """Create missing volumes, attach every volume BDM. Raises BuildAbortException on a volume error."""
-    from volumes import services as volumes
-    from volumes.models import VolumeStatus
 
     bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
                   key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
@@ -77,7 +77,6 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
 
 def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
     """Delete every attachment of the server; delete the volumes marked delete_on_termination."""
-    from volumes import services as volumes
 
     for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid):
         if bdm.is_volume and bdm.volume_id:
@@ -104,8 +103,6 @@ def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
         if attach is not None:  # a driver without volume support keeps the attachment as bookkeeping
             attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
     except Exception:
-        from volumes import services as volumes
-
         if bdm.attachment_id:
             volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
         bdm.delete()
@@ -114,8 +111,6 @@ def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
 
 @server_action("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
 def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
-    from volumes import services as volumes
-
     bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
     detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
     if bdm.connection_info and detach is not None:
@@ -130,8 +125,6 @@ def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volu
                 new_attachment_id: str) -> None:
     """Copy the old volume's data into the new one, attach it in the old one's place and release
     the old volume; on failure the new attachment is dropped and the old volume stays."""
-    from volumes import services as volumes
-    from volumes.backends import get_backend
 
     bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
     old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info

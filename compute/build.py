@@ -16,10 +16,14 @@ from django.utils import timezone
 from cells.context import current_cell, target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete, claim_allocation_request
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
+from servers.services import external as net
+from servers.services.external import image_data_path, image_get_internal, network_info
 from servers.services.notify import notify_instance
 
 from . import rpc
@@ -39,7 +43,6 @@ def _requested_networks(instance_uuid: str) -> Any:
 
 def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
     """Create (or bind) the instance's ports and record them as VIFs in the cell."""
-    from servers.services import external as net
 
     if requested == "none":
         return
@@ -64,7 +67,6 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
     """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
-    from servers.services import external as net
 
     requested = _requested_networks(instance.uuid)
     if isinstance(requested, list):
@@ -79,7 +81,6 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
     """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
     if not image_id:
         return None
-    from servers.services.external import image_data_path, image_get_internal
 
     image = image_get_internal(image_id)
     props = dict(image.properties or {})
@@ -141,7 +142,6 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-    from servers.services.external import network_info
 
     driver.spawn(
         instance=instance,
@@ -184,8 +184,6 @@ def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) 
 
 
 def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
-    from scheduling.placement.services import allocations_delete
-
     old = instance.vm_state
     instance.vm_state = VmState.ERROR
     instance.task_state = None
@@ -202,8 +200,6 @@ def _reschedule(
     exc: BaseException, attempt: int = 1,
 ) -> None:
     """Claim the next alternate that still fits and cast the build there."""
-    from hosts.models import ComputeNode
-    from scheduling.placement.services import allocations_delete, claim_allocation_request
 
     allocations_delete(consumer_uuid=instance.uuid)
     remaining = list(alternates)

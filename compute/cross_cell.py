@@ -1,4 +1,4 @@
-"""The compute hosts' half of a cross-cell move (``servers.services.cross_cell``): prep at the
+"""The compute hosts' half of a cross-cell move (``conductor.cross_cell`` starts it): prep at the
 source, finish at the destination, confirm at the source, revert at the destination then finish
 at the source. Each runs on its host's ``compute.<host>`` queue with the right cell targeted."""
 from __future__ import annotations
@@ -10,16 +10,25 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.context import target_cell
-from cells.models import CellMapping
+from cells.context import current_cell, target_cell
+from cells.models import CellMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
+from images import services as images
+from images.models import Image
+from images.services import image_data_path
+from networks.models import Port, PortBinding
+from networks.services import port_binding_activate, port_binding_delete, ports_rebind_host
+from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
-from servers.models import Instance, Migration
+from servers.models import BlockDeviceMapping, Instance, Migration
 from servers.services import actions
 from servers.services import cross_cell as xc
 from servers.services.move_recovery import allocations_back_to_server
+from volumes import services as volumes
+from volumes.models import AttachStatus, VolumeAttachment
 
 from . import rpc
+from .block_devices import attach_bdm
 from .drivers import NoDriverForHost, driver_for
 from .ops import _apply_flavor, _set, _spawn_here, finish_confirm
 from .registry import move_step
@@ -34,14 +43,61 @@ def _cells(**uuids: str) -> dict[str, CellMapping]:
 def _swap_for_placeholders(instance: Instance) -> None:
     """Replace each volume attachment of the source BDMs by an empty one: the volumes stay reserved
     for the server while no host is connected to them."""
-    from servers.models import BlockDeviceMapping
-    from volumes import services as volumes
 
     for bdm in xc.volume_bdms(instance.uuid):
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance.uuid)
         if bdm.attachment_id:
             xc.attachment_delete_quietly(bdm.attachment_id)
         BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
+
+
+def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Complete the source BDMs' attachments on the source host again (after their placeholders
+    replaced them at prep time), so a recovered or reverted server has its volumes ``in-use``."""
+    for bdm in xc.volume_bdms(instance.uuid):
+        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
+            if bdm.attachment_id else None
+        if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
+            continue
+        if att is None:
+            bdm.attachment_id = None
+        attach_bdm(ctx, instance, bdm)
+
+
+def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, source: CellMapping,
+                      target: CellMapping, dest_host: str | None, exc: BaseException, guest_destroyed: bool,
+                      image_id: str | None = None) -> None:
+    """Undo a cross-cell move that failed on a host (reference failure table 1.7): the target
+    cell's copy and its volume attachments and port bindings go, the temporary snapshot goes, the
+    mapping stays on (or comes back to) the source, the allocations go back to the server, the
+    migration ends ``error`` with a fault; the server is ERROR once its source guest was destroyed
+    (a hard reboot then recovers it), otherwise only its task_state is cleared."""
+    xc.release_attachments(instance_uuid, target)
+    xc.hard_delete_rows(instance_uuid, target)
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
+    if dest_host:
+        for port in Port.objects.filter(device_id=instance_uuid):
+            port_binding_delete(port.id, dest_host)
+    if image_id:
+        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+        image_data_path(image_id).unlink(missing_ok=True)
+    with target_cell(source):
+        instance = Instance.all_objects.get(uuid=instance_uuid)
+        ports_rebind_host(instance_uuid, instance.host)
+        try:
+            reconnect_source_volumes(ctx, instance)
+        except Exception:
+            log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
+        allocations_back_to_server(instance, migration_uuid)
+        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+        fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
+                                  "updated_at": timezone.now()}
+        if guest_destroyed:
+            fields["vm_state"] = VmState.ERROR
+        Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
+        actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
+        actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+        xc.notify(ctx, "instance.resize.error", instance, fault=exc)
 
 
 @move_step("cross_cell_prep_at_source", event="compute_prep_snapshot_based_resize_at_source", action="resize")
@@ -53,9 +109,6 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
 
     A failure before the destroy gives the guest back (powered on if it was ACTIVE) and only clears
     the task_state; from the destroy on, the server goes to ERROR (a hard reboot recovers it)."""
-    from images import services as images
-    from networks.models import Port
-    from networks.services import port_binding_activate
 
     cells = _cells(target=target_cell_uuid)
     source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
@@ -85,7 +138,7 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
                 driver.power_on(instance=instance)
             except Exception:
                 destroying = True  # the guest is in an unknown state: ERROR, a hard reboot recovers it
-        xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
+        cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
                              target=cells["target"], dest_host=dest_host, exc=exc, guest_destroyed=destroying,
                              image_id=image_id)
         raise
@@ -101,9 +154,6 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
 def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str,
                    image_id: str | None) -> None:
     """Runs with the target cell targeted, on the destination host, on the hidden copy."""
-    from cells.context import current_cell
-    from images.models import Image
-    from images.services import image_data_path
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()
@@ -122,7 +172,6 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
         if image_id:
             instance.image_ref, original = image_id, instance.image_ref
         instance.save()
-        from .block_devices import attach_bdm
 
         for bdm in xc.volume_bdms(instance.uuid):
             attach_bdm(ctx, instance, bdm)
@@ -131,7 +180,7 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
             instance.image_ref = original
     except Exception as exc:
         with target_cell(cells["source"]):
-            xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid,
+            cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid,
                                  source=cells["source"], target=target, dest_host=migration.dest_compute, exc=exc,
                                  guest_destroyed=True, image_id=image_id)
         raise
@@ -161,9 +210,6 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
     """Target cell targeted: clean the source host (guest, disks, volume placeholders, port
     bindings) and hard-delete the source cell's rows, then finish the server in the target.
     A failure leaves the migration ``error`` and the server ERROR with a fault."""
-    from networks.models import Port
-    from networks.services import port_binding_delete
-    from scheduling.placement.services import allocations_delete
 
     cells = _cells(source=source_cell_uuid)
     migration = Migration.objects.get(uuid=migration_uuid)
@@ -194,8 +240,6 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
     """Copy the target's block devices back to the source by uuid: a BDM only in the target (a
     volume attached while resized) is recreated in the source with a fresh empty attachment; a
     BDM only in the source (a volume detached while resized) is deleted with its attachment."""
-    from servers.models import BlockDeviceMapping
-    from volumes import services as volumes
 
     fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
     with target_cell(target):
@@ -222,9 +266,6 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
     switch the mapping back *first* (recovery then happens in the source cell), then clean the
     destination (guest, disks, attachments, bindings, claim) and hard-delete the target rows;
     cast the finish to the source host."""
-    from cells.context import current_cell
-    from networks.models import Port, PortBinding
-    from networks.services import port_binding_activate, port_binding_delete
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()
@@ -265,7 +306,7 @@ def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     sysmeta = dict(instance.system_metadata or {})
     old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
     try:
-        xc.reconnect_source_volumes(ctx, instance)
+        reconnect_source_volumes(ctx, instance)
         power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     except Exception as exc:
         xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,

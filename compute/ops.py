@@ -17,12 +17,20 @@ from django.utils import timezone
 
 from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
+from hosts.models import ComputeNode
+from images import services as images
+from images.models import Image
+from images.services import image_data_path
+from networks.services import network_info, ports_rebind_host
+from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
 from servers.services.move_recovery import allocations_back_to_server
 
 from . import rpc
+from .build import image_meta
 from .drivers import driver_for
+from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
 from .registry import runner_for, server_action
 
 log = logging.getLogger(__name__)
@@ -68,9 +76,6 @@ def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
     driver = driver_for(str(instance.host))
     if hard and not _guest_exists(driver, instance):
         # A hard reboot recovers a server whose guest is gone: define and start it again.
-        from networks.services import network_info
-
-        from .build import image_meta
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                      network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
@@ -93,8 +98,6 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
     driver.power_off(instance=instance)
     sysmeta = dict(instance.system_metadata or {})
     if instance.image_ref:
-        from images import services as images
-
         image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-shelved",
                                              instance_uuid=instance.uuid)
         with tempfile.TemporaryDirectory() as tmp:
@@ -111,10 +114,7 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
 
 
 def _offload(ctx: RequestContext, instance: Instance) -> None:
-    from scheduling.placement.services import allocations_delete
-
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
-    from networks.services import ports_rebind_host
 
     ports_rebind_host(instance.uuid, None)
     allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
@@ -134,9 +134,6 @@ def _drop_shelved_image(ctx: RequestContext, instance: Instance) -> None:
     for key in ("shelved_at", "shelved_host"):
         sysmeta.pop(key, None)
     if image_id:
-        from images.models import Image
-        from images.services import image_data_path
-
         Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
         image_data_path(image_id).unlink(missing_ok=True)
     _set(instance, system_metadata=sysmeta)
@@ -153,10 +150,6 @@ def unshelve_power_on(ctx: RequestContext, instance: Instance) -> None:
 def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     """Spawn an offloaded server on the host the conductor chose. A spawn failure frees the
     allocations and leaves it SHELVED_OFFLOADED (Nova), with a fault."""
-    from networks.services import network_info, ports_rebind_host
-    from scheduling.placement.services import allocations_delete
-
-    from .build import image_meta
 
     driver = driver_for(str(instance.host))
     image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
@@ -179,19 +172,13 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
             preserve_ephemeral: bool = False, reimage_boot_volume: bool = False) -> None:
     """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF.
     ``reimage_boot_volume``: a volume-backed server's root volume is reimaged (``rebuild_bfv``)."""
-    from networks.services import network_info
-
-    from .build import image_meta
 
     was_stopped = instance.vm_state == VmState.STOPPED
     driver = driver_for(str(instance.host))
     if reimage_boot_volume:
-        from .rebuild_bfv import rebuild_volume_backed
-
         rebuild_volume_backed(ctx, instance, image_id=image_id, admin_pass=admin_pass, driver=driver)
         return
     if instance.is_volume_backed:  # before 2.93 (or reimage_boot_volume false): the volume's data is kept
-        from .rebuild_bfv import rebuild_volume_backed_keep_volume
 
         rebuild_volume_backed_keep_volume(ctx, instance, admin_pass=admin_pass, driver=driver)
         return
@@ -224,9 +211,6 @@ def _cell_uuid() -> str:
 def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     """Spawn the server on its (new) host with its ports bound there; powered off when it was
     stopped before the move. Returns the resulting power state."""
-    from networks.services import network_info, ports_rebind_host
-
-    from .build import image_meta
 
     ports_rebind_host(instance.uuid, instance.host)
     driver = driver_for(str(instance.host))
@@ -294,7 +278,6 @@ def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
 @server_action("confirm_resize", action="confirmResize", notification="resize_confirm", event="compute_confirm_resize")
 def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: clean the old guest's disks, drop the migration's allocations."""
-    from scheduling.placement.services import allocations_delete
 
     migration = _migration(migration_uuid)
     try:
@@ -311,7 +294,6 @@ def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     migration = _migration(migration_uuid)
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
     allocations_back_to_server(instance, migration.uuid)
-    from hosts.models import ComputeNode
 
     source_node = ComputeNode.objects.filter(host=migration.source_compute,
                                              hypervisor_hostname=migration.source_node).first()
@@ -342,7 +324,6 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
 @server_action("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
 def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
     """Write the guest's disk to the queued snapshot image and activate it."""
-    from images import services as images
 
     image = images.image_get_internal(image_id)
     _set(instance, task_state=TaskState.IMAGE_UPLOADING)
@@ -352,8 +333,6 @@ def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
             driver_for(str(instance.host)).snapshot(instance=instance, target_path=target)
             images.image_activate_from_file(image, target)
     except Exception:
-        from images.models import Image
-
         Image.objects.filter(id=image_id).update(status="killed")
         _set(instance, task_state=None)
         raise

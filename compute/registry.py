@@ -10,7 +10,7 @@ modules some earlier code happened to import.
   never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
   gone) with a fault, and the migration of a failed same-cell move ends ``error``.
 - ``move_step``: one host's half of a cross-cell move: only its event is recorded here; the step
-  itself undoes the move when it fails (``servers.services.cross_cell``).
+  itself undoes the move when it fails (``compute.cross_cell.cross_cell_failed``).
 """
 from __future__ import annotations
 

@@ -19,7 +19,11 @@ from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.orchestration import Step, run_steps
 from compute import rpc as compute_rpc
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete
+from scheduling.request_spec import spec_for_move
+from scheduling.scheduler import select_destinations
 from servers.choices import MigrationStatus, MigrationType, TaskState
 from servers.models import Instance, Migration
 from servers.services import actions
@@ -41,9 +45,6 @@ class ScheduleStep(Step):
         self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
 
     def execute(self) -> None:
-        from scheduling.request_spec import spec_for_move
-        from scheduling.scheduler import select_destinations
-
         inst, mig = self.move.instance, self.move.migration
         row = RequestSpec.objects.filter(instance_uuid=inst.uuid).first()
         base = dict(row.spec) if row else {}
@@ -65,8 +66,6 @@ class ScheduleStep(Step):
         self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
 
     def rollback(self) -> None:
-        from scheduling.placement.services import allocations_delete
-
         allocations_delete(consumer_uuid=self.move.instance.uuid)
 
 
@@ -88,7 +87,6 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
         if dest_cell and dest_cell != cell.uuid:
             cross_cell_resize(ctx, instance=instance, migration=migration, selection=move.selection)
             return
-        from hosts.models import ComputeNode
 
         node = ComputeNode.objects.filter(uuid=move.selection["compute_node_uuid"]).first()
         migration.dest_compute = move.selection["service_host"]

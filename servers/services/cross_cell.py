@@ -4,10 +4,9 @@ Gating (``cross_cell_allowed``): the policy ``compute:servers:resize:cross_cell`
 default) and every nova-compute new enough; otherwise moves stay in their cell.
 
 The conductor's workflow (``conductor.cross_cell.cross_cell_resize``) and the hosts' halves
-(``compute.cross_cell``) share the helpers here: the copies' rows, volume attachments, the
-mapping flip and the undo of a move that failed on a host (``cross_cell_failed``): the target
-cell's copy goes, the allocations go back on the server, the migration ends ``error`` with a
-fault (the server ERROR once the source guest was destroyed; a hard reboot then recovers it).
+(``compute.cross_cell``, whose ``cross_cell_failed`` undoes a move that failed on a host) share
+the helpers here: the copies' rows, volume attachments, the mapping flip, a failed confirm or
+revert (``finish_failed``).
 
 Confirm (``cross_cell_confirm``) needs the source compute up (409), cleans the source guest and
 hard-deletes the source cell's rows. Revert (``cross_cell_revert``) switches the mapping back to
@@ -22,16 +21,29 @@ from typing import Any
 from django.utils import timezone
 
 from cells.context import target_cell
-from cells.models import CellMapping, HostMapping, InstanceMapping
+from cells.models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
 from cloudcore.core.policy import can
 from compute import rpc as compute_rpc
+from hosts.models import Service
+from hosts.services.servicegroup import service_is_up
+from volumes import services as volumes
 
 from ..choices import MigrationStatus, VmState
-from ..models import BlockDeviceMapping, Instance, InstanceAction, InstanceActionEvent, Migration, Tag, VirtualInterface
+from ..models import (
+    BlockDeviceMapping,
+    Instance,
+    InstanceAction,
+    InstanceActionEvent,
+    InstanceFault,
+    Migration,
+    Tag,
+    VirtualInterface,
+)
 from . import actions
-from .move_recovery import allocations_back_to_server
+from .notify import notify_instance
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +56,6 @@ class SourceComputeDown(Conflict):
 
 
 def min_compute_version() -> int:
-    from cells.models import CELL0_UUID
-    from cells.scatter import failed, scatter_gather
-    from hosts.models import Service
-
     def per_cell(_cell: CellMapping) -> int | None:
         versions = list(Service.objects.filter(binary="nova-compute").values_list("version", flat=True))
         return min(versions) if versions else None
@@ -65,7 +73,6 @@ def cross_cell_allowed(actor: RequestContext, instance: Instance) -> bool:
 def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
     """Remove every row of the server from ``cell`` (a hard delete: moving back later must not
     hit the unique uuids)."""
-    from ..models import InstanceFault
 
     with target_cell(cell):
         InstanceActionEvent.all_objects.filter(action__instance_uuid=instance_uuid).delete()
@@ -84,7 +91,6 @@ def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
 def attachment_delete_quietly(attachment_id: str) -> None:
     """Delete a volume attachment in a cleanup: a failure (mostly: already gone) is logged, never
     raised, so the cleanup goes on to the rows."""
-    from volumes import services as volumes
 
     try:
         volumes.attachment_delete(None, attachment_id=attachment_id)
@@ -101,68 +107,8 @@ def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
             attachment_delete_quietly(bdm.attachment_id)
 
 
-def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
-    """Complete the source BDMs' attachments on the source host again (after their placeholders
-    replaced them at prep time), so a recovered or reverted server has its volumes ``in-use``."""
-    from compute.block_devices import attach_bdm
-    from volumes.models import AttachStatus, VolumeAttachment
-
-    for bdm in volume_bdms(instance.uuid):
-        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
-            if bdm.attachment_id else None
-        if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
-            continue
-        if att is None:
-            bdm.attachment_id = None
-        attach_bdm(ctx, instance, bdm)
-
-
 def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> None:
-    from .notify import notify_instance
-
     notify_instance(ctx, event, instance, **kw)
-
-
-def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, source: CellMapping,
-                      target: CellMapping, dest_host: str | None, exc: BaseException, guest_destroyed: bool,
-                      image_id: str | None = None) -> None:
-    """Undo a cross-cell move that failed on a host (reference failure table 1.7): the target
-    cell's copy and its volume attachments and port bindings go, the temporary snapshot goes, the
-    mapping stays on (or comes back to) the source, the allocations go back to the server, the
-    migration ends ``error`` with a fault; the server is ERROR once its source guest was destroyed
-    (a hard reboot then recovers it), otherwise only its task_state is cleared."""
-    from images.services import image_data_path
-    from networks.models import Port
-    from networks.services import port_binding_delete, ports_rebind_host
-
-    release_attachments(instance_uuid, target)
-    hard_delete_rows(instance_uuid, target)
-    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
-    if dest_host:
-        for port in Port.objects.filter(device_id=instance_uuid):
-            port_binding_delete(port.id, dest_host)
-    if image_id:
-        from images.models import Image
-
-        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
-        image_data_path(image_id).unlink(missing_ok=True)
-    with target_cell(source):
-        instance = Instance.all_objects.get(uuid=instance_uuid)
-        ports_rebind_host(instance_uuid, instance.host)
-        try:
-            reconnect_source_volumes(ctx, instance)
-        except Exception:
-            log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
-        allocations_back_to_server(instance, migration_uuid)
-        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
-        fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
-                                  "updated_at": timezone.now()}
-        if guest_destroyed:
-            fields["vm_state"] = VmState.ERROR
-        Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
-        actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
-        actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
-        notify(ctx, "instance.resize.error", instance, fault=exc)
 
 
 def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, exc: BaseException,
@@ -194,8 +140,6 @@ def source_cell_of(migration: Migration) -> CellMapping:
 def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellMapping, migration: Migration,
                        synchronous: bool = False) -> None:
     """Confirm: the source compute must be up; the op on the source host cleans it."""
-    from hosts.models import Service
-    from hosts.services.servicegroup import service_is_up
 
     source = source_cell_of(migration)
     with target_cell(source):
@@ -208,7 +152,7 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
     if synchronous:
         # a delete or beat confirms in this process (the source guest is destroyed on its host's queue)
-        from compute.ops import run_op  # compute.cross_cell imports this module
+        from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 
         run_op(actor, op_name="cross_cell_confirm", instance_uuid=instance.uuid, cell_uuid=cell.uuid,
                migration_uuid=migration.uuid, source_cell_uuid=str(source.uuid))

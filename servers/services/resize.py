@@ -23,16 +23,19 @@ from django.utils import timezone
 
 from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid
+from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from conductor import rpc as conductor_rpc
+from scheduling.placement.services import allocations_move
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
+from .cross_cell import cross_cell_allowed, cross_cell_confirm, cross_cell_revert
 from .guards import check_not_locked, check_state, claim_task_state
 from .power import target
+from .quotas import quota_check
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,6 @@ def _flavor(ref: str) -> Flavor:
 def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMapping, flavor_ref: str | None,
                   host: str | None = None) -> Migration:
     """``flavor_ref`` None means a cold migration (optionally to ``host``, 2.56)."""
-    from .quotas import quota_check
 
     if flavor_ref is None:
         authorize(actor, "os_compute_api:os-migrate-server:migrate", target(instance))
@@ -109,11 +111,9 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
         user_id=actor.user_id, project_id=instance.project_id,
     )
     actions.action_start(actor, instance_uuid=instance.uuid, action=method)
-    from scheduling.placement.services import allocations_move
 
     allocations_move(from_consumer_uuid=instance.uuid, to_consumer_uuid=migration.uuid,
                      project_id=instance.project_id, user_id=instance.user_id)
-    from .cross_cell import cross_cell_allowed
 
     allow_cross_cell = cross_cell_allowed(actor, instance)
     transaction.on_commit(partial(conductor_rpc.resize_instance, ctx=actor, instance_uuid=instance.uuid,
@@ -137,14 +137,10 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
     authorize(actor, "os_compute_api:servers:confirm_resize", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state != VmState.RESIZED:
-        from cloudcore.core.exceptions import InstanceInvalidState
-
         raise InstanceInvalidState(method="confirmResize", instance_uuid=instance.uuid, attr="vm_state",
                                    state=instance.vm_state)
     migration = _finished_migration(instance)
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_confirm
-
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration)
         return
     migration.status = MigrationStatus.CONFIRMING
@@ -156,14 +152,12 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
     """Deleting a server in VERIFY_RESIZE confirms the resize first, synchronously."""
-    from compute.ops import run_op
+    from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:
         return
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_confirm
-
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration, synchronous=True)
         return
     migration.status = MigrationStatus.CONFIRMING
@@ -183,8 +177,6 @@ def server_revert_resize(*, actor: RequestContext, instance: Instance, cell: Cel
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="revertResize")
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_revert
-
         cross_cell_revert(actor=actor, instance=instance, cell=cell, migration=migration)
         return
     compute_rpc.revert_resize(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,

@@ -18,18 +18,23 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from cells.context import target_cell
-from cells.models import CellMapping
+from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid
+from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from conductor import rpc as conductor_rpc
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
+from scheduling.services.aggregates import host_availability_zone, zone_available
 
 from ..choices import TaskState, VmState
 from ..models import Instance
+from ..status import status_from_state
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
@@ -75,9 +80,6 @@ def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: Ce
 
 
 def _host_exists(host: str) -> bool:
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
     mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
     if mapping is None:
         return False
@@ -88,19 +90,14 @@ def _host_exists(host: str) -> bool:
 def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapping,
                     new_az: Any = UNSET, host: str | None = None) -> None:
     """``new_az`` UNSET when the body had no ``availability_zone`` key, None to unpin."""
-    from scheduling.services.aggregates import host_availability_zone, zone_available
 
     authorize(actor, "os_compute_api:os-shelve:unshelve", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state not in (VmState.SHELVED, VmState.SHELVED_OFFLOADED) or instance.task_state is not None:
-        from cloudcore.core.exceptions import InstanceInvalidState
-
         attr, state = ("vm_state", instance.vm_state) if instance.task_state is None else ("task_state",
                                                                                           instance.task_state)
         raise InstanceInvalidState(method="unshelve", instance_uuid=instance.uuid, attr=attr, state=state)
     if (new_az is not UNSET or host) and instance.vm_state != VmState.SHELVED_OFFLOADED:
-        from ..status import status_from_state
-
         raise UnshelveNotOffloaded(uuid=instance.uuid, status=status_from_state(instance.vm_state, None))
     if new_az is not UNSET and new_az and not zone_available(new_az):
         raise AvailabilityZoneNotAvailable()
@@ -136,8 +133,6 @@ def offload_due(instance: Instance, *, offload_time: int) -> bool:
         return False
     if offload_time == 0:
         return True
-    from django.utils import timezone
-    from django.utils.dateparse import parse_datetime
 
     shelved_at = parse_datetime(str(instance.system_metadata.get("shelved_at", "")))
     return shelved_at is not None and (timezone.now() - shelved_at).total_seconds() >= offload_time
