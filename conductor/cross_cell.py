@@ -79,12 +79,15 @@ class TargetDBSetup(Step):
 
     def __init__(self, move: dict[str, Any]) -> None:
         self.move = move
+        self.copied = False
 
     def execute(self) -> None:
         _copy_rows(self.move["instance_uuid"], self.move["source"], self.move["target"])
+        self.copied = True  # the copy is one transaction: a failed one left nothing to undo
 
     def rollback(self) -> None:
-        hard_delete_rows(self.move["instance_uuid"], self.move["target"])
+        if self.copied:
+            hard_delete_rows(self.move["instance_uuid"], self.move["target"])
 
 
 class PrepAtDest(Step):
@@ -97,8 +100,10 @@ class PrepAtDest(Step):
 
     def __init__(self, move: dict[str, Any]) -> None:
         self.move = move
+        self.dest_host: str | None = None
         self.ports: list[str] = []
         self.attachments: list[str] = []
+        self.source_context = False
 
     def execute(self) -> None:
         m, sel = self.move, self.move["selection"]
@@ -106,6 +111,7 @@ class PrepAtDest(Step):
             node = ComputeNode.objects.filter(uuid=sel["compute_node_uuid"]).first()
             if node is None:
                 raise Conflict(f"Compute node {sel['compute_node_uuid']} could not be found.")
+            self.dest_host = node.host
             migration = Migration.objects.get(uuid=m["migration_uuid"])
             migration.dest_compute = migration.dest_host = node.host
             migration.dest_node, migration.dest_compute_id = node.hypervisor_hostname, node.id
@@ -126,18 +132,22 @@ class PrepAtDest(Step):
                 migration_context={"migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
                                    "old_host": source_migration.source_compute, "new_host": node.host,
                                    "cross_cell": True})
+            self.source_context = True
         for port in Port.objects.filter(device_id=m["instance_uuid"]):
             port_binding_create(port.id, node.host)
             self.ports.append(port.id)
         m["dest_host"] = node.host
 
     def rollback(self) -> None:
+        """Undo what ``execute`` recorded, also when it failed half-way. The target cell's rows
+        (destination fields, migration context, attachment ids) go with ``TargetDBSetup``'s."""
         for port_id in self.ports:
-            port_binding_delete(port_id, self.move["dest_host"])
+            port_binding_delete(port_id, str(self.dest_host))
         for attachment_id in self.attachments:
             attachment_delete_quietly(attachment_id)
-        with target_cell(self.move["source"]):
-            Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
+        if self.source_context:
+            with target_cell(self.move["source"]):
+                Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
 
 
 def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,

@@ -43,6 +43,7 @@ class ScheduleStep(Step):
 
     def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool) -> None:
         self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
+        self.claimed = False
 
     def execute(self) -> None:
         inst, mig = self.move.instance, self.move.migration
@@ -63,10 +64,12 @@ class ScheduleStep(Step):
         with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event="conductor_migrate_server",
                                 action_name=None):
             selection = select_destinations(self.move.ctx, spec, [inst.uuid], return_alternates=False)[0][0]
+        self.claimed = True  # the scheduler claimed the destination for the server
         self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
 
     def rollback(self) -> None:
-        allocations_delete(consumer_uuid=self.move.instance.uuid)
+        if self.claimed:
+            allocations_delete(consumer_uuid=self.move.instance.uuid)
 
 
 def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
