@@ -27,6 +27,7 @@ from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
 from cloudcore.celery import app
 from cloudcore.core.exceptions import InvalidConfiguration
+from compute import rpc
 from compute.drivers import register_driver
 from hosts.models import ComputeNode, Service
 
@@ -145,7 +146,7 @@ class Command(BaseCommand):
             time.sleep(settings.REPORT_INTERVAL)
 
     def _run_worker(self, host: str, concurrency: int) -> None:
-        worker = app.Worker(queues=[f"compute.{host}"], concurrency=concurrency, pool="threads",
+        worker = app.Worker(queues=[rpc.queue_for(host)], concurrency=concurrency, pool="threads",
                             hostname=f"compute@{host}", loglevel="WARNING", without_mingle=True,
                             without_gossip=True, without_heartbeat=True)
         worker.start()
