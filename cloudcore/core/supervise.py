@@ -51,9 +51,9 @@ def read_status() -> dict[str, Any]:
 
 
 def restarted_processes() -> list[dict[str, Any]]:
-    """The supervised processes that were ever restarted or given up on, most troubled first:
-    what the console shows."""
-    rows = [p for p in read_status().get("processes", []) if p.get("restarts") or p.get("state") == "failed"]
+    """The supervised processes that ever died (restarted, waiting to be, or given up on), most
+    troubled first: what the console shows."""
+    rows = [p for p in read_status().get("processes", []) if p.get("events")]
     return sorted(rows, key=lambda p: (p.get("state") != "failed", -int(p.get("restarts", 0))))
 
 
