@@ -37,7 +37,7 @@ def redis_server_argv(socket: Path, data_dir: Path) -> list[str]:
     """``redis-server`` in the foreground on ``socket`` only, with no persistence.
 
     Raises RuntimeError when Redis is not installed."""
-    exe = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else "")
+    exe = shutil.which("redis-server")
     if not exe:
         raise RuntimeError("redis-server is not installed (the Makefile installs Debian's redis-server; "
                            "or set CLOUDCORE_BROKER_URL to an external Redis)")

@@ -174,7 +174,18 @@ def test_conductor_killed_mid_traffic_is_restarted_and_nothing_sticks(made_cloud
     cloud = made_cloud
     old_pid = cloud.processes()["conductor"]["pid"]
 
+    caught: list[bool] = []
+
     def kill_conductor() -> None:
+        # SIGKILL while the conductor holds a task it took and has not finished (its message is in
+        # the broker's unacked hash), so that the kill interrupts an operation; at most 30 s of looking
+        client = cloud.redis()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not caught:
+            if any(b'"conductor"]' in raw for raw in client.hvals("unacked")):
+                caught.append(True)
+            else:
+                time.sleep(0.002)
         os.kill(old_pid, signal.SIGKILL)
 
     # when the conductor is killed with SIGKILL in the middle of it
@@ -183,6 +194,9 @@ def test_conductor_killed_mid_traffic_is_restarted_and_nothing_sticks(made_cloud
     conductor = cloud.processes()["conductor"]
     assert conductor["state"] == "running" and conductor["restarts"] == 1 and conductor["pid"] != old_pid
     assert conductor["events"][-1]["reason"].startswith("killed by SIGKILL"), conductor["events"]
+    # and the task it held went back on its queue for the restarted conductor
+    assert caught, "the conductor was never seen holding a task in 30 s of traffic"
+    assert "requeued 1 unacknowledged task(s)" in conductor["events"][-1]["reason"], conductor["events"]
     assert "process conductor killed by SIGKILL" in cloud.log_path.read_text()
     # and every operation in flight finished, or ended ERROR with a fault: none stuck, all deleted
     assert report.errors == [], report.errors[:5]

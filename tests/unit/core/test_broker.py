@@ -75,3 +75,31 @@ def test_a_killed_workers_messages_go_back_on_its_queue_and_no_other(redis_url: 
     assert client.llen("conductor") == 1 and client.hlen("unacked") == 1
     assert b'"redelivered": true' in client.lindex("conductor", 0)
     assert broker.requeue_unacked(redis_url, ["conductor"]) == []
+
+
+def _run_cloud(tmp_path: Path, path_env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    root = Path(__file__).resolve().parents[3]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOUDCORE_", "DJANGO_"))}
+    env.update({"PATH": path_env, "CLOUDCORE_VAR_DIR": str(tmp_path)})
+    return subprocess.run([sys.executable, "manage.py", "run_cloud", "--bind", "127.0.0.1:1"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_cloud_without_redis_says_why_and_exits_non_zero(tmp_path: Path) -> None:
+    # given a machine where redis-server is not on the PATH
+    result = _run_cloud(tmp_path, str(Path(sys.executable).parent))
+    # then make run stops at once, saying why, with a non-zero status and nothing left running
+    assert result.returncode != 0
+    assert "redis-server is not installed" in result.stderr, result.stderr
+    assert not (tmp_path / "api.sqlite3").exists()  # it stopped before touching a database
+
+
+def test_run_cloud_refuses_a_var_dir_whose_redis_already_answers(tmp_path: Path, redis_url: str) -> None:
+    # given a cloud's Redis already answering on this var dir's socket (redis_url lives in tmp_path)
+    import os
+
+    result = _run_cloud(tmp_path, os.environ["PATH"])
+    assert result.returncode != 0
+    assert "another cloud runs with this var dir" in result.stderr, result.stderr
