@@ -208,7 +208,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
 
     Writes (API DB): one BuildRequest, RequestSpec and InstanceMapping (cell NULL) per server.
-    Enqueues on commit: ``servers.tasks.schedule_and_build_instances_task``.
+    Enqueues on commit: ``conductor.rpc.schedule_and_build_instances``.
     Raises: Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
     """
     flavor = _flavor(actor, request.flavor_ref)
