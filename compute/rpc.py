@@ -30,7 +30,7 @@ def queue_for(host: str | None) -> str:
     return f"compute.{host}"
 
 
-def _send(task_name: str, host: str | None, **kwargs: Any) -> None:
+def _send(task_name: str, host: str | None, /, **kwargs: Any) -> None:
     # By name: the task is applied in-process when this process registered it (eager tests),
     # otherwise sent to the broker without importing the compute side.
     current_app.signature(task_name, kwargs=kwargs, queue=queue_for(host)).apply_async()
