@@ -31,6 +31,9 @@ class HostState:
     allocation_request: dict[str, Any] | None = None
     weight: float = 0.0
     cell_name: str | None = None
+    #: True when the scheduler read that the service is enabled and up for this request (its
+    #: ``service`` view then carries no heartbeat); None: ``ComputeFilter`` looks at ``service``
+    service_up: bool | None = None
 
     def free(self, rc: str) -> int:
         res = self.resources.get(rc)

@@ -1,0 +1,116 @@
+"""The scheduler's copy of each cell's compute nodes (host, node name, hypervisor, service link),
+so that a request reads no node row per host.
+
+Freshness. Per request and per cell, one statement fingerprints the compute node table (row
+count, deleted rows, highest id, newest created/updated time, sum of the service links) and one
+the nova-compute services (the same without the links); when either differs from the one the
+copy was loaded with, the cell is loaded again (``scheduler._load_nodes``). What changes without
+touching those (a service disabled, forced down or silent, even through a bare ``UPDATE``) is
+read fresh on every request instead: one statement lists the cell's services that are
+disabled, forced down or past ``SERVICE_DOWN_TIME`` (``service_problems``); every other
+service is up and enabled.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Max, Q, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .host_state import cpu_arch
+from .placement.cache import keep_out_of_collections
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """One live compute node of one cell, as loaded. ``service`` is its nova-compute service
+    as loaded (None: it has none); ``service_ok`` the same with the state of a service that is
+    enabled and up (what it is unless ``service_problems`` lists it)."""
+
+    node: Any
+    service: Any
+    service_ok: Any
+    cell: Any
+    cpu_arch: str | None
+
+
+@dataclass
+class _CellCopy:
+    fingerprint: tuple[Any, ...]
+    nodes: dict[str, NodeFacts]
+
+
+Loader = Callable[[Any], dict[str, tuple[Any, Any, Any]]]
+
+
+class NodeCache:
+    """One per process (``node_cache``); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cells: dict[str, _CellCopy] = {}
+        self.reloads = 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cells = {}
+
+    @staticmethod
+    def _fingerprint() -> tuple[Any, ...]:
+        from hosts.models import ComputeNode, Service
+
+        nodes = ComputeNode.all_objects.aggregate(
+            n=Count("id"), deleted=Count("id", filter=Q(deleted=True)), last=Max("id"), created=Max("created_at"),
+            updated=Max("updated_at"), links=Sum("service_id"))
+        services = Service.all_objects.filter(binary="nova-compute").aggregate(
+            n=Count("id"), deleted=Count("id", filter=Q(deleted=True)), last=Max("id"), created=Max("created_at"),
+            updated=Max("updated_at"))
+        return tuple(nodes.values()) + tuple(services.values())
+
+    def nodes(self, cell: Any, load: Loader) -> dict[str, NodeFacts]:
+        """``{node uuid: NodeFacts}`` of ``cell`` (targeted by the caller), reloaded with
+        ``load(cell)`` when the fingerprint moved. Do not mutate the answer."""
+        fingerprint = self._fingerprint()
+        with self._lock:
+            copy = self._cells.get(cell.uuid)
+            if copy is not None and copy.fingerprint == fingerprint:
+                return copy.nodes
+        self.reloads += 1
+        loaded = {uuid: NodeFacts(node, service, _ok(service), cell, cpu_arch(node.cpu_info))
+                  for uuid, (node, service, _cell) in load(cell).items()}
+        with self._lock:
+            self._cells[cell.uuid] = _CellCopy(fingerprint, loaded)
+        keep_out_of_collections(len(loaded))
+        return loaded
+
+
+def _ok(service: Any) -> Any:
+    if service is None:
+        return None
+    return SimpleNamespace(**{**vars(service), "disabled": False, "disabled_reason": None, "forced_down": False})
+
+
+def service_problems(service_fields: list[str]) -> dict[int, Any]:
+    """``{service id: its current fields}`` of the targeted cell's nova-compute services that
+    are disabled, forced down, or whose last heartbeat (``last_seen_up``, else ``updated_at``,
+    else ``created_at``, as ``service_is_up`` reads it) is older than ``SERVICE_DOWN_TIME``."""
+    from hosts.models import Service
+
+    cutoff = timezone.now() - timedelta(seconds=settings.SERVICE_DOWN_TIME)
+    rows = Service.objects.filter(binary="nova-compute").annotate(
+        heartbeat=Coalesce("last_seen_up", "updated_at", "created_at"),
+    ).filter(Q(disabled=True) | Q(forced_down=True) | Q(heartbeat__lt=cutoff)).values(*service_fields)
+    return {row["id"]: SimpleNamespace(**row) for row in rows}
+
+
+node_cache = NodeCache()
