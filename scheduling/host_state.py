@@ -54,7 +54,12 @@ class HostState:
     def fits(self, wanted: dict[str, int]) -> bool:
         """Can this node still take ``wanted`` given what earlier instances of the request took?
         (Placement checked constraints; only the remaining amount changes here.)"""
-        return all(rc in self.resources and self.free(rc) >= n for rc, n in wanted.items())
+        resources = self.resources
+        for rc, n in wanted.items():
+            res = resources.get(rc)
+            if res is None or res["capacity"] - res["used"] < n:
+                return False
+        return True
 
     def consume(self, wanted: dict[str, int]) -> None:
         for rc, n in wanted.items():

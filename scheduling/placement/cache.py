@@ -83,11 +83,13 @@ class ProviderCache:
         self._providers: dict[int, _Provider] = {}
         self._order: list[int] = []
         self._stamp: tuple[str | None, int] | None = None  # (epoch, seq) the copy reflects
+        #: resource classes seen in an inventory (so they exist: classes are never deleted)
+        self._classes: set[str] = set()
         self.reloads = {"full": 0, "delta": 0}
 
     def clear(self) -> None:
         with self._lock:
-            self._providers, self._order, self._stamp = {}, [], None
+            self._providers, self._order, self._stamp, self._classes = {}, [], None, set()
 
     # -- freshness ----------------------------------------------------------------------------
     def _read_stamp(self) -> tuple[str | None, int, int, int, int | None]:
@@ -111,25 +113,34 @@ class ProviderCache:
         if known is None or known[0] != epoch or seq < known[1] or full_seq > known[1]:
             self._load(None)
         elif seq > known[1]:
-            changed = list(ResourceProvider.objects.filter(changed_seq__gt=known[1]).values_list("id", flat=True)
-                           [:MAX_DELTA + 1])
-            self._load(changed if len(changed) <= MAX_DELTA else None)
+            self._load_changed_since(known[1])
         if len(self._providers) != count or (self._order[-1] if self._order else None) != max_id:
             self._load(None)
         self._stamp = (epoch, seq)
 
-    def _load(self, ids: list[int] | None) -> None:
-        """Reload ``ids`` (None: everything) from the database."""
-        if ids is not None and not ids:
-            return
+    @staticmethod
+    def _providers_query() -> Any:
+        return ResourceProvider.objects.values_list("id", "uuid", "parent__uuid", "root__uuid")
+
+    def _load_changed_since(self, seq: int) -> None:
+        """Reload the providers stamped after ``seq`` (everything when there are too many)."""
+        rows = list(self._providers_query().filter(changed_seq__gt=seq)[:MAX_DELTA + 1])
+        if len(rows) > MAX_DELTA:
+            self._load(None)
+        elif rows:
+            self._load([row[0] for row in rows], rows)
+
+    def _load(self, ids: list[int] | None, provider_rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Reload ``ids`` (None: everything) from the database (``provider_rows``: their rows of
+        ``_providers_query``, when already read)."""
         self.reloads["delta" if ids is not None else "full"] += 1
 
         def only(qs: Any, column: str) -> Any:
             return qs if ids is None else qs.filter(**{f"{column}__in": ids})
 
-        fresh: dict[int, _Provider] = {
-            pid: _Provider(pid, uuid, parent, root) for pid, uuid, parent, root in only(
-                ResourceProvider.objects.all(), "id").values_list("id", "uuid", "parent__uuid", "root__uuid")}
+        if provider_rows is None:
+            provider_rows = list(only(self._providers_query(), "id"))
+        fresh = {pid: _Provider(pid, uuid, parent, root) for pid, uuid, parent, root in provider_rows}
         for pid, rc, *numbers in only(Inventory.objects.all(), "resource_provider_id").values_list(
                 "resource_provider_id", "resource_class__name", "total", "reserved", "min_unit", "max_unit",
                 "step_size", "allocation_ratio"):
@@ -155,6 +166,7 @@ class ProviderCache:
                 self._providers.pop(pid, None)
             self._providers.update(fresh)
         self._order = sorted(self._providers)
+        self._classes.update(rc for rp in fresh.values() for rc in rp.inventories)
         if ids is None:
             keep_out_of_collections(len(self._providers))
 
@@ -170,7 +182,8 @@ class ProviderCache:
         if not wanted:
             raise PlacementInvalid("Badly formed resources parameter. Expected resources query string parameter "
                                    "in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
-        services._resource_class_ids(wanted)  # unknown classes are an error, not "no candidates"
+        if not wanted.keys() <= self._classes:  # unknown classes are an error, not "no candidates"
+            services._resource_class_ids(wanted)
         required, forbidden = set(required_traits), set(forbidden_traits)
         if required or forbidden:
             services._trait_ids_known(sorted(required | forbidden))
