@@ -4,7 +4,9 @@ so that a request reads no node row per host.
 Freshness. Per request and per cell, one statement fingerprints the compute node table (row
 count, deleted rows, highest id, newest created/updated time, sum of the service links) and one
 the nova-compute services (the same without the links); when either differs from the one the
-copy was loaded with, the cell is loaded again (``scheduler._load_nodes``). What changes without
+copy was loaded with, the cell is loaded again (``scheduler._read_cell_nodes``), or, when only
+the newest ``updated_at`` moved (a compute saving its node row every period), just the rows
+updated since. What changes without
 touching those (a service disabled, forced down or silent, even through a bare ``UPDATE``) is
 read fresh on every request instead: one statement lists the cell's services that are
 disabled, forced down or past ``SERVICE_DOWN_TIME`` (``service_problems``); every other
@@ -16,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +27,7 @@ from django.db import connections
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from .host_state import cpu_arch
 from .placement.cache import keep_out_of_collections
@@ -51,7 +54,11 @@ class _CellCopy:
     nodes: dict[str, NodeFacts]
 
 
-Loader = Callable[[Any], dict[str, tuple[Any, Any, Any]]]
+#: ``load(cell, updated_after)``: ``{node uuid: (node, service, cell)}`` of the cell's live nodes
+#: (only those updated after the given time, when one is given)
+Loader = Callable[[Any, datetime | None], dict[str, tuple[Any, Any, Any]]]
+#: how far back a delta re-reads node rows before the newest ``updated_at`` it had seen
+UPDATE_OVERLAP = timedelta(seconds=60)
 
 
 class NodeCache:
@@ -61,6 +68,7 @@ class NodeCache:
         self._lock = threading.Lock()
         self._cells: dict[str, _CellCopy] = {}
         self.reloads = 0
+        self.delta_reloads = 0
 
     def clear(self) -> None:
         with self._lock:
@@ -85,20 +93,45 @@ class NodeCache:
             return tuple(sorted(cursor.fetchall()))
 
     def nodes(self, cell: Any, load: Loader) -> dict[str, NodeFacts]:
-        """``{node uuid: NodeFacts}`` of ``cell`` (targeted by the caller), reloaded with
-        ``load(cell)`` when the fingerprint moved. Do not mutate the answer."""
+        """``{node uuid: NodeFacts}`` of ``cell`` (targeted by the caller). When only the newest
+        ``updated_at`` of the nodes moved (the resource tracker saving its node every period),
+        the nodes updated since (less ``UPDATE_OVERLAP``, for writers that commit late) are
+        read again with ``load(cell, updated_after)``; any other change reloads the cell with
+        ``load(cell, None)``. Do not mutate the answer."""
         fingerprint = self._fingerprint()
         with self._lock:
             copy = self._cells.get(cell.uuid)
-            if copy is not None and copy.fingerprint == fingerprint:
-                return copy.nodes
+        if copy is not None and copy.fingerprint == fingerprint:
+            return copy.nodes
+        since = _only_updated_moved(copy.fingerprint, fingerprint) if copy is not None else None
         self.reloads += 1
-        loaded = {uuid: NodeFacts(node, service, _ok(service), cell, cpu_arch(node.cpu_info))
-                  for uuid, (node, service, _cell) in load(cell).items()}
+        fresh = {uuid: NodeFacts(node, service, _ok(service), cell, cpu_arch(node.cpu_info))
+                 for uuid, (node, service, _cell) in load(cell, since).items()}
+        if since is not None and copy is not None:
+            self.delta_reloads += 1
+            fresh = {**copy.nodes, **fresh}
         with self._lock:
-            self._cells[cell.uuid] = _CellCopy(fingerprint, loaded)
-        keep_out_of_collections(len(loaded))
-        return loaded
+            self._cells[cell.uuid] = _CellCopy(fingerprint, fresh)
+        if since is None:
+            keep_out_of_collections(len(fresh))
+        return fresh
+
+
+def _only_updated_moved(old: tuple[Any, ...], new: tuple[Any, ...]) -> datetime | None:
+    """The time to re-read node rows from, when the two fingerprints differ only in the nodes'
+    newest ``updated_at``; None otherwise."""
+    (old_nodes, old_services), (new_nodes, new_services) = old, new
+    if old_services != new_services or old_nodes[:5] != new_nodes[:5] or old_nodes[6:] != new_nodes[6:] \
+            or old_nodes[5] is None:
+        return None
+    last = old_nodes[5]
+    if isinstance(last, str):  # SQLite answers the raw column
+        last = parse_datetime(last)
+    if last is None:
+        return None
+    if timezone.is_naive(last):
+        last = timezone.make_aware(last, UTC)
+    return last - UPDATE_OVERLAP
 
 
 def _ok(service: Any) -> Any:

@@ -26,6 +26,7 @@ import socket
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -96,16 +97,19 @@ def _service_fields() -> list[str]:
     return [f.attname for f in Service._meta.concrete_fields]
 
 
-def _read_cell_nodes(cell: Any) -> dict[str, tuple[Any, Any, Any]]:
+def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[str, tuple[Any, Any, Any]]:
     """``{node uuid: (node, service or None, cell)}`` of every live node of ``cell`` (targeted
-    by the caller): one query, plus one for nodes whose service link is not filled yet. Nodes
+    by the caller; with ``updated_after``, only the nodes updated after it): one query, plus one
+    for nodes whose service link is not filled yet. Nodes
     and services are read-only views (namespaces with the model's field attributes): the
     scheduler never writes them, and skipping model instantiation matters with many nodes."""
     from hosts.models import ComputeNode, Service
 
     service_fields = _service_fields()
-    rows = list(ComputeNode.objects.filter(deleted=False).values(
-        *NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+    nodes = ComputeNode.objects.filter(deleted=False)
+    if updated_after is not None:
+        nodes = nodes.filter(updated_at__gt=updated_after)
+    rows = list(nodes.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
     unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
     by_host = {s["host"]: s for s in Service.objects.filter(
         host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} if unlinked else {}

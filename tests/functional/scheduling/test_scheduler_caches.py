@@ -146,3 +146,22 @@ def test_provider_copy_answers_as_the_sql_query():
             placement.allocation_candidates(**bad)
         with pytest.raises(type(from_sql.value)):
             placement.allocation_candidates(copy=provider_cache, **bad)
+
+
+def test_a_node_saved_by_its_compute_is_read_again_alone(compute_host, cells):
+    # given a preferred x86_64 host whose compute has already saved its node row once, copies loaded
+    compute_host("a", cell="cell1", memory_mb=65536)
+    compute_host("b", cell="cell2", memory_mb=8192)
+    with target_cell(cells["cell1"]):
+        ComputeNode.objects.get(host="a").save()
+    x86 = {"id": "img", "properties": {"hw_architecture": "x86_64"}}
+    assert chosen(image=x86) == "a"
+    delta = node_cache.delta_reloads
+    # when the compute saves the node again, now reporting another architecture
+    with target_cell(cells["cell1"]):
+        node = ComputeNode.objects.get(host="a")
+        node.cpu_info = '{"arch": "aarch64"}'
+        node.save()
+    # then the next request sees it, having read only the rows updated since
+    assert chosen(image=x86) == "b"
+    assert node_cache.delta_reloads == delta + 1
