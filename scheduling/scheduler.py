@@ -8,9 +8,13 @@ Steps (constant number of SQL queries whatever the number of hosts; per instance
    ``COMPUTE_STATUS_DISABLED`` forbidden), the zone's aggregates as ``member_of``;
 2. where: requested destination host/node/cell, forced hosts/nodes and a move that must stay in
    its source cell narrow the providers up front (their compute nodes are read from the cell);
-3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed);
-4. host states: the candidates' compute nodes and services read from each cell's database
-   (one query per cell), zones and aggregate metadata from the API database (one query);
+3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed),
+   answered by the process's in-memory copy of placement (``placement.cache``: one statement
+   to learn what changed, five to re-read the providers that did);
+4. host states: the candidates' compute nodes from the process's copy of each cell's nodes
+   (``host_cache``: one fingerprint statement per cell), their services' state read fresh (one
+   statement per cell lists the disabled, forced-down and silent ones), zones and aggregate
+   metadata from the API database (one query);
 5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
 6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
    plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit.
@@ -319,10 +323,12 @@ def select_destinations(
         chosen.append(picked)
         results.append([Selection.from_host(picked)])
     taken = {id(h) for h in chosen}
+    # nothing is consumed from here on, so one weighing orders the alternates of every instance
+    by_weight = weigh_hosts(hosts, request) if max_attempts > 1 and chosen else []
     for index, picked in enumerate(chosen):
         if max_attempts <= 1:
             break
-        for host in weigh_hosts(hosts, request):
+        for host in by_weight:
             if len(results[index]) >= max_attempts:
                 break
             if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted):
