@@ -3,7 +3,7 @@ aggregates in memory, so that allocation candidates cost no query per provider.
 
 Freshness. Every placement write bumps ``PlacementChangeStamp.seq`` in its own transaction and
 stamps the providers it changed with the new value (``ResourceProvider.changed_seq``; see
-``services._next_change_seq``). Before answering, the cache reads the stamp with the number of
+``services._stamp_change``). Before answering, the cache reads the stamp with the number of
 providers and the highest provider id (one statement); when ``seq`` moved it reloads only the
 providers stamped after the value it last saw (five statements, whatever the number of
 providers); a deleted or re-parented provider (``full_seq``), a stamp row it does not know

@@ -85,11 +85,12 @@ def _provider(rp: ProviderRef) -> ResourceProvider:
     return found
 
 
-def _next_change_seq(*, full: bool = False) -> Subquery:
-    """Bump ``PlacementChangeStamp.seq`` (creating the row on the first write) and return the new
-    value as a subquery, for the providers' ``changed_seq``. Call it inside the writer's
-    transaction: the stamp row stays locked until commit, so readers see the writes in ``seq``
-    order. ``full``: a change the scheduler's provider cache must reload everything for."""
+def _stamp_change(*, full: bool = False) -> None:
+    """Bump ``PlacementChangeStamp.seq`` (creating the row on the first write): the first lock a
+    placement write takes in its transaction (before consumers and providers), so the stamp row
+    orders every writer the same way (no lock-order deadlock on PostgreSQL) and readers see the
+    writes in ``seq`` order. ``full``: a change the scheduler's provider copy must reload
+    everything for (a provider deleted or re-parented)."""
     bump: dict[str, Any] = {"seq": F("seq") + 1}
     if full:
         bump["full_seq"] = F("seq") + 1
@@ -98,15 +99,21 @@ def _next_change_seq(*, full: bool = False) -> Subquery:
             with transaction.atomic():
                 PlacementChangeStamp.objects.create(id=1, seq=1, full_seq=1 if full else 0)
         except IntegrityError:  # created by a concurrent writer in between
-            return _next_change_seq(full=full)
+            _stamp_change(full=full)
+
+
+def _stamped() -> Subquery:
+    """The ``seq`` of this transaction's ``_stamp_change``, for the providers' ``changed_seq``."""
     return Subquery(PlacementChangeStamp.objects.filter(id=1).values("seq")[:1])
 
 
 def _bump_generation(rp: ResourceProvider, expected: int | None = None) -> None:
     """Bump the provider's generation: a compare-and-swap against ``expected`` when given
     (ResourceProviderGenerationConflict if stale), else unconditionally. Updates ``rp``.
-    Callers hold a transaction (the change stamp is bumped with it)."""
-    seq = _next_change_seq()
+    Callers hold a transaction and have taken no lock in it yet (the change stamp is bumped
+    first)."""
+    _stamp_change()
+    seq = _stamped()
     if expected is None:
         ResourceProvider.objects.filter(id=rp.id).update(generation=F("generation") + 1, changed_seq=seq)
         rp.generation = ResourceProvider.objects.values_list("generation", flat=True).get(id=rp.id)
@@ -186,12 +193,13 @@ def provider_create(*, name: str, uuid: str | None = None, parent_uuid: str | No
         raise ResourceProviderExists(field="uuid", value=uuid)
     try:
         with transaction.atomic():
+            _stamp_change()
             rp = ResourceProvider(name=name, parent=parent)
             if uuid:
                 rp.uuid = uuid
             rp.save()
             rp.root_id = parent.root_id if parent is not None and parent.root_id else (parent.id if parent else rp.id)
-            ResourceProvider.objects.filter(id=rp.id).update(root_id=rp.root_id, changed_seq=_next_change_seq())
+            ResourceProvider.objects.filter(id=rp.id).update(root_id=rp.root_id, changed_seq=_stamped())
     except IntegrityError as exc:
         raise ResourceProviderExists(field="name or uuid", value=f"{name} / {uuid}") from exc
     return rp
@@ -224,6 +232,7 @@ def provider_update(
     A provider cannot become its own descendant."""
     rp = _provider(rp)
     with transaction.atomic():
+        _stamp_change(full=True)  # the tree of other providers may change
         if generation is not None and generation != rp.generation:
             raise ResourceProviderGenerationConflict()
         if name is not None and name != rp.name:
@@ -241,7 +250,6 @@ def provider_update(
             ResourceProvider.objects.filter(root_id=rp.id).exclude(id=rp.id).update(root_id=rp.root_id)
         rp.save()
         _bump_generation(rp)
-        _next_change_seq(full=True)  # the tree of other providers may have changed
     return rp
 
 
@@ -259,6 +267,7 @@ def provider_delete(*, rp: ProviderRef) -> None:
     Conflict while it has allocations or children."""
     rp = _provider(rp)
     with transaction.atomic():
+        _stamp_change(full=True)
         if Allocation.objects.filter(resource_provider=rp).exists():
             raise ResourceProviderInUse(uuid=rp.uuid)
         if ResourceProvider.objects.filter(parent=rp).exists():
@@ -268,7 +277,6 @@ def provider_delete(*, rp: ProviderRef) -> None:
         rp.aggregates.clear()
         ResourceProvider.objects.filter(id=rp.id).update(root=None)
         ResourceProvider.objects.filter(id=rp.id).delete()
-        _next_change_seq(full=True)
 
 
 def provider_list(
@@ -608,6 +616,7 @@ def allocations_put(
             if not isinstance(amount, int) or isinstance(amount, bool) or amount < 1:
                 raise InvalidAllocation(reason=f"amount of {rc} on {rp_uuid} must be an integer >= 1")
     with transaction.atomic():
+        _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if enforce_consumer_generation:
             current = consumer.generation if consumer is not None else None
@@ -679,9 +688,10 @@ def allocations_set_many(
 
 
 def _bump_generations(rp_ids: set[int]) -> None:
+    """Bump the generation of each provider (callers have stamped their transaction first)."""
     if rp_ids:
         ResourceProvider.objects.filter(id__in=rp_ids).update(
-            generation=F("generation") + 1, changed_seq=_next_change_seq())
+            generation=F("generation") + 1, changed_seq=_stamped())
 
 
 def _delete_consumer(consumer: Consumer | None, rp_ids: set[int]) -> None:
@@ -696,6 +706,7 @@ def allocations_delete(*, consumer_uuid: str, missing_ok: bool = True) -> bool:
     """Delete every allocation of ``consumer_uuid`` and the consumer. Returns whether there was
     anything; with ``missing_ok=False`` an unknown consumer raises AllocationsNotFound."""
     with transaction.atomic():
+        _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         rp_ids = set(
             Allocation.objects.filter(consumer=consumer).values_list("resource_provider_id", flat=True)
@@ -749,6 +760,7 @@ def allocations_move(
     Total usage does not change, so no capacity check. Returns False if the source holds
     nothing (nothing changes)."""
     with transaction.atomic():
+        _stamp_change()
         source = Consumer.objects.select_for_update().filter(uuid=from_consumer_uuid).first()
         rows = list(Allocation.objects.filter(consumer=source).values_list(
             "resource_provider_id", "resource_class_id", "used")) if source is not None else []
