@@ -76,3 +76,11 @@ urlpatterns += [
     path("servers/<str:server_id>/os-volume_attachments/<str:volume_id>",
          _volume_attachments.VolumeAttachmentView.as_view(), name="compute-volume-attachment"),
 ]
+
+# --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
+from . import security_groups as _security_groups  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-security-groups", _security_groups.ServerSecurityGroupsView.as_view(),
+         name="compute-server-security-groups"),
+]
