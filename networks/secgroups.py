@@ -242,6 +242,15 @@ def as_bool(value: Any, name: str) -> bool:
     raise Invalid(f"Invalid input for {name}. Reason: '{value}' cannot be converted to boolean.")
 
 
+def binding_profile(value: Any) -> dict[str, Any]:
+    """``binding:profile`` must be a JSON object (Neutron's ``type:dict_or_none``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Invalid(f"Invalid input for binding:profile. Reason: '{value}' is not a dictionary.")
+    return value
+
+
 def security_group_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[SecurityGroup]:
     authorize(ctx, "get_security_group", _target(str(ctx.project_id)))
     _ensure_default(ctx)
@@ -255,15 +264,20 @@ def security_group_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list
     if filters.get("stateful") is not None:
         qs = qs.filter(stateful=as_bool(filters["stateful"], "stateful"))
     if filters.get("revision_number") is not None:
-        qs = qs.filter(revision_number=filters["revision_number"])
+        qs = qs.filter(revision_number=_integer(filters["revision_number"], "revision_number"))
     return _tag_filters(qs, filters)
+
+
+def _check_length(value: str, name: str) -> str:
+    if len(value) > 255:
+        raise Invalid(f"Invalid input for {name}. Reason: '{value}' exceeds maximum length of 255.")
+    return value
 
 
 def _check_name(name: str) -> None:
     if name.lower() == "default":
         raise SecurityGroupDefaultAlreadyExists()
-    if len(name) > 255:
-        raise Invalid(f"Invalid input for name. Reason: '{name}' exceeds maximum length of 255.")
+    _check_length(name, "name")
 
 
 def _check_quota(resource: str, limit: int, used: int) -> None:
@@ -278,6 +292,7 @@ def security_group_create(ctx: RequestContext, *, name: str = "", description: s
     owner = str(project_id or ctx.project_id or "")
     authorize(ctx, "create_security_group", _target(owner))
     _check_name(name)
+    _check_length(description, "description")
     default_group_for(owner)
     with transaction.atomic():
         _check_quota("security_group", settings.QUOTA_SECURITY_GROUP,
@@ -297,7 +312,7 @@ def security_group_update(ctx: RequestContext, group: SecurityGroup, *, changes:
         _check_name(str(changes["name"]))
         group.name = str(changes["name"])
     if "description" in changes:
-        group.description = str(changes["description"] or "")
+        group.description = _check_length(str(changes["description"] or ""), "description")
     if "stateful" in changes:
         stateful = as_bool(changes["stateful"], "stateful")
         if stateful != group.stateful and group.ports.exists():
@@ -347,13 +362,17 @@ def _protocol(value: Any) -> tuple[str | None, int | None]:
     raise SecurityGroupRuleInvalidProtocol(protocol=value, values=sorted(PROTOCOLS))
 
 
+def _integer(value: Any, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise Invalid(f"Invalid input for {name}. Reason: '{value}' is not an integer.") from None
+
+
 def _port(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise Invalid(f"Invalid input for {name}. Reason: '{value}' is not an integer.") from None
+    number = _integer(value, name)
     if not 0 <= number <= 65535:
         raise SecurityGroupInvalidPortValue(port=value)
     return number
@@ -437,10 +456,10 @@ def security_group_rule_create(ctx: RequestContext, *, body: dict[str, Any]) -> 
         remote = _visible_groups(ctx).filter(id=str(body["remote_group_id"])).first()
         if remote is None:
             raise SecurityGroupNotFound(id=body["remote_group_id"])
-    description = body.get("description") or ""
+    description = _check_length(str(body.get("description") or ""), "description")
     rule = SecurityGroupRule(security_group=group, project_id=group.project_id, direction=direction,
                              ethertype=ethertype, protocol=protocol, port_range_min=low, port_range_max=high,
-                             remote_ip_prefix=prefix, remote_group=remote, description=str(description))
+                             remote_ip_prefix=prefix, remote_group=remote, description=description)
     with transaction.atomic():
         # The group row is the lock that keeps two identical rules from both passing the duplicate check.
         SecurityGroup.objects.select_for_update().filter(id=group.id).first()
@@ -475,9 +494,12 @@ def security_group_rule_list(ctx: RequestContext, *, filters: dict[str, Any]) ->
     _ensure_default(ctx)
     qs = _visible_rules(ctx).order_by("created_at", "id")
     for key in ("id", "security_group_id", "direction", "ethertype", "remote_ip_prefix", "remote_group_id",
-                "description", "port_range_min", "port_range_max"):
+                "description"):
         if filters.get(key) is not None:
             qs = qs.filter(**{key: filters[key]})
+    for key in ("port_range_min", "port_range_max"):
+        if filters.get(key) is not None:
+            qs = qs.filter(**{key: _integer(filters[key], key)})
     for key in ("project_id", "tenant_id"):
         if filters.get(key):
             qs = qs.filter(project_id=filters[key])

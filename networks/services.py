@@ -208,6 +208,7 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
     owner = owner or network.project_id
     if allowed_address_pairs is not None:
         authorize(ctx, "create_port:allowed_address_pairs", {"project_id": network.project_id})
+    binding_profile = secgroups.binding_profile(binding_profile)
     if binding_profile:
         authorize(ctx, "create_port:binding:profile", {"project_id": owner})
     groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
@@ -288,7 +289,7 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
         if key in changes:
             setattr(port, key, changes[key])
     if "port_security_enabled" in changes:
-        port.port_security_enabled = bool(changes["port_security_enabled"])
+        port.port_security_enabled = secgroups.as_bool(changes["port_security_enabled"], "port_security_enabled")
     if "binding:host_id" in changes:
         port.binding_host_id = changes["binding:host_id"] or ""
         port.binding_vif_type = "ovs" if port.binding_host_id else "unbound"
@@ -297,7 +298,8 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     if "binding:profile" in changes:
         authorize(ctx, "update_port:binding:profile", {"project_id": port.project_id})
         created = (port.binding_profile or {}).get(CREATED_BY_COMPUTE)
-        port.binding_profile = {**(changes["binding:profile"] or {}), **({CREATED_BY_COMPUTE: True} if created else {})}
+        port.binding_profile = {**secgroups.binding_profile(changes["binding:profile"]),
+                                **({CREATED_BY_COMPUTE: True} if created else {})}
     if "allowed_address_pairs" in changes:
         authorize(ctx, "update_port:allowed_address_pairs", {"project_id": port.network.project_id})
         port.allowed_address_pairs = secgroups.address_pairs(

@@ -214,10 +214,10 @@ class PortsView(NeutronView):
             binding_host_id=str(body.get("binding:host_id", "") or ""),
             project_id=body.get("project_id") or body.get("tenant_id"), mac_address=body.get("mac_address"),
             description=str(body.get("description") or ""),
-            port_security_enabled=bool(body.get("port_security_enabled", True)),
+            port_security_enabled=secgroups.as_bool(body.get("port_security_enabled", True), "port_security_enabled"),
             security_groups=body.get("security_groups"), allowed_address_pairs=body.get("allowed_address_pairs"),
             binding_vnic_type=str(body.get("binding:vnic_type") or "normal"),
-            binding_profile=body.get("binding:profile") or None)
+            binding_profile=body.get("binding:profile"))
         return Response({"port": present_port(port)}, status=201)
 
 

@@ -347,3 +347,21 @@ def test_unknown_port_attributes_are_refused() -> None:
 def test_extensions_list_security_groups() -> None:
     aliases = {e["alias"] for e in member().get("/network/v2.0/extensions").json()["extensions"]}
     assert {"security-group", "allowed-address-pairs", "port-security", "stateful-security-group"} <= aliases
+
+
+def test_malformed_values_are_400_not_500() -> None:
+    client = member()
+    net = make_net(client)
+    assert client.get(SG, {"revision_number": "abc"}).status_code == 400
+    assert client.get(RULES, {"port_range_min": "abc"}).status_code == 400
+    assert client.post(SG, {"security_group": {"name": "x", "stateful": "maybe"}}, format="json").status_code == 400
+    assert client.post(SG, {"security_group": {"name": "x", "description": "d" * 256}},
+                       format="json").status_code == 400
+    response = admin_client().post("/network/v2.0/ports", {"port": {"network_id": net, "binding:profile": "x"}},
+                                   format="json")
+    assert response.status_code == 400
+
+
+def test_an_admin_may_delete_a_projects_default_group() -> None:
+    default = member().get(SG).json()["security_groups"][0]
+    assert admin_client().delete(f"{SG}/{default['id']}").status_code == 204
