@@ -239,18 +239,50 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
             raise Conflict("Could not generate a unique MAC address.")
         requested = fixed_ips or [{"subnet_id": s.id} for s in network.subnets.order_by("ip_version", "id")]
         for item in requested:
-            subnet = None
-            if item.get("subnet_id"):
-                subnet = network.subnets.filter(id=item["subnet_id"]).first()
-            elif item.get("ip_address"):
-                addr = ipaddress.ip_address(item["ip_address"])
-                subnet = next((s for s in network.subnets.all()
-                               if addr in ipaddress.ip_network(s.cidr, strict=False)), None)
-            if subnet is None:
-                raise Invalid(f"Invalid input for fixed_ips: no subnet matches {item}.")
-            _allocate(port, subnet, item.get("ip_address"))
+            _allocate(port, _subnet_for(network, item), item.get("ip_address"))
         port.security_groups.set(groups)
     return port
+
+
+def _subnet_for(network: Network, item: dict[str, Any]) -> Subnet:
+    """The subnet a ``fixed_ips`` entry names, by ``subnet_id`` or by the subnet holding ``ip_address``."""
+    subnet = None
+    if item.get("subnet_id"):
+        subnet = network.subnets.filter(id=str(item["subnet_id"])).first()
+    elif item.get("ip_address"):
+        try:
+            addr = ipaddress.ip_address(str(item["ip_address"]))
+        except ValueError:
+            raise Invalid(f"Invalid input for fixed_ips: '{item['ip_address']}' is not a valid IP address.") from None
+        subnet = next((s for s in network.subnets.all() if addr in ipaddress.ip_network(s.cidr, strict=False)), None)
+    if subnet is None:
+        raise Invalid(f"Invalid input for fixed_ips: no subnet matches {item}.")
+    return subnet
+
+
+def _fixed_ips(value: Any) -> list[dict[str, Any]]:
+    if not (isinstance(value, list) and all(isinstance(f, dict) for f in value)):
+        raise Invalid("Invalid input for fixed_ips.")
+    return value
+
+
+def _replace_fixed_ips(port: Port, requested: list[dict[str, Any]]) -> None:
+    """Neutron's update of ``fixed_ips``: an entry that names an address the port has (or only a subnet the
+    port has an address on) keeps it; other entries get new addresses; the port's other addresses go."""
+    current = list(port.fixed_ips.all())
+    keep: list[IPAllocation] = []
+    new: list[dict[str, Any]] = []
+    for item in requested:
+        match = next((a for a in current if a not in keep and (
+            a.ip_address == str(item["ip_address"]) if item.get("ip_address")
+            else a.subnet_id == str(item.get("subnet_id")))), None)
+        if match is None:
+            new.append(item)
+        else:
+            keep.append(match)
+    IPAllocation.objects.filter(port=port).exclude(id__in=[a.id for a in keep]).delete()
+    for item in new:
+        _allocate(port, _subnet_for(port.network, item), item.get("ip_address"))
 
 
 def port_get(ctx: RequestContext, port_id: str) -> Port:
@@ -275,10 +307,16 @@ def port_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Port]:
         qs = qs.filter(binding_host_id=filters["binding:host_id"])
     if filters.get("security_groups"):
         qs = qs.filter(security_groups__id=filters["security_groups"])
+    for item in filters.get("fixed_ips") or []:
+        key, _, value = str(item).partition("=")
+        if key in ("ip_address", "subnet_id") and value:
+            qs = qs.filter(**{f"fixed_ips__{key}": value})
+        else:
+            raise Invalid(f"Invalid input for fixed_ips filter: '{item}'.")
     for key in ("project_id", "tenant_id"):
         if filters.get(key):
             qs = qs.filter(project_id=filters[key])
-    return list(qs)
+    return list(qs.distinct())
 
 
 def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
@@ -316,6 +354,8 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
         port.save()
         if groups is not None:
             port.security_groups.set(groups)
+        if "fixed_ips" in changes:
+            _replace_fixed_ips(port, _fixed_ips(changes["fixed_ips"]))
     return port
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -123,8 +124,8 @@ class ExtensionsView(NeutronView):
 
 class NetworksView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"networks": [present_network(n) for n in services.network_list(self.ctx,
-                                                                                       filters=self._filters())]})
+        return Response({"networks": [self._fields(present_network(n))
+                                      for n in services.network_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
         body = self._resource("network")
@@ -139,7 +140,7 @@ class NetworksView(NeutronView):
 
 class NetworkView(NeutronView):
     def get(self, request: Request, net_id: str) -> Response:
-        return Response({"network": present_network(services.network_get(self.ctx, net_id))})
+        return Response({"network": self._fields(present_network(services.network_get(self.ctx, net_id)))})
 
     def put(self, request: Request, net_id: str) -> Response:
         net = services.network_update(self.ctx, services.network_get(self.ctx, net_id), **self._resource("network"))
@@ -152,8 +153,8 @@ class NetworkView(NeutronView):
 
 class SubnetsView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"subnets": [present_subnet(s) for s in services.subnet_list(self.ctx,
-                                                                                    filters=self._filters())]})
+        return Response({"subnets": [self._fields(present_subnet(s))
+                                     for s in services.subnet_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
         body = self._resource("subnet")
@@ -173,7 +174,7 @@ class SubnetsView(NeutronView):
 
 class SubnetView(NeutronView):
     def get(self, request: Request, subnet_id: str) -> Response:
-        return Response({"subnet": present_subnet(services.subnet_get(self.ctx, subnet_id))})
+        return Response({"subnet": self._fields(present_subnet(services.subnet_get(self.ctx, subnet_id)))})
 
     def delete(self, request: Request, subnet_id: str) -> Response:
         services.subnet_delete(self.ctx, services.subnet_get(self.ctx, subnet_id))
@@ -184,9 +185,8 @@ class SubnetView(NeutronView):
 #: attribute of an extension it does not have (never silently dropped).
 PORT_UPDATE_ATTRIBUTES = {"name", "description", "admin_state_up", "device_id", "device_owner", "binding:host_id",
                           "binding:vnic_type", "binding:profile", "port_security_enabled", "security_groups",
-                          "allowed_address_pairs"}
-PORT_CREATE_ATTRIBUTES = PORT_UPDATE_ATTRIBUTES | {"network_id", "fixed_ips", "mac_address", "project_id",
-                                                   "tenant_id"}
+                          "allowed_address_pairs", "fixed_ips"}
+PORT_CREATE_ATTRIBUTES = PORT_UPDATE_ATTRIBUTES | {"network_id", "mac_address", "project_id", "tenant_id"}
 
 
 def _known_attributes(body: dict[str, Any], known: set[str]) -> None:
@@ -197,17 +197,29 @@ def _known_attributes(body: dict[str, Any], known: set[str]) -> None:
 
 class PortsView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"ports": [present_port(p) for p in services.port_list(self.ctx, filters=self._filters())]})
+        filters = {**self._filters(), "fixed_ips": self.request.query_params.getlist("fixed_ips")}
+        ports = services.port_list(self.ctx, filters=filters)
+        return Response({"ports": [self._fields(present_port(p)) for p in ports]})
 
     def post(self, request: Request) -> Response:
-        body = self._resource("port")
+        data = request.data
+        if isinstance(data, dict) and isinstance(data.get("ports"), list):
+            # Neutron's bulk create: every port or none.
+            if not all(isinstance(item, dict) for item in data["ports"]):
+                raise Invalid("Invalid input: each entry of 'ports' must be a JSON object.")
+            with transaction.atomic():
+                ports = [self._create(item) for item in data["ports"]]
+            return Response({"ports": [present_port(p) for p in ports]}, status=201)
+        return Response({"port": present_port(self._create(self._resource("port")))}, status=201)
+
+    def _create(self, body: dict[str, Any]) -> Port:
         _known_attributes(body, PORT_CREATE_ATTRIBUTES)
         if not body.get("network_id"):
             raise Invalid("Invalid input: network_id is required.")
         fixed_ips = body.get("fixed_ips")
         if fixed_ips is not None and not (isinstance(fixed_ips, list) and all(isinstance(f, dict) for f in fixed_ips)):
             raise Invalid("Invalid input for fixed_ips.")
-        port = services.port_create(
+        return services.port_create(
             self.ctx, network_id=str(body["network_id"]), name=str(body.get("name", "")), fixed_ips=fixed_ips,
             device_id=str(body.get("device_id", "")), device_owner=str(body.get("device_owner", "")),
             admin_state_up=bool(body.get("admin_state_up", True)),
@@ -218,12 +230,11 @@ class PortsView(NeutronView):
             security_groups=body.get("security_groups"), allowed_address_pairs=body.get("allowed_address_pairs"),
             binding_vnic_type=str(body.get("binding:vnic_type") or "normal"),
             binding_profile=body.get("binding:profile"))
-        return Response({"port": present_port(port)}, status=201)
 
 
 class PortView(NeutronView):
     def get(self, request: Request, port_id: str) -> Response:
-        return Response({"port": present_port(services.port_get(self.ctx, port_id))})
+        return Response({"port": self._fields(present_port(services.port_get(self.ctx, port_id)))})
 
     def put(self, request: Request, port_id: str) -> Response:
         body = self._resource("port")

@@ -365,3 +365,31 @@ def test_malformed_values_are_400_not_500() -> None:
 def test_an_admin_may_delete_a_projects_default_group() -> None:
     default = member().get(SG).json()["security_groups"][0]
     assert admin_client().delete(f"{SG}/{default['id']}").status_code == 204
+
+
+def test_port_fixed_ips_update_fields_filter_and_bulk_create() -> None:
+    client = member()
+    net = make_net(client)
+    second = client.post("/network/v2.0/subnets", {"subnet": {"network_id": net, "cidr": "192.168.8.0/24",
+                                                              "ip_version": 4}}, format="json").json()["subnet"]
+    port = client.post("/network/v2.0/ports", {"port": {"network_id": net}}, format="json").json()["port"]
+    assert len(port["fixed_ips"]) == 2
+    kept = next(f for f in port["fixed_ips"] if f["subnet_id"] != second["id"])
+    # update to one address kept and one chosen on the second subnet
+    body = {"port": {"fixed_ips": [kept, {"subnet_id": second["id"], "ip_address": "192.168.8.77"}]}}
+    updated = client.put(f"/network/v2.0/ports/{port['id']}", body, format="json")
+    assert updated.status_code == 200, updated.content
+    assert sorted(f["ip_address"] for f in updated.json()["port"]["fixed_ips"]) == sorted(
+        [kept["ip_address"], "192.168.8.77"])
+    # filter by address, select fields
+    found = client.get("/network/v2.0/ports?fixed_ips=ip_address%3D192.168.8.77&fields=id&fields=mac_address")
+    assert found.json()["ports"] == [{"id": port["id"], "mac_address": port["mac_address"]}]
+    assert set(client.get(f"/network/v2.0/ports/{port['id']}?fields=name").json()["port"]) == {"name"}
+    # bulk: both or none
+    bulk = client.post("/network/v2.0/ports", {"ports": [{"network_id": net, "name": "a"},
+                                                         {"network_id": net, "name": "b"}]}, format="json")
+    assert bulk.status_code == 201 and [p["name"] for p in bulk.json()["ports"]] == ["a", "b"]
+    bad = client.post("/network/v2.0/ports", {"ports": [{"network_id": net, "name": "c"},
+                                                        {"network_id": "nope", "name": "d"}]}, format="json")
+    assert bad.status_code == 404
+    assert not [p for p in client.get("/network/v2.0/ports").json()["ports"] if p["name"] == "c"]
