@@ -613,9 +613,10 @@ def instance_security_groups_forget(instance_uuid: str) -> None:
     InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).delete()
 
 
-def security_groups_of_instances(instance_uuids: Iterable[str]) -> dict[str, list[SecurityGroup]]:
-    """``{uuid: [groups]}``: the groups on the server's ports (each once, in port order); for a server with
-    no port yet, the groups it asked for."""
+def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Iterable[str] = ()
+                                 ) -> dict[str, list[SecurityGroup]]:
+    """``{uuid: [groups]}``: the groups on the server's ports (each once, in port order); for a server still
+    ``building`` that has no port yet, the groups it asked for."""
     uuids = list(instance_uuids)
     out: dict[str, list[SecurityGroup]] = {}
     through = Port.security_groups.through
@@ -626,7 +627,7 @@ def security_groups_of_instances(instance_uuids: Iterable[str]) -> dict[str, lis
         groups = out.setdefault(row.port.device_id, [])
         if row.securitygroup not in groups:
             groups.append(row.securitygroup)
-    pending = [u for u in uuids if u not in with_ports]
+    pending = [u for u in building if u in uuids and u not in with_ports]
     if pending:
         requested = dict(InstanceSecurityGroups.objects.filter(instance_uuid__in=pending)
                          .values_list("instance_uuid", "security_group_ids"))

@@ -66,10 +66,12 @@ def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
     return addresses_for_instances(uuids)
 
 
-def _security_group_names(uuids: list[str]) -> dict[str, list[str]]:
+def _security_group_names(records: list[ServerRecord]) -> dict[str, list[str]]:
     from ..services.external import security_groups_of_instances
 
-    return {uuid: [g.name for g in groups] for uuid, groups in security_groups_of_instances(uuids).items()}
+    building = [r.uuid for r in records if r.instance is None or r.instance.vm_state == "building"]
+    groups = security_groups_of_instances([r.uuid for r in records], building=building)
+    return {uuid: [g.name for g in found] for uuid, found in groups.items()}
 
 
 def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
@@ -137,7 +139,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         if r.build_request is not None and version >= (2, 26):
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
-    groups = _security_group_names([r.uuid for r in records])
+    groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
     if version >= (2, 96):
         from scheduling.models import RequestSpec

@@ -116,8 +116,12 @@ def test_action_body_checks(cloud, inner, message):
 def test_server_without_ports(cloud):
     client = cloud.member()
     server = cloud.create_server(client, "vm", networks="none", version="2.37")["id"]
+    # as in Nova, a server in no group (it has no port) shows no security_groups at all
+    assert "security_groups" not in cloud.show(client, server)
+    assert cloud.get(client, f"servers/{server}/os-security-groups").json() == {"security_groups": []}
     response = cloud.action(client, server, {"addSecurityGroup": {"name": "default"}})
     assert response.status_code == 404
+    assert "could not be found as device id on any ports" in response.json()["itemNotFound"]["message"]
 
 
 def test_a_group_in_use_by_a_server_cannot_be_deleted(cloud):
@@ -145,3 +149,16 @@ def test_policies(cloud):
     assert response.status_code == 403
     assert response.json()["forbidden"]["message"] == (
         "Policy doesn't allow os_compute_api:os-security-groups:add to be performed.")
+
+
+
+def test_a_server_without_ports_yet_shows_the_groups_it_asked_for_while_building(cloud):
+    # given groups asked for by a server whose ports are not made yet
+    from networks import secgroups
+
+    web = group(cloud.member(), "web")
+    uuid = "0f5c4d4e-0000-4000-8000-000000000001"
+    secgroups.instance_security_groups_request(uuid, [web["id"]])
+    # then while it builds they are its groups; once built, only its ports count
+    assert [g.name for g in secgroups.security_groups_of_instances([uuid], building=[uuid])[uuid]] == ["web"]
+    assert secgroups.security_groups_of_instances([uuid]) == {}
