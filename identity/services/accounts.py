@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound, Unauthorized
+from cloudcore.core.policy import members_group_name
 
 from ..models import DEFAULT_DOMAIN_ID, Project, Role, User
 from .roles import assigned_roles
@@ -102,8 +103,6 @@ def project_update(project: Project, **changes: Any) -> Project:
 
 def project_delete(project: Project) -> None:
     from django.contrib.auth.models import Group
-
-    from cloudcore.core.policy import members_group_name
 
     Group.objects.filter(name=members_group_name(project.id)).delete()
     project.delete()
