@@ -30,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 
+from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 
 from .filters import filter_hosts
@@ -72,9 +73,7 @@ class Selection:
 
 # --- host loading ----------------------------------------------------------------------------------
 def _schedulable_cells(request: RequestView) -> list[Any]:
-    from cells.models import CellMapping
-
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0 and not c.disabled]
+    cells = cell_list(cell0=False, enabled_only=True)
     wanted = request.destination_cell
     if not wanted and request.source_cell and not request.allow_cross_cell_move:
         wanted = request.source_cell

@@ -31,6 +31,7 @@ from django.db.models import Count, F, FloatField, IntegerField, OuterRef, Q, Qu
 from django.db.models.functions import Coalesce, Mod
 
 from ..models import (
+    Aggregate,
     Allocation,
     Consumer,
     Inventory,
@@ -138,7 +139,8 @@ def _usage_subquery(exclude_consumer: str | None = None) -> Subquery:
     )
 
 
-def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet:
+def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet[Any, Any]:
+    # Inventory rows annotated with ``used`` and ``cap`` (django-stubs cannot name that type)
     return Inventory.objects.annotate(
         used=Coalesce(_usage_subquery(exclude_consumer), Value(0)),
         cap=(F("total") - F("reserved")) * F("allocation_ratio"),
@@ -149,6 +151,10 @@ def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet:
 def provider_get(*, uuid: str) -> ResourceProvider:
     """The provider with ``uuid``; ResourceProviderNotFound otherwise."""
     return _provider(uuid)
+
+
+def provider_exists(*, uuid: str) -> bool:
+    return ResourceProvider.objects.filter(uuid=uuid).exists()
 
 
 def provider_create(*, name: str, uuid: str | None = None, parent_uuid: str | None = None) -> ResourceProvider:
@@ -186,9 +192,7 @@ def provider_ensure(
     if rp is None:
         rp = provider_create(name=name, uuid=uuid, parent_uuid=parent_uuid)
         if host:
-            from ..services.aggregates import aggregates_sync_host
-
-            aggregates_sync_host(host, providers=[rp.uuid])
+            host_aggregates_join(host=host, providers=[rp.uuid])
             rp.refresh_from_db()
         return rp
     if rp.name != name:
@@ -253,7 +257,7 @@ def provider_list(
     resources: Mapping[str, int] | None = None, required_traits: Iterable[str] = (),
     forbidden_traits: Iterable[str] = (), in_tree: str | None = None, required_any: list[list[str]] | None = None,
     forbidden_aggregates: Iterable[str] = (),
-) -> QuerySet:
+) -> QuerySet[ResourceProvider]:
     """Providers matching every given filter (Placement's ``GET /resource_providers``)."""
     qs = _candidate_queryset(
         resources=resources or {}, required_traits=required_traits, forbidden_traits=forbidden_traits,
@@ -468,6 +472,15 @@ def aggregate_add_providers(*, aggregate_uuid: str, providers: Iterable[Provider
         current = aggregates_get(rp=rp)
         if aggregate_uuid not in current:
             aggregates_set(rp=rp, aggregates=[*current, aggregate_uuid])
+
+
+def host_aggregates_join(*, host: str, providers: Iterable[ProviderRef]) -> list[str]:
+    """Put ``providers`` into the placement aggregate of every host aggregate of ``host``;
+    returns those aggregates' uuids (a provider created after its host joined aggregates)."""
+    uuids = sorted(Aggregate.objects.filter(hosts__host=host).values_list("uuid", flat=True))
+    for aggregate_uuid in uuids:
+        aggregate_add_providers(aggregate_uuid=aggregate_uuid, providers=providers)
+    return uuids
 
 
 def aggregate_remove_providers(*, aggregate_uuid: str, providers: Iterable[ProviderRef]) -> None:
@@ -752,9 +765,9 @@ def allocations_move(
 
 
 # --- allocation candidates -------------------------------------------------------------------------
-def _fitting_inventories(rc: str, amount: int) -> QuerySet:
+def _fitting_inventories(rc: str, amount: int) -> QuerySet[Any, dict[str, Any]]:
     """Inventory rows of class ``rc`` that can take ``amount`` more (capacity and constraints)."""
-    return (
+    rows: QuerySet[Any, dict[str, Any]] = (
         _inventories_with_usage()
         .annotate(step_rem=Mod(Value(amount), F("step_size")))
         .filter(resource_class__name=rc, min_unit__lte=amount, max_unit__gte=amount)
@@ -762,6 +775,7 @@ def _fitting_inventories(rc: str, amount: int) -> QuerySet:
         .filter(cap__gte=F("used") + Value(amount, output_field=FloatField()))
         .values("resource_provider_id")
     )
+    return rows
 
 
 def _candidate_queryset(
@@ -769,7 +783,7 @@ def _candidate_queryset(
     member_of: list[list[str]] | None = None, in_tree: str | None = None,
     provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
     forbidden_aggregates: Iterable[str] = (),
-) -> QuerySet:
+) -> QuerySet[ResourceProvider]:
     qs = ResourceProvider.objects.all()
     if resources:
         _resource_class_ids(resources)  # unknown classes are an error, not "no candidates"

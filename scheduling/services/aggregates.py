@@ -38,9 +38,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from cells import selectors as cell_selectors
+from cells.context import target_cell
+from cells.scatter import CellFailure, scatter_gather
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from hosts.models import ComputeNode, Service
+from hosts.services.servicegroup import service_is_up
+from servers.models import Instance
 
-from ..models import Aggregate, AggregateHost, AggregateMetadata
+from ..models import Aggregate, AggregateHost, AggregateMetadata, PlacementAggregate, ResourceProvider
+from ..placement import services as placement
 
 AZ_KEY = "availability_zone"
 UNSET: Any = object()
@@ -177,7 +184,7 @@ class ZoneService:
     updated_at: datetime | None
 
 
-class ZoneList(Sequence):
+class ZoneList(Sequence[Any]):  # of (zone, hosts) pairs; `in` also takes a zone name
     """``[(zone, [hosts]), ...]`` of the zones with an enabled compute service, computed on
     first iteration; ``"az1" in zones`` answers through ``zone_available`` without loading every
     service (what a server create asks)."""
@@ -221,9 +228,6 @@ class ZoneList(Sequence):
 def _enabled_compute_exists(**filters: Any) -> bool:
     """Is there, in some cell (cell0 aside), a live enabled nova-compute service matching
     ``filters`` (``host__in=...``) or, with ``exclude_hosts``, outside those hosts?"""
-    from cells.models import CellMapping
-    from cells.scatter import scatter_gather
-    from hosts.models import Service
 
     exclude = filters.pop("exclude_hosts", None)
 
@@ -233,7 +237,7 @@ def _enabled_compute_exists(**filters: Any) -> bool:
             qs = qs.exclude(host__in=exclude)
         return qs.exists()
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    cells = cell_selectors.cell_list(cell0=False)
     return any(result is True for result in scatter_gather(probe, cells).values())
 
 
@@ -254,18 +258,14 @@ def zone_available(zone: str) -> bool:
 def zone_services() -> list[ZoneService]:
     """Every live service of every cell (cell0 excluded) with its zone: compute services in
     their aggregate's zone (or the default), the others in the internal zone."""
-    from cells.models import CellMapping
-    from cells.scatter import CellFailure, scatter_gather
-    from hosts.models import Service
 
     def load(cell: Any) -> list[Service]:
         return list(Service.objects.filter(deleted=False))
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    cells = cell_selectors.cell_list(cell0=False)
     services = [s for result in scatter_gather(load, cells).values() if not isinstance(result, CellFailure)
                 for s in result]
     zones = hosts_availability_zones({s.host for s in services if s.binary == "nova-compute"})
-    from hosts.services.servicegroup import service_is_up
 
     return sorted(
         (ZoneService(zone=zones[s.host] if s.binary == "nova-compute" else internal_zone(), host=s.host,
@@ -320,11 +320,8 @@ def _hosts_have_instances(hosts: list[str]) -> bool:
     fixed at boot, so the zone of a host with servers must not change under them."""
     if not hosts:
         return False
-    from cells.models import CellMapping
-    from cells.scatter import CellFailure, scatter_gather
-    from servers.models import Instance
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    cells = cell_selectors.cell_list(cell0=False)
     results = scatter_gather(lambda cell: Instance.objects.filter(host__in=hosts, deleted=False).exists(), cells)
     return any(r is True or isinstance(r, CellFailure) for r in results.values())
 
@@ -367,15 +364,12 @@ def aggregate_delete(*, aggregate: Aggregate | int | str) -> None:
         aggregate.deleted = True
         aggregate.deleted_at = timezone.now()
         aggregate.save(update_fields=["deleted", "deleted_at"])
-    from ..models import PlacementAggregate
 
     PlacementAggregate.objects.filter(uuid=aggregate.uuid, providers__isnull=True).delete()
 
 
 def _check_host_exists(host: str) -> None:
-    from cells.models import HostMapping
-
-    if not HostMapping.objects.filter(host=host).exists():
+    if not cell_selectors.host_is_mapped(host):
         raise ComputeHostNotFound(host=host)
 
 
@@ -395,9 +389,8 @@ def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str, require_m
         if zone is not None:
             _check_zone_change(aggregate, zone, InvalidAggregateActionAdd, hosts=[host])
         AggregateHost.objects.create(aggregate=aggregate, host=host)
-    from ..placement.services import aggregate_add_providers
 
-    aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    placement.aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
     return aggregate_get(aggregate.id)
 
 
@@ -409,9 +402,8 @@ def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Agg
     deleted, _ = AggregateHost.objects.filter(aggregate=aggregate, host=host).delete()
     if not deleted:
         raise AggregateHostNotFound(aggregate_id=aggregate.id, host=host)
-    from ..placement.services import aggregate_remove_providers
 
-    aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    placement.aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
     return aggregate_get(aggregate.id)
 
 
@@ -440,13 +432,9 @@ def aggregates_sync_host(host: str, providers: Iterable[str] | None = None) -> l
     """Put ``host``'s resource providers (or the given provider uuids) into the placement
     aggregate of every host aggregate of ``host``; returns the aggregate uuids. For a provider
     created after its host joined aggregates."""
-    from ..placement.services import aggregate_add_providers
 
-    uuids = sorted(Aggregate.objects.filter(hosts__host=host).values_list("uuid", flat=True))
     targets = list(providers) if providers is not None else _host_providers(host)
-    for agg_uuid in uuids:
-        aggregate_add_providers(aggregate_uuid=agg_uuid, providers=targets)
-    return uuids
+    return placement.host_aggregates_join(host=host, providers=targets)
 
 
 @dataclass
@@ -464,15 +452,9 @@ class SyncReport:
 def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
     """Mirror every host aggregate into placement (Nova's ``nova-manage placement
     sync_aggregates``): each member host's providers join the aggregate's placement aggregate."""
-    from cells.context import target_cell
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
-    from ..models import ResourceProvider
-
     report = SyncReport([], [], [], [])
     hosts = sorted(set(AggregateHost.objects.filter(aggregate__deleted=False).values_list("host", flat=True)))
-    mappings = {m.host: m for m in HostMapping.objects.select_related("cell").filter(host__in=hosts)}
+    mappings = cell_selectors.host_mappings(hosts)
     for host in hosts:
         mapping = mappings.get(host)
         if mapping is None:
@@ -495,14 +477,8 @@ def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
 def _host_providers(host: str) -> list[str]:
     """Uuids of the resource providers of ``host``'s compute nodes (provider uuid = node uuid),
     plus a provider named after the host."""
-    from cells.context import target_cell
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
-    from ..models import ResourceProvider
-
     uuids: set[str] = set()
-    mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
+    mapping = cell_selectors.host_mapping_get(host)
     if mapping is not None:
         with target_cell(mapping.cell):
             uuids.update(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
