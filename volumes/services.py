@@ -13,12 +13,13 @@ import logging
 import math
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 
+from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
 
@@ -67,13 +68,6 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False,
     return list(qs)
 
 
-def _enqueue(task_name: str, **kwargs: Any) -> None:
-    from . import tasks
-
-    task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, queue="volume"), using="default")
-
-
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
@@ -117,7 +111,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         volume_create_backend(vol.id)
         vol.refresh_from_db()
     else:
-        _enqueue("volume_create_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_create(volume_id=vol.id))
     return vol
 
 
@@ -159,7 +153,7 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
     if run_now:
         volume_delete_backend(vol.id)
     else:
-        _enqueue("volume_delete_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_delete(volume_id=vol.id))
 
 
 def volume_delete_backend(volume_id: str) -> None:
@@ -183,7 +177,7 @@ def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
                       f"extended: {new_size}).")
     prior = vol.status
     Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.EXTENDING, updated_at=timezone.now())
-    _enqueue("volume_extend_task", volume_id=vol.id, new_size=int(new_size), prior_status=prior)
+    api_on_commit(lambda: rpc.volume_extend(volume_id=vol.id, new_size=int(new_size), prior_status=prior))
 
 
 def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> None:
@@ -235,7 +229,7 @@ def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uu
     Allowed on an ``available`` volume, on a multiattach volume in use, and on a volume already
     attached to the same instance (the root-volume rebuild creates its empty attachment this way).
     """
-    with transaction.atomic(using="default"):
+    with api_atomic():
         vol = Volume.objects.select_for_update().filter(pk=volume_id).first()
         if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
                            and vol.project_id != ctx.project_id):
@@ -329,12 +323,9 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
                                                                          updated_at=timezone.now())
     if not updated:
         raise InvalidVolume(reason="volume status changed concurrently")
-    from .tasks import volume_reimage_task
-
     # sent at once (not on commit): the status update above is already autocommitted, and a compute
     # operation waits for the resulting event right after this call
-    volume_reimage_task.apply_async(kwargs={"volume_id": vol.id, "image_id": image_id, "prior_status": prior},
-                                    queue="volume")
+    rpc.volume_reimage(volume_id=vol.id, image_id=image_id, prior_status=prior)
 
 
 def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> None:
