@@ -131,6 +131,17 @@ def _live_instance_uuids(cell: CellMapping) -> list[str]:
         return list(InstanceMapping.objects.filter(cell=cell).values_list("instance_uuid", flat=True)[:1])
 
 
+def instance_mapping_create(*, instance_uuid: str, project_id: str, user_id: str | None,
+                            cell: CellMapping | None = None) -> InstanceMapping:
+    """Map a server (API database); ``cell`` None while it waits for a host."""
+    return InstanceMapping.objects.create(instance_uuid=instance_uuid, cell=cell, project_id=project_id,
+                                          user_id=user_id)
+
+
+def host_mapping_delete(host: str) -> None:
+    HostMapping.objects.filter(host=host).delete()
+
+
 @dataclass
 class Discovery:
     mapped: list[tuple[str, str]] = field(default_factory=list)  # (host, cell name)
@@ -150,9 +161,10 @@ def discover_hosts(*, cell_uuid: str | None = None, by_service: bool = False) ->
             continue
         with target_cell(cell):
             if by_service:
-                hosts = set(Service.objects.filter(binary="nova-compute").values_list("host", flat=True))
+                hosts: set[str] = set(Service.objects.filter(binary="nova-compute").values_list("host", flat=True))
             else:
-                hosts = set(ComputeNode.objects.filter(mapped=0).exclude(host=None).values_list("host", flat=True))
+                hosts = {host for host in ComputeNode.objects.filter(mapped=0).exclude(host=None)
+                         .values_list("host", flat=True) if host}
         for host in sorted(hosts):
             existing = HostMapping.objects.filter(host=host).select_related("cell").first()
             if existing is not None:

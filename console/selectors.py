@@ -5,13 +5,16 @@ Each function returns plain dataclasses/dicts for templates; nothing here writes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Sum
 
-from cells.models import CellMapping, HostMapping
+from cells import selectors as cell_selectors
 from cells.scatter import failed, scatter_gather
 from servers.status import status_from_state
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 @dataclass
@@ -55,7 +58,7 @@ def _count_cell(_cell: CellMapping) -> tuple[int, int]:
 
 
 def cell_statuses() -> list[CellStatus]:
-    cells = list(CellMapping.objects.all())
+    cells = cell_selectors.cell_list()
     results = scatter_gather(_count_cell, cells)
     out = []
     for cell in cells:
@@ -73,14 +76,14 @@ def host_capacities() -> list[HostCapacity]:
     """Per compute node provider: VCPU, MEMORY_MB and DISK_GB used/total, from placement."""
     from scheduling.models import Allocation, Inventory, ResourceProvider
 
-    cells = dict(HostMapping.objects.select_related("cell").values_list("host", "cell__name"))
+    cells = cell_selectors.host_cell_names()
     used = {
         (row["resource_provider_id"], row["resource_class__name"]): row["used"]
         for row in Allocation.objects.values("resource_provider_id", "resource_class__name").annotate(used=Sum("used"))
     }
     hosts: dict[int, HostCapacity] = {}
     for rp in ResourceProvider.objects.filter(parent__isnull=True).order_by("name"):
-        hosts[rp.id] = HostCapacity(rp.name, rp.uuid, cells.get(rp.name, ""))
+        hosts[rp.id] = HostCapacity(rp.name, rp.uuid, cells.get(rp.name) or "")
     for inv in Inventory.objects.select_related("resource_class").filter(resource_provider_id__in=hosts):
         total = int((inv.total - inv.reserved) * inv.allocation_ratio)
         name = inv.resource_class.name

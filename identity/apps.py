@@ -1,10 +1,12 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
+from cells.transactions import is_api_db
 
-def _sync_policy_permissions(sender: AppConfig, using: str = "default", **kwargs: object) -> None:
+
+def _sync_policy_permissions(sender: AppConfig, using: str | None = None, **kwargs: object) -> None:
     # Every rule gets its Permission so that Django admin can grant it; API database only.
-    if using != "default":
+    if not is_api_db(using):
         return
     from .services.policy_admin import sync_rule_permissions
 

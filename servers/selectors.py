@@ -11,19 +11,22 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet
 
+from cells import selectors as cell_selectors
 from cells.context import target_cell
-from cells.models import CellMapping, InstanceMapping
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
 from .models import BuildRequest, Instance
 from .status import states_for_status
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping, InstanceMapping
 
 
 class ServerNotFound(NotFound):
@@ -69,7 +72,7 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
 
     Users never see another project's servers (404, not 403): only cloud admins do.
     """
-    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid).first()
+    mapping = cell_selectors.instance_mapping_get(instance_uuid)
     if mapping is None or mapping.queued_for_delete or not _visible_to(actor, mapping.project_id):
         raise ServerNotFound(instance_id=instance_uuid)
     if mapping.cell is None:
@@ -273,7 +276,7 @@ def server_list(
             qs = qs[:remaining]
         return list(qs)
 
-    cells = list(CellMapping.objects.all())
+    cells = cell_selectors.cell_list()
     results = scatter_gather(per_cell, cells)
     by_uuid = {c.uuid: c for c in cells}
     merged: list[ServerRecord] = []
@@ -311,11 +314,10 @@ def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any
 def _down_cell_records(
     actor: RequestContext, filters: dict[str, Any], cells: Iterable[CellMapping], seen: set[str]
 ) -> list[ServerRecord]:
-    mappings = InstanceMapping.objects.filter(cell__in=list(cells), queued_for_delete=False)
-    if not (filters.get("all_tenants") and actor.is_admin):
-        mappings = mappings.filter(project_id=actor.project_id)
+    all_projects = bool(filters.get("all_tenants") and actor.is_admin)
+    mappings = cell_selectors.instance_mappings_in(cells, project_id=None if all_projects else actor.project_id)
     out = []
-    for m in mappings.select_related("cell"):
+    for m in mappings:
         if m.instance_uuid not in seen:
             out.append(ServerRecord(uuid=m.instance_uuid, cell=m.cell, down_cell=True, mapping=m))
     return out

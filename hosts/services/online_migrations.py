@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping
+from cells.selectors import cell_list
 
 
 @dataclass
@@ -26,7 +26,7 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
 
     result = MigrationResult()
     budget = max_count
-    for cell in CellMapping.objects.exclude(uuid=CELL0_UUID):
+    for cell in cell_list(cell0=False):
         with target_cell(cell):
             services = dict(Service.objects.filter(binary="nova-compute").values_list("host", "id"))
             for node in ComputeNode.all_objects.filter(service__isnull=True).exclude(host=None):
@@ -40,7 +40,8 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
                     result.errors += 1
                 if budget is not None:
                     budget -= 1
-            nodes = {(n.host, n.hypervisor_hostname): n.id for n in ComputeNode.all_objects.all()}
+            nodes: dict[tuple[str | None, str | None], int] = {
+                (n.host, n.hypervisor_hostname): n.id for n in ComputeNode.all_objects.all()}
             for inst in Instance.all_objects.filter(compute__isnull=True).exclude(node=None).only("id", "host", "node"):
                 if budget is not None and budget <= 0:
                     break
@@ -62,7 +63,7 @@ def remaining() -> int:
     from ..models import ComputeNode
 
     total = 0
-    for cell in CellMapping.objects.exclude(uuid=CELL0_UUID):
+    for cell in cell_list(cell0=False):
         with target_cell(cell):
             total += Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
             total += ComputeNode.all_objects.filter(service__isnull=True).exclude(host=None).count()

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from cells.models import InstanceMapping
+from cells.services import instance_mapping_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from scheduling.models import RequestSpec
@@ -319,10 +319,8 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                     "ignore_hosts": [],
                 },
             )
-            InstanceMapping.objects.create(
-                instance_uuid=instance_uuid, cell=None, project_id=str(actor.project_id),
-                user_id=actor.user_id,
-            )
+            instance_mapping_create(instance_uuid=instance_uuid, project_id=str(actor.project_id),
+                                    user_id=actor.user_id)
         from ..tasks import schedule_and_build_instances_task
 
         ctx_dict = actor.to_dict()

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.models import InstanceMapping
+from cells.selectors import instance_mapping_get
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.policy import authorize
@@ -98,7 +98,7 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
         out = {"name": ev["name"], "server_uuid": ev["server_uuid"], "status": ev.get("status", "completed")}
         if "tag" in ev:
             out["tag"] = ev["tag"]
-        mapping = InstanceMapping.objects.filter(instance_uuid=ev["server_uuid"]).select_related("cell").first()
+        mapping = instance_mapping_get(ev["server_uuid"])
         instance = None
         if mapping is not None and mapping.cell is not None:
             with target_cell(mapping.cell):

@@ -7,9 +7,8 @@ can be answered; the compute host writes the bytes (task_state ``image_snapshot`
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
@@ -19,6 +18,9 @@ from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 SNAPSHOT_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED]
 

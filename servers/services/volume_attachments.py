@@ -4,9 +4,8 @@ BDM; the compute host completes the attachment and attaches the disk (ops ``atta
 ``detach_volume``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
@@ -15,6 +14,9 @@ from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
 from .guards import check_not_locked
 from .power import cast, target
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 class VolumeAttachmentNotFound(NotFound):
