@@ -44,7 +44,7 @@ class Project(ApiModel):
         return self.name
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     def create_user(self, name: str, password: str | None = None, **extra: object) -> User:
         user = self.model(name=name, **extra)
         user.set_password(password)

@@ -47,7 +47,7 @@ def routing_key(priority: str) -> str:
 
 
 def _publish(message: dict[str, Any]) -> None:
-    from kombu import Exchange
+    from kombu.entity import Exchange
 
     from cloudcore.celery import app
 

@@ -15,6 +15,7 @@ exit codes (see ``cells.services`` for the logic).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -163,7 +164,7 @@ class Command(BaseCommand):
             self.stdout.write(message)
         return code
 
-    def _table(self, rows: list[tuple[str, ...]]) -> None:
+    def _table(self, rows: Sequence[tuple[str, ...]]) -> None:
         widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
         line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
         self.stdout.write(line)
