@@ -12,6 +12,9 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from cells.models import CellMapping
+from cells.services import archive_deleted_rows
+
 AddArgs = Callable[[Any], None]
 Run = Callable[[dict[str, Any], Any, Any], int]
 DB_SUBCOMMANDS: dict[str, tuple[AddArgs, Run]] = {}
@@ -28,9 +31,6 @@ def _archive_args(p: Any) -> None:
 
 def _archive_run(o: dict[str, Any], out: Any, err: Any) -> int:
     """Nova's codes: 0 nothing archived, 1 rows archived, 2 invalid max_rows, 4 invalid --before."""
-    from cells.models import CellMapping
-    from cells.services import archive_deleted_rows
-
     try:
         max_rows = int(o["max_rows"])
         if max_rows < 1:

@@ -11,6 +11,10 @@ from django.db.models import Count, Sum
 
 from cells import selectors as cell_selectors
 from cells.scatter import failed, scatter_gather
+from cloudcore.core.models import NotificationRecord
+from hosts.models import ComputeNode, Service
+from scheduling.models import Allocation, Inventory, ResourceProvider
+from servers.models import BuildRequest, Instance, InstanceFault
 from servers.status import status_from_state
 
 if TYPE_CHECKING:
@@ -49,9 +53,6 @@ class HostCapacity:
 
 
 def _count_cell(_cell: CellMapping) -> tuple[int, int]:
-    from hosts.models import Service
-    from servers.models import Instance
-
     servers = Instance.objects.filter(hidden=False).count()
     hosts = Service.objects.filter(binary="nova-compute").count()
     return servers, hosts
@@ -74,8 +75,6 @@ def cell_statuses() -> list[CellStatus]:
 
 def host_capacities() -> list[HostCapacity]:
     """Per compute node provider: VCPU, MEMORY_MB and DISK_GB used/total, from placement."""
-    from scheduling.models import Allocation, Inventory, ResourceProvider
-
     cells = cell_selectors.host_cell_names()
     used = {
         (row["resource_provider_id"], row["resource_class__name"]): row["used"]
@@ -109,8 +108,6 @@ def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
 
 def servers_by_status() -> dict[str, int]:
     """Count of servers per API status (latest microversion) across every cell."""
-    from servers.models import Instance
-
     def per_cell(_cell: CellMapping) -> list[dict[str, Any]]:
         return list(
             Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id"))
@@ -123,7 +120,6 @@ def servers_by_status() -> dict[str, int]:
         for row in result:  # type: ignore[union-attr]
             status = status_from_state(row["vm_state"], row["task_state"], (2, 105))
             counts[status] = counts.get(status, 0) + row["n"]
-    from servers.models import BuildRequest
 
     builds = BuildRequest.objects.count()
     if builds:
@@ -141,8 +137,6 @@ class Failure:
 
 
 def recent_failures(limit: int = 10) -> list[Failure]:
-    from servers.models import InstanceFault
-
     def per_cell(cell: CellMapping) -> list[Failure]:
         return [
             Failure(f.instance_uuid, cell.name or cell.uuid, f.code, f.message, f.created_at)
@@ -180,8 +174,6 @@ def _service_up(service: Any) -> bool:
 
 
 def host_rows() -> list[HostRow]:
-    from hosts.models import ComputeNode, Service
-
     def per_cell(cell: CellMapping) -> list[HostRow]:
         nodes: dict[int | None, list[dict[str, str]]] = {}
         for node in ComputeNode.objects.all():
@@ -202,8 +194,6 @@ def host_rows() -> list[HostRow]:
 
 
 def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
-    from cloudcore.core.models import NotificationRecord
-
     qs = NotificationRecord.objects.all()
     if event_type:
         qs = qs.filter(event_type__startswith=event_type)
@@ -211,6 +201,4 @@ def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
 
 
 def notification_types() -> list[str]:
-    from cloudcore.core.models import NotificationRecord
-
     return sorted(set(NotificationRecord.objects.values_list("event_type", flat=True).distinct()))

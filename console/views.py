@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from cloudcore.core import policy
 from cloudcore.core.exceptions import CloudcoreError
+from hosts.management.commands.compute import refusals
 from identity.models import Project, User
 
 from . import selectors
@@ -86,8 +87,6 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @console_view(admin=True)
 def hosts(request: HttpRequest) -> HttpResponse:
-    from hosts.management.commands.compute import refusals
-
     return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals()})
 
 

@@ -15,6 +15,8 @@ from django.conf import settings
 
 from cloudcore.core.demo import DemoProcess
 
+from .virt.libvirt import write_hypervisor_sidecar, write_test_node
+
 HOSTS = (
     ("compute1", "cell1", 4, 8192, 40),
     ("compute2", "cell1", 8, 16384, 80),
@@ -30,8 +32,6 @@ def real_uri() -> str:
 
 
 def setup(out: Callable[[str], None]) -> None:
-    from .virt.libvirt import write_hypervisor_sidecar, write_test_node
-
     for host, _cell, vcpus, memory_mb, disk_gb in HOSTS:
         state = settings.STATE_PATH / host
         if real_uri():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.env import env_str
+from identity.models import Project
 
 from . import services
 from .models import Image
@@ -20,8 +21,6 @@ SIZE = 1024 * 1024
 
 
 def _admin_ctx() -> RequestContext:
-    from identity.models import Project
-
     admin = Project.objects.filter(name="admin").first()
     return RequestContext(user_id=None, project_id=admin.id if admin else None, roles=["admin"], is_admin=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cloudcore.core.context import RequestContext
+from identity.models import Project
 
 from . import services
 from .models import Network
@@ -13,7 +14,6 @@ from .models import Network
 def setup(out: Callable[[str], None]) -> None:
     if Network.objects.filter(name="demo-net").exists():
         return
-    from identity.models import Project
 
     admin = Project.objects.filter(name="admin").first()
     ctx = RequestContext(user_id=None, project_id=admin.id if admin else "admin", roles=["admin"], is_admin=True)

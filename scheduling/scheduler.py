@@ -30,11 +30,15 @@ from typing import Any
 
 from django.conf import settings
 
+from cells.context import target_cell
 from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
+from hosts.models import ComputeNode, Service
 
 from .filters import filter_hosts
 from .host_state import HostState, RequestView, cpu_arch, max_placement_results, summary_resources
+from .placement import services as placement
+from .services.aggregates import aggregate_uuids_for_zone, host_aggregates_metadata, hosts_availability_zones
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -87,8 +91,6 @@ NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hyperv
 
 
 def _service_fields() -> list[str]:
-    from hosts.models import Service
-
     return [f.attname for f in Service._meta.concrete_fields]
 
 
@@ -98,9 +100,6 @@ def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: 
     (plus one for nodes whose service link is not filled yet). Nodes and services are read-only
     views (namespaces with the model's field attributes): the scheduler never writes them, and
     skipping model instantiation matters with a thousand candidates."""
-    from cells.context import target_cell
-    from hosts.models import ComputeNode, Service
-
     service_fields = _service_fields()
     found: dict[str, tuple[Any, Any, Any]] = {}
     for cell in cells:
@@ -137,8 +136,6 @@ def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: 
 
 def _host_states(nodes: dict[str, tuple[Any, Any, Any]], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
-    from .services.aggregates import host_aggregates_metadata, hosts_availability_zones
-
     names = {node.host for node, _s, _c in nodes.values() if node.host}
     zones = hosts_availability_zones(names)
     metadata = host_aggregates_metadata(names)
@@ -161,9 +158,6 @@ def _host_states(nodes: dict[str, tuple[Any, Any, Any]], summaries: dict[str, An
 
 def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, int]]:
     """Host states of the compute nodes placement says can take one instance of ``request``."""
-    from .placement import services as placement
-    from .services.aggregates import aggregate_uuids_for_zone
-
     cells = _schedulable_cells(request)
     if not cells:
         return [], {}
@@ -233,8 +227,6 @@ def select_destinations(
     ``return_alternates``; all in the chosen host's cell). The chosen host's allocations are
     claimed in placement for the instance uuid (no claim when ``instance_uuids`` is empty, nor for
     a rebuild check). Raises NoValidHost. Emits ``scheduler.select_destinations.start/end``."""
-    from .placement import services as placement
-
     request = RequestView(spec)
     payload = _payload(spec, instance_uuids)
     _notify("scheduler.select_destinations.start", payload)

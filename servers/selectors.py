@@ -22,7 +22,7 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
-from .models import BuildRequest, Instance
+from .models import BuildRequest, Instance, Tag
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -161,8 +161,6 @@ def _instance_query(
 
 
 def _apply_tag_filters(qs: QuerySet[Instance], filters: dict[str, Any]) -> QuerySet[Instance]:
-    from .models import Tag
-
     def uuids_with(tag: str) -> QuerySet[Any]:
         return Tag.objects.filter(tag=tag).values("instance_uuid")
 

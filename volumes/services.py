@@ -18,6 +18,8 @@ from django.utils import timezone
 from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from images.services import ImageNotFound, image_data_path, image_get_internal
+from servers.services.external_events import server_external_events_create
 
 from . import rpc
 from .backends import VolumeBackendError, get_backend
@@ -76,8 +78,6 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     backend work in this process (the compute's boot-from-volume path)."""
     image_meta: dict[str, Any] = {}
     if image_id:
-        from images.services import ImageNotFound, image_get_internal
-
         try:
             image = image_get_internal(image_id)
         except ImageNotFound as exc:
@@ -305,8 +305,6 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
     The volume must be ``available`` or ``error`` (or ``reserved`` with ``reimage_reserved``); it
     becomes ``downloading`` and the volume worker does the copy, then posts ``volume-reimaged``.
     """
-    from images.services import ImageNotFound, image_get_internal
-
     vol = volume_get(ctx, volume_id)
     allowed = [VolumeStatus.AVAILABLE, VolumeStatus.ERROR] + ([VolumeStatus.RESERVED] if reimage_reserved else [])
     if vol.status not in allowed:
@@ -329,8 +327,6 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
 
 
 def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> None:
-    from images.services import image_data_path, image_get_internal
-
     vol = Volume.objects.get(pk=volume_id)
     try:
         image = image_get_internal(image_id)
@@ -349,8 +345,6 @@ def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> 
 
 def _post_events(vol: Volume, name: str, status: str) -> None:
     """Tell the compute API about the volume (Cinder posts to os-server-external-events)."""
-    from servers.services.external_events import server_external_events_create
-
     instances = sorted({a.instance_uuid for a in _live_attachments(vol) if a.instance_uuid})
     if not instances:
         return

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from cells.context import target_cell
 from cells.selectors import cell_list
+from servers.models import Instance
+
+from ..models import ComputeNode, Service
 
 
 @dataclass
@@ -20,9 +23,6 @@ class MigrationResult:
 
 
 def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
-    from servers.models import Instance
-
-    from ..models import ComputeNode, Service
 
     result = MigrationResult()
     budget = max_count
@@ -58,9 +58,6 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
 
 
 def remaining() -> int:
-    from servers.models import Instance
-
-    from ..models import ComputeNode
 
     total = 0
     for cell in cell_list(cell0=False):

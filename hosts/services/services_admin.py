@@ -12,6 +12,7 @@ from cells.selectors import cell_list
 from cells.transactions import atomic
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from scheduling.placement import services as placement
+from servers.models import Instance
 
 from ..models import ComputeNode, Service
 from .servicegroup import service_is_up
@@ -113,8 +114,6 @@ def _sync_disabled_trait(service: Service) -> None:
 
 def service_delete(cs: CellService) -> None:
     """Delete a service; a compute hosting servers is a 409 (Nova)."""
-    from servers.models import Instance
-
     service = cs.service
     with target_cell(cs.cell):
         if service.binary == "nova-compute" and Instance.objects.filter(host=service.host).exists():
@@ -155,8 +154,6 @@ def node_get(hypervisor_id: str) -> CellNode:
 
 
 def node_servers(cn: CellNode) -> list[dict[str, Any]]:
-    from servers.models import Instance
-
     with target_cell(cn.cell):
         return [{"name": i.display_name, "uuid": i.uuid}
                 for i in Instance.objects.filter(host=cn.node.host, node=cn.node.hypervisor_hostname)]

@@ -21,10 +21,14 @@ from django.utils import timezone
 from cells.services import instance_mapping_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from networks.models import Network, Port
 from scheduling.models import RequestSpec
+from scheduling.services.aggregates import available_zones
 
 from ..models import BuildRequest, Flavor, KeyPair
-from .quotas import quota_check
+from ..tasks import schedule_and_build_instances_task
+from .external import image_get
+from .quotas import quota_check, quota_limits, quota_usage
 
 
 class FlavorNotFound(NotFound):
@@ -111,8 +115,6 @@ def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
 
 def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
     """The image as the build needs it: id, properties, sizes. Visibility-checked."""
-    from .external import image_get  # the image service (or its stand-in)
-
     ref = image_ref.rstrip("/").rsplit("/", 1)[-1]
     try:
         image = image_get(ctx, ref)
@@ -148,7 +150,6 @@ def _check_image_fits(flavor: Flavor, image: dict[str, Any], volume_backed: bool
 def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork]) -> list[dict[str, Any]] | str:
     if isinstance(networks, str):
         return networks
-    from networks.models import Network, Port
 
     out = []
     for req in networks:
@@ -186,8 +187,6 @@ def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
 def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: int) -> int:
     """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
     when not even ``min_count`` fit (Nova's multi-create semantics)."""
-    from .quotas import quota_limits, quota_usage
-
     limits = quota_limits(project_id)
     usage = quota_usage(project_id)
     count = max_count
@@ -234,8 +233,6 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     networks = _networks(actor, request.networks)
     user_data = _user_data(request.user_data)
     if request.availability_zone:
-        from scheduling.services.aggregates import available_zones
-
         if request.availability_zone not in available_zones():
             raise Invalid("The requested availability zone is not available")
 
@@ -321,7 +318,6 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             )
             instance_mapping_create(instance_uuid=instance_uuid, project_id=str(actor.project_id),
                                     user_id=actor.user_id)
-        from ..tasks import schedule_and_build_instances_task
 
         ctx_dict = actor.to_dict()
         transaction.on_commit(

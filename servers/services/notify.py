@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 
 from ..models import Instance
@@ -105,8 +106,6 @@ def notify_instance(
     fault: BaseException | None = None, host: str | None = None,
 ) -> None:
     """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``)."""
-    from cloudcore.core import notifications
-
     payload = instance_payload(instance)
     if event_type in _WITH_IPS:
         payload["ip_addresses"] = _ip_addresses(instance.uuid)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
+from images.services import image_get_internal, image_snapshot_create
 
 from ..choices import TaskState, VmState
 from ..models import Instance
@@ -32,8 +33,6 @@ class VolumeBackedSnapshotNotSupported(Invalid):
 def server_create_image(*, actor: RequestContext, instance: Instance, cell: CellMapping, name: str,
                         metadata: dict[str, Any]) -> str:
     """Returns the new image's id."""
-    from images.services import image_get_internal, image_snapshot_create
-
     authorize(actor, "os_compute_api:servers:create_image", target(instance))
     check_not_locked(actor, instance)
     if instance.is_volume_backed:

@@ -21,6 +21,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from cells import services
+from cells.models import CellMapping
 from cloudcore.core.exceptions import Invalid
 
 
@@ -92,8 +93,6 @@ class Command(BaseCommand):
         return 0
 
     def _list_cells(self, o: dict[str, Any]) -> int:
-        from cells.models import CellMapping
-
         rows = [("Name", "UUID", "Transport URL", "Database Connection", "Disabled")]
         for cell in CellMapping.objects.order_by("name"):
             rows.append((cell.name or "", cell.uuid, _mask(cell.transport_url, o["verbose"]),
