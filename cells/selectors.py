@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
 
-def cell_list(*, cell0: bool = True, enabled_only: bool = False) -> list[CellMapping]:
-    """Every cell in id order; without ``cell0`` the cells that hold hosts only; with
-    ``enabled_only`` the cells not disabled (the scheduler's)."""
-    qs = CellMapping.objects.order_by("id")
+def cell_list(*, cell0: bool = True, enabled_only: bool = False, by_name: bool = False) -> list[CellMapping]:
+    """Every cell in id order (name order ``by_name``); without ``cell0`` the cells that hold
+    hosts only; with ``enabled_only`` the cells not disabled (the scheduler's)."""
+    qs = CellMapping.objects.order_by("name" if by_name else "id")
     if not cell0:
         qs = qs.exclude(uuid=CELL0_UUID)
     if enabled_only:
@@ -58,3 +58,14 @@ def instance_mappings_in(cells: Iterable[CellMapping], *, project_id: str | None
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
     return list(qs.select_related("cell"))
+
+
+def cell_has_mappings(cell: CellMapping) -> bool:
+    """Is any server (queued for delete or not) mapped to ``cell``?"""
+    return InstanceMapping.objects.filter(cell=cell).exists()
+
+
+def mapped_instance_uuids(instance_uuids: Iterable[str]) -> set[str]:
+    """The mapped ones among ``instance_uuids``."""
+    return set(InstanceMapping.objects.filter(instance_uuid__in=list(instance_uuids))
+               .values_list("instance_uuid", flat=True))
