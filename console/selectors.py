@@ -7,14 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Sum
-
 from cells import selectors as cell_selectors
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.models import NotificationRecord
-from hosts.models import ComputeNode, Service
-from scheduling.models import Allocation, Inventory, ResourceProvider
-from servers.models import BuildRequest, Instance, InstanceFault
+from hosts import selectors as host_selectors
+from hosts.services.servicegroup import service_is_up
+from scheduling.placement import selectors as placement_selectors
+from servers import selectors as server_selectors
 from servers.status import status_from_state
 
 if TYPE_CHECKING:
@@ -53,8 +52,8 @@ class HostCapacity:
 
 
 def _count_cell(_cell: CellMapping) -> tuple[int, int]:
-    servers = Instance.objects.filter(hidden=False).count()
-    hosts = Service.objects.filter(binary="nova-compute").count()
+    servers = server_selectors.visible_instance_count()
+    hosts = host_selectors.compute_service_count()
     return servers, hosts
 
 
@@ -76,23 +75,15 @@ def cell_statuses() -> list[CellStatus]:
 def host_capacities() -> list[HostCapacity]:
     """Per compute node provider: VCPU, MEMORY_MB and DISK_GB used/total, from placement."""
     cells = cell_selectors.host_cell_names()
-    used = {
-        (row["resource_provider_id"], row["resource_class__name"]): row["used"]
-        for row in Allocation.objects.values("resource_provider_id", "resource_class__name").annotate(used=Sum("used"))
-    }
-    hosts: dict[int, HostCapacity] = {}
-    for rp in ResourceProvider.objects.filter(parent__isnull=True).order_by("name"):
-        hosts[rp.id] = HostCapacity(rp.name, rp.uuid, cells.get(rp.name) or "")
-    for inv in Inventory.objects.select_related("resource_class").filter(resource_provider_id__in=hosts):
-        total = int((inv.total - inv.reserved) * inv.allocation_ratio)
-        name = inv.resource_class.name
-        hosts[inv.resource_provider_id].resources.append(
-            Capacity(name, used.get((inv.resource_provider_id, name), 0), total)
-        )
-    for host in hosts.values():
+    hosts = [
+        HostCapacity(root.name, root.uuid, cells.get(root.name) or "",
+                     [Capacity(rc, used, total) for rc, (used, total) in root.resources.items()])
+        for root in placement_selectors.root_provider_usages()
+    ]
+    for host in hosts:
         host.resources.sort(key=lambda c: ("VCPU", "MEMORY_MB", "DISK_GB").index(c.resource_class)
                             if c.resource_class in ("VCPU", "MEMORY_MB", "DISK_GB") else 9)
-    return list(hosts.values())
+    return hosts
 
 
 def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
@@ -109,9 +100,7 @@ def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
 def servers_by_status() -> dict[str, int]:
     """Count of servers per API status (latest microversion) across every cell."""
     def per_cell(_cell: CellMapping) -> list[dict[str, Any]]:
-        return list(
-            Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id"))
-        )
+        return server_selectors.instance_state_counts()
 
     counts: dict[str, int] = {}
     for result in scatter_gather(per_cell).values():
@@ -121,7 +110,7 @@ def servers_by_status() -> dict[str, int]:
             status = status_from_state(row["vm_state"], row["task_state"], (2, 105))
             counts[status] = counts.get(status, 0) + row["n"]
 
-    builds = BuildRequest.objects.count()
+    builds = server_selectors.build_request_count()
     if builds:
         counts["BUILD"] = counts.get("BUILD", 0) + builds
     return dict(sorted(counts.items()))
@@ -140,7 +129,7 @@ def recent_failures(limit: int = 10) -> list[Failure]:
     def per_cell(cell: CellMapping) -> list[Failure]:
         return [
             Failure(f.instance_uuid, cell.name or cell.uuid, f.code, f.message, f.created_at)
-            for f in InstanceFault.objects.order_by("-created_at")[:limit]
+            for f in server_selectors.latest_faults(limit)
         ]
 
     merged: list[Failure] = []
@@ -166,24 +155,20 @@ class HostRow:
 
 
 def _service_up(service: Any) -> bool:
-    try:
-        from hosts.services.servicegroup import service_is_up
-    except ImportError:  # pragma: no cover - the hosts app always provides it
-        return False
     return bool(service_is_up(service))
 
 
 def host_rows() -> list[HostRow]:
     def per_cell(cell: CellMapping) -> list[HostRow]:
         nodes: dict[int | None, list[dict[str, str]]] = {}
-        for node in ComputeNode.objects.all():
+        for node in host_selectors.compute_nodes():
             nodes.setdefault(node.service_id, []).append(
                 {"uuid": node.uuid, "hypervisor_hostname": node.hypervisor_hostname}
             )
         return [
             HostRow(s.host, cell.name or cell.uuid, s.binary, _service_up(s), s.disabled, s.disabled_reason,
                     s.forced_down, s.last_seen_up, s.uuid, nodes.get(s.id, []))
-            for s in Service.objects.order_by("host")
+            for s in host_selectors.service_list()
         ]
 
     rows: list[HostRow] = []

@@ -33,7 +33,8 @@ from django.conf import settings
 from cells.context import target_cell
 from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
-from hosts.models import ComputeNode, Service
+from cloudcore.core.notifications import notify
+from hosts import selectors as host_selectors
 
 from .filters import filter_hosts
 from .host_state import HostState, RequestView, cpu_arch, max_placement_results, summary_resources
@@ -90,33 +91,21 @@ NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hyperv
                "service_id")
 
 
-def _service_fields() -> list[str]:
-    return [f.attname for f in Service._meta.concrete_fields]
-
-
 def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: list[str] | None = None,
                 nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, Any]]:
     """``{node uuid: (node, service or None, CellMapping)}`` from each cell, one query per cell
     (plus one for nodes whose service link is not filled yet). Nodes and services are read-only
     views (namespaces with the model's field attributes): the scheduler never writes them, and
     skipping model instantiation matters with a thousand candidates."""
-    service_fields = _service_fields()
+    service_fields = host_selectors.service_field_names()
     found: dict[str, tuple[Any, Any, Any]] = {}
     for cell in cells:
         try:
             with target_cell(cell):
-                qs = ComputeNode.objects.filter(deleted=False)
-                if uuids is not None:
-                    qs = qs.filter(uuid__in=uuids)
-                if hosts:
-                    qs = qs.filter(host__in=hosts)
-                if nodes:
-                    qs = qs.filter(hypervisor_hostname__in=nodes)
-                rows = list(qs.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+                rows = host_selectors.compute_node_values(
+                    *NODE_FIELDS, *(f"service__{f}" for f in service_fields), uuids=uuids, hosts=hosts, nodes=nodes)
                 unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
-                by_host = {s["host"]: s for s in Service.objects.filter(
-                    host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} \
-                    if unlinked else {}
+                by_host = host_selectors.compute_services_values(unlinked, service_fields) if unlinked else {}
         except CloudcoreError:
             raise
         except Exception:  # a cell that cannot be read offers no hosts this time
@@ -211,10 +200,6 @@ def _payload(spec: dict[str, Any], instance_uuids: list[str]) -> dict[str, Any]:
 
 
 def _notify(event_type: str, payload: dict[str, Any]) -> None:
-    try:
-        from cloudcore.core.notifications import notify
-    except ImportError:  # pragma: no cover - the kernel always has it
-        return
     notify(event_type, payload, priority="INFO", publisher_id=f"nova-scheduler:{socket.gethostname()}",
            payload_name="RequestSpecPayload", version="1.3")
 

@@ -22,7 +22,7 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
-from .models import BuildRequest, Instance, Tag
+from .models import BuildRequest, Instance, InstanceFault, Tag
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -320,4 +320,43 @@ def _down_cell_records(
             out.append(ServerRecord(uuid=m.instance_uuid, cell=m.cell, down_cell=True, mapping=m))
     return out
 
+
+# --- reads for the other apps (in the targeted cell unless said otherwise) ----------------------
+def instances_on_hosts_exist(hosts: Iterable[str]) -> bool:
+    """Does a live instance run on one of ``hosts``?"""
+    return Instance.objects.filter(host__in=list(hosts), deleted=False).exists()
+
+
+def instances_on_node(host: str | None, node: str | None) -> list[Instance]:
+    """Live instances of one compute node."""
+    return list(Instance.objects.filter(host=host, node=node))
+
+
+def visible_instance_count() -> int:
+    return Instance.objects.filter(hidden=False).count()
+
+
+def instance_state_counts() -> list[dict[str, Any]]:
+    """``[{"vm_state", "task_state", "n"}]`` over the visible instances."""
+    return list(Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id")))
+
+
+def build_request_count() -> int:
+    """Servers accepted but not yet in a cell (API database)."""
+    return BuildRequest.objects.count()
+
+
+def latest_faults(limit: int) -> list[InstanceFault]:
+    return list(InstanceFault.objects.order_by("-created_at")[:limit])
+
+
+def instances_without_compute(limit: int | None = None) -> list[Instance]:
+    """Instances, deleted ones included, with a node but no ``compute_id`` yet (online data
+    migration), as (id, host, node) rows."""
+    qs = Instance.all_objects.filter(compute__isnull=True).exclude(node=None).only("id", "host", "node")
+    return list(qs if limit is None else qs[:limit])
+
+
+def instances_without_compute_count() -> int:
+    return Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
 

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from cells.context import target_cell
 from cells.selectors import cell_list
-from servers.models import Instance
+from servers import selectors as server_selectors
+from servers.services.data_migrations import instance_compute_link
 
 from ..models import ComputeNode, Service
+from ..selectors import compute_node_ids_by_name
 
 
 @dataclass
@@ -23,7 +25,6 @@ class MigrationResult:
 
 
 def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
-
     result = MigrationResult()
     budget = max_count
     for cell in cell_list(cell0=False):
@@ -40,9 +41,8 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
                     result.errors += 1
                 if budget is not None:
                     budget -= 1
-            nodes: dict[tuple[str | None, str | None], int] = {
-                (n.host, n.hypervisor_hostname): n.id for n in ComputeNode.all_objects.all()}
-            for inst in Instance.all_objects.filter(compute__isnull=True).exclude(node=None).only("id", "host", "node"):
+            nodes = compute_node_ids_by_name()
+            for inst in server_selectors.instances_without_compute():
                 if budget is not None and budget <= 0:
                     break
                 result.found += 1
@@ -50,7 +50,7 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
                 if node_id is None:
                     result.errors += 1
                 else:
-                    Instance.all_objects.filter(pk=inst.pk).update(compute=node_id)
+                    instance_compute_link(instance_id=inst.pk, compute_id=node_id)
                     result.done += 1
                 if budget is not None:
                     budget -= 1
@@ -58,10 +58,9 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
 
 
 def remaining() -> int:
-
     total = 0
     for cell in cell_list(cell0=False):
         with target_cell(cell):
-            total += Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
+            total += server_selectors.instances_without_compute_count()
             total += ComputeNode.all_objects.filter(service__isnull=True).exclude(host=None).count()
     return total

@@ -12,7 +12,7 @@ from cells.selectors import cell_list
 from cells.transactions import atomic
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from scheduling.placement import services as placement
-from servers.models import Instance
+from servers import selectors as server_selectors
 
 from ..models import ComputeNode, Service
 from .servicegroup import service_is_up
@@ -116,7 +116,7 @@ def service_delete(cs: CellService) -> None:
     """Delete a service; a compute hosting servers is a 409 (Nova)."""
     service = cs.service
     with target_cell(cs.cell):
-        if service.binary == "nova-compute" and Instance.objects.filter(host=service.host).exists():
+        if service.binary == "nova-compute" and server_selectors.instances_on_hosts_exist([service.host]):
             raise Conflict("Unable to delete compute service that is hosting instances. Migrate or delete the "
                            "instances first.")
         nodes = list(ComputeNode.objects.filter(service_id=service.id))
@@ -156,4 +156,4 @@ def node_get(hypervisor_id: str) -> CellNode:
 def node_servers(cn: CellNode) -> list[dict[str, Any]]:
     with target_cell(cn.cell):
         return [{"name": i.display_name, "uuid": i.uuid}
-                for i in Instance.objects.filter(host=cn.node.host, node=cn.node.hypervisor_hostname)]
+                for i in server_selectors.instances_on_node(cn.node.host, cn.node.hypervisor_hostname)]

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -42,9 +42,12 @@ from cells import selectors as cell_selectors
 from cells.context import target_cell
 from cells.scatter import CellFailure, scatter_gather
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
-from hosts.models import ComputeNode, Service
+from hosts import selectors as host_selectors
 from hosts.services.servicegroup import service_is_up
-from servers.models import Instance
+from servers import selectors as server_selectors
+
+if TYPE_CHECKING:
+    from hosts.models import Service
 
 from ..models import Aggregate, AggregateHost, AggregateMetadata, PlacementAggregate, ResourceProvider
 from ..placement import services as placement
@@ -225,17 +228,12 @@ class ZoneList(Sequence[Any]):  # of (zone, hosts) pairs; `in` also takes a zone
         return [zone for zone, _hosts in self._load()]
 
 
-def _enabled_compute_exists(**filters: Any) -> bool:
-    """Is there, in some cell (cell0 aside), a live enabled nova-compute service matching
-    ``filters`` (``host__in=...``) or, with ``exclude_hosts``, outside those hosts?"""
-
-    exclude = filters.pop("exclude_hosts", None)
+def _enabled_compute_exists(*, hosts: list[str] | None = None, exclude_hosts: list[str] | None = None) -> bool:
+    """Is there, in some cell (cell0 aside), a live enabled nova-compute service on one of
+    ``hosts`` or, with ``exclude_hosts``, outside those hosts?"""
 
     def probe(cell: Any) -> bool:
-        qs = Service.objects.filter(binary="nova-compute", disabled=False, deleted=False, **filters)
-        if exclude:
-            qs = qs.exclude(host__in=exclude)
-        return qs.exists()
+        return host_selectors.enabled_compute_service_exists(hosts=hosts, exclude_hosts=exclude_hosts)
 
     cells = cell_selectors.cell_list(cell0=False)
     return any(result is True for result in scatter_gather(probe, cells).values())
@@ -247,7 +245,7 @@ def zone_available(zone: str) -> bool:
     rows = list(AggregateMetadata.objects.filter(key=AZ_KEY, aggregate__deleted=False)
                 .values_list("value", "aggregate__hosts__host"))
     zone_hosts = {host for value, host in rows if value == zone and host}
-    if zone_hosts and _enabled_compute_exists(host__in=sorted(zone_hosts)):
+    if zone_hosts and _enabled_compute_exists(hosts=sorted(zone_hosts)):
         return True
     if zone != settings.DEFAULT_AVAILABILITY_ZONE:
         return False
@@ -260,7 +258,7 @@ def zone_services() -> list[ZoneService]:
     their aggregate's zone (or the default), the others in the internal zone."""
 
     def load(cell: Any) -> list[Service]:
-        return list(Service.objects.filter(deleted=False))
+        return host_selectors.service_list()
 
     cells = cell_selectors.cell_list(cell0=False)
     services = [s for result in scatter_gather(load, cells).values() if not isinstance(result, CellFailure)
@@ -322,7 +320,7 @@ def _hosts_have_instances(hosts: list[str]) -> bool:
         return False
 
     cells = cell_selectors.cell_list(cell0=False)
-    results = scatter_gather(lambda cell: Instance.objects.filter(host__in=hosts, deleted=False).exists(), cells)
+    results = scatter_gather(lambda cell: server_selectors.instances_on_hosts_exist(hosts), cells)
     return any(r is True or isinstance(r, CellFailure) for r in results.values())
 
 
@@ -461,7 +459,7 @@ def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
             report.unmapped.append(host)
             continue
         with target_cell(mapping.cell):
-            node_uuids = list(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+            node_uuids = host_selectors.compute_node_uuids(host)
         if not node_uuids:
             report.without_nodes.append(host)
             continue
@@ -481,7 +479,7 @@ def _host_providers(host: str) -> list[str]:
     mapping = cell_selectors.host_mapping_get(host)
     if mapping is not None:
         with target_cell(mapping.cell):
-            uuids.update(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+            uuids.update(host_selectors.compute_node_uuids(host))
     return list(ResourceProvider.objects.filter(uuid__in=uuids).values_list("uuid", flat=True)) + list(
         ResourceProvider.objects.filter(name=host).exclude(uuid__in=uuids).values_list("uuid", flat=True)
     )

@@ -21,9 +21,9 @@ from django.utils import timezone
 from cells.services import instance_mapping_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
-from networks.models import Network, Port
-from scheduling.models import RequestSpec
+from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
+from scheduling.services.request_specs import request_spec_create
 
 from ..models import BuildRequest, Flavor, KeyPair
 from ..tasks import schedule_and_build_instances_task
@@ -154,14 +154,14 @@ def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork]) -> li
     out = []
     for req in networks:
         if req.port_id:
-            port = Port.objects.filter(id=req.port_id).first()
+            port = port_find(req.port_id)
             if port is None:
                 raise Invalid(f"Port id {req.port_id} could not be found.")
             if port.device_id:
                 raise Invalid(f"Port {req.port_id} is still in use.")
             out.append({"port_id": port.id, "network_id": port.network_id, "tag": req.tag})
             continue
-        net = Network.objects.filter(id=req.network_id).first()
+        net = network_find(req.network_id)
         if net is None or not (net.shared or ctx.is_admin or net.project_id == ctx.project_id):
             raise NetworkNotFoundForBuild(network_id=req.network_id)
         out.append({"network_id": net.id, "fixed_ip": req.fixed_ip, "tag": req.tag})
@@ -293,7 +293,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 block_device_mappings=request.block_device_mapping,
                 tags=request.tags,
             )
-            RequestSpec.objects.create(
+            request_spec_create(
                 instance_uuid=instance_uuid,
                 spec={
                     "instance_uuid": instance_uuid,
