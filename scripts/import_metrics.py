@@ -8,8 +8,8 @@ Prints, for the packages under ROOT (default: the repository this script lives i
   never run), each with its files;
 - imports between project modules, and how many of them are function-level (count and %);
 - cross-app ``models`` imports: a module of one app importing another app's ``models`` module
-  (or package) or names from it directly; the kernel (``cloudcore``) is not an app here, its
-  models are the abstract bases every app builds on;
+  (or package) or names from it directly, outside ``if TYPE_CHECKING:``; the kernel
+  (``cloudcore``) is not an app here, its models are the abstract bases every app builds on;
 - ``using=`` sites outside ``cells/``: ``using=`` keywords, ``.using(...)`` and
   ``.db_manager(...)`` calls, and ``connections[...]`` look-ups.
 
@@ -73,7 +73,7 @@ class Metrics:
         return [sorted(c) for c in strongly_connected_components(graph) if len(c) > 1]
 
     def cross_app_models_imports(self) -> list[Import]:
-        return [imp for imp in self.imports if is_cross_app_models(imp.importer, imp.target)]
+        return [imp for imp in self.runtime_imports if is_cross_app_models(imp.importer, imp.target)]
 
 
 def app_of(module: str) -> str:

@@ -122,8 +122,6 @@ def volume_create_backend(volume_id: str) -> None:
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
         if vol.image_id:
-            from images.services import image_data_path
-
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
         vol.status = VolumeStatus.AVAILABLE

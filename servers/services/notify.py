@@ -8,6 +8,7 @@ from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 
 from ..models import Instance
+from .external import network_info
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,6 @@ _WITH_IPS = {"instance.create.end", "instance.delete.start"}
 def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
     """IpPayload entries for the instance's ports (Nova's ``ip_addresses``)."""
     try:
-        from .external import network_info
-
         vifs = network_info(instance_uuid)
     except Exception:  # a notification must never fail the operation
         log.exception("could not read the ports of %s", instance_uuid)

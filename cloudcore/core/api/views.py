@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 from cloudcore.core.context import RequestContext, new_request_id
 
 from . import microversion
+from .faults import fault_body
 from .microversion import Version, VersionRange
 from .schema import OpenStackAutoSchema
 
@@ -97,8 +98,6 @@ class OpenStackAPIView(APIView):
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         """The body of an error answer; Nova's fault body unless an API overrides it
         (Keystone's ``{"error": {...}}``, placement's ``{"errors": [...]}``, ...)."""
-        from .faults import fault_body
-
         return fault_body(code, message)
 
     # -- helpers for handlers ----------------------------------------------------------------

@@ -63,6 +63,8 @@ def project(tmp_path: Path) -> Path:
                     return Thing()
         """,
         "beta/selectors.py": "from .models import Other\nfrom . import services\n",
+        # a type-only import of another app's models: neither an edge nor a cross-app models import
+        "beta/typed.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from alpha.models import Thing\n",
         "cells/__init__.py": "",
         "cells/db.py": "def atomic(alias):\n    return transaction.atomic(using=alias)\n",
         "tests/__init__.py": "",
@@ -78,7 +80,7 @@ def test_modules_skip_tests_migrations_and_loose_files(import_metrics, project):
     # then only the packages' own modules count
     assert set(metrics.modules) == {
         "alpha", "alpha.a", "alpha.b", "alpha.models", "beta", "beta.models", "beta.services",
-        "beta.selectors", "cells", "cells.db",
+        "beta.selectors", "beta.typed", "cells", "cells.db",
     }
 
 
@@ -93,9 +95,9 @@ def test_counts_function_level_imports(import_metrics, project):
     # when the numbers are summarised
     data = import_metrics.summary(import_metrics.analyse(project))
     # then: alpha.a->b, alpha.b->a (function), beta.services->alpha.models,
-    # beta.selectors->beta.models and ->beta.services; the TYPE_CHECKING one is apart
+    # beta.selectors->beta.models and ->beta.services; the two TYPE_CHECKING ones are apart
     assert data["imports"] == 5
-    assert data["type_checking_imports"] == 1
+    assert data["type_checking_imports"] == 2
     assert data["function_level_imports"] == 1
     assert data["function_level_percent"] == 20.0
 
@@ -103,7 +105,8 @@ def test_counts_function_level_imports(import_metrics, project):
 def test_cross_app_models_imports(import_metrics, project):
     # when the project is analysed
     data = import_metrics.summary(import_metrics.analyse(project))
-    # then beta importing alpha's models is listed; beta importing its own models is not
+    # then beta importing alpha's models is listed; beta importing its own models, or alpha's for
+    # annotations only, is not
     assert data["cross_app_models_imports"] == ["beta.services:4 -> alpha.models (Thing)"]
 
 
