@@ -7,6 +7,7 @@ given version and actor. Down-cell stubs (2.69+) have their own minimal shape.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +58,17 @@ def host_id(project_id: str, host: str | None) -> str:
         return ""
     return hashlib.sha224((project_id + host).encode()).hexdigest()
 
+
+
+def compact_ipv6(value: str | None) -> str:
+    """An IPv6 address as Nova shows it: the compact form (``::babe:dc0c:1602`` for
+    ``0000:...:babe:220.12.22.2``), whatever form the client sent."""
+    if not value:
+        return ""
+    try:
+        return str(ipaddress.IPv6Address(value))
+    except ValueError:
+        return value
 
 @dataclass
 class View:
@@ -178,7 +190,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at"))),
     Field("addresses", lambda v: v.addresses),
     Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
-    Field("accessIPv6", lambda v: v.data.get("access_ip_v6") or ""),
+    Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
     Field("links", lambda v: links("servers", v.record.uuid)),
     Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
     Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),

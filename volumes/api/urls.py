@@ -17,5 +17,7 @@ urlpatterns = [
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),
     re_path(P + r"types/?$", views.TypesView.as_view()),
+    re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
+    re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
 ]

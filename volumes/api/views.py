@@ -26,7 +26,11 @@ def _base(request: Request) -> str:
     return request.build_absolute_uri("/volume").rstrip("/")
 
 
-def volume_body(request: Request, vol: Volume, version: tuple[int, int]) -> dict[str, Any]:
+def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admin: bool = False,
+                extended: bool = True) -> dict[str, Any]:
+    """Cinder's volume view. ``extended`` (show and list detail, not create or update) adds what
+    Cinder's extensions add there: ``volume_image_metadata`` and, for admins only (its policy
+    ``volume_extension:volume_tenant_attribute`` defaults to admin), ``os-vol-tenant-attr:tenant_id``."""
     atts = [{"id": a.volume_id, "attachment_id": a.id, "volume_id": a.volume_id, "server_id": a.instance_uuid,
              "host_name": a.attached_host, "device": a.mountpoint, "attached_at": _ts(a.attach_time)}
             for a in vol.attachments.filter(deleted=False, attach_status="attached")]
@@ -37,10 +41,12 @@ def volume_body(request: Request, vol: Volume, version: tuple[int, int]) -> dict
         "volume_type": vol.volume_type.name if vol.volume_type else None, "snapshot_id": vol.snapshot_id,
         "source_volid": vol.source_volid, "metadata": vol.metadata or {}, "user_id": vol.user_id,
         "created_at": _ts(vol.created_at), "updated_at": _ts(vol.updated_at), "replication_status": None,
-        "consistencygroup_id": None, "os-vol-tenant-attr:tenant_id": vol.project_id,
+        "consistencygroup_id": None,
         "links": [{"rel": "self", "href": f"{_base(request)}/v3/{vol.project_id}/volumes/{vol.id}"}],
     }
-    if vol.volume_image_metadata:
+    if extended and admin:
+        body["os-vol-tenant-attr:tenant_id"] = vol.project_id
+    if extended and vol.volume_image_metadata:
         body["volume_image_metadata"] = vol.volume_image_metadata
     if version >= (3, 48):
         body["service_uuid"] = None
@@ -107,7 +113,7 @@ class VolumesView(VolumeAPIView):
         vols = services.volume_list(self.ctx, all_tenants=bool(request.query_params.get("all_tenants")),
                                     filters=filters)
         if detail:
-            return Response({"volumes": [volume_body(request, v, self.v) for v in vols]})
+            return Response({"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin) for v in vols]})
         return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
                                      for v in vols]})
 
@@ -123,11 +129,14 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
+        zone = body.get("availability_zone")
+        if zone and zone != VOLUME_ZONE:
+            raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
         vol = services.volume_create(self.ctx, size=size, name=body.get("name"), description=body.get("description"),
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
                                      metadata=body.get("metadata"), volume_type=body.get("volume_type"))
-        return Response({"volume": volume_body(request, vol, self.v)}, status=202)
+        return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
 class VolumesDetailView(VolumesView):
@@ -139,7 +148,7 @@ class VolumeView(VolumeAPIView):
     def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         self.authorize("volume:get", vol.project_id)
-        return Response({"volume": volume_body(request, vol, self.v)})
+        return Response({"volume": volume_body(request, vol, self.v, admin=self.ctx.is_admin)})
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -149,7 +158,7 @@ class VolumeView(VolumeAPIView):
                                              "description": {"type": ["string", "null"]},
                                              "metadata": {"type": ["object", "null"]}}}}})["volume"]
         vol = services.volume_update(self.ctx, vol, changes=body)
-        return Response({"volume": volume_body(request, vol, self.v)})
+        return Response({"volume": volume_body(request, vol, self.v, extended=False)})
 
     def delete(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -265,3 +274,28 @@ class TypeView(VolumeAPIView):
 
 
 _ = settings  # settings are read by the services
+
+
+#: the zone of the one storage backend (Cinder's ``storage_availability_zone`` default)
+VOLUME_ZONE = "nova"
+
+#: Cinder API extensions whose behaviour cloudcore implements (``GET /v3/{project}/extensions``)
+EXTENSIONS = (
+    ("os-availability-zone", "AvailabilityZones", "Describe Availability Zones."),
+    ("os-vol-image-meta", "VolumeImageMetadata", "Show image metadata associated with the volume."),
+    ("os-vol-tenant-attr", "VolumeTenantAttribute", "Expose the internal project_id as an attribute of a volume."),
+    ("os-volume-actions", "VolumeActions", "Enable volume actions."),
+    ("os-types-manage", "TypesManage", "Types manage support."),
+)
+
+
+class AvailabilityZonesView(VolumeAPIView):
+    def get(self, request: Request, **_kw: Any) -> Response:
+        return Response({"availabilityZoneInfo": [{"zoneName": VOLUME_ZONE, "zoneState": {"available": True}}]})
+
+
+class ExtensionsView(VolumeAPIView):
+    def get(self, request: Request, **_kw: Any) -> Response:
+        return Response({"extensions": [
+            {"alias": alias, "name": name, "description": description, "links": [],
+             "updated": "2013-01-01T00:00:00+00:00"} for alias, name, description in EXTENSIONS]})

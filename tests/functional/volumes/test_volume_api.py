@@ -106,3 +106,37 @@ def test_list_filters_by_name_for_client_lookups(bfv: Any) -> None:
     call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "name": "other"}})
     found = call(client, "get", "/volume/v3/volumes/detail?name=data").json()["volumes"]
     assert [v["name"] for v in found] == ["data"]
+
+
+def test_create_with_the_clis_nulls_and_the_create_view_has_no_extension_fields(bfv: Any) -> None:
+    # given the body `openstack volume create --size 1 vol1` sends (nulls for what was not given)
+    client = bfv.member()
+    body = {"volume": {"size": 1, "consistencygroup_id": None, "snapshot_id": None, "name": "vol1",
+                       "description": None, "volume_type": None, "availability_zone": None, "metadata": None,
+                       "imageRef": None, "source_volid": None, "backup_id": None, "multiattach": None}}
+    # when it is posted
+    created = call(client, "post", "/volume/v3/volumes", body)
+    # then the volume is made, and the create view is Cinder's: no extension attributes
+    assert created.status_code == 202, created.content
+    volume = created.json()["volume"]
+    assert volume["metadata"] == {} and volume["description"] is None
+    assert "os-vol-tenant-attr:tenant_id" not in volume and "volume_image_metadata" not in volume
+    # and show gives the tenant attribute to admins only
+    vid = volume["id"]
+    assert "os-vol-tenant-attr:tenant_id" not in call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    shown = call(bfv.admin(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert shown["os-vol-tenant-attr:tenant_id"] == volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    # and an update with null metadata keeps the metadata
+    call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"metadata": {"a": "1"}}})
+    updated = call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "v", "metadata": None}})
+    assert updated.status_code == 200 and updated.json()["volume"]["metadata"] == {"a": "1"}
+
+
+def test_availability_zones_and_extensions(bfv: Any) -> None:
+    client = bfv.member()
+    zones = call(client, "get", "/volume/v3/someproject/os-availability-zone")
+    assert zones.json() == {"availabilityZoneInfo": [{"zoneName": "nova", "zoneState": {"available": True}}]}
+    extensions = call(client, "get", "/volume/v3/someproject/extensions").json()["extensions"]
+    assert "os-vol-tenant-attr" in {e["alias"] for e in extensions}
+    refused = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "availability_zone": "az9"}})
+    assert refused.status_code == 400 and "az9" in refused.json()["badRequest"]["message"]
