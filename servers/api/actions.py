@@ -233,7 +233,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     from ..models import KeyPair
     from ..services import rebuild
     from ..services.create import _image, generate_password
-    from .servers import render
+    from .servers import reduced_before_2_75, render
 
     image = _image(view.ctx, body["imageRef"])
     changes: dict[str, Any] = {}
@@ -260,7 +260,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = render([record], version=view.version, actor=view.ctx)[0]
+    server = reduced_before_2_75(render([record], version=view.version, actor=view.ctx)[0], view.version)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 

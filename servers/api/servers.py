@@ -439,8 +439,9 @@ _UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-
 _UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
 
 
-def _update_body(body: dict[str, Any], version: Version) -> dict[str, Any]:
-    """Before 2.75 Nova answers an update with a reduced server (no extended attributes)."""
+def reduced_before_2_75(body: dict[str, Any], version: Version) -> dict[str, Any]:
+    """Before 2.75 Nova answers an update and a rebuild with a reduced server (no extended
+    attributes)."""
     if version >= (2, 75):
         return body
     return {k: v for k, v in body.items()
@@ -465,7 +466,7 @@ class ServerView(ComputeAPIView):
             br = record.build_request
             br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
             br.save(update_fields=["instance", "updated_at"])
-            return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+            return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
                                                     self.version)})
         assert record.cell is not None
         with target_cell(record.cell):
@@ -481,7 +482,7 @@ class ServerView(ComputeAPIView):
 
                 notify_instance(self.ctx, "instance.update", instance)
             record.instance = instance
-        return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+        return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
                                                 self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:
