@@ -18,6 +18,7 @@ from django.utils import timezone
 from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from images import services as images
 from images.services import ImageNotFound, image_data_path, image_get_internal
 from servers.services.external_events import server_external_events_create
 
@@ -128,8 +129,6 @@ def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str,
                            container_format: str = "bare", force: bool = False) -> Any:
     """A new image (owned by the caller's project) holding the volume's data, written now from the
     storage pool. The volume must be ``available``, or ``in-use`` with ``force``; else Invalid."""
-    from images import services as images
-
     allowed = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE) if force else (VolumeStatus.AVAILABLE,)
     if vol.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
