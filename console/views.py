@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from cloudcore.core import policy
 from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.supervise import restarted_processes
-from hosts.management.commands.compute import refusals
+from compute.management.commands.compute import refusals
 from identity import selectors as identity_selectors
 
 from . import selectors

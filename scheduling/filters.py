@@ -28,7 +28,9 @@ class ComputeFilter(BaseFilter):
 
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         service = host.service
-        return service is not None and not service.disabled and service_is_up(service)
+        if service is None or service.disabled:
+            return False
+        return host.service_up if host.service_up is not None else service_is_up(service)
 
 
 class AvailabilityZoneFilter(BaseFilter):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 from images.services import image_get_internal, image_snapshot_create
 
 from ..choices import TaskState, VmState
@@ -48,5 +49,5 @@ def server_create_image(*, actor: RequestContext, instance: Instance, cell: Cell
                                   properties={"base_image_ref": instance.image_ref, "user_id": instance.user_id,
                                               **metadata})
     actions.action_start(actor, instance_uuid=instance.uuid, action="createImage")
-    cast("snapshot", actor=actor, instance=instance, cell=cell, image_id=image.id)
+    cast(compute_rpc.snapshot, actor=actor, instance=instance, cell=cell, image_id=image.id)
     return image.id

@@ -10,6 +10,7 @@ from cells.context import current_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 from volumes import services as volumes
 
 from ..choices import VmState
@@ -82,7 +83,7 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
                                             volume_size=vol.size)
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="attach_volume")
-    cast("attach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+    cast(compute_rpc.attach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
     return bdm
 
 
@@ -96,7 +97,7 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
         raise Invalid("Cannot detach a root device volume")
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="detach_volume")
-    cast("detach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+    cast(compute_rpc.detach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
 
 
 def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceMapping,
@@ -117,7 +118,7 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
     actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")
     cell = current_cell()
     assert cell is not None
-    cast("swap_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid, new_volume_id=new.id,
+    cast(compute_rpc.swap_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid, new_volume_id=new.id,
          new_attachment_id=att.id)
     return bdm
 

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from cloudcore.core.demo import DemoProcess
 
+from . import rpc
 from .virt.libvirt import write_hypervisor_sidecar, write_test_node
 
 HOSTS = (
@@ -48,6 +49,6 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
     uri = ["--libvirt-uri", real_uri()] if real_uri() else []
     return [
         DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
-                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[f"compute.{host}"])
+                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[rpc.queue_for(host)])
         for host, cell, *_size in HOSTS
     ]
