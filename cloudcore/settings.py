@@ -138,6 +138,11 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "cloudcore.core.api.faults.exception_handler",
 }
+#: Authenticators of every OpenStack API view (cloudcore.core.api.views.OpenStackAPIView), in order.
+API_AUTHENTICATION_CLASSES = [
+    "identity.auth.TokenAuthentication",
+    "identity.auth.SessionContextAuthentication",
+]
 SPECTACULAR_SETTINGS = {
     "TITLE": "cloudcore",
     "DESCRIPTION": "Compute cloud control plane speaking the OpenStack compute API.",

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
@@ -52,7 +52,7 @@ class IpAddressAlreadyAllocated(Conflict):
     message = "IP address %(ip)s already allocated in subnet %(subnet_id)s"
 
 
-def _visible_networks(ctx: RequestContext) -> Any:
+def _visible_networks(ctx: RequestContext) -> QuerySet[Network]:
     qs = Network.objects.all()
     if not ctx.is_admin:
         qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True))
@@ -135,7 +135,7 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
     if net.version != ip_version:
         raise Invalid("Invalid input for operation: cidr and ip_version must match.")
     if gateway_ip == "auto":
-        gateway_ip = str(next(net.hosts())) if net.num_addresses > 2 else None
+        gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
     elif gateway_ip is not None and ipaddress.ip_address(gateway_ip) not in net:
         raise Invalid(f"Gateway IP {gateway_ip} is not within subnet {cidr}.")
     return Subnet.objects.create(network=network, name=name, project_id=network.project_id, ip_version=ip_version,
@@ -173,7 +173,9 @@ def _mac() -> str:
 
 def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     pools = subnet.allocation_pools or _pools(subnet.cidr, subnet.gateway_ip)
-    return any(ipaddress.ip_address(p["start"]) <= addr <= ipaddress.ip_address(p["end"]) for p in pools)
+    # a subnet's pools and addresses share its IP version: compare as integers
+    return any(int(ipaddress.ip_address(p["start"])) <= int(addr) <= int(ipaddress.ip_address(p["end"]))
+               for p in pools)
 
 
 def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from cloudcore.core.context import RequestContext
+from cloudcore.core.policy import can
 
 from .choices import PowerState
 from .models import Instance
@@ -142,7 +143,6 @@ def _flavor(v: View) -> dict[str, Any]:
         "swap": flavor.get("swap", 0),
         "original_name": flavor.get("name"),
     }
-    from cloudcore.core.policy import can
 
     if can(v.actor, "os_compute_api:servers:show:flavor-extra-specs", {"project_id": v.record.project_id}):
         body["extra_specs"] = flavor.get("extra_specs", {})
@@ -158,8 +158,6 @@ def _fault(v: View) -> dict[str, Any] | None:
 
 
 def _admin(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:os-extended-server-attributes", {"project_id": v.record.project_id})
 
 
@@ -238,8 +236,6 @@ SERVER_FIELDS: tuple[Field, ...] = (
 
 
 def _host_status_allowed(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:servers:show:host_status", {"project_id": v.record.project_id})
 
 
