@@ -2,16 +2,18 @@
 only, a rule names either its remote group or its IP range)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.views import ComputeAPIView
-from networks.models import SecurityGroup, SecurityGroupRule
 
 from ..services.security_groups import server_security_groups
 from .servers import get_server
+
+if TYPE_CHECKING:  # annotations only: other apps read networks through its services
+    from networks.models import SecurityGroup, SecurityGroupRule
 
 #: Protocols for which Nova shows a rule without ports as the whole port range (else -1/-1).
 _RANGED = {"tcp", "udp"}

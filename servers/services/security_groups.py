@@ -4,11 +4,11 @@ these services check Nova's policies and name the server's ports by its uuid."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NotFound
 from cloudcore.core.policy import authorize
-from networks.models import SecurityGroup
 
 from ..models import Instance
 from .external import (
@@ -18,6 +18,9 @@ from .external import (
     security_groups_of_instances,
 )
 from .power import target
+
+if TYPE_CHECKING:  # annotations only: other apps read networks through its services
+    from networks.models import SecurityGroup
 
 
 class SecurityGroupNotFoundForProject(NotFound):
