@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
 
 from . import registry
 
@@ -46,6 +48,12 @@ def api_db() -> str:
 def cell_db(cell: CellMapping) -> str:
     """The connection alias of ``cell``'s database (registered on first use)."""
     return registry.alias_for(cell)
+
+
+def connection_for(model: type[Model]) -> BaseDatabaseWrapper:
+    """The connection that reads ``model``: the API database's, or the targeted cell's for a cell
+    model (raw SQL that must hit the same database as the ORM would)."""
+    return connections[router.db_for_read(model)]
 
 
 def is_api_db(alias: str | None) -> bool:

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
-from cells.registry import alias_for
+from cells.transactions import atomic
 from cloudcore.core.exceptions import InvalidConfiguration
 from hosts.models import ComputeNode, Service
 from servers.models import Instance
@@ -96,7 +95,7 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
         identity.write_node_uuid(state_path, plan.node_uuid)
     resources = driver.get_available_resource()
 
-    with target_cell(plan.cell), transaction.atomic(using=alias_for(plan.cell)):
+    with target_cell(plan.cell), atomic(plan.cell):
         service = plan.service or Service(host=plan.host, binary=BINARY, topic="compute")
         service.version = SERVICE_VERSION
         service.last_seen_up = timezone.now()

@@ -12,12 +12,12 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cells.context import current_alias, target_cell
+from cells.context import target_cell
 from cells.models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+from cells.transactions import atomic
 from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
@@ -88,7 +88,7 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
     pending = settings.USE_PENDING_STATE and isinstance(exc, NoValidHost)
     vm_state = VmState.PENDING if pending else VmState.ERROR
     with target_cell(cell0):
-        with transaction.atomic(using=_alias()):
+        with atomic(cell0):
             instance = instance_from_build_request(br, vm_state=vm_state, task_state=None)
             instance.save()
             actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
@@ -113,10 +113,6 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
          "exception_message": str(exc)}, "request_spec": _spec(instance_uuid)},
         priority="ERROR", publisher_id="nova-conductor", payload_name="ComputeTaskPayload",
     )
-
-
-def _alias() -> str:
-    return current_alias() or "default"
 
 
 def _spec(instance_uuid: str) -> dict[str, Any]:
@@ -186,7 +182,7 @@ def _place_instance(
             scheduled_at=timezone.now(),
             availability_zone=_host_az(host, br),
         )
-        with transaction.atomic(using=_alias()):
+        with atomic(cell):
             instance.save()
             actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             _store_bdms_and_tags(br, instance_uuid)

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from cells.context import current_cell, target_cell
 from cells.models import CellMapping
-from cells.registry import alias_for
+from cells.transactions import atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
 from cloudcore.core.orchestration import Step, run_steps
@@ -62,7 +60,7 @@ def _copy_rows(instance_uuid: str, source: CellMapping, target: CellMapping) -> 
             acts.append(({k: getattr(action, k) for k in fields}, events))
     inst.update(hidden=True, compute_id=None, host=None, node=None)
 
-    with target_cell(target), transaction.atomic(using=alias_for(target)):
+    with target_cell(target), atomic(target):
         Instance(**inst).save()
         copies = ((BlockDeviceMapping, bdms), (VirtualInterface, vifs), (Tag, tags), (Migration, migrations))
         for model, items in copies:

@@ -23,11 +23,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+from cells.transactions import connection_for
 
 from .host_state import cpu_arch
 from .placement.cache import keep_out_of_collections
@@ -79,10 +80,9 @@ class NodeCache:
         """Of the targeted cell: (rows, deleted rows, highest id, newest created_at, newest
         updated_at, sum of service links) of the compute nodes, then the same (links: 0) of the
         nova-compute services; one statement."""
-        from cells.context import current_alias
         from hosts.models import ComputeNode, Service
 
-        connection = connections[current_alias()]
+        connection = connection_for(ComputeNode)
         node, service = ComputeNode._meta.db_table, Service._meta.db_table
         columns = "COUNT(*), SUM(CASE WHEN deleted THEN 1 ELSE 0 END), MAX(id), MAX(created_at), MAX(updated_at)"
         binary = connection.ops.quote_name("binary")

@@ -25,8 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connections, router
 from django.db.models import Sum
+
+from cells.transactions import connection_for
 
 from ..models import Allocation, Inventory, PlacementChangeStamp, ResourceProvider
 from . import services
@@ -95,8 +96,7 @@ class ProviderCache:
     def _read_stamp(self) -> tuple[str | None, int, int, int, int | None]:
         """(epoch, seq, full_seq, provider count, highest provider id) in one statement."""
         stamp, rp = PlacementChangeStamp._meta.db_table, ResourceProvider._meta.db_table
-        alias = router.db_for_read(ResourceProvider)
-        with connections[alias].cursor() as cursor:
+        with connection_for(ResourceProvider).cursor() as cursor:
             cursor.execute(
                 f"SELECT s.epoch, s.seq, s.full_seq, (SELECT COUNT(*) FROM {rp}), (SELECT MAX(id) FROM {rp}) "  # noqa: S608 - table names from the models
                 f"FROM (SELECT 1 AS one) AS o LEFT JOIN {stamp} AS s ON s.id = 1")

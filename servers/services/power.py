@@ -10,9 +10,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from django.db import transaction
-
 from cells.models import CellMapping
+from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Forbidden, InstanceInvalidState
 from cloudcore.core.policy import authorize, can
@@ -34,7 +33,7 @@ def cast(send: Callable[..., None], *, actor: RequestContext, instance: Instance
     call = partial(send, ctx=actor, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
                    **kwargs)
     # Cell writes here are autocommitted; the hook runs at once unless an API-DB transaction is open.
-    transaction.on_commit(call, using="default")
+    api_on_commit(call)
 
 
 def _require_host(instance: Instance, method: str) -> None:

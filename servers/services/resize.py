@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from django.db import transaction
 from django.utils import timezone
 
 from cells.models import CellMapping, HostMapping
+from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
@@ -116,9 +116,9 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
                      project_id=instance.project_id, user_id=instance.user_id)
 
     allow_cross_cell = cross_cell_allowed(actor, instance)
-    transaction.on_commit(partial(conductor_rpc.resize_instance, ctx=actor, instance_uuid=instance.uuid,
-                                  cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, host=host,
-                                  allow_cross_cell=allow_cross_cell), using="default")
+    api_on_commit(partial(conductor_rpc.resize_instance, ctx=actor, instance_uuid=instance.uuid,
+                          cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, host=host,
+                          allow_cross_cell=allow_cross_cell))
     return migration
 
 

@@ -17,12 +17,12 @@ import logging
 from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
+from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
@@ -123,8 +123,8 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
                          expected_task_states=(TaskState.UNSHELVING,))
         cast(compute_rpc.unshelve_power_on, actor=actor, instance=instance, cell=cell)
         return
-    transaction.on_commit(partial(conductor_rpc.unshelve_instance, ctx=actor, instance_uuid=instance.uuid,
-                                  cell_uuid=str(cell.uuid), host=host), using="default")
+    api_on_commit(partial(conductor_rpc.unshelve_instance, ctx=actor, instance_uuid=instance.uuid,
+                          cell_uuid=str(cell.uuid), host=host))
 
 
 def offload_due(instance: Instance, *, offload_time: int) -> bool:

@@ -4,7 +4,11 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from cells.transactions import api_atomic, api_db, api_on_commit, atomic, cell_db, is_api_db
+from cells.context import target_cell
+from cells.transactions import api_atomic, api_db, api_on_commit, atomic, cell_db, connection_for, is_api_db
+from cloudcore.core.exceptions import CellNotTargeted
+from hosts.models import ComputeNode
+from scheduling.models import ResourceProvider
 from tests.conftest import ALL_DATABASES
 
 pytestmark = pytest.mark.django_db(databases=ALL_DATABASES)
@@ -55,3 +59,14 @@ def test_api_on_commit_is_dropped_when_the_api_block_rolls_back(cells, django_ca
         api_on_commit(lambda: None)
     # then only the second one waits for the API database's commit
     assert len(on_api) == 1
+
+
+def test_connection_for_reads_where_the_router_reads(cells):
+    # then an API model's connection is the API database's, whatever cell is targeted
+    with target_cell(cells["cell2"]):
+        assert connection_for(ResourceProvider).alias == "default"
+        # and a cell model's connection is the targeted cell's
+        assert connection_for(ComputeNode).alias == "cell2"
+    # and a cell model without a target is refused, as the ORM refuses it
+    with pytest.raises(CellNotTargeted):
+        connection_for(ComputeNode)
