@@ -8,6 +8,7 @@ class ComputeConfig(AppConfig):
     name = "compute"
 
     def ready(self) -> None:
+        # In ready(): these modules import models, which cannot load before the app registry.
         from . import block_devices, cross_cell, ops, registry
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from cells.transactions import connection_for
+from hosts.models import ComputeNode, Service
 
 from .host_state import cpu_arch
 from .placement.cache import keep_out_of_collections
@@ -80,8 +81,6 @@ class NodeCache:
         """Of the targeted cell: (rows, deleted rows, highest id, newest created_at, newest
         updated_at, sum of service links) of the compute nodes, then the same (links: 0) of the
         nova-compute services; one statement."""
-        from hosts.models import ComputeNode, Service
-
         connection = connection_for(ComputeNode)
         node, service = ComputeNode._meta.db_table, Service._meta.db_table
         columns = "COUNT(*), SUM(CASE WHEN deleted THEN 1 ELSE 0 END), MAX(id), MAX(created_at), MAX(updated_at)"
@@ -144,8 +143,6 @@ def service_problems(service_fields: list[str]) -> dict[int, Any]:
     """``{service id: its current fields}`` of the targeted cell's nova-compute services that
     are disabled, forced down, or whose last heartbeat (``last_seen_up``, else ``updated_at``,
     else ``created_at``, as ``service_is_up`` reads it) is older than ``SERVICE_DOWN_TIME``."""
-    from hosts.models import Service
-
     cutoff = timezone.now() - timedelta(seconds=settings.SERVICE_DOWN_TIME)
     rows = Service.objects.filter(binary="nova-compute").annotate(
         heartbeat=Coalesce("last_seen_up", "updated_at", "created_at"),

@@ -36,12 +36,19 @@ from typing import Any
 
 from django.conf import settings
 
+from cells.context import target_cell
+from cells.models import CellMapping
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
+from cloudcore.core.notifications import notify
+from hosts.models import ComputeNode, Service
 
 from .filters import filter_hosts
 from .host_cache import NodeFacts, node_cache, service_problems
 from .host_state import HostState, RequestView, max_placement_results, summary_resources
+from .models import AggregateMetadata
+from .placement import services as placement
 from .placement.cache import provider_cache
+from .services.aggregates import AZ_KEY, aggregate_uuids_for_zone
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -80,8 +87,6 @@ class Selection:
 
 # --- host loading ----------------------------------------------------------------------------------
 def _schedulable_cells(request: RequestView) -> list[Any]:
-    from cells.models import CellMapping
-
     cells = [c for c in CellMapping.objects.all() if not c.is_cell0 and not c.disabled]
     wanted = request.destination_cell
     if not wanted and request.source_cell and not request.allow_cross_cell_move:
@@ -96,8 +101,6 @@ NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hyperv
 
 
 def _service_fields() -> list[str]:
-    from hosts.models import Service
-
     return [f.attname for f in Service._meta.concrete_fields]
 
 
@@ -107,8 +110,6 @@ def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[s
     for nodes whose service link is not filled yet. Nodes
     and services are read-only views (namespaces with the model's field attributes): the
     scheduler never writes them, and skipping model instantiation matters with many nodes."""
-    from hosts.models import ComputeNode, Service
-
     service_fields = _service_fields()
     nodes = ComputeNode.objects.filter(deleted=False)
     if updated_after is not None:
@@ -150,8 +151,6 @@ class _CellsView:
 def _cells_view(cells: Iterable[Any]) -> _CellsView:
     """One fingerprint query and one service-state query per cell (the node rows themselves only
     when the cell changed); a cell that cannot be read offers no hosts this time."""
-    from cells.context import target_cell
-
     view = _CellsView()
     service_fields = _service_fields()
     for cell in cells:
@@ -173,9 +172,6 @@ def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[st
     """``({host: zone}, {host: {key: {values}}})`` for ``names``, as ``hosts_availability_zones``
     and ``host_aggregates_metadata`` answer, from one query over every live aggregate's
     metadata (no list of host names sent: its cost follows the aggregate memberships)."""
-    from .models import AggregateMetadata
-    from .services.aggregates import AZ_KEY
-
     zones: dict[str, set[str]] = defaultdict(set)
     metadata: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for host, key, value in AggregateMetadata.objects.filter(aggregate__deleted=False).values_list(
@@ -211,9 +207,6 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
 
 def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, int]]:
     """Host states of the compute nodes placement says can take one instance of ``request``."""
-    from .placement import services as placement
-    from .services.aggregates import aggregate_uuids_for_zone
-
     cells = _schedulable_cells(request)
     if not cells:
         return [], {}
@@ -270,10 +263,6 @@ def _payload(spec: dict[str, Any], instance_uuids: list[str]) -> dict[str, Any]:
 
 
 def _notify(event_type: str, payload: dict[str, Any]) -> None:
-    try:
-        from cloudcore.core.notifications import notify
-    except ImportError:  # pragma: no cover - the kernel always has it
-        return
     notify(event_type, payload, priority="INFO", publisher_id=f"nova-scheduler:{socket.gethostname()}",
            payload_name="RequestSpecPayload", version="1.3")
 
@@ -286,8 +275,6 @@ def select_destinations(
     ``return_alternates``; all in the chosen host's cell). The chosen host's allocations are
     claimed in placement for the instance uuid (no claim when ``instance_uuids`` is empty, nor for
     a rebuild check). Raises NoValidHost. Emits ``scheduler.select_destinations.start/end``."""
-    from .placement import services as placement
-
     request = RequestView(spec)
     payload = _payload(spec, instance_uuids)
     _notify("scheduler.select_destinations.start", payload)

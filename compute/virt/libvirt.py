@@ -24,7 +24,9 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import libvirt
+from django.conf import settings
 
+from images.services import image_data_path
 from servers.choices import PowerState
 
 from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
@@ -65,8 +67,6 @@ class LibvirtDriver:
     capabilities = {"supports_rebuild_bfv": True, "supports_attach_volume": True}
 
     def __init__(self, *, host: str, uri: str, state_path: Path, virt_type: str | None = None) -> None:
-        from django.conf import settings
-
         self.host = host
         #: "kvm", "qemu" (TCG) or "auto" (kvm when /dev/kvm exists): settings.LIBVIRT_VIRT_TYPE
         self.virt_type = virt_type or getattr(settings, "LIBVIRT_VIRT_TYPE", "auto")
@@ -196,8 +196,6 @@ class LibvirtDriver:
         """Copy the kernel and ramdisk into the instance directory, as Nova's libvirt driver does:
         from the image's ``kernel_id``/``ramdisk_id`` (build) or else the instance's own (which
         it keeps from its original image: an unshelve spawns from a snapshot that has none)."""
-        from images.services import image_data_path
-
         workdir = self.instance_dir(instance)
         for kind in ("kernel", "ramdisk"):
             source = (image_meta or {}).get(f"{kind}_path")

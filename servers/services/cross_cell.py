@@ -27,6 +27,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
 from cloudcore.core.policy import can
 from compute import rpc as compute_rpc
+from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 from hosts.models import Service
 from hosts.services.servicegroup import service_is_up
 from volumes import services as volumes
@@ -152,8 +153,6 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
     if synchronous:
         # a delete or beat confirms in this process (the source guest is destroyed on its host's queue)
-        from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
-
         run_op(actor, op_name="cross_cell_confirm", instance_uuid=instance.uuid, cell_uuid=cell.uuid,
                migration_uuid=migration.uuid, source_cell_uuid=str(source.uuid))
         return

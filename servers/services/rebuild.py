@@ -19,12 +19,16 @@ from cloudcore.core.exceptions import Invalid, NoValidHost
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
+from scheduling.request_spec import spec_for_rebuild_check
+from scheduling.scheduler import select_destinations
 
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
+from .rebuild_bfv import validate_volume_backed_rebuild
+from .rebuild_pending import server_rebuild_pending
 
 REBUILD_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.ERROR]
 
@@ -46,14 +50,10 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
     authorize(actor, "os_compute_api:servers:rebuild", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state == VmState.PENDING:
-        from .rebuild_pending import server_rebuild_pending
-
         server_rebuild_pending(actor=actor, instance=instance, cell=cell, image=image, changes=changes,
                                admin_pass=admin_pass)
         return
     image_changed = image["id"] != instance.image_ref
-    from .rebuild_bfv import validate_volume_backed_rebuild
-
     reimage = validate_volume_backed_rebuild(instance=instance, image=image, version=(version[0], version[1]),
                                              reimage_boot_volume=reimage_boot_volume)
     if instance.is_volume_backed:
@@ -76,9 +76,6 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
 
 
 def _check_host_accepts(actor: RequestContext, instance: Instance, image: dict[str, Any]) -> None:
-    from scheduling.request_spec import spec_for_rebuild_check
-    from scheduling.scheduler import select_destinations
-
     row = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
     spec = spec_for_rebuild_check(row.spec if row else {}, host=str(instance.host), node=instance.node, image=image)
     spec.setdefault("project_id", instance.project_id)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from cloudcore.core.exceptions import Conflict, Invalid
+from scheduling.placement import services as placement
+from volumes.models import Volume, VolumeStatus
 
 from ..models import BlockDeviceMapping, Instance
 
@@ -52,8 +54,6 @@ def root_bdm(instance: Instance) -> BlockDeviceMapping | None:
 
 
 def host_supports_rebuild_bfv(instance: Instance) -> bool:
-    from scheduling.placement import services as placement
-
     node = getattr(instance, "compute", None)
     if node is None:
         return False
@@ -64,8 +64,6 @@ def host_supports_rebuild_bfv(instance: Instance) -> bool:
 
 
 def _check_volume_status(instance: Instance) -> None:
-    from volumes.models import Volume, VolumeStatus
-
     for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"):
         vol = Volume.objects.filter(pk=bdm.volume_id).first()
         allowed = [VolumeStatus.IN_USE]
@@ -82,8 +80,6 @@ def validate_volume_backed_rebuild(*, instance: Instance, image: dict[str, Any],
     Raises ReimageFieldNotAllowed, VolumeBackedDifferentImage, ReimageNotVolumeBacked,
     MultiattachRootVolume, VolumeNotInUse (400) or RebuildVolumeBackedServerNotSupported (409).
     """
-    from volumes.models import Volume
-
     if reimage_boot_volume is not None and tuple(version) < REIMAGE_MIN_VERSION:
         raise ReimageFieldNotAllowed()
     if not instance.is_volume_backed:

@@ -26,6 +26,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
+from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 from conductor import rpc as conductor_rpc
 from scheduling.placement.services import allocations_move
 
@@ -152,8 +153,6 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
     """Deleting a server in VERIFY_RESIZE confirms the resize first, synchronously."""
-    from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
-
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:
         return
