@@ -7,6 +7,7 @@ given version and actor. Down-cell stubs (2.69+) have their own minimal shape.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from cloudcore.core.context import RequestContext
+from cloudcore.core.policy import can
 
 from .choices import PowerState
 from .models import Instance
@@ -57,6 +59,17 @@ def host_id(project_id: str, host: str | None) -> str:
     return hashlib.sha224((project_id + host).encode()).hexdigest()
 
 
+
+def compact_ipv6(value: str | None) -> str:
+    """An IPv6 address as Nova shows it: the compact form (``::babe:dc0c:1602`` for
+    ``0000:...:babe:220.12.22.2``), whatever form the client sent."""
+    if not value:
+        return ""
+    try:
+        return str(ipaddress.IPv6Address(value))
+    except ValueError:
+        return value
+
 @dataclass
 class View:
     """What a field getter sees: the instance-like data, the record, version and actor."""
@@ -72,6 +85,8 @@ class View:
     host_status: str
     #: The server's RequestSpec (API DB) as a dict: scheduler hints, requested zone (2.96, 2.100).
     spec: dict[str, Any] | None = None
+    #: Names of the server's security groups (those of its ports; the requested ones before it has any).
+    security_groups: tuple[str, ...] = ()
 
 
 def instance_data(record: ServerRecord) -> dict[str, Any]:
@@ -128,7 +143,6 @@ def _flavor(v: View) -> dict[str, Any]:
         "swap": flavor.get("swap", 0),
         "original_name": flavor.get("name"),
     }
-    from cloudcore.core.policy import can
 
     if can(v.actor, "os_compute_api:servers:show:flavor-extra-specs", {"project_id": v.record.project_id}):
         body["extra_specs"] = flavor.get("extra_specs", {})
@@ -144,8 +158,6 @@ def _fault(v: View) -> dict[str, Any] | None:
 
 
 def _admin(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:os-extended-server-attributes", {"project_id": v.record.project_id})
 
 
@@ -180,7 +192,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at"))),
     Field("addresses", lambda v: v.addresses),
     Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
-    Field("accessIPv6", lambda v: v.data.get("access_ip_v6") or ""),
+    Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
     Field("links", lambda v: links("servers", v.record.uuid)),
     Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
     Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
@@ -207,7 +219,9 @@ SERVER_FIELDS: tuple[Field, ...] = (
         {"id": vol["id"], **({"delete_on_termination": vol["delete_on_termination"]}
                              if v.version >= (2, 3) else {})} for vol in v.volumes
     ]),
-    Field("security_groups", lambda v: [{"name": "default"}]),
+    # Nova shows the groups of the server's ports, and no key at all for a server in none.
+    Field("security_groups", lambda v: [{"name": name} for name in v.security_groups],
+          when=lambda v: bool(v.security_groups)),
     Field("locked", lambda v: bool(v.data.get("locked")), (2, 9)),
     Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v)),
     Field("description", _d("display_description"), (2, 19)),
@@ -222,8 +236,6 @@ SERVER_FIELDS: tuple[Field, ...] = (
 
 
 def _host_status_allowed(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:servers:show:host_status", {"project_id": v.record.project_id})
 
 
@@ -238,12 +250,13 @@ def present_server(
     fault: dict[str, Any] | None = None,
     host_status: str = "",
     spec: dict[str, Any] | None = None,
+    security_groups: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``server`` body (detail shape) of ``record`` for ``version``."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
-                fault, host_status, spec)
+                fault, host_status, spec, tuple(security_groups or ()))
     body: dict[str, Any] = {}
     for field in SERVER_FIELDS:
         if not (field.min_version <= version <= field.max_version):

@@ -13,12 +13,16 @@ import logging
 import math
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from images import services as images
+from images.services import ImageNotFound, image_data_path, image_get_internal
+from servers.services.external_events import server_external_events_create
 
+from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
 
@@ -52,26 +56,91 @@ def volume_get(ctx: RequestContext | None, volume_id: str) -> Volume:
     return vol
 
 
-def volume_list(ctx: RequestContext, *, all_tenants: bool = False,
-                filters: dict[str, Any] | None = None) -> list[Volume]:
-    """The caller's volumes (every project's for an admin with ``all_tenants``); ``filters``:
-    ``name``, ``status``, ``bootable`` (exact match, as the clients' name lookups need)."""
-    qs = Volume.objects.all().order_by("-created_at")
+#: the keys a volume list may be sorted by (Cinder's)
+SORT_KEYS = ("id", "name", "status", "size", "created_at", "updated_at", "availability_zone", "bootable")
+
+
+def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict[str, Any] | None = None,
+                limit: int | None = None, marker: str | None = None,
+                sort: list[tuple[str, str]] | None = None) -> list[Volume]:
+    """The caller's volumes (every project's for an admin with ``all_tenants``), newest first unless
+    ``sort`` says otherwise (``[(key, "asc"|"desc")]``); ``filters``: ``name``, ``status``,
+    ``bootable``, ``availability_zone`` (exact match) and ``metadata`` (a dict the volume's metadata
+    contains); ``limit`` and ``marker`` (the id after which to start) page the result.
+
+    Raises Invalid for an unknown sort key or direction, NotFound for an unknown marker."""
+    qs = Volume.objects.all()
     if not (ctx.is_admin and all_tenants):
         qs = qs.filter(project_id=ctx.project_id)
+    metadata: dict[str, Any] = {}
     for key, value in (filters or {}).items():
-        if key in ("name", "status"):
+        if key in ("name", "status", "availability_zone"):
             qs = qs.filter(**{key: value})
         elif key == "bootable":
             qs = qs.filter(bootable=str(value).lower() in ("true", "1"))
-    return list(qs)
+        elif key == "metadata" and isinstance(value, dict):
+            metadata = value
+    order: list[str] = []
+    for key, direction in sort or [("created_at", "desc")]:
+        if key not in SORT_KEYS:
+            raise Invalid(f"Invalid input received: Invalid sort key {key}.")
+        if direction not in ("asc", "desc"):
+            raise Invalid(f"Invalid input received: Invalid sort direction {direction}.")
+        order.append(key if direction == "asc" else f"-{key}")
+    last = order[-1].startswith("-") if order else True
+    items = [v for v in qs.order_by(*order, "-id" if last else "id")
+             if all(str((v.metadata or {}).get(k)) == str(val) for k, val in metadata.items())]
+    if marker:
+        ids = [v.id for v in items]
+        if marker not in ids:
+            raise NotFound(f"Marker {marker} could not be found.")
+        items = items[ids.index(marker) + 1:]
+    return items[:limit] if limit is not None else items
 
 
-def _enqueue(task_name: str, **kwargs: Any) -> None:
-    from . import tasks
+def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any], replace: bool) -> Volume:
+    """Merge ``metadata`` into the volume's (or, with ``replace``, make it the volume's metadata).
+    Values are strings of at most 255 characters, keys 1 to 255 (Cinder's rule), else Invalid."""
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not 0 < len(key) <= 255 or not isinstance(value, str) or len(value) > 255:
+            raise Invalid("Invalid input received: metadata keys must be 1 to 255 characters and values "
+                          "strings of at most 255 characters.")
+    vol.metadata = dict(metadata) if replace else {**(vol.metadata or {}), **metadata}
+    vol.save(update_fields=["metadata", "updated_at"])
+    return vol
 
-    task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, queue="volume"), using="default")
+
+def volume_metadata_delete(ctx: RequestContext, vol: Volume, *, key: str) -> None:
+    if key not in (vol.metadata or {}):
+        raise NotFound(f"Metadata item was not found with key {key}.")
+    vol.metadata = {k: v for k, v in vol.metadata.items() if k != key}
+    vol.save(update_fields=["metadata", "updated_at"])
+
+
+def volume_set_readonly(ctx: RequestContext, vol: Volume, *, readonly: bool) -> Volume:
+    """Cinder keeps the flag in the volume's admin metadata and shows it in ``metadata`` as
+    ``readonly`` = ``"True"``/``"False"``; cloudcore keeps it there directly."""
+    vol.metadata = {**(vol.metadata or {}), "readonly": str(bool(readonly))}
+    vol.save(update_fields=["metadata", "updated_at"])
+    return vol
+
+
+def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str, disk_format: str = "raw",
+                           container_format: str = "bare", force: bool = False) -> Any:
+    """A new image (owned by the caller's project) holding the volume's data, written now from the
+    storage pool. The volume must be ``available``, or ``in-use`` with ``force``; else Invalid."""
+    allowed = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE) if force else (VolumeStatus.AVAILABLE,)
+    if vol.status not in allowed:
+        raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
+                      f"but current status is: {vol.status}.")
+    image = images.image_create(ctx, name=image_name, disk_format=disk_format, container_format=container_format)
+    return images.image_activate_from_file(image, get_backend().path(vol.id))
+
+
+def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> Volume:
+    vol.bootable = bootable
+    vol.save(update_fields=["bootable", "updated_at"])
+    return vol
 
 
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
@@ -82,8 +151,6 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     backend work in this process (the compute's boot-from-volume path)."""
     image_meta: dict[str, Any] = {}
     if image_id:
-        from images.services import ImageNotFound, image_get_internal
-
         try:
             image = image_get_internal(image_id)
         except ImageNotFound as exc:
@@ -117,7 +184,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         volume_create_backend(vol.id)
         vol.refresh_from_db()
     else:
-        _enqueue("volume_create_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_create(volume_id=vol.id))
     return vol
 
 
@@ -128,8 +195,6 @@ def volume_create_backend(volume_id: str) -> None:
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
         if vol.image_id:
-            from images.services import image_data_path
-
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
         vol.status = VolumeStatus.AVAILABLE
@@ -160,7 +225,7 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
     if run_now:
         volume_delete_backend(vol.id)
     else:
-        _enqueue("volume_delete_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_delete(volume_id=vol.id))
 
 
 def volume_delete_backend(volume_id: str) -> None:
@@ -184,7 +249,7 @@ def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
                       f"extended: {new_size}).")
     prior = vol.status
     Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.EXTENDING, updated_at=timezone.now())
-    _enqueue("volume_extend_task", volume_id=vol.id, new_size=int(new_size), prior_status=prior)
+    api_on_commit(lambda: rpc.volume_extend(volume_id=vol.id, new_size=int(new_size), prior_status=prior))
 
 
 def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> None:
@@ -236,7 +301,7 @@ def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uu
     Allowed on an ``available`` volume, on a multiattach volume in use, and on a volume already
     attached to the same instance (the root-volume rebuild creates its empty attachment this way).
     """
-    with transaction.atomic(using="default"):
+    with api_atomic():
         vol = Volume.objects.select_for_update().filter(pk=volume_id).first()
         if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
                            and vol.project_id != ctx.project_id):
@@ -312,8 +377,6 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
     The volume must be ``available`` or ``error`` (or ``reserved`` with ``reimage_reserved``); it
     becomes ``downloading`` and the volume worker does the copy, then posts ``volume-reimaged``.
     """
-    from images.services import ImageNotFound, image_get_internal
-
     vol = volume_get(ctx, volume_id)
     allowed = [VolumeStatus.AVAILABLE, VolumeStatus.ERROR] + ([VolumeStatus.RESERVED] if reimage_reserved else [])
     if vol.status not in allowed:
@@ -330,17 +393,12 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
                                                                          updated_at=timezone.now())
     if not updated:
         raise InvalidVolume(reason="volume status changed concurrently")
-    from .tasks import volume_reimage_task
-
     # sent at once (not on commit): the status update above is already autocommitted, and a compute
     # operation waits for the resulting event right after this call
-    volume_reimage_task.apply_async(kwargs={"volume_id": vol.id, "image_id": image_id, "prior_status": prior},
-                                    queue="volume")
+    rpc.volume_reimage(volume_id=vol.id, image_id=image_id, prior_status=prior)
 
 
 def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> None:
-    from images.services import image_data_path, image_get_internal
-
     vol = Volume.objects.get(pk=volume_id)
     try:
         image = image_get_internal(image_id)
@@ -359,8 +417,6 @@ def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> 
 
 def _post_events(vol: Volume, name: str, status: str) -> None:
     """Tell the compute API about the volume (Cinder posts to os-server-external-events)."""
-    from servers.services.external_events import server_external_events_create
-
     instances = sorted({a.instance_uuid for a in _live_attachments(vol) if a.instance_uuid})
     if not instances:
         return

@@ -10,9 +10,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound, Unauthorized
+from cloudcore.core.policy import members_group_name
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, User
-from .roles import assigned_roles
+from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
+from .roles import RoleNotFound, assigned_roles
 
 DEFAULT_DOMAIN_NAME = "Default"
 
@@ -103,8 +104,6 @@ def project_update(project: Project, **changes: Any) -> Project:
 def project_delete(project: Project) -> None:
     from django.contrib.auth.models import Group
 
-    from cloudcore.core.policy import members_group_name
-
     Group.objects.filter(name=members_group_name(project.id)).delete()
     project.delete()
 
@@ -140,8 +139,6 @@ def user_update(user: User, *, password: str | None = None, **changes: Any) -> U
         user.set_password(password)
     user.save()
     if password is not None or changes.get("enabled") is False:
-        from ..models import Token
-
         # Keystone revokes a user's tokens when the password changes or the user is disabled.
         Token.objects.filter(user=user, revoked=False).update(revoked=True)
     return user
@@ -184,7 +181,5 @@ def user_projects(user: User) -> list[Project]:
 def role_get(role_id: str) -> Role:
     role = Role.objects.filter(id=role_id).first() or Role.objects.filter(name=role_id).first()
     if role is None:
-        from .roles import RoleNotFound
-
         raise RoleNotFound(role=role_id)
     return role

@@ -19,7 +19,7 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound, N
 
 from ..models import Instance
 from ..selectors import ServerRecord
-from ..services import power, shelve
+from ..services import power, security_groups, shelve
 from .servers import get_server
 
 NULL = {"type": "null"}
@@ -119,6 +119,9 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
+    # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
+    "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
+    "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
 }
 
 Handler = Callable[["ServerActionView", Any, Instance, Any, dict[str, Any]], Response | None]
@@ -233,7 +236,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     from ..models import KeyPair
     from ..services import rebuild
     from ..services.create import _image, generate_password
-    from .servers import render
+    from .servers import reduced_before_2_75, render
 
     image = _image(view.ctx, body["imageRef"])
     changes: dict[str, Any] = {}
@@ -260,7 +263,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = render([record], version=view.version, actor=view.ctx)[0]
+    server = reduced_before_2_75(render([record], version=view.version, actor=view.ctx)[0], view.version)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 
@@ -309,3 +312,28 @@ def _create_image(view: ServerActionView, request: Any, instance: Instance, cell
     response = Response(status=202)
     response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"
     return response
+
+
+def _security_group_name(body: Any) -> str:
+    """Nova's checks of an ``addSecurityGroup`` / ``removeSecurityGroup`` body, with its messages."""
+    if not isinstance(body, dict):
+        raise Invalid("Missing parameter dict")
+    if "name" not in body:
+        raise Invalid("Security group not specified")
+    name = body["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise Invalid("Security group name cannot be empty")
+    return name
+
+
+@handles("addSecurityGroup")
+def _add_security_group(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                        body: dict[str, Any]) -> None:
+    security_groups.server_add_security_group(actor=view.ctx, instance=instance, name=_security_group_name(body))
+
+
+@handles("removeSecurityGroup")
+def _remove_security_group(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                           body: dict[str, Any]) -> None:
+    security_groups.server_remove_security_group(actor=view.ctx, instance=instance,
+                                                 name=_security_group_name(body))

@@ -66,6 +66,14 @@ def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
     return addresses_for_instances(uuids)
 
 
+def _security_group_names(records: list[ServerRecord]) -> dict[str, list[str]]:
+    from ..services.external import security_groups_of_instances
+
+    building = [r.uuid for r in records if r.instance is None or r.instance.vm_state == "building"]
+    groups = security_groups_of_instances([r.uuid for r in records], building=building)
+    return {uuid: [g.name for g in found] for uuid, found in groups.items()}
+
+
 def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
     body: dict[str, Any] = {
         "code": fault.code,
@@ -131,6 +139,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         if r.build_request is not None and version >= (2, 26):
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
+    groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
     if version >= (2, 96):
         from scheduling.models import RequestSpec
@@ -141,7 +150,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
             tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
-            spec=specs.get(r.uuid),
+            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []),
         )
         for r in records
     ]
@@ -369,6 +378,7 @@ def build_create_request(actor: RequestContext, body: dict[str, Any], version: V
         access_ip_v4=server.get("accessIPv4"),
         access_ip_v6=server.get("accessIPv6"),
         return_reservation_id=as_bool(server.get("return_reservation_id", False)),
+        security_groups=[str(g["name"]) for g in server.get("security_groups") or [] if g.get("name")],
     )
 
 
@@ -389,7 +399,7 @@ def create_server(view: ComputeAPIView, request: Request) -> Response:
         "id": server_id,
         "links": links("servers", server_id),
         "OS-DCF:diskConfig": "MANUAL",
-        "security_groups": [{"name": "default"}],
+        "security_groups": [{"name": name} for name in dict.fromkeys(req.security_groups or ["default"])],
     }
     if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
         server["adminPass"] = result.admin_pass
@@ -439,12 +449,17 @@ _UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-
 _UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
 
 
-def _update_body(body: dict[str, Any], version: Version) -> dict[str, Any]:
-    """Before 2.75 Nova answers an update with a reduced server (no extended attributes)."""
+def reduced_before_2_75(body: dict[str, Any], version: Version) -> dict[str, Any]:
+    """Before 2.75 Nova answers an update and a rebuild with a reduced server (no extended
+    attributes)."""
     if version >= (2, 75):
         return body
-    return {k: v for k, v in body.items()
-            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    reduced = {k: v for k, v in body.items()
+               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    if "addresses" in reduced:  # and the basic address view: no OS-EXT-IPS attributes
+        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
+                                for label, entries in reduced["addresses"].items()}
+    return reduced
 
 
 class ServerView(ComputeAPIView):
@@ -465,7 +480,7 @@ class ServerView(ComputeAPIView):
             br = record.build_request
             br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
             br.save(update_fields=["instance", "updated_at"])
-            return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+            return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
                                                     self.version)})
         assert record.cell is not None
         with target_cell(record.cell):
@@ -481,7 +496,7 @@ class ServerView(ComputeAPIView):
 
                 notify_instance(self.ctx, "instance.update", instance)
             record.instance = instance
-        return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
+        return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
                                                 self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ARGS, CHROMIUM, shot
+from tests.browser.conftest import shot
 
 from .madecloud import ADMIN_PASSWORD, MadeCloud, copy_tree
 from .traffic import connect, run_traffic, wait_no_leaks
@@ -52,18 +52,6 @@ def _wait_computes_up(cloud: MadeCloud, timeout: float = 120.0) -> None:
         raise AssertionError(f"the four compute services are not up:\n{cloud.tail(40)}")
     finally:
         admin.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (the Makefile installs Debian's chromium)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with playwright_api.sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield instance
-        instance.close()
 
 
 def _console_page(browser: Any, cloud: MadeCloud, path: str) -> Any:

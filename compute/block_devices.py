@@ -1,0 +1,155 @@
+"""Block devices of a build: volumes are created (image → volume), attached through Cinder-style
+attachments (create with the host connector, complete → ``in-use``) and handed to the virt driver;
+on delete they are detached and the ``delete_on_termination`` ones deleted."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cloudcore.core.context import RequestContext
+from servers.models import BlockDeviceMapping, Instance
+from volumes import services as volumes
+from volumes.backends import get_backend
+from volumes.models import VolumeStatus
+
+from .drivers import driver_for
+from .exceptions import BuildAbortException
+from .registry import server_action
+
+log = logging.getLogger(__name__)
+
+
+def host_connector(instance: Instance) -> dict[str, Any]:
+    return {"host": instance.host, "initiator": f"iqn.cloudcore:{instance.host}", "platform": "x86_64",
+            "os_type": "linux", "multipath": False}
+
+
+def _device_name(index: int) -> str:
+    return "/dev/vd" + "abcdefghijklmnopqrstuvwxyz"[min(index, 25)]
+
+
+def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping) -> dict[str, Any]:
+    """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
+
+    if not bdm.attachment_id:
+        bdm.attachment_id = volumes.attachment_create(ctx, volume_id=str(bdm.volume_id),
+                                                      instance_uuid=instance.uuid).id
+    att = volumes.attachment_update(ctx, attachment_id=bdm.attachment_id, connector=host_connector(instance),
+                                    mountpoint=bdm.device_name)
+    volumes.attachment_complete(ctx, attachment_id=att.id)
+    bdm.connection_info = att.connection_info
+    bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
+    return {"connection_info": att.connection_info, "mount_device": bdm.device_name, "boot_index": bdm.boot_index,
+            "delete_on_termination": bdm.delete_on_termination}
+
+
+def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
+    """Create missing volumes, attach every volume BDM. Raises BuildAbortException on a volume error."""
+
+    bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
+                  key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
+    mapping = []
+    owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
+    for index, bdm in enumerate(bdms):
+        if not bdm.device_name:
+            bdm.device_name = _device_name(index)
+            bdm.save(update_fields=["device_name", "updated_at"])
+        try:
+            if not bdm.volume_id and bdm.source_type in ("image", "blank"):
+                vol = volumes.volume_create(owner, size=bdm.volume_size,
+                                            image_id=bdm.image_id if bdm.source_type == "image" else None,
+                                            name="" if bdm.source_type == "image" else None,
+                                            volume_type=bdm.volume_type, run_now=True)
+                bdm.volume_id = vol.id
+                bdm.save(update_fields=["volume_id", "updated_at"])
+                if vol.status != VolumeStatus.AVAILABLE:
+                    raise BuildAbortException(instance_uuid=instance.uuid,
+                                              reason=f"Volume {vol.id} did not finish being created (status "
+                                                     f"{vol.status}).")
+            mapping.append(attach_bdm(ctx, instance, bdm))
+        except BuildAbortException:
+            raise
+        except Exception as exc:
+            raise BuildAbortException(instance_uuid=instance.uuid, reason=str(exc)) from exc
+    root = "/dev/vda" if not mapping else str(mapping[0]["mount_device"])
+    return {"block_device_mapping": mapping, "root_device_name": root}
+
+
+def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Delete every attachment of the server; delete the volumes marked delete_on_termination."""
+
+    for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid):
+        if bdm.is_volume and bdm.volume_id:
+            try:
+                if bdm.attachment_id:
+                    volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+                if bdm.delete_on_termination:
+                    vol = volumes.volume_get(None, bdm.volume_id)
+                    volumes.volume_delete(RequestContext.system(), vol, run_now=True)
+            except Exception:
+                log.exception("could not release volume %s of %s", bdm.volume_id, instance.uuid)
+    BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)
+
+
+# --- attach / detach of a running server's volumes (os-volume_attachments) --------------------
+
+@server_action("attach_volume", action="attach_volume", notification="volume_attach", event="compute_attach_volume")
+def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+    """Update the reserved attachment with this host's connector, complete it, attach the disk."""
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    try:
+        info = attach_bdm(ctx, instance, bdm)
+        attach = getattr(driver_for(str(instance.host)), "attach_volume", None)
+        if attach is not None:  # a driver without volume support keeps the attachment as bookkeeping
+            attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+    except Exception:
+        if bdm.attachment_id:
+            volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+        bdm.delete()
+        raise
+
+
+@server_action("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
+def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
+    if bdm.connection_info and detach is not None:
+        detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
+    if bdm.attachment_id:
+        volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+    bdm.delete()
+
+
+@server_action("swap_volume", action="swap_volume", notification="volume_swap", event="compute_swap_volume")
+def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volume_id: str,
+                new_attachment_id: str) -> None:
+    """Copy the old volume's data into the new one, attach it in the old one's place and release
+    the old volume; on failure the new attachment is dropped and the old volume stays."""
+
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
+    driver = driver_for(str(instance.host))
+    try:
+        backend = get_backend()
+        old_path, new_path = backend.path(str(old_volume_id)), backend.path(new_volume_id)
+        with open(old_path, "rb") as src, open(new_path, "r+b") as dst:
+            while block := src.read(1024 * 1024):
+                dst.write(block)
+        bdm.volume_id, bdm.attachment_id = new_volume_id, new_attachment_id
+        info = attach_bdm(ctx, instance, bdm)
+    except Exception:
+        volumes.attachment_delete(None, attachment_id=new_attachment_id)
+        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
+                                                            attachment_id=old_attachment_id,
+                                                            connection_info=old_info)
+        raise
+    bdm.save(update_fields=["volume_id", "attachment_id", "connection_info", "updated_at"])
+    detach = getattr(driver, "detach_volume", None)
+    if old_info and detach is not None:
+        detach(instance=instance, connection_info=old_info, mountpoint=str(bdm.device_name))
+    attach = getattr(driver, "attach_volume", None)
+    if attach is not None:
+        attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+    if old_attachment_id:
+        volumes.attachment_delete(None, attachment_id=old_attachment_id)
+

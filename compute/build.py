@@ -1,0 +1,224 @@
+"""Building a server on its compute host: networks, block devices, spawn; reschedule on failure.
+
+``build_and_run_instance`` runs on the ``compute.<host>`` queue. The scheduler has already
+claimed the instance's allocations on this host. On a spawn failure the guest and ports are
+cleaned up and the build is retried on the next same-cell alternate (whose allocations are
+claimed first); with no alternate left the server goes to ERROR with a fault and its allocations
+are dropped.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.utils import timezone
+
+from cells.context import current_cell, target_cell
+from cells.registry import drop_broken_connections
+from cloudcore.core.context import RequestContext
+from hosts.models import ComputeNode
+from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete, claim_allocation_request
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import Instance, VirtualInterface
+from servers.services import actions
+from servers.services import external as net
+from servers.services.external import image_data_path, image_get_internal, network_info
+from servers.services.notify import notify_instance
+
+from . import rpc
+from .block_devices import prep_block_devices
+from .drivers import driver_for
+from .exceptions import BuildAbortException, MaxRetriesExceeded
+
+log = logging.getLogger(__name__)
+
+EVENT_BUILD = "compute_build_and_run_instance"
+
+
+def _requested_networks(instance_uuid: str) -> Any:
+    spec = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
+    return (spec.spec if spec else {}).get("requested_networks", "auto")
+
+
+def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
+    """Create (or bind) the instance's ports and record them as VIFs in the cell."""
+
+    if requested == "none":
+        return
+    if requested == "auto" or requested is None:
+        nets = net.networks_available_to(project_id=instance.project_id)
+        if not nets:
+            return
+        requested = [{"network_id": nets[0].id}]
+    for req in requested:
+        if req.get("port_id"):
+            port = net.port_bind(req["port_id"], instance.host, device_id=instance.uuid)
+        else:
+            port = net.port_create_for_instance(
+                ctx, network_id=req["network_id"], instance_uuid=instance.uuid, host=instance.host,
+                fixed_ip=req.get("fixed_ip"), project_id=instance.project_id,
+            )
+        VirtualInterface.objects.create(
+            instance_uuid=instance.uuid, port_id=port.id, network_id=port.network_id,
+            address=port.mac_address, tag=req.get("tag"),
+        )
+
+
+def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
+    """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
+
+    requested = _requested_networks(instance.uuid)
+    if isinstance(requested, list):
+        for req in requested:
+            if req.get("port_id"):
+                net.port_unbind(req["port_id"])
+    net.ports_unbind_and_delete_for_instance(instance.uuid)
+    VirtualInterface.objects.filter(instance_uuid=instance.uuid).delete()
+
+
+def image_meta(image_id: str | None) -> dict[str, Any] | None:
+    """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
+    if not image_id:
+        return None
+
+    image = image_get_internal(image_id)
+    props = dict(image.properties or {})
+    meta: dict[str, Any] = {
+        "id": image.id,
+        "name": image.name,
+        "disk_format": image.disk_format,
+        "path": str(image_data_path(image.id)),
+        "size": image.size or 0,
+        "properties": props,
+    }
+    for key in ("kernel_id", "ramdisk_id"):
+        if props.get(key):
+            meta[key.replace("_id", "_path")] = str(image_data_path(str(props[key])))
+    return meta
+
+
+def build_and_run_instance(
+    ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+    alternates: list[dict[str, Any]], attempt: int = 1,
+) -> None:
+    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host)."""
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        if instance is None or instance.task_state == TaskState.DELETING:
+            log.info("instance %s was deleted before its build started", instance_uuid)
+            return
+        host = str(instance.host)
+        driver: Any = None
+        notify_instance(ctx, "instance.create.start", instance, host=host)
+        try:
+            with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
+                                    action_name="create"):
+                driver = driver_for(host)
+                _build(ctx, instance, driver, admin_pass)
+        except Exception as exc:
+            log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
+            drop_broken_connections()
+            _cleanup_failed_build(ctx, instance, driver)
+            current = Instance.all_objects.filter(pk=instance.pk).values_list("task_state", "deleted").first()
+            if current is None or current[1] or current[0] == TaskState.DELETING:
+                log.info("build of %s stopped: the server is being deleted", instance_uuid)
+                return
+            if isinstance(exc, BuildAbortException):
+                _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
+            elif alternates:
+                _reschedule(ctx, instance, alternates, admin_pass, exc, attempt)
+            elif attempt > 1:
+                _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance_uuid))
+            else:
+                _fail_build(ctx, instance, exc)
+            return
+        notify_instance(ctx, "instance.create.end", instance, host=host)
+
+
+def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None) -> None:
+    _set_task(ctx, instance, TaskState.NETWORKING)
+    allocate_networks(ctx, instance, _requested_networks(instance.uuid))
+    _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
+    block_device_info = prep_block_devices(ctx, instance)
+    _set_task(ctx, instance, TaskState.SPAWNING)
+
+    driver.spawn(
+        instance=instance,
+        image_meta=image_meta(instance.image_ref),
+        network_info=network_info(instance.uuid),
+        block_device_info=block_device_info,
+        admin_password=admin_pass,
+    )
+    old_state = instance.vm_state
+    instance.vm_state = VmState.ACTIVE
+    instance.task_state = None
+    instance.power_state = PowerState.RUNNING
+    instance.launched_at = timezone.now()
+    instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
+    notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
+                    old_task_state=TaskState.SPAWNING)
+
+
+def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:
+    old = instance.task_state
+    updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
+        task_state=task_state, updated_at=timezone.now()
+    )
+    if not updated:
+        raise BuildAbortException(instance_uuid=instance.uuid, reason="the server is being deleted")
+    instance.task_state = task_state
+    notify_instance(ctx, "instance.update", instance, old_vm_state=instance.vm_state, old_task_state=old)
+
+
+def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) -> None:
+    try:
+        if driver is not None:
+            driver.destroy(instance=instance, destroy_disks=True)
+    except Exception:
+        log.exception("could not destroy the guest of failed build %s", instance.uuid)
+    try:
+        deallocate_networks(ctx, instance)
+    except Exception:
+        log.exception("could not free the ports of failed build %s", instance.uuid)
+
+
+def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
+    old = instance.vm_state
+    instance.vm_state = VmState.ERROR
+    instance.task_state = None
+    instance.save(update_fields=["vm_state", "task_state", "updated_at"])
+    actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
+    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+    allocations_delete(consumer_uuid=instance.uuid)
+    notify_instance(ctx, "instance.update", instance, old_vm_state=old, old_task_state=TaskState.SPAWNING)
+    notify_instance(ctx, "instance.create.error", instance, fault=exc)
+
+
+def _reschedule(
+    ctx: RequestContext, instance: Instance, alternates: list[dict[str, Any]], admin_pass: str | None,
+    exc: BaseException, attempt: int = 1,
+) -> None:
+    """Claim the next alternate that still fits and cast the build there."""
+
+    allocations_delete(consumer_uuid=instance.uuid)
+    remaining = list(alternates)
+    while remaining:
+        alt = remaining.pop(0)
+        if not claim_allocation_request(
+            consumer_uuid=instance.uuid, allocation_request=alt.get("allocation_request"),
+            project_id=instance.project_id, user_id=instance.user_id,
+        ):
+            continue
+        node = ComputeNode.objects.filter(uuid=alt["compute_node_uuid"]).first()
+        instance.host = alt["service_host"]
+        instance.node = alt.get("nodename") or (node.hypervisor_hostname if node else None)
+        instance.compute_id = node.id if node else None
+        instance.task_state = TaskState.SCHEDULING
+        instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
+        cell = current_cell()
+        assert cell is not None
+        rpc.build_and_run_instance(ctx=ctx, host=instance.host, instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
+                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1)
+        return
+    _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))

@@ -1,0 +1,153 @@
+"""``manage.py compute --host NAME --cell CELL``: one compute host's worker process.
+
+Runs the start-up identity checks of seed 2 (refusing to start, with nothing written, on a
+hostname change, a lost or disagreeing identity file, a new service over existing guests or a
+changed node uuid), registers the Service and ComputeNode in the host's cell, maps the host to
+its cell (cloudcore's stand-in for a periodic ``discover_hosts``), reports to placement, then
+consumes queue ``compute.NAME`` with a Celery worker while a thread heartbeats and refreshes the
+resource tracker. ``--check-only`` stops after the checks (exit 0 when the host may start).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+from django.db.models import F
+from django.utils import timezone
+
+from cells.context import target_cell
+from cells.models import CellMapping, HostMapping
+from cloudcore.celery import app
+from cloudcore.core.exceptions import InvalidConfiguration
+from compute import rpc
+from compute.drivers import register_driver
+from hosts.models import ComputeNode, Service
+
+from ...resource_tracker import update_usage
+from ...startup import apply_startup, check_startup
+from ...virt.libvirt import LibvirtDriver, write_test_node
+
+log = logging.getLogger("hosts.compute")
+
+
+REFUSAL_FILE = "startup-refusal.json"
+
+
+def default_state_path(host: str) -> Path:
+    return Path(settings.STATE_PATH) / host
+
+
+def record_refusal(state_path: Path, host: str, message: str) -> None:
+    """Leave the refusal where operators (and the console's hosts page) see it: in the host's state
+    path, never in a database (a refused start writes nothing there)."""
+
+    state_path.mkdir(parents=True, exist_ok=True)
+    (state_path / REFUSAL_FILE).write_text(json.dumps({"host": host, "message": message,
+                                                       "when": timezone.now().isoformat()}))
+
+
+def clear_refusal(state_path: Path) -> None:
+    (state_path / REFUSAL_FILE).unlink(missing_ok=True)
+
+
+def refusals() -> list[dict[str, str]]:
+    """The start-up refusals recorded under STATE_PATH (newest first)."""
+
+    found = []
+    for path in Path(settings.STATE_PATH).glob(f"*/{REFUSAL_FILE}"):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda r: r.get("when", ""), reverse=True)
+
+
+class Command(BaseCommand):
+    help = "Run a compute host's worker (libvirt driver, queue compute.<host>)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", required=True)
+        parser.add_argument("--cell", help="cell name or uuid (default: the host's HostMapping)")
+        parser.add_argument("--state-path", dest="state_path")
+        parser.add_argument("--libvirt-uri", dest="libvirt_uri",
+                            help="default test:///<state-path>/node.xml (a simulated host)")
+        parser.add_argument("--config", help="config file; a compute_id next to it is read too")
+        parser.add_argument("--check-only", dest="check_only", action="store_true")
+        parser.add_argument("--register-only", dest="register_only", action="store_true",
+                            help="run the checks, register the host and exit without serving")
+        parser.add_argument("--concurrency", type=int, default=4)
+        parser.add_argument("--vcpus", type=int, default=8, help="simulated host size (test driver)")
+        parser.add_argument("--memory-mb", dest="memory_mb", type=int, default=16384)
+        parser.add_argument("--disk-gb", dest="disk_gb", type=int, default=100)
+
+    def handle(self, *args: Any, **o: Any) -> None:
+        host: str = o["host"]
+        state_path = Path(o["state_path"]) if o["state_path"] else default_state_path(host)
+        cell = self._cell(host, o.get("cell"))
+        uri = o["libvirt_uri"] or f"test://{state_path / 'node.xml'}"
+        if uri.startswith("test://") and not (state_path / "node.xml").exists():
+            write_test_node(state_path, hostname=host, vcpus=o["vcpus"], memory_mb=o["memory_mb"],
+                            disk_gb=o["disk_gb"])
+        driver = LibvirtDriver(host=host, uri=uri, state_path=state_path)
+        config = Path(o["config"]) if o.get("config") else None
+        try:
+            plan = check_startup(host=host, cell=cell, driver=driver, state_path=state_path, config_file=config)
+        except InvalidConfiguration as exc:
+            self.stderr.write(f"ERROR: compute {host} refuses to start: {exc}")
+            record_refusal(state_path, host, str(exc))
+            raise SystemExit(1) from None
+        clear_refusal(state_path)
+        if o["check_only"]:
+            self.stdout.write(f"compute {host}: start-up checks passed (node {plan.node_uuid})")
+            return
+        service, node = apply_startup(plan, driver=driver, state_path=state_path)
+        if o["register_only"]:
+            self.stdout.write(f"compute {host} registered: node {node.uuid}")
+            return
+        register_driver(host, driver)
+        self.stdout.write(f"compute {host} up in cell {cell.name}: node {node.uuid} ({node.hypervisor_hostname})")
+        threading.Thread(target=self._heartbeat, args=(cell, service.id, node.id, driver), daemon=True,
+                         name=f"heartbeat-{host}").start()
+        self._run_worker(host, o["concurrency"])
+
+    def _cell(self, host: str, name: str | None) -> CellMapping:
+        if name:
+            cell = CellMapping.objects.filter(name=name).first() or CellMapping.objects.filter(uuid=name).first()
+            if cell is None:
+                raise CommandError(f"Cell {name} doesn't exist.")
+            return cell
+        mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
+        if mapping is None:
+            raise CommandError(f"Host {host} is not mapped to a cell: pass --cell.")
+        return mapping.cell
+
+    def _heartbeat(self, cell: CellMapping, service_id: int, node_id: int, driver: Any) -> None:
+        last_audit = 0.0
+        while True:
+            try:
+                with target_cell(cell):
+                    Service.objects.filter(id=service_id).update(last_seen_up=timezone.now(),
+                                                                 report_count=F("report_count") + 1)
+                    if time.monotonic() - last_audit >= max(settings.REPORT_INTERVAL * 6, 30):
+                        update_usage(node=ComputeNode.objects.get(id=node_id), driver=driver)
+                        last_audit = time.monotonic()
+            except Exception:
+                log.exception("heartbeat failed")
+            finally:
+                connections.close_all()
+            time.sleep(settings.REPORT_INTERVAL)
+
+    def _run_worker(self, host: str, concurrency: int) -> None:
+        worker = app.Worker(queues=[rpc.queue_for(host)], concurrency=concurrency, pool="threads",
+                            hostname=f"compute@{host}", loglevel="WARNING", without_mingle=True,
+                            without_gossip=True, without_heartbeat=True)
+        worker.start()
+        sys.exit(worker.exitcode or 0)

@@ -1,0 +1,339 @@
+"""The compute host's half of the server actions (``run_operation_task`` on ``compute.<host>``).
+
+Each operation loads the server in its cell, drives the virt driver, records a
+``compute_<op>`` event on the action, finishes the state change and emits
+``instance.<action>.start/end`` (``.error`` on failure). A failure never leaves the server in a
+task_state: it is set back (or to ERROR where the guest may be gone) with a fault.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from cells.context import current_cell, target_cell
+from cloudcore.core.context import RequestContext
+from hosts.models import ComputeNode
+from images import services as images
+from images.models import Image
+from images.services import image_data_path
+from networks.services import network_info, ports_rebind_host
+from scheduling.placement.services import allocations_delete
+from servers.choices import MigrationStatus, PowerState, TaskState, VmState
+from servers.models import Instance, Migration
+from servers.services.move_recovery import allocations_back_to_server
+
+from . import rpc
+from .build import image_meta
+from .drivers import driver_for
+from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
+from .registry import runner_for, server_action
+
+log = logging.getLogger(__name__)
+
+
+def _set(instance: Instance, **fields: Any) -> None:
+    for key, value in fields.items():
+        setattr(instance, key, value)
+    instance.save(update_fields=[*fields, "updated_at"])
+
+
+def _power_state(driver: Any, instance: Instance, default: int) -> int:
+    try:
+        info = driver.get_info(instance)
+    except Exception:
+        return default
+    state = info.get("state") if isinstance(info, dict) else getattr(info, "state", None)
+    return {1: PowerState.RUNNING, 5: PowerState.SHUTDOWN, 3: PowerState.PAUSED}.get(state, default)
+
+
+def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        if instance is None or instance.task_state == TaskState.DELETING:
+            return
+        runner_for(op_name)(ctx, instance, **kwargs)
+
+
+@server_action("power_on", action="start", notification="power_on", event="compute_start_instance")
+def power_on(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+
+
+@server_action("power_off", action="stop", notification="power_off", event="compute_stop_instance")
+def power_off(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_off(instance=instance)
+    _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN)
+
+
+@server_action("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
+def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
+    driver = driver_for(str(instance.host))
+    if hard and not _guest_exists(driver, instance):
+        # A hard reboot recovers a server whose guest is gone: define and start it again.
+
+        driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                     network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    else:
+        driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+
+
+def _guest_exists(driver: Any, instance: Instance) -> bool:
+    try:
+        driver.get_info(instance)
+    except Exception:
+        return False
+    return True
+
+
+@server_action("shelve", action="shelve", notification="shelve", event="compute_shelve_instance")
+def shelve(ctx: RequestContext, instance: Instance) -> None:
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    sysmeta = dict(instance.system_metadata or {})
+    if instance.image_ref:
+        image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-shelved",
+                                             instance_uuid=instance.uuid)
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "snapshot"
+            driver.snapshot(instance=instance, target_path=target)
+            images.image_activate_from_file(image, target)
+        sysmeta["shelved_image_id"] = image.id
+    sysmeta.update(shelved_at=timezone.now().isoformat(), shelved_host=str(instance.host))
+    _set(instance, vm_state=VmState.SHELVED, task_state=None, power_state=PowerState.SHUTDOWN,
+         system_metadata=sysmeta)
+    if settings.SHELVED_OFFLOAD_TIME == 0:
+        _set(instance, task_state=TaskState.SHELVING_OFFLOADING)
+        _offload(ctx, instance)
+
+
+def _offload(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+
+    ports_rebind_host(instance.uuid, None)
+    allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
+    _set(instance, vm_state=VmState.SHELVED_OFFLOADED, task_state=None, power_state=PowerState.SHUTDOWN,
+         host=None, node=None, compute=None)
+
+
+@server_action("shelve_offload", action="shelveOffload", notification="shelve_offload",
+    event="compute_shelve_offload_instance")
+def shelve_offload(ctx: RequestContext, instance: Instance) -> None:
+    _offload(ctx, instance)
+
+
+def _drop_shelved_image(ctx: RequestContext, instance: Instance) -> None:
+    sysmeta = dict(instance.system_metadata or {})
+    image_id = sysmeta.pop("shelved_image_id", None)
+    for key in ("shelved_at", "shelved_host"):
+        sysmeta.pop(key, None)
+    if image_id:
+        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+        image_data_path(image_id).unlink(missing_ok=True)
+    _set(instance, system_metadata=sysmeta)
+
+
+@server_action("unshelve_power_on", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+def unshelve_power_on(ctx: RequestContext, instance: Instance) -> None:
+    driver_for(str(instance.host)).power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
+    _drop_shelved_image(ctx, instance)
+
+
+@server_action("unshelve_spawn", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
+    """Spawn an offloaded server on the host the conductor chose. A spawn failure frees the
+    allocations and leaves it SHELVED_OFFLOADED (Nova), with a fault."""
+
+    driver = driver_for(str(instance.host))
+    image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
+    ports_rebind_host(instance.uuid, instance.host)
+    try:
+        driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+                     block_device_info=None, admin_password=None)
+    except Exception:
+        allocations_delete(consumer_uuid=instance.uuid)
+        ports_rebind_host(instance.uuid, None)
+        _set(instance, host=None, node=None, compute=None, task_state=None, vm_state=VmState.SHELVED_OFFLOADED)
+        raise
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
+         launched_at=timezone.now())
+    _drop_shelved_image(ctx, instance)
+
+
+@server_action("rebuild", action="rebuild", notification="rebuild", event="compute_rebuild_instance")
+def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: str | None = None,
+            preserve_ephemeral: bool = False, reimage_boot_volume: bool = False) -> None:
+    """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF.
+    ``reimage_boot_volume``: a volume-backed server's root volume is reimaged (``rebuild_bfv``)."""
+
+    was_stopped = instance.vm_state == VmState.STOPPED
+    driver = driver_for(str(instance.host))
+    if reimage_boot_volume:
+        rebuild_volume_backed(ctx, instance, image_id=image_id, admin_pass=admin_pass, driver=driver)
+        return
+    if instance.is_volume_backed:  # before 2.93 (or reimage_boot_volume false): the volume's data is kept
+
+        rebuild_volume_backed_keep_volume(ctx, instance, admin_pass=admin_pass, driver=driver)
+        return
+    driver.destroy(instance=instance, destroy_disks=not preserve_ephemeral)
+    _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
+    driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+                 block_device_info=None, admin_password=admin_pass)
+    if was_stopped:
+        driver.power_off(instance=instance)
+        _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN,
+             launched_at=timezone.now())
+    else:
+        _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
+             launched_at=timezone.now())
+
+
+# --- resize / cold migration within a cell ------------------------------------------------------
+
+
+def _migration(uuid: str) -> Migration:
+    return Migration.objects.get(uuid=uuid)
+
+
+def _cell_uuid() -> str:
+    cell = current_cell()
+    assert cell is not None
+    return str(cell.uuid)
+
+
+def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
+    """Spawn the server on its (new) host with its ports bound there; powered off when it was
+    stopped before the move. Returns the resulting power state."""
+
+    ports_rebind_host(instance.uuid, instance.host)
+    driver = driver_for(str(instance.host))
+    driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
+                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+    if powered_off:
+        driver.power_off(instance=instance)
+        return PowerState.SHUTDOWN
+    return PowerState.RUNNING
+
+
+def finish_confirm(instance: Instance, migration: Migration) -> None:
+    """A confirmed move: the migration ends ``confirmed``; the server leaves VERIFY_RESIZE (STOPPED
+    when its guest is off, else ACTIVE) and forgets its old flavor and migration context."""
+    migration.status = MigrationStatus.CONFIRMED
+    migration.save(update_fields=["status", "updated_at"])
+    sysmeta = dict(instance.system_metadata or {})
+    sysmeta.pop("old_vm_state", None)
+    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
+    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
+         system_metadata=sysmeta)
+
+
+def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
+    return {"flavor": flavor, "vcpus": int(flavor.get("vcpus", 0)), "memory_mb": int(flavor.get("memory_mb", 0)),
+            "root_gb": int(flavor.get("root_gb", 0)), "ephemeral_gb": int(flavor.get("ephemeral_gb", 0))}
+
+
+@server_action("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
+def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: power the guest off and take it down (its disk goes with the move)."""
+
+    migration = _migration(migration_uuid)
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    driver.destroy(instance=instance, destroy_disks=False)
+    migration.status = MigrationStatus.POST_MIGRATING
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
+    rpc.finish_resize(ctx=ctx, host=str(migration.dest_compute), instance_uuid=instance.uuid, cell_uuid=_cell_uuid(),
+                      migration_uuid=migration_uuid)
+
+
+@server_action("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
+def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
+
+    migration = _migration(migration_uuid)
+    old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
+    instance.host, instance.node, instance.compute_id = migration.dest_compute, migration.dest_node, \
+        migration.dest_compute_id
+    for key, value in _apply_flavor(instance, migration.new_flavor or instance.flavor).items():
+        setattr(instance, key, value)
+    instance.old_flavor, instance.new_flavor = migration.old_flavor, migration.new_flavor
+    instance.task_state = TaskState.RESIZE_FINISH
+    instance.migration_context = {"migration_id": migration.id, "migration_uuid": migration.uuid,
+                                  "old_host": migration.source_compute, "new_host": migration.dest_compute}
+    instance.save()
+    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+    migration.status = MigrationStatus.FINISHED
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=VmState.RESIZED, task_state=None, power_state=power)
+
+
+@server_action("confirm_resize", action="confirmResize", notification="resize_confirm", event="compute_confirm_resize")
+def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: clean the old guest's disks, drop the migration's allocations."""
+
+    migration = _migration(migration_uuid)
+    try:
+        driver_for(str(migration.source_compute)).destroy(instance=instance, destroy_disks=True)
+    except Exception:  # the source may already be gone; the confirm must still finish
+        log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
+    allocations_delete(consumer_uuid=migration.uuid)
+    finish_confirm(instance, migration)
+
+
+@server_action("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
+def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Destination host: destroy the new guest, give the allocations back; the source finishes."""
+    migration = _migration(migration_uuid)
+    driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+    allocations_back_to_server(instance, migration.uuid)
+
+    source_node = ComputeNode.objects.filter(host=migration.source_compute,
+                                             hypervisor_hostname=migration.source_node).first()
+    instance.host, instance.node = migration.source_compute, migration.source_node
+    instance.compute_id = source_node.id if source_node else None
+    for key, value in _apply_flavor(instance, migration.old_flavor or instance.flavor).items():
+        setattr(instance, key, value)
+    instance.save()
+    rpc.finish_revert_resize(ctx=ctx, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                             cell_uuid=_cell_uuid(), migration_uuid=migration_uuid)
+
+
+@server_action("finish_revert_resize", action="revertResize", notification="resize_revert",
+    event="compute_finish_revert_resize")
+def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
+    """Source host: the old guest comes back, powered on only if it was ACTIVE before the move."""
+
+    migration = _migration(migration_uuid)
+    sysmeta = dict(instance.system_metadata or {})
+    old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
+    power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
+    migration.status = MigrationStatus.REVERTED
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, old_flavor=None, new_flavor=None,
+         migration_context=None, system_metadata=sysmeta)
+
+
+@server_action("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
+def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
+    """Write the guest's disk to the queued snapshot image and activate it."""
+
+    image = images.image_get_internal(image_id)
+    _set(instance, task_state=TaskState.IMAGE_UPLOADING)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "snapshot"
+            driver_for(str(instance.host)).snapshot(instance=instance, target_path=target)
+            images.image_activate_from_file(image, target)
+    except Exception:
+        Image.objects.filter(id=image_id).update(status="killed")
+        _set(instance, task_state=None)
+        raise
+    _set(instance, task_state=None)

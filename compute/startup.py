@@ -1,0 +1,126 @@
+"""A compute service's start-up (seed 2): every identity check first, then the writes.
+
+``check_startup`` reads the database and the hypervisor and returns a ``StartupPlan`` or raises
+``InvalidConfiguration`` with the reference's message; it writes nothing, so a refused start
+leaves the databases and the state path untouched. ``apply_startup`` then persists the node
+uuid (if new), registers the Service and the ComputeNode (linked by id), reports resources to
+placement and links the host's instances to their node (``compute_id``).
+"""
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from cells.context import target_cell
+from cells.models import CellMapping, HostMapping
+from cells.registry import alias_for
+from cloudcore.core.exceptions import InvalidConfiguration
+from hosts.models import ComputeNode, Service
+from servers.models import Instance
+
+from . import identity
+from .resource_tracker import report_to_placement
+
+#: The service version from which every compute has an identity file (Nova: 65).
+NODE_IDENTITY_VERSION = 65
+#: This code's nova-compute service version (cross-cell resize needs >= 47).
+SERVICE_VERSION = 66
+BINARY = "nova-compute"
+
+
+@dataclass
+class StartupPlan:
+    host: str
+    cell: CellMapping
+    node_uuid: str
+    write_identity: bool
+    service: Service | None
+    node: ComputeNode | None  # the existing row (possibly soft-deleted) with this uuid
+    hypervisor_hostname: str
+
+
+def _refuse(message: str) -> InvalidConfiguration:
+    return InvalidConfiguration(message)
+
+
+def check_startup(*, host: str, cell: CellMapping, driver: Any, state_path: Path,
+                  config_file: Path | None = None) -> StartupPlan:
+    """Every start-up refusal of seed 2, checked before any write."""
+    hv_hostname = driver.hypervisor_hostname()
+    with target_cell(cell):
+        service = Service.objects.filter(host=host, binary=BINARY).first()
+        node_uuid = identity.read_node_uuid(state_path, config_file)
+        write = False
+        if node_uuid is None:
+            if service is not None and service.version >= NODE_IDENTITY_VERSION:
+                raise _refuse("No local node identity found, but this is not our first startup on this host. "
+                              "Refusing to start after potentially having lost that state!")
+            if service is not None:
+                nodes = list(ComputeNode.objects.filter(host=host))
+                if not nodes:
+                    raise _refuse(f"Compute service on host {host} is upgrading to stable node identity but found no "
+                                  "nodes in the database. Possible rename detected, refusing to start!")
+                if len(nodes) > 1:
+                    raise _refuse("Multiple nodes found in database, manual node uuid configuration required")
+                node_uuid = nodes[0].uuid
+            else:
+                if driver.list_instance_uuids():
+                    raise _refuse("My hypervisor has existing instances, but I appear to be a new service in this "
+                                  "database. Possible database configuration error, refusing to start!")
+                node_uuid = str(uuidlib.uuid4())
+            write = True
+        node = ComputeNode.all_objects.filter(uuid=node_uuid).first()
+        if node is not None:
+            if node.hypervisor_hostname != hv_hostname:
+                raise _refuse(f"My compute node {node.uuid} has hypervisor_hostname {node.hypervisor_hostname} but "
+                              f"virt driver reports it should be {hv_hostname}. Possible rename detected, refusing "
+                              "to start!")
+            if node.host and node.host != host:
+                raise _refuse(f"My node {node.uuid} has host '{node.host}' but my host is '{host}'; Possible rename "
+                              "detected, refusing to start!")
+        else:
+            clash = ComputeNode.objects.filter(host=host, hypervisor_hostname=hv_hostname).first()
+            if clash is not None:
+                raise _refuse(f"Duplicate compute node record found for host {host} node {hv_hostname}")
+    return StartupPlan(host, cell, node_uuid, write, service, node, hv_hostname)
+
+
+def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[Service, ComputeNode]:
+    """Persist the checked plan: identity file, Service, ComputeNode, HostMapping, placement."""
+    if plan.write_identity:
+        identity.write_node_uuid(state_path, plan.node_uuid)
+    resources = driver.get_available_resource()
+
+    with target_cell(plan.cell), transaction.atomic(using=alias_for(plan.cell)):
+        service = plan.service or Service(host=plan.host, binary=BINARY, topic="compute")
+        service.version = SERVICE_VERSION
+        service.last_seen_up = timezone.now()
+        service.save()
+        node = plan.node or ComputeNode(uuid=plan.node_uuid)
+        node.deleted, node.deleted_at = False, None
+        node.host, node.service_id, node.hypervisor_hostname = plan.host, service.id, plan.hypervisor_hostname
+        _update_node(node, resources)
+        node.save()
+        _link_instances(plan.host, node)
+    HostMapping.objects.get_or_create(host=plan.host, defaults={"cell": plan.cell})
+    with target_cell(plan.cell):
+        report_to_placement(node=node, service=service, driver=driver)
+    return service, node
+
+
+def _update_node(node: ComputeNode, resources: dict[str, Any]) -> None:
+    for key in ("vcpus", "memory_mb", "local_gb", "hypervisor_type", "hypervisor_version", "cpu_info"):
+        if key in resources:
+            setattr(node, key, resources[key])
+
+
+def _link_instances(host: str, node: ComputeNode) -> int:
+    """Give this node's instances their ``compute_id`` (Nova's _ensure_compute_id_for_instances)."""
+
+    return Instance.all_objects.filter(host=host, node=node.hypervisor_hostname, compute__isnull=True).update(
+        compute=node.id)

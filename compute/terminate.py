@@ -1,0 +1,41 @@
+"""Terminating a server on its host: destroy the guest and disks, free ports and allocations,
+mark the row deleted."""
+from __future__ import annotations
+
+import logging
+
+from cells.context import target_cell
+from cells.models import InstanceMapping
+from cloudcore.core.context import RequestContext
+from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete
+from servers.models import Instance
+from servers.services import actions
+from servers.services.delete import mark_deleted
+from servers.services.notify import notify_instance
+
+from .block_devices import detach_all_volumes
+from .build import deallocate_networks
+from .drivers import driver_for
+
+log = logging.getLogger(__name__)
+
+
+def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str) -> None:
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        if instance is None:
+            return
+        notify_instance(ctx, "instance.delete.start", instance)
+        with actions.wrap_event(ctx, instance_uuid=instance_uuid, event="compute_terminate_instance",
+                                host=instance.host, action_name="delete"):
+            if instance.host:
+                driver_for(instance.host).destroy(instance=instance, destroy_disks=True)
+            deallocate_networks(ctx, instance)
+
+            detach_all_volumes(ctx, instance)
+            allocations_delete(consumer_uuid=instance.uuid)
+            mark_deleted(instance)
+        notify_instance(ctx, "instance.delete.end", instance)
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
+    RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()

@@ -1,0 +1,73 @@
+"""The libvirt driver against libvirt's test driver: each simulated host its own node definition."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cloudcore.core.exceptions import InvalidNodeConfiguration
+from compute import identity
+from compute.virt.driver import InstanceNotFoundOnHypervisor
+from compute.virt.libvirt import LibvirtDriver, write_test_node
+from servers.choices import PowerState
+
+
+def driver(tmp_path: Path, host: str = "h1", vcpus: int = 4, memory_mb: int = 8192, disk_gb: int = 40) -> LibvirtDriver:
+    state = tmp_path / host
+    node = write_test_node(state, hostname=host, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
+    return LibvirtDriver(host=host, uri=f"test://{node}", state_path=state)
+
+
+def server(**kw: object) -> SimpleNamespace:
+    return SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=128, vcpus=1, **kw)
+
+
+def test_each_simulated_host_reports_its_own_size(tmp_path: Path) -> None:
+    small, big = driver(tmp_path, "small", 2, 2048, 10), driver(tmp_path, "big", 16, 65536, 500)
+    assert (small.get_available_resource()["vcpus"], small.get_available_resource()["memory_mb"]) == (2, 2048)
+    res = big.get_available_resource()
+    assert (res["vcpus"], res["memory_mb"], res["local_gb"], res["hypervisor_hostname"]) == (16, 65536, 500, "big")
+
+
+def test_spawn_power_reboot_snapshot_destroy(tmp_path: Path) -> None:
+    d = driver(tmp_path)
+    image = tmp_path / "image.raw"
+    image.write_bytes(b"IMAGE-BYTES")
+    inst = server()
+    d.spawn(instance=inst, image_meta={"path": str(image)}, network_info=[])
+    assert d.list_instance_uuids() == [inst.uuid]
+    assert d.get_info(inst)["power_state"] == PowerState.RUNNING
+    assert (d.instance_dir(inst) / "disk").read_bytes() == b"IMAGE-BYTES"
+    d.power_off(instance=inst)
+    assert d.get_info(inst)["power_state"] == PowerState.SHUTDOWN
+    d.power_on(instance=inst)
+    d.reboot(instance=inst, reboot_type="HARD")
+    assert d.get_info(inst)["power_state"] == PowerState.RUNNING
+    snap = tmp_path / "snap"
+    d.snapshot(instance=inst, target_path=snap)
+    assert snap.read_bytes() == b"IMAGE-BYTES"
+    used = d.get_available_resource()
+    assert used["vcpus_used"] == 1 and used["memory_mb_used"] == 128
+    d.destroy(instance=inst, destroy_disks=False)
+    assert d.list_instance_uuids() == [] and (d.instance_dir(inst) / "disk").exists()
+    d.spawn(instance=inst, image_meta={"path": str(image)}, network_info=[])
+    d.destroy(instance=inst, destroy_disks=True)
+    assert not d.instance_dir(inst).exists()
+    with pytest.raises(InstanceNotFoundOnHypervisor):
+        d.get_info(inst)
+
+
+def test_identity_file_read_write(tmp_path: Path) -> None:
+    assert identity.read_node_uuid(tmp_path) is None
+    value = str(uuid.uuid4())
+    identity.write_node_uuid(tmp_path, value)
+    assert identity.read_node_uuid(tmp_path) == value
+    with pytest.raises(InvalidNodeConfiguration, match="appeared unexpectedly"):
+        identity.write_node_uuid(tmp_path, value)
+    (tmp_path / "compute_id").write_text(f"   {value.upper()}  \n")
+    assert identity.read_node_uuid(tmp_path) == value  # stripped and canonical
+    (tmp_path / "compute_id").write_text("garbage")
+    with pytest.raises(InvalidNodeConfiguration, match="Unable to parse UUID"):
+        identity.read_node_uuid(tmp_path)
