@@ -24,7 +24,7 @@ from cloudcore.core.exceptions import Invalid, NotFound
 from scheduling.models import RequestSpec
 
 from ..models import BuildRequest, Flavor, KeyPair
-from .quotas import quota_check
+from .quotas import quota_check, quota_check_metadata
 
 
 class FlavorNotFound(NotFound):
@@ -225,6 +225,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
         _check_image_fits(flavor, image, volume_backed)
     if request.min_count > request.max_count:
         raise Invalid("min_count must be <= max_count")
+    quota_check_metadata(project_id=actor.project_id or "", count=len(request.metadata))
     key_data = None
     if request.key_name:
         keypair = KeyPair.objects.filter(user_id=actor.user_id, name=request.key_name).first()
