@@ -36,7 +36,8 @@ def image_body(image: Image) -> dict[str, Any]:
     properties = dict(image.properties or {})
     body: dict[str, Any] = {
         "id": image.id, "name": image.name, "minRam": image.min_ram or 0, "minDisk": image.min_disk or 0,
-        "metadata": properties, "created": _ts(image.created_at), "updated": _ts(image.updated_at),
+        "metadata": properties, "created": _ts(image.created_at),
+        "updated": _ts(image.updated_at or image.created_at),
         "status": status, "progress": progress, "OS-EXT-IMG-SIZE:size": image.size, "links": _links(image),
     }
     if properties.get("instance_uuid"):

@@ -445,8 +445,12 @@ def reduced_before_2_75(body: dict[str, Any], version: Version) -> dict[str, Any
     attributes)."""
     if version >= (2, 75):
         return body
-    return {k: v for k, v in body.items()
-            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    reduced = {k: v for k, v in body.items()
+               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    if "addresses" in reduced:  # and the basic address view: no OS-EXT-IPS attributes
+        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
+                                for label, entries in reduced["addresses"].items()}
+    return reduced
 
 
 class ServerView(ComputeAPIView):

@@ -113,3 +113,5 @@ def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, redu
                 "key_name", "security_groups", "os-extended-volumes:volumes_attached"}
     assert response.status_code == 202 and body["adminPass"]
     assert (extended & set(body)) == (set() if reduced else extended)
+    address = next(iter(body["addresses"].values()))[0]
+    assert ("OS-EXT-IPS:type" not in address) is reduced

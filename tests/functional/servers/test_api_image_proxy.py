@@ -23,6 +23,7 @@ def test_the_image_proxy_shows_and_deletes_a_snapshot_up_to_235(cloud: Cloud) ->
     assert image["name"] == "snap1" and image["status"] == "ACTIVE" and image["progress"] == 100
     assert image["metadata"]["k"] == "v" and image["server"]["id"] == server["id"]
     assert {"minRam", "minDisk", "created", "updated", "OS-EXT-IMG-SIZE:size", "links"} <= set(image)
+    assert image["updated"] and image["created"]
     # and the lists carry it (brief and detail), filtered by name
     brief = cloud.get(client, "images?name=snap1", version="2.35").json()["images"]
     assert [i["id"] for i in brief] == [image_id] and set(brief[0]) == {"id", "name", "links"}
