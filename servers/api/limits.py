@@ -15,20 +15,26 @@ from cloudcore.core.api.validation import reject_unknown_params
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize, can
 
-from ..services.keypairs import MAX_KEYPAIRS
 from ..services.quotas import quota_limits, quota_usage
 
 V236, V257, V275 = (2, 36), (2, 57), (2, 75)
 
-#: (field, value, removed at) — fixed Nova defaults for what cloudcore does not meter.
+#: (field, quota resource, removed at): the project's limits as ``GET /limits`` names them.
+QUOTA_FIELDS: list[tuple[str, str, tuple[int, int] | None]] = [
+    ("maxTotalInstances", "instances", None),
+    ("maxTotalCores", "cores", None),
+    ("maxTotalRAMSize", "ram", None),
+    ("maxServerMeta", "metadata_items", None),
+    ("maxPersonality", "injected_files", V257),
+    ("maxPersonalitySize", "injected_file_content_bytes", V257),
+    ("maxTotalKeypairs", "key_pairs", None),
+    ("maxServerGroups", "server_groups", None),
+    ("maxServerGroupMembers", "server_group_members", None),
+]
+
+#: (field, value, removed at): Nova's fixed answers for what Neutron, Glance or nobody meters.
 FIXED_LIMITS: list[tuple[str, int, tuple[int, int] | None]] = [
-    ("maxServerMeta", 128, None),
-    ("maxPersonality", 5, V257),
-    ("maxPersonalitySize", 10240, V257),
     ("maxImageMeta", 128, None),
-    ("maxTotalKeypairs", MAX_KEYPAIRS, None),
-    ("maxServerGroups", 10, None),
-    ("maxServerGroupMembers", 10, None),
     ("maxSecurityGroups", -1, V236),
     ("maxSecurityGroupRules", -1, V236),
     ("maxTotalFloatingIps", -1, V236),
@@ -42,13 +48,13 @@ def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]
     limits = quota_limits(project_id)
     usage = quota_usage(project_id)
     body: dict[str, Any] = {
-        "maxTotalInstances": limits["instances"],
-        "maxTotalCores": limits["cores"],
-        "maxTotalRAMSize": limits["ram"],
         "totalInstancesUsed": usage.instances,
         "totalCoresUsed": usage.cores,
         "totalRAMUsed": usage.ram,
     }
+    for name, resource, removed in QUOTA_FIELDS:
+        if removed is None or version < removed:
+            body[name] = limits[resource]
     for name, value, removed in FIXED_LIMITS:
         if removed is None or version < removed:
             body[name] = value

@@ -29,6 +29,7 @@ from ..presenter import base_url, links, present_server, present_server_brief
 from ..selectors import ServerRecord, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
+from ..services.quotas import quota_check_metadata
 from . import schemas
 
 Version = tuple[int, int]
@@ -528,17 +529,10 @@ def _write_metadata(actor: RequestContext, record: ServerRecord, metadata: dict[
                                    state="building")
     check_not_locked(actor, record.instance)
     check_state(record.instance, "update metadata", vm_states=METADATA_VM_STATES)
-    limit = getattr(settings, "QUOTA_METADATA_ITEMS", 128)
-    if limit >= 0 and len(metadata) > limit:
-        raise _MetadataQuota(f"Quota exceeded for metadata_items: Requested {len(metadata)}, "
-                             f"but already used 0 of {limit} metadata_items")
+    quota_check_metadata(project_id=record.instance.project_id, count=len(metadata))
     with target_cell(record.cell):
         Instance.objects.filter(uuid=record.uuid).update(metadata=metadata, updated_at=timezone.now())
     return metadata
-
-
-class _MetadataQuota(Invalid):
-    code = 403
 
 
 class ServerMetadataView(ComputeAPIView):
