@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, Q, Sum
 
 from cells.scatter import failed, scatter_gather
+from cells.transactions import api_atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, QuotaExceeded
 from cloudcore.core.policy import authorize
@@ -183,7 +183,7 @@ def quota_set_update(*, actor: RequestContext, project_id: str, limits: dict[str
     limits = {r: v for r, v in limits.items() if r in RESOURCES}
     if not force:
         _check_not_below_usage(project_id, limits)
-    with transaction.atomic(using="default"):
+    with api_atomic():
         for resource, limit in limits.items():
             QuotaLimit.objects.update_or_create(project_id=project_id, resource=resource,
                                                 defaults={"hard_limit": limit})
@@ -199,7 +199,7 @@ def quota_set_delete(*, actor: RequestContext, project_id: str, user_id: str | N
 def quota_class_update(*, actor: RequestContext, class_name: str, limits: dict[str, int]) -> dict[str, int]:
     """Store a quota class's limits (only ``default`` is applied to projects)."""
     authorize(actor, "os_compute_api:os-quota-class-sets:update", {"quota_class": class_name})
-    with transaction.atomic(using="default"):
+    with api_atomic():
         for resource, limit in limits.items():
             if resource in RESOURCES:
                 QuotaClass.objects.update_or_create(class_name=class_name, resource=resource,
