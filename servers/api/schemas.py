@@ -138,6 +138,8 @@ META_ITEM_BODY = {
     "required": ["meta"],
     "additionalProperties": False,
 }
+#: ``/servers/{id}/tags`` exists from 2.26.
+TAGS_MIN_VERSION: Version = (2, 26)
 TAGS_BODY = {
     "type": "object",
     "properties": {"tags": {"type": "array", "items": _TAG, "maxItems": 50}},

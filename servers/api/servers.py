@@ -12,7 +12,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,30 +20,22 @@ from cells.context import target_cell
 from cloudcore.core.api.validation import as_bool, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CellDown, Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
 
-from ..models import BlockDeviceMapping, Instance, InstanceFault, Tag
+from ..models import BlockDeviceMapping, InstanceFault, Tag
 from ..presenter import base_url, links, present_server, present_server_brief
 from ..selectors import ServerRecord, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
+from ..services import metadata as metadata_svc
+from ..services import tags as tags_svc
+from ..services import update as update_svc
+from ..services.guards import record_target
 from . import schemas
 
 Version = tuple[int, int]
 MAX_LIMIT = 1000
-#: vm_states in which Nova lets metadata (and, plus the shelved ones, tags) change.
-METADATA_VM_STATES = ("active", "paused", "suspended", "stopped")
-TAGS_VM_STATES = (*METADATA_VM_STATES, "shelved", "shelved_offloaded")
-
-
-def _target(record: ServerRecord) -> dict[str, Any]:
-    user_id = None
-    if record.instance is not None:
-        user_id = record.instance.user_id
-    elif record.build_request is not None:
-        user_id = record.build_request.instance.get("user_id")
-    return {"project_id": record.project_id, "user_id": user_id}
 
 
 def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
@@ -53,7 +44,7 @@ def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
     whose cell does not answer is a 503, except for show from 2.69 (a down-cell stub)."""
     record = server_get(actor, server_id)
     if rule:
-        authorize(actor, rule, _target(record))
+        authorize(actor, rule, record_target(record))
     if record.down_cell and not (rule == "os_compute_api:servers:show" and version >= (2, 69)):
         raise CellDown(cell=record.cell.name if record.cell else "")
     return record
@@ -455,32 +446,14 @@ class ServerView(ComputeAPIView):
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = get_server(self.ctx, server_id, "os_compute_api:servers:update")
+        record = get_server(self.ctx, server_id)
         body = self.body()
         validate(body, schemas.update_schema(self.version))
         changes = body["server"]
-        fields = {"name": "display_name", "description": "display_description", "hostname": "hostname",
+        fields = {"name": "name", "description": "description", "hostname": "hostname",
                   "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
-        if record.build_request is not None:
-            br = record.build_request
-            br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
-            br.save(update_fields=["instance", "updated_at"])
-            return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
-                                                    self.version)})
-        assert record.cell is not None
-        with target_cell(record.cell):
-            instance = Instance.objects.get(uuid=record.uuid)
-            updated = []
-            for key, column in fields.items():
-                if key in changes:
-                    setattr(instance, column, changes[key])
-                    updated.append(column)
-            if updated:
-                instance.save(update_fields=[*updated, "updated_at"])
-                from ..services.notify import notify_instance
-
-                notify_instance(self.ctx, "instance.update", instance)
-            record.instance = instance
+        record = update_svc.server_update(actor=self.ctx, record=record,
+                                          **{arg: changes[key] for key, arg in fields.items() if key in changes})
         return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
                                                 self.version)})
 
@@ -491,162 +464,84 @@ class ServerView(ComputeAPIView):
 
 
 # --- metadata -------------------------------------------------------------------------------------
-def _metadata_record(view: ComputeAPIView, server_id: str, rule: str) -> ServerRecord:
-    record = get_server(view.ctx, server_id, rule)
-    return record
-
-
-def _current_metadata(record: ServerRecord) -> dict[str, str]:
-    if record.instance is not None:
-        return dict(record.instance.metadata or {})
-    assert record.build_request is not None
-    return dict(record.build_request.instance.get("metadata") or {})
-
-
-def _write_metadata(actor: RequestContext, record: ServerRecord, metadata: dict[str, str]) -> dict[str, str]:
-    from cloudcore.core.exceptions import InstanceInvalidState
-
-    from ..services.guards import check_not_locked, check_state
-
-    if record.instance is None or record.cell is None:
-        raise InstanceInvalidState(method="update metadata", instance_uuid=record.uuid, attr="vm_state",
-                                   state="building")
-    check_not_locked(actor, record.instance)
-    check_state(record.instance, "update metadata", vm_states=METADATA_VM_STATES)
-    limit = getattr(settings, "QUOTA_METADATA_ITEMS", 128)
-    if limit >= 0 and len(metadata) > limit:
-        raise _MetadataQuota(f"Quota exceeded for metadata_items: Requested {len(metadata)}, "
-                             f"but already used 0 of {limit} metadata_items")
-    with target_cell(record.cell):
-        Instance.objects.filter(uuid=record.uuid).update(metadata=metadata, updated_at=timezone.now())
-    return metadata
-
-
-class _MetadataQuota(Invalid):
-    code = 403
-
-
 class ServerMetadataView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:index")
-        return Response({"metadata": _current_metadata(record)})
+        record = get_server(self.ctx, server_id, "os_compute_api:server-metadata:index")
+        return Response({"metadata": metadata_svc.server_metadata_of(record)})
 
     def post(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:create")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.METADATA_BODY)
-        merged = {**_current_metadata(record), **body["metadata"]}
-        return Response({"metadata": _write_metadata(self.ctx, record, merged)})
+        return Response({"metadata": metadata_svc.server_metadata_update(
+            actor=self.ctx, record=record, metadata=body["metadata"], replace=False)})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update_all")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.METADATA_BODY)
-        return Response({"metadata": _write_metadata(self.ctx, record, dict(body["metadata"]))})
+        return Response({"metadata": metadata_svc.server_metadata_update(
+            actor=self.ctx, record=record, metadata=body["metadata"], replace=True)})
 
 
 class ServerMetadataItemView(ComputeAPIView):
     def get(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:show")
-        metadata = _current_metadata(record)
+        record = get_server(self.ctx, server_id, "os_compute_api:server-metadata:show")
+        metadata = metadata_svc.server_metadata_of(record)
         if key not in metadata:
-            raise NotFound("Metadata item was not found")
+            raise metadata_svc.MetadataItemNotFound()
         return Response({"meta": {key: metadata[key]}})
 
     def put(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.META_ITEM_BODY)
         if key not in body["meta"]:
             raise Invalid("Request body and URI mismatch")
-        merged = {**_current_metadata(record), key: body["meta"][key]}
-        _write_metadata(self.ctx, record, merged)
+        metadata_svc.server_metadata_item_set(actor=self.ctx, record=record, key=key, value=body["meta"][key])
         return Response({"meta": {key: body["meta"][key]}})
 
     def delete(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:delete")
-        metadata = _current_metadata(record)
-        if key not in metadata:
-            raise NotFound("Metadata item was not found")
-        metadata.pop(key)
-        _write_metadata(self.ctx, record, metadata)
+        record = get_server(self.ctx, server_id)
+        metadata_svc.server_metadata_item_delete(actor=self.ctx, record=record, key=key)
         return Response(status=204)
 
 
 # --- tags (2.26) ----------------------------------------------------------------------------------
-class _TagsMixin:
-    min_tags_version = (2, 26)
+class ServerTagsView(ComputeAPIView):
+    available_from = schemas.TAGS_MIN_VERSION
 
-    def _tag_record(self, view: ComputeAPIView, server_id: str, rule: str, write: bool = False) -> ServerRecord:
-        if view.version < (2, 26):
-            raise NotFound("The resource could not be found.")
-        record = get_server(view.ctx, server_id, rule)
-        if write:
-            from cloudcore.core.exceptions import InstanceInvalidState
-
-            from ..services.guards import ANY, check_not_locked, check_state
-
-            if record.instance is None or record.cell is None:
-                raise InstanceInvalidState(method="update tag", instance_uuid=record.uuid, attr="vm_state",
-                                           state="building")
-            check_not_locked(view.ctx, record.instance)
-            check_state(record.instance, "update tag", vm_states=TAGS_VM_STATES, task_states=ANY)
-        return record
-
-
-def _tags_of(record: ServerRecord) -> list[str]:
-    if record.build_request is not None:
-        return sorted(record.build_request.tags or [])
-    assert record.cell is not None
-    with target_cell(record.cell):
-        return list(Tag.objects.filter(instance_uuid=record.uuid).order_by("tag").values_list("tag", flat=True))
-
-
-class ServerTagsView(_TagsMixin, ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:index")
-        return Response({"tags": _tags_of(record)})
+        record = get_server(self.ctx, server_id, "os_compute_api:os-server-tags:index")
+        return Response({"tags": tags_svc.server_tags_of(record)})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update_all", write=True)
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.TAGS_BODY)
-        tags = sorted(set(body["tags"]))
-        assert record.cell is not None
-        with target_cell(record.cell):
-            Tag.objects.filter(instance_uuid=record.uuid).delete()
-            Tag.objects.bulk_create([Tag(instance_uuid=record.uuid, tag=t) for t in tags])
-        return Response({"tags": tags})
+        return Response({"tags": tags_svc.server_tags_replace(actor=self.ctx, record=record, tags=body["tags"])})
 
     def delete(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete_all", write=True)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            Tag.objects.filter(instance_uuid=record.uuid).delete()
+        record = get_server(self.ctx, server_id)
+        tags_svc.server_tags_delete_all(actor=self.ctx, record=record)
         return Response(status=204)
 
 
-class ServerTagView(_TagsMixin, ComputeAPIView):
+class ServerTagView(ComputeAPIView):
+    available_from = schemas.TAGS_MIN_VERSION
+
     def get(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:show")
-        if tag not in _tags_of(record):
-            raise NotFound(f"Tag {tag} could not be found.")
+        record = get_server(self.ctx, server_id, "os_compute_api:os-server-tags:show")
+        if tag not in tags_svc.server_tags_of(record):
+            raise tags_svc.TagNotFound(tag=tag)
         return Response(status=204)
 
     def put(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update", write=True)
+        record = get_server(self.ctx, server_id)
         validate(tag, schemas.TAG)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            if Tag.objects.filter(instance_uuid=record.uuid, tag=tag).exists():
-                return Response(status=204)
-            if Tag.objects.filter(instance_uuid=record.uuid).count() >= 50:
-                raise Invalid("The number of tags exceeded the per-server limit 50")
-            Tag.objects.create(instance_uuid=record.uuid, tag=tag)
+        if not tags_svc.server_tag_add(actor=self.ctx, record=record, tag=tag):
+            return Response(status=204)
         response = Response(status=201)
         response["Location"] = f"{base_url()}/v2.1/servers/{record.uuid}/tags/{tag}"
         return response
 
     def delete(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete", write=True)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            if not Tag.objects.filter(instance_uuid=record.uuid, tag=tag).delete()[0]:
-                raise NotFound(f"Tag {tag} could not be found.")
+        record = get_server(self.ctx, server_id)
+        tags_svc.server_tag_delete(actor=self.ctx, record=record, tag=tag)
         return Response(status=204)

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cloudcore.core.context import RequestContext, new_request_id
+from cloudcore.core.exceptions import NotFound
 
 from . import microversion
 from .microversion import Version, VersionRange
@@ -133,6 +134,14 @@ class OpenStackAPIView(APIView):
 class ComputeAPIView(OpenStackAPIView):
     version_range = microversion.COMPUTE
     extra_request_id_header = "x-compute-request-id"
+    #: The microversion a resource appeared in: below it the resource does not exist (404, as Nova
+    #: answers for a route its microversion does not have), whoever asks.
+    available_from: Version | None = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self.available_from is not None and self.version < self.available_from:
+            raise NotFound("The resource could not be found.")
 
 
 class UnversionedAPIView(OpenStackAPIView):
