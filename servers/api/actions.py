@@ -15,11 +15,13 @@ from rest_framework.response import Response
 from cells.context import target_cell
 from cloudcore.core.api.validation import VersionedSchema
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound, NotImplementedYet
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 
 from ..models import Instance
 from ..selectors import ServerRecord
 from ..services import power, shelve
+from ..services.password import server_set_password
+from ..services.reset_state import server_reset_state
 from .servers import get_server
 
 NULL = {"type": "null"}
@@ -185,11 +187,6 @@ def _unlock(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 
 @handles("os-resetState")
 def _reset_state(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    from cloudcore.core.policy import authorize
-
-    from ..services.reset_state import server_reset_state
-
-    authorize(view.ctx, "os_compute_api:os-admin-actions:reset_state", power.target(instance))
     server_reset_state(actor=view.ctx, instance=instance, state=body["state"])
 
 
@@ -211,18 +208,10 @@ def _unshelve(view: ServerActionView, request: Any, instance: Instance, cell: An
     shelve.server_unshelve(actor=view.ctx, instance=instance, cell=cell, new_az=new_az, host=body.get("host") or None)
 
 
-class SetPasswordNotSupported(NotImplementedYet):
-    message = "Unable to set password on instance"
-
-
 @handles("changePassword")
 def _change_password(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                      body: dict[str, Any]) -> None:
-    from cloudcore.core.policy import authorize
-
-    authorize(view.ctx, "os_compute_api:os-admin-password", power.target(instance))
-    # The libvirt driver has no guest agent channel: Nova answers 501 in that case too.
-    raise SetPasswordNotSupported()
+    server_set_password(actor=view.ctx, instance=instance, password=body["adminPass"])
 
 
 @handles("rebuild")

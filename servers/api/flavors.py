@@ -221,9 +221,8 @@ class FlavorView(FlavorAPIView):
     def put(self, request: Request, flavor_id: str) -> Response:
         if self.version < V255:
             raise NotFound("The resource could not be found.")
-        authorize(self.ctx, "os_compute_api:os-flavor-manage:update")
         data = validate(self.body(), FLAVOR_UPDATE)["flavor"]
-        flavor = svc.flavor_update_description(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id),
+        flavor = svc.flavor_update_description(actor=self.ctx, flavor_id=flavor_id,
                                                description=data["description"])
         return Response({"flavor": present_flavor(flavor, self.version, extra_specs=self.show_specs())})
 
@@ -241,11 +240,9 @@ class FlavorExtraSpecsView(FlavorAPIView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Create or update extra specs (admin)")
     def post(self, request: Request, flavor_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:create")
         specs = validate(self.body(), EXTRA_SPECS_CREATE)["extra_specs"]
         specs = {k: _spec_str(v) for k, v in specs.items()}
-        flavor = svc.flavor_get_any(flavor_id)
-        svc.extra_specs_set(actor=self.ctx, flavor=flavor, specs=specs,
+        svc.extra_specs_set(actor=self.ctx, flavor_id=flavor_id, specs=specs,
                             rule="os_compute_api:os-flavor-extra-specs:create")
         return Response({"extra_specs": specs})
 
@@ -261,19 +258,17 @@ class FlavorExtraSpecView(FlavorAPIView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update one extra spec (admin)")
     def put(self, request: Request, flavor_id: str, key: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:update")
         body = validate(self.body(), EXTRA_SPEC_UPDATE)
         if key not in body:
             raise Invalid("Request body and URI mismatch")
         specs = {key: _spec_str(body[key])}
-        svc.extra_specs_set(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id), specs=specs,
+        svc.extra_specs_set(actor=self.ctx, flavor_id=flavor_id, specs=specs,
                             rule="os_compute_api:os-flavor-extra-specs:update")
         return Response(specs)
 
     @extend_schema(responses={202: None}, summary="Delete one extra spec (admin)")
     def delete(self, request: Request, flavor_id: str, key: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:delete")
-        svc.extra_spec_delete(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id), key=key)
+        svc.extra_spec_delete(actor=self.ctx, flavor_id=flavor_id, key=key)
         return Response(status=202)
 
 
@@ -298,19 +293,7 @@ class FlavorActionView(FlavorAPIView):
         body = validate(body, FLAVOR_ACTION)
         action, args = next(iter(body.items()))
         if action == "addTenantAccess":
-            authorize(self.ctx, "os_compute_api:os-flavor-access:add_tenant_access")
-            flavor = svc.flavor_get_any(flavor_id)
-            _check_project(args["tenant"])
-            access = svc.flavor_access_add(actor=self.ctx, flavor=flavor, project_id=args["tenant"])
+            access = svc.flavor_access_add(actor=self.ctx, flavor_id=flavor_id, project_id=args["tenant"])
         else:
-            authorize(self.ctx, "os_compute_api:os-flavor-access:remove_tenant_access")
-            flavor = svc.flavor_get_any(flavor_id)
-            access = svc.flavor_access_remove(actor=self.ctx, flavor=flavor, project_id=args["tenant"])
+            access = svc.flavor_access_remove(actor=self.ctx, flavor_id=flavor_id, project_id=args["tenant"])
         return Response({"flavor_access": access})
-
-
-def _check_project(project_id: str) -> None:
-    from identity.models import Project
-
-    if not Project.objects.filter(id=project_id).exists():
-        raise Invalid(f"Project ID {project_id} is not a valid project.")
