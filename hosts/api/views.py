@@ -61,14 +61,12 @@ LEGACY = {"type": "object", "properties": {"host": {"type": "string", "minLength
 
 class ServiceView(ComputeAPIView):
     def put(self, request: Request, service_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-services:update")
         body = self.body()
         if self.version < (2, 53):
             return self._legacy(service_id, body)
         validate(body, UPDATE_253)
-        cs = svc.service_get(service_id)
         status = body.get("status")
-        cs = svc.service_update(cs, status=status.lower() if status else None,
+        cs = svc.service_update(actor=self.ctx, service_id=service_id, status=status.lower() if status else None,
                                 disabled_reason=body.get("disabled_reason"), forced_down=body.get("forced_down"))
         return Response({"service": present_service(cs, self.version)})
 
@@ -78,26 +76,25 @@ class ServiceView(ComputeAPIView):
         if action == "force-down" and self.version < (2, 11):
             raise NotFound("Unknown action force-down")
         validate(body, LEGACY)
-        cs = svc.service_find(host=body["host"], binary=body["binary"])
+        where: dict[str, Any] = {"actor": self.ctx, "host": body["host"], "binary": body["binary"]}
         out: dict[str, Any] = {"host": body["host"], "binary": body["binary"]}
         if action == "force-down":
             if "forced_down" not in body:
                 raise Invalid("Missing forced_down field")
-            svc.service_update(cs, forced_down=body["forced_down"])
+            svc.service_update(**where, forced_down=body["forced_down"])
             out["forced_down"] = body["forced_down"]
         elif action == "disable-log-reason":
             if not body.get("disabled_reason"):
                 raise Invalid("Missing disabled reason field")
-            svc.service_update(cs, status="disabled", disabled_reason=body["disabled_reason"])
+            svc.service_update(**where, status="disabled", disabled_reason=body["disabled_reason"])
             out.update(status="disabled", disabled_reason=body["disabled_reason"])
         else:
-            svc.service_update(cs, status="enabled" if action == "enable" else "disabled")
+            svc.service_update(**where, status="enabled" if action == "enable" else "disabled")
             out["status"] = "enabled" if action == "enable" else "disabled"
         return Response({"service": out})
 
     def delete(self, request: Request, service_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-services:delete")
-        svc.service_delete(svc.service_get(service_id))
+        svc.service_delete(actor=self.ctx, service_id=service_id)
         return Response(status=204)
 
 
