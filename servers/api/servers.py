@@ -295,7 +295,7 @@ def _parse_networks(raw: Any, version: Version) -> str | list[create_svc.Request
     return out
 
 
-def _parse_zone(actor: RequestContext, zone: str | None) -> tuple[str | None, str | None, str | None]:
+def _parse_zone(zone: str | None) -> tuple[str | None, str | None, str | None]:
     """``az``, ``az:host``, ``az::node`` or ``az:host:node`` (host/node for admins only)."""
     if not zone:
         return None, None, None
@@ -305,8 +305,6 @@ def _parse_zone(actor: RequestContext, zone: str | None) -> tuple[str | None, st
     az = parts[0] or None
     host = parts[1] if len(parts) > 1 and parts[1] else None
     node = parts[2] if len(parts) > 2 and parts[2] else None
-    if host or node:
-        authorize(actor, "os_compute_api:servers:create:forced_host", {"project_id": actor.project_id})
     return az, host, node
 
 
@@ -314,24 +312,18 @@ def _flavor_ref(value: Any) -> str:
     return str(value)
 
 
-def build_create_request(actor: RequestContext, body: dict[str, Any], version: Version
+def build_create_request(body: dict[str, Any], version: Version
                          ) -> create_svc.ServerCreateRequest:
     server = body["server"]
     hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
-    zone, forced_host, forced_node = _parse_zone(actor, server.get("availability_zone"))
+    zone, forced_host, forced_node = _parse_zone(server.get("availability_zone"))
     requested_host = server.get("host")
     requested_node = server.get("hypervisor_hostname")
-    if requested_host or requested_node:
-        authorize(actor, "os_compute_api:servers:create:requested_destination", {"project_id": actor.project_id})
     min_count = int(server.get("min_count", 1))
     max_count = int(server.get("max_count", min_count))
     if min_count > max_count:
         raise Invalid("min_count must be <= max_count")
     networks = _parse_networks(server.get("networks"), version)
-    if isinstance(networks, list) and networks:
-        authorize(actor, "os_compute_api:servers:create:attach_network", {"project_id": actor.project_id})
-    if server.get("block_device_mapping_v2"):
-        authorize(actor, "os_compute_api:servers:create:attach_volume", {"project_id": actor.project_id})
     if server.get("trusted_image_certificates"):
         raise Invalid("Image signature certificate validation is not supported by this cloud.")
     config_drive = server.get("config_drive")
@@ -366,12 +358,11 @@ def build_create_request(actor: RequestContext, body: dict[str, Any], version: V
 def create_server(view: ComputeAPIView, request: Request) -> Response:
     actor = view.ctx
     version = view.version
-    authorize(actor, "os_compute_api:servers:create", {"project_id": actor.project_id, "user_id": actor.user_id})
     body = view.body()
     if not isinstance(body, dict):
         raise Invalid("The request body is invalid.")
     validate(body, schemas.create_schema(version))
-    req = build_create_request(actor, body, version)
+    req = build_create_request(body, version)
     result = create_svc.server_create(actor=actor, request=req)
     if req.return_reservation_id:
         return Response({"reservation_id": result.reservation_id}, status=202)

@@ -69,3 +69,23 @@ def test_flavor_writes_check_policy_before_the_lookup(cloud):
     flavors.extra_specs_set(actor=RequestContext.system(), flavor_id=flavor.flavorid, specs={"k": "v"},
                             rule="os_compute_api:os-flavor-extra-specs:create")
     assert FlavorExtraSpec.objects.get(flavor=flavor).value == "v"
+
+
+def test_server_create_checks_the_rules_of_each_privileged_part(cloud):
+    # given a member and a flavor
+    from cells.models import InstanceMapping
+    from servers.models import Flavor
+    from servers.services.create import ServerCreateRequest, server_create
+
+    member = context_for_token(cloud.member().token)[1]
+    flavor = Flavor.objects.get(name="m1.tiny").flavorid
+    base = {"name": "vm", "flavor_ref": flavor, "image_ref": cloud.image_id}
+    # when it forces a host or requests a destination, then the admin rules refuse
+    with pytest.raises(PolicyNotAuthorized, match="servers:create:forced_host"):
+        server_create(actor=member, request=ServerCreateRequest(**base, forced_host="compute1"))
+    with pytest.raises(PolicyNotAuthorized, match="servers:create:requested_destination"):
+        server_create(actor=member, request=ServerCreateRequest(**base, requested_host="compute1"))
+    assert not InstanceMapping.objects.exists()
+    # when it asks for nothing privileged, then the server is accepted (mapping written)
+    result = server_create(actor=member, request=ServerCreateRequest(**base))
+    assert InstanceMapping.objects.filter(instance_uuid=result.instance_uuids[0]).exists()
