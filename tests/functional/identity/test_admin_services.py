@@ -121,3 +121,31 @@ def test_token_revoke_is_the_owners_or_an_admins(actors: dict[str, RequestContex
     # when an admin does, then it is revoked
     tokens.token_revoke(actor=actors["admin"], token_id=token.id)
     assert Token.objects.get(id=token.id).revoked
+
+
+def test_policy_rule_grants_need_the_operator_rule(actors: dict[str, RequestContext],
+                                                   people: dict[str, Any]) -> None:
+    from cloudcore.core import policy
+    from cloudcore.core.exceptions import Invalid
+    from identity.services.policy_admin import policy_rule_grant_change
+
+    # given a rule nobody holds and a project
+    rule = "test:services:rule"
+    policy.register(rule, "nobody", "a rule for the service test")
+    project = people["demo_project"]
+    # when a member grants it to its own project, then the operator rule refuses; nothing granted
+    with pytest.raises(PolicyNotAuthorized, match="identity:grant_policy_rule"):
+        policy_rule_grant_change(actor=actors["member"], rule=rule, grant=True, project_id=project.id)
+    assert policy.grants_of(rule) == []
+    # when the admin grants it without a holder or for an unknown rule, then it is a bad request
+    with pytest.raises(Invalid, match="Choose a user"):
+        policy_rule_grant_change(actor=actors["admin"], rule=rule, grant=True)
+    with pytest.raises(Invalid):
+        policy_rule_grant_change(actor=actors["admin"], rule="no:such:rule", grant=True, project_id=project.id)
+    # when the admin grants it to the project and revokes it, then the grant comes and goes
+    policy_rule_grant_change(actor=actors["admin"], rule=rule, grant=True, project_id=project.id)
+    assert policy.grants_of(rule) == [{"group": f"project-members:{project.id}", "project": project.id}]
+    with pytest.raises(PolicyNotAuthorized, match="identity:revoke_policy_rule"):
+        policy_rule_grant_change(actor=actors["member"], rule=rule, grant=False, project_id=project.id)
+    policy_rule_grant_change(actor=actors["admin"], rule=rule, grant=False, project_id=project.id)
+    assert policy.grants_of(rule) == []
