@@ -10,14 +10,16 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from django.conf import settings
 
+from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 
 from .choices import PowerState
-from .models import Instance
+from .models import BlockDeviceMapping, Instance, InstanceAction, InstanceActionEvent, Migration
 from .selectors import ServerRecord
 from .status import PROGRESS_STATUSES, shown_vm_state, status_from_state
 
@@ -275,3 +277,74 @@ def present_down_cell(record: ServerRecord, *, version: Version) -> dict[str, An
     if record.mapping is not None:
         body["created"] = _ts(record.mapping.created_at)
     return body
+
+
+# --- os-migrations --------------------------------------------------------------------------------
+MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
+    VField("id", attrgetter("id")),
+    VField("status", attrgetter("status")),
+    VField("instance_uuid", attrgetter("instance_uuid")),
+    VField("source_node", attrgetter("source_node")),
+    VField("source_compute", attrgetter("source_compute")),
+    VField("dest_node", attrgetter("dest_node")),
+    VField("dest_compute", attrgetter("dest_compute")),
+    VField("dest_host", attrgetter("dest_host")),
+    VField("old_instance_type_id", attrgetter("old_instance_type_id")),
+    VField("new_instance_type_id", attrgetter("new_instance_type_id")),
+    VField("created_at", lambda m: _ts_micro(m.created_at)),
+    VField("updated_at", lambda m: _ts_micro(m.updated_at)),
+    VField("migration_type", attrgetter("migration_type"), since=(2, 23)),
+    VField("uuid", attrgetter("uuid"), since=(2, 59)),
+    VField("user_id", attrgetter("user_id"), since=(2, 80)),
+    VField("project_id", attrgetter("project_id"), since=(2, 80)),
+)
+
+
+# --- os-instance-actions --------------------------------------------------------------------------
+INSTANCE_ACTION_FIELDS: tuple[VField[InstanceAction], ...] = (
+    VField("action", attrgetter("action")),
+    VField("instance_uuid", attrgetter("instance_uuid")),
+    VField("message", attrgetter("message")),
+    VField("project_id", attrgetter("project_id")),
+    VField("request_id", attrgetter("request_id")),
+    VField("start_time", lambda a: _ts_micro(a.start_time)),
+    VField("user_id", attrgetter("user_id")),
+    VField("updated_at", lambda a: _ts_micro(a.updated_at or a.start_time), since=(2, 58)),
+)
+
+
+@dataclass(frozen=True)
+class EventView:
+    """An instance action event as the API shows it to one actor (what its policies let it see)."""
+
+    event: InstanceActionEvent
+    project_id: str
+    #: ``os_compute_api:os-instance-actions:events`` passes: traceback and host are shown.
+    with_host_details: bool
+    #: ``os_compute_api:os-instance-actions:events:details`` passes.
+    with_details: bool
+
+
+INSTANCE_ACTION_EVENT_FIELDS: tuple[VField[EventView], ...] = (
+    VField("event", attrgetter("event.event")),
+    VField("start_time", lambda e: _ts_micro(e.event.start_time)),
+    VField("finish_time", lambda e: _ts_micro(e.event.finish_time)),
+    VField("result", attrgetter("event.result")),
+    VField("traceback", attrgetter("event.traceback"), when=attrgetter("with_host_details")),
+    VField("hostId", lambda e: host_id(e.project_id, e.event.host), since=(2, 62)),
+    VField("host", lambda e: e.event.host or "", since=(2, 62), when=attrgetter("with_host_details")),
+    VField("details", attrgetter("event.details"), since=(2, 84), when=attrgetter("with_details")),
+)
+
+
+# --- os-volume_attachments ------------------------------------------------------------------------
+VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
+    VField("device", attrgetter("device_name")),
+    VField("serverId", attrgetter("instance_uuid")),
+    VField("volumeId", attrgetter("volume_id")),
+    VField("id", attrgetter("volume_id"), until=(2, 88)),
+    VField("tag", attrgetter("tag"), since=(2, 70)),
+    VField("delete_on_termination", attrgetter("delete_on_termination"), since=(2, 79)),
+    VField("attachment_id", attrgetter("attachment_id"), since=(2, 89)),
+    VField("bdm_uuid", attrgetter("uuid"), since=(2, 89)),
+)

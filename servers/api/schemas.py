@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudcore.core.api.validation import METADATA, NAME
+from cloudcore.core.api.validation import METADATA, NAME, VersionedSchema
+from cloudcore.core.api.versioned import Since
 
 Version = tuple[int, int]
 
@@ -147,3 +148,39 @@ TAGS_BODY = {
     "additionalProperties": False,
 }
 TAG = _TAG
+
+
+#: ``GET /os-migrations`` query parameters that appeared after 2.1 (ignored below).
+MIGRATION_QUERY = Since({"limit": (2, 59), "marker": (2, 59), "user_id": (2, 80), "project_id": (2, 80)})
+
+#: ``GET /servers/{id}/os-instance-actions`` query parameters after 2.1 (ignored below).
+INSTANCE_ACTION_QUERY = Since({"limit": (2, 58), "marker": (2, 58), "changes-since": (2, 58),
+                               "changes-before": (2, 66)})
+#: os-instance-actions behaviours: actions of deleted servers (2.21), events shown to every
+#: reader of the action, not only to holders of the events rule (2.51).
+INSTANCE_ACTION_FEATURES = Since({"deleted_servers": (2, 21), "events_for_all": (2, 51)})
+
+
+# --- /servers/{id}/os-volume_attachments ----------------------------------------------------------
+def _attachment(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": ["volumeAttachment"], "additionalProperties": False, "properties": {
+        "volumeAttachment": {"type": "object", "required": ["volumeId"], "additionalProperties": False,
+                             "properties": props}}}
+
+
+_DEVICE = {"type": ["string", "null"], "pattern": "(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$"}
+_ATTACH_BASE = {"volumeId": {"type": "string", "format": "uuid"}, "device": _DEVICE}
+_ATTACH_TAG = {"tag": {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}}
+#: 2.49 ``tag``, 2.79 ``delete_on_termination``.
+VOLUME_ATTACH = VersionedSchema(
+    ("2.1", "2.48", _attachment(_ATTACH_BASE)),
+    ("2.49", "2.78", _attachment({**_ATTACH_BASE, **_ATTACH_TAG})),
+    ("2.79", None, _attachment({**_ATTACH_BASE, **_ATTACH_TAG, "delete_on_termination": {"type": "boolean"}})),
+)
+_SWAP_BASE: dict[str, Any] = {"volumeId": {"type": "string"}, "id": {}, "serverId": {}, "device": {}}
+#: ``PUT`` (swap, and from 2.85 the other attachment fields, of which only delete_on_termination may change).
+VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
+    ("2.1", "2.84", {**_attachment(_SWAP_BASE), "additionalProperties": True}),
+    ("2.85", None, {**_attachment({**_SWAP_BASE, "delete_on_termination": {"type": "boolean"}, "tag": {},
+                                   "attachment_id": {}, "bdm_uuid": {}}), "additionalProperties": True}),
+)

@@ -1,0 +1,61 @@
+"""Declarative microversion tables (STYLE rule 15): each response field, query parameter, body key
+or behaviour states the microversion range it exists in, once, in a table next to its resource;
+views ask the table instead of comparing versions.
+
+- ``Field(name, get, since, until)`` and ``present(FIELDS, obj, version)``: a response body.
+- ``Since({...})``: names (query parameters, body keys, behaviours) and the version they appear
+  in; ``.has(name, version)`` and ``.only(mapping, version)`` (the entries that exist at
+  ``version``; the others are ignored, as Nova ignores them below their microversion).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+Version = tuple[int, int]
+#: No upper bound: the field still exists at the newest microversion.
+LATEST: Version = (99, 999)
+FIRST: Version = (0, 0)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Field(Generic[T]):
+    """One response field: its name, how to read it from the presented object, and the
+    microversions it exists in (``since`` to ``until``, both included)."""
+
+    name: str
+    get: Callable[[T], Any]
+    since: Version = FIRST
+    until: Version = LATEST
+    #: Shown only when this holds for the object (a policy-guarded field, Nova's extensions).
+    when: Callable[[T], bool] | None = None
+
+    def at(self, version: Version) -> bool:
+        return self.since <= tuple(version) <= self.until
+
+
+def present(fields: Iterable[Field[T]], obj: T, version: Version) -> dict[str, Any]:
+    """The body of ``obj`` at ``version``: every field of the table that exists then (and whose
+    ``when`` holds), in table order."""
+    return {f.name: f.get(obj) for f in fields if f.at(version) and (f.when is None or f.when(obj))}
+
+
+def field_at(fields: Iterable[Field[Any]], name: str, version: Version) -> bool:
+    """Whether the table's field ``name`` exists at ``version``."""
+    return any(f.name == name and f.at(version) for f in fields)
+
+
+@dataclass(frozen=True)
+class Since:
+    """Names and the microversion each appears in (names not listed exist in every version)."""
+
+    table: Mapping[str, Version]
+
+    def has(self, name: str, version: Version) -> bool:
+        return tuple(version) >= self.table.get(name, FIRST)
+
+    def only(self, mapping: Mapping[str, Any], version: Version) -> dict[str, Any]:
+        return {k: v for k, v in mapping.items() if self.has(k, version)}
