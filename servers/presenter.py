@@ -15,11 +15,20 @@ from typing import Any
 
 from django.conf import settings
 
+from cloudcore.core.api.versioned import ByVersion
 from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 
 from .choices import PowerState
-from .models import BlockDeviceMapping, Instance, InstanceAction, InstanceActionEvent, Migration
+from .models import (
+    BlockDeviceMapping,
+    Flavor,
+    Instance,
+    InstanceAction,
+    InstanceActionEvent,
+    KeyPair,
+    Migration,
+)
 from .selectors import ServerRecord
 from .status import PROGRESS_STATUSES, shown_vm_state, status_from_state
 
@@ -347,4 +356,71 @@ VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
     VField("delete_on_termination", attrgetter("delete_on_termination"), since=(2, 79)),
     VField("attachment_id", attrgetter("attachment_id"), since=(2, 89)),
     VField("bdm_uuid", attrgetter("uuid"), since=(2, 89)),
+)
+
+
+# --- os-keypairs ----------------------------------------------------------------------------------
+def _ts_naive_micro(value: Any) -> str | None:
+    return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+
+
+_KEYPAIR_KEY: tuple[VField[KeyPair], ...] = (
+    VField("name", attrgetter("name")),
+    VField("public_key", attrgetter("public_key")),
+    VField("fingerprint", attrgetter("fingerprint")),
+)
+_KEYPAIR_TYPE: VField[KeyPair] = VField("type", attrgetter("type"), since=(2, 2))
+#: An entry of ``GET /os-keypairs`` (wrapped in ``{"keypair": ...}``).
+KEYPAIR_BRIEF_FIELDS = (*_KEYPAIR_KEY, _KEYPAIR_TYPE)
+#: ``GET /os-keypairs/{name}``.
+KEYPAIR_FIELDS: tuple[VField[KeyPair], ...] = (
+    *_KEYPAIR_KEY,
+    VField("user_id", attrgetter("user_id")),
+    VField("created_at", lambda k: _ts_naive_micro(k.created_at)),
+    VField("updated_at", lambda k: _ts_naive_micro(k.updated_at)),
+    VField("deleted", lambda k: False),
+    VField("deleted_at", lambda k: None),
+    VField("id", attrgetter("id")),
+    _KEYPAIR_TYPE,
+)
+#: ``POST /os-keypairs`` (``private_key`` is added when the key was generated).
+KEYPAIR_CREATED_FIELDS = (*_KEYPAIR_KEY, VField("user_id", attrgetter("user_id")), _KEYPAIR_TYPE)
+KEYPAIR_CREATE_STATUS = ByVersion({(2, 1): 200, (2, 2): 201})
+KEYPAIR_DELETE_STATUS = ByVersion({(2, 1): 202, (2, 2): 204})
+
+
+# --- flavors --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ShownFlavor:
+    """A flavor as shown to one actor (``extra_specs`` only with the extra-specs index rule)."""
+
+    flavor: Flavor
+    with_extra_specs: bool = False
+
+
+_FLAVOR_BRIEF: tuple[VField[ShownFlavor], ...] = (
+    VField("id", attrgetter("flavor.flavorid")),
+    VField("name", attrgetter("flavor.name")),
+    VField("links", lambda f: links("flavors", f.flavor.flavorid)),
+)
+_FLAVOR_DESCRIPTION: VField[ShownFlavor] = VField("description", attrgetter("flavor.description"), since=(2, 55))
+#: An entry of ``GET /flavors``.
+FLAVOR_BRIEF_FIELDS = (*_FLAVOR_BRIEF, _FLAVOR_DESCRIPTION)
+#: ``GET /flavors/detail`` entries and ``/flavors/{id}``: 2.55 ``description``, 2.61
+#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``.
+FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
+    _FLAVOR_BRIEF[0], _FLAVOR_BRIEF[1],
+    VField("ram", attrgetter("flavor.memory_mb")),
+    VField("disk", attrgetter("flavor.root_gb")),
+    VField("vcpus", attrgetter("flavor.vcpus")),
+    _FLAVOR_BRIEF[2],
+    VField("OS-FLV-EXT-DATA:ephemeral", attrgetter("flavor.ephemeral_gb")),
+    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled")),
+    VField("os-flavor-access:is_public", attrgetter("flavor.is_public")),
+    VField("swap", lambda f: f.flavor.swap or "", until=(2, 74)),
+    VField("swap", attrgetter("flavor.swap"), since=(2, 75)),
+    VField("rxtx_factor", attrgetter("flavor.rxtx_factor")),
+    _FLAVOR_DESCRIPTION,
+    VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
+           when=attrgetter("with_extra_specs")),
 )

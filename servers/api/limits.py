@@ -12,30 +12,32 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.validation import reject_unknown_params
+from cloudcore.core.api.versioned import Field, Since, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize, can
 
 from ..services.keypairs import MAX_KEYPAIRS
 from ..services.quotas import quota_limits, quota_usage
 
-V236, V257, V275 = (2, 36), (2, 57), (2, 75)
-
-#: (field, value, removed at) — fixed Nova defaults for what cloudcore does not meter.
-FIXED_LIMITS: list[tuple[str, int, tuple[int, int] | None]] = [
-    ("maxServerMeta", 128, None),
-    ("maxPersonality", 5, V257),
-    ("maxPersonalitySize", 10240, V257),
-    ("maxImageMeta", 128, None),
-    ("maxTotalKeypairs", MAX_KEYPAIRS, None),
-    ("maxServerGroups", 10, None),
-    ("maxServerGroupMembers", 10, None),
-    ("maxSecurityGroups", -1, V236),
-    ("maxSecurityGroupRules", -1, V236),
-    ("maxTotalFloatingIps", -1, V236),
-    ("totalFloatingIpsUsed", 0, V236),
-    ("totalSecurityGroupsUsed", 0, V236),
-    ("totalServerGroupsUsed", 0, None),
-]
+#: Fixed Nova defaults for what cloudcore does not meter, with the microversion range each is
+#: shown in (2.36 drops the network proxies, 2.57 the personality limits).
+FIXED_LIMITS: tuple[Field[None], ...] = (
+    Field("maxServerMeta", lambda _: 128),
+    Field("maxPersonality", lambda _: 5, until=(2, 56)),
+    Field("maxPersonalitySize", lambda _: 10240, until=(2, 56)),
+    Field("maxImageMeta", lambda _: 128),
+    Field("maxTotalKeypairs", lambda _: MAX_KEYPAIRS),
+    Field("maxServerGroups", lambda _: 10),
+    Field("maxServerGroupMembers", lambda _: 10),
+    Field("maxSecurityGroups", lambda _: -1, until=(2, 35)),
+    Field("maxSecurityGroupRules", lambda _: -1, until=(2, 35)),
+    Field("maxTotalFloatingIps", lambda _: -1, until=(2, 35)),
+    Field("totalFloatingIpsUsed", lambda _: 0, until=(2, 35)),
+    Field("totalSecurityGroupsUsed", lambda _: 0, until=(2, 35)),
+    Field("totalServerGroupsUsed", lambda _: 0),
+)
+#: 2.75: query parameters other than ``tenant_id`` are a 400.
+LIMITS_FEATURES = Since({"strict_query": (2, 75)})
 
 
 def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]:
@@ -48,10 +50,8 @@ def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]
         "totalInstancesUsed": usage.instances,
         "totalCoresUsed": usage.cores,
         "totalRAMUsed": usage.ram,
+        **present(FIXED_LIMITS, None, version),
     }
-    for name, value, removed in FIXED_LIMITS:
-        if removed is None or version < removed:
-            body[name] = value
     return dict(sorted(body.items()))
 
 
@@ -60,7 +60,7 @@ class LimitsView(ComputeAPIView):
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:limits")
         params = request.query_params
-        if self.version >= V275:
+        if LIMITS_FEATURES.has("strict_query", self.version):
             reject_unknown_params(params, {"tenant_id"})
         project_id = self.ctx.project_id or ""
         asked = params.get("tenant_id")

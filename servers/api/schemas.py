@@ -184,3 +184,15 @@ VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
     ("2.85", None, {**_attachment({**_SWAP_BASE, "delete_on_termination": {"type": "boolean"}, "tag": {},
                                    "attachment_id": {}, "bdm_uuid": {}}), "additionalProperties": True}),
 )
+
+
+# --- /os-keypairs ---------------------------------------------------------------------------------
+#: Query parameters: 2.10 ``user_id`` (admins act for another user), 2.35 paging.
+KEYPAIR_QUERY = Since({"user_id": (2, 10), "limit": (2, 35), "marker": (2, 35)})
+#: 2.75 unknown query parameters are a 400; 2.92 keys are imported only (``public_key`` required).
+KEYPAIR_FEATURES = Since({"strict_query": (2, 75), "import_only": (2, 92)})
+
+
+# --- /flavors -------------------------------------------------------------------------------------
+#: 2.55 ``PUT /flavors/{id}`` (description); 2.75 unknown list query parameters are a 400.
+FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75)})

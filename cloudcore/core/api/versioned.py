@@ -4,8 +4,11 @@ views ask the table instead of comparing versions.
 
 - ``Field(name, get, since, until)`` and ``present(FIELDS, obj, version)``: a response body.
 - ``Since({...})``: names (query parameters, body keys, behaviours) and the version they appear
-  in; ``.has(name, version)`` and ``.only(mapping, version)`` (the entries that exist at
-  ``version``; the others are ignored, as Nova ignores them below their microversion).
+  in; ``.has(name, version)``, ``.names_at(version)`` and ``.only(mapping, version)`` (the
+  entries that exist at ``version``; the others are ignored, as Nova ignores them below their
+  microversion).
+- ``ByVersion({(2, 1): 200, (2, 2): 201})``: a value that changed with the microversion (a
+  status code, a default), ``.at(version)``.
 """
 from __future__ import annotations
 
@@ -59,3 +62,18 @@ class Since:
 
     def only(self, mapping: Mapping[str, Any], version: Version) -> dict[str, Any]:
         return {k: v for k, v in mapping.items() if self.has(k, version)}
+
+    def names_at(self, version: Version) -> set[str]:
+        """The listed names that exist at ``version``."""
+        return {name for name in self.table if self.has(name, version)}
+
+
+@dataclass(frozen=True)
+class ByVersion(Generic[T]):
+    """A value per microversion: each key is the version from which its value holds."""
+
+    values: Mapping[Version, T]
+
+    def at(self, version: Version) -> T:
+        current = [since for since in self.values if since <= tuple(version)]
+        return self.values[max(current)]
