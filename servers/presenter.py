@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from cloudcore.core.api.versioned import ByVersion
+from cloudcore.core.api.versioned import ByVersion, present
 from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 
@@ -265,6 +265,26 @@ def present_server(
     return body
 
 
+def server_field_at(name: str, version: Version) -> bool:
+    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (so its extras are worth loading)."""
+    return any(f.name == name and f.min_version <= version <= f.max_version for f in SERVER_FIELDS)
+
+
+#: Before 2.75 Nova answers ``PUT /servers/{id}`` with a reduced server: without these fields and
+#: without the extended attributes (names with these prefixes).
+UPDATE_FULL_SINCE: Version = (2, 75)
+_UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
+_UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
+
+
+def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
+    """The answer to ``PUT /servers/{id}``: the detail body, reduced before 2.75."""
+    if version >= UPDATE_FULL_SINCE:
+        return body
+    return {k: v for k, v in body.items()
+            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+
+
 def present_server_brief(record: ServerRecord) -> dict[str, Any]:
     """The ``GET /servers`` (non-detail) entry."""
     name = ""
@@ -286,6 +306,28 @@ def present_down_cell(record: ServerRecord, *, version: Version) -> dict[str, An
     if record.mapping is not None:
         body["created"] = _ts(record.mapping.created_at)
     return body
+
+
+def present_down_cell_show(record: ServerRecord, *, version: Version, spec: dict[str, Any]) -> dict[str, Any]:
+    """``GET /servers/{id}`` of a server whose cell does not answer (2.69+): the stub plus what the
+    API database knows (the RequestSpec ``spec``: flavor, image, zone); 2.71 ``server_groups``."""
+    body = present_down_cell(record, version=version)
+    flavor = spec.get("flavor") or {}
+    image = spec.get("image") or {}
+    body["user_id"] = record.mapping.user_id if record.mapping else None
+    body["image"] = {"id": image["id"], "links": [links("images", image["id"])[1]]} if image.get("id") else ""
+    body["flavor"] = {"vcpus": flavor.get("vcpus"), "ram": flavor.get("memory_mb"), "disk": flavor.get("root_gb"),
+                      "ephemeral": flavor.get("ephemeral_gb", 0), "swap": flavor.get("swap", 0),
+                      "original_name": flavor.get("name"), "extra_specs": flavor.get("extra_specs", {})}
+    body["OS-EXT-AZ:availability_zone"] = spec.get("availability_zone") or "UNKNOWN"
+    body["OS-EXT-STS:power_state"] = 0
+    body.update(present(DOWN_CELL_SHOW_FIELDS, record, version))
+    return body
+
+
+DOWN_CELL_SHOW_FIELDS: tuple[VField[ServerRecord], ...] = (
+    VField("server_groups", lambda r: [], since=(2, 71)),
+)
 
 
 # --- os-migrations --------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """Compute API views owned by scheduling: ``os-aggregates`` (admin) and ``os-availability-zone``.
 
-Thin views over ``scheduling.services.aggregates``; shapes per microversion (2.41 adds ``uuid``).
+Thin views over ``scheduling.services.aggregates`` (writes through ``aggregate_admin``); shapes per
+microversion in ``AGGREGATE_FIELDS`` (2.41 adds ``uuid``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -14,6 +16,7 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
 from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import Field, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
@@ -22,30 +25,33 @@ from ..models import Aggregate
 from ..services import aggregate_admin as admin
 from ..services import aggregates as svc
 
-V241 = (2, 41)
-
 
 def _ts(value: datetime | None) -> str | None:
     return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
 
+def _members(data: dict[str, Any]) -> bool:
+    return bool(data.get("_with_members"))
+
+
+#: The aggregate body, keys in Nova's (sorted) order: 2.41 adds ``uuid``; ``hosts`` and
+#: ``metadata`` are left out of the create answer.
+AGGREGATE_FIELDS: tuple[Field[dict[str, Any]], ...] = (
+    Field("availability_zone", itemgetter("availability_zone")),
+    Field("created_at", lambda d: _ts(d["created_at"])),
+    Field("deleted", itemgetter("deleted")),
+    Field("deleted_at", lambda d: _ts(d["deleted_at"])),
+    Field("hosts", itemgetter("hosts"), when=_members),
+    Field("id", itemgetter("id")),
+    Field("metadata", itemgetter("metadata"), when=_members),
+    Field("name", itemgetter("name")),
+    Field("updated_at", lambda d: _ts(d["updated_at"])),
+    Field("uuid", itemgetter("uuid"), since=(2, 41)),
+)
+
+
 def present_aggregate(aggregate: Aggregate, version: Version, *, with_members: bool = True) -> dict[str, Any]:
-    data = svc.aggregate_to_dict(aggregate)
-    body: dict[str, Any] = {
-        "availability_zone": data["availability_zone"],
-        "created_at": _ts(data["created_at"]),
-        "deleted": data["deleted"],
-        "deleted_at": _ts(data["deleted_at"]),
-        "id": data["id"],
-        "name": data["name"],
-        "updated_at": _ts(data["updated_at"]),
-    }
-    if with_members:
-        body["hosts"] = data["hosts"]
-        body["metadata"] = data["metadata"]
-    if version >= V241:
-        body["uuid"] = data["uuid"]
-    return dict(sorted(body.items()))
+    return present(AGGREGATE_FIELDS, {**svc.aggregate_to_dict(aggregate), "_with_members": with_members}, version)
 
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}

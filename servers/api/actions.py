@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from cells.context import target_cell
 from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 
@@ -123,6 +124,17 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         "additionalProperties": False}, "changePassword"))),
 }
 
+#: Body keys an action honours only from a microversion on (below it they are ignored, whatever
+#: the body holds, as Nova does): 2.56 migrate ``host``, 2.73 lock ``locked_reason``, 2.77
+#: unshelve ``availability_zone`` (2.91 ``host``, which the schema only accepts from then).
+ACTION_ARGS: dict[str, Since] = {
+    "migrate": Since({"host": (2, 56)}),
+    "lock": Since({"locked_reason": (2, 73)}),
+    "unshelve": Since({"availability_zone": (2, 77), "host": (2, 77)}),
+}
+#: 2.45: createImage answers ``{"image_id": ...}`` instead of a ``Location`` header.
+ACTION_FEATURES = Since({"create_image_body": (2, 45)})
+
 Handler = Callable[["ServerActionView", Any, Instance, Any, dict[str, Any]], Response | None]
 HANDLERS: dict[str, Handler] = {}
 
@@ -148,8 +160,11 @@ class ServerActionView(ComputeAPIView):
         schema.validate(body, self.version)
         record = get_server(self.ctx, server_id, version=self.version)
         instance, cell = self._instance(record)
+        args = body[key] or {}
+        if key in ACTION_ARGS:
+            args = ACTION_ARGS[key].only(args if isinstance(args, dict) else {}, self.version)
         with target_cell(cell):
-            response = handler(self, request, instance, cell, body[key] or {})
+            response = handler(self, request, instance, cell, args)
         return response or Response(status=202)
 
     def _instance(self, record: ServerRecord) -> tuple[Instance, Any]:
@@ -175,9 +190,7 @@ def _reboot(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 
 @handles("lock")
 def _lock(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    # before 2.73 the body is not looked at (Nova): any JSON value is accepted and ignored
-    reason = body.get("locked_reason") if view.version >= (2, 73) else None
-    power.server_lock(actor=view.ctx, instance=instance, reason=reason)
+    power.server_lock(actor=view.ctx, instance=instance, reason=body.get("locked_reason"))
 
 
 @handles("unlock")
@@ -202,8 +215,6 @@ def _offload(view: ServerActionView, request: Any, instance: Instance, cell: Any
 
 @handles("unshelve")
 def _unshelve(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    if view.version < (2, 77):
-        body = {}  # before 2.77 the body is not looked at (Nova)
     new_az = body["availability_zone"] if "availability_zone" in body else shelve.UNSET
     shelve.server_unshelve(actor=view.ctx, instance=instance, cell=cell, new_az=new_az, host=body.get("host") or None)
 
@@ -265,8 +276,7 @@ def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 def _migrate(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
     from ..services import resize
 
-    host = body.get("host") if view.version >= (2, 56) else None
-    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=host)
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=body.get("host"))
 
 
 @handles("confirmResize")
@@ -293,7 +303,7 @@ def _create_image(view: ServerActionView, request: Any, instance: Instance, cell
 
     image_id = server_create_image(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
                                   metadata=body.get("metadata") or {})
-    if view.version >= (2, 45):
+    if ACTION_FEATURES.has("create_image_body", view.version):
         return Response({"image_id": image_id}, status=202)
     response = Response(status=202)
     response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"

@@ -196,3 +196,12 @@ KEYPAIR_FEATURES = Since({"strict_query": (2, 75), "import_only": (2, 92)})
 # --- /flavors -------------------------------------------------------------------------------------
 #: 2.55 ``PUT /flavors/{id}`` (description); 2.75 unknown list query parameters are a 400.
 FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75)})
+
+
+# --- /servers list and show -----------------------------------------------------------------------
+#: 2.69 servers of a cell that does not answer are listed (and shown) as stubs instead of left
+#: out (503 on show); 2.75 unknown list query parameters are a 400; 2.83 members may filter
+#: their project's servers by ``user_id`` (admins always could).
+SERVER_FEATURES = Since({"down_cell_stubs": (2, 69), "strict_query": (2, 75), "member_user_id_filter": (2, 83)})
+#: List filters that appeared after 2.1 (ignored below).
+SERVER_LIST_QUERY = Since({"locked": (2, 73)})

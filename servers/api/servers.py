@@ -24,7 +24,15 @@ from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
 
 from ..models import BlockDeviceMapping, InstanceFault, Tag
-from ..presenter import base_url, links, present_server, present_server_brief
+from ..presenter import (
+    base_url,
+    links,
+    present_down_cell_show,
+    present_server,
+    present_server_brief,
+    present_updated_server,
+    server_field_at,
+)
 from ..selectors import ServerRecord, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
@@ -45,7 +53,8 @@ def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
     record = server_get(actor, server_id)
     if rule:
         authorize(actor, rule, record_target(record))
-    if record.down_cell and not (rule == "os_compute_api:servers:show" and version >= (2, 69)):
+    if record.down_cell and not (rule == "os_compute_api:servers:show"
+                                 and schemas.SERVER_FEATURES.has("down_cell_stubs", version)):
         raise CellDown(cell=record.cell.name if record.cell else "")
     return record
 
@@ -93,11 +102,12 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     faults: dict[str, dict[str, Any]] = {}
     volumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     host_status: dict[str, str] = {}
-    want_host_status = version >= (2, 16)
+    want_host_status = server_field_at("host_status", version)
+    want_tags = server_field_at("tags", version)
     for cell_uuid, cell_records in by_cell.items():
         uuids = [r.uuid for r in cell_records]
         with target_cell(cell_uuid):
-            if version >= (2, 26):
+            if want_tags:
                 for t in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag"):
                     tags[t.instance_uuid].append(t.tag)
             shows_fault = [r.uuid for r in cell_records
@@ -119,11 +129,11 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                         assert r.instance is not None
                         host_status[r.uuid] = _host_status(services, r.instance.host)
     for r in records:
-        if r.build_request is not None and version >= (2, 26):
+        if r.build_request is not None and want_tags:
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     specs: dict[str, dict[str, Any]] = {}
-    if version >= (2, 96):
+    if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
         from scheduling.models import RequestSpec
 
         specs = dict(RequestSpec.objects.filter(instance_uuid__in=[r.uuid for r in records])
@@ -194,14 +204,12 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     for key in ("changes-since", "changes-before"):
         if key in out:
             out[key] = _timestamp(out[key], key)
+    out = schemas.SERVER_LIST_QUERY.only(out, version)
     if "locked" in out:
-        if version < (2, 73):
-            out.pop("locked")
-        else:
-            if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                raise Invalid(f"Invalid value for locked filter: {out['locked']}")
-            out["locked"] = as_bool(out["locked"])
-    if "user_id" in out and not admin and version < (2, 83):
+        if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise Invalid(f"Invalid value for locked filter: {out['locked']}")
+        out["locked"] = as_bool(out["locked"])
+    if "user_id" in out and not admin and not schemas.SERVER_FEATURES.has("member_user_id_filter", version):
         out.pop("user_id")
     if "all_tenants" in out:
         value = out["all_tenants"]
@@ -239,7 +247,7 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
         # Nova checks the policy whenever the parameter is present (403 for a member).
         authorize(actor, f"{rule}:get_all_tenants", {"project_id": actor.project_id})
     params = request.query_params
-    if version >= (2, 75):
+    if schemas.SERVER_FEATURES.has("strict_query", version):
         reject_unknown_params(params.keys(), _KNOWN_PARAMS)
     filters = list_filters(request, actor, version)
     limit = MAX_LIMIT
@@ -253,7 +261,7 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version)
     records = result.records
-    if result.down_cells and version < (2, 69):
+    if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
     if detail:
         body: dict[str, Any] = {"servers": render(records, version=version, actor=actor)}
@@ -398,35 +406,8 @@ def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
     """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
     from scheduling.models import RequestSpec
 
-    from ..presenter import present_down_cell
-
-    body = present_down_cell(record, version=version)
     rs = RequestSpec.objects.filter(instance_uuid=record.uuid).first()
-    spec = rs.spec if rs else {}
-    flavor = spec.get("flavor") or {}
-    image = spec.get("image") or {}
-    body["user_id"] = record.mapping.user_id if record.mapping else None
-    body["image"] = {"id": image["id"], "links": [links("images", image["id"])[1]]} if image.get("id") else ""
-    body["flavor"] = {"vcpus": flavor.get("vcpus"), "ram": flavor.get("memory_mb"), "disk": flavor.get("root_gb"),
-                      "ephemeral": flavor.get("ephemeral_gb", 0), "swap": flavor.get("swap", 0),
-                      "original_name": flavor.get("name"), "extra_specs": flavor.get("extra_specs", {})}
-    body["OS-EXT-AZ:availability_zone"] = spec.get("availability_zone") or "UNKNOWN"
-    body["OS-EXT-STS:power_state"] = 0
-    if version >= (2, 71):
-        body["server_groups"] = []
-    return body
-
-
-_UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
-_UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
-
-
-def _update_body(body: dict[str, Any], version: Version) -> dict[str, Any]:
-    """Before 2.75 Nova answers an update with a reduced server (no extended attributes)."""
-    if version >= (2, 75):
-        return body
-    return {k: v for k, v in body.items()
-            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    return present_down_cell_show(record, version=version, spec=rs.spec if rs else {})
 
 
 class ServerView(ComputeAPIView):
@@ -445,8 +426,8 @@ class ServerView(ComputeAPIView):
                   "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
         record = update_svc.server_update(actor=self.ctx, record=record,
                                           **{arg: changes[key] for key, arg in fields.items() if key in changes})
-        return Response({"server": _update_body(render([record], version=self.version, actor=self.ctx)[0],
-                                                self.version)})
+        return Response({"server": present_updated_server(render([record], version=self.version, actor=self.ctx)[0],
+                                                          version=self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:
         record = get_server(self.ctx, server_id, "os_compute_api:servers:delete")
