@@ -1,8 +1,9 @@
 """cloudcore settings: everything comes from ``CLOUDCORE_*`` environment variables.
 
-Defaults give the embedded single-machine cloud: SQLite files under ``var/`` and a broker that
-needs no server. Production sets ``CLOUDCORE_DATABASE_URL`` (PostgreSQL), cell databases through
-``cell_v2 create_cell`` and ``CLOUDCORE_BROKER_URL`` (Redis).
+Defaults give the embedded single-machine cloud: SQLite files under ``var/`` and the private
+``redis-server`` that ``run_cloud`` starts there as the broker. Production sets
+``CLOUDCORE_DATABASE_URL`` (PostgreSQL), cell databases through ``cell_v2 create_cell`` and
+``CLOUDCORE_BROKER_URL`` (Redis).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import secrets
 from pathlib import Path
 
 from cells.dburl import database_config, sqlite_url
+from cloudcore.core.broker import embedded_url as embedded_broker_url
 from cloudcore.core.env import env_bool, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -57,6 +59,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves /static/ under gunicorn too (collected into STATIC_ROOT by run_cloud).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -118,6 +122,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+# run_cloud collects into STATIC_ROOT; with the finders as well, a web process started without
+# collectstatic (runserver, a bare gunicorn) still serves the console's CSS and JS.
+WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -137,22 +144,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery ----------------------------------------------------------------------------------
-BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = env_str("BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _sub in ("out", "processed", "control"):
-        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "out"),
-        "data_folder_out": str(BROKER_DIR / "out"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "control_folder": str(BROKER_DIR / "control"),
-        "store_processed": False,
-        "polling_interval": 0.1,
-    }
-    # The filesystem transport has no broadcast: remote control would only make every worker
-    # rewrite the shared pidbox exchange file at start-up (a race that can crash a worker).
-    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
+# Redis is the broker (DESIGN.md section 1). Unset, it is the private redis-server that run_cloud
+# starts under var/ (unix socket only, no persistence); CLOUDCORE_BROKER_URL names an external one.
+CELERY_BROKER_URL = env_str("BROKER_URL", "") or embedded_broker_url(VAR_DIR)
+EMBEDDED_BROKER = not env_str("BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_DEFAULT_QUEUE = "conductor"

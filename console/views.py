@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from cloudcore.core import policy
 from cloudcore.core.exceptions import CloudcoreError
+from cloudcore.core.supervise import restarted_processes
 from identity.models import Project, User
 from identity.services import policy_admin
 
@@ -82,6 +83,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "cell_capacity": selectors.cell_capacities(hosts),
         "by_status": selectors.servers_by_status() if ctx.is_admin else {},
         "failures": selectors.recent_failures() if ctx.is_admin else [],
+        "supervised": restarted_processes() if ctx.is_admin else [],
     })
 
 
@@ -89,7 +91,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 def hosts(request: HttpRequest) -> HttpResponse:
     from hosts.management.commands.compute import refusals
 
-    return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals()})
+    return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals(),
+                                                 "supervised": restarted_processes()})
 
 
 @console_view(admin=True)

@@ -48,6 +48,6 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
     uri = ["--libvirt-uri", real_uri()] if real_uri() else []
     return [
         DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
-                           "--state-path", str(settings.STATE_PATH / host), *uri])
+                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[f"compute.{host}"])
         for host, cell, *_size in HOSTS
     ]

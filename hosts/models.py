@@ -63,6 +63,8 @@ class ComputeNode(CellModel, SoftDeleteModel):
     running_vms = models.IntegerField(default=0)
     current_workload = models.IntegerField(default=0)
     cpu_info = models.TextField(default="{}")
+    #: the host's ``uptime`` line as its compute worker last reported it (os-hypervisors uptime)
+    host_uptime = models.CharField(max_length=255, null=True, blank=True)
     cpu_allocation_ratio = models.FloatField(null=True, blank=True)
     ram_allocation_ratio = models.FloatField(null=True, blank=True)
     disk_allocation_ratio = models.FloatField(null=True, blank=True)

@@ -34,7 +34,8 @@ def processes(env: dict[str, str]) -> list:
     beat_schedule = str(settings.VAR_DIR / "celerybeat-schedule")
     return [
         DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
-                                  "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"]),
+                                  "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"],
+                    queues=["conductor"]),
         DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
                              "--schedule", beat_schedule]),
     ]

@@ -89,6 +89,15 @@ class TestVirtDriver:
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
 
+    #: the simulated host's size (set by Cloud.add_host)
+    resources: dict[str, int] = {}  # noqa: RUF012 - replaced per instance
+
+    def get_available_resource(self) -> dict[str, Any]:
+        return dict(self.resources)
+
+    def get_host_uptime(self) -> str:
+        return " 12:00:00 up 1 day,  2:03,  0 users,  load average: 0.00, 0.00, 0.00"
+
     @staticmethod
     def domain_name(instance: Any) -> str:
         return f"instance-{instance.uuid}"
@@ -201,6 +210,7 @@ class Cloud:
                 name=zone, availability_zone=zone)
             aggregates.aggregate_add_host(aggregate=agg, host=host)
         driver = (self.driver_factory or TestVirtDriver)(host)
+        driver.resources = {"vcpus": vcpus, "memory_mb": memory_mb, "local_gb": disk_gb}
         register_driver(host, driver)
         self.drivers[host] = driver
         self.hosts[host] = {"cell": cell, "zone": zone, "node_uuid": node.uuid}

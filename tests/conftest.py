@@ -1,6 +1,11 @@
 """Shared fixtures: the three cells of the test settings mapped in the API database."""
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from cells.models import CELL0_UUID, CellMapping
@@ -34,3 +39,18 @@ def _uuid_for(name: str) -> str:
 
 
 from tests.e2e.livecloud import live_cloud  # noqa: E402,F401 - one live cloud per session, for every tier
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright, one per session for every tier (Playwright's sync API
+    allows one running instance per thread: the browser tier and the make-run e2e tests share it)."""
+    from tests.browser.conftest import ARGS, CHROMIUM
+
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (the Makefile installs Debian's chromium)")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield instance
+        instance.close()

@@ -13,6 +13,8 @@ os.environ.setdefault(
     ",".join(f"{name}=sqlite:///{_var}/{name}.sqlite3" for name in ("cell0", "cell1", "cell2")),
 )
 os.environ.setdefault("CLOUDCORE_CELERY_EAGER", "true")
+# Tasks run eagerly in-process; nothing of the suite's own process talks to a broker.
+os.environ.setdefault("CLOUDCORE_BROKER_URL", "memory://")
 os.environ.setdefault("CLOUDCORE_CELL_SCATTER_INLINE", "true")
 os.environ.setdefault("CLOUDCORE_SECRET_KEY", "test-only-secret-key-not-for-production")
 

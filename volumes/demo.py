@@ -18,4 +18,5 @@ def setup(out: Callable[[str], None]) -> None:
 def processes(env: dict[str, str]) -> list[DemoProcess]:
     """The volume worker (create, delete, extend, reimage against the storage pool)."""
     return [DemoProcess("volume", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "volume",
-                                   "-n", "volume@%h", "--pool", "solo", "--loglevel", "WARNING"])]
+                                   "-n", "volume@%h", "--pool", "solo", "--loglevel", "WARNING"],
+                        queues=["volume"])]

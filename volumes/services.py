@@ -141,7 +141,8 @@ def volume_create_backend(volume_id: str) -> None:
 
 def volume_update(ctx: RequestContext, vol: Volume, *, changes: dict[str, Any]) -> Volume:
     for key in ("name", "description", "metadata"):
-        if key in changes:
+        # null metadata (what the CLI sends when no property is given) changes nothing
+        if key in changes and not (key == "metadata" and changes[key] is None):
             setattr(vol, key, changes[key])
     vol.save()
     return vol

@@ -164,7 +164,7 @@ def run(env: Any) -> dict[str, Any]:
     return {
         "processes": processes, "total_vmhwm_kb": total, "boots": boots, "boot_s": boot_s, "idle_s": idle,
         "up_s": up_s,
-        "method": f"`manage.py run_cloud` started as tests/e2e/cloud.py does (SQLite, filesystem broker, libvirt "
+        "method": f"`manage.py run_cloud` started as tests/e2e/cloud.py does (SQLite, its own Redis broker, libvirt "
                   f"test driver, every process real), up in {up_s:.0f} s, {idle:.0f} s idle, then {boots} servers "
                   f"booted through the HTTP API; VmHWM/VmRSS read from /proc/<pid>/status of every process of the tree",
     }

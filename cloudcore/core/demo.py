@@ -24,6 +24,9 @@ class DemoProcess:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    #: the broker queues this process alone consumes: when it dies, the messages it had taken and
+    #: not acknowledged are put back on them for its restarted self (``broker.requeue_unacked``)
+    queues: list[str] = field(default_factory=list)
 
 
 def demo_modules() -> Iterator[ModuleType]:

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.exceptions import Invalid, NotFound, NotImplementedYet
 from cloudcore.core.policy import authorize
 
 from ..services import services_admin as svc
@@ -120,7 +120,7 @@ def present_node(cn: svc.CellNode, version: tuple[int, int], *, detail: bool,
                 "disk_available_least": n.disk_available_least, "cpu_info": n.cpu_info,
             })
         else:
-            body["uptime"] = None
+            body["uptime"] = n.host_uptime if up else None
     if servers is not None:
         body["servers"] = servers
     return body
@@ -159,6 +159,41 @@ class HypervisorView(ComputeAPIView):
         cn = svc.node_get(hypervisor_id)
         servers = svc.node_servers(cn) if _with_servers(request, self.version) else None
         return Response({"hypervisor": present_node(cn, self.version, detail=True, servers=servers)})
+
+
+#: the ComputeNode counters ``os-hypervisors/statistics`` sums (Nova's body, up to 2.87)
+STATISTICS_FIELDS = ("current_workload", "disk_available_least", "free_disk_gb", "free_ram_mb", "local_gb",
+                     "local_gb_used", "memory_mb", "memory_mb_used", "running_vms", "vcpus", "vcpus_used")
+
+
+class HypervisorStatisticsView(ComputeAPIView):
+    """``GET /os-hypervisors/statistics`` (up to 2.87): the sums over the compute nodes whose
+    service is enabled, in every cell."""
+
+    def get(self, request: Request) -> Response:
+        if self.version >= (2, 88):
+            raise NotFound("The resource could not be found.")
+        authorize(self.ctx, "os_compute_api:os-hypervisors:statistics")
+        nodes = [cn.node for cn in svc.node_list() if cn.service is not None and not cn.service.disabled]
+        stats = {name: sum(getattr(n, name) or 0 for n in nodes) for name in STATISTICS_FIELDS}
+        return Response({"hypervisor_statistics": {"count": len(nodes), **stats}})
+
+
+class HypervisorUptimeView(ComputeAPIView):
+    """``GET /os-hypervisors/{id}/uptime`` (up to 2.87): the host's ``uptime`` line as its compute
+    worker last reported it; 400 while that worker is down, as Nova answers when it cannot ask it."""
+
+    def get(self, request: Request, hypervisor_id: str) -> Response:
+        if self.version >= (2, 88):
+            raise NotFound("The resource could not be found.")
+        authorize(self.ctx, "os_compute_api:os-hypervisors:uptime")
+        cn = svc.node_get(hypervisor_id)
+        body = present_node(cn, self.version, detail=False)
+        if body["state"] != "up":
+            raise Invalid(f"Compute service of {cn.node.host} is unavailable at this time.")
+        if not cn.node.host_uptime:
+            raise NotImplementedYet("Virt driver does not implement uptime function.")
+        return Response({"hypervisor": {**body, "uptime": cn.node.host_uptime}})
 
 
 class HypervisorSearchView(ComputeAPIView):

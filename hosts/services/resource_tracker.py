@@ -61,6 +61,7 @@ def update_usage(*, node: ComputeNode, driver: Any) -> None:
     node.free_ram_mb = node.memory_mb - node.memory_mb_used
     node.free_disk_gb = node.local_gb - node.local_gb_used
     node.running_vms = Instance.objects.filter(compute=node, deleted=False, vm_state="active").count()
+    node.host_uptime = driver.get_host_uptime()
     node.save()
     service = Service.objects.get(id=node.service_id)
     report_to_placement(node=node, service=service, driver=driver, resources=resources)

@@ -14,8 +14,11 @@ lists the domains whose ``<description>`` says ``host=<its name>``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -105,6 +108,11 @@ class LibvirtDriver:
             if description == f"host={self.host}":
                 owned.append(dom)
         return owned
+
+    def get_host_uptime(self) -> str:
+        """The host's ``uptime`` line (what ``os-hypervisors/{id}/uptime`` shows): the machine this
+        worker drives runs the hypervisor (the test driver simulates one on this machine)."""
+        return host_uptime()
 
     def get_available_resource(self) -> dict[str, Any]:
         model, memory_mb, cpus, _mhz, *_ = self.conn.getInfo()
@@ -296,3 +304,19 @@ class LibvirtDriver:
         state, max_mem, mem, vcpus, _cpu = dom.info()
         return {"state": state, "power_state": _POWER.get(state, PowerState.NOSTATE), "max_mem_kb": max_mem,
                 "mem_kb": mem, "num_cpu": vcpus}
+
+
+def host_uptime() -> str:
+    """``uptime``'s line for this machine, e.g. `` 08:32:11 up 93 days, 18:25,  2 users,  load average:
+    0.20, 0.12, 0.14``; built from /proc when the command is missing."""
+    try:
+        out = subprocess.run(["uptime"], capture_output=True, text=True, timeout=5, env={"LANG": "C"}).stdout
+        if out.strip():
+            return out.rstrip("\n")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    seconds = float(Path("/proc/uptime").read_text().split()[0])
+    days, rest = divmod(int(seconds), 86400)
+    hours, minutes = rest // 3600, rest % 3600 // 60
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f" {time.strftime('%H:%M:%S')} up {days} days, {hours:2d}:{minutes:02d},  load average: {load}"

@@ -31,6 +31,8 @@
     }, seconds * 1000);
   }
   document.addEventListener("DOMContentLoaded", function () {
+    // Marks the page as enhanced: the live refresh is wired (the browser tests look for it).
+    document.documentElement.setAttribute("data-console-js", "live");
     document.querySelectorAll("[data-refresh][id]").forEach(refresh);
   });
 })();

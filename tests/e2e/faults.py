@@ -2,8 +2,8 @@
 
 ``FaultCloud`` starts the same processes as ``manage.py run_cloud`` (web, conductor, beat, volume,
 one ``manage.py compute`` per demo host) but each as its own child of the test, so that one can be
-frozen (SIGSTOP), killed with SIGKILL and restarted while the others keep running (run_cloud
-stops the whole cloud when a child dies).
+frozen (SIGSTOP), killed with SIGKILL and restarted by the test itself while the others keep
+running (run_cloud's supervisor would restart it on its own schedule).
 
 To catch an operation *in the middle*, a test holds a row lock (``SELECT ... FOR UPDATE``) on the
 row the next step of the operation updates, and waits until the process that runs that step is

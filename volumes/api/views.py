@@ -92,8 +92,9 @@ CREATE_SCHEMA = {"type": "object", "required": ["volume"], "properties": {"volum
     "type": "object", "properties": {
         "size": {"type": ["integer", "string", "null"]}, "name": {"type": ["string", "null"]},
         "description": {"type": ["string", "null"]}, "imageRef": {"type": ["string", "null"]},
-        "multiattach": {"type": "boolean"}, "availability_zone": {"type": ["string", "null"]},
-        "metadata": {"type": "object"}, "volume_type": {"type": ["string", "null"]},
+        "multiattach": {"type": ["boolean", "null"]}, "availability_zone": {"type": ["string", "null"]},
+        # Cinder accepts null metadata (the openstack CLI sends it when no --property is given)
+        "metadata": {"type": ["object", "null"]}, "volume_type": {"type": ["string", "null"]},
         "snapshot_id": {"type": ["string", "null"]}, "source_volid": {"type": ["string", "null"]},
         "consistencygroup_id": {"type": ["string", "null"]}, "backup_id": {"type": ["string", "null"]},
         "group_id": {"type": ["string", "null"]}}}}}
@@ -146,7 +147,7 @@ class VolumeView(VolumeAPIView):
         body = validate(self.body(), {"type": "object", "required": ["volume"], "properties": {"volume": {
             "type": "object", "properties": {"name": {"type": ["string", "null"]},
                                              "description": {"type": ["string", "null"]},
-                                             "metadata": {"type": "object"}}}}})["volume"]
+                                             "metadata": {"type": ["object", "null"]}}}}})["volume"]
         vol = services.volume_update(self.ctx, vol, changes=body)
         return Response({"volume": volume_body(request, vol, self.v)})
 

@@ -94,3 +94,68 @@ def test_hypervisors_list_detail_show_per_microversion(cloud: Cloud) -> None:
     assert cloud.get(cloud.member(), "os-hypervisors").status_code == 403
     search = cloud.get(admin, "os-hypervisors/compute/search", version="2.52").json()["hypervisors"]
     assert len(search) == 4
+
+
+def _refresh_nodes(cloud: Cloud) -> None:
+    """What each compute worker's periodic refresh does: the node rows from the hypervisor."""
+    from cells.context import target_cell
+    from cells.models import CellMapping
+    from hosts.models import ComputeNode
+    from hosts.services.resource_tracker import update_usage
+
+    for host, info in cloud.hosts.items():
+        with target_cell(CellMapping.objects.get(name=info["cell"])):
+            update_usage(node=ComputeNode.objects.get(uuid=info["node_uuid"]), driver=cloud.drivers[host])
+
+
+def test_statistics_sum_the_enabled_nodes_up_to_287_and_404_from_288(cloud: Cloud) -> None:
+    # given four refreshed nodes, one server on one of them, and compute4 disabled
+    admin = cloud.admin()
+    cloud.create_server(admin, "vm1", availability_zone="az1")
+    _refresh_nodes(cloud)
+    detail = {h["hypervisor_hostname"]: h for h in
+              cloud.get(admin, "os-hypervisors/detail", version="2.87").json()["hypervisors"]}
+    sid = cloud.get(admin, "os-services?host=compute4", version="2.53").json()["services"][0]["id"]
+    cloud.put(admin, f"os-services/{sid}", {"status": "disabled"}, version="2.53")
+    # when the statistics are asked for at 2.87 (and the old 2.1 default)
+    stats = cloud.get(admin, "os-hypervisors/statistics", version="2.87")
+    # then they are the sums over the three enabled nodes, in Nova's body
+    assert stats.status_code == 200, stats.content
+    body = stats.json()["hypervisor_statistics"]
+    enabled = [detail[h] for h in ("compute1", "compute2", "compute3")]
+    assert body["count"] == 3
+    for field in ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used", "free_ram_mb", "running_vms"):
+        assert body[field] == sum(h[field] for h in enabled), field
+    assert body["vcpus_used"] == 1 and body["running_vms"] == 1
+    assert set(body) == {"count", "current_workload", "disk_available_least", "free_disk_gb", "free_ram_mb",
+                         "local_gb", "local_gb_used", "memory_mb", "memory_mb_used", "running_vms", "vcpus",
+                         "vcpus_used"}
+    assert cloud.get(admin, "os-hypervisors/statistics").status_code == 200
+    # and from 2.88 the route is gone, as in Nova; members are refused
+    gone = cloud.get(admin, "os-hypervisors/statistics", version="2.88")
+    assert gone.status_code == 404 and "itemNotFound" in gone.json()
+    assert cloud.get(cloud.member(), "os-hypervisors/statistics", version="2.87").status_code == 403
+
+
+def test_uptime_up_to_287_from_the_compute_report(cloud: Cloud) -> None:
+    # given nodes refreshed by their workers
+    admin = cloud.admin()
+    _refresh_nodes(cloud)
+    node = cloud.hosts["compute2"]["node_uuid"]
+    # when the uptime of compute2 is asked for at 2.87
+    response = cloud.get(admin, f"os-hypervisors/{node}/uptime", version="2.87")
+    # then it is the host's uptime line in Nova's body
+    assert response.status_code == 200, response.content
+    assert response.json()["hypervisor"] == {
+        "id": node, "hypervisor_hostname": "compute2", "state": "up", "status": "enabled",
+        "uptime": cloud.drivers["compute2"].get_host_uptime()}
+    # and from 2.88 the route is gone but show carries the uptime
+    assert cloud.get(admin, f"os-hypervisors/{node}/uptime", version="2.88").status_code == 404
+    shown = cloud.get(admin, f"os-hypervisors/{node}", version="2.88").json()["hypervisor"]
+    assert "up 1 day" in shown["uptime"]
+    # and a host whose worker is down cannot answer: 400
+    sid = cloud.get(admin, "os-services?host=compute2", version="2.53").json()["services"][0]["id"]
+    cloud.put(admin, f"os-services/{sid}", {"forced_down": True}, version="2.53")
+    down = cloud.get(admin, f"os-hypervisors/{node}/uptime", version="2.87")
+    assert down.status_code == 400 and "unavailable" in down.json()["badRequest"]["message"]
+    assert cloud.get(admin, "os-hypervisors/no-such-node/uptime", version="2.87").status_code == 404

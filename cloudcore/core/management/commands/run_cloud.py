@@ -1,22 +1,32 @@
-"""``make run``: migrate, create the demo cloud, start every process, stay in the foreground.
+"""``make run``: start the broker, migrate, create the demo cloud, start every process, stay in the
+foreground and keep them up.
 
-Ctrl-C (SIGINT) or SIGTERM stops every child. A child that dies is reported and the cloud
-stops, so a broken process is never hidden.
+The embedded broker is a private ``redis-server`` under ``var/`` (``cloudcore.core.broker``), started
+first and stopped last; with ``CLOUDCORE_BROKER_URL`` set the cloud uses that Redis instead. A child
+that dies is restarted with backoff and the restart is logged with the reason and shown on the
+console (``cloudcore.core.supervise``); one that keeps dying is left stopped and reported. Ctrl-C
+(SIGINT) or SIGTERM stops every child.
 """
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
+import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from cloudcore.core.demo import DemoProcess, collect_processes, run_setups
+from cloudcore.core import broker
+from cloudcore.core.demo import collect_processes, run_setups
+from cloudcore.core.supervise import Child, Supervisor, log_tail
+
+#: how long the embedded Redis may take to answer
+REDIS_START_TIMEOUT = 20.0
 
 
 class Command(BaseCommand):
@@ -31,27 +41,12 @@ class Command(BaseCommand):
         if "CLOUDCORE_PUBLIC_URL" not in os.environ:
             # clouds.yaml and the catalog must name the address actually bound.
             settings.PUBLIC_URL = f"http://{bind}"
-        if not options["no_setup"]:
-            call_command("migrate", verbosity=0)
-            run_setups(self.stdout.write)
         env = {k: v for k, v in os.environ.items()}
         env.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")
         env.setdefault("CLOUDCORE_PUBLIC_URL", f"http://{bind}")
-        python = sys.executable
-        procs = [
-            DemoProcess(
-                "web",
-                [python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
-                 "--workers", "2", "--threads", "4", "--timeout", "120", "--access-logfile", "-",
-                 # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
-                 # retrying: gunicorn's 2 s default closes them just as the next request goes out.
-                 "--keep-alive", "75"],
-            ),
-            *collect_processes(env),
-        ]
-        children: list[tuple[DemoProcess, subprocess.Popen[bytes]]] = []
-        log_dir = settings.VAR_DIR / "log"
-        log_dir.mkdir(parents=True, exist_ok=True)
+        env.setdefault("CLOUDCORE_VAR_DIR", str(settings.VAR_DIR))
+        supervisor = Supervisor(cwd=Path(settings.BASE_DIR), say=self.stdout.write, warn=self.stderr.write,
+                                on_death=_requeue_unacked)
         stopping = False
 
         def stop(*_: Any) -> None:
@@ -60,44 +55,55 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        for proc in procs:
-            log = open(log_dir / f"{proc.name}.log", "ab")  # noqa: SIM115 - owned by the child
-            child = subprocess.Popen(
-                proc.argv, env={**env, **proc.env}, stdout=log, stderr=subprocess.STDOUT,
-                cwd=settings.BASE_DIR, start_new_session=True,
-            )
-            children.append((proc, child))
-            self.stdout.write(f"started {proc.name} (pid {child.pid}), log: {log_dir / proc.name}.log")
-        self._banner(bind)
-        exit_code = 0
         try:
+            self._start_broker(supervisor, env)
+            if not options["no_setup"]:
+                call_command("migrate", verbosity=0)
+                run_setups(self.stdout.write)
+            call_command("collectstatic", interactive=False, verbosity=0)
+            python = sys.executable
+            supervisor.add("web", [
+                python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
+                "--workers", "2", "--threads", "4", "--timeout", "120", "--access-logfile", "-",
+                # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
+                # retrying: gunicorn's 2 s default closes them just as the next request goes out.
+                "--keep-alive", "75"], env)
+            for proc in collect_processes(env):
+                supervisor.add(proc.name, proc.argv, {**env, **proc.env}, queues=proc.queues)
+            for child in supervisor.children:
+                if child.popen is None:
+                    supervisor.spawn(child)
+                    self.stdout.write(f"started {child.name} (pid {child.popen.pid if child.popen else '?'}), "
+                                      f"log: {child.log_path}")
+            self._banner(bind)
             while not stopping:
-                for proc, child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(
-                            f"process {proc.name} exited with {child.returncode}; stopping the cloud "
-                            f"(see {log_dir / proc.name}.log)"
-                        )
-                        stopping, exit_code = True, 1
-                        break
+                supervisor.check()
                 time.sleep(0.5)
         finally:
-            self._stop_all(children)
-        if exit_code:
-            raise SystemExit(exit_code)
+            supervisor.stop_all()
 
-    def _stop_all(self, children: list[tuple[DemoProcess, subprocess.Popen[bytes]]]) -> None:
-        for _, child in children:
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for proc, child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
-            self.stdout.write(f"stopped {proc.name}")
+    def _start_broker(self, supervisor: Supervisor, env: dict[str, str]) -> None:
+        """The private Redis, unless CLOUDCORE_BROKER_URL names an external one."""
+        if not settings.EMBEDDED_BROKER:
+            self.stdout.write(f"broker: external Redis {_masked(settings.CELERY_BROKER_URL)}")
+            return
+        socket = broker.embedded_socket_path(Path(settings.VAR_DIR))
+        if broker.ping(socket):
+            raise CommandError(f"a Redis already answers on {socket}: another cloud runs with this var dir "
+                               f"({settings.VAR_DIR}); stop it first")
+        socket.unlink(missing_ok=True)
+        try:
+            argv = broker.redis_server_argv(socket, Path(settings.VAR_DIR) / "redis")
+        except RuntimeError as exc:
+            raise CommandError(str(exc)) from exc
+        child = supervisor.add("redis", argv, env)
+        supervisor.spawn(child)
+        popen = child.popen
+        if not broker.wait_ready(socket, timeout=REDIS_START_TIMEOUT,
+                                 alive=lambda: popen is not None and popen.poll() is None):
+            tail = "\n".join(log_tail(child.log_path, 20))
+            raise CommandError(f"Redis did not start on {socket} (see {child.log_path}):\n{tail}")
+        self.stdout.write(f"started redis (pid {popen.pid if popen else '?'}) on {socket}, log: {child.log_path}")
 
     def _banner(self, bind: str) -> None:
         base = f"http://{bind}"
@@ -108,6 +114,7 @@ class Command(BaseCommand):
             f"  compute API     {base}/compute/v2.1",
             f"  identity API    {base}/identity/v3",
             f"  Django admin    {base}/admin/",
+            f"  broker          {_masked(settings.CELERY_BROKER_URL)}",
             f"  credentials     {settings.VAR_DIR / 'credentials.txt'}",
             f"  clouds.yaml     {settings.VAR_DIR / 'clouds.yaml'}",
             "Press Ctrl-C to stop every process.",
@@ -116,3 +123,20 @@ class Command(BaseCommand):
         if creds.exists():
             lines.insert(-1, creds.read_text().rstrip())
         self.stdout.write("\n".join(lines))
+
+
+def _requeue_unacked(child: Child) -> str:
+    """The messages the dead child had taken go back on its queues (see ``broker.requeue_unacked``)."""
+    if not child.queues:
+        return ""
+    requeued = broker.requeue_unacked(settings.CELERY_BROKER_URL, child.queues)
+    return f"requeued {len(requeued)} unacknowledged task(s) {requeued}" if requeued else ""
+
+
+def _masked(url: str) -> str:
+    """A broker URL without its password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return url

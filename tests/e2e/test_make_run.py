@@ -1,0 +1,214 @@
+"""The user's own path (issue 15): ``make run`` in a fresh copy of the tree, exactly as the README
+says, then the console in a real browser, the plain ``openstack`` CLI, a soak of concurrent
+clients, and the conductor killed with SIGKILL in the middle of that traffic.
+
+``CLOUDCORE_SOAK_SECONDS`` sets the soak's length (300 s by default, what ``make test`` runs).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import shot
+
+from .madecloud import ADMIN_PASSWORD, MadeCloud, copy_tree
+from .traffic import connect, run_traffic, wait_no_leaks
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+SOAK_SECONDS = float(os.environ.get("CLOUDCORE_SOAK_SECONDS", "300"))
+CLOUD_PROCESSES = {"redis", "web", "conductor", "beat", "volume", "compute1", "compute2", "compute3", "compute4"}
+
+
+@pytest.fixture(scope="module")
+def made_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MadeCloud]:
+    root = copy_tree(Path(tmp_path_factory.mktemp("made-cloud")) / "cloudcore")
+    cloud = MadeCloud.in_copy(root)
+    try:
+        cloud.start()
+        _wait_computes_up(cloud)
+        cloud.first_pids = {name: p["pid"] for name, p in cloud.processes().items()}  # type: ignore[attr-defined]
+        yield cloud
+    finally:
+        cloud.stop()
+    # Ctrl-C stops every child: the supervisor's last word is "stopped" for each
+    assert {p["state"] for p in cloud.processes().values()} == {"stopped"}, cloud.tail(40)
+
+
+def _wait_computes_up(cloud: MadeCloud, timeout: float = 120.0) -> None:
+    admin = connect(cloud, "cloudcore-admin")
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len([s for s in admin.compute.services() if s.binary == "nova-compute" and s.state == "up"]) == 4:
+                return
+            time.sleep(1)
+        raise AssertionError(f"the four compute services are not up:\n{cloud.tail(40)}")
+    finally:
+        admin.close()
+
+
+def _console_page(browser: Any, cloud: MadeCloud, path: str) -> Any:
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(20000)
+    page.goto(f"{cloud.url}/login/?next={path}")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    return page
+
+
+def test_the_cloud_runs_redis_as_its_broker_under_var(made_cloud: MadeCloud) -> None:
+    # given the cloud make run started
+    procs = made_cloud.processes()
+    # then every process runs, Redis among them, listening on the socket under var/
+    assert set(procs) == CLOUD_PROCESSES and {p["state"] for p in procs.values()} == {"running"}
+    assert made_cloud.redis().ping()
+    assert (made_cloud.var_dir / "redis.sock").is_socket()
+    assert "redis+socket://" in made_cloud.log_path.read_text()
+    assert not (made_cloud.var_dir / "broker").exists()  # no filesystem transport
+
+
+def test_console_is_served_styled_and_live(made_cloud: MadeCloud, browser: Any) -> None:
+    # given an admin logged in to the console of the cloud make run started (gunicorn, not a test server)
+    page = _console_page(browser, made_cloud, "/")
+    # then the stylesheet applied (a colour only console.css sets) and the live-refresh script ran
+    header_bg = page.evaluate("getComputedStyle(document.querySelector('header.top')).backgroundColor")
+    assert header_bg == "rgb(24, 33, 58)", header_bg
+    assert page.evaluate("document.documentElement.getAttribute('data-console-js')") == "live"
+    css = page.request.get(f"{made_cloud.url}/static/console/console.css")
+    assert css.status == 200 and css.headers["content-type"].startswith("text/css")
+    shot(page, "make-run-overview")
+    page.context.close()
+
+
+def test_cli_volume_lifecycle_with_the_clis_defaults(made_cloud: MadeCloud) -> None:
+    # given a server
+    cloud = made_cloud
+    server = cloud.openstack_json("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network",
+                                  "demo-net", "--wait", "vol-host")
+    # when a volume is created with the plain CLI (it sends null metadata, description and type)
+    created = cloud.openstack_json("volume", "create", "--size", "1", "vol1")
+    assert created["status"] in ("creating", "available")
+    _wait_volume(cloud, "vol1", "available")
+    assert "vol1" in [v["Name"] for v in cloud.openstack_json("volume", "list")]
+    # then it attaches, shows in-use, detaches and deletes
+    cloud.openstack("server", "add", "volume", server["id"], "vol1")
+    attached = _wait_volume(cloud, "vol1", "in-use")
+    assert attached["attachments"][0]["server_id"] == server["id"]
+    cloud.openstack("server", "remove", "volume", server["id"], "vol1")
+    _wait_volume(cloud, "vol1", "available")
+    cloud.openstack("volume", "delete", "vol1")
+    deadline = time.monotonic() + 60
+    while "vol1" in [v["Name"] for v in cloud.openstack_json("volume", "list")]:
+        assert time.monotonic() < deadline, "vol1 was not deleted"
+        time.sleep(1)
+    cloud.openstack("server", "delete", "--wait", server["id"])
+
+
+def _wait_volume(cloud: MadeCloud, name: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    shown: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        shown = cloud.openstack_json("volume", "show", name)
+        if shown["status"] == status:
+            return shown
+        time.sleep(1)
+    raise AssertionError(f"volume {name} is {shown.get('status')}, not {status}")
+
+
+def test_hypervisor_statistics_and_uptime_with_the_cli(made_cloud: MadeCloud) -> None:
+    cloud = made_cloud
+    stats = cloud.openstack_json("hypervisor", "stats", "show", "--os-compute-api-version", "2.87",
+                                 cloud="cloudcore-admin")
+    assert stats["count"] == 4 and stats["vcpus"] == 4 + 8 + 4 + 8
+    hypervisor = cloud.openstack_json("hypervisor", "list", cloud="cloudcore-admin")[0]
+    uptime = cloud.admin_compute_get(f"/os-hypervisors/{hypervisor['ID']}/uptime", "2.87")
+    assert " up " in uptime["hypervisor"]["uptime"]
+
+
+def test_soak_concurrent_clients_leave_the_cloud_whole(made_cloud: MadeCloud) -> None:
+    # given the cloud up, with no server
+    cloud = made_cloud
+    web_requests_before = len(cloud.web_statuses())
+    # when SDK clients (two projects) and a CLI client boot, act on and delete servers for the soak's length
+    report = run_traffic(cloud, SOAK_SECONDS, sdk_clients=3, cli_clients=1)
+    # then they did real work, saw no error, and no server ended ERROR
+    assert len(report.created) >= 8 and report.actions >= 4, report
+    assert report.errors == [], report.errors[:5]
+    assert report.errored == [], report.errored
+    assert sorted(report.deleted) == sorted(report.created)
+    # and the web answered no 5xx
+    statuses = cloud.web_statuses()[web_requests_before:]
+    assert statuses and not [s for s in statuses if s >= 500], [s for s in statuses if s >= 500]
+    # and every cloud process is still the one that started
+    procs = cloud.processes()
+    assert {n: p["pid"] for n, p in procs.items()} == cloud.first_pids  # type: ignore[attr-defined]
+    assert all(p["restarts"] == 0 and p["state"] == "running" for p in procs.values()), procs
+    # and nothing leaked: allocations, ports, attachments, BuildRequests; the broker's queues drained
+    assert wait_no_leaks(cloud) == {"servers": [], "allocations": {}, "ports": [], "attachments": [],
+                                    "build_requests": [], "queued": {}, "unacked": 0}
+
+
+def test_conductor_killed_mid_traffic_is_restarted_and_nothing_sticks(made_cloud: MadeCloud) -> None:
+    # given traffic of several clients
+    cloud = made_cloud
+    old_pid = cloud.processes()["conductor"]["pid"]
+
+    caught: list[bool] = []
+
+    def kill_conductor() -> None:
+        # SIGKILL while the conductor holds a task it took and has not finished (its message is in
+        # the broker's unacked hash), so that the kill interrupts an operation; at most 30 s of looking
+        client = cloud.redis()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not caught:
+            if any(b'"conductor"]' in raw for raw in client.hvals("unacked")):
+                caught.append(True)
+            else:
+                time.sleep(0.002)
+        os.kill(old_pid, signal.SIGKILL)
+
+    # when the conductor is killed with SIGKILL in the middle of it
+    report = run_traffic(cloud, 60, sdk_clients=3, cli_clients=0, during=kill_conductor, during_after=15)
+    # then the supervisor restarted it, logged why, and shows it
+    conductor = cloud.processes()["conductor"]
+    assert conductor["state"] == "running" and conductor["restarts"] == 1 and conductor["pid"] != old_pid
+    assert conductor["events"][-1]["reason"].startswith("killed by SIGKILL"), conductor["events"]
+    # and the task it held went back on its queue for the restarted conductor
+    assert caught, "the conductor was never seen holding a task in 30 s of traffic"
+    assert "requeued 1 unacknowledged task(s)" in conductor["events"][-1]["reason"], conductor["events"]
+    assert "process conductor killed by SIGKILL" in cloud.log_path.read_text()
+    # and every operation in flight finished, or ended ERROR with a fault: none stuck, all deleted
+    assert report.errors == [], report.errors[:5]
+    assert all(fault for _id, fault in report.errored), report.errored
+    assert sorted(report.deleted) == sorted(report.created) and len(report.created) >= 3
+    # and the cloud is whole again
+    assert wait_no_leaks(cloud) == {"servers": [], "allocations": {}, "ports": [], "attachments": [],
+                                    "build_requests": [], "queued": {}, "unacked": 0}
+    # and it still serves a new server
+    server = cloud.openstack_json("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network",
+                                  "demo-net", "--wait", "after-kill")
+    assert server["status"] == "ACTIVE"
+    cloud.openstack("server", "delete", "--wait", server["id"])
+
+
+def test_console_shows_the_supervised_restart(made_cloud: MadeCloud, browser: Any) -> None:
+    # given the conductor restarted by the supervisor (the test above)
+    assert made_cloud.processes()["conductor"]["restarts"] >= 1
+    # when an admin opens the hosts page
+    page = _console_page(browser, made_cloud, "/hosts/")
+    # then the restart is listed with its reason
+    card = page.locator("#supervised-processes")
+    assert card.is_visible()
+    text = card.inner_text()
+    assert "conductor" in text and "killed by SIGKILL" in text, text
+    shot(page, "make-run-hosts-restart")
+    page.context.close()
