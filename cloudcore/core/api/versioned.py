@@ -40,6 +40,11 @@ class Field(Generic[T]):
         return self.since <= tuple(version) <= self.until
 
 
+def timestamp(value: Any) -> str | None:
+    """OpenStack's ``created_at``-style timestamp (microseconds, no zone), None for no value."""
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+
+
 def present(fields: Iterable[Field[T]], obj: T, version: Version) -> dict[str, Any]:
     """The body of ``obj`` at ``version``: every field of the table that exists then (and whose
     ``when`` holds), in table order."""
