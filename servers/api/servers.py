@@ -1,7 +1,9 @@
 """Servers API: ``/servers``, ``/servers/detail``, ``/servers/{id}``, metadata and tags.
 
-Handlers are thin: parse and validate (per microversion), authorize, call one selector or
-service, render with ``servers.presenter``. The extras of a page (addresses, tags, faults,
+Handlers are thin: parse and validate (schemas per microversion in ``schemas``), look the server
+up (reads authorize their rule here), call one selector or service (writes: ``server_create``,
+``server_update``, ``servers.services.metadata`` / ``tags``, which check their policy at entry),
+render with ``servers.presenter``'s tables. The extras of a page (addresses, tags, faults,
 attached volumes, host status) are loaded in bulk, one query per cell and kind, never per server.
 """
 from __future__ import annotations
@@ -48,8 +50,9 @@ MAX_LIMIT = 1000
 
 def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
                version: Version = (2, 1)) -> ServerRecord:
-    """The server (404 if not visible), with ``rule`` authorized against its project. A server
-    whose cell does not answer is a 503, except for show from 2.69 (a down-cell stub)."""
+    """The server (404 if not visible), with the read ``rule`` authorized against its project
+    (writes pass no rule: their service checks its own). A server whose cell does not answer is a
+    503, except for show from 2.69 (a down-cell stub)."""
     record = server_get(actor, server_id)
     if rule:
         authorize(actor, rule, record_target(record))
