@@ -7,6 +7,7 @@ given version and actor. Down-cell stubs (2.69+) have their own minimal shape.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -67,6 +68,17 @@ def host_id(project_id: str, host: str | None) -> str:
         return ""
     return hashlib.sha224((project_id + host).encode()).hexdigest()
 
+
+
+def compact_ipv6(value: str | None) -> str:
+    """An IPv6 address as Nova shows it: the compact form (``::babe:dc0c:1602`` for
+    ``0000:...:babe:220.12.22.2``), whatever form the client sent."""
+    if not value:
+        return ""
+    try:
+        return str(ipaddress.IPv6Address(value))
+    except ValueError:
+        return value
 
 @dataclass
 class View:
@@ -191,7 +203,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at"))),
     Field("addresses", lambda v: v.addresses),
     Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
-    Field("accessIPv6", lambda v: v.data.get("access_ip_v6") or ""),
+    Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
     Field("links", lambda v: links("servers", v.record.uuid)),
     Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
     Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
@@ -270,19 +282,24 @@ def server_field_at(name: str, version: Version) -> bool:
     return any(f.name == name and f.min_version <= version <= f.max_version for f in SERVER_FIELDS)
 
 
-#: Before 2.75 Nova answers ``PUT /servers/{id}`` with a reduced server: without these fields and
-#: without the extended attributes (names with these prefixes).
+#: Before 2.75 Nova answers ``PUT /servers/{id}`` and a rebuild with a reduced server: without these
+#: fields and without the extended attributes (names with these prefixes).
 UPDATE_FULL_SINCE: Version = (2, 75)
 _UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
 _UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
 
 
 def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
-    """The answer to ``PUT /servers/{id}``: the detail body, reduced before 2.75."""
+    """The answer to ``PUT /servers/{id}`` and to a rebuild: the detail body, reduced before 2.75
+    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes)."""
     if version >= UPDATE_FULL_SINCE:
         return body
-    return {k: v for k, v in body.items()
-            if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    reduced = {k: v for k, v in body.items()
+               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    if "addresses" in reduced:
+        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
+                                for label, entries in reduced["addresses"].items()}
+    return reduced
 
 
 def present_server_brief(record: ServerRecord) -> dict[str, Any]:

@@ -19,6 +19,10 @@ class ShownVolume:
     volume: Volume
     #: ``http://host/volume``: links are absolute, as the request saw the endpoint.
     base_url: str
+    #: The actor is an admin (``volume_extension:volume_tenant_attribute``).
+    admin: bool = False
+    #: Show and list detail (not create or update): Cinder's extensions' attributes are added.
+    extended: bool = True
 
 
 def _attachments(v: ShownVolume) -> list[dict[str, Any]]:
@@ -44,11 +48,11 @@ VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
     Field("updated_at", lambda v: _ts(v.volume.updated_at)),
     Field("replication_status", lambda v: None),
     Field("consistencygroup_id", lambda v: None),
-    Field("os-vol-tenant-attr:tenant_id", lambda v: v.volume.project_id),
     Field("links", lambda v: [{"rel": "self",
                                "href": f"{v.base_url}/v3/{v.volume.project_id}/volumes/{v.volume.id}"}]),
+    Field("os-vol-tenant-attr:tenant_id", lambda v: v.volume.project_id, when=lambda v: v.extended and v.admin),
     Field("volume_image_metadata", lambda v: v.volume.volume_image_metadata,
-          when=lambda v: bool(v.volume.volume_image_metadata)),
+          when=lambda v: v.extended and bool(v.volume.volume_image_metadata)),
     Field("service_uuid", lambda v: None, since=(3, 48)),
     Field("shared_targets", lambda v: False, since=(3, 48)),
     Field("volume_type_id", lambda v: v.volume.volume_type_id, since=(3, 63)),

@@ -52,19 +52,93 @@ def volume_get(ctx: RequestContext | None, volume_id: str) -> Volume:
     return vol
 
 
-def volume_list(ctx: RequestContext, *, all_tenants: bool = False,
-                filters: dict[str, Any] | None = None) -> list[Volume]:
-    """The caller's volumes (every project's for an admin with ``all_tenants``); ``filters``:
-    ``name``, ``status``, ``bootable`` (exact match, as the clients' name lookups need)."""
-    qs = Volume.objects.all().order_by("-created_at")
+#: the keys a volume list may be sorted by (Cinder's)
+SORT_KEYS = ("id", "name", "status", "size", "created_at", "updated_at", "availability_zone", "bootable")
+
+
+def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict[str, Any] | None = None,
+                limit: int | None = None, marker: str | None = None,
+                sort: list[tuple[str, str]] | None = None) -> list[Volume]:
+    """The caller's volumes (every project's for an admin with ``all_tenants``), newest first unless
+    ``sort`` says otherwise (``[(key, "asc"|"desc")]``); ``filters``: ``name``, ``status``,
+    ``bootable``, ``availability_zone`` (exact match) and ``metadata`` (a dict the volume's metadata
+    contains); ``limit`` and ``marker`` (the id after which to start) page the result.
+
+    Raises Invalid for an unknown sort key or direction, NotFound for an unknown marker."""
+    qs = Volume.objects.all()
     if not (ctx.is_admin and all_tenants):
         qs = qs.filter(project_id=ctx.project_id)
+    metadata: dict[str, Any] = {}
     for key, value in (filters or {}).items():
-        if key in ("name", "status"):
+        if key in ("name", "status", "availability_zone"):
             qs = qs.filter(**{key: value})
         elif key == "bootable":
             qs = qs.filter(bootable=str(value).lower() in ("true", "1"))
-    return list(qs)
+        elif key == "metadata" and isinstance(value, dict):
+            metadata = value
+    order: list[str] = []
+    for key, direction in sort or [("created_at", "desc")]:
+        if key not in SORT_KEYS:
+            raise Invalid(f"Invalid input received: Invalid sort key {key}.")
+        if direction not in ("asc", "desc"):
+            raise Invalid(f"Invalid input received: Invalid sort direction {direction}.")
+        order.append(key if direction == "asc" else f"-{key}")
+    last = order[-1].startswith("-") if order else True
+    items = [v for v in qs.order_by(*order, "-id" if last else "id")
+             if all(str((v.metadata or {}).get(k)) == str(val) for k, val in metadata.items())]
+    if marker:
+        ids = [v.id for v in items]
+        if marker not in ids:
+            raise NotFound(f"Marker {marker} could not be found.")
+        items = items[ids.index(marker) + 1:]
+    return items[:limit] if limit is not None else items
+
+
+def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any], replace: bool) -> Volume:
+    """Merge ``metadata`` into the volume's (or, with ``replace``, make it the volume's metadata).
+    Values are strings of at most 255 characters, keys 1 to 255 (Cinder's rule), else Invalid."""
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not 0 < len(key) <= 255 or not isinstance(value, str) or len(value) > 255:
+            raise Invalid("Invalid input received: metadata keys must be 1 to 255 characters and values "
+                          "strings of at most 255 characters.")
+    vol.metadata = dict(metadata) if replace else {**(vol.metadata or {}), **metadata}
+    vol.save(update_fields=["metadata", "updated_at"])
+    return vol
+
+
+def volume_metadata_delete(ctx: RequestContext, vol: Volume, *, key: str) -> None:
+    if key not in (vol.metadata or {}):
+        raise NotFound(f"Metadata item was not found with key {key}.")
+    vol.metadata = {k: v for k, v in vol.metadata.items() if k != key}
+    vol.save(update_fields=["metadata", "updated_at"])
+
+
+def volume_set_readonly(ctx: RequestContext, vol: Volume, *, readonly: bool) -> Volume:
+    """Cinder keeps the flag in the volume's admin metadata and shows it in ``metadata`` as
+    ``readonly`` = ``"True"``/``"False"``; cloudcore keeps it there directly."""
+    vol.metadata = {**(vol.metadata or {}), "readonly": str(bool(readonly))}
+    vol.save(update_fields=["metadata", "updated_at"])
+    return vol
+
+
+def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str, disk_format: str = "raw",
+                           container_format: str = "bare", force: bool = False) -> Any:
+    """A new image (owned by the caller's project) holding the volume's data, written now from the
+    storage pool. The volume must be ``available``, or ``in-use`` with ``force``; else Invalid."""
+    from images import services as images
+
+    allowed = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE) if force else (VolumeStatus.AVAILABLE,)
+    if vol.status not in allowed:
+        raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
+                      f"but current status is: {vol.status}.")
+    image = images.image_create(ctx, name=image_name, disk_format=disk_format, container_format=container_format)
+    return images.image_activate_from_file(image, get_backend().path(vol.id))
+
+
+def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> Volume:
+    vol.bootable = bootable
+    vol.save(update_fields=["bootable", "updated_at"])
+    return vol
 
 
 def _enqueue(task_name: str, **kwargs: Any) -> None:

@@ -18,6 +18,9 @@ from .. import services
 from ..models import Image
 
 PATCH_MEDIA = "application/openstack-images-v2.1-json-patch"
+#: Glance's older patch format: ``{"replace": "/name", "value": ...}`` instead of ``op``/``path``
+PATCH_MEDIA_20 = "application/openstack-images-v2.0-json-patch"
+PATCH_OPS = ("add", "replace", "remove")
 
 
 def _base() -> str:
@@ -45,6 +48,25 @@ def present(image: Image) -> dict[str, Any]:
 
 class JSONPatchParser(JSONParser):
     media_type = PATCH_MEDIA
+
+
+class JSONPatch20Parser(JSONParser):
+    media_type = PATCH_MEDIA_20
+
+
+def _patch_change(op: Any, media_type: str) -> tuple[str, str, Any]:
+    """One json-patch operation as ``(op, name, value)``, in either of Glance's two formats."""
+    if not isinstance(op, dict):
+        raise Invalid("Unable to find `op` or `path` in JSON Schema change.")
+    if media_type.startswith(PATCH_MEDIA_20):
+        names = [k for k in PATCH_OPS if k in op]
+        if len(names) != 1 or not str(op[names[0]]).startswith("/"):
+            raise Invalid("Operation objects must contain exactly one member named \"add\", \"remove\", "
+                          "or \"replace\".")
+        return names[0], str(op[names[0]]).lstrip("/"), op.get("value")
+    if "op" not in op or "path" not in op or not str(op["path"]).startswith("/"):
+        raise Invalid("Unable to find `op` or `path` in JSON Schema change.")
+    return op["op"], str(op["path"]).lstrip("/"), op.get("value")
 
 
 class RawParser(BaseParser):
@@ -94,7 +116,7 @@ class ImagesView(UnversionedAPIView):
 
 
 class ImageView(UnversionedAPIView):
-    parser_classes = [JSONPatchParser, JSONParser]
+    parser_classes = [JSONPatchParser, JSONPatch20Parser, JSONParser]
 
     def get(self, request: Request, image_id: str) -> Response:
         return Response(present(services.image_get(self.ctx, image_id)))
@@ -104,11 +126,7 @@ class ImageView(UnversionedAPIView):
         ops = request.data
         if not isinstance(ops, list):
             raise Invalid("Request body must be a JSON array of operation objects.")
-        changes = []
-        for op in ops:
-            if not isinstance(op, dict) or "op" not in op or "path" not in op or not str(op["path"]).startswith("/"):
-                raise Invalid("Unable to find `op` or `path` in JSON Schema change.")
-            changes.append((op["op"], str(op["path"]).lstrip("/"), op.get("value")))
+        changes = [_patch_change(op, request.content_type or "") for op in ops]
         return Response(present(services.image_update(self.ctx, image, changes)))
 
     def delete(self, request: Request, image_id: str) -> Response:

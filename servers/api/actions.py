@@ -231,6 +231,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     import base64
 
     from ..models import KeyPair
+    from ..presenter import present_updated_server
     from ..services import rebuild
     from ..services.create import _image, generate_password
     from .servers import render
@@ -260,7 +261,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = render([record], version=view.version, actor=view.ctx)[0]
+    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 

@@ -76,3 +76,21 @@ urlpatterns += [
     path("servers/<str:server_id>/os-volume_attachments/<str:volume_id>",
          _volume_attachments.VolumeAttachmentView.as_view(), name="compute-volume-attachment"),
 ]
+
+# --- ips (servers/api/ips.py) ---------------------------------------------------------------------
+from . import ips as _ips  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/ips", _ips.ServerIpsView.as_view(), name="compute-server-ips"),
+    path("servers/<str:server_id>/ips/<str:network_label>", _ips.ServerIpsNetworkView.as_view(),
+         name="compute-server-ips-network"),
+]
+
+# --- the image proxy, up to 2.35 (servers/api/images.py) ----------------------------------------
+from . import images as _images  # noqa: E402
+
+urlpatterns += [
+    path("images", _images.ImagesView.as_view(), name="compute-images"),
+    path("images/detail", _images.ImagesDetailView.as_view(), name="compute-images-detail"),
+    path("images/<str:image_id>", _images.ImageView.as_view(), name="compute-image"),
+]

@@ -9,13 +9,18 @@ P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 urlpatterns = [
     re_path(r"^$", views.VolumeVersionsView.as_view()),
     re_path(r"^v3/?$", views.VolumeVersionsView.as_view()),
-    re_path(P + r"volumes/?$", views.VolumesView.as_view()),
+    # no trailing slash: "volumes/" names no volume (404, as Cinder answers it)
+    re_path(P + r"volumes$", views.VolumesView.as_view()),
     re_path(P + r"volumes/detail/?$", views.VolumesDetailView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/action/?$", views.VolumeActionView.as_view()),
+    re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/?$", views.VolumeMetadataView.as_view()),
+    re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/(?P<key>[^/]+)/?$", views.VolumeMetadataItemView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/?$", views.VolumeView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),
     re_path(P + r"types/?$", views.TypesView.as_view()),
+    re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
+    re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
 ]

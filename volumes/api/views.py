@@ -2,6 +2,8 @@
 volumes (+ ``os-extend``, ``os-reimage`` 3.68), attachments (3.27+), volume types (minimal)."""
 from __future__ import annotations
 
+import ast
+import json
 from typing import Any
 
 from django.conf import settings
@@ -25,8 +27,13 @@ def _base(request: Request) -> str:
     return request.build_absolute_uri("/volume").rstrip("/")
 
 
-def volume_body(request: Request, vol: Volume, version: tuple[int, int]) -> dict[str, Any]:
-    return present(VOLUME_FIELDS, ShownVolume(vol, _base(request)), version)
+def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admin: bool = False,
+                extended: bool = True) -> dict[str, Any]:
+    """Cinder's volume view (``volumes.presenter.VOLUME_FIELDS``). ``extended`` (show and list
+    detail, not create or update) adds what Cinder's extensions add there: ``volume_image_metadata``
+    and, for admins only (its policy ``volume_extension:volume_tenant_attribute`` defaults to
+    admin), ``os-vol-tenant-attr:tenant_id``."""
+    return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended), version)
 
 
 def attachment_body(att: VolumeAttachment) -> dict[str, Any]:
@@ -65,6 +72,39 @@ class VolumeAPIView(OpenStackAPIView):
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
 
 
+def _int_param(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise Invalid(f"Invalid input received: {name} must be a non-negative integer.")
+    return int(value)
+
+
+def _json_param(value: str, name: str) -> Any:
+    """A dict-valued query parameter: JSON, or the Python repr some clients send (Cinder reads both)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise Invalid(f"Invalid input received: invalid {name} filter.") from None
+
+
+def _sort_param(params: Any) -> list[tuple[str, str]] | None:
+    """Cinder's ``sort=key:dir,key2`` or the older ``sort_key``/``sort_dir`` pair."""
+    if params.get("sort"):
+        out = []
+        for part in params["sort"].split(","):
+            key, _, direction = part.strip().partition(":")
+            out.append((key, direction or "desc"))
+        return out
+    if params.get("sort_key") or params.get("sort_dir"):
+        return [(params.get("sort_key", "created_at"), params.get("sort_dir", "desc"))]
+    return None
+
+
 CREATE_SCHEMA = {"type": "object", "required": ["volume"], "properties": {"volume": {
     "type": "object", "properties": {
         "size": {"type": ["integer", "string", "null"]}, "name": {"type": ["string", "null"]},
@@ -80,19 +120,28 @@ CREATE_SCHEMA = {"type": "object", "required": ["volume"], "properties": {"volum
 class VolumesView(VolumeAPIView):
     def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
         self.authorize("volume:get_all")
-        filters = {k: request.query_params[k] for k in ("name", "status", "bootable") if k in request.query_params}
-        vols = services.volume_list(self.ctx, all_tenants=bool(request.query_params.get("all_tenants")),
-                                    filters=filters)
+        params = request.query_params
+        filters: dict[str, Any] = {k: params[k] for k in ("name", "status", "bootable", "availability_zone")
+                                   if k in params}
+        if "metadata" in params:
+            filters["metadata"] = _json_param(params["metadata"], "metadata")
+        vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
+                                    limit=_int_param(params.get("limit"), "limit"), marker=params.get("marker"),
+                                    sort=_sort_param(params))
         if detail:
-            return Response({"volumes": [volume_body(request, v, self.v) for v in vols]})
+            return Response({"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin) for v in vols]})
         return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
                                      for v in vols]})
 
     def post(self, request: Request, **_kw: Any) -> Response:
         self.authorize("volume:create")
         body = validate(self.body(), CREATE_SCHEMA)["volume"]
-        if body.get("snapshot_id") or body.get("source_volid") or body.get("backup_id"):
-            raise Invalid("Creating a volume from a snapshot, another volume or a backup is not supported.")
+        if body.get("snapshot_id"):  # there are no snapshots (yet): every id names none
+            raise NotFound(f"Snapshot {body['snapshot_id']} could not be found.")
+        if body.get("source_volid"):
+            services.volume_get(self.ctx, body["source_volid"])  # 404 for an unknown volume
+        if body.get("source_volid") or body.get("backup_id"):
+            raise Invalid("Creating a volume from another volume or a backup is not supported.")
         size = body.get("size")
         if size is not None:
             try:
@@ -100,11 +149,14 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
+        zone = body.get("availability_zone")
+        if zone and zone != VOLUME_ZONE:
+            raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
         vol = services.volume_create(self.ctx, size=size, name=body.get("name"), description=body.get("description"),
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
                                      metadata=body.get("metadata"), volume_type=body.get("volume_type"))
-        return Response({"volume": volume_body(request, vol, self.v)}, status=202)
+        return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
 class VolumesDetailView(VolumesView):
@@ -116,7 +168,7 @@ class VolumeView(VolumeAPIView):
     def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         self.authorize("volume:get", vol.project_id)
-        return Response({"volume": volume_body(request, vol, self.v)})
+        return Response({"volume": volume_body(request, vol, self.v, admin=self.ctx.is_admin)})
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -126,7 +178,7 @@ class VolumeView(VolumeAPIView):
                                              "description": {"type": ["string", "null"]},
                                              "metadata": {"type": ["object", "null"]}}}}})["volume"]
         vol = services.volume_update(self.ctx, vol, changes=body)
-        return Response({"volume": volume_body(request, vol, self.v)})
+        return Response({"volume": volume_body(request, vol, self.v, extended=False)})
 
     def delete(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -153,6 +205,37 @@ class VolumeActionView(VolumeAPIView):
                 raise Invalid("Invalid input received: 'new_size' is required.")
             services.volume_extend(self.ctx, vol, new_size=int(args["new_size"]))
             return Response(status=202)
+        if action == "os-set_bootable":
+            self.authorize("volume:update", vol.project_id)
+            validate(args, {"type": "object", "required": ["bootable"],
+                            "properties": {"bootable": {"type": ["boolean", "string"]}}})
+            flag = args["bootable"]
+            services.volume_set_bootable(self.ctx, vol, bootable=flag if isinstance(flag, bool)
+                                         else str(flag).lower() in ("true", "1", "yes"))
+            return Response(status=200)
+        if action == "os-update_readonly_flag":
+            self.authorize("volume:update_readonly_flag", vol.project_id)
+            validate(args, {"type": "object", "required": ["readonly"],
+                            "properties": {"readonly": {"type": "boolean"}}})
+            services.volume_set_readonly(self.ctx, vol, readonly=args["readonly"])
+            return Response(status=202)
+        if action == "os-volume_upload_image":
+            self.authorize("volume:upload_image", vol.project_id)
+            validate(args, {"type": "object", "required": ["image_name"], "properties": {
+                "image_name": {"type": "string", "minLength": 1, "maxLength": 255},
+                "disk_format": {"type": "string"}, "container_format": {"type": "string"},
+                "force": {"type": ["boolean", "string"]}, "visibility": {"type": "string"},
+                "protected": {"type": "boolean"}}})
+            image = services.volume_upload_to_image(
+                self.ctx, vol, image_name=args["image_name"], disk_format=args.get("disk_format", "raw"),
+                container_format=args.get("container_format", "bare"),
+                force=str(args.get("force", False)).lower() in ("true", "1"))
+            return Response({"os-volume_upload_image": {
+                "id": vol.id, "updated_at": _ts(vol.updated_at), "status": vol.status,
+                "display_description": vol.description, "size": vol.size,
+                "volume_type": type_body(vol.volume_type) if vol.volume_type else None, "image_id": image.id,
+                "container_format": image.container_format, "disk_format": image.disk_format,
+                "image_name": image.name}}, status=202)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
             self.authorize("volume:reimage", vol.project_id)
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
@@ -242,3 +325,79 @@ class TypeView(VolumeAPIView):
 
 
 _ = settings  # settings are read by the services
+
+
+#: the zone of the one storage backend (Cinder's ``storage_availability_zone`` default)
+VOLUME_ZONE = "nova"
+
+#: Cinder API extensions whose behaviour cloudcore implements (``GET /v3/{project}/extensions``)
+EXTENSIONS = (
+    ("os-availability-zone", "AvailabilityZones", "Describe Availability Zones."),
+    ("os-vol-image-meta", "VolumeImageMetadata", "Show image metadata associated with the volume."),
+    ("os-vol-tenant-attr", "VolumeTenantAttribute", "Expose the internal project_id as an attribute of a volume."),
+    ("os-volume-actions", "VolumeActions", "Enable volume actions."),
+    ("os-types-manage", "TypesManage", "Types manage support."),
+)
+
+
+class AvailabilityZonesView(VolumeAPIView):
+    def get(self, request: Request, **_kw: Any) -> Response:
+        return Response({"availabilityZoneInfo": [{"zoneName": VOLUME_ZONE, "zoneState": {"available": True}}]})
+
+
+class ExtensionsView(VolumeAPIView):
+    def get(self, request: Request, **_kw: Any) -> Response:
+        return Response({"extensions": [
+            {"alias": alias, "name": name, "description": description, "links": [],
+             "updated": "2013-01-01T00:00:00+00:00"} for alias, name, description in EXTENSIONS]})
+
+
+class VolumeMetadataView(VolumeAPIView):
+    """``/volumes/{id}/metadata``: show, create (merge) and update (replace)."""
+
+    def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
+        vol = services.volume_get(self.ctx, volume_id)
+        self.authorize("volume:get_volume_metadata", vol.project_id)
+        return Response({"metadata": vol.metadata or {}})
+
+    def _set(self, volume_id: str, *, replace: bool) -> Response:
+        vol = services.volume_get(self.ctx, volume_id)
+        self.authorize("volume:update_volume_metadata" if replace else "volume:create_volume_metadata",
+                       vol.project_id)
+        body = validate(self.body(), {"type": "object", "required": ["metadata"],
+                                      "properties": {"metadata": {"type": "object"}}})
+        vol = services.volume_metadata_set(self.ctx, vol, metadata=body["metadata"], replace=replace)
+        return Response({"metadata": vol.metadata})
+
+    def post(self, request: Request, volume_id: str, **_kw: Any) -> Response:
+        return self._set(volume_id, replace=False)
+
+    def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
+        return self._set(volume_id, replace=True)
+
+
+class VolumeMetadataItemView(VolumeAPIView):
+    """``/volumes/{id}/metadata/{key}``: show, update (the body names the one key), delete."""
+
+    def get(self, request: Request, volume_id: str, key: str, **_kw: Any) -> Response:
+        vol = services.volume_get(self.ctx, volume_id)
+        self.authorize("volume:get_volume_metadata", vol.project_id)
+        if key not in (vol.metadata or {}):
+            raise NotFound(f"Metadata item was not found with key {key}.")
+        return Response({"meta": {key: vol.metadata[key]}})
+
+    def put(self, request: Request, volume_id: str, key: str, **_kw: Any) -> Response:
+        vol = services.volume_get(self.ctx, volume_id)
+        self.authorize("volume:update_volume_metadata", vol.project_id)
+        body = validate(self.body(), {"type": "object", "required": ["meta"], "properties": {
+            "meta": {"type": "object", "minProperties": 1, "maxProperties": 1}}})
+        if key not in body["meta"]:
+            raise Invalid("Request body and URI mismatch")
+        services.volume_metadata_set(self.ctx, vol, metadata=body["meta"], replace=False)
+        return Response({"meta": body["meta"]})
+
+    def delete(self, request: Request, volume_id: str, key: str, **_kw: Any) -> Response:
+        vol = services.volume_get(self.ctx, volume_id)
+        self.authorize("volume:delete_volume_metadata", vol.project_id)
+        services.volume_metadata_delete(self.ctx, vol, key=key)
+        return Response(status=200)

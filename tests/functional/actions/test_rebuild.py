@@ -98,3 +98,20 @@ def test_rebuild_of_a_pending_server_without_room_stays_pending(cloud: Cloud, se
     assert cloud.show(client, server["id"], version="2.105")["status"] == "PENDING"
     assert cloud.show(client, server["id"], version="2.104")["status"] == "ERROR"
     assert cloud.cell_of(server["id"]) == "cell0"
+
+
+@pytest.mark.parametrize(("version", "reduced"), [("2.74", True), ("2.75", False)])
+def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, reduced: bool) -> None:
+    # given a server
+    client = cloud.member()
+    server = cloud.create_server(client, "vm-shape")
+    # when it is rebuilt at the version
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": second_image(cloud)}}, version=version)
+    # then before 2.75 the body has none of the extended attributes (Nova's, and Tempest's schema); from 2.75 all
+    body = response.json()["server"]
+    extended = {"OS-EXT-AZ:availability_zone", "OS-EXT-STS:vm_state", "OS-SRV-USG:launched_at", "config_drive",
+                "key_name", "security_groups", "os-extended-volumes:volumes_attached"}
+    assert response.status_code == 202 and body["adminPass"]
+    assert (extended & set(body)) == (set() if reduced else extended)
+    address = next(iter(body["addresses"].values()))[0]
+    assert ("OS-EXT-IPS:type" not in address) is reduced

@@ -62,6 +62,26 @@ def test_json_patch_updates_properties_and_name() -> None:
     assert bad.status_code == 403
 
 
+def test_json_patch_in_glances_v20_format() -> None:
+    # given an image, and a client speaking the older patch format (Tempest's image client does)
+    client = member()
+    image = create(client)
+    ops = [{"replace": "/name", "value": "renamed"}, {"add": "/hw_cpu_cores", "value": "5"}]
+    # when it patches
+    response = client.patch(f"/image/v2/images/{image['id']}", json.dumps(ops),
+                            content_type="application/openstack-images-v2.0-json-patch")
+    # then the changes apply as with the v2.1 format
+    assert response.status_code == 200, response.content
+    assert response.json()["name"] == "renamed" and response.json()["hw_cpu_cores"] == "5"
+    removed = client.patch(f"/image/v2/images/{image['id']}", json.dumps([{"remove": "/hw_cpu_cores"}]),
+                           content_type="application/openstack-images-v2.0-json-patch")
+    assert removed.status_code == 200 and "hw_cpu_cores" not in removed.json()
+    # and an operation naming two verbs is a 400
+    bad = client.patch(f"/image/v2/images/{image['id']}", json.dumps([{"add": "/a", "remove": "/b"}]),
+                       content_type="application/openstack-images-v2.0-json-patch")
+    assert bad.status_code == 400
+
+
 def test_private_image_invisible_to_other_projects_public_visible() -> None:
     owner = member("alice", "demo")
     other = member("bob", "demo2")

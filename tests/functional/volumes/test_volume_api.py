@@ -106,3 +106,106 @@ def test_list_filters_by_name_for_client_lookups(bfv: Any) -> None:
     call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "name": "other"}})
     found = call(client, "get", "/volume/v3/volumes/detail?name=data").json()["volumes"]
     assert [v["name"] for v in found] == ["data"]
+
+
+def test_create_with_the_clis_nulls_and_the_create_view_has_no_extension_fields(bfv: Any) -> None:
+    # given the body `openstack volume create --size 1 vol1` sends (nulls for what was not given)
+    client = bfv.member()
+    body = {"volume": {"size": 1, "consistencygroup_id": None, "snapshot_id": None, "name": "vol1",
+                       "description": None, "volume_type": None, "availability_zone": None, "metadata": None,
+                       "imageRef": None, "source_volid": None, "backup_id": None, "multiattach": None}}
+    # when it is posted
+    created = call(client, "post", "/volume/v3/volumes", body)
+    # then the volume is made, and the create view is Cinder's: no extension attributes
+    assert created.status_code == 202, created.content
+    volume = created.json()["volume"]
+    assert volume["metadata"] == {} and volume["description"] is None
+    assert "os-vol-tenant-attr:tenant_id" not in volume and "volume_image_metadata" not in volume
+    # and show gives the tenant attribute to admins only
+    vid = volume["id"]
+    assert "os-vol-tenant-attr:tenant_id" not in call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    shown = call(bfv.admin(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert shown["os-vol-tenant-attr:tenant_id"] == volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    # and an update with null metadata keeps the metadata
+    call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"metadata": {"a": "1"}}})
+    updated = call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "v", "metadata": None}})
+    assert updated.status_code == 200 and updated.json()["volume"]["metadata"] == {"a": "1"}
+
+
+def test_availability_zones_and_extensions(bfv: Any) -> None:
+    client = bfv.member()
+    zones = call(client, "get", "/volume/v3/someproject/os-availability-zone")
+    assert zones.json() == {"availabilityZoneInfo": [{"zoneName": "nova", "zoneState": {"available": True}}]}
+    extensions = call(client, "get", "/volume/v3/someproject/extensions").json()["extensions"]
+    assert "os-vol-tenant-attr" in {e["alias"] for e in extensions}
+    refused = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "availability_zone": "az9"}})
+    assert refused.status_code == 400 and "az9" in refused.json()["badRequest"]["message"]
+
+
+def _make(client: Any, name: str, **extra: Any) -> str:
+    created = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "name": name, **extra}})
+    assert created.status_code == 202, created.content
+    return created.json()["volume"]["id"]
+
+
+def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
+    # given three volumes, two tagged with metadata
+    client = bfv.member()
+    ids = [_make(client, f"v{i}", metadata={"tier": "gold"} if i else {}) for i in range(3)]
+    # when listed sorted by id ascending, two at a time
+    first = call(client, "get", "/volume/v3/volumes/detail?sort_key=id&sort_dir=asc&limit=2").json()["volumes"]
+    rest = call(client, "get", f"/volume/v3/volumes/detail?sort=id:asc&limit=2&marker={first[-1]['id']}")
+    # then the pages are in order and complete
+    assert [v["id"] for v in first + rest.json()["volumes"]] == sorted(ids)
+    # and the metadata filter keeps the tagged ones (JSON or a dict's repr)
+    tagged = call(client, "get", '/volume/v3/volumes/detail?metadata={"tier": "gold"}').json()["volumes"]
+    assert sorted(v["id"] for v in tagged) == sorted(ids[1:])
+    assert len(call(client, "get", "/volume/v3/volumes?metadata={'tier': 'gold'}").json()["volumes"]) == 2
+    # and bad paging is a 400 or 404, and "volumes/" names no volume
+    assert call(client, "get", "/volume/v3/volumes?sort_key=color").status_code == 400
+    assert call(client, "get", "/volume/v3/volumes?marker=nope").status_code == 404
+    assert call(client, "get", "/volume/v3/volumes/").status_code == 404
+    assert call(client, "delete", "/volume/v3/volumes/").status_code == 404
+
+
+def test_volume_metadata_crud(bfv: Any) -> None:
+    client = bfv.member()
+    vid = _make(client, "meta", metadata={"a": "1"})
+    base = f"/volume/v3/volumes/{vid}/metadata"
+    assert call(client, "post", base, {"metadata": {"b": "2"}}).json() == {"metadata": {"a": "1", "b": "2"}}
+    assert call(client, "get", f"{base}/b").json() == {"meta": {"b": "2"}}
+    assert call(client, "put", f"{base}/b", {"meta": {"b": "3"}}).json() == {"meta": {"b": "3"}}
+    assert call(client, "put", f"{base}/b", {"meta": {"c": "3"}}).status_code == 400
+    assert call(client, "put", base, {"metadata": {"z": "9"}}).json() == {"metadata": {"z": "9"}}
+    assert call(client, "delete", f"{base}/z").status_code == 200
+    assert call(client, "get", base).json() == {"metadata": {}}
+    assert call(client, "delete", f"{base}/z").status_code == 404
+    other = bfv.member(name="eve", project="other")
+    assert call(other, "get", base).status_code == 404
+
+
+def test_bootable_readonly_and_upload_to_image(bfv: Any) -> None:
+    from images.models import Image
+    from volumes.backends import get_backend
+
+    # given a volume made from an image (its data is the image's)
+    client = bfv.member()
+    vid = _make(client, "src", imageRef=bfv.image_a)
+    act = f"/volume/v3/volumes/{vid}/action"
+    # when its flags are set, they read back as Cinder shows them
+    assert call(client, "post", act, {"os-set_bootable": {"bootable": False}}).status_code == 200
+    assert call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["bootable"] == "false"
+    assert call(client, "post", act, {"os-update_readonly_flag": {"readonly": True}}).status_code == 202
+    assert call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["metadata"]["readonly"] == "True"
+    # and uploading it makes an active image with the volume's bytes
+    up = call(client, "post", act, {"os-volume_upload_image": {"image_name": "from-vol", "disk_format": "raw"}})
+    assert up.status_code == 202, up.content
+    image = Image.objects.get(id=up.json()["os-volume_upload_image"]["image_id"])
+    from images.services import image_data_path
+
+    assert image.status == "active" and image.name == "from-vol"
+    assert image_data_path(image.id).read_bytes() == get_backend().path(vid).read_bytes()
+    # and an unknown snapshot or source volume is a 404
+    assert call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "snapshot_id": "nope"}}).status_code == 404
+    assert call(client, "post", "/volume/v3/volumes",
+                {"volume": {"size": 1, "source_volid": "nope"}}).status_code == 404

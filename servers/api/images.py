@@ -1,0 +1,90 @@
+"""The compute API's image proxy (``/images``, ``/images/detail``, ``/images/{id}``), deprecated in
+Nova and gone from 2.36 on (404), as in Nova: a view of the image service's images for clients that
+still use it (Tempest's compute image tests, old novaclient scripts)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.exceptions import NotFound
+from images import services as images
+from images.models import Image
+
+from ..presenter import links
+
+#: Glance status -> the proxy's status and progress (Nova's tables)
+STATUS = {"active": ("ACTIVE", 100), "queued": ("SAVING", 25), "saving": ("SAVING", 50),
+          "deleted": ("DELETED", 0), "pending_delete": ("DELETED", 0), "killed": ("ERROR", 0)}
+
+
+def _ts(value: Any) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+def _links(image: Image) -> list[dict[str, str]]:
+    return [*links("images", image.id),
+            {"rel": "alternate", "type": "application/vnd.openstack.image",
+             "href": f"{settings.PUBLIC_URL.rstrip('/')}/image/images/{image.id}"}]
+
+
+def image_body(image: Image) -> dict[str, Any]:
+    status, progress = STATUS.get(image.status, ("UNKNOWN", 0))
+    properties = dict(image.properties or {})
+    body: dict[str, Any] = {
+        "id": image.id, "name": image.name, "minRam": image.min_ram or 0, "minDisk": image.min_disk or 0,
+        "metadata": properties, "created": _ts(image.created_at),
+        "updated": _ts(image.updated_at or image.created_at),
+        "status": status, "progress": progress, "OS-EXT-IMG-SIZE:size": image.size, "links": _links(image),
+    }
+    if properties.get("instance_uuid"):
+        body["server"] = {"id": properties["instance_uuid"], "links": links("servers", properties["instance_uuid"])}
+    return body
+
+
+class _ProxyView(ComputeAPIView):
+    def check_version(self) -> None:
+        if self.version >= (2, 36):
+            raise NotFound("The resource could not be found.")
+
+
+class ImagesView(_ProxyView):
+    detail = False
+
+    def get(self, request: Request) -> Response:
+        self.check_version()
+        params = request.query_params
+        filters = {k: params[k] for k in ("name",) if params.get(k)}
+        limit = int(params["limit"]) if params.get("limit", "").isdigit() else None
+        found = images.image_list(self.ctx, filters=filters, limit=limit, marker=params.get("marker"))
+        wanted = params.get("status")
+        if wanted:
+            found = [i for i in found if STATUS.get(i.status, ("UNKNOWN", 0))[0] == wanted.upper()]
+        if self.detail:
+            return Response({"images": [image_body(i) for i in found]})
+        return Response({"images": [{"id": i.id, "name": i.name, "links": _links(i)} for i in found]})
+
+
+class ImagesDetailView(ImagesView):
+    detail = True
+
+
+class ImageView(_ProxyView):
+    def get(self, request: Request, image_id: str) -> Response:
+        self.check_version()
+        return Response({"image": image_body(_image(self, image_id))})
+
+    def delete(self, request: Request, image_id: str) -> Response:
+        self.check_version()
+        images.image_delete(self.ctx, _image(self, image_id))
+        return Response(status=204)
+
+
+def _image(view: ComputeAPIView, image_id: str) -> Image:
+    try:
+        return images.image_get(view.ctx, image_id)
+    except NotFound:
+        raise NotFound("Image not found.") from None
