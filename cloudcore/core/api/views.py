@@ -134,13 +134,15 @@ class OpenStackAPIView(APIView):
 class ComputeAPIView(OpenStackAPIView):
     version_range = microversion.COMPUTE
     extra_request_id_header = "x-compute-request-id"
-    #: The microversion a resource appeared in: below it the resource does not exist (404, as Nova
-    #: answers for a route its microversion does not have), whoever asks.
+    #: The microversions a resource exists in (``available_until`` included): outside them it does
+    #: not exist (404, as Nova answers for a route its microversion does not have), whoever asks.
     available_from: Version | None = None
+    available_until: Version | None = None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        if self.available_from is not None and self.version < self.available_from:
+        if ((self.available_from is not None and self.version < self.available_from)
+                or (self.available_until is not None and self.version > self.available_until)):
             raise NotFound("The resource could not be found.")
 
 
