@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "hosts",
     "scheduling",
     "servers",
+    "compute",
+    "conductor",
     "images",
     "volumes",
     "networks",

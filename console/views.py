@@ -89,7 +89,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @console_view(admin=True)
 def hosts(request: HttpRequest) -> HttpResponse:
-    from hosts.management.commands.compute import refusals
+    from compute.management.commands.compute import refusals
 
     return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals(),
                                                  "supervised": restarted_processes()})

@@ -9,6 +9,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable
 
+from hosts.services.servicegroup import service_is_up
+
 from .host_state import HostState, RequestView
 
 
@@ -25,10 +27,10 @@ class ComputeFilter(BaseFilter):
     name = "ComputeFilter"
 
     def host_passes(self, host: HostState, request: RequestView) -> bool:
-        from hosts.services.servicegroup import service_is_up
-
         service = host.service
-        return service is not None and not service.disabled and service_is_up(service)
+        if service is None or service.disabled:
+            return False
+        return host.service_up if host.service_up is not None else service_is_up(service)
 
 
 class AvailabilityZoneFilter(BaseFilter):

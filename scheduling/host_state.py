@@ -31,6 +31,9 @@ class HostState:
     allocation_request: dict[str, Any] | None = None
     weight: float = 0.0
     cell_name: str | None = None
+    #: True when the scheduler read that the service is enabled and up for this request (its
+    #: ``service`` view then carries no heartbeat); None: ``ComputeFilter`` looks at ``service``
+    service_up: bool | None = None
 
     def free(self, rc: str) -> int:
         res = self.resources.get(rc)
@@ -51,7 +54,12 @@ class HostState:
     def fits(self, wanted: dict[str, int]) -> bool:
         """Can this node still take ``wanted`` given what earlier instances of the request took?
         (Placement checked constraints; only the remaining amount changes here.)"""
-        return all(rc in self.resources and self.free(rc) >= n for rc, n in wanted.items())
+        resources = self.resources
+        for rc, n in wanted.items():
+            res = resources.get(rc)
+            if res is None or res["capacity"] - res["used"] < n:
+                return False
+        return True
 
     def consume(self, wanted: dict[str, int]) -> None:
         for rc, n in wanted.items():

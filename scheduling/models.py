@@ -38,6 +38,9 @@ class ResourceProvider(ApiModel, TimestampedModel):
     uuid = models.CharField(max_length=36, unique=True, default=new_uuid)
     name = models.CharField(max_length=200, unique=True)
     generation = models.IntegerField(default=0)
+    #: ``PlacementChangeStamp.seq`` of the last write that changed this provider (inventories,
+    #: traits, aggregates, usage): how the scheduler's provider cache finds what to reload.
+    changed_seq = models.BigIntegerField(default=0, db_index=True)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
@@ -49,6 +52,20 @@ class ResourceProvider(ApiModel, TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.uuid})"
+
+
+class PlacementChangeStamp(ApiModel):
+    """One row (id 1): a counter bumped by every placement write in the writer's transaction.
+
+    ``seq`` orders the writes (the row lock taken by the UPDATE serialises writers until they
+    commit, so a reader that sees ``seq`` sees every write numbered up to it); ``full_seq`` is the
+    ``seq`` of the last write a delta cannot describe (a provider deleted or re-parented);
+    ``epoch`` is drawn when the row is created, so a database restored or rolled back to before
+    the row existed is never mistaken for the one a cache was loaded from."""
+
+    seq = models.BigIntegerField(default=0)
+    full_seq = models.BigIntegerField(default=0)
+    epoch = models.CharField(max_length=36, default=new_uuid)
 
 
 class Inventory(ApiModel, TimestampedModel):

@@ -8,9 +8,13 @@ Steps (constant number of SQL queries whatever the number of hosts; per instance
    ``COMPUTE_STATUS_DISABLED`` forbidden), the zone's aggregates as ``member_of``;
 2. where: requested destination host/node/cell, forced hosts/nodes and a move that must stay in
    its source cell narrow the providers up front (their compute nodes are read from the cell);
-3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed);
-4. host states: the candidates' compute nodes and services read from each cell's database
-   (one query per cell), zones and aggregate metadata from the API database (one query);
+3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed),
+   answered by the process's in-memory copy of placement (``placement.cache``: one statement
+   to learn what changed, five to re-read the providers that did);
+4. host states: the candidates' compute nodes from the process's copy of each cell's nodes
+   (``host_cache``: one fingerprint statement per cell), their services' state read fresh (one
+   statement per cell lists the disabled, forced-down and silent ones), zones and aggregate
+   metadata from the API database (one query);
 5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
 6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
    plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit.
@@ -23,8 +27,10 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,7 +39,9 @@ from django.conf import settings
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 
 from .filters import filter_hosts
-from .host_state import HostState, RequestView, cpu_arch, max_placement_results, summary_resources
+from .host_cache import NodeFacts, node_cache, service_problems
+from .host_state import HostState, RequestView, max_placement_results, summary_resources
+from .placement.cache import provider_cache
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -93,68 +101,109 @@ def _service_fields() -> list[str]:
     return [f.attname for f in Service._meta.concrete_fields]
 
 
-def _load_nodes(cells: Iterable[Any], *, uuids: list[str] | None = None, hosts: list[str] | None = None,
-                nodes: list[str] | None = None) -> dict[str, tuple[Any, Any, Any]]:
-    """``{node uuid: (node, service or None, CellMapping)}`` from each cell, one query per cell
-    (plus one for nodes whose service link is not filled yet). Nodes and services are read-only
-    views (namespaces with the model's field attributes): the scheduler never writes them, and
-    skipping model instantiation matters with a thousand candidates."""
-    from cells.context import target_cell
+def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[str, tuple[Any, Any, Any]]:
+    """``{node uuid: (node, service or None, cell)}`` of every live node of ``cell`` (targeted
+    by the caller; with ``updated_after``, only the nodes updated after it): one query, plus one
+    for nodes whose service link is not filled yet. Nodes
+    and services are read-only views (namespaces with the model's field attributes): the
+    scheduler never writes them, and skipping model instantiation matters with many nodes."""
     from hosts.models import ComputeNode, Service
 
     service_fields = _service_fields()
+    nodes = ComputeNode.objects.filter(deleted=False)
+    if updated_after is not None:
+        nodes = nodes.filter(updated_at__gt=updated_after)
+    rows = list(nodes.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+    unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
+    by_host = {s["host"]: s for s in Service.objects.filter(
+        host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} if unlinked else {}
     found: dict[str, tuple[Any, Any, Any]] = {}
+    for row in rows:
+        node = SimpleNamespace(**{f: row[f] for f in NODE_FIELDS})
+        if row["service_id"] is not None:
+            values = {f: row[f"service__{f}"] for f in service_fields}
+        else:
+            values = by_host.get(row["host"])
+        service = SimpleNamespace(**values) if values and values.get("id") is not None \
+            and not values.get("deleted") else None
+        found[node.uuid] = (node, service, cell)
+    return found
+
+
+@dataclass
+class _CellsView:
+    """The live nodes of the schedulable cells (from ``node_cache``) and, per cell, the services
+    that are disabled, forced down or down right now."""
+
+    nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    problems: dict[str, dict[int, Any]] = field(default_factory=dict)
+
+    def current_service(self, facts: NodeFacts) -> tuple[Any, bool | None]:
+        """(service as it is now, True when known to be up and enabled / None: let the filter
+        look)."""
+        if facts.service is None:
+            return None, None
+        problem = self.problems.get(facts.cell.uuid, {}).get(facts.service.id)
+        return (problem, None) if problem is not None else (facts.service_ok, True)
+
+
+def _cells_view(cells: Iterable[Any]) -> _CellsView:
+    """One fingerprint query and one service-state query per cell (the node rows themselves only
+    when the cell changed); a cell that cannot be read offers no hosts this time."""
+    from cells.context import target_cell
+
+    view = _CellsView()
+    service_fields = _service_fields()
     for cell in cells:
         try:
             with target_cell(cell):
-                qs = ComputeNode.objects.filter(deleted=False)
-                if uuids is not None:
-                    qs = qs.filter(uuid__in=uuids)
-                if hosts:
-                    qs = qs.filter(host__in=hosts)
-                if nodes:
-                    qs = qs.filter(hypervisor_hostname__in=nodes)
-                rows = list(qs.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
-                unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
-                by_host = {s["host"]: s for s in Service.objects.filter(
-                    host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} \
-                    if unlinked else {}
+                nodes = node_cache.nodes(cell, _read_cell_nodes)
+                problems = service_problems(service_fields)
         except CloudcoreError:
             raise
         except Exception:  # a cell that cannot be read offers no hosts this time
             log.exception("could not load compute nodes of cell %s", cell.uuid)
             continue
-        for row in rows:
-            node = SimpleNamespace(**{f: row[f] for f in NODE_FIELDS})
-            if row["service_id"] is not None:
-                values = {f: row[f"service__{f}"] for f in service_fields}
-            else:
-                values = by_host.get(row["host"])
-            service = SimpleNamespace(**values) if values and values.get("id") is not None \
-                and not values.get("deleted") else None
-            found[node.uuid] = (node, service, cell)
-    return found
+        view.nodes.update(nodes)
+        view.problems[cell.uuid] = problems
+    return view
 
 
-def _host_states(nodes: dict[str, tuple[Any, Any, Any]], summaries: dict[str, Any] | None,
+def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[str, set[str]]]]:
+    """``({host: zone}, {host: {key: {values}}})`` for ``names``, as ``hosts_availability_zones``
+    and ``host_aggregates_metadata`` answer, from one query over every live aggregate's
+    metadata (no list of host names sent: its cost follows the aggregate memberships)."""
+    from .models import AggregateMetadata
+    from .services.aggregates import AZ_KEY
+
+    zones: dict[str, set[str]] = defaultdict(set)
+    metadata: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for host, key, value in AggregateMetadata.objects.filter(aggregate__deleted=False).values_list(
+            "aggregate__hosts__host", "key", "value"):
+        if host in names:
+            metadata[host][key].add(value)
+            if key == AZ_KEY:
+                zones[host].add(value)
+    default = settings.DEFAULT_AVAILABILITY_ZONE
+    return {h: ",".join(sorted(zones[h])) if zones.get(h) else default for h in names}, metadata
+
+
+def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
-    from .services.aggregates import host_aggregates_metadata, hosts_availability_zones
-
-    names = {node.host for node, _s, _c in nodes.values() if node.host}
-    zones = hosts_availability_zones(names)
-    metadata = host_aggregates_metadata(names)
+    facts = [view.nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
+    zones, metadata = _aggregate_facts({f.node.host for f in facts if f.node.host})
     states = []
-    for node_uuid, (node, service, cell) in nodes.items():
-        if summaries is not None and node_uuid not in summaries:
-            continue
-        summary = (summaries or {}).get(node_uuid, {})
+    for fact in facts:
+        node = fact.node
+        summary = (summaries or {}).get(node.uuid, {})
+        service, service_up = view.current_service(fact)
         states.append(HostState(
-            host=node.host, nodename=node.hypervisor_hostname, uuid=node_uuid, cell_uuid=cell.uuid, cell_name=cell.name,
-            service=service, hypervisor_type=node.hypervisor_type, hypervisor_version=node.hypervisor_version,
-            cpu_arch=cpu_arch(node.cpu_info), resources=summary_resources(summary),
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=fact.cell.uuid,
+            cell_name=fact.cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
+            hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch, resources=summary_resources(summary),
             traits=list(summary.get("traits", [])), aggregate_metadata=dict(metadata.get(node.host, {})),
             availability_zone=zones.get(node.host, settings.DEFAULT_AVAILABILITY_ZONE),
-            allocation_request=requests.get(node_uuid),
+            allocation_request=requests.get(node.uuid),
         ))
     states.sort(key=lambda h: (h.host, h.nodename))
     return states
@@ -168,14 +217,17 @@ def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, i
     cells = _schedulable_cells(request)
     if not cells:
         return [], {}
-    hosts = sorted({*request.force_hosts, *([request.destination_host] if request.destination_host else [])})
-    nodes = sorted({*request.force_nodes, *([request.destination_node] if request.destination_node else [])})
+    hosts = set(request.force_hosts) | ({request.destination_host} if request.destination_host else set())
+    nodes = set(request.force_nodes) | ({request.destination_node} if request.destination_node else set())
     narrowed = bool(hosts or nodes or request.destination_cell
                     or (request.source_cell and not request.allow_cross_cell_move))
-    preloaded = _load_nodes(cells, hosts=hosts or None, nodes=nodes or None) if narrowed else None
+    view = _cells_view(cells)
+    preloaded = [uuid for uuid, f in view.nodes.items()
+                 if (not hosts or f.node.host in hosts) and (not nodes or f.node.hypervisor_hostname in nodes)] \
+        if narrowed else None
     wanted = request.resources()
     if request.is_rebuild:
-        return _host_states(preloaded if preloaded is not None else _load_nodes(cells), None, {}), {}
+        return _host_states(view, preloaded if preloaded is not None else list(view.nodes), None, {}), {}
     required, forbidden = request.traits()
     forbidden.add(DISABLED_TRAIT)
     member_of = request.destination_aggregates()
@@ -188,17 +240,17 @@ def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, i
             return [], wanted
     try:
         found = placement.allocation_candidates(
-            resources=wanted, required_traits=required, forbidden_traits=forbidden - required,
+            copy=provider_cache, resources=wanted, required_traits=required, forbidden_traits=forbidden - required,
             member_of=member_of, limit=None if preloaded is not None else max_placement_results(),
-            provider_uuids=list(preloaded) if preloaded is not None else None,
+            provider_uuids=preloaded,
             randomize=bool(getattr(settings, "RANDOMIZE_ALLOCATION_CANDIDATES", False)),
         )
     except placement.PlacementInvalid as exc:
         log.info("placement refused the request: %s", exc)
         return [], wanted
     requests = {next(iter(r["allocations"])): r for r in found.allocation_requests}
-    node_rows = preloaded if preloaded is not None else _load_nodes(cells, uuids=list(found.provider_summaries))
-    return _host_states(node_rows, found.provider_summaries, requests), wanted
+    rows = preloaded if preloaded is not None else [u for u in found.provider_summaries if u in view.nodes]
+    return _host_states(view, rows, found.provider_summaries, requests), wanted
 
 
 # --- notifications ---------------------------------------------------------------------------------
@@ -271,10 +323,12 @@ def select_destinations(
         chosen.append(picked)
         results.append([Selection.from_host(picked)])
     taken = {id(h) for h in chosen}
+    # nothing is consumed from here on, so one weighing orders the alternates of every instance
+    by_weight = weigh_hosts(hosts, request) if max_attempts > 1 and chosen else []
     for index, picked in enumerate(chosen):
         if max_attempts <= 1:
             break
-        for host in weigh_hosts(hosts, request):
+        for host in by_weight:
             if len(results[index]) >= max_attempts:
                 break
             if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted):

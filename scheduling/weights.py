@@ -26,31 +26,47 @@ class BaseWeigher:
     def raw(self, host: HostState, request: RequestView) -> float:
         raise NotImplementedError
 
+    def raws(self, hosts: list[HostState], request: RequestView) -> list[float]:
+        """``raw`` of every host (weighers whose value is free capacity read it in one pass)."""
+        return [self.raw(h, request) for h in hosts]
 
-class RAMWeigher(BaseWeigher):
+
+class _FreeWeigher(BaseWeigher):
+    """Free capacity of one resource class (times ``scale``)."""
+
+    resource_class = ""
+    scale = 1
+
+    def raw(self, host: HostState, request: RequestView) -> float:
+        return float(host.free(self.resource_class) * self.scale)
+
+    def raws(self, hosts: list[HostState], request: RequestView) -> list[float]:
+        rc, scale, none = self.resource_class, self.scale, {"capacity": 0, "used": 0}
+        return [float((r["capacity"] - r["used"]) * scale)
+                for r in (h.resources.get(rc, none) for h in hosts)]
+
+
+class RAMWeigher(_FreeWeigher):
     """More free RAM first (spreading)."""
 
     name = "RAMWeigher"
     setting = "RAM_WEIGHT_MULTIPLIER"
-
-    def raw(self, host: HostState, request: RequestView) -> float:
-        return float(host.free_ram_mb)
+    resource_class = "MEMORY_MB"
 
 
-class DiskWeigher(BaseWeigher):
+class DiskWeigher(_FreeWeigher):
+    """More free disk first (in MiB, as ``HostState.free_disk_mb``)."""
+
     name = "DiskWeigher"
     setting = "DISK_WEIGHT_MULTIPLIER"
+    resource_class = "DISK_GB"
+    scale = 1024
 
-    def raw(self, host: HostState, request: RequestView) -> float:
-        return float(host.free_disk_mb)
 
-
-class CPUWeigher(BaseWeigher):
+class CPUWeigher(_FreeWeigher):
     name = "CPUWeigher"
     setting = "CPU_WEIGHT_MULTIPLIER"
-
-    def raw(self, host: HostState, request: RequestView) -> float:
-        return float(host.vcpus_free)
+    resource_class = "VCPU"
 
 
 class CrossCellWeigher(BaseWeigher):
@@ -91,6 +107,6 @@ def weigh_hosts(
         multiplier = weigher.multiplier()
         if not multiplier:
             continue
-        for host, value in zip(hosts, normalize([weigher.raw(h, request) for h in hosts]), strict=True):
+        for host, value in zip(hosts, normalize(weigher.raws(hosts, request)), strict=True):
             host.weight += multiplier * value
     return sorted(hosts, key=lambda h: -h.weight)

@@ -7,7 +7,7 @@ maps cell0/cell1/cell2 and builds:
   cell2 (zone ``az2``): Service + ComputeNode rows, HostMappings, placement resource providers with
   inventories (VCPU 4, MEMORY_MB 8192, DISK_GB 40 unless ``Cloud(...)`` is given other sizes);
 - one libvirt ``test:///default`` virt driver per host registered in-process
-  (``servers.compute.drivers.register_driver``), so that builds define and start real test-driver
+  (``compute.drivers.register_driver``), so that builds define and start real test-driver
   domains named ``instance-<uuid>``; ``cloud.driver("compute1").fail_spawns = 2`` makes the next
   two spawns on that host fail (fault injection at the driver, not a mock of the service);
 - the demo flavors (m1.tiny .. m1.large), the ``tiny`` image (public, active) and the shared
@@ -188,9 +188,9 @@ class Cloud:
     def add_host(self, host: str, *, cell: str, zone: str | None, vcpus: int = 4, memory_mb: int = 8192,
                  disk_gb: int = 40) -> Any:
         from cells.models import HostMapping
-        from hosts.services.startup import SERVICE_VERSION
+        from compute.drivers import register_driver
+        from compute.startup import SERVICE_VERSION
         from scheduling.placement import services as placement
-        from servers.compute.drivers import register_driver
         from tests.factories import ComputeNodeFactory, ServiceFactory
 
         service = ServiceFactory(cell=self.cells[cell], host=host, last_seen_up=timezone.now(),
@@ -232,7 +232,7 @@ class Cloud:
         self.network_id, self.subnet_id = net.id, subnet.id
 
     def teardown(self) -> None:
-        from servers.compute.drivers import unregister_driver
+        from compute.drivers import unregister_driver
 
         for host in list(self.drivers):
             unregister_driver(host)

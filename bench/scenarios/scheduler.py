@@ -125,13 +125,76 @@ def measure(env: Any, count: int, requests: int = REQUESTS) -> dict[str, float]:
     }
 
 
+#: (what, module, attribute): the steps of select_destinations timed by ``where_the_time_goes``
+PHASES = (
+    ("notifications (start and end records)", "scheduling.scheduler", "_notify"),
+    ("cell mappings", "scheduling.scheduler", "_schedulable_cells"),
+    ("cells: node copy check (fingerprint) and services with a problem", "scheduling.scheduler", "_cells_view"),
+    ("placement: allocation candidates from the provider copy", "scheduling.placement.services",
+     "allocation_candidates"),
+    ("  of which: provider copy refresh (stamp, changed providers)", "scheduling.placement.cache.ProviderCache",
+     "_refresh"),
+    ("zones, aggregate metadata, host states", "scheduling.scheduler", "_host_states"),
+    ("filters", "scheduling.scheduler", "filter_hosts"),
+    ("weighers (chosen host and alternates)", "scheduling.scheduler", "weigh_hosts"),
+    ("claim in placement", "scheduling.placement.services", "claim_allocation_request"),
+)
+
+
+def where_the_time_goes(requests: int = REQUESTS) -> list[dict[str, Any]]:
+    """Mean milliseconds per single-instance request spent in each step of ``PHASES`` (each
+    function wrapped with a timer for the duration), and the rest ("other")."""
+    import importlib
+
+    from cloudcore.core.context import RequestContext
+    from scheduling.scheduler import select_destinations
+
+    spent: dict[str, float] = {label: 0.0 for label, _m, _a in PHASES}
+    restore = []
+
+    def timed(label: str, func: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - started
+        return wrapper
+
+    for label, module, attribute in PHASES:
+        try:
+            owner: Any = importlib.import_module(module)
+        except ImportError:  # a class inside a module
+            module_name, _, class_name = module.rpartition(".")
+            owner = getattr(importlib.import_module(module_name), class_name)
+        original = getattr(owner, attribute)
+        restore.append((owner, attribute, original))
+        setattr(owner, attribute, timed(label, original))
+    ctx = RequestContext.system()
+    try:
+        started = time.perf_counter()
+        for _ in range(requests):
+            select_destinations(ctx, _spec(), [str(uuidlib.uuid4())], return_alternates=True)
+        total = time.perf_counter() - started
+    finally:
+        for owner, attribute, original in reversed(restore):
+            setattr(owner, attribute, original)
+    rows = [{"step": label, "ms": spent[label] / requests * 1000} for label, _m, _a in PHASES]
+    accounted = sum(v for label, v in spent.items() if not label.startswith(" "))
+    rows.append({"step": "other (glue: fits, selections, alternates)", "ms": (total - accounted) / requests * 1000})
+    rows.append({"step": "total", "ms": total / requests * 1000})
+    return rows
+
+
 def run(env: Any) -> dict[str, Any]:
     rows = []
+    phases: list[dict[str, Any]] = []
     for count in QUICK_SIZES if env.quick else SIZES:
         started = time.perf_counter()
         populate(env, count)
         print(f"   {count} providers created in {time.perf_counter() - started:.1f} s", flush=True)
         rows.append(measure(env, count))
+        phases = where_the_time_goes()
     print(f"   {'providers':>10} {'select ms (median)':>19} {'p95 ms':>8} {'candidates ms':>14} "
           f"{'SQL/request':>12} {'SQL max':>8} {f'{MULTI} inst. ms':>12} {f'SQL {MULTI} inst.':>12}")
     for r in rows:
@@ -140,6 +203,9 @@ def run(env: Any) -> dict[str, Any]:
     growth = rows[-1]["queries_max"] - rows[0]["queries_max"]
     print(f"   SQL statements per request {'do not grow' if growth <= 0 else f'GROW by {growth}'} with the "
           f"number of providers (a multi-create adds one claim, about 8 statements, per instance)", flush=True)
-    return {"rows": rows, "requests": REQUESTS, "multi": MULTI,
+    print(f"   where the time goes at {rows[-1]['providers']} hosts (ms per single-instance request):")
+    for phase in phases:
+        print(f"   {phase['ms']:>8.2f}  {phase['step']}")
+    return {"rows": rows, "requests": REQUESTS, "multi": MULTI, "phases": phases, "phases_hosts": rows[-1]["providers"],
             "method": "select_destinations() called in-process (RequestContext.system()), compute nodes bulk-"
                       "inserted half in cell1 and half in cell2, placement inventories VCPU/MEMORY_MB/DISK_GB"}

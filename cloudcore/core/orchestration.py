@@ -1,8 +1,9 @@
 """Multi-step operations: each ``Step`` can ``execute()`` and ``rollback()``.
 
-``run_steps`` executes steps in order; when one raises, the steps already completed are rolled
-back in reverse order and the original exception is re-raised. A rollback that itself fails is
-logged and the remaining rollbacks still run (a failed cleanup must not hide the cause).
+``run_steps`` executes steps in order; when one raises, that step is rolled back first (it undoes
+what it did before it failed), then the steps already completed in reverse order, and the
+original exception is re-raised. A rollback that itself fails is logged and the remaining
+rollbacks still run (a failed cleanup must not hide the cause).
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ class Step:
         raise NotImplementedError
 
     def rollback(self) -> None:
-        """Undo ``execute``; the default is nothing to undo."""
+        """Undo ``execute``; the default is nothing to undo.
+
+        Also called when ``execute`` itself raised: a step records what it has done as it goes
+        and undoes that, and only that (a half-done step cleans up after itself)."""
 
     def __str__(self) -> str:
         return self.name or type(self).__name__
@@ -33,8 +37,9 @@ def run_steps(steps: Iterable[Step]) -> list[Step]:
         try:
             step.execute()
         except BaseException:
-            log.exception("step %s failed; rolling back %d completed step(s)", step, len(done))
-            rollback_steps(done)
+            log.exception("step %s failed; rolling back its partial work and %d completed step(s)", step,
+                          len(done))
+            rollback_steps([*done, step])
             raise
         done.append(step)
     return done

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, Exists, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Mod
 
 from ..models import (
@@ -35,6 +35,7 @@ from ..models import (
     Consumer,
     Inventory,
     PlacementAggregate,
+    PlacementChangeStamp,
     ResourceClass,
     ResourceProvider,
     Trait,
@@ -84,14 +85,41 @@ def _provider(rp: ProviderRef) -> ResourceProvider:
     return found
 
 
+def _stamp_change(*, full: bool = False) -> None:
+    """Bump ``PlacementChangeStamp.seq`` (creating the row on the first write): the first lock a
+    placement write takes in its transaction (before consumers and providers), so the stamp row
+    orders every writer the same way (no lock-order deadlock on PostgreSQL) and readers see the
+    writes in ``seq`` order. ``full``: a change the scheduler's provider copy must reload
+    everything for (a provider deleted or re-parented)."""
+    bump: dict[str, Any] = {"seq": F("seq") + 1}
+    if full:
+        bump["full_seq"] = F("seq") + 1
+    if not PlacementChangeStamp.objects.filter(id=1).update(**bump):
+        try:
+            with transaction.atomic():
+                PlacementChangeStamp.objects.create(id=1, seq=1, full_seq=1 if full else 0)
+        except IntegrityError:  # created by a concurrent writer in between
+            _stamp_change(full=full)
+
+
+def _stamped() -> Subquery:
+    """The ``seq`` of this transaction's ``_stamp_change``, for the providers' ``changed_seq``."""
+    return Subquery(PlacementChangeStamp.objects.filter(id=1).values("seq")[:1])
+
+
 def _bump_generation(rp: ResourceProvider, expected: int | None = None) -> None:
     """Bump the provider's generation: a compare-and-swap against ``expected`` when given
-    (ResourceProviderGenerationConflict if stale), else unconditionally. Updates ``rp``."""
+    (ResourceProviderGenerationConflict if stale), else unconditionally. Updates ``rp``.
+    Callers hold a transaction and have taken no lock in it yet (the change stamp is bumped
+    first)."""
+    _stamp_change()
+    seq = _stamped()
     if expected is None:
-        ResourceProvider.objects.filter(id=rp.id).update(generation=F("generation") + 1)
+        ResourceProvider.objects.filter(id=rp.id).update(generation=F("generation") + 1, changed_seq=seq)
         rp.generation = ResourceProvider.objects.values_list("generation", flat=True).get(id=rp.id)
         return
-    changed = ResourceProvider.objects.filter(id=rp.id, generation=expected).update(generation=F("generation") + 1)
+    changed = ResourceProvider.objects.filter(id=rp.id, generation=expected).update(
+        generation=F("generation") + 1, changed_seq=seq)
     if not changed:
         raise ResourceProviderGenerationConflict()
     rp.generation = expected + 1
@@ -165,12 +193,13 @@ def provider_create(*, name: str, uuid: str | None = None, parent_uuid: str | No
         raise ResourceProviderExists(field="uuid", value=uuid)
     try:
         with transaction.atomic():
+            _stamp_change()
             rp = ResourceProvider(name=name, parent=parent)
             if uuid:
                 rp.uuid = uuid
             rp.save()
             rp.root_id = parent.root_id if parent is not None and parent.root_id else (parent.id if parent else rp.id)
-            ResourceProvider.objects.filter(id=rp.id).update(root_id=rp.root_id)
+            ResourceProvider.objects.filter(id=rp.id).update(root_id=rp.root_id, changed_seq=_stamped())
     except IntegrityError as exc:
         raise ResourceProviderExists(field="name or uuid", value=f"{name} / {uuid}") from exc
     return rp
@@ -203,6 +232,7 @@ def provider_update(
     A provider cannot become its own descendant."""
     rp = _provider(rp)
     with transaction.atomic():
+        _stamp_change(full=True)  # the tree of other providers may change
         if generation is not None and generation != rp.generation:
             raise ResourceProviderGenerationConflict()
         if name is not None and name != rp.name:
@@ -237,6 +267,7 @@ def provider_delete(*, rp: ProviderRef) -> None:
     Conflict while it has allocations or children."""
     rp = _provider(rp)
     with transaction.atomic():
+        _stamp_change(full=True)
         if Allocation.objects.filter(resource_provider=rp).exists():
             raise ResourceProviderInUse(uuid=rp.uuid)
         if ResourceProvider.objects.filter(parent=rp).exists():
@@ -585,6 +616,7 @@ def allocations_put(
             if not isinstance(amount, int) or isinstance(amount, bool) or amount < 1:
                 raise InvalidAllocation(reason=f"amount of {rc} on {rp_uuid} must be an integer >= 1")
     with transaction.atomic():
+        _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if enforce_consumer_generation:
             current = consumer.generation if consumer is not None else None
@@ -656,8 +688,10 @@ def allocations_set_many(
 
 
 def _bump_generations(rp_ids: set[int]) -> None:
+    """Bump the generation of each provider (callers have stamped their transaction first)."""
     if rp_ids:
-        ResourceProvider.objects.filter(id__in=rp_ids).update(generation=F("generation") + 1)
+        ResourceProvider.objects.filter(id__in=rp_ids).update(
+            generation=F("generation") + 1, changed_seq=_stamped())
 
 
 def _delete_consumer(consumer: Consumer | None, rp_ids: set[int]) -> None:
@@ -672,6 +706,7 @@ def allocations_delete(*, consumer_uuid: str, missing_ok: bool = True) -> bool:
     """Delete every allocation of ``consumer_uuid`` and the consumer. Returns whether there was
     anything; with ``missing_ok=False`` an unknown consumer raises AllocationsNotFound."""
     with transaction.atomic():
+        _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         rp_ids = set(
             Allocation.objects.filter(consumer=consumer).values_list("resource_provider_id", flat=True)
@@ -725,6 +760,7 @@ def allocations_move(
     Total usage does not change, so no capacity check. Returns False if the source holds
     nothing (nothing changes)."""
     with transaction.atomic():
+        _stamp_change()
         source = Consumer.objects.select_for_update().filter(uuid=from_consumer_uuid).first()
         rows = list(Allocation.objects.filter(consumer=source).values_list(
             "resource_provider_id", "resource_class_id", "used")) if source is not None else []
@@ -752,15 +788,18 @@ def allocations_move(
 
 
 # --- allocation candidates -------------------------------------------------------------------------
-def _fitting_inventories(rc: str, amount: int) -> QuerySet:
-    """Inventory rows of class ``rc`` that can take ``amount`` more (capacity and constraints)."""
-    return (
+def _can_take(rc_id: int, amount: int) -> Exists:
+    """The outer provider has an inventory of class ``rc_id`` that can take ``amount`` more
+    (capacity and constraints). A correlated EXISTS, so that with ``ORDER BY id LIMIT n`` the
+    database stops after the first ``n`` providers that fit instead of computing the usage of
+    every inventory row first."""
+    return Exists(
         _inventories_with_usage()
         .annotate(step_rem=Mod(Value(amount), F("step_size")))
-        .filter(resource_class__name=rc, min_unit__lte=amount, max_unit__gte=amount)
+        .filter(resource_provider_id=OuterRef("id"), resource_class_id=rc_id, min_unit__lte=amount,
+                max_unit__gte=amount)
         .filter(Q(step_size=1) | Q(step_rem=0))
         .filter(cap__gte=F("used") + Value(amount, output_field=FloatField()))
-        .values("resource_provider_id")
     )
 
 
@@ -771,10 +810,9 @@ def _candidate_queryset(
     forbidden_aggregates: Iterable[str] = (),
 ) -> QuerySet:
     qs = ResourceProvider.objects.all()
-    if resources:
-        _resource_class_ids(resources)  # unknown classes are an error, not "no candidates"
+    rc_ids = _resource_class_ids(resources) if resources else {}  # unknown classes: an error
     for rc, amount in sorted(resources.items()):
-        qs = qs.filter(id__in=_fitting_inventories(rc, int(amount)))
+        qs = qs.filter(_can_take(rc_ids[rc], int(amount)))
     required, forbidden = sorted(set(required_traits)), sorted(set(forbidden_traits))
     if required or forbidden:
         _trait_ids_known(required + forbidden)
@@ -824,7 +862,7 @@ def allocation_candidates(
     *, resources: Mapping[str, int], required_traits: Iterable[str] = (), forbidden_traits: Iterable[str] = (),
     member_of: list[list[str]] | None = None, in_tree: str | None = None, limit: int | None = None,
     provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
-    forbidden_aggregates: Iterable[str] = (), randomize: bool = False,
+    forbidden_aggregates: Iterable[str] = (), randomize: bool = False, copy: Any = None,
 ) -> AllocationCandidates:
     """Providers that can hold all of ``resources`` (``{rc: n}``) at once, with every required
     trait, one of each ``required_any`` list, and none of the forbidden ones, in at least one
@@ -833,7 +871,17 @@ def allocation_candidates(
     by provider id or, with ``randomize``, a random sample (Nova's
     ``randomize_allocation_candidates``: spreads load when ``limit`` cuts the list). Unknown
     resource classes or traits raise ResourceClassNotFound / TraitNotFound. Three SQL queries
-    whatever the number of providers."""
+    whatever the number of providers.
+
+    ``copy``: an in-memory copy of placement (``placement.cache.ProviderCache``, the scheduler's)
+    answers instead of SQL, identically (it supports neither ``in_tree``, ``required_any`` nor
+    ``forbidden_aggregates``)."""
+    if copy is not None:
+        if in_tree or required_any or forbidden_aggregates:
+            raise ValueError("the provider cache answers without in_tree, required_any, forbidden_aggregates")
+        return copy.allocation_candidates(
+            resources=resources, required_traits=required_traits, forbidden_traits=forbidden_traits,
+            member_of=member_of, limit=limit, provider_uuids=provider_uuids, randomize=randomize)
     resources = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
     if not resources:
         raise PlacementInvalid("Badly formed resources parameter. Expected resources query string parameter "

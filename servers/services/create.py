@@ -12,6 +12,7 @@ import secrets
 import string
 import uuid as uuidlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
+from conductor import rpc as conductor_rpc
 from scheduling.models import RequestSpec
 
 from ..models import BuildRequest, Flavor, KeyPair
@@ -221,7 +223,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
 
     Writes (API DB): one BuildRequest, RequestSpec and InstanceMapping (cell NULL) per server.
-    Enqueues on commit: ``servers.tasks.schedule_and_build_instances_task``.
+    Enqueues on commit: ``conductor.rpc.schedule_and_build_instances``.
     Raises: PolicyNotAuthorized (403: ``os_compute_api:servers:create`` and, for a forced host or
     node, a requested destination, explicit networks or block devices, its ``:create:*`` rule),
     Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
@@ -341,12 +343,6 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 instance_uuid=instance_uuid, cell=None, project_id=str(actor.project_id),
                 user_id=actor.user_id,
             )
-        from ..tasks import schedule_and_build_instances_task
-
-        ctx_dict = actor.to_dict()
-        transaction.on_commit(
-            lambda: schedule_and_build_instances_task.delay(
-                ctx=ctx_dict, instance_uuids=uuids, admin_pass=admin_pass
-            )
-        )
+        transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor, instance_uuids=uuids,
+                                      admin_pass=admin_pass))
     return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass)

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,19 +17,22 @@ from cells.context import target_cell
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from compute import rpc as compute_rpc
+from compute.build import deallocate_networks
+from hosts.models import Service
+from hosts.services.servicegroup import service_is_up
 from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete
 
 from ..choices import TaskState, VmState
 from ..models import BuildRequest, Instance
 from ..selectors import ServerRecord
 from . import actions
 from .notify import notify_instance
+from .resize import resize_confirm_for_delete
 
 
 def _host_is_up(instance: Instance) -> bool:
-    from hosts.models import Service
-    from hosts.services.servicegroup import service_is_up
-
     service = Service.objects.filter(host=instance.host, binary="nova-compute").first()
     return service is not None and service_is_up(service)
 
@@ -45,8 +50,6 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
         raise InstanceIsLocked(instance_uuid=instance.uuid)
     with target_cell(record.cell):
         if instance.vm_state == VmState.RESIZED:
-            from .resize import resize_confirm_for_delete
-
             resize_confirm_for_delete(actor=actor, instance=instance, cell=record.cell)
             instance.refresh_from_db()
         claimed = (
@@ -65,20 +68,11 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
             local_delete(actor, instance)
             _unmap(instance.uuid)
             return
-        from ..tasks import terminate_instance_task
-
-        ctx = actor.to_dict()
-        cell_uuid = record.cell.uuid
-        host = instance.host
-        transaction.on_commit(lambda: terminate_instance_task.apply_async(
-            kwargs={"ctx": ctx, "instance_uuid": instance.uuid, "cell_uuid": cell_uuid},
-            queue=f"compute.{host}",
-        ))
+        transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
+                                      instance_uuid=instance.uuid, cell_uuid=str(record.cell.uuid)))
 
 
 def _delete_build_request(instance_uuid: str) -> None:
-    from scheduling.placement.services import allocations_delete
-
     with transaction.atomic():
         BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()
         RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
@@ -90,9 +84,6 @@ def _delete_build_request(instance_uuid: str) -> None:
 
 def local_delete(actor: RequestContext, instance: Instance) -> None:
     """Delete in the database only (no host to ask): ports, allocations and the row."""
-    from scheduling.placement.services import allocations_delete
-
-    from ..compute.build import deallocate_networks
 
     notify_instance(actor, "instance.delete.start", instance)
     try:

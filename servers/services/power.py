@@ -2,10 +2,12 @@
 
 API side (this module): policy, lock and state guards, the compare-and-swap claim of task_state,
 the instance action record, then a cast to the server's compute host (``compute.<host>``),
-where ``servers.compute.ops`` drives the hypervisor and finishes the state change.
+where ``compute.ops`` drives the hypervisor and finishes the state change.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -14,6 +16,7 @@ from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Forbidden, InstanceInvalidState
 from cloudcore.core.policy import authorize, can
+from compute import rpc as compute_rpc
 
 from ..choices import TaskState, VmState
 from ..models import Instance
@@ -25,14 +28,13 @@ def target(instance: Instance) -> dict[str, Any]:
     return {"project_id": instance.project_id, "user_id": instance.user_id}
 
 
-def cast(op: str, *, actor: RequestContext, instance: Instance, cell: CellMapping, **kwargs: Any) -> None:
-    """Queue ``servers.compute.ops.<op>`` on the server's host once the cell write commits."""
-    from ..tasks import compute_op_task
-
-    payload = {"ctx": actor.to_dict(), "op": op, "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, **kwargs}
-    queue = f"compute.{instance.host}"
+def cast(send: Callable[..., None], *, actor: RequestContext, instance: Instance, cell: CellMapping,
+         **kwargs: Any) -> None:
+    """Cast ``send`` (a ``compute.rpc`` operation) to the server's host once the cell write commits."""
+    call = partial(send, ctx=actor, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
+                   **kwargs)
     # Cell writes here are autocommitted; the hook runs at once unless an API-DB transaction is open.
-    transaction.on_commit(lambda: compute_op_task.apply_async(kwargs=payload, queue=queue), using="default")
+    transaction.on_commit(call, using="default")
 
 
 def _require_host(instance: Instance, method: str) -> None:
@@ -47,7 +49,7 @@ def server_start(*, actor: RequestContext, instance: Instance, cell: CellMapping
     _require_host(instance, "start")
     claim_task_state(instance, "start", new_task_state=TaskState.POWERING_ON, vm_states=[VmState.STOPPED])
     actions.action_start(actor, instance_uuid=instance.uuid, action="start")
-    cast("power_on", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.power_on, actor=actor, instance=instance, cell=cell)
 
 
 def server_stop(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
@@ -58,7 +60,7 @@ def server_stop(*, actor: RequestContext, instance: Instance, cell: CellMapping)
     claim_task_state(instance, "stop", new_task_state=TaskState.POWERING_OFF,
                      vm_states=[VmState.ACTIVE, VmState.ERROR, VmState.RESCUED])
     actions.action_start(actor, instance_uuid=instance.uuid, action="stop")
-    cast("power_off", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.power_off, actor=actor, instance=instance, cell=cell)
 
 
 SOFT_REBOOT_STATES = [VmState.ACTIVE]
@@ -77,7 +79,7 @@ def server_reboot(*, actor: RequestContext, instance: Instance, cell: CellMappin
     else:
         claim_task_state(instance, "reboot", new_task_state=TaskState.REBOOTING, vm_states=SOFT_REBOOT_STATES)
     actions.action_start(actor, instance_uuid=instance.uuid, action="reboot")
-    cast("reboot", actor=actor, instance=instance, cell=cell, hard=hard)
+    cast(compute_rpc.reboot, actor=actor, instance=instance, cell=cell, hard=hard)
 
 
 def server_lock(*, actor: RequestContext, instance: Instance, reason: str | None = None) -> None:

@@ -17,6 +17,7 @@ from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NoValidHost
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import TaskState, VmState
@@ -70,8 +71,8 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
         if spec is not None:
             spec.spec = {**spec.spec, "image": image}
             spec.save(update_fields=["spec", "updated_at"])
-    cast("rebuild", actor=actor, instance=instance, cell=cell, image_id=image["id"], admin_pass=admin_pass,
-         preserve_ephemeral=preserve_ephemeral, **({"reimage_boot_volume": True} if reimage else {}))
+    cast(compute_rpc.rebuild, actor=actor, instance=instance, cell=cell, image_id=image["id"], admin_pass=admin_pass,
+         preserve_ephemeral=preserve_ephemeral, reimage_boot_volume=bool(reimage))
 
 
 def _check_host_accepts(actor: RequestContext, instance: Instance, image: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ ACTIVE in a real cell, or back to PENDING (or ERROR) in cell0 on NoValidHost.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -14,6 +15,7 @@ from django.db import transaction
 from cells.context import target_cell
 from cells.models import CellMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
+from conductor import rpc as conductor_rpc
 from scheduling.models import RequestSpec
 
 from ..choices import TaskState, VmState
@@ -66,8 +68,5 @@ def server_rebuild_pending(
     # The cell0 copy goes for good: the next scheduling attempt creates the server afresh.
     with target_cell(cell):
         Instance.all_objects.filter(uuid=instance.uuid).delete()
-    from ..tasks import schedule_and_build_instances_task
-
-    ctx = actor.to_dict()
-    transaction.on_commit(lambda: schedule_and_build_instances_task.delay(
-        ctx=ctx, instance_uuids=[instance.uuid], admin_pass=admin_pass))
+    transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor,
+                                  instance_uuids=[instance.uuid], admin_pass=admin_pass))

@@ -1,44 +1,41 @@
 """Resize and cold migration within a cell, with confirm and revert.
 
-API side: policy, guards, the task_state claim (``resize_prep``), a Migration row
+API side (this module): policy, guards, the task_state claim (``resize_prep``), a Migration row
 (``pre-migrating``), the ``resize``/``migrate`` action, and the swap of the server's source
-allocations to the migration consumer; then the conductor schedules (``resize_instance`` below).
-The conductor's move is a list of ``Step``s with rollback: when scheduling or the move fails,
-allocations go back to the server, the migration ends ``error`` and the server keeps its
-vm_state (task_state cleared, fault recorded).
+allocations to the migration consumer; on commit a cast to the conductor
+(``conductor.rpc.resize_instance``), whose move (``conductor.resize``, ``conductor.cross_cell``
+for a destination in another cell) is a list of ``Step``s with rollback: when scheduling or the
+move fails, allocations go back to the server, the migration ends ``error`` and the server keeps
+its vm_state (task_state cleared, fault recorded).
 
 At VERIFY_RESIZE (vm_state ``resized``) the server runs on the destination with the new flavor;
 the migration (``finished``) holds the old flavor's allocations on the source.
 ``confirm`` cleans the source and drops those allocations; ``revert`` destroys the destination
 guest and puts the server back on the source with its old flavor.
-
-Cross-cell moves (seed 5) plug in at ``_cross_cell_hook``: when the scheduler picks a host in
-another cell and ``servers.services.cross_cell`` provides ``cross_cell_resize``, the conductor
-hands the move over to it.
 """
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import Any
+from functools import partial
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
-from cloudcore.core.orchestration import Step, run_steps
+from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
-from scheduling.models import RequestSpec
+from compute import rpc as compute_rpc
+from conductor import rpc as conductor_rpc
+from scheduling.placement.services import allocations_move
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
+from .cross_cell import cross_cell_allowed, cross_cell_confirm, cross_cell_revert
 from .guards import check_not_locked, check_state, claim_task_state
 from .power import target
+from .quotas import quota_check
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +73,6 @@ def _flavor(ref: str) -> Flavor:
 def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMapping, flavor_ref: str | None,
                   host: str | None = None) -> Migration:
     """``flavor_ref`` None means a cold migration (optionally to ``host``, 2.56)."""
-    from .quotas import quota_check
 
     if flavor_ref is None:
         authorize(actor, "os_compute_api:os-migrate-server:migrate", target(instance))
@@ -115,153 +111,15 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
         user_id=actor.user_id, project_id=instance.project_id,
     )
     actions.action_start(actor, instance_uuid=instance.uuid, action=method)
-    from scheduling.placement.services import allocations_move
 
     allocations_move(from_consumer_uuid=instance.uuid, to_consumer_uuid=migration.uuid,
                      project_id=instance.project_id, user_id=instance.user_id)
-    from .cross_cell import cross_cell_allowed
 
     allow_cross_cell = cross_cell_allowed(actor, instance)
-    from ..tasks import resize_instance_task
-
-    payload = {"ctx": actor.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-               "migration_uuid": migration.uuid, "host": host, "allow_cross_cell": allow_cross_cell}
-    transaction.on_commit(lambda: resize_instance_task.apply_async(kwargs=payload, queue="conductor"),
-                          using="default")
+    transaction.on_commit(partial(conductor_rpc.resize_instance, ctx=actor, instance_uuid=instance.uuid,
+                                  cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, host=host,
+                                  allow_cross_cell=allow_cross_cell), using="default")
     return migration
-
-
-# --- conductor ---------------------------------------------------------------------------------
-
-
-class MoveContext:
-    def __init__(self, ctx: RequestContext, instance: Instance, migration: Migration, cell: CellMapping) -> None:
-        self.ctx, self.instance, self.migration, self.cell = ctx, instance, migration, cell
-        self.selection: dict[str, Any] = {}
-
-
-class ScheduleStep(Step):
-    name = "schedule"
-
-    def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool) -> None:
-        self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
-
-    def execute(self) -> None:
-        from scheduling.request_spec import spec_for_move
-        from scheduling.scheduler import select_destinations
-
-        inst, mig = self.move.instance, self.move.migration
-        row = RequestSpec.objects.filter(instance_uuid=inst.uuid).first()
-        base = dict(row.spec) if row else {}
-        base.setdefault("project_id", inst.project_id)
-        base.setdefault("user_id", inst.user_id)
-        host_cell = None
-        if self.host:
-            mapping = HostMapping.objects.select_related("cell").get(host=self.host)
-            host_cell = mapping.cell.uuid
-        spec = spec_for_move(
-            base, source_cell_uuid=self.move.cell.uuid, source_host=inst.host, flavor=mig.new_flavor,
-            allow_cross_cell_move=self.allow_cross_cell,
-            allow_same_host=settings.ALLOW_RESIZE_TO_SAME_HOST and mig.migration_type == MigrationType.RESIZE,
-            host=self.host, cell_uuid=host_cell if self.allow_cross_cell else (host_cell or self.move.cell.uuid),
-        )
-        with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event="conductor_migrate_server",
-                                action_name=None):
-            selection = select_destinations(self.move.ctx, spec, [inst.uuid], return_alternates=False)[0][0]
-        self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
-
-    def rollback(self) -> None:
-        from scheduling.placement.services import allocations_delete
-
-        allocations_delete(consumer_uuid=self.move.instance.uuid)
-
-
-def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
-                    host: str | None, allow_cross_cell: bool) -> None:
-    """Conductor: schedule the move and cast the source half to the source host."""
-    with target_cell(cell_uuid) as cell:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        migration = Migration.objects.filter(uuid=migration_uuid).first()
-        if instance is None or migration is None:
-            return
-        move = MoveContext(ctx, instance, migration, cell)
-        try:
-            run_steps([ScheduleStep(move, host, allow_cross_cell)])
-        except Exception as exc:
-            _move_failed(ctx, instance, migration, exc)
-            return
-        dest_cell = move.selection.get("cell_uuid")
-        if dest_cell and dest_cell != cell.uuid:
-            if _cross_cell_hook(ctx, instance, migration, move.selection):
-                return
-            _move_failed(ctx, instance, migration, NoValidHost(reason="cross-cell moves are not available"))
-            return
-        from hosts.models import ComputeNode
-
-        node = ComputeNode.objects.filter(uuid=move.selection["compute_node_uuid"]).first()
-        migration.dest_compute = move.selection["service_host"]
-        migration.dest_host = migration.dest_compute
-        migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
-        migration.dest_compute_id = node.id if node else None
-        migration.status = MigrationStatus.MIGRATING
-        migration.save()
-        Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-        _cast(ctx, "resize_at_source", instance.host, instance, cell, migration_uuid=migration.uuid)
-
-
-def _cross_cell_hook(ctx: RequestContext, instance: Instance, migration: Migration, selection: dict[str, Any]) -> bool:
-    try:
-        module = importlib.import_module("servers.services.cross_cell")
-    except ImportError:
-        return False
-    handler = getattr(module, "cross_cell_resize", None)
-    if handler is None:
-        return False
-    handler(ctx, instance=instance, migration=migration, selection=selection)
-    return True
-
-
-def _cast(ctx: RequestContext, op: str, host: str | None, instance: Instance, cell: CellMapping, **kw: Any) -> None:
-    from ..tasks import compute_op_task
-
-    compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": op, "instance_uuid": instance.uuid,
-                                        "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
-
-
-def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
-    """The server gets back the allocations its migration holds (the source host's, taken over at
-    the move's start); whatever the server holds now (a destination's claim) is dropped."""
-    from scheduling.placement.services import allocations_delete, allocations_move
-
-    allocations_delete(consumer_uuid=instance.uuid)
-    allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance.uuid,
-                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
-
-
-def _move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
-    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
-    if not isinstance(exc, NoValidHost):
-        log.warning("move of %s failed: %s", instance.uuid, exc)
-    allocations_back_to_server(instance, migration.uuid)
-    migration.status = MigrationStatus.ERROR
-    migration.save(update_fields=["status", "updated_at"])
-    Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
-    actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
-    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
-
-
-def error_out_migration(instance: Instance, migration: Migration) -> None:
-    """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
-    the allocations are those of where the server is: back from the migration to the server while
-    it is still on the source host, else the migration's (source) allocations are dropped."""
-    from scheduling.placement.services import allocations_delete
-
-    host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
-    if host == migration.source_compute:
-        allocations_back_to_server(instance, migration.uuid)
-    else:
-        allocations_delete(consumer_uuid=migration.uuid)
-    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
 
 
 # --- confirm / revert ---------------------------------------------------------------------------
@@ -279,32 +137,27 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
     authorize(actor, "os_compute_api:servers:confirm_resize", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state != VmState.RESIZED:
-        from cloudcore.core.exceptions import InstanceInvalidState
-
         raise InstanceInvalidState(method="confirmResize", instance_uuid=instance.uuid, attr="vm_state",
                                    state=instance.vm_state)
     migration = _finished_migration(instance)
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_confirm
-
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration)
         return
     migration.status = MigrationStatus.CONFIRMING
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
-    _cast(actor, "confirm_resize", migration.source_compute, instance, cell, migration_uuid=migration.uuid)
+    compute_rpc.confirm_resize(ctx=actor, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                               cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
 
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
     """Deleting a server in VERIFY_RESIZE confirms the resize first, synchronously."""
-    from ..compute.ops import run_op
+    from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:
         return
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_confirm
-
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration, synchronous=True)
         return
     migration.status = MigrationStatus.CONFIRMING
@@ -324,11 +177,10 @@ def server_revert_resize(*, actor: RequestContext, instance: Instance, cell: Cel
     migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="revertResize")
     if migration.cross_cell_move:
-        from .cross_cell import cross_cell_revert
-
         cross_cell_revert(actor=actor, instance=instance, cell=cell, migration=migration)
         return
-    _cast(actor, "revert_resize", instance.host, instance, cell, migration_uuid=migration.uuid)
+    compute_rpc.revert_resize(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,
+                              cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
 
 
 def confirm_due(migration: Migration, *, window: int) -> bool:

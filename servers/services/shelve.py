@@ -14,19 +14,27 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from cells.context import target_cell
-from cells.models import CellMapping
+from cells.models import CellMapping, HostMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid, NoValidHost
+from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
+from conductor import rpc as conductor_rpc
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
+from scheduling.services.aggregates import host_availability_zone, zone_available
 
 from ..choices import TaskState, VmState
 from ..models import Instance
+from ..status import status_from_state
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
@@ -35,7 +43,6 @@ log = logging.getLogger(__name__)
 
 UNSET: Any = object()
 SHELVE_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED]
-EVENT_SCHEDULE = "schedule_instances"
 
 
 class UnshelveNotOffloaded(Conflict):
@@ -60,7 +67,7 @@ def server_shelve(*, actor: RequestContext, instance: Instance, cell: CellMappin
     check_not_locked(actor, instance)
     claim_task_state(instance, "shelve", new_task_state=TaskState.SHELVING, vm_states=SHELVE_STATES)
     actions.action_start(actor, instance_uuid=instance.uuid, action="shelve")
-    cast("shelve", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.shelve, actor=actor, instance=instance, cell=cell)
 
 
 def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
@@ -69,13 +76,10 @@ def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: Ce
     claim_task_state(instance, "shelveOffload", new_task_state=TaskState.SHELVING_OFFLOADING,
                      vm_states=[VmState.SHELVED])
     actions.action_start(actor, instance_uuid=instance.uuid, action="shelveOffload")
-    cast("shelve_offload", actor=actor, instance=instance, cell=cell)
+    cast(compute_rpc.shelve_offload, actor=actor, instance=instance, cell=cell)
 
 
 def _host_exists(host: str) -> bool:
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
     mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
     if mapping is None:
         return False
@@ -86,19 +90,14 @@ def _host_exists(host: str) -> bool:
 def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapping,
                     new_az: Any = UNSET, host: str | None = None) -> None:
     """``new_az`` UNSET when the body had no ``availability_zone`` key, None to unpin."""
-    from scheduling.services.aggregates import host_availability_zone, zone_available
 
     authorize(actor, "os_compute_api:os-shelve:unshelve", target(instance))
     check_not_locked(actor, instance)
     if instance.vm_state not in (VmState.SHELVED, VmState.SHELVED_OFFLOADED) or instance.task_state is not None:
-        from cloudcore.core.exceptions import InstanceInvalidState
-
         attr, state = ("vm_state", instance.vm_state) if instance.task_state is None else ("task_state",
                                                                                           instance.task_state)
         raise InstanceInvalidState(method="unshelve", instance_uuid=instance.uuid, attr=attr, state=state)
     if (new_az is not UNSET or host) and instance.vm_state != VmState.SHELVED_OFFLOADED:
-        from ..status import status_from_state
-
         raise UnshelveNotOffloaded(uuid=instance.uuid, status=status_from_state(instance.vm_state, None))
     if new_az is not UNSET and new_az and not zone_available(new_az):
         raise AvailabilityZoneNotAvailable()
@@ -122,62 +121,10 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
     if instance.vm_state == VmState.SHELVED:
         claim_task_state(instance, "unshelve", new_task_state=TaskState.POWERING_ON,
                          expected_task_states=(TaskState.UNSHELVING,))
-        cast("unshelve_power_on", actor=actor, instance=instance, cell=cell)
+        cast(compute_rpc.unshelve_power_on, actor=actor, instance=instance, cell=cell)
         return
-    from ..tasks import unshelve_instance_task
-
-    payload = {"ctx": actor.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid, "host": host}
-    transaction.on_commit(lambda: unshelve_instance_task.apply_async(kwargs=payload, queue="conductor"),
-                          using="default")
-
-
-def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, host: str | None) -> None:
-    """Conductor: schedule a shelved-offloaded server and cast its spawn to the chosen host.
-
-    NoValidHost (or any scheduling error) leaves it SHELVED_OFFLOADED, task_state None, with an
-    Error ``schedule_instances`` event.
-    """
-    from hosts.models import ComputeNode
-    from scheduling.request_spec import spec_for_unshelve
-    from scheduling.scheduler import select_destinations
-    from scheduling.services.aggregates import host_availability_zone
-
-    with target_cell(cell_uuid) as cell:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        if instance is None or instance.task_state != TaskState.UNSHELVING:
-            return
-        spec_row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
-        base = dict(spec_row.spec) if spec_row else {}
-        spec = spec_for_unshelve(base, availability_zone=base.get("availability_zone"), host=host)
-        # The server's rows live in this cell: it is unshelved onto a host of the same cell (Nova).
-        spec["requested_destination"] = {**(spec.get("requested_destination") or {"host": None, "node": None}),
-                                         "cell": cell.uuid}
-        spec.setdefault("project_id", instance.project_id)
-        spec.setdefault("user_id", instance.user_id)
-        try:
-            with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_SCHEDULE, action_name="unshelve"):
-                selection = select_destinations(ctx, spec, [instance_uuid], return_alternates=False)[0][0]
-        except Exception as exc:
-            if not isinstance(exc, NoValidHost):
-                log.exception("unshelve scheduling of %s failed", instance_uuid)
-            Instance.objects.filter(pk=instance.pk).update(task_state=None)
-            actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
-            return
-        chosen = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
-        node = ComputeNode.objects.filter(uuid=chosen["compute_node_uuid"]).first()
-        instance.host = chosen["service_host"]
-        instance.node = chosen.get("nodename") or (node.hypervisor_hostname if node else None)
-        instance.compute_id = node.id if node else None
-        instance.availability_zone = host_availability_zone(instance.host)
-        instance.task_state = TaskState.SPAWNING
-        instance.save(update_fields=["host", "node", "compute", "availability_zone", "task_state", "updated_at"])
-        from ..tasks import compute_op_task
-
-        compute_op_task.apply_async(
-            kwargs={"ctx": ctx.to_dict(), "op": "unshelve_spawn", "instance_uuid": instance_uuid,
-                    "cell_uuid": cell.uuid},
-            queue=f"compute.{instance.host}",
-        )
+    transaction.on_commit(partial(conductor_rpc.unshelve_instance, ctx=actor, instance_uuid=instance.uuid,
+                                  cell_uuid=str(cell.uuid), host=host), using="default")
 
 
 def offload_due(instance: Instance, *, offload_time: int) -> bool:
@@ -186,8 +133,6 @@ def offload_due(instance: Instance, *, offload_time: int) -> bool:
         return False
     if offload_time == 0:
         return True
-    from django.utils import timezone
-    from django.utils.dateparse import parse_datetime
 
     shelved_at = parse_datetime(str(instance.system_metadata.get("shelved_at", "")))
     return shelved_at is not None and (timezone.now() - shelved_at).total_seconds() >= offload_time

@@ -13,6 +13,7 @@ from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 
 from ..choices import TaskState, VmState
 from ..models import Instance
@@ -47,5 +48,5 @@ def server_create_image(*, actor: RequestContext, instance: Instance, cell: Cell
                                   properties={"base_image_ref": instance.image_ref, "user_id": instance.user_id,
                                               **metadata})
     actions.action_start(actor, instance_uuid=instance.uuid, action="createImage")
-    cast("snapshot", actor=actor, instance=instance, cell=cell, image_id=image.id)
+    cast(compute_rpc.snapshot, actor=actor, instance=instance, cell=cell, image_id=image.id)
     return image.id

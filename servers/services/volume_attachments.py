@@ -10,6 +10,7 @@ from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
@@ -80,7 +81,7 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
     from . import actions
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="attach_volume")
-    cast("attach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+    cast(compute_rpc.attach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
     return bdm
 
 
@@ -95,7 +96,7 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
     from . import actions
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="detach_volume")
-    cast("detach_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
+    cast(compute_rpc.detach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
 
 
 def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceMapping,
@@ -120,7 +121,7 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
     actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")
     cell = current_cell()
     assert cell is not None
-    cast("swap_volume", actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid, new_volume_id=new.id,
+    cast(compute_rpc.swap_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid, new_volume_id=new.id,
          new_attachment_id=att.id)
     return bdm
 

@@ -132,7 +132,7 @@ class FaultCloud(LiveCloud):
         TASK_STATE_TIMEOUT lowered to ``timeout`` seconds (the setting's minimum is 60)."""
         out = self.manage("shell", "-c", "from django.conf import settings; "
                           f"settings.TASK_STATE_TIMEOUT = {int(timeout)}; "
-                          "from servers.periodic import reap_stale_task_states; print(reap_stale_task_states())")
+                          "from conductor.periodic import reap_stale_task_states; print(reap_stale_task_states())")
         return int(out.strip().splitlines()[-1])
 
 

@@ -115,7 +115,7 @@ def qemu_system() -> Iterator[object]:
 
 
 def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
-    from hosts.virt.libvirt import LibvirtDriver
+    from compute.virt.libvirt import LibvirtDriver
     from servers.choices import PowerState
 
     work = Path(tempfile.mkdtemp(prefix="cloudcore-guest-", dir="/var/tmp"))

@@ -19,8 +19,8 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from cells.context import target_cell
+from conductor import periodic
 from scheduling.placement.services import allocations_get
-from servers import periodic
 from servers.models import BuildRequest, Migration
 from tests.cloud import Cloud
 
@@ -65,7 +65,7 @@ def test_failed_host_half_of_a_resize_ends_the_migration(cloud: Cloud, fail: str
 
 def build_dead_in_conductor(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> str:
     """The conductor claims a host, then cannot create the server in its cell (database down)."""
-    from servers.services import conductor_build
+    from conductor import build as conductor_build
 
     def cell_down(*_args: Any, **_kwargs: Any) -> Any:
         raise OperationalError("the cell database is unavailable")

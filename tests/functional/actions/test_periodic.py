@@ -9,7 +9,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from cells.context import target_cell
-from servers import periodic
+from conductor import periodic
 from servers.models import Instance, InstanceFault, Migration
 from tests.cloud import Cloud
 

@@ -95,7 +95,7 @@ def test_unknown_console_page_is_html_404() -> None:
 def test_hosts_page_shows_identity_refusals(cells: dict, settings: object) -> None:
     from pathlib import Path
 
-    from hosts.management.commands.compute import record_refusal
+    from compute.management.commands.compute import record_refusal
 
     record_refusal(Path(settings.STATE_PATH) / "compute9", "compute9", "My node X has host 'a' but my host is 'b'")
     client = login("admin", "admin", ["admin"])

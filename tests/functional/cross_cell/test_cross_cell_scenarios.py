@@ -434,7 +434,7 @@ def test_without_the_rule_the_move_stays_in_the_cell(xcloud: Cloud) -> None:
 
 
 def test_auto_confirm_of_an_old_cross_cell_resize(xcloud: Cloud, settings: Any) -> None:
-    from servers import periodic
+    from conductor import periodic
 
     client = xcloud.member()
     server = boot(xcloud, client)
@@ -542,6 +542,17 @@ def test_target_db_setup_failure_rolls_back(xcloud: Cloud) -> None:
     assert xcloud.domain(sid).isActive()
 
 
+def resize_onto_compute3_only(cloud: Cloud, client: Any, server_id: str) -> None:
+    """Resize with compute3 the only host open (cell1 closed, cell2 open, compute4 disabled)."""
+    set_cell_enabled(cloud, "cell1", False)
+    set_cell_enabled(cloud, "cell2", True)
+    with target_cell(cloud.cells["cell2"]):
+        Service.objects.filter(host="compute4").update(disabled=True)
+    bigger = cloud.flavor("m1.bigger", vcpus=2, ram=1024, disk=2)
+    assert cloud.action(client, server_id, {"resize": {"flavorRef": bigger.flavorid}}).status_code == 202
+    set_cell_enabled(cloud, "cell1", True)
+
+
 def test_prep_at_destination_failure_deletes_attachments_and_tries_no_alternate(xcloud: Cloud) -> None:
     from networks.models import Port, PortBinding
     from volumes.models import Volume
@@ -552,17 +563,40 @@ def test_prep_at_destination_failure_deletes_attachments_and_tries_no_alternate(
     with target_cell(xcloud.cells["cell1"]):
         root = BlockDeviceMapping.objects.get(instance_uuid=sid).volume_id
     # given a binding of the server's port already on compute3 (the destination's binding fails)
-    with target_cell(xcloud.cells["cell2"]):
-        Service.objects.filter(host="compute4").update(disabled=True)
     port = Port.objects.get(device_id=sid)
     PortBinding.objects.create(port=port, host="compute3", status="INACTIVE")
-    set_cell_enabled(xcloud, "cell1", False)
-    bigger = xcloud.flavor("m1.bigger", vcpus=2, ram=1024, disk=2)
-    assert xcloud.action(client, sid, {"resize": {"flavorRef": bigger.flavorid}}).status_code == 202
-    set_cell_enabled(xcloud, "cell1", True)
-    # then the move failed without an alternate; attachments created for it are gone (the
-    # binding that was there before stays)
+    # when resized with compute3 the only host open (cell2 open, cell1 closed)
+    resize_onto_compute3_only(xcloud, client, sid)
+    # then the move failed at the destination without an alternate; attachments created for it
+    # are gone (the binding that was there before stays)
     assert_rolled_back(xcloud, client, sid, source_host, status="ACTIVE", bindings_left=1)
+    assert [(a.attach_status, a.attached_host) for a in live_attachments(root)] == [("attached", source_host)]
+    assert Volume.objects.get(pk=root).status == "in-use"
+
+
+def test_prep_at_destination_failing_half_way_undoes_its_own_work(xcloud: Cloud) -> None:
+    """PrepAtDest fails after it made a volume attachment and one port's inactive binding on the
+    destination: the step's own rollback removes both (not only the completed steps' rollbacks)."""
+    from networks.models import Port, PortBinding
+    from volumes.models import Volume
+
+    client = xcloud.member()
+    # given a volume-backed server with two ports, the second already bound on compute3
+    server = boot(xcloud, client, volume_backed=True,
+                  networks=[{"uuid": xcloud.network_id}, {"uuid": xcloud.network_id}])
+    sid, source_host = server["id"], xcloud.instance(server["id"]).host
+    with target_cell(xcloud.cells["cell1"]):
+        root = BlockDeviceMapping.objects.get(instance_uuid=sid).volume_id
+    ports = list(Port.objects.filter(device_id=sid))
+    assert len(ports) == 2
+    PortBinding.objects.create(port=ports[1], host="compute3", status="INACTIVE")
+    # when resized with compute3 the only host open: the first port's binding is made, the
+    # second's fails
+    resize_onto_compute3_only(xcloud, client, sid)
+    # then the move is rolled back: only the binding that was there before is left on compute3,
+    # and the root volume has only its attachment on the source host
+    assert_rolled_back(xcloud, client, sid, source_host, status="ACTIVE", bindings_left=1)
+    assert list(PortBinding.objects.filter(host="compute3").values_list("port_id", flat=True)) == [ports[1].id]
     assert [(a.attach_status, a.attached_host) for a in live_attachments(root)] == [("attached", source_host)]
     assert Volume.objects.get(pk=root).status == "in-use"
 

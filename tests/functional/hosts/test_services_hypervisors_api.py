@@ -100,8 +100,8 @@ def _refresh_nodes(cloud: Cloud) -> None:
     """What each compute worker's periodic refresh does: the node rows from the hypervisor."""
     from cells.context import target_cell
     from cells.models import CellMapping
+    from compute.resource_tracker import update_usage
     from hosts.models import ComputeNode
-    from hosts.services.resource_tracker import update_usage
 
     for host, info in cloud.hosts.items():
         with target_cell(CellMapping.objects.get(name=info["cell"])):

@@ -32,3 +32,17 @@ def test_count_queries_counts_every_connection(cells):
         with target_cell(cells["cell1"]):
             Service.objects.count()
     assert counter.by_alias == {"default": 1, "cell1": 1}
+
+
+def test_where_the_time_goes_times_each_step_and_puts_them_back(cells):
+    import scheduling.scheduler as scheduler_module
+    from scheduling.placement import services as placement
+
+    env = SimpleNamespace(cells=cells)
+    scenario.populate(env, 10)
+    before = (scheduler_module.filter_hosts, placement.allocation_candidates)
+    phases = scenario.where_the_time_goes(requests=2)
+    steps = {p["step"]: p["ms"] for p in phases}
+    assert len(steps) == len(scenario.PHASES) + 2
+    assert steps["total"] > 0 and steps["filters"] > 0 and steps["claim in placement"] > 0
+    assert (scheduler_module.filter_hosts, placement.allocation_candidates) == before

@@ -43,7 +43,7 @@ def test_a_server_still_scheduling_is_listed_first_shown_as_build_and_deletable(
     # then it is gone, and a late conductor run builds nothing
     assert cloud.get(client, f"servers/{waiting}").status_code == 404
     from cloudcore.core.context import RequestContext
-    from servers.services.conductor_build import schedule_and_build_instances
+    from conductor.build import schedule_and_build_instances
 
     schedule_and_build_instances(RequestContext.system(), instance_uuids=[waiting])
     assert cloud.cell_of(waiting) is None and cloud.domain(waiting) is None

@@ -163,7 +163,7 @@ def test_multi_create_takes_what_the_quota_allows_down_to_min_count(cloud, setti
 
 def test_a_host_without_a_running_compute_driver_fails_over_not_500(cloud):
     # given compute1's compute worker is gone from this process (no virt driver)
-    from servers.compute.drivers import unregister_driver
+    from compute.drivers import unregister_driver
 
     unregister_driver("compute1")
     unregister_driver("compute2")

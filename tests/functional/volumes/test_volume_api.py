@@ -206,6 +206,6 @@ def test_bootable_readonly_and_upload_to_image(bfv: Any) -> None:
     assert image.status == "active" and image.name == "from-vol"
     assert image_data_path(image.id).read_bytes() == get_backend().path(vid).read_bytes()
     # and an unknown snapshot or source volume is a 404
-    assert call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "snapshot_id": "nope"}}).status_code == 404
-    assert call(client, "post", "/volume/v3/volumes",
-                {"volume": {"size": 1, "source_volid": "nope"}}).status_code == 404
+    for source in ("snapshot_id", "source_volid"):
+        missing = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, source: "nope"}})
+        assert missing.status_code == 404, source

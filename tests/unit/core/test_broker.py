@@ -62,8 +62,8 @@ def test_a_killed_workers_messages_go_back_on_its_queue_and_no_other(redis_url: 
     import redis
 
     # given a conductor message and a compute message, each taken by a worker that was then killed
-    _publish(redis_url, "conductor", "servers.schedule_and_build_instances")
-    _publish(redis_url, "compute.compute1", "servers.compute_op")
+    _publish(redis_url, "conductor", "conductor.schedule_and_build_instances")
+    _publish(redis_url, "compute.compute1", "compute.run_operation")
     _take_and_die(redis_url, "conductor")
     _take_and_die(redis_url, "compute.compute1")
     client = redis.Redis(unix_socket_path=redis_url.removeprefix("redis+socket://"))
@@ -71,7 +71,7 @@ def test_a_killed_workers_messages_go_back_on_its_queue_and_no_other(redis_url: 
     # when the conductor's unacknowledged messages are requeued
     requeued = broker.requeue_unacked(redis_url, ["conductor"])
     # then the conductor's message is back on its queue, marked redelivered; the compute one is untouched
-    assert requeued == ["servers.schedule_and_build_instances"]
+    assert requeued == ["conductor.schedule_and_build_instances"]
     assert client.llen("conductor") == 1 and client.hlen("unacked") == 1
     assert b'"redelivered": true' in client.lindex("conductor", 0)
     assert broker.requeue_unacked(redis_url, ["conductor"]) == []

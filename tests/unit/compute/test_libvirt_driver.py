@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from cloudcore.core.exceptions import InvalidNodeConfiguration
-from hosts import identity
-from hosts.virt.driver import InstanceNotFoundOnHypervisor
-from hosts.virt.libvirt import LibvirtDriver, write_test_node
+from compute import identity
+from compute.virt.driver import InstanceNotFoundOnHypervisor
+from compute.virt.libvirt import LibvirtDriver, write_test_node
 from servers.choices import PowerState
 
 

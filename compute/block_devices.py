@@ -7,8 +7,14 @@ import logging
 from typing import Any
 
 from cloudcore.core.context import RequestContext
+from servers.models import BlockDeviceMapping, Instance
+from volumes import services as volumes
+from volumes.backends import get_backend
+from volumes.models import VolumeStatus
 
-from ..models import BlockDeviceMapping, Instance
+from .drivers import driver_for
+from .exceptions import BuildAbortException
+from .registry import server_action
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +30,6 @@ def _device_name(index: int) -> str:
 
 def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping) -> dict[str, Any]:
     """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
-    from volumes import services as volumes
 
     if not bdm.attachment_id:
         bdm.attachment_id = volumes.attachment_create(ctx, volume_id=str(bdm.volume_id),
@@ -40,10 +45,6 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
 
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
     """Create missing volumes, attach every volume BDM. Raises BuildAbortException on a volume error."""
-    from volumes import services as volumes
-    from volumes.models import VolumeStatus
-
-    from .build import BuildAbortException
 
     bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
                   key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
@@ -76,7 +77,6 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
 
 def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
     """Delete every attachment of the server; delete the volumes marked delete_on_termination."""
-    from volumes import services as volumes
 
     for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid):
         if bdm.is_volume and bdm.volume_id:
@@ -93,73 +93,63 @@ def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
 
 # --- attach / detach of a running server's volumes (os-volume_attachments) --------------------
 
-def _register_ops() -> None:
-    from .drivers import driver_for
-    from .ops import op
-
-    @op("attach_volume", action="attach_volume", notification="volume_attach", event="compute_attach_volume")
-    def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
-        """Update the reserved attachment with this host's connector, complete it, attach the disk."""
-        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
-        try:
-            info = attach_bdm(ctx, instance, bdm)
-            attach = getattr(driver_for(str(instance.host)), "attach_volume", None)
-            if attach is not None:  # a driver without volume support keeps the attachment as bookkeeping
-                attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
-        except Exception:
-            from volumes import services as volumes
-
-            if bdm.attachment_id:
-                volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
-            bdm.delete()
-            raise
-
-    @op("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
-    def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
-        from volumes import services as volumes
-
-        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
-        detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
-        if bdm.connection_info and detach is not None:
-            detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
+@server_action("attach_volume", action="attach_volume", notification="volume_attach", event="compute_attach_volume")
+def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+    """Update the reserved attachment with this host's connector, complete it, attach the disk."""
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    try:
+        info = attach_bdm(ctx, instance, bdm)
+        attach = getattr(driver_for(str(instance.host)), "attach_volume", None)
+        if attach is not None:  # a driver without volume support keeps the attachment as bookkeeping
+            attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+    except Exception:
         if bdm.attachment_id:
             volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
         bdm.delete()
-
-    @op("swap_volume", action="swap_volume", notification="volume_swap", event="compute_swap_volume")
-    def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volume_id: str,
-                    new_attachment_id: str) -> None:
-        """Copy the old volume's data into the new one, attach it in the old one's place and release
-        the old volume; on failure the new attachment is dropped and the old volume stays."""
-        from volumes import services as volumes
-        from volumes.backends import get_backend
-
-        bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
-        old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
-        driver = driver_for(str(instance.host))
-        try:
-            backend = get_backend()
-            old_path, new_path = backend.path(str(old_volume_id)), backend.path(new_volume_id)
-            with open(old_path, "rb") as src, open(new_path, "r+b") as dst:
-                while block := src.read(1024 * 1024):
-                    dst.write(block)
-            bdm.volume_id, bdm.attachment_id = new_volume_id, new_attachment_id
-            info = attach_bdm(ctx, instance, bdm)
-        except Exception:
-            volumes.attachment_delete(None, attachment_id=new_attachment_id)
-            BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
-                                                                attachment_id=old_attachment_id,
-                                                                connection_info=old_info)
-            raise
-        bdm.save(update_fields=["volume_id", "attachment_id", "connection_info", "updated_at"])
-        detach = getattr(driver, "detach_volume", None)
-        if old_info and detach is not None:
-            detach(instance=instance, connection_info=old_info, mountpoint=str(bdm.device_name))
-        attach = getattr(driver, "attach_volume", None)
-        if attach is not None:
-            attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
-        if old_attachment_id:
-            volumes.attachment_delete(None, attachment_id=old_attachment_id)
+        raise
 
 
-_register_ops()
+@server_action("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
+def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
+    if bdm.connection_info and detach is not None:
+        detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
+    if bdm.attachment_id:
+        volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+    bdm.delete()
+
+
+@server_action("swap_volume", action="swap_volume", notification="volume_swap", event="compute_swap_volume")
+def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volume_id: str,
+                new_attachment_id: str) -> None:
+    """Copy the old volume's data into the new one, attach it in the old one's place and release
+    the old volume; on failure the new attachment is dropped and the old volume stays."""
+
+    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
+    driver = driver_for(str(instance.host))
+    try:
+        backend = get_backend()
+        old_path, new_path = backend.path(str(old_volume_id)), backend.path(new_volume_id)
+        with open(old_path, "rb") as src, open(new_path, "r+b") as dst:
+            while block := src.read(1024 * 1024):
+                dst.write(block)
+        bdm.volume_id, bdm.attachment_id = new_volume_id, new_attachment_id
+        info = attach_bdm(ctx, instance, bdm)
+    except Exception:
+        volumes.attachment_delete(None, attachment_id=new_attachment_id)
+        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
+                                                            attachment_id=old_attachment_id,
+                                                            connection_info=old_info)
+        raise
+    bdm.save(update_fields=["volume_id", "attachment_id", "connection_info", "updated_at"])
+    detach = getattr(driver, "detach_volume", None)
+    if old_info and detach is not None:
+        detach(instance=instance, connection_info=old_info, mountpoint=str(bdm.device_name))
+    attach = getattr(driver, "attach_volume", None)
+    if attach is not None:
+        attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
+    if old_attachment_id:
+        volumes.attachment_delete(None, attachment_id=old_attachment_id)
+

@@ -19,13 +19,21 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping
+from cells.models import CELL0_UUID, CellMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
+from compute import rpc as compute_rpc
+from compute.cross_cell import cross_cell_failed
+from scheduling.placement.services import allocations_delete
+from servers.choices import MigrationStatus, TaskState, VmState
+from servers.models import BuildRequest, Instance, Migration
+from servers.services import actions
+from servers.services.cross_cell import source_cell_of
+from servers.services.move_recovery import error_out_migration
+from servers.services.resize import confirm_due, resize_confirm_for_delete
+from servers.services.shelve import offload_due
 
-from .choices import MigrationStatus, TaskState, VmState
-from .models import Instance, Migration
-from .services import actions
+from .build import bury_in_cell0
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +47,6 @@ def _cells() -> list[CellMapping]:
 
 
 def offload_shelved() -> int:
-    from .services.shelve import offload_due
-    from .tasks import compute_op_task
-
     count = 0
     for cell in _cells():
         with target_cell(cell):
@@ -53,16 +58,13 @@ def offload_shelved() -> int:
                     continue
                 ctx = RequestContext.system()
                 actions.action_start(ctx, instance_uuid=instance.uuid, action="shelveOffload")
-                compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": "shelve_offload",
-                                                    "instance_uuid": instance.uuid, "cell_uuid": cell.uuid},
-                                            queue=f"compute.{instance.host}")
+                compute_rpc.shelve_offload(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                           cell_uuid=str(cell.uuid))
                 count += 1
     return count
 
 
 def confirm_resizes() -> int:
-    from .services.resize import confirm_due, resize_confirm_for_delete
-
     count = 0
     for cell in _cells():
         with target_cell(cell):
@@ -112,11 +114,6 @@ def _bury_stale_build_requests(cutoff: datetime) -> int:
     the broker, or the conductor died or failed before creating it in its cell) would be shown
     from its BuildRequest, in BUILD/scheduling, forever: it is buried in cell0 (ERROR with a
     fault), as a failed scheduling is, and whatever allocations the scheduler claimed go."""
-    from cells.models import InstanceMapping
-    from scheduling.placement.services import allocations_delete
-
-    from .models import BuildRequest
-    from .services.conductor_build import bury_in_cell0
 
     count = 0
     for uuid in BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True):
@@ -150,9 +147,6 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
       a cross-cell move is rolled back as a failed one (the target cell's copy, attachments and
       port bindings go, the mapping stays on the source).
     """
-    from cells.models import InstanceMapping
-
-    from .models import BuildRequest
 
     InstanceMapping.objects.filter(instance_uuid=instance.uuid, cell__isnull=True).update(cell=cell)
     BuildRequest.objects.filter(instance_uuid=instance.uuid).delete()
@@ -161,8 +155,6 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
     if migration is None:
         return False
     if migration.cross_cell_move:
-        from .services.cross_cell import cross_cell_failed, source_cell_of
-
         source = source_cell_of(migration)
         if source.uuid == cell.uuid:
             target = next((c for c in _cells() if c.uuid != cell.uuid and _has_migration(c, migration.uuid)), None)
@@ -171,7 +163,6 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
                                   migration_uuid=migration.uuid, source=source, target=target,
                                   dest_host=migration.dest_compute, exc=exc, guest_destroyed=True)
                 return True
-    from .services.resize import error_out_migration
 
     error_out_migration(instance, migration)
     return False

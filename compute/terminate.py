@@ -8,11 +8,13 @@ from cells.context import target_cell
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete
+from servers.models import Instance
+from servers.services import actions
+from servers.services.delete import mark_deleted
+from servers.services.notify import notify_instance
 
-from ..models import Instance
-from ..services import actions
-from ..services.delete import mark_deleted
-from ..services.notify import notify_instance
+from .block_devices import detach_all_volumes
 from .build import deallocate_networks
 from .drivers import driver_for
 
@@ -20,8 +22,6 @@ log = logging.getLogger(__name__)
 
 
 def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str) -> None:
-    from scheduling.placement.services import allocations_delete
-
     with target_cell(cell_uuid):
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None:
@@ -32,7 +32,6 @@ def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: st
             if instance.host:
                 driver_for(instance.host).destroy(instance=instance, destroy_disks=True)
             deallocate_networks(ctx, instance)
-            from .block_devices import detach_all_volumes
 
             detach_all_volumes(ctx, instance)
             allocations_delete(consumer_uuid=instance.uuid)

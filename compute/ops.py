@@ -1,4 +1,4 @@
-"""The compute host's half of the server actions (``compute_op_task`` on ``compute.<host>``).
+"""The compute host's half of the server actions (``run_operation_task`` on ``compute.<host>``).
 
 Each operation loads the server in its cell, drives the virt driver, records a
 ``compute_<op>`` event on the action, finishes the state change and emits
@@ -9,87 +9,31 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from cells.context import target_cell
-from cells.registry import drop_broken_connections
+from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
+from hosts.models import ComputeNode
+from images import services as images
+from images.models import Image
+from images.services import image_data_path
+from networks.services import network_info, ports_rebind_host
+from scheduling.placement.services import allocations_delete
+from servers.choices import MigrationStatus, PowerState, TaskState, VmState
+from servers.models import Instance, Migration
+from servers.services.move_recovery import allocations_back_to_server
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import Instance
-from ..services import actions
-from ..services.notify import notify_instance
+from . import rpc
+from .build import image_meta
 from .drivers import driver_for
+from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
+from .registry import runner_for, server_action
 
 log = logging.getLogger(__name__)
-
-OPS: dict[str, Callable[..., None]] = {}
-
-
-Op = Callable[..., None]
-
-
-def op(name: str, *, action: str, notification: str, event: str) -> Callable[[Op], Op]:
-    def register(fn: Callable[..., None]) -> Callable[..., None]:
-        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
-            notify_instance(ctx, f"instance.{notification}.start", instance)
-            try:
-                with actions.wrap_event(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
-                                        action_name=action):
-                    fn(ctx, instance, **kwargs)
-            except Exception as exc:
-                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
-                drop_broken_connections()  # e.g. the cell database went away: reconnect to record it
-                _failed(ctx, instance, exc, notification)
-                if name in _MOVE_OPS:
-                    _move_op_failed(instance, kwargs["migration_uuid"])
-                return
-            actions.action_finish(ctx, instance_uuid=instance.uuid)
-            notify_instance(ctx, f"instance.{notification}.end", instance)
-
-        OPS[name] = run
-        return fn
-
-    return register
-
-
-def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
-    instance.refresh_from_db()
-    old = instance.vm_state
-    if getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
-        instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
-    elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
-                               TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
-                               TaskState.IMAGE_UPLOADING):
-        instance.task_state = None  # the guest is as it was: only the task is given up
-    elif instance.task_state is not None:
-        instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone
-    instance.save(update_fields=["vm_state", "task_state", "updated_at"])
-    actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
-    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
-    notify_instance(ctx, "instance.update", instance, old_vm_state=old)
-    notify_instance(ctx, f"instance.{notification}.error", instance, fault=exc)
-
-
-#: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)
-_MOVE_OPS = ("resize_at_source", "finish_resize")
-
-
-def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
-    """The migration of a failed move ends ``error`` with the allocations where the server is
-    (else it stays open holding the source's allocations, which outlive the server's delete)."""
-    from ..choices import MigrationStatus
-    from ..models import Migration
-    from ..services.resize import error_out_migration
-
-    migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
-    if migration is not None:
-        error_out_migration(instance, migration)
 
 
 def _set(instance: Instance, **fields: Any) -> None:
@@ -112,29 +56,26 @@ def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: 
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state == TaskState.DELETING:
             return
-        OPS[op_name](ctx, instance, **kwargs)
+        runner_for(op_name)(ctx, instance, **kwargs)
 
 
-@op("power_on", action="start", notification="power_on", event="compute_start_instance")
+@server_action("power_on", action="start", notification="power_on", event="compute_start_instance")
 def power_on(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).power_on(instance=instance)
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
 
 
-@op("power_off", action="stop", notification="power_off", event="compute_stop_instance")
+@server_action("power_off", action="stop", notification="power_off", event="compute_stop_instance")
 def power_off(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).power_off(instance=instance)
     _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN)
 
 
-@op("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
+@server_action("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
 def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
     driver = driver_for(str(instance.host))
     if hard and not _guest_exists(driver, instance):
         # A hard reboot recovers a server whose guest is gone: define and start it again.
-        from networks.services import network_info
-
-        from .build import image_meta
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                      network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
@@ -151,14 +92,12 @@ def _guest_exists(driver: Any, instance: Instance) -> bool:
     return True
 
 
-@op("shelve", action="shelve", notification="shelve", event="compute_shelve_instance")
+@server_action("shelve", action="shelve", notification="shelve", event="compute_shelve_instance")
 def shelve(ctx: RequestContext, instance: Instance) -> None:
     driver = driver_for(str(instance.host))
     driver.power_off(instance=instance)
     sysmeta = dict(instance.system_metadata or {})
     if instance.image_ref:
-        from images import services as images
-
         image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-shelved",
                                              instance_uuid=instance.uuid)
         with tempfile.TemporaryDirectory() as tmp:
@@ -175,10 +114,7 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
 
 
 def _offload(ctx: RequestContext, instance: Instance) -> None:
-    from scheduling.placement.services import allocations_delete
-
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
-    from networks.services import ports_rebind_host
 
     ports_rebind_host(instance.uuid, None)
     allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
@@ -186,7 +122,7 @@ def _offload(ctx: RequestContext, instance: Instance) -> None:
          host=None, node=None, compute=None)
 
 
-@op("shelve_offload", action="shelveOffload", notification="shelve_offload",
+@server_action("shelve_offload", action="shelveOffload", notification="shelve_offload",
     event="compute_shelve_offload_instance")
 def shelve_offload(ctx: RequestContext, instance: Instance) -> None:
     _offload(ctx, instance)
@@ -198,29 +134,22 @@ def _drop_shelved_image(ctx: RequestContext, instance: Instance) -> None:
     for key in ("shelved_at", "shelved_host"):
         sysmeta.pop(key, None)
     if image_id:
-        from images.models import Image
-        from images.services import image_data_path
-
         Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
         image_data_path(image_id).unlink(missing_ok=True)
     _set(instance, system_metadata=sysmeta)
 
 
-@op("unshelve_power_on", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+@server_action("unshelve_power_on", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
 def unshelve_power_on(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).power_on(instance=instance)
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
     _drop_shelved_image(ctx, instance)
 
 
-@op("unshelve_spawn", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
+@server_action("unshelve_spawn", action="unshelve", notification="unshelve", event="compute_unshelve_instance")
 def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     """Spawn an offloaded server on the host the conductor chose. A spawn failure frees the
     allocations and leaves it SHELVED_OFFLOADED (Nova), with a fault."""
-    from networks.services import network_info, ports_rebind_host
-    from scheduling.placement.services import allocations_delete
-
-    from .build import image_meta
 
     driver = driver_for(str(instance.host))
     image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
@@ -238,24 +167,18 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     _drop_shelved_image(ctx, instance)
 
 
-@op("rebuild", action="rebuild", notification="rebuild", event="compute_rebuild_instance")
+@server_action("rebuild", action="rebuild", notification="rebuild", event="compute_rebuild_instance")
 def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: str | None = None,
             preserve_ephemeral: bool = False, reimage_boot_volume: bool = False) -> None:
     """Destroy the guest (ports kept), spawn it from ``image_id``; a stopped server ends SHUTOFF.
     ``reimage_boot_volume``: a volume-backed server's root volume is reimaged (``rebuild_bfv``)."""
-    from networks.services import network_info
-
-    from .build import image_meta
 
     was_stopped = instance.vm_state == VmState.STOPPED
     driver = driver_for(str(instance.host))
     if reimage_boot_volume:
-        from .rebuild_bfv import rebuild_volume_backed
-
         rebuild_volume_backed(ctx, instance, image_id=image_id, admin_pass=admin_pass, driver=driver)
         return
     if instance.is_volume_backed:  # before 2.93 (or reimage_boot_volume false): the volume's data is kept
-        from .rebuild_bfv import rebuild_volume_backed_keep_volume
 
         rebuild_volume_backed_keep_volume(ctx, instance, admin_pass=admin_pass, driver=driver)
         return
@@ -275,29 +198,19 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
 # --- resize / cold migration within a cell ------------------------------------------------------
 
 
-def _migration(uuid: str) -> Any:
-    from ..models import Migration
-
+def _migration(uuid: str) -> Migration:
     return Migration.objects.get(uuid=uuid)
 
 
-def _cast_next(ctx: RequestContext, op_name: str, host: str | None, instance: Instance, **kw: Any) -> None:
-    from cells.context import current_cell
-
-    from ..tasks import compute_op_task
-
+def _cell_uuid() -> str:
     cell = current_cell()
     assert cell is not None
-    compute_op_task.apply_async(kwargs={"ctx": ctx.to_dict(), "op": op_name, "instance_uuid": instance.uuid,
-                                        "cell_uuid": cell.uuid, **kw}, queue=f"compute.{host}")
+    return str(cell.uuid)
 
 
 def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     """Spawn the server on its (new) host with its ports bound there; powered off when it was
     stopped before the move. Returns the resulting power state."""
-    from networks.services import network_info, ports_rebind_host
-
-    from .build import image_meta
 
     ports_rebind_host(instance.uuid, instance.host)
     driver = driver_for(str(instance.host))
@@ -309,15 +222,26 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     return PowerState.RUNNING
 
 
+def finish_confirm(instance: Instance, migration: Migration) -> None:
+    """A confirmed move: the migration ends ``confirmed``; the server leaves VERIFY_RESIZE (STOPPED
+    when its guest is off, else ACTIVE) and forgets its old flavor and migration context."""
+    migration.status = MigrationStatus.CONFIRMED
+    migration.save(update_fields=["status", "updated_at"])
+    sysmeta = dict(instance.system_metadata or {})
+    sysmeta.pop("old_vm_state", None)
+    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
+    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
+         system_metadata=sysmeta)
+
+
 def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
     return {"flavor": flavor, "vcpus": int(flavor.get("vcpus", 0)), "memory_mb": int(flavor.get("memory_mb", 0)),
             "root_gb": int(flavor.get("root_gb", 0)), "ephemeral_gb": int(flavor.get("ephemeral_gb", 0))}
 
 
-@op("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
+@server_action("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
 def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: power the guest off and take it down (its disk goes with the move)."""
-    from ..choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     driver = driver_for(str(instance.host))
@@ -326,14 +250,13 @@ def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: st
     migration.status = MigrationStatus.POST_MIGRATING
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
-    _cast_next(ctx, "finish_resize", migration.dest_compute, instance, migration_uuid=migration_uuid)
+    rpc.finish_resize(ctx=ctx, host=str(migration.dest_compute), instance_uuid=instance.uuid, cell_uuid=_cell_uuid(),
+                      migration_uuid=migration_uuid)
 
 
-@op("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
+@server_action("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
 def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
-
-    from ..choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
@@ -352,12 +275,9 @@ def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     _set(instance, vm_state=VmState.RESIZED, task_state=None, power_state=power)
 
 
-@op("confirm_resize", action="confirmResize", notification="resize_confirm", event="compute_confirm_resize")
+@server_action("confirm_resize", action="confirmResize", notification="resize_confirm", event="compute_confirm_resize")
 def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: clean the old guest's disks, drop the migration's allocations."""
-    from scheduling.placement.services import allocations_delete
-
-    from ..choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     try:
@@ -365,24 +285,15 @@ def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str)
     except Exception:  # the source may already be gone; the confirm must still finish
         log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
     allocations_delete(consumer_uuid=migration.uuid)
-    migration.status = MigrationStatus.CONFIRMED
-    migration.save(update_fields=["status", "updated_at"])
-    sysmeta = dict(instance.system_metadata or {})
-    sysmeta.pop("old_vm_state", None)
-    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
-    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
-         system_metadata=sysmeta)
+    finish_confirm(instance, migration)
 
 
-@op("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
+@server_action("revert_resize", action="revertResize", notification="resize_revert", event="compute_revert_resize")
 def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Destination host: destroy the new guest, give the allocations back; the source finishes."""
-    from ..services.resize import allocations_back_to_server
-
     migration = _migration(migration_uuid)
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
     allocations_back_to_server(instance, migration.uuid)
-    from hosts.models import ComputeNode
 
     source_node = ComputeNode.objects.filter(host=migration.source_compute,
                                              hypervisor_hostname=migration.source_node).first()
@@ -391,15 +302,14 @@ def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     for key, value in _apply_flavor(instance, migration.old_flavor or instance.flavor).items():
         setattr(instance, key, value)
     instance.save()
-    _cast_next(ctx, "finish_revert_resize", migration.source_compute, instance, migration_uuid=migration_uuid)
+    rpc.finish_revert_resize(ctx=ctx, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                             cell_uuid=_cell_uuid(), migration_uuid=migration_uuid)
 
 
-@op("finish_revert_resize", action="revertResize", notification="resize_revert",
+@server_action("finish_revert_resize", action="revertResize", notification="resize_revert",
     event="compute_finish_revert_resize")
 def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: the old guest comes back, powered on only if it was ACTIVE before the move."""
-
-    from ..choices import MigrationStatus
 
     migration = _migration(migration_uuid)
     sysmeta = dict(instance.system_metadata or {})
@@ -411,13 +321,9 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
          migration_context=None, system_metadata=sysmeta)
 
 
-from . import block_devices as _block_devices  # noqa: E402,F401  (registers attach_volume/detach_volume)
-
-
-@op("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
+@server_action("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
 def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
     """Write the guest's disk to the queued snapshot image and activate it."""
-    from images import services as images
 
     image = images.image_get_internal(image_id)
     _set(instance, task_state=TaskState.IMAGE_UPLOADING)
@@ -427,10 +333,7 @@ def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
             driver_for(str(instance.host)).snapshot(instance=instance, target_path=target)
             images.image_activate_from_file(image, target)
     except Exception:
-        from images.models import Image
-
         Image.objects.filter(id=image_id).update(status="killed")
         _set(instance, task_state=None)
         raise
     _set(instance, task_state=None)
-from . import cross_cell as _cross_cell  # noqa: E402,F401  (registers the cross-cell operations)

@@ -13,34 +13,27 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.context import target_cell
+from cells.context import current_cell, target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError, NoValidHost
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete, claim_allocation_request
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import Instance, VirtualInterface
+from servers.services import actions
+from servers.services import external as net
+from servers.services.external import image_data_path, image_get_internal, network_info
+from servers.services.notify import notify_instance
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import Instance, VirtualInterface
-from ..services import actions
-from ..services.notify import notify_instance
+from . import rpc
+from .block_devices import prep_block_devices
 from .drivers import driver_for
+from .exceptions import BuildAbortException, MaxRetriesExceeded
 
 log = logging.getLogger(__name__)
 
 EVENT_BUILD = "compute_build_and_run_instance"
-
-
-class BuildAbortException(CloudcoreError):
-    message = "Build of instance %(instance_uuid)s aborted: %(reason)s"
-
-
-class MaxRetriesExceeded(NoValidHost):
-    message = ("Exceeded maximum number of retries. Exhausted all hosts available for retrying build "
-               "failures for instance %(instance_uuid)s.")
-
-
-class RescheduledException(CloudcoreError):
-    message = "Build of instance %(instance_uuid)s was re-scheduled: %(reason)s"
 
 
 def _requested_networks(instance_uuid: str) -> Any:
@@ -50,7 +43,6 @@ def _requested_networks(instance_uuid: str) -> Any:
 
 def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
     """Create (or bind) the instance's ports and record them as VIFs in the cell."""
-    from ..services import external as net
 
     if requested == "none":
         return
@@ -75,7 +67,6 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
     """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
-    from ..services import external as net
 
     requested = _requested_networks(instance.uuid)
     if isinstance(requested, list):
@@ -90,7 +81,6 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
     """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
     if not image_id:
         return None
-    from ..services.external import image_data_path, image_get_internal
 
     image = image_get_internal(image_id)
     props = dict(image.properties or {})
@@ -150,11 +140,8 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, _requested_networks(instance.uuid))
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
-    from .block_devices import prep_block_devices
-
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-    from ..services.external import network_info
 
     driver.spawn(
         instance=instance,
@@ -197,8 +184,6 @@ def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) 
 
 
 def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
-    from scheduling.placement.services import allocations_delete
-
     old = instance.vm_state
     instance.vm_state = VmState.ERROR
     instance.task_state = None
@@ -215,8 +200,6 @@ def _reschedule(
     exc: BaseException, attempt: int = 1,
 ) -> None:
     """Claim the next alternate that still fits and cast the build there."""
-    from hosts.models import ComputeNode
-    from scheduling.placement.services import allocations_delete, claim_allocation_request
 
     allocations_delete(consumer_uuid=instance.uuid)
     remaining = list(alternates)
@@ -233,16 +216,9 @@ def _reschedule(
         instance.compute_id = node.id if node else None
         instance.task_state = TaskState.SCHEDULING
         instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
-        from cells.context import current_cell
-
-        from ..tasks import build_and_run_instance_task
-
         cell = current_cell()
         assert cell is not None
-        build_and_run_instance_task.apply_async(
-            kwargs={"ctx": ctx.to_dict(), "instance_uuid": instance.uuid, "cell_uuid": cell.uuid,
-                    "admin_pass": admin_pass, "alternates": remaining, "attempt": attempt + 1},
-            queue=f"compute.{instance.host}",
-        )
+        rpc.build_and_run_instance(ctx=ctx, host=instance.host, instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
+                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1)
         return
     _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))

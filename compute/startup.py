@@ -18,10 +18,13 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
+from cells.registry import alias_for
 from cloudcore.core.exceptions import InvalidConfiguration
+from hosts.models import ComputeNode, Service
+from servers.models import Instance
 
-from .. import identity
-from ..models import ComputeNode, Service
+from . import identity
+from .resource_tracker import report_to_placement
 
 #: The service version from which every compute has an identity file (Nova: 65).
 NODE_IDENTITY_VERSION = 65
@@ -92,7 +95,6 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
     if plan.write_identity:
         identity.write_node_uuid(state_path, plan.node_uuid)
     resources = driver.get_available_resource()
-    from cells.registry import alias_for
 
     with target_cell(plan.cell), transaction.atomic(using=alias_for(plan.cell)):
         service = plan.service or Service(host=plan.host, binary=BINARY, topic="compute")
@@ -107,8 +109,6 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
         _link_instances(plan.host, node)
     HostMapping.objects.get_or_create(host=plan.host, defaults={"cell": plan.cell})
     with target_cell(plan.cell):
-        from .resource_tracker import report_to_placement
-
         report_to_placement(node=node, service=service, driver=driver)
     return service, node
 
@@ -121,7 +121,6 @@ def _update_node(node: ComputeNode, resources: dict[str, Any]) -> None:
 
 def _link_instances(host: str, node: ComputeNode) -> int:
     """Give this node's instances their ``compute_id`` (Nova's _ensure_compute_id_for_instances)."""
-    from servers.models import Instance
 
     return Instance.all_objects.filter(host=host, node=node.hypervisor_hostname, compute__isnull=True).update(
         compute=node.id)

@@ -12,7 +12,9 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Sum
 
-from ..models import ComputeNode, Service
+from hosts.models import ComputeNode, Service
+from scheduling.placement import services as placement
+from servers.models import Instance
 
 
 def inventories_for(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -39,8 +41,6 @@ def traits_for(service: Service, driver: Any) -> list[str]:
 
 def report_to_placement(*, node: ComputeNode, service: Service, driver: Any,
                         resources: dict[str, Any] | None = None) -> None:
-    from scheduling.placement import services as placement
-
     resources = resources or driver.get_available_resource()
     rp = placement.provider_ensure(uuid=node.uuid, name=node.hypervisor_hostname, host=node.host)
     placement.inventories_set(rp=rp, inventories=inventories_for(resources))
@@ -49,7 +49,6 @@ def report_to_placement(*, node: ComputeNode, service: Service, driver: Any,
 
 def update_usage(*, node: ComputeNode, driver: Any) -> None:
     """Refresh the node row from the hypervisor and its instances (periodic)."""
-    from servers.models import Instance
 
     resources = driver.get_available_resource()
     used = Instance.objects.filter(compute=node, deleted=False).exclude(vm_state="shelved_offloaded").aggregate(

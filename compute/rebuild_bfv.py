@@ -25,10 +25,17 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
+from images.services import image_get_internal
+from networks.services import network_info
+from servers.choices import PowerState, TaskState, VmState
+from servers.models import BlockDeviceMapping, Instance
+from servers.services.external_events import expect_event, wait_for_event
+from servers.services.rebuild_bfv import root_bdm
+from volumes import services as volumes
+from volumes.models import Volume, VolumeStatus
 
-from ..choices import PowerState, TaskState, VmState
-from ..models import BlockDeviceMapping, Instance
 from .block_devices import attach_bdm, prep_block_devices
+from .exceptions import BuildAbortException
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
@@ -52,7 +59,6 @@ def reimage_timeout(image: Any) -> int:
 
 def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: bool) -> None:
     """Bring the guest back on its unchanged volume (the rollback of a refused volume call)."""
-    from networks.services import network_info
 
     bdi = {"block_device_mapping": [
         {"connection_info": b.connection_info, "mount_device": b.device_name, "boot_index": b.boot_index}
@@ -67,14 +73,6 @@ def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: 
 def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: str, admin_pass: str | None,
                           driver: Any) -> None:
     """Reimage the root volume with ``image_id`` and spawn the guest from it (see module doc)."""
-    from images.services import image_get_internal
-    from networks.services import network_info
-    from volumes import services as volumes
-    from volumes.models import Volume, VolumeStatus
-
-    from ..services.external_events import expect_event, wait_for_event
-    from ..services.rebuild_bfv import root_bdm
-    from .build import BuildAbortException
 
     was_stopped = instance.vm_state == VmState.STOPPED
     prior_vm_state = instance.vm_state

@@ -15,6 +15,9 @@ from django.conf import settings
 
 from cloudcore.core.demo import DemoProcess
 
+from . import rpc
+from .virt.libvirt import write_hypervisor_sidecar, write_test_node
+
 HOSTS = (
     ("compute1", "cell1", 4, 8192, 40),
     ("compute2", "cell1", 8, 16384, 80),
@@ -30,8 +33,6 @@ def real_uri() -> str:
 
 
 def setup(out: Callable[[str], None]) -> None:
-    from .virt.libvirt import write_hypervisor_sidecar, write_test_node
-
     for host, _cell, vcpus, memory_mb, disk_gb in HOSTS:
         state = settings.STATE_PATH / host
         if real_uri():
@@ -48,6 +49,6 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
     uri = ["--libvirt-uri", real_uri()] if real_uri() else []
     return [
         DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
-                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[f"compute.{host}"])
+                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[rpc.queue_for(host)])
         for host, cell, *_size in HOSTS
     ]

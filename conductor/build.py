@@ -3,7 +3,7 @@
 ``schedule_and_build_instances`` runs on the conductor queue. For each accepted server it asks
 the scheduler for a host (which claims placement allocations), creates the Instance in that
 host's cell, points the InstanceMapping at the cell, deletes the BuildRequest and casts
-``build_and_run_instance_task`` to ``compute.<host>``. When scheduling fails the servers are
+``build_and_run_instance`` to the host (``compute.rpc``). When scheduling fails the servers are
 buried in cell0 (vm_state ``error``, or ``pending`` for NoValidHost with USE_PENDING_STATE).
 """
 from __future__ import annotations
@@ -16,16 +16,21 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cells.context import target_cell
+from cells.context import current_alias, target_cell
 from cells.models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
+from compute import rpc as compute_rpc
+from hosts.models import ComputeNode
 from scheduling.models import RequestSpec
-
-from ..choices import TaskState, VmState
-from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
-from . import actions
-from .notify import notify_instance
+from scheduling.placement.services import allocations_delete
+from scheduling.scheduler import select_destinations
+from scheduling.services.aggregates import host_availability_zone
+from servers.choices import TaskState, VmState
+from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
+from servers.services import actions
+from servers.services.notify import notify_instance
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +106,6 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
             return
         notify_instance(ctx, "instance.update", instance, old_vm_state=VmState.BUILDING,
                         old_task_state=TaskState.SCHEDULING)
-    from cloudcore.core import notifications
 
     notifications.notify(
         "compute_task.build_instances.error",
@@ -112,8 +116,6 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
 
 
 def _alias() -> str:
-    from cells.context import current_alias
-
     return current_alias() or "default"
 
 
@@ -135,7 +137,6 @@ def schedule_and_build_instances(
     ctx: RequestContext, *, instance_uuids: list[str], admin_pass: str | None = None
 ) -> None:
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
-    from scheduling.scheduler import select_destinations
 
     specs = {rs.instance_uuid: rs for rs in RequestSpec.objects.filter(instance_uuid__in=instance_uuids)}
     live = [u for u in instance_uuids if u in specs and BuildRequest.objects.filter(instance_uuid=u).exists()]
@@ -162,9 +163,6 @@ def _place_instance(
     ctx: RequestContext, *, instance_uuid: str, selection: dict[str, Any],
     alternates: list[dict[str, Any]], admin_pass: str | None,
 ) -> None:
-    from hosts.models import ComputeNode
-    from scheduling.placement.services import allocations_delete
-
     host = selection["service_host"]
     host_mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
     br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
@@ -201,21 +199,9 @@ def _place_instance(
             Instance.all_objects.filter(uuid=instance_uuid).delete()
         allocations_delete(consumer_uuid=instance_uuid)
         return
-    from ..tasks import build_and_run_instance_task
-
-    build_and_run_instance_task.apply_async(
-        kwargs={
-            "ctx": ctx.to_dict(),
-            "instance_uuid": instance_uuid,
-            "cell_uuid": cell.uuid,
-            "admin_pass": admin_pass,
-            "alternates": alternates,
-        },
-        queue=f"compute.{host}",
-    )
+    compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
+                                       admin_pass=admin_pass, alternates=alternates)
 
 
 def _host_az(host: str, br: BuildRequest) -> str:
-    from scheduling.services.aggregates import host_availability_zone
-
     return host_availability_zone(host)

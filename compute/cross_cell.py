@@ -1,49 +1,39 @@
-"""The compute hosts' half of a cross-cell move (``servers.services.cross_cell``): prep at the
+"""The compute hosts' half of a cross-cell move (``conductor.cross_cell`` starts it): prep at the
 source, finish at the destination, confirm at the source, revert at the destination then finish
 at the source. Each runs on its host's ``compute.<host>`` queue with the right cell targeted."""
 from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
 
-from cells.context import target_cell
-from cells.models import CellMapping
-from cells.registry import drop_broken_connections
+from cells.context import current_cell, target_cell
+from cells.models import CellMapping, InstanceMapping
 from cloudcore.core.context import RequestContext
+from images import services as images
+from images.models import Image
+from images.services import image_data_path
+from networks.models import Port, PortBinding
+from networks.services import port_binding_activate, port_binding_delete, ports_rebind_host
+from scheduling.placement.services import allocations_delete
+from servers.choices import MigrationStatus, PowerState, TaskState, VmState
+from servers.models import BlockDeviceMapping, Instance, Migration
+from servers.services import actions
+from servers.services import cross_cell as xc
+from servers.services.move_recovery import allocations_back_to_server
+from volumes import services as volumes
+from volumes.models import AttachStatus, VolumeAttachment
 
-from ..choices import MigrationStatus, PowerState, TaskState, VmState
-from ..models import Instance, Migration
-from ..services import actions
-from ..services import cross_cell as xc
-from .drivers import driver_for
-from .ops import OPS, _apply_flavor, _set, _spawn_here
+from . import rpc
+from .block_devices import attach_bdm
+from .drivers import NoDriverForHost, driver_for
+from .ops import _apply_flavor, _set, _spawn_here, finish_confirm
+from .registry import move_step
 
 log = logging.getLogger(__name__)
-
-
-def register(name: str, event: str, action: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
-        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
-            ev = actions.event_start(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
-                                     action_name=action)
-            try:
-                fn(ctx, instance, **kwargs)
-            except Exception as exc:
-                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
-                drop_broken_connections()
-                actions.event_finish(ev, exc=exc)
-                return
-            actions.event_finish(ev)
-
-        OPS[name] = run
-        return fn
-
-    return wrap
 
 
 def _cells(**uuids: str) -> dict[str, CellMapping]:
@@ -53,9 +43,6 @@ def _cells(**uuids: str) -> dict[str, CellMapping]:
 def _swap_for_placeholders(instance: Instance) -> None:
     """Replace each volume attachment of the source BDMs by an empty one: the volumes stay reserved
     for the server while no host is connected to them."""
-    from volumes import services as volumes
-
-    from ..models import BlockDeviceMapping
 
     for bdm in xc.volume_bdms(instance.uuid):
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance.uuid)
@@ -64,7 +51,56 @@ def _swap_for_placeholders(instance: Instance) -> None:
         BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
 
 
-@register("cross_cell_prep_at_source", "compute_prep_snapshot_based_resize_at_source", "resize")
+def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Complete the source BDMs' attachments on the source host again (after their placeholders
+    replaced them at prep time), so a recovered or reverted server has its volumes ``in-use``."""
+    for bdm in xc.volume_bdms(instance.uuid):
+        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
+            if bdm.attachment_id else None
+        if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
+            continue
+        if att is None:
+            bdm.attachment_id = None
+        attach_bdm(ctx, instance, bdm)
+
+
+def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, source: CellMapping,
+                      target: CellMapping, dest_host: str | None, exc: BaseException, guest_destroyed: bool,
+                      image_id: str | None = None) -> None:
+    """Undo a cross-cell move that failed on a host (reference failure table 1.7): the target
+    cell's copy and its volume attachments and port bindings go, the temporary snapshot goes, the
+    mapping stays on (or comes back to) the source, the allocations go back to the server, the
+    migration ends ``error`` with a fault; the server is ERROR once its source guest was destroyed
+    (a hard reboot then recovers it), otherwise only its task_state is cleared."""
+    xc.release_attachments(instance_uuid, target)
+    xc.hard_delete_rows(instance_uuid, target)
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
+    if dest_host:
+        for port in Port.objects.filter(device_id=instance_uuid):
+            port_binding_delete(port.id, dest_host)
+    if image_id:
+        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+        image_data_path(image_id).unlink(missing_ok=True)
+    with target_cell(source):
+        instance = Instance.all_objects.get(uuid=instance_uuid)
+        ports_rebind_host(instance_uuid, instance.host)
+        try:
+            reconnect_source_volumes(ctx, instance)
+        except Exception:
+            log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
+        allocations_back_to_server(instance, migration_uuid)
+        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+        fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
+                                  "updated_at": timezone.now()}
+        if guest_destroyed:
+            fields["vm_state"] = VmState.ERROR
+        Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
+        actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
+        actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+        xc.notify(ctx, "instance.resize.error", instance, fault=exc)
+
+
+@move_step("cross_cell_prep_at_source", event="compute_prep_snapshot_based_resize_at_source", action="resize")
 def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str, target_cell_uuid: str,
                    dest_host: str) -> None:
     """Source cell targeted, on the source host: power off, snapshot ``<name>-resize-temp`` (not for
@@ -73,11 +109,6 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
 
     A failure before the destroy gives the guest back (powered on if it was ACTIVE) and only clears
     the task_state; from the destroy on, the server goes to ERROR (a hard reboot recovers it)."""
-    from images import services as images
-    from networks.models import Port
-    from networks.services import port_binding_activate
-
-    from ..tasks import compute_op_task
 
     cells = _cells(target=target_cell_uuid)
     source = CellMapping.objects.get(uuid=xc.source_cell_of(Migration.objects.get(uuid=migration_uuid)).uuid)
@@ -107,26 +138,22 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
                 driver.power_on(instance=instance)
             except Exception:
                 destroying = True  # the guest is in an unknown state: ERROR, a hard reboot recovers it
-        xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
+        cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, source=source,
                              target=cells["target"], dest_host=dest_host, exc=exc, guest_destroyed=destroying,
                              image_id=image_id)
         raise
     Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.POST_MIGRATING)
     _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
     xc.notify(ctx, "instance.resize.end", instance)
-    compute_op_task.apply_async(kwargs={
-        "ctx": ctx.to_dict(), "op": "cross_cell_finish_at_dest", "instance_uuid": instance.uuid,
-        "cell_uuid": target_cell_uuid, "migration_uuid": migration_uuid, "source_cell_uuid": source.uuid,
-        "image_id": image_id}, queue=f"compute.{dest_host}")
+    rpc.cross_cell_finish_at_dest(ctx=ctx, host=dest_host, instance_uuid=instance.uuid, cell_uuid=target_cell_uuid,
+                                  migration_uuid=migration_uuid, source_cell_uuid=str(source.uuid),
+                                  image_id=image_id)
 
 
-@register("cross_cell_finish_at_dest", "compute_finish_snapshot_based_resize_at_dest", "resize")
+@move_step("cross_cell_finish_at_dest", event="compute_finish_snapshot_based_resize_at_dest", action="resize")
 def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str,
                    image_id: str | None) -> None:
     """Runs with the target cell targeted, on the destination host, on the hidden copy."""
-    from cells.context import current_cell
-    from images.models import Image
-    from images.services import image_data_path
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()
@@ -145,7 +172,6 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
         if image_id:
             instance.image_ref, original = image_id, instance.image_ref
         instance.save()
-        from .block_devices import attach_bdm
 
         for bdm in xc.volume_bdms(instance.uuid):
             attach_bdm(ctx, instance, bdm)
@@ -154,7 +180,7 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
             instance.image_ref = original
     except Exception as exc:
         with target_cell(cells["source"]):
-            xc.cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid,
+            cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid,
                                  source=cells["source"], target=target, dest_host=migration.dest_compute, exc=exc,
                                  guest_destroyed=True, image_id=image_id)
         raise
@@ -171,26 +197,19 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
 def destroy_source_guest(host: str, instance: Any) -> None:
     """Destroy the source guest and its disks: here when this process runs ``host``'s driver,
     otherwise on ``host``'s own queue (a confirm run synchronously by the API or beat)."""
-    from .drivers import NoDriverForHost
-
     try:
         driver = driver_for(host)
     except NoDriverForHost:
-        from ..tasks import destroy_guest_task
-
-        destroy_guest_task.apply_async(kwargs={"host": host, "instance_uuid": instance.uuid}, queue=f"compute.{host}")
+        rpc.destroy_guest(host=host, instance_uuid=instance.uuid)
         return
     driver.destroy(instance=instance, destroy_disks=True)
 
 
-@register("cross_cell_confirm", "compute_confirm_snapshot_based_resize_at_source", "confirmResize")
+@move_step("cross_cell_confirm", event="compute_confirm_snapshot_based_resize_at_source", action="confirmResize")
 def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
     """Target cell targeted: clean the source host (guest, disks, volume placeholders, port
     bindings) and hard-delete the source cell's rows, then finish the server in the target.
     A failure leaves the migration ``error`` and the server ERROR with a fault."""
-    from networks.models import Port
-    from networks.services import port_binding_delete
-    from scheduling.placement.services import allocations_delete
 
     cells = _cells(source=source_cell_uuid)
     migration = Migration.objects.get(uuid=migration_uuid)
@@ -212,13 +231,7 @@ def confirm(ctx: RequestContext, instance: Instance, migration_uuid: str, source
         raise
     finally:
         allocations_delete(consumer_uuid=migration.uuid)  # always: the source host's claim is gone
-    migration.status = MigrationStatus.CONFIRMED
-    migration.save(update_fields=["status", "updated_at"])
-    sysmeta = dict(instance.system_metadata or {})
-    sysmeta.pop("old_vm_state", None)
-    vm_state = VmState.STOPPED if instance.power_state == PowerState.SHUTDOWN else VmState.ACTIVE
-    _set(instance, vm_state=vm_state, task_state=None, old_flavor=None, new_flavor=None, migration_context=None,
-         system_metadata=sysmeta)
+    finish_confirm(instance, migration)
     actions.action_finish(ctx, instance_uuid=instance.uuid)
     xc.notify(ctx, "instance.resize_confirm.end", instance)
 
@@ -227,9 +240,6 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
     """Copy the target's block devices back to the source by uuid: a BDM only in the target (a
     volume attached while resized) is recreated in the source with a fresh empty attachment; a
     BDM only in the source (a volume detached while resized) is deleted with its attachment."""
-    from volumes import services as volumes
-
-    from ..models import BlockDeviceMapping
 
     fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
     with target_cell(target):
@@ -250,18 +260,12 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
             BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
 
 
-@register("cross_cell_revert_at_dest", "compute_revert_snapshot_based_resize_at_dest", "revertResize")
+@move_step("cross_cell_revert_at_dest", event="compute_revert_snapshot_based_resize_at_dest", action="revertResize")
 def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str, source_cell_uuid: str) -> None:
     """Target cell targeted, on the destination host: reconcile the block devices into the source,
     switch the mapping back *first* (recovery then happens in the source cell), then clean the
     destination (guest, disks, attachments, bindings, claim) and hard-delete the target rows;
     cast the finish to the source host."""
-    from cells.context import current_cell
-    from networks.models import Port, PortBinding
-    from networks.services import port_binding_activate, port_binding_delete
-
-    from ..services.resize import allocations_back_to_server
-    from ..tasks import compute_op_task
 
     cells = _cells(source=source_cell_uuid)
     target = current_cell()
@@ -290,20 +294,19 @@ def revert_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
             xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,
                              action="resize_revert")
         raise
-    compute_op_task.apply_async(kwargs={
-        "ctx": ctx.to_dict(), "op": "cross_cell_finish_revert", "instance_uuid": instance.uuid,
-        "cell_uuid": cells["source"].uuid, "migration_uuid": migration_uuid},
-        queue=f"compute.{migration.source_compute}")
+    rpc.cross_cell_finish_revert(ctx=ctx, host=str(migration.source_compute), instance_uuid=instance.uuid,
+                                 cell_uuid=str(cells["source"].uuid), migration_uuid=migration_uuid)
 
 
-@register("cross_cell_finish_revert", "compute_finish_revert_snapshot_based_resize_at_source", "revertResize")
+@move_step("cross_cell_finish_revert", event="compute_finish_revert_snapshot_based_resize_at_source",
+           action="revertResize")
 def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source cell targeted: the volumes are connected to the source host again and the source
     guest comes back, powered on only if it was ACTIVE; the migration ends ``reverted``."""
     sysmeta = dict(instance.system_metadata or {})
     old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
     try:
-        xc.reconnect_source_volumes(ctx, instance)
+        reconnect_source_volumes(ctx, instance)
         power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     except Exception as exc:
         xc.finish_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration_uuid, exc=exc,

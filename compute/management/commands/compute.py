@@ -9,6 +9,7 @@ resource tracker. ``--check-only`` stops after the checks (exit 0 when the host 
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -24,7 +25,15 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
+from cloudcore.celery import app
 from cloudcore.core.exceptions import InvalidConfiguration
+from compute import rpc
+from compute.drivers import register_driver
+from hosts.models import ComputeNode, Service
+
+from ...resource_tracker import update_usage
+from ...startup import apply_startup, check_startup
+from ...virt.libvirt import LibvirtDriver, write_test_node
 
 log = logging.getLogger("hosts.compute")
 
@@ -39,7 +48,6 @@ def default_state_path(host: str) -> Path:
 def record_refusal(state_path: Path, host: str, message: str) -> None:
     """Leave the refusal where operators (and the console's hosts page) see it: in the host's state
     path, never in a database (a refused start writes nothing there)."""
-    import json
 
     state_path.mkdir(parents=True, exist_ok=True)
     (state_path / REFUSAL_FILE).write_text(json.dumps({"host": host, "message": message,
@@ -52,7 +60,6 @@ def clear_refusal(state_path: Path) -> None:
 
 def refusals() -> list[dict[str, str]]:
     """The start-up refusals recorded under STATE_PATH (newest first)."""
-    import json
 
     found = []
     for path in Path(settings.STATE_PATH).glob(f"*/{REFUSAL_FILE}"):
@@ -82,11 +89,6 @@ class Command(BaseCommand):
         parser.add_argument("--disk-gb", dest="disk_gb", type=int, default=100)
 
     def handle(self, *args: Any, **o: Any) -> None:
-        from servers.compute.drivers import register_driver
-
-        from ...services.startup import apply_startup, check_startup
-        from ...virt.libvirt import LibvirtDriver, write_test_node
-
         host: str = o["host"]
         state_path = Path(o["state_path"]) if o["state_path"] else default_state_path(host)
         cell = self._cell(host, o.get("cell"))
@@ -128,9 +130,6 @@ class Command(BaseCommand):
         return mapping.cell
 
     def _heartbeat(self, cell: CellMapping, service_id: int, node_id: int, driver: Any) -> None:
-        from ...models import ComputeNode, Service
-        from ...services.resource_tracker import update_usage
-
         last_audit = 0.0
         while True:
             try:
@@ -147,9 +146,7 @@ class Command(BaseCommand):
             time.sleep(settings.REPORT_INTERVAL)
 
     def _run_worker(self, host: str, concurrency: int) -> None:
-        from cloudcore.celery import app
-
-        worker = app.Worker(queues=[f"compute.{host}"], concurrency=concurrency, pool="threads",
+        worker = app.Worker(queues=[rpc.queue_for(host)], concurrency=concurrency, pool="threads",
                             hostname=f"compute@{host}", loglevel="WARNING", without_mingle=True,
                             without_gossip=True, without_heartbeat=True)
         worker.start()

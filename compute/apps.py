@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class ComputeConfig(AppConfig):
+    """The compute agent: host-local work on a hypervisor (``manage.py compute``), its resource
+    tracker and node identity. It owns no models: it works on servers' and hosts' rows in its cell."""
+
+    name = "compute"
+
+    def ready(self) -> None:
+        from . import block_devices, cross_cell, ops, registry
+        from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
+
+        registry.register_modules([ops, block_devices, cross_cell])

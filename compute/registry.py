@@ -1,0 +1,141 @@
+"""The one registry of compute operations, dispatched by ``compute.tasks.run_operation_task``.
+
+An operation is a function ``fn(ctx, instance, **kwargs)`` in a ``compute`` module, tagged by one
+of the two decorators below. Tagging has no side effect: ``ComputeConfig.ready()`` registers the
+tagged functions of the modules it names, once, so which operations exist never depends on which
+modules some earlier code happened to import.
+
+- ``server_action``: a whole server action on its host: ``instance.<notification>.start/end``
+  (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
+  never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
+  gone) with a fault, and the migration of a failed same-cell move ends ``error``.
+- ``move_step``: one host's half of a cross-cell move: only its event is recorded here; the step
+  itself undoes the move when it fails (``compute.cross_cell.cross_cell_failed``).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+from cells.registry import drop_broken_connections
+from cloudcore.core.context import RequestContext
+from servers.choices import MigrationStatus, TaskState, VmState
+from servers.models import Instance, Migration
+from servers.services import actions
+from servers.services.move_recovery import error_out_migration
+from servers.services.notify import notify_instance
+
+log = logging.getLogger(__name__)
+
+Operation = Callable[..., None]
+Runner = Callable[..., None]
+
+_TAG = "compute_operation"
+_operations: dict[str, Runner] = {}
+
+
+class UnknownOperation(LookupError):
+    pass
+
+
+def _tag(fn: Operation, name: str, runner: Runner) -> Operation:
+    setattr(fn, _TAG, (name, runner))
+    return fn
+
+
+def register_modules(modules: Iterable[ModuleType]) -> None:
+    """Register every tagged function of ``modules`` (``ComputeConfig.ready``); a name used twice raises."""
+    for module in modules:
+        for value in vars(module).values():
+            tag = getattr(value, _TAG, None)
+            if tag is None:
+                continue
+            name, runner = tag
+            if _operations.get(name, runner) is not runner:
+                raise ValueError(f"compute operation {name} registered twice")
+            _operations[name] = runner
+
+
+def runner_for(name: str) -> Runner:
+    try:
+        return _operations[name]
+    except KeyError:
+        raise UnknownOperation(name) from None
+
+
+def names() -> list[str]:
+    return sorted(_operations)
+
+
+def server_action(name: str, *, action: str, notification: str, event: str) -> Callable[[Operation], Operation]:
+    def tag(fn: Operation) -> Operation:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+            notify_instance(ctx, f"instance.{notification}.start", instance)
+            try:
+                with actions.wrap_event(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
+                                        action_name=action):
+                    fn(ctx, instance, **kwargs)
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                drop_broken_connections()  # e.g. the cell database went away: reconnect to record it
+                _failed(ctx, instance, exc, notification)
+                if name in _MOVE_OPS:
+                    _move_op_failed(instance, kwargs["migration_uuid"])
+                return
+            actions.action_finish(ctx, instance_uuid=instance.uuid)
+            notify_instance(ctx, f"instance.{notification}.end", instance)
+
+        return _tag(fn, name, run)
+
+    return tag
+
+
+def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Operation]:
+    def tag(fn: Operation) -> Operation:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+            ev = actions.event_start(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
+                                     action_name=action)
+            try:
+                fn(ctx, instance, **kwargs)
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                drop_broken_connections()
+                actions.event_finish(ev, exc=exc)
+                return
+            actions.event_finish(ev)
+
+        return _tag(fn, name, run)
+
+    return tag
+
+
+def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
+    instance.refresh_from_db()
+    old = instance.vm_state
+    if getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
+        instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
+    elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
+                               TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
+                               TaskState.IMAGE_UPLOADING):
+        instance.task_state = None  # the guest is as it was: only the task is given up
+    elif instance.task_state is not None:
+        instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone
+    instance.save(update_fields=["vm_state", "task_state", "updated_at"])
+    actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
+    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+    notify_instance(ctx, "instance.update", instance, old_vm_state=old)
+    notify_instance(ctx, f"instance.{notification}.error", instance, fault=exc)
+
+
+#: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)
+_MOVE_OPS = ("resize_at_source", "finish_resize")
+
+
+def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
+    """The migration of a failed move ends ``error`` with the allocations where the server is
+    (else it stays open holding the source's allocations, which outlive the server's delete)."""
+    migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
+    if migration is not None:
+        error_out_migration(instance, migration)

@@ -1,0 +1,41 @@
+"""Celery tasks of a compute host (queue ``compute.<host>``, chosen by ``compute.rpc``): ids in,
+one call of the compute side (STYLE rule 10). Only ``compute.rpc`` sends them, by name."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from celery import shared_task
+
+from cloudcore.core.context import RequestContext
+
+from . import rpc
+from .build import build_and_run_instance
+from .drivers import driver_for
+from .ops import run_op
+from .terminate import terminate_instance
+
+
+@shared_task(name=rpc.BUILD_AND_RUN_INSTANCE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
+                                admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
+    build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                           admin_pass=admin_pass, alternates=alternates, attempt=attempt)
+
+
+@shared_task(name=rpc.TERMINATE_INSTANCE, acks_late=True, time_limit=1800)
+def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str) -> None:
+    terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+@shared_task(name=rpc.RUN_OPERATION, acks_late=True, time_limit=3600, soft_time_limit=3500)
+def run_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
+    """A server action's work on its host: the operation ``op`` of ``compute.registry``."""
+    run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
+
+
+@shared_task(name=rpc.DESTROY_GUEST, acks_late=True, time_limit=600)
+def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
+    """Destroy a guest and its disks on ``host`` when its rows are already gone, e.g. the source
+    of a cross-cell resize confirmed by a delete in the API."""
+    driver_for(host).destroy(instance=SimpleNamespace(uuid=instance_uuid), destroy_disks=True)

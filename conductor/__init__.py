@@ -1,0 +1,1 @@
+"""The conductor: orchestration of builds and moves between the API and the compute hosts."""

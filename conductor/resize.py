@@ -1,0 +1,103 @@
+"""The conductor's half of a resize or cold migration (``resize_instance``, cast by
+``servers.services.resize`` through ``conductor.rpc``).
+
+The move is a list of ``Step``s with rollback: the scheduler picks a destination (claiming its
+allocations); when scheduling or the move fails, the allocations go back to the server, the
+migration ends ``error`` and the server keeps its vm_state (task_state cleared, fault recorded).
+A destination in the same cell gets the migration's destination and the source host is cast
+``resize_at_source``; a destination in another cell hands the move over to
+``conductor.cross_cell``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from cells.context import target_cell
+from cells.models import CellMapping, HostMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.orchestration import Step, run_steps
+from compute import rpc as compute_rpc
+from hosts.models import ComputeNode
+from scheduling.models import RequestSpec
+from scheduling.placement.services import allocations_delete
+from scheduling.request_spec import spec_for_move
+from scheduling.scheduler import select_destinations
+from servers.choices import MigrationStatus, MigrationType, TaskState
+from servers.models import Instance, Migration
+from servers.services import actions
+from servers.services.move_recovery import move_failed
+
+from .cross_cell import cross_cell_resize
+
+
+class MoveContext:
+    def __init__(self, ctx: RequestContext, instance: Instance, migration: Migration, cell: CellMapping) -> None:
+        self.ctx, self.instance, self.migration, self.cell = ctx, instance, migration, cell
+        self.selection: dict[str, Any] = {}
+
+
+class ScheduleStep(Step):
+    name = "schedule"
+
+    def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool) -> None:
+        self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
+        self.claimed = False
+
+    def execute(self) -> None:
+        inst, mig = self.move.instance, self.move.migration
+        row = RequestSpec.objects.filter(instance_uuid=inst.uuid).first()
+        base = dict(row.spec) if row else {}
+        base.setdefault("project_id", inst.project_id)
+        base.setdefault("user_id", inst.user_id)
+        host_cell = None
+        if self.host:
+            mapping = HostMapping.objects.select_related("cell").get(host=self.host)
+            host_cell = mapping.cell.uuid
+        spec = spec_for_move(
+            base, source_cell_uuid=self.move.cell.uuid, source_host=inst.host, flavor=mig.new_flavor,
+            allow_cross_cell_move=self.allow_cross_cell,
+            allow_same_host=settings.ALLOW_RESIZE_TO_SAME_HOST and mig.migration_type == MigrationType.RESIZE,
+            host=self.host, cell_uuid=host_cell if self.allow_cross_cell else (host_cell or self.move.cell.uuid),
+        )
+        with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event="conductor_migrate_server",
+                                action_name=None):
+            selection = select_destinations(self.move.ctx, spec, [inst.uuid], return_alternates=False)[0][0]
+        self.claimed = True  # the scheduler claimed the destination for the server
+        self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
+
+    def rollback(self) -> None:
+        if self.claimed:
+            allocations_delete(consumer_uuid=self.move.instance.uuid)
+
+
+def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                    host: str | None, allow_cross_cell: bool) -> None:
+    """Conductor: schedule the move and cast the source half to the source host."""
+    with target_cell(cell_uuid) as cell:
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        migration = Migration.objects.filter(uuid=migration_uuid).first()
+        if instance is None or migration is None:
+            return
+        move = MoveContext(ctx, instance, migration, cell)
+        try:
+            run_steps([ScheduleStep(move, host, allow_cross_cell)])
+        except Exception as exc:
+            move_failed(ctx, instance, migration, exc)
+            return
+        dest_cell = move.selection.get("cell_uuid")
+        if dest_cell and dest_cell != cell.uuid:
+            cross_cell_resize(ctx, instance=instance, migration=migration, selection=move.selection)
+            return
+
+        node = ComputeNode.objects.filter(uuid=move.selection["compute_node_uuid"]).first()
+        migration.dest_compute = move.selection["service_host"]
+        migration.dest_host = migration.dest_compute
+        migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
+        migration.dest_compute_id = node.id if node else None
+        migration.status = MigrationStatus.MIGRATING
+        migration.save()
+        Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
+        compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                     cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)

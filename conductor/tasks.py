@@ -1,0 +1,41 @@
+"""Celery tasks of the conductor (queue ``conductor``): ids in, one service call (STYLE rule 10).
+Only ``conductor.rpc`` sends them, by name; beat sends ``servers.periodic``."""
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from cloudcore.core.context import RequestContext
+
+from . import periodic, rpc
+from .build import schedule_and_build_instances
+from .resize import resize_instance
+from .unshelve import unshelve_instance
+
+
+@shared_task(name=rpc.SCHEDULE_AND_BUILD_INSTANCES, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: list[str],
+                                      admin_pass: str | None = None) -> None:
+    schedule_and_build_instances(RequestContext.from_dict(ctx), instance_uuids=instance_uuids,
+                                 admin_pass=admin_pass)
+
+
+@shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+def unshelve_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, host: str | None) -> None:
+    unshelve_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, host=host)
+
+
+@shared_task(name=rpc.RESIZE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                         host: str | None, allow_cross_cell: bool) -> None:
+    resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                    migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)
+def servers_periodic_task() -> dict[str, int]:
+    """Beat: offload shelved servers, confirm old resizes, reap stale task_states."""
+    return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
+            "reaped": periodic.reap_stale_task_states()}

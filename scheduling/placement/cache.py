@@ -1,0 +1,228 @@
+"""The scheduler's copy of placement: every provider's inventories, usage, traits and
+aggregates in memory, so that allocation candidates cost no query per provider.
+
+Freshness. Every placement write bumps ``PlacementChangeStamp.seq`` in its own transaction and
+stamps the providers it changed with the new value (``ResourceProvider.changed_seq``; see
+``services._stamp_change``). Before answering, the cache reads the stamp with the number of
+providers and the highest provider id (one statement); when ``seq`` moved it reloads only the
+providers stamped after the value it last saw (five statements, whatever the number of
+providers); a deleted or re-parented provider (``full_seq``), a stamp row it does not know
+(``epoch``: a database restored or rolled back), or a provider count that does not add up (rows
+written behind placement's back) reloads everything. The claim itself is still checked by
+``allocations_put`` against the database, so a candidate is never more than a proposal.
+
+Candidates are computed exactly as ``services.allocation_candidates`` computes them in SQL (same
+fit rule, traits, ``member_of``, order by provider id, ``limit``, ``randomize``) for the
+arguments the scheduler uses; ``tests/functional/scheduling/test_provider_cache.py`` compares
+both on the same data.
+"""
+from __future__ import annotations
+
+import gc
+import random
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connections, router
+from django.db.models import Sum
+
+from ..models import Allocation, Inventory, PlacementChangeStamp, ResourceProvider
+from . import services
+from .services import AllocationCandidates, PlacementInvalid, capacity
+
+#: a delta larger than this reloads everything (one scan is cheaper than huge IN lists)
+MAX_DELTA = 2000
+#: copies at least this big are frozen out of the garbage collector (``keep_out_of_collections``)
+FREEZE_AT = 1000
+
+
+@dataclass(slots=True)
+class _Inventory:
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+
+    def can_take(self, amount: int, used: int) -> bool:
+        """Placement's rule (``services._can_take``): constraints, then
+        ``(total - reserved) * allocation_ratio >= used + amount``."""
+        return (self.min_unit <= amount <= self.max_unit
+                and (self.step_size == 1 or amount % self.step_size == 0)
+                and (self.total - self.reserved) * self.allocation_ratio >= used + amount)
+
+
+@dataclass(slots=True)
+class _Provider:
+    id: int
+    uuid: str
+    parent_uuid: str | None
+    root_uuid: str | None
+    inventories: dict[str, _Inventory] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    traits: set[str] = field(default_factory=set)
+    aggregates: set[str] = field(default_factory=set)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "resources": {rc: {"capacity": capacity(inv.total, inv.reserved, inv.allocation_ratio),
+                               "used": self.used.get(rc, 0)} for rc, inv in self.inventories.items()},
+            "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
+            "root_provider_uuid": self.root_uuid or self.uuid,
+        }
+
+
+class ProviderCache:
+    """One per process (``provider_cache``); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._providers: dict[int, _Provider] = {}
+        self._order: list[int] = []
+        self._stamp: tuple[str | None, int] | None = None  # (epoch, seq) the copy reflects
+        #: resource classes seen in an inventory (so they exist: classes are never deleted)
+        self._classes: set[str] = set()
+        self.reloads = {"full": 0, "delta": 0}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._providers, self._order, self._stamp, self._classes = {}, [], None, set()
+
+    # -- freshness ----------------------------------------------------------------------------
+    def _read_stamp(self) -> tuple[str | None, int, int, int, int | None]:
+        """(epoch, seq, full_seq, provider count, highest provider id) in one statement."""
+        stamp, rp = PlacementChangeStamp._meta.db_table, ResourceProvider._meta.db_table
+        alias = router.db_for_read(ResourceProvider)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                f"SELECT s.epoch, s.seq, s.full_seq, (SELECT COUNT(*) FROM {rp}), (SELECT MAX(id) FROM {rp}) "  # noqa: S608 - table names from the models
+                f"FROM (SELECT 1 AS one) AS o LEFT JOIN {stamp} AS s ON s.id = 1")
+            epoch, seq, full_seq, count, max_id = cursor.fetchone()
+        return epoch, int(seq or 0), int(full_seq or 0), int(count), max_id
+
+    def refresh(self) -> None:
+        with self._lock:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        epoch, seq, full_seq, count, max_id = self._read_stamp()
+        known = self._stamp
+        if known is None or known[0] != epoch or seq < known[1] or full_seq > known[1]:
+            self._load(None)
+        elif seq > known[1]:
+            self._load_changed_since(known[1])
+        if len(self._providers) != count or (self._order[-1] if self._order else None) != max_id:
+            self._load(None)
+        self._stamp = (epoch, seq)
+
+    @staticmethod
+    def _providers_query() -> Any:
+        return ResourceProvider.objects.values_list("id", "uuid", "parent__uuid", "root__uuid")
+
+    def _load_changed_since(self, seq: int) -> None:
+        """Reload the providers stamped after ``seq`` (everything when there are too many)."""
+        rows = list(self._providers_query().filter(changed_seq__gt=seq)[:MAX_DELTA + 1])
+        if len(rows) > MAX_DELTA:
+            self._load(None)
+        elif rows:
+            self._load([row[0] for row in rows], rows)
+
+    def _load(self, ids: list[int] | None, provider_rows: list[tuple[Any, ...]] | None = None) -> None:
+        """Reload ``ids`` (None: everything) from the database (``provider_rows``: their rows of
+        ``_providers_query``, when already read)."""
+        self.reloads["delta" if ids is not None else "full"] += 1
+
+        def only(qs: Any, column: str) -> Any:
+            return qs if ids is None else qs.filter(**{f"{column}__in": ids})
+
+        if provider_rows is None:
+            provider_rows = list(only(self._providers_query(), "id"))
+        fresh = {pid: _Provider(pid, uuid, parent, root) for pid, uuid, parent, root in provider_rows}
+        for pid, rc, *numbers in only(Inventory.objects.all(), "resource_provider_id").values_list(
+                "resource_provider_id", "resource_class__name", "total", "reserved", "min_unit", "max_unit",
+                "step_size", "allocation_ratio"):
+            if pid in fresh:
+                fresh[pid].inventories[rc] = _Inventory(*numbers)
+        for pid, rc, used in only(Allocation.objects.all(), "resource_provider_id").values(
+                "resource_provider_id", "resource_class__name").order_by().annotate(total=Sum("used")).values_list(
+                "resource_provider_id", "resource_class__name", "total"):
+            if pid in fresh:
+                fresh[pid].used[rc] = int(used or 0)
+        for pid, trait in only(services._RPTrait.objects.all(), "resourceprovider_id").values_list(
+                "resourceprovider_id", "trait__name"):
+            if pid in fresh:
+                fresh[pid].traits.add(trait)
+        for pid, agg in only(services._RPAggregate.objects.all(), "resourceprovider_id").values_list(
+                "resourceprovider_id", "placementaggregate__uuid"):
+            if pid in fresh:
+                fresh[pid].aggregates.add(agg)
+        if ids is None:
+            self._providers = fresh
+        else:
+            for pid in ids:
+                self._providers.pop(pid, None)
+            self._providers.update(fresh)
+        self._order = sorted(self._providers)
+        self._classes.update(rc for rp in fresh.values() for rc in rp.inventories)
+        if ids is None:
+            keep_out_of_collections(len(self._providers))
+
+    # -- answers ------------------------------------------------------------------------------
+    def allocation_candidates(
+        self, *, resources: Mapping[str, int], required_traits: Iterable[str] = (),
+        forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None, limit: int | None = None,
+        provider_uuids: Iterable[str] | None = None, randomize: bool = False,
+    ) -> AllocationCandidates:
+        """What ``services.allocation_candidates`` answers for the same arguments (same errors:
+        PlacementInvalid, ResourceClassNotFound, TraitNotFound), from the refreshed copy."""
+        wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
+        if not wanted:
+            raise PlacementInvalid("Badly formed resources parameter. Expected resources query string parameter "
+                                   "in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
+        if not wanted.keys() <= self._classes:  # unknown classes are an error, not "no candidates"
+            services._resource_class_ids(wanted)
+        required, forbidden = set(required_traits), set(forbidden_traits)
+        if required or forbidden:
+            services._trait_ids_known(sorted(required | forbidden))
+        groups = [set(any_of) for any_of in member_of or []]
+        only = set(provider_uuids) if provider_uuids is not None else None
+        checks = sorted(wanted.items())
+        with self._lock:
+            self._refresh()
+            found: list[_Provider] = []
+            for pid in self._order:
+                rp = self._providers[pid]
+                if only is not None and rp.uuid not in only:
+                    continue
+                inventories, used = rp.inventories, rp.used
+                if not all(rc in inventories and inventories[rc].can_take(n, used.get(rc, 0)) for rc, n in checks):
+                    continue
+                if (required and not required <= rp.traits) or (forbidden and forbidden & rp.traits):
+                    continue
+                if groups and not all(group & rp.aggregates for group in groups):
+                    continue
+                found.append(rp)
+                if limit and not randomize and len(found) >= limit:
+                    break
+            if randomize:
+                found = random.sample(found, min(limit, len(found)) if limit else len(found))
+            summaries = {rp.uuid: rp.summary() for rp in found}
+        requests = [{"allocations": {rp.uuid: {"resources": dict(wanted)}}} for rp in found]
+        return AllocationCandidates(requests, summaries)
+
+
+def keep_out_of_collections(size: int) -> None:
+    """After loading a big long-lived copy, move every live object out of the cyclic garbage
+    collector's generations (``gc.freeze``, after one full collection so that no garbage is
+    pinned): otherwise each full collection walks the hundred thousand objects of the copy
+    again, which measured as a third of a request's time at 10,000 providers. Small copies
+    (tests, small clouds) are left alone."""
+    if size >= FREEZE_AT:
+        gc.collect()
+        gc.freeze()
+
+
+provider_cache = ProviderCache()

@@ -1,0 +1,51 @@
+"""Giving a failed or undone move back to the server: its allocations, the migration's end state,
+the fault. Shared by the conductor's workflows, the compute hosts' halves of a move and beat;
+this module imports neither side.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.utils import timezone
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import NoValidHost
+from scheduling.placement.services import allocations_delete, allocations_move
+
+from ..choices import MigrationStatus
+from ..models import Instance, Migration
+from . import actions
+
+log = logging.getLogger(__name__)
+
+
+def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
+    """The server gets back the allocations its migration holds (the source host's, taken over at
+    the move's start); whatever the server holds now (a destination's claim) is dropped."""
+    allocations_delete(consumer_uuid=instance.uuid)
+    allocations_move(from_consumer_uuid=migration_uuid, to_consumer_uuid=instance.uuid,
+                     project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
+
+
+def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
+    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
+    if not isinstance(exc, NoValidHost):
+        log.warning("move of %s failed: %s", instance.uuid, exc)
+    allocations_back_to_server(instance, migration.uuid)
+    migration.status = MigrationStatus.ERROR
+    migration.save(update_fields=["status", "updated_at"])
+    Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
+    actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
+    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+
+
+def error_out_migration(instance: Instance, migration: Migration) -> None:
+    """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
+    the allocations are those of where the server is: back from the migration to the server while
+    it is still on the source host, else the migration's (source) allocations are dropped."""
+    host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
+    if host == migration.source_compute:
+        allocations_back_to_server(instance, migration.uuid)
+    else:
+        allocations_delete(consumer_uuid=migration.uuid)
+    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())

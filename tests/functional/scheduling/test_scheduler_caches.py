@@ -1,0 +1,169 @@
+"""The scheduler's in-memory copies (``placement.cache.provider_cache``, ``host_cache.node_cache``)
+never answer with stale data: what changed in the databases is seen by the very next request."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from cells.context import target_cell
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import NoValidHost
+from hosts.models import ComputeNode, Service
+from hosts.services import services_admin
+from scheduling.host_cache import node_cache
+from scheduling.placement import services as placement
+from scheduling.placement.cache import provider_cache
+from scheduling.scheduler import select_destinations
+from tests.conftest import ALL_DATABASES
+from tests.functional.scheduling.test_scheduler import spec
+
+pytestmark = pytest.mark.django_db(databases=ALL_DATABASES)
+
+CTX = RequestContext.system()
+
+
+def chosen(**overrides) -> str:
+    return select_destinations(CTX, spec(**overrides), [], False)[0][0].service_host
+
+
+def test_disabled_host_is_seen_by_the_next_request(compute_host, cells):
+    # given two hosts, "big" preferred (more free RAM), with both copies loaded by a first request
+    compute_host("big", cell="cell1", memory_mb=65536)
+    compute_host("small", cell="cell2", memory_mb=8192)
+    assert chosen() == "big"
+    # when the operator disables "big" (os-services), then the next request goes to "small"
+    services_admin.service_update(actor=RequestContext.system(), host="big", binary="nova-compute",
+                                  status="disabled", disabled_reason="maintenance")
+    assert chosen() == "small"
+    # when it is enabled again, then it is chosen again
+    services_admin.service_update(actor=RequestContext.system(), host="big", binary="nova-compute",
+                                  status="enabled")
+    assert chosen() == "big"
+    # when its service is disabled behind the API's back (a bare UPDATE, no trait, no timestamp),
+    # then the next request still skips it
+    with target_cell(cells["cell1"]):
+        Service.objects.filter(host="big").update(disabled=True)
+    assert chosen() == "small"
+
+
+def test_changed_inventory_is_seen_by_the_next_request(compute_host):
+    # given two hosts, "big" preferred, copies loaded
+    big = compute_host("big", cell="cell1", memory_mb=65536)
+    compute_host("small", cell="cell2", memory_mb=8192)
+    assert chosen() == "big"
+    # when the resource tracker reports that "big" has shrunk below "small", then "small" is chosen
+    placement.inventories_set(rp=big.uuid, inventories={
+        "VCPU": {"total": 8}, "MEMORY_MB": {"total": 4096}, "DISK_GB": {"total": 100}})
+    assert chosen() == "small"
+    # when "big" no longer has room for the flavor at all, then it is not even a candidate
+    placement.inventories_set(rp=big.uuid, inventories={
+        "VCPU": {"total": 1}, "MEMORY_MB": {"total": 65536}, "DISK_GB": {"total": 100}})
+    [sel] = select_destinations(CTX, spec(), [], return_alternates=True)
+    assert [s.service_host for s in sel] == ["small"]
+
+
+def test_usage_of_other_consumers_is_seen_by_the_next_request(compute_host):
+    # given one host with room for exactly one instance, copies loaded
+    node = compute_host("only", cell="cell1", vcpus=2)
+    assert chosen() == "only"
+    # when another consumer takes its CPUs, then nothing fits; when it gives them back, it fits
+    placement.allocations_put(consumer_uuid="other", allocations={node.uuid: {"VCPU": 2}},
+                              project_id="p", user_id="u")
+    with pytest.raises(NoValidHost):
+        chosen()
+    placement.allocations_delete(consumer_uuid="other")
+    assert chosen() == "only"
+
+
+def test_new_deleted_and_relinked_hosts_are_seen_by_the_next_request(compute_host, cells):
+    # given one host, copies loaded
+    compute_host("first", cell="cell1", memory_mb=8192)
+    assert chosen() == "first"
+    # when a bigger host starts, then it is chosen
+    compute_host("second", cell="cell2", memory_mb=65536)
+    assert chosen() == "second"
+    # when its service is deleted (node soft-deleted, provider gone), then it is not
+    services_admin.service_delete(
+        actor=RequestContext.system(),
+        service_id=services_admin.service_find(host="second", binary="nova-compute").service.uuid)
+    assert chosen() == "first"
+    # when the first node loses its service link with a bare UPDATE, it is still found by host
+    with target_cell(cells["cell1"]):
+        ComputeNode.objects.filter(host="first").update(service=None)
+    assert chosen() == "first"
+    assert node_cache.reloads and provider_cache.reloads["full"]
+
+
+def _sql_and_copy(**kwargs):
+    sql = placement.allocation_candidates(**kwargs)
+    copy = placement.allocation_candidates(copy=provider_cache, **kwargs)
+    return sql, copy
+
+
+def test_provider_copy_answers_as_the_sql_query():
+    # given providers with assorted inventories, constraints, usage, traits and aggregates
+    rng = random.Random(7)
+    placement.trait_create(name="CUSTOM_GOLD")
+    uuids = []
+    for i in range(40):
+        rp = placement.provider_create(name=f"rp{i}")
+        uuids.append(rp.uuid)
+        placement.inventories_set(rp=rp, inventories={
+            "VCPU": {"total": rng.choice([1, 2, 4, 8]), "allocation_ratio": rng.choice([1.0, 1.5, 4.0])},
+            "MEMORY_MB": {"total": rng.choice([1024, 2048, 4096]), "reserved": rng.choice([0, 512]),
+                          "step_size": rng.choice([1, 256]), "min_unit": rng.choice([1, 512])},
+            **({"DISK_GB": {"total": rng.choice([10, 50]), "max_unit": rng.choice([10, 20])}} if i % 3 else {}),
+        })
+        placement.traits_set(rp=rp, traits=rng.sample(["CUSTOM_GOLD", "COMPUTE_NODE", "HW_CPU_X86_AVX2"],
+                                                      rng.randint(0, 2)))
+        if i % 4 == 0:
+            placement.aggregates_set(rp=rp, aggregates=["agg-a"] if i % 8 else ["agg-a", "agg-b"])
+        if i % 5 == 0:
+            placement.allocations_put(consumer_uuid=f"c{i}", allocations={rp.uuid: {"VCPU": 1, "MEMORY_MB": 512}},
+                                      project_id="p", user_id="u")
+    placement.provider_delete(rp=uuids.pop())
+    cases = [
+        {"resources": {"VCPU": 1, "MEMORY_MB": 512}},
+        {"resources": {"VCPU": 2, "MEMORY_MB": 768, "DISK_GB": 15}},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 1024}, "required_traits": ["CUSTOM_GOLD"]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 256}, "forbidden_traits": ["COMPUTE_NODE", "HW_CPU_X86_AVX2"]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 512}, "member_of": [["agg-a"], ["agg-b", "agg-x"]]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 512}, "limit": 5},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 512}, "provider_uuids": uuids[10:20]},
+        {"resources": {"VCPU": 7, "MEMORY_MB": 4096}},
+    ]
+    for kwargs in cases:
+        # when the same question is asked of SQL and of the copy, then the answers are equal
+        sql, copy = _sql_and_copy(**kwargs)
+        assert copy.to_dict() == sql.to_dict(), kwargs
+        assert sql.allocation_requests or kwargs["resources"]["VCPU"] == 7
+    # and a random sample has the limit's size, drawn from the same candidates
+    sql, copy = _sql_and_copy(resources={"VCPU": 1, "MEMORY_MB": 512}, limit=4, randomize=True)
+    everything = placement.allocation_candidates(resources={"VCPU": 1, "MEMORY_MB": 512})
+    assert len(copy.allocation_requests) == 4 and set(copy.provider_summaries) <= set(everything.provider_summaries)
+    # and unknown classes or traits are the same errors
+    for bad in ({"resources": {"CUSTOM_NOPE": 1}}, {"resources": {"VCPU": 1}, "required_traits": ["CUSTOM_NOPE"]}):
+        with pytest.raises(placement.PlacementInvalid) as from_sql:
+            placement.allocation_candidates(**bad)
+        with pytest.raises(type(from_sql.value)):
+            placement.allocation_candidates(copy=provider_cache, **bad)
+
+
+def test_a_node_saved_by_its_compute_is_read_again_alone(compute_host, cells):
+    # given a preferred x86_64 host whose compute has already saved its node row once, copies loaded
+    compute_host("a", cell="cell1", memory_mb=65536)
+    compute_host("b", cell="cell2", memory_mb=8192)
+    with target_cell(cells["cell1"]):
+        ComputeNode.objects.get(host="a").save()
+    x86 = {"id": "img", "properties": {"hw_architecture": "x86_64"}}
+    assert chosen(image=x86) == "a"
+    delta = node_cache.delta_reloads
+    # when the compute saves the node again, now reporting another architecture
+    with target_cell(cells["cell1"]):
+        node = ComputeNode.objects.get(host="a")
+        node.cpu_info = '{"arch": "aarch64"}'
+        node.save()
+    # then the next request sees it, having read only the rows updated since
+    assert chosen(image=x86) == "b"
+    assert node_cache.delta_reloads == delta + 1
