@@ -40,8 +40,12 @@ test: venv
 	$(MAKE) --no-print-directory test-e2e-postgres || status=1; \
 	exit $$status
 
+# ruff, then the import contracts (pyproject.toml [tool.importlinter]), then strict mypy on the
+# kernel, cells and every services/selectors/rpc module (pyproject.toml [tool.mypy]).
 lint: venv
 	.venv/bin/ruff check .
+	.venv/bin/lint-imports
+	.venv/bin/mypy
 
 test-sqlite: venv
 	$(PY) -m pytest tests -q

@@ -60,9 +60,9 @@ class BenchEnv:
             if name == "cell0":
                 defaults["uuid"] = CELL0_UUID
             cell, _ = CellMapping.objects.get_or_create(name=name, defaults=defaults)
-            from cells.registry import alias_for
+            from cells.transactions import cell_db
 
-            call_command("migrate", database=alias_for(cell), verbosity=0, interactive=False)
+            call_command("migrate", database=cell_db(cell), verbosity=0, interactive=False)
             self.cells[name] = cell
         print(f"   (databases migrated in {self.var_dir} in {time.perf_counter() - started:.1f} s)", flush=True)
         self._snapshot()

@@ -31,6 +31,8 @@ class CellNotFound(NotFound):
 
 
 def _resolve(cell: CellMapping | str) -> CellMapping:
+    # The router (settings.DATABASE_ROUTERS) imports this module before the app registry is
+    # ready, when no model module may be imported yet.
     from .models import CellMapping
 
     if isinstance(cell, CellMapping):

@@ -39,7 +39,7 @@ def database_config(url: str) -> dict[str, Any]:
     if not url or "://" not in url:
         raise InvalidDatabaseURL(f"Invalid database URL: {url!r}")
     try:
-        config = dj_database_url.parse(url, conn_max_age=0)
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
     except Exception as exc:  # dj_database_url raises several types for bad URLs
         raise InvalidDatabaseURL(f"Invalid database URL: {url!r}: {exc}") from exc
     engine = config.get("ENGINE", "")

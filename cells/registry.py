@@ -65,6 +65,7 @@ def is_cell_alias(alias: str) -> bool:
 
 def register_all() -> list[CellMapping]:
     """Register every mapped cell; returns the mappings."""
+    # Imported by cells.context, which the router loads before the app registry is ready.
     from .models import CellMapping
 
     cells = list(CellMapping.objects.all())

@@ -60,7 +60,7 @@ class CellRouter:
         return DEFAULT_DB_ALIAS
 
     def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool | None:
-        return obj1._state.db == obj2._state.db
+        return bool(obj1._state.db == obj2._state.db)
 
     def allow_migrate(
         self, db: str, app_label: str, model_name: str | None = None, **hints: Any

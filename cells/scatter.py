@@ -75,10 +75,10 @@ def scatter_gather(
                 log.warning("cell %s did not answer within %ss", cell_uuid, timeout)
                 results[cell_uuid] = CellFailure(cell_uuid, "timeout")
                 continue
-            exc = future.exception()
-            if exc is not None:
-                log.warning("cell %s failed: %s", cell_uuid, exc)
-                results[cell_uuid] = CellFailure(cell_uuid, "error", exc)
+            error = future.exception()
+            if error is not None:
+                log.warning("cell %s failed: %s", cell_uuid, error)
+                results[cell_uuid] = CellFailure(cell_uuid, "error", error)
             else:
                 results[cell_uuid] = future.result()
     finally:

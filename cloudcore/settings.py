@@ -138,6 +138,11 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "cloudcore.core.api.faults.exception_handler",
 }
+#: Authenticators of every OpenStack API view (cloudcore.core.api.views.OpenStackAPIView), in order.
+API_AUTHENTICATION_CLASSES = [
+    "identity.auth.TokenAuthentication",
+    "identity.auth.SessionContextAuthentication",
+]
 SPECTACULAR_SETTINGS = {
     "TITLE": "cloudcore",
     "DESCRIPTION": "Compute cloud control plane speaking the OpenStack compute API.",
@@ -194,6 +199,9 @@ NOTIFICATIONS_KEEP = env_int("NOTIFICATIONS_KEEP", 2000, minimum=0)
 QUOTA_INSTANCES = env_int("QUOTA_INSTANCES", 10, minimum=-1)
 QUOTA_CORES = env_int("QUOTA_CORES", 20, minimum=-1)
 QUOTA_RAM = env_int("QUOTA_RAM", 51200, minimum=-1)
+#: Neutron's default quotas on security groups and their rules, per project (-1: unlimited).
+QUOTA_SECURITY_GROUP = env_int("QUOTA_SECURITY_GROUP", 10, minimum=-1)
+QUOTA_SECURITY_GROUP_RULE = env_int("QUOTA_SECURITY_GROUP_RULE", 100, minimum=-1)
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))

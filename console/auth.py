@@ -9,35 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
 from cloudcore.core.context import RequestContext
-from identity.models import Project, User
+from identity import selectors as identity_selectors
 from identity.services.roles import roles_for
 from identity.services.tokens import is_admin_project
+
+if TYPE_CHECKING:
+    from identity.models import Project, User
 
 SESSION_PROJECT = "console_project_id"
 
 
 def projects_of(user: User) -> list[Project]:
     """Projects on which ``user`` holds a role, admin project first."""
-    from guardian.shortcuts import get_objects_for_user
-
-    projects = get_objects_for_user(
-        user, ["identity.role_admin", "identity.role_member", "identity.role_reader"], klass=Project,
-        any_perm=True, with_superuser=False, accept_global_perms=False,
-    )
+    projects = identity_selectors.projects_with_any_role(user)
     return sorted(projects, key=lambda p: (not is_admin_project(p), p.name))
 
 
 def console_context(request: HttpRequest) -> RequestContext:
-    user = request.user
-    assert isinstance(user, User)
-    project = Project.objects.filter(id=request.session.get(SESSION_PROJECT)).first()
+    user = cast("User", request.user)  # console views require a logged-in user
+    project = identity_selectors.project_find(request.session.get(SESSION_PROJECT))
     if project is None:
         choices = projects_of(user)
         project = choices[0] if choices else None

@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.http import HttpRequest
 from django.test import RequestFactory
 from django.urls import resolve
 from django.utils import timezone
 
-from identity.models import Project, Token, User
+from identity import selectors as identity_selectors
 from identity.services.tokens import token_issue
 
 from .auth import SESSION_PROJECT
+
+if TYPE_CHECKING:
+    from identity.models import User
 
 SESSION_TOKEN = "console_token"
 MICROVERSION = "2.105"
@@ -46,15 +49,14 @@ class APIResult:
 
 
 def _token(request: HttpRequest) -> str:
-    user = request.user
-    assert isinstance(user, User)
+    user = cast("User", request.user)  # console views require a logged-in user
     project_id = request.session.get(SESSION_PROJECT)
     cached = request.session.get(SESSION_TOKEN)
     if cached and cached.get("project") == project_id:
-        token = Token.objects.filter(id=cached["id"], revoked=False).first()
+        token = identity_selectors.token_find_unrevoked(cached["id"])
         if token is not None and token.expires_at > timezone.now() + timedelta(seconds=60):
             return token.id
-    project = Project.objects.filter(id=project_id).first()
+    project = identity_selectors.project_find(project_id)
     token = token_issue(user=user, project=project, methods=["password"])
     request.session[SESSION_TOKEN] = {"id": token.id, "project": project_id}
     return token.id

@@ -5,13 +5,19 @@ Each function returns plain dataclasses/dicts for templates; nothing here writes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Sum
-
-from cells.models import CellMapping, HostMapping
+from cells import selectors as cell_selectors
 from cells.scatter import failed, scatter_gather
+from cloudcore.core.models import NotificationRecord
+from hosts import selectors as host_selectors
+from hosts.services.servicegroup import service_is_up
+from scheduling.placement import selectors as placement_selectors
+from servers import selectors as server_selectors
 from servers.status import status_from_state
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 @dataclass
@@ -46,16 +52,13 @@ class HostCapacity:
 
 
 def _count_cell(_cell: CellMapping) -> tuple[int, int]:
-    from hosts.models import Service
-    from servers.models import Instance
-
-    servers = Instance.objects.filter(hidden=False).count()
-    hosts = Service.objects.filter(binary="nova-compute").count()
+    servers = server_selectors.visible_instance_count()
+    hosts = host_selectors.compute_service_count()
     return servers, hosts
 
 
 def cell_statuses() -> list[CellStatus]:
-    cells = list(CellMapping.objects.all())
+    cells = cell_selectors.cell_list()
     results = scatter_gather(_count_cell, cells)
     out = []
     for cell in cells:
@@ -71,26 +74,16 @@ def cell_statuses() -> list[CellStatus]:
 
 def host_capacities() -> list[HostCapacity]:
     """Per compute node provider: VCPU, MEMORY_MB and DISK_GB used/total, from placement."""
-    from scheduling.models import Allocation, Inventory, ResourceProvider
-
-    cells = dict(HostMapping.objects.select_related("cell").values_list("host", "cell__name"))
-    used = {
-        (row["resource_provider_id"], row["resource_class__name"]): row["used"]
-        for row in Allocation.objects.values("resource_provider_id", "resource_class__name").annotate(used=Sum("used"))
-    }
-    hosts: dict[int, HostCapacity] = {}
-    for rp in ResourceProvider.objects.filter(parent__isnull=True).order_by("name"):
-        hosts[rp.id] = HostCapacity(rp.name, rp.uuid, cells.get(rp.name, ""))
-    for inv in Inventory.objects.select_related("resource_class").filter(resource_provider_id__in=hosts):
-        total = int((inv.total - inv.reserved) * inv.allocation_ratio)
-        name = inv.resource_class.name
-        hosts[inv.resource_provider_id].resources.append(
-            Capacity(name, used.get((inv.resource_provider_id, name), 0), total)
-        )
-    for host in hosts.values():
+    cells = cell_selectors.host_cell_names()
+    hosts = [
+        HostCapacity(root.name, root.uuid, cells.get(root.name) or "",
+                     [Capacity(rc, used, total) for rc, (used, total) in root.resources.items()])
+        for root in placement_selectors.root_provider_usages()
+    ]
+    for host in hosts:
         host.resources.sort(key=lambda c: ("VCPU", "MEMORY_MB", "DISK_GB").index(c.resource_class)
                             if c.resource_class in ("VCPU", "MEMORY_MB", "DISK_GB") else 9)
-    return list(hosts.values())
+    return hosts
 
 
 def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
@@ -106,12 +99,8 @@ def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
 
 def servers_by_status() -> dict[str, int]:
     """Count of servers per API status (latest microversion) across every cell."""
-    from servers.models import Instance
-
     def per_cell(_cell: CellMapping) -> list[dict[str, Any]]:
-        return list(
-            Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id"))
-        )
+        return server_selectors.instance_state_counts()
 
     counts: dict[str, int] = {}
     for result in scatter_gather(per_cell).values():
@@ -120,9 +109,8 @@ def servers_by_status() -> dict[str, int]:
         for row in result:  # type: ignore[union-attr]
             status = status_from_state(row["vm_state"], row["task_state"], (2, 105))
             counts[status] = counts.get(status, 0) + row["n"]
-    from servers.models import BuildRequest
 
-    builds = BuildRequest.objects.count()
+    builds = server_selectors.build_request_count()
     if builds:
         counts["BUILD"] = counts.get("BUILD", 0) + builds
     return dict(sorted(counts.items()))
@@ -138,12 +126,10 @@ class Failure:
 
 
 def recent_failures(limit: int = 10) -> list[Failure]:
-    from servers.models import InstanceFault
-
     def per_cell(cell: CellMapping) -> list[Failure]:
         return [
             Failure(f.instance_uuid, cell.name or cell.uuid, f.code, f.message, f.created_at)
-            for f in InstanceFault.objects.order_by("-created_at")[:limit]
+            for f in server_selectors.latest_faults(limit)
         ]
 
     merged: list[Failure] = []
@@ -169,26 +155,20 @@ class HostRow:
 
 
 def _service_up(service: Any) -> bool:
-    try:
-        from hosts.services.servicegroup import service_is_up
-    except ImportError:  # pragma: no cover - the hosts app always provides it
-        return False
     return bool(service_is_up(service))
 
 
 def host_rows() -> list[HostRow]:
-    from hosts.models import ComputeNode, Service
-
     def per_cell(cell: CellMapping) -> list[HostRow]:
         nodes: dict[int | None, list[dict[str, str]]] = {}
-        for node in ComputeNode.objects.all():
+        for node in host_selectors.compute_nodes():
             nodes.setdefault(node.service_id, []).append(
                 {"uuid": node.uuid, "hypervisor_hostname": node.hypervisor_hostname}
             )
         return [
             HostRow(s.host, cell.name or cell.uuid, s.binary, _service_up(s), s.disabled, s.disabled_reason,
                     s.forced_down, s.last_seen_up, s.uuid, nodes.get(s.id, []))
-            for s in Service.objects.order_by("host")
+            for s in host_selectors.service_list()
         ]
 
     rows: list[HostRow] = []
@@ -199,8 +179,6 @@ def host_rows() -> list[HostRow]:
 
 
 def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
-    from cloudcore.core.models import NotificationRecord
-
     qs = NotificationRecord.objects.all()
     if event_type:
         qs = qs.filter(event_type__startswith=event_type)
@@ -208,6 +186,4 @@ def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
 
 
 def notification_types() -> list[str]:
-    from cloudcore.core.models import NotificationRecord
-
     return sorted(set(NotificationRecord.objects.values_list("event_type", flat=True).distinct()))

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from cells import selectors as cell_selectors
 from cloudcore.core import policy
 
 from .auth import console_view
@@ -42,9 +43,7 @@ def server_list(request: HttpRequest) -> HttpResponse:
 
 
 def _cell_of(server_id: str) -> str:
-    from cells.models import InstanceMapping
-
-    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=server_id).first()
+    mapping = cell_selectors.instance_mapping_get(server_id)
     return (mapping.cell.name or "") if mapping and mapping.cell else ""
 
 
@@ -125,9 +124,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
 
 
 def _hosts(request: HttpRequest) -> list[str]:
-    from cells.models import HostMapping
-
-    return list(HostMapping.objects.order_by("host").values_list("host", flat=True))
+    return cell_selectors.mapped_hosts()
 
 
 ACTION_RULES = {
@@ -215,9 +212,7 @@ def migrations(request: HttpRequest) -> HttpResponse:
     result = call(request, "GET", f"{BASE}/os-migrations")
     items = result.data.get("migrations", []) if result.ok and result.data else []
     running = {"pre-migrating", "migrating", "post-migrating", "confirming", "reverting", "accepted", "queued"}
-    from cells.models import HostMapping
-
-    cells = dict(HostMapping.objects.values_list("host", "cell__name"))
+    cells = cell_selectors.host_cell_names()
     for m in items:
         m["busy"] = m.get("status") in running
         m["source_cell"] = cells.get(m.get("source_compute") or "", "")

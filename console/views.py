@@ -6,7 +6,7 @@ services as the APIs; domain errors are shown in words on the page, never as tra
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import messages
 from django.contrib.auth import authenticate, login, logout
@@ -19,11 +19,15 @@ from django.views.decorators.http import require_POST
 from cloudcore.core import policy
 from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.supervise import restarted_processes
-from identity.models import Project, User
+from compute.management.commands.compute import refusals
+from identity import selectors as identity_selectors
 from identity.services import policy_admin
 
 from . import selectors
 from .auth import SESSION_PROJECT, console_view, projects_of
+
+if TYPE_CHECKING:
+    from identity.models import User
 
 
 def _safe_next(target: str | None) -> str:
@@ -57,8 +61,7 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 @console_view()
 def switch_project(request: HttpRequest) -> HttpResponse:
     wanted = request.POST.get("project_id")
-    user = request.user
-    assert isinstance(user, User)
+    user = cast("User", request.user)  # console views require a logged-in user
     if any(p.id == wanted for p in projects_of(user)):
         request.session[SESSION_PROJECT] = wanted
     else:
@@ -67,8 +70,7 @@ def switch_project(request: HttpRequest) -> HttpResponse:
 
 
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    user = request.user
-    assert isinstance(user, User)
+    user = cast("User", request.user)  # console views require a logged-in user
     base = {"ctx": request.ctx, "projects": projects_of(user)}  # type: ignore[attr-defined]
     return render(request, template, {**base, **context}, status=status)
 
@@ -89,8 +91,6 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @console_view(admin=True)
 def hosts(request: HttpRequest) -> HttpResponse:
-    from compute.management.commands.compute import refusals
-
     return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals(),
                                                  "supervised": restarted_processes()})
 
@@ -102,9 +102,9 @@ def policy_page(request: HttpRequest) -> HttpResponse:
     return _page(request, "console/policy.html", {
         "rules": [(r, policy.grants_of(r.name)) for r in rules],
         "q": query,
-        "users": User.objects.order_by("name"),
+        "users": identity_selectors.user_list(),
         "groups": Group.objects.exclude(name__startswith="project-members:").order_by("name"),
-        "all_projects": Project.objects.order_by("name"),
+        "all_projects": identity_selectors.project_list(),
     })
 
 

@@ -6,14 +6,14 @@ from typing import Any
 
 from cells.dbcommands import DB_SUBCOMMANDS
 
+from .services.online_migrations import online_data_migrations, remaining
+
 
 def _args(p: Any) -> None:
     p.add_argument("--max-count", "--max_count", dest="max_count", default=None)
 
 
 def _run(o: dict[str, Any], out: Any, err: Any) -> int:
-    from .services.online_migrations import online_data_migrations, remaining
-
     max_count = None
     if o.get("max_count") is not None:
         try:

@@ -12,7 +12,7 @@ from guardian.admin import GuardedModelAdmin
 from cloudcore.core import policy
 
 from .models import PolicyRule, Project, Role, Token, User
-from .services.policy_admin import describe_grant
+from .services.policy_admin import describe_grant, sync_rule_permissions
 
 
 @admin.register(Project)
@@ -53,8 +53,6 @@ class PolicyRuleAdmin(admin.ModelAdmin):
     fields = readonly_fields
 
     def get_queryset(self, request: HttpRequest) -> Any:
-        from .services.policy_admin import sync_rule_permissions
-
         sync_rule_permissions()
         return PolicyRule.objects.rules().order_by("codename")
 

@@ -17,6 +17,10 @@ from rest_framework.exceptions import AuthenticationFailed
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Unauthorized
 
+from .models import Project, User
+from .services.accounts import user_projects
+from .services.catalog import public_base
+from .services.roles import roles_for
 from .services.tokens import context_for_token, is_admin_project
 
 SESSION_PROJECT = "console_project_id"
@@ -34,17 +38,11 @@ class TokenAuthentication(BaseAuthentication):
         return user, ctx
 
     def authenticate_header(self, request: Any) -> str:
-        from .services.catalog import public_base
-
         return f'Keystone uri="{public_base()}/identity"'
 
 
 def session_context(user: Any, session: Any) -> RequestContext:
     """The RequestContext of a logged-in browser session (see the module docstring)."""
-    from .models import Project
-    from .services.accounts import user_projects
-    from .services.roles import roles_for
-
     project = Project.objects.filter(id=session.get(SESSION_PROJECT)).first() if session is not None else None
     if project is None:
         projects = sorted(user_projects(user), key=lambda p: (not is_admin_project(p), p.name))
@@ -59,8 +57,6 @@ def session_context(user: Any, session: Any) -> RequestContext:
 
 class SessionContextAuthentication(SessionAuthentication):
     def authenticate(self, request: Any) -> tuple[Any, Any] | None:
-        from .models import User
-
         result = super().authenticate(request)
         if result is None or not isinstance(result[0], User) or not result[0].enabled:
             return None

@@ -44,11 +44,11 @@ class Project(ApiModel):
         return self.name
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     def create_user(self, name: str, password: str | None = None, **extra: object) -> User:
         user = self.model(name=name, **extra)
         user.set_password(password)
-        user.save(using=self._db)
+        user.save()  # the router keeps users in the API database
         return user
 
     def create_superuser(self, name: str, password: str | None = None, **extra: object) -> User:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.env import env_str
+from identity.selectors import project_find_by_name
 
 from . import services
 from .models import Image
@@ -20,9 +21,7 @@ SIZE = 1024 * 1024
 
 
 def _admin_ctx() -> RequestContext:
-    from identity.models import Project
-
-    admin = Project.objects.filter(name="admin").first()
+    admin = project_find_by_name("admin")
     return RequestContext(user_id=None, project_id=admin.id if admin else None, roles=["admin"], is_admin=True)
 
 

@@ -55,6 +55,11 @@ class Port(ApiModel, TimestampedModel):
     binding_vif_type = models.CharField(max_length=32, default="unbound")
     binding_profile = models.JSONField(default=dict)
     resource_request = models.JSONField(null=True, blank=True)
+    description = models.CharField(max_length=255, blank=True, default="")
+    port_security_enabled = models.BooleanField(default=True)
+    security_groups = models.ManyToManyField("SecurityGroup", blank=True, related_name="ports")
+    #: ``[{"ip_address": ip or cidr, "mac_address": mac}]`` (Neutron's allowed-address-pairs).
+    allowed_address_pairs = models.JSONField(default=list)
 
 
 class IPAllocation(ApiModel):
@@ -78,3 +83,51 @@ class PortBinding(ApiModel, TimestampedModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["port", "host"], name="binding_port_host")]
+
+
+class SecurityGroup(ApiModel, TimestampedModel):
+    """Neutron's security group. ``is_default`` marks the one ``default`` group of a project (made on first
+    use); the conditional unique constraint keeps two concurrent first uses from making two."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, blank=True, default="")
+    description = models.CharField(max_length=255, blank=True, default="")
+    project_id = models.CharField(max_length=255, db_index=True)
+    stateful = models.BooleanField(default=True)
+    is_default = models.BooleanField(default=False)
+    revision_number = models.IntegerField(default=0)
+    tags = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id"], condition=models.Q(is_default=True),
+                                               name="one_default_security_group_per_project")]
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class SecurityGroupRule(ApiModel, TimestampedModel):
+    """One rule of a group: ``protocol`` is stored as the client gave it (a name or a number), ports are
+    ``None`` for "any", at most one of ``remote_ip_prefix`` / ``remote_group`` is set."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    security_group = models.ForeignKey(SecurityGroup, on_delete=models.CASCADE, related_name="rules")
+    project_id = models.CharField(max_length=255, db_index=True)
+    direction = models.CharField(max_length=8)
+    ethertype = models.CharField(max_length=4, default="IPv4")
+    protocol = models.CharField(max_length=40, null=True, blank=True)
+    port_range_min = models.IntegerField(null=True, blank=True)
+    port_range_max = models.IntegerField(null=True, blank=True)
+    remote_ip_prefix = models.CharField(max_length=64, null=True, blank=True)
+    remote_group = models.ForeignKey(SecurityGroup, on_delete=models.CASCADE, null=True, blank=True,
+                                     related_name="referencing_rules")
+    description = models.CharField(max_length=255, blank=True, default="")
+    revision_number = models.IntegerField(default=0)
+
+
+class InstanceSecurityGroups(ApiModel):
+    """The groups asked for when a server was created (resolved to ids by the compute API); the ports the
+    compute service creates for the server get them. Gone with the server's ports."""
+
+    instance_uuid = models.CharField(primary_key=True, max_length=36)
+    security_group_ids = models.JSONField(default=list)

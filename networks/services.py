@@ -14,11 +14,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.policy import authorize
 
+from . import secgroups
 from .models import IPAllocation, Network, Port, PortBinding, Subnet
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
@@ -50,7 +52,7 @@ class IpAddressAlreadyAllocated(Conflict):
     message = "IP address %(ip)s already allocated in subnet %(subnet_id)s"
 
 
-def _visible_networks(ctx: RequestContext) -> Any:
+def _visible_networks(ctx: RequestContext) -> QuerySet[Network]:
     qs = Network.objects.all()
     if not ctx.is_admin:
         qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True))
@@ -133,7 +135,7 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
     if net.version != ip_version:
         raise Invalid("Invalid input for operation: cidr and ip_version must match.")
     if gateway_ip == "auto":
-        gateway_ip = str(next(net.hosts())) if net.num_addresses > 2 else None
+        gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
     elif gateway_ip is not None and ipaddress.ip_address(gateway_ip) not in net:
         raise Invalid(f"Gateway IP {gateway_ip} is not within subnet {cidr}.")
     return Subnet.objects.create(network=network, name=name, project_id=network.project_id, ip_version=ip_version,
@@ -171,7 +173,9 @@ def _mac() -> str:
 
 def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     pools = subnet.allocation_pools or _pools(subnet.cidr, subnet.gateway_ip)
-    return any(ipaddress.ip_address(p["start"]) <= addr <= ipaddress.ip_address(p["end"]) for p in pools)
+    # a subnet's pools and addresses share its IP version: compare as integers
+    return any(int(ipaddress.ip_address(p["start"])) <= int(addr) <= int(ipaddress.ip_address(p["end"]))
+               for p in pools)
 
 
 def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:
@@ -196,21 +200,37 @@ def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:
 def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_ips: list[dict[str, str]] | None = None,
                 device_id: str = "", device_owner: str = "", admin_state_up: bool = True,
                 binding_host_id: str = "", project_id: str | None = None, mac_address: str | None = None,
-                created_by_compute: bool = False) -> Port:
-    """A port on ``network_id`` with one fixed IP per requested subnet (default: each subnet)."""
+                created_by_compute: bool = False, description: str = "", port_security_enabled: bool = True,
+                security_groups: list[str] | None = None, allowed_address_pairs: Any = None,
+                binding_vnic_type: str = "normal", binding_profile: dict[str, Any] | None = None) -> Port:
+    """A port on ``network_id`` with one fixed IP per requested subnet (default: each subnet), in the given
+    security groups (default: its project's ``default`` group) with the given allowed address pairs."""
     network = network_get(ctx, network_id)
     owner = project_id if (project_id and (ctx.is_admin or ctx.is_service)) else ctx.project_id
+    owner = owner or network.project_id
+    if allowed_address_pairs is not None:
+        authorize(ctx, "create_port:allowed_address_pairs", {"project_id": network.project_id})
+    binding_profile = secgroups.binding_profile(binding_profile)
+    if binding_profile:
+        authorize(ctx, "create_port:binding:profile", {"project_id": owner})
+    groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
+                                       port_security=port_security_enabled, device_owner=device_owner)
     with transaction.atomic():
         for _attempt in range(5):
             try:
                 with transaction.atomic():
+                    mac = mac_address or _mac()
                     port = Port.objects.create(
-                        network=network, name=name, project_id=owner or network.project_id,
-                        mac_address=mac_address or _mac(), admin_state_up=admin_state_up,
+                        network=network, name=name, project_id=owner,
+                        mac_address=mac, admin_state_up=admin_state_up,
                         device_id=device_id, device_owner=device_owner, binding_host_id=binding_host_id or "",
                         binding_vif_type="ovs" if binding_host_id else "unbound",
-                        status="ACTIVE" if device_id else "DOWN",
-                        binding_profile={CREATED_BY_COMPUTE: True} if created_by_compute else {},
+                        status="ACTIVE" if device_id else "DOWN", binding_vnic_type=binding_vnic_type,
+                        binding_profile={**(binding_profile or {}),
+                                         **({CREATED_BY_COMPUTE: True} if created_by_compute else {})},
+                        description=description, port_security_enabled=port_security_enabled,
+                        allowed_address_pairs=secgroups.address_pairs(
+                            allowed_address_pairs, mac_address=mac, port_security=port_security_enabled),
                     )
                 break
             except IntegrityError:
@@ -221,17 +241,50 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
             raise Conflict("Could not generate a unique MAC address.")
         requested = fixed_ips or [{"subnet_id": s.id} for s in network.subnets.order_by("ip_version", "id")]
         for item in requested:
-            subnet = None
-            if item.get("subnet_id"):
-                subnet = network.subnets.filter(id=item["subnet_id"]).first()
-            elif item.get("ip_address"):
-                addr = ipaddress.ip_address(item["ip_address"])
-                subnet = next((s for s in network.subnets.all()
-                               if addr in ipaddress.ip_network(s.cidr, strict=False)), None)
-            if subnet is None:
-                raise Invalid(f"Invalid input for fixed_ips: no subnet matches {item}.")
-            _allocate(port, subnet, item.get("ip_address"))
+            _allocate(port, _subnet_for(network, item), item.get("ip_address"))
+        port.security_groups.set(groups)
     return port
+
+
+def _subnet_for(network: Network, item: dict[str, Any]) -> Subnet:
+    """The subnet a ``fixed_ips`` entry names, by ``subnet_id`` or by the subnet holding ``ip_address``."""
+    subnet = None
+    if item.get("subnet_id"):
+        subnet = network.subnets.filter(id=str(item["subnet_id"])).first()
+    elif item.get("ip_address"):
+        try:
+            addr = ipaddress.ip_address(str(item["ip_address"]))
+        except ValueError:
+            raise Invalid(f"Invalid input for fixed_ips: '{item['ip_address']}' is not a valid IP address.") from None
+        subnet = next((s for s in network.subnets.all() if addr in ipaddress.ip_network(s.cidr, strict=False)), None)
+    if subnet is None:
+        raise Invalid(f"Invalid input for fixed_ips: no subnet matches {item}.")
+    return subnet
+
+
+def _fixed_ips(value: Any) -> list[dict[str, Any]]:
+    if not (isinstance(value, list) and all(isinstance(f, dict) for f in value)):
+        raise Invalid("Invalid input for fixed_ips.")
+    return value
+
+
+def _replace_fixed_ips(port: Port, requested: list[dict[str, Any]]) -> None:
+    """Neutron's update of ``fixed_ips``: an entry that names an address the port has (or only a subnet the
+    port has an address on) keeps it; other entries get new addresses; the port's other addresses go."""
+    current = list(port.fixed_ips.all())
+    keep: list[IPAllocation] = []
+    new: list[dict[str, Any]] = []
+    for item in requested:
+        match = next((a for a in current if a not in keep and (
+            a.ip_address == str(item["ip_address"]) if item.get("ip_address")
+            else a.subnet_id == str(item.get("subnet_id")))), None)
+        if match is None:
+            new.append(item)
+        else:
+            keep.append(match)
+    IPAllocation.objects.filter(port=port).exclude(id__in=[a.id for a in keep]).delete()
+    for item in new:
+        _allocate(port, _subnet_for(port.network, item), item.get("ip_address"))
 
 
 def port_get(ctx: RequestContext, port_id: str) -> Port:
@@ -245,7 +298,8 @@ def port_get(ctx: RequestContext, port_id: str) -> Port:
 
 
 def port_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Port]:
-    qs = Port.objects.select_related("network").prefetch_related("fixed_ips").order_by("created_at", "id")
+    qs = (Port.objects.select_related("network").prefetch_related("fixed_ips", "security_groups")
+          .order_by("created_at", "id"))
     if not ctx.is_admin:
         qs = qs.filter(project_id=ctx.project_id)
     for key in ("id", "name", "network_id", "device_id", "device_owner", "mac_address", "status"):
@@ -253,21 +307,57 @@ def port_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Port]:
             qs = qs.filter(**{key: filters[key]})
     if filters.get("binding:host_id"):
         qs = qs.filter(binding_host_id=filters["binding:host_id"])
+    if filters.get("security_groups"):
+        qs = qs.filter(security_groups__id=filters["security_groups"])
+    for item in filters.get("fixed_ips") or []:
+        key, _, value = str(item).partition("=")
+        if key in ("ip_address", "subnet_id") and value:
+            qs = qs.filter(**{f"fixed_ips__{key}": value})
+        else:
+            raise Invalid(f"Invalid input for fixed_ips filter: '{item}'.")
     for key in ("project_id", "tenant_id"):
         if filters.get(key):
             qs = qs.filter(project_id=filters[key])
-    return list(qs)
+    return list(qs.distinct())
 
 
 def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
+    """Change the port's attributes; ``security_groups`` and ``allowed_address_pairs`` replace the
+    port's (validated as on create, against the port's ``port_security_enabled`` after the change)."""
     _check_owner(ctx, port.project_id)
-    for key in ("name", "admin_state_up", "device_id", "device_owner"):
+    for key in ("name", "admin_state_up", "device_id", "device_owner", "description"):
         if key in changes:
             setattr(port, key, changes[key])
+    if "port_security_enabled" in changes:
+        port.port_security_enabled = secgroups.as_bool(changes["port_security_enabled"], "port_security_enabled")
     if "binding:host_id" in changes:
         port.binding_host_id = changes["binding:host_id"] or ""
         port.binding_vif_type = "ovs" if port.binding_host_id else "unbound"
-    port.save()
+    if "binding:vnic_type" in changes:
+        port.binding_vnic_type = str(changes["binding:vnic_type"] or "normal")
+    if "binding:profile" in changes:
+        authorize(ctx, "update_port:binding:profile", {"project_id": port.project_id})
+        created = (port.binding_profile or {}).get(CREATED_BY_COMPUTE)
+        port.binding_profile = {**secgroups.binding_profile(changes["binding:profile"]),
+                                **({CREATED_BY_COMPUTE: True} if created else {})}
+    if "allowed_address_pairs" in changes:
+        authorize(ctx, "update_port:allowed_address_pairs", {"project_id": port.network.project_id})
+        port.allowed_address_pairs = secgroups.address_pairs(
+            changes["allowed_address_pairs"], mac_address=port.mac_address, port_security=port.port_security_enabled)
+    groups = None
+    if "security_groups" in changes:
+        groups = secgroups.groups_for_port(project_id=port.project_id, requested=changes["security_groups"] or [],
+                                           port_security=port.port_security_enabled, device_owner=port.device_owner)
+    elif not port.port_security_enabled and port.security_groups.exists():
+        raise secgroups.PortSecurityPortHasSecurityGroup()
+    if not port.port_security_enabled and port.allowed_address_pairs:
+        raise secgroups.AddressPairAndPortSecurityRequired()
+    with transaction.atomic():
+        port.save()
+        if groups is not None:
+            port.security_groups.set(groups)
+        if "fixed_ips" in changes:
+            _replace_fixed_ips(port, _fixed_ips(changes["fixed_ips"]))
     return port
 
 
@@ -296,7 +386,8 @@ def port_create_for_instance(ctx: RequestContext, *, network_id: str, instance_u
         raise NetworkNotFound(net_id=network_id)
     return port_create(system, network_id=network_id, fixed_ips=[{"ip_address": fixed_ip}] if fixed_ip else None,
                        device_id=instance_uuid, device_owner=f"compute:{zone or 'nova'}",
-                       binding_host_id=host or "", project_id=project_id, created_by_compute=True)
+                       binding_host_id=host or "", project_id=project_id, created_by_compute=True,
+                       security_groups=secgroups.requested_groups_for_instance(instance_uuid))
 
 
 def port_bind(port_id: str, host: str | None, *, device_id: str) -> Port:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .models import Aggregate, AggregateHost
+from .services import aggregates
+
 DEMO_ZONES = {"az1": ["compute1", "compute2"], "az2": ["compute3", "compute4"]}
 
 
 def setup(out: Callable[[str], None]) -> None:
-    from .models import Aggregate, AggregateHost
-    from .services import aggregates
-
     for zone, hosts in DEMO_ZONES.items():
         aggregate = Aggregate.objects.filter(name=zone).first()
         if aggregate is None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cloudcore.core.demo import DemoProcess
+
 from .models import Flavor
 
 #: flavorid, name, vCPUs, RAM (MiB), root disk (GiB)
@@ -29,7 +31,6 @@ def processes(env: dict[str, str]) -> list:
 
     from django.conf import settings
 
-    from cloudcore.core.demo import DemoProcess
 
     beat_schedule = str(settings.VAR_DIR / "celerybeat-schedule")
     return [

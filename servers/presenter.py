@@ -19,6 +19,7 @@ from django.conf import settings
 from cloudcore.core.api.versioned import ByVersion, present
 from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
+from cloudcore.core.policy import can
 
 from .choices import PowerState
 from .models import (
@@ -95,6 +96,8 @@ class View:
     host_status: str
     #: The server's RequestSpec (API DB) as a dict: scheduler hints, requested zone (2.96, 2.100).
     spec: dict[str, Any] | None = None
+    #: Names of the server's security groups (those of its ports; the requested ones before it has any).
+    security_groups: tuple[str, ...] = ()
 
 
 def instance_data(record: ServerRecord) -> dict[str, Any]:
@@ -151,7 +154,6 @@ def _flavor(v: View) -> dict[str, Any]:
         "swap": flavor.get("swap", 0),
         "original_name": flavor.get("name"),
     }
-    from cloudcore.core.policy import can
 
     if can(v.actor, "os_compute_api:servers:show:flavor-extra-specs", {"project_id": v.record.project_id}):
         body["extra_specs"] = flavor.get("extra_specs", {})
@@ -167,8 +169,6 @@ def _fault(v: View) -> dict[str, Any] | None:
 
 
 def _admin(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:os-extended-server-attributes", {"project_id": v.record.project_id})
 
 
@@ -230,7 +230,9 @@ SERVER_FIELDS: tuple[Field, ...] = (
         {"id": vol["id"], **({"delete_on_termination": vol["delete_on_termination"]}
                              if v.version >= (2, 3) else {})} for vol in v.volumes
     ]),
-    Field("security_groups", lambda v: [{"name": "default"}]),
+    # Nova shows the groups of the server's ports, and no key at all for a server in none.
+    Field("security_groups", lambda v: [{"name": name} for name in v.security_groups],
+          when=lambda v: bool(v.security_groups)),
     Field("locked", lambda v: bool(v.data.get("locked")), (2, 9)),
     Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v)),
     Field("description", _d("display_description"), (2, 19)),
@@ -245,8 +247,6 @@ SERVER_FIELDS: tuple[Field, ...] = (
 
 
 def _host_status_allowed(v: View) -> bool:
-    from cloudcore.core.policy import can
-
     return can(v.actor, "os_compute_api:servers:show:host_status", {"project_id": v.record.project_id})
 
 
@@ -261,12 +261,13 @@ def present_server(
     fault: dict[str, Any] | None = None,
     host_status: str = "",
     spec: dict[str, Any] | None = None,
+    security_groups: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``server`` body (detail shape) of ``record`` for ``version``."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
-                fault, host_status, spec)
+                fault, host_status, spec, tuple(security_groups or ()))
     body: dict[str, Any] = {}
     for field in SERVER_FIELDS:
         if not (field.min_version <= version <= field.max_version):

@@ -11,19 +11,22 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet
 
+from cells import selectors as cell_selectors
 from cells.context import target_cell
-from cells.models import CellMapping, InstanceMapping
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
-from .models import BuildRequest, Instance
+from .models import BuildRequest, Instance, InstanceFault, Tag
 from .status import states_for_status
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping, InstanceMapping
 
 
 class ServerNotFound(NotFound):
@@ -69,7 +72,7 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
 
     Users never see another project's servers (404, not 403): only cloud admins do.
     """
-    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid).first()
+    mapping = cell_selectors.instance_mapping_get(instance_uuid)
     if mapping is None or mapping.queued_for_delete or not _visible_to(actor, mapping.project_id):
         raise ServerNotFound(instance_id=instance_uuid)
     if mapping.cell is None:
@@ -158,8 +161,6 @@ def _instance_query(
 
 
 def _apply_tag_filters(qs: QuerySet[Instance], filters: dict[str, Any]) -> QuerySet[Instance]:
-    from .models import Tag
-
     def uuids_with(tag: str) -> QuerySet[Any]:
         return Tag.objects.filter(tag=tag).values("instance_uuid")
 
@@ -273,7 +274,7 @@ def server_list(
             qs = qs[:remaining]
         return list(qs)
 
-    cells = list(CellMapping.objects.all())
+    cells = cell_selectors.cell_list()
     results = scatter_gather(per_cell, cells)
     by_uuid = {c.uuid: c for c in cells}
     merged: list[ServerRecord] = []
@@ -311,13 +312,51 @@ def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any
 def _down_cell_records(
     actor: RequestContext, filters: dict[str, Any], cells: Iterable[CellMapping], seen: set[str]
 ) -> list[ServerRecord]:
-    mappings = InstanceMapping.objects.filter(cell__in=list(cells), queued_for_delete=False)
-    if not (filters.get("all_tenants") and actor.is_admin):
-        mappings = mappings.filter(project_id=actor.project_id)
+    all_projects = bool(filters.get("all_tenants") and actor.is_admin)
+    mappings = cell_selectors.instance_mappings_in(cells, project_id=None if all_projects else actor.project_id)
     out = []
-    for m in mappings.select_related("cell"):
+    for m in mappings:
         if m.instance_uuid not in seen:
             out.append(ServerRecord(uuid=m.instance_uuid, cell=m.cell, down_cell=True, mapping=m))
     return out
 
+
+# --- reads for the other apps (in the targeted cell unless said otherwise) ----------------------
+def instances_on_hosts_exist(hosts: Iterable[str]) -> bool:
+    """Does a live instance run on one of ``hosts``?"""
+    return Instance.objects.filter(host__in=list(hosts), deleted=False).exists()
+
+
+def instances_on_node(host: str | None, node: str | None) -> list[Instance]:
+    """Live instances of one compute node."""
+    return list(Instance.objects.filter(host=host, node=node))
+
+
+def visible_instance_count() -> int:
+    return Instance.objects.filter(hidden=False).count()
+
+
+def instance_state_counts() -> list[dict[str, Any]]:
+    """``[{"vm_state", "task_state", "n"}]`` over the visible instances."""
+    return list(Instance.objects.filter(hidden=False).values("vm_state", "task_state").annotate(n=Count("id")))
+
+
+def build_request_count() -> int:
+    """Servers accepted but not yet in a cell (API database)."""
+    return BuildRequest.objects.count()
+
+
+def latest_faults(limit: int) -> list[InstanceFault]:
+    return list(InstanceFault.objects.order_by("-created_at")[:limit])
+
+
+def instances_without_compute(limit: int | None = None) -> list[Instance]:
+    """Instances, deleted ones included, with a node but no ``compute_id`` yet (online data
+    migration), as (id, host, node) rows."""
+    qs = Instance.all_objects.filter(compute__isnull=True).exclude(node=None).only("id", "host", "node")
+    return list(qs if limit is None else qs[:limit])
+
+
+def instances_without_compute_count() -> int:
+    return Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
 

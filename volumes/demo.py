@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 from cloudcore.core.demo import DemoProcess
 
+from .backends import get_backend
+from .services import default_volume_type
+
 
 def setup(out: Callable[[str], None]) -> None:
-    from .backends import get_backend
-    from .services import default_volume_type
-
     vt = default_volume_type()
     out(f"volume type {vt.name}; volume pool {get_backend().pool_dir}")
 

@@ -13,12 +13,16 @@ import logging
 import math
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from images import services as images
+from images.services import ImageNotFound, image_data_path, image_get_internal
+from servers.services.external_events import server_external_events_create
 
+from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
 
@@ -125,8 +129,6 @@ def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str,
                            container_format: str = "bare", force: bool = False) -> Any:
     """A new image (owned by the caller's project) holding the volume's data, written now from the
     storage pool. The volume must be ``available``, or ``in-use`` with ``force``; else Invalid."""
-    from images import services as images
-
     allowed = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE) if force else (VolumeStatus.AVAILABLE,)
     if vol.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
@@ -141,13 +143,6 @@ def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> 
     return vol
 
 
-def _enqueue(task_name: str, **kwargs: Any) -> None:
-    from . import tasks
-
-    task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, queue="volume"), using="default")
-
-
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
@@ -156,8 +151,6 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     backend work in this process (the compute's boot-from-volume path)."""
     image_meta: dict[str, Any] = {}
     if image_id:
-        from images.services import ImageNotFound, image_get_internal
-
         try:
             image = image_get_internal(image_id)
         except ImageNotFound as exc:
@@ -191,7 +184,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         volume_create_backend(vol.id)
         vol.refresh_from_db()
     else:
-        _enqueue("volume_create_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_create(volume_id=vol.id))
     return vol
 
 
@@ -202,8 +195,6 @@ def volume_create_backend(volume_id: str) -> None:
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
         if vol.image_id:
-            from images.services import image_data_path
-
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
         vol.status = VolumeStatus.AVAILABLE
@@ -234,7 +225,7 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
     if run_now:
         volume_delete_backend(vol.id)
     else:
-        _enqueue("volume_delete_task", volume_id=vol.id)
+        api_on_commit(lambda: rpc.volume_delete(volume_id=vol.id))
 
 
 def volume_delete_backend(volume_id: str) -> None:
@@ -258,7 +249,7 @@ def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
                       f"extended: {new_size}).")
     prior = vol.status
     Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.EXTENDING, updated_at=timezone.now())
-    _enqueue("volume_extend_task", volume_id=vol.id, new_size=int(new_size), prior_status=prior)
+    api_on_commit(lambda: rpc.volume_extend(volume_id=vol.id, new_size=int(new_size), prior_status=prior))
 
 
 def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> None:
@@ -310,7 +301,7 @@ def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uu
     Allowed on an ``available`` volume, on a multiattach volume in use, and on a volume already
     attached to the same instance (the root-volume rebuild creates its empty attachment this way).
     """
-    with transaction.atomic(using="default"):
+    with api_atomic():
         vol = Volume.objects.select_for_update().filter(pk=volume_id).first()
         if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
                            and vol.project_id != ctx.project_id):
@@ -386,8 +377,6 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
     The volume must be ``available`` or ``error`` (or ``reserved`` with ``reimage_reserved``); it
     becomes ``downloading`` and the volume worker does the copy, then posts ``volume-reimaged``.
     """
-    from images.services import ImageNotFound, image_get_internal
-
     vol = volume_get(ctx, volume_id)
     allowed = [VolumeStatus.AVAILABLE, VolumeStatus.ERROR] + ([VolumeStatus.RESERVED] if reimage_reserved else [])
     if vol.status not in allowed:
@@ -404,17 +393,12 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
                                                                          updated_at=timezone.now())
     if not updated:
         raise InvalidVolume(reason="volume status changed concurrently")
-    from .tasks import volume_reimage_task
-
     # sent at once (not on commit): the status update above is already autocommitted, and a compute
     # operation waits for the resulting event right after this call
-    volume_reimage_task.apply_async(kwargs={"volume_id": vol.id, "image_id": image_id, "prior_status": prior},
-                                    queue="volume")
+    rpc.volume_reimage(volume_id=vol.id, image_id=image_id, prior_status=prior)
 
 
 def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> None:
-    from images.services import image_data_path, image_get_internal
-
     vol = Volume.objects.get(pk=volume_id)
     try:
         image = image_get_internal(image_id)
@@ -433,8 +417,6 @@ def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> 
 
 def _post_events(vol: Volume, name: str, status: str) -> None:
     """Tell the compute API about the volume (Cinder posts to os-server-external-events)."""
-    from servers.services.external_events import server_external_events_create
-
     instances = sorted({a.instance_uuid for a in _live_attachments(vol) if a.instance_uuid})
     if not instances:
         return

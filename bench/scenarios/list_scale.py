@@ -36,11 +36,11 @@ def _enable_only(cloud: Any, cell: str) -> None:
 
 def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
     """``count`` more servers in ``cell_name``, copied from the servers booted there."""
-    from django.db import transaction
     from django.utils import timezone
 
-    from cells.context import current_alias, target_cell
+    from cells.context import target_cell
     from cells.models import InstanceMapping
+    from cells.transactions import api_atomic, atomic
     from servers.models import BlockDeviceMapping, Instance
 
     cell = cloud.cells[cell_name]
@@ -70,10 +70,10 @@ def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
                 new_bdms.append(copy)
             mappings.append(InstanceMapping(instance_uuid=new_uuid, cell=cell, project_id=template.project_id,
                                             user_id=template.user_id))
-        with transaction.atomic(using=current_alias()):
+        with atomic(cell):
             Instance.objects.bulk_create(instances, batch_size=500)
             BlockDeviceMapping.objects.bulk_create(new_bdms, batch_size=500)
-    with transaction.atomic():
+    with api_atomic():
         InstanceMapping.objects.bulk_create(mappings, batch_size=1000)
 
 

@@ -42,8 +42,9 @@ def populate(env: Any, count: int) -> None:
     from django.db.models import F
     from django.utils import timezone
 
-    from cells.context import current_alias, target_cell
+    from cells.context import target_cell
     from cells.models import HostMapping
+    from cells.transactions import atomic
     from hosts.models import ComputeNode, Service
     from scheduling.models import Inventory, ResourceClass, ResourceProvider
 
@@ -52,7 +53,7 @@ def populate(env: Any, count: int) -> None:
     hosts = [(f"bench-{i:05d}", str(uuidlib.uuid4()), "cell1" if i % 2 == 0 else "cell2", i) for i in range(count)]
     for cell_name in ("cell1", "cell2"):
         mine = [h for h in hosts if h[2] == cell_name]
-        with target_cell(env.cells[cell_name]), transaction.atomic(using=current_alias()):
+        with target_cell(env.cells[cell_name]), atomic(env.cells[cell_name]):
             Service.objects.bulk_create([Service(host=h, binary="nova-compute", topic="compute", last_seen_up=now)
                                          for h, _u, _c, _i in mine], batch_size=2000)
             ids = dict(Service.objects.values_list("host", "id"))

@@ -14,6 +14,7 @@ import hashlib
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 #: unix socket paths longer than this do not fit in ``sockaddr_un``
 _MAX_SOCKET_PATH = 100
@@ -88,7 +89,7 @@ def requeue_unacked(url: str, queues: list[str]) -> list[str]:
     wanted = set(queues)
     requeued: list[str] = []
     with Connection(url) as conn:
-        channel = conn.default_channel
+        channel: Any = conn.default_channel  # kombu's Redis channel: client, unacked_key, qos
         client = channel.client
         for tag, raw in client.hgetall(channel.unacked_key).items():
             try:

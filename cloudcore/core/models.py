@@ -6,7 +6,7 @@ A model's *home* decides its database: ``ApiModel`` rows live only in the API da
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import models
 from django.utils import timezone
@@ -42,10 +42,13 @@ class TimestampedModel(models.Model):
         super().save(*args, **kwargs)
 
 
-class LiveManager(models.Manager):
+_M = TypeVar("_M", bound=models.Model)
+
+
+class LiveManager(models.Manager[_M]):
     """Rows not soft-deleted (Nova's ``read_deleted='no'``)."""
 
-    def get_queryset(self) -> models.QuerySet:
+    def get_queryset(self) -> models.QuerySet[_M]:
         return super().get_queryset().filter(deleted=False)
 
 

@@ -17,6 +17,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from cloudcore.celery import app
+
+from .models import NotificationRecord
+
 log = logging.getLogger(__name__)
 
 EXCHANGE = "notifications"
@@ -47,9 +51,8 @@ def routing_key(priority: str) -> str:
 
 
 def _publish(message: dict[str, Any]) -> None:
-    from kombu import Exchange
+    from kombu.entity import Exchange
 
-    from cloudcore.celery import app
 
     exchange = Exchange(EXCHANGE, type="topic", durable=False)
     try:
@@ -63,8 +66,6 @@ def _publish(message: dict[str, Any]) -> None:
 
 
 def _record(message: dict[str, Any]) -> None:
-    from .models import NotificationRecord
-
     NotificationRecord.objects.create(
         event_type=message["event_type"], priority=message["priority"],
         publisher_id=message["publisher_id"], payload=message,

@@ -17,6 +17,11 @@ codename is the rule name, on the ``identity.Project`` content type) can be gran
   every user with a role on the project): the rule passes for every member, for that project's
   resources.
 A grant only ever widens a default; it never takes a right away.
+
+The kernel knows the Project model only by its content type's natural key
+(``GRANT_CONTENT_TYPE``) and the user model through ``AUTH_USER_MODEL``: it sits below
+``identity`` and imports none of it; keeping the members group in step with role assignments is
+``identity.services.roles``' job.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from cloudcore.core.exceptions import PolicyNotAuthorized
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import Group, Permission
+    from django.contrib.contenttypes.models import ContentType
 
 Target = dict[str, Any]
 Check = Callable[[RequestContext, Target], bool]
@@ -174,19 +180,26 @@ def authorize(actor: RequestContext, rule: str, target: Target | None = None) ->
 # --- grants through django-guardian ---------------------------------------------------------
 
 
+#: (app label, model) of the model whose content type carries every rule's Permission.
+GRANT_CONTENT_TYPE = ("identity", "project")
+
+
 def members_group_name(project_id: str) -> str:
     return f"project-members:{project_id}"
+
+
+def _grant_content_type() -> ContentType:
+    from django.contrib.contenttypes.models import ContentType
+
+    return ContentType.objects.get_by_natural_key(*GRANT_CONTENT_TYPE)
 
 
 def permission_for(rule: str, *, create: bool = False) -> Permission | None:
     """The Permission standing for ``rule`` (created on demand when ``create``)."""
     from django.contrib.auth.models import Permission
-    from django.contrib.contenttypes.models import ContentType
-
-    from identity.models import Project
 
     get_rule(rule)
-    content_type = ContentType.objects.get_for_model(Project)
+    content_type = _grant_content_type()
     if create:
         perm, _ = Permission.objects.get_or_create(
             codename=rule, content_type=content_type, defaults={"name": f"Policy rule {rule}"[:255]}
@@ -214,18 +227,16 @@ class Grants:
 
 
 def _load_grants(user_id: str) -> Grants:
+    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
-    from django.contrib.contenttypes.models import ContentType
     from django.db.models import Q
     from guardian.models import GroupObjectPermission, UserObjectPermission
 
-    from identity.models import Project, User
-
-    user = User.objects.filter(id=user_id, enabled=True).first()
+    user = get_user_model().objects.filter(id=user_id, enabled=True).first()
     if user is None:
         return Grants()
     group_ids = list(user.groups.values_list("id", flat=True))
-    content_type = ContentType.objects.get_for_model(Project)
+    content_type = _grant_content_type()
     everywhere = set(
         Permission.objects.filter(content_type=content_type)
         .filter(Q(user=user) | Q(group__id__in=group_ids)).values_list("codename", flat=True)
@@ -248,7 +259,8 @@ def grants_for(actor: RequestContext) -> Grants:
         return Grants()
     cached = getattr(actor, "_policy_grants", None)
     if cached is not None and cached[0] == (_GENERATION, actor.user_id):
-        return cached[1]
+        found: Grants = cached[1]
+        return found
     grants = _load_grants(actor.user_id)
     try:
         object.__setattr__(actor, "_policy_grants", ((_GENERATION, actor.user_id), grants))
@@ -262,7 +274,9 @@ def granted(actor: RequestContext, rule: str, target: Target) -> bool:
     return grants_for(actor).allows(rule, target.get("project_id"))
 
 
-def _changed() -> None:
+def changed() -> None:
+    """Forget the grants cached on actors of this process (after any grant, revoke or change of
+    membership)."""
     global _GENERATION
     _GENERATION += 1
 
@@ -273,24 +287,13 @@ def project_members_group(project_id: str) -> Group:
     return Group.objects.get_or_create(name=members_group_name(project_id))[0]
 
 
-def project_membership_changed(*, user: Any, project: Any) -> None:
-    """Keep ``project-members:<id>`` equal to the users holding any role on the project."""
-    from identity.services.roles import assigned_roles
-
-    group = project_members_group(project.id)
-    if assigned_roles(user=user, project=project):
-        user.groups.add(group)
-    else:
-        user.groups.remove(group)
-    _changed()
-
-
 def grant(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
     """Grant ``rule``: to a user or group, globally or for ``project``; with only ``project``,
     to every member of that project (for that project's resources)."""
     from guardian.shortcuts import assign_perm
 
     perm = permission_for(rule, create=True)
+    assert perm is not None  # noqa: S101 - created above
     if user is None and group is None:
         if project is None:
             raise ValueError("grant needs a user, a group or a project")
@@ -300,7 +303,7 @@ def grant(rule: str, *, user: Any = None, group: Any = None, project: Any = None
         assign_perm(perm, holder)
     else:
         assign_perm(perm, holder, project)
-    _changed()
+    changed()
 
 
 def revoke(rule: str, *, user: Any = None, group: Any = None, project: Any = None) -> None:
@@ -318,7 +321,7 @@ def revoke(rule: str, *, user: Any = None, group: Any = None, project: Any = Non
         remove_perm(perm, holder)
     else:
         remove_perm(perm, holder, project)
-    _changed()
+    changed()
 
 
 def grants_of(rule: str) -> list[dict[str, Any]]:

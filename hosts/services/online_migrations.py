@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping
+from cells.selectors import cell_list
+from servers import selectors as server_selectors
+from servers.services.data_migrations import instance_compute_link
+
+from ..models import ComputeNode, Service
+from ..selectors import compute_node_ids_by_name
 
 
 @dataclass
@@ -20,13 +25,9 @@ class MigrationResult:
 
 
 def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
-    from servers.models import Instance
-
-    from ..models import ComputeNode, Service
-
     result = MigrationResult()
     budget = max_count
-    for cell in CellMapping.objects.exclude(uuid=CELL0_UUID):
+    for cell in cell_list(cell0=False):
         with target_cell(cell):
             services = dict(Service.objects.filter(binary="nova-compute").values_list("host", "id"))
             for node in ComputeNode.all_objects.filter(service__isnull=True).exclude(host=None):
@@ -40,8 +41,8 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
                     result.errors += 1
                 if budget is not None:
                     budget -= 1
-            nodes = {(n.host, n.hypervisor_hostname): n.id for n in ComputeNode.all_objects.all()}
-            for inst in Instance.all_objects.filter(compute__isnull=True).exclude(node=None).only("id", "host", "node"):
+            nodes = compute_node_ids_by_name()
+            for inst in server_selectors.instances_without_compute():
                 if budget is not None and budget <= 0:
                     break
                 result.found += 1
@@ -49,7 +50,7 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
                 if node_id is None:
                     result.errors += 1
                 else:
-                    Instance.all_objects.filter(pk=inst.pk).update(compute=node_id)
+                    instance_compute_link(instance_id=inst.pk, compute_id=node_id)
                     result.done += 1
                 if budget is not None:
                     budget -= 1
@@ -57,13 +58,9 @@ def online_data_migrations(*, max_count: int | None = None) -> MigrationResult:
 
 
 def remaining() -> int:
-    from servers.models import Instance
-
-    from ..models import ComputeNode
-
     total = 0
-    for cell in CellMapping.objects.exclude(uuid=CELL0_UUID):
+    for cell in cell_list(cell0=False):
         with target_cell(cell):
-            total += Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
+            total += server_selectors.instances_without_compute_count()
             total += ComputeNode.all_objects.filter(service__isnull=True).exclude(host=None).count()
     return total

@@ -17,4 +17,4 @@ def service_is_up(service: Any) -> bool:
         or getattr(service, "created_at", None)
     if last is None:
         return False
-    return (timezone.now() - last).total_seconds() <= settings.SERVICE_DOWN_TIME
+    return bool((timezone.now() - last).total_seconds() <= settings.SERVICE_DOWN_TIME)

@@ -3,19 +3,24 @@ delete; and the hypervisors (compute nodes) view. Every cell is asked (scatter-g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-
+from cells import services as cell_services
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping, HostMapping
 from cells.scatter import failed, scatter_gather
+from cells.selectors import cell_list
+from cells.transactions import atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from scheduling.placement import services as placement
+from servers import selectors as server_selectors
 
 from ..models import ComputeNode, Service
 from .servicegroup import service_is_up
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 class ServiceNotFound(NotFound):
@@ -44,7 +49,7 @@ class CellNode:
 
 
 def _cells() -> list[CellMapping]:
-    return list(CellMapping.objects.exclude(uuid=CELL0_UUID))
+    return cell_list(cell0=False)
 
 
 def service_list(*, host: str | None = None, binary: str | None = None) -> list[CellService]:
@@ -112,10 +117,8 @@ def service_update(*, actor: RequestContext, service_id: str | None = None, host
 
 
 def _sync_disabled_trait(service: Service) -> None:
-    from scheduling.placement import services as placement
-
     for node in ComputeNode.objects.filter(service_id=service.id):
-        if not placement.ResourceProvider.objects.filter(uuid=node.uuid).exists():
+        if not placement.provider_exists(uuid=node.uuid):
             continue  # not reported to placement yet: the resource tracker marks it on start-up
         traits = set(placement.traits_get(rp=node.uuid))
         traits.discard("COMPUTE_STATUS_DISABLED")
@@ -128,33 +131,23 @@ def service_delete(*, actor: RequestContext, service_id: str) -> None:
     """Soft-delete a service and its compute nodes in their cell. Raises ``PolicyNotAuthorized``
     (``os_compute_api:os-services:delete``, before the lookup), ``ServiceNotFound``, ``Conflict``
     for a compute that still hosts servers (Nova)."""
-    from servers.models import Instance
-
     authorize(actor, "os_compute_api:os-services:delete")
     cs = service_get(service_id)
     service = cs.service
     with target_cell(cs.cell):
-        if service.binary == "nova-compute" and Instance.objects.filter(host=service.host).exists():
+        if service.binary == "nova-compute" and server_selectors.instances_on_hosts_exist([service.host]):
             raise Conflict("Unable to delete compute service that is hosting instances. Migrate or delete the "
                            "instances first.")
         nodes = list(ComputeNode.objects.filter(service_id=service.id))
-        with transaction.atomic(using=_alias(cs.cell)):
+        with atomic(cs.cell):
             for node in nodes:
                 node.soft_delete()
             service.soft_delete()
-    from scheduling.placement import services as placement
-
     for node in nodes:
-        if placement.ResourceProvider.objects.filter(uuid=node.uuid).exists():
+        if placement.provider_exists(uuid=node.uuid):
             placement.provider_delete(rp=node.uuid)
     if service.binary == "nova-compute":
-        HostMapping.objects.filter(host=service.host).delete()
-
-
-def _alias(cell: CellMapping) -> str:
-    from cells.registry import alias_for
-
-    return alias_for(cell)
+        cell_services.host_mapping_delete(service.host)
 
 
 def node_list(*, hostname_pattern: str | None = None) -> list[CellNode]:
@@ -163,7 +156,7 @@ def node_list(*, hostname_pattern: str | None = None) -> list[CellNode]:
         if hostname_pattern:
             qs = qs.filter(hypervisor_hostname__contains=hostname_pattern)
         services = {s.id: s for s in Service.objects.filter(binary="nova-compute")}
-        return [CellNode(n, services.get(n.service_id), cell) for n in qs]
+        return [CellNode(n, services.get(n.service_id) if n.service_id is not None else None, cell) for n in qs]
 
     out: list[CellNode] = []
     for result in scatter_gather(per_cell, _cells()).values():
@@ -180,8 +173,6 @@ def node_get(hypervisor_id: str) -> CellNode:
 
 
 def node_servers(cn: CellNode) -> list[dict[str, Any]]:
-    from servers.models import Instance
-
     with target_cell(cn.cell):
         return [{"name": i.display_name, "uuid": i.uuid}
-                for i in Instance.objects.filter(host=cn.node.host, node=cn.node.hypervisor_hostname)]
+                for i in server_selectors.instances_on_node(cn.node.host, cn.node.hypervisor_hostname)]

@@ -16,10 +16,10 @@ from django.db import IntegrityError, transaction
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
-from cloudcore.core.policy import authorize
+from cloudcore.core.policy import authorize, members_group_name
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, User
-from .roles import assigned_roles
+from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
+from .roles import RoleNotFound, assigned_roles
 
 DEFAULT_DOMAIN_NAME = "Default"
 UNSET: Any = object()
@@ -122,8 +122,6 @@ def project_delete(*, actor: RequestContext, project_id: str) -> None:
     project = project_get(project_id)
     from django.contrib.auth.models import Group
 
-    from cloudcore.core.policy import members_group_name
-
     Group.objects.filter(name=members_group_name(project.id)).delete()
     project.delete()
 
@@ -189,8 +187,6 @@ def _user_write(user: User, *, password: str | None = None, **changes: Any) -> U
         user.set_password(password)
     user.save()
     if password is not None or changes.get("enabled") is False:
-        from ..models import Token
-
         # Keystone revokes a user's tokens when the password changes or the user is disabled.
         Token.objects.filter(user=user, revoked=False).update(revoked=True)
     return user
@@ -236,7 +232,5 @@ def user_projects(user: User) -> list[Project]:
 def role_get(role_id: str) -> Role:
     role = Role.objects.filter(id=role_id).first() or Role.objects.filter(name=role_id).first()
     if role is None:
-        from .roles import RoleNotFound
-
         raise RoleNotFound(role=role_id)
     return role

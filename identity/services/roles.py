@@ -6,8 +6,12 @@ Roles imply each other as Keystone's defaults do: ``admin`` implies ``member`` i
 """
 from __future__ import annotations
 
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from guardian.models import UserObjectPermission
 from guardian.shortcuts import assign_perm, remove_perm
 
+from cloudcore.core import policy
 from cloudcore.core.exceptions import NotFound
 
 from ..models import ROLE_NAMES, Project, Role, User
@@ -29,8 +33,6 @@ def _codename(role: str) -> str:
 
 def ensure_role_permission(role: str) -> None:
     """A role created through the API gets its ``role_<name>`` permission on Project."""
-    from django.contrib.auth.models import Permission
-    from django.contrib.contenttypes.models import ContentType
 
     Permission.objects.get_or_create(
         codename=f"role_{role}", content_type=ContentType.objects.get_for_model(Project),
@@ -51,24 +53,18 @@ def ensure_default_roles() -> list[Role]:
 
 def role_assign(*, user: User, project: Project, role: str) -> None:
     assign_perm(f"identity.{_codename(role)}", user, project)
-    from cloudcore.core import policy
-
-    policy.project_membership_changed(user=user, project=project)
+    _membership_changed(user=user, project=project)
 
 
 def role_unassign(*, user: User, project: Project, role: str) -> None:
     remove_perm(f"identity.{_codename(role)}", user, project)
-    from cloudcore.core import policy
-
-    policy.project_membership_changed(user=user, project=project)
+    _membership_changed(user=user, project=project)
 
 
 def assigned_roles(*, user: User, project: Project) -> list[str]:
     """Roles directly assigned (no implication)."""
     # Direct user object permissions only: guardian's get_perms would give a Django superuser
     # every role on every project.
-    from django.contrib.contenttypes.models import ContentType
-    from guardian.models import UserObjectPermission
 
     perms = set(
         UserObjectPermission.objects.filter(
@@ -84,3 +80,14 @@ def roles_for(*, user: User, project: Project) -> list[str]:
     for role in assigned_roles(user=user, project=project):
         effective.update(IMPLIED.get(role, (role,)))
     return [name for name in role_names() if name in effective]
+
+
+def _membership_changed(*, user: User, project: Project) -> None:
+    """Keep ``project-members:<id>`` equal to the users holding any role on the project (a grant
+    to the project alone is a grant to that group)."""
+    group = policy.project_members_group(project.id)
+    if assigned_roles(user=user, project=project):
+        user.groups.add(group)
+    else:
+        user.groups.remove(group)
+    policy.changed()

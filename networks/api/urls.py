@@ -1,7 +1,7 @@
 """Neutron routes, mounted at ``^network/?`` (see cloudcore/urls.py)."""
 from django.urls import re_path
 
-from . import views
+from . import security_groups, views
 
 urlpatterns = [
     re_path(r"^$", views.NetworkVersionsView.as_view()),
@@ -13,4 +13,11 @@ urlpatterns = [
     re_path(r"^v2\.0/subnets/(?P<subnet_id>[^/]+)/?$", views.SubnetView.as_view()),
     re_path(r"^v2\.0/ports/?$", views.PortsView.as_view()),
     re_path(r"^v2\.0/ports/(?P<port_id>[^/]+)/?$", views.PortView.as_view()),
+    re_path(r"^v2\.0/security-groups/?$", security_groups.SecurityGroupsView.as_view()),
+    re_path(r"^v2\.0/security-groups/(?P<group_id>[^/]+)/?$", security_groups.SecurityGroupView.as_view()),
+    re_path(r"^v2\.0/security-groups/(?P<group_id>[^/]+)/tags/?$", security_groups.SecurityGroupTagsView.as_view()),
+    re_path(r"^v2\.0/security-groups/(?P<group_id>[^/]+)/tags/(?P<tag>[^/]+)/?$",
+            security_groups.SecurityGroupTagView.as_view()),
+    re_path(r"^v2\.0/security-group-rules/?$", security_groups.SecurityGroupRulesView.as_view()),
+    re_path(r"^v2\.0/security-group-rules/(?P<rule_id>[^/]+)/?$", security_groups.SecurityGroupRuleView.as_view()),
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
-from .. import services
+from .. import secgroups, services
 from ..models import Network, Port, Subnet
 
 ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
@@ -51,16 +52,35 @@ def present_port(p: Port) -> dict[str, Any]:
         "device_id": p.device_id, "device_owner": p.device_owner,
         "fixed_ips": [{"subnet_id": a.subnet_id, "ip_address": a.ip_address} for a in p.fixed_ips.all()],
         "binding:host_id": p.binding_host_id, "binding:vif_type": p.binding_vif_type,
-        "binding:vnic_type": p.binding_vnic_type, "binding:profile": {}, "binding:vif_details": {},
-        "security_groups": [], "allowed_address_pairs": [], "extra_dhcp_opts": [], "description": "",
-        "port_security_enabled": True, "tags": [], "created_at": _ts(p.created_at),
+        "binding:vnic_type": p.binding_vnic_type, "binding:vif_details": {},
+        "binding:profile": {k: v for k, v in (p.binding_profile or {}).items() if k != services.CREATED_BY_COMPUTE},
+        "security_groups": [g.id for g in p.security_groups.all()],
+        "allowed_address_pairs": [dict(pair) for pair in p.allowed_address_pairs], "extra_dhcp_opts": [],
+        "description": p.description, "port_security_enabled": p.port_security_enabled, "tags": [],
+        "created_at": _ts(p.created_at),
         "updated_at": _ts(p.updated_at or p.created_at), "revision_number": 1,
     }
 
 
 class NeutronView(UnversionedAPIView):
+    #: The error being answered; a security group error is typed by its own name as Neutron does
+    #: (``SecurityGroupRuleExists``), the others by their HTTP kind.
+    _error: Exception | None = None
+
+    def handle_exception(self, exc: Exception) -> Response:
+        self._error = exc
+        return super().handle_exception(exc)
+
     def error_body(self, code: int, message: str) -> dict[str, Any]:
-        return {"NeutronError": {"type": ERROR_TYPES.get(code, "HTTPError"), "message": message, "detail": ""}}
+        kind = ERROR_TYPES.get(code, "HTTPError")
+        if self._error is not None and type(self._error).__module__ == secgroups.__name__:
+            kind = type(self._error).__name__
+        return {"NeutronError": {"type": kind, "message": message, "detail": ""}}
+
+    def _fields(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Neutron's ``fields=a&fields=b`` selection of a resource's attributes."""
+        wanted = self.request.query_params.getlist("fields")
+        return {k: v for k, v in body.items() if k in wanted} if wanted else body
 
     def _resource(self, key: str) -> dict[str, Any]:
         data = self.request.data
@@ -89,7 +109,11 @@ class NetworkRootView(NeutronView):
 
 EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings Extended"),
               ("external-net", "Neutron external network"), ("network-mtu", "Network MTU"),
-              ("standard-attr-timestamp", "Resource timestamps"), ("project-id", "project_id field enabled")]
+              ("standard-attr-timestamp", "Resource timestamps"), ("project-id", "project_id field enabled"),
+              ("security-group", "security-group"), ("stateful-security-group", "Stateful security group"),
+              ("allowed-address-pairs", "Allowed Address Pairs"), ("port-security", "Port Security"),
+              ("standard-attr-revisions", "Resource revision numbers"),
+              ("standard-attr-description", "standard-attr-description")]
 
 
 class ExtensionsView(NeutronView):
@@ -100,8 +124,8 @@ class ExtensionsView(NeutronView):
 
 class NetworksView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"networks": [present_network(n) for n in services.network_list(self.ctx,
-                                                                                       filters=self._filters())]})
+        return Response({"networks": [self._fields(present_network(n))
+                                      for n in services.network_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
         body = self._resource("network")
@@ -116,7 +140,7 @@ class NetworksView(NeutronView):
 
 class NetworkView(NeutronView):
     def get(self, request: Request, net_id: str) -> Response:
-        return Response({"network": present_network(services.network_get(self.ctx, net_id))})
+        return Response({"network": self._fields(present_network(services.network_get(self.ctx, net_id)))})
 
     def put(self, request: Request, net_id: str) -> Response:
         net = services.network_update(self.ctx, services.network_get(self.ctx, net_id), **self._resource("network"))
@@ -129,8 +153,8 @@ class NetworkView(NeutronView):
 
 class SubnetsView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"subnets": [present_subnet(s) for s in services.subnet_list(self.ctx,
-                                                                                    filters=self._filters())]})
+        return Response({"subnets": [self._fields(present_subnet(s))
+                                     for s in services.subnet_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
         body = self._resource("subnet")
@@ -150,39 +174,72 @@ class SubnetsView(NeutronView):
 
 class SubnetView(NeutronView):
     def get(self, request: Request, subnet_id: str) -> Response:
-        return Response({"subnet": present_subnet(services.subnet_get(self.ctx, subnet_id))})
+        return Response({"subnet": self._fields(present_subnet(services.subnet_get(self.ctx, subnet_id)))})
 
     def delete(self, request: Request, subnet_id: str) -> Response:
         services.subnet_delete(self.ctx, services.subnet_get(self.ctx, subnet_id))
         return Response(status=204)
 
 
+#: The port attributes this cloud stores; anything else a client sends is refused as Neutron refuses an
+#: attribute of an extension it does not have (never silently dropped).
+PORT_UPDATE_ATTRIBUTES = {"name", "description", "admin_state_up", "device_id", "device_owner", "binding:host_id",
+                          "binding:vnic_type", "binding:profile", "port_security_enabled", "security_groups",
+                          "allowed_address_pairs", "fixed_ips"}
+PORT_CREATE_ATTRIBUTES = PORT_UPDATE_ATTRIBUTES | {"network_id", "mac_address", "project_id", "tenant_id"}
+
+
+def _known_attributes(body: dict[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise Invalid(f"Unrecognized attribute(s) '{', '.join(unknown)}'")
+
+
 class PortsView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"ports": [present_port(p) for p in services.port_list(self.ctx, filters=self._filters())]})
+        filters = {**self._filters(), "fixed_ips": self.request.query_params.getlist("fixed_ips")}
+        ports = services.port_list(self.ctx, filters=filters)
+        return Response({"ports": [self._fields(present_port(p)) for p in ports]})
 
     def post(self, request: Request) -> Response:
-        body = self._resource("port")
+        data = request.data
+        if isinstance(data, dict) and isinstance(data.get("ports"), list):
+            # Neutron's bulk create: every port or none.
+            if not all(isinstance(item, dict) for item in data["ports"]):
+                raise Invalid("Invalid input: each entry of 'ports' must be a JSON object.")
+            with transaction.atomic():
+                ports = [self._create(item) for item in data["ports"]]
+            return Response({"ports": [present_port(p) for p in ports]}, status=201)
+        return Response({"port": present_port(self._create(self._resource("port")))}, status=201)
+
+    def _create(self, body: dict[str, Any]) -> Port:
+        _known_attributes(body, PORT_CREATE_ATTRIBUTES)
         if not body.get("network_id"):
             raise Invalid("Invalid input: network_id is required.")
         fixed_ips = body.get("fixed_ips")
         if fixed_ips is not None and not (isinstance(fixed_ips, list) and all(isinstance(f, dict) for f in fixed_ips)):
             raise Invalid("Invalid input for fixed_ips.")
-        port = services.port_create(
+        return services.port_create(
             self.ctx, network_id=str(body["network_id"]), name=str(body.get("name", "")), fixed_ips=fixed_ips,
             device_id=str(body.get("device_id", "")), device_owner=str(body.get("device_owner", "")),
             admin_state_up=bool(body.get("admin_state_up", True)),
             binding_host_id=str(body.get("binding:host_id", "") or ""),
-            project_id=body.get("project_id") or body.get("tenant_id"), mac_address=body.get("mac_address"))
-        return Response({"port": present_port(port)}, status=201)
+            project_id=body.get("project_id") or body.get("tenant_id"), mac_address=body.get("mac_address"),
+            description=str(body.get("description") or ""),
+            port_security_enabled=secgroups.as_bool(body.get("port_security_enabled", True), "port_security_enabled"),
+            security_groups=body.get("security_groups"), allowed_address_pairs=body.get("allowed_address_pairs"),
+            binding_vnic_type=str(body.get("binding:vnic_type") or "normal"),
+            binding_profile=body.get("binding:profile"))
 
 
 class PortView(NeutronView):
     def get(self, request: Request, port_id: str) -> Response:
-        return Response({"port": present_port(services.port_get(self.ctx, port_id))})
+        return Response({"port": self._fields(present_port(services.port_get(self.ctx, port_id)))})
 
     def put(self, request: Request, port_id: str) -> Response:
-        port = services.port_update(self.ctx, services.port_get(self.ctx, port_id), **self._resource("port"))
+        body = self._resource("port")
+        _known_attributes(body, PORT_UPDATE_ATTRIBUTES)
+        port = services.port_update(self.ctx, services.port_get(self.ctx, port_id), **body)
         return Response({"port": present_port(port)})
 
     def delete(self, request: Request, port_id: str) -> Response:

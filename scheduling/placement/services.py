@@ -31,6 +31,7 @@ from django.db.models import Count, Exists, F, FloatField, IntegerField, OuterRe
 from django.db.models.functions import Coalesce, Mod
 
 from ..models import (
+    Aggregate,
     Allocation,
     Consumer,
     Inventory,
@@ -166,7 +167,8 @@ def _usage_subquery(exclude_consumer: str | None = None) -> Subquery:
     )
 
 
-def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet:
+def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet[Any, Any]:
+    # Inventory rows annotated with ``used`` and ``cap`` (django-stubs cannot name that type)
     return Inventory.objects.annotate(
         used=Coalesce(_usage_subquery(exclude_consumer), Value(0)),
         cap=(F("total") - F("reserved")) * F("allocation_ratio"),
@@ -177,6 +179,10 @@ def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet:
 def provider_get(*, uuid: str) -> ResourceProvider:
     """The provider with ``uuid``; ResourceProviderNotFound otherwise."""
     return _provider(uuid)
+
+
+def provider_exists(*, uuid: str) -> bool:
+    return ResourceProvider.objects.filter(uuid=uuid).exists()
 
 
 def provider_create(*, name: str, uuid: str | None = None, parent_uuid: str | None = None) -> ResourceProvider:
@@ -215,9 +221,7 @@ def provider_ensure(
     if rp is None:
         rp = provider_create(name=name, uuid=uuid, parent_uuid=parent_uuid)
         if host:
-            from ..services.aggregates import aggregates_sync_host
-
-            aggregates_sync_host(host, providers=[rp.uuid])
+            host_aggregates_join(host=host, providers=[rp.uuid])
             rp.refresh_from_db()
         return rp
     if rp.name != name:
@@ -284,7 +288,7 @@ def provider_list(
     resources: Mapping[str, int] | None = None, required_traits: Iterable[str] = (),
     forbidden_traits: Iterable[str] = (), in_tree: str | None = None, required_any: list[list[str]] | None = None,
     forbidden_aggregates: Iterable[str] = (),
-) -> QuerySet:
+) -> QuerySet[ResourceProvider]:
     """Providers matching every given filter (Placement's ``GET /resource_providers``)."""
     qs = _candidate_queryset(
         resources=resources or {}, required_traits=required_traits, forbidden_traits=forbidden_traits,
@@ -499,6 +503,15 @@ def aggregate_add_providers(*, aggregate_uuid: str, providers: Iterable[Provider
         current = aggregates_get(rp=rp)
         if aggregate_uuid not in current:
             aggregates_set(rp=rp, aggregates=[*current, aggregate_uuid])
+
+
+def host_aggregates_join(*, host: str, providers: Iterable[ProviderRef]) -> list[str]:
+    """Put ``providers`` into the placement aggregate of every host aggregate of ``host``;
+    returns those aggregates' uuids (a provider created after its host joined aggregates)."""
+    uuids = sorted(Aggregate.objects.filter(hosts__host=host).values_list("uuid", flat=True))
+    for aggregate_uuid in uuids:
+        aggregate_add_providers(aggregate_uuid=aggregate_uuid, providers=providers)
+    return uuids
 
 
 def aggregate_remove_providers(*, aggregate_uuid: str, providers: Iterable[ProviderRef]) -> None:
@@ -808,7 +821,7 @@ def _candidate_queryset(
     member_of: list[list[str]] | None = None, in_tree: str | None = None,
     provider_uuids: Iterable[str] | None = None, required_any: list[list[str]] | None = None,
     forbidden_aggregates: Iterable[str] = (),
-) -> QuerySet:
+) -> QuerySet[ResourceProvider]:
     qs = ResourceProvider.objects.all()
     rc_ids = _resource_class_ids(resources) if resources else {}  # unknown classes: an error
     for rc, amount in sorted(resources.items()):
@@ -879,9 +892,10 @@ def allocation_candidates(
     if copy is not None:
         if in_tree or required_any or forbidden_aggregates:
             raise ValueError("the provider cache answers without in_tree, required_any, forbidden_aggregates")
-        return copy.allocation_candidates(
+        answer: AllocationCandidates = copy.allocation_candidates(
             resources=resources, required_traits=required_traits, forbidden_traits=forbidden_traits,
             member_of=member_of, limit=limit, provider_uuids=provider_uuids, randomize=randomize)
+        return answer
     resources = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
     if not resources:
         raise PlacementInvalid("Badly formed resources parameter. Expected resources query string parameter "

@@ -32,15 +32,25 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from cells import selectors as cell_selectors
+from cells.context import target_cell
+from cells.scatter import CellFailure, scatter_gather
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from hosts import selectors as host_selectors
+from hosts.services.servicegroup import service_is_up
+from servers import selectors as server_selectors
 
-from ..models import Aggregate, AggregateHost, AggregateMetadata
+if TYPE_CHECKING:
+    from hosts.models import Service
+
+from ..models import Aggregate, AggregateHost, AggregateMetadata, PlacementAggregate, ResourceProvider
+from ..placement import services as placement
 
 AZ_KEY = "availability_zone"
 UNSET: Any = object()
@@ -177,7 +187,7 @@ class ZoneService:
     updated_at: datetime | None
 
 
-class ZoneList(Sequence):
+class ZoneList(Sequence[Any]):  # of (zone, hosts) pairs; `in` also takes a zone name
     """``[(zone, [hosts]), ...]`` of the zones with an enabled compute service, computed on
     first iteration; ``"az1" in zones`` answers through ``zone_available`` without loading every
     service (what a server create asks)."""
@@ -218,22 +228,14 @@ class ZoneList(Sequence):
         return [zone for zone, _hosts in self._load()]
 
 
-def _enabled_compute_exists(**filters: Any) -> bool:
-    """Is there, in some cell (cell0 aside), a live enabled nova-compute service matching
-    ``filters`` (``host__in=...``) or, with ``exclude_hosts``, outside those hosts?"""
-    from cells.models import CellMapping
-    from cells.scatter import scatter_gather
-    from hosts.models import Service
-
-    exclude = filters.pop("exclude_hosts", None)
+def _enabled_compute_exists(*, hosts: list[str] | None = None, exclude_hosts: list[str] | None = None) -> bool:
+    """Is there, in some cell (cell0 aside), a live enabled nova-compute service on one of
+    ``hosts`` or, with ``exclude_hosts``, outside those hosts?"""
 
     def probe(cell: Any) -> bool:
-        qs = Service.objects.filter(binary="nova-compute", disabled=False, deleted=False, **filters)
-        if exclude:
-            qs = qs.exclude(host__in=exclude)
-        return qs.exists()
+        return host_selectors.enabled_compute_service_exists(hosts=hosts, exclude_hosts=exclude_hosts)
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    cells = cell_selectors.cell_list(cell0=False)
     return any(result is True for result in scatter_gather(probe, cells).values())
 
 
@@ -243,7 +245,7 @@ def zone_available(zone: str) -> bool:
     rows = list(AggregateMetadata.objects.filter(key=AZ_KEY, aggregate__deleted=False)
                 .values_list("value", "aggregate__hosts__host"))
     zone_hosts = {host for value, host in rows if value == zone and host}
-    if zone_hosts and _enabled_compute_exists(host__in=sorted(zone_hosts)):
+    if zone_hosts and _enabled_compute_exists(hosts=sorted(zone_hosts)):
         return True
     if zone != settings.DEFAULT_AVAILABILITY_ZONE:
         return False
@@ -254,18 +256,14 @@ def zone_available(zone: str) -> bool:
 def zone_services() -> list[ZoneService]:
     """Every live service of every cell (cell0 excluded) with its zone: compute services in
     their aggregate's zone (or the default), the others in the internal zone."""
-    from cells.models import CellMapping
-    from cells.scatter import CellFailure, scatter_gather
-    from hosts.models import Service
 
     def load(cell: Any) -> list[Service]:
-        return list(Service.objects.filter(deleted=False))
+        return host_selectors.service_list()
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
+    cells = cell_selectors.cell_list(cell0=False)
     services = [s for result in scatter_gather(load, cells).values() if not isinstance(result, CellFailure)
                 for s in result]
     zones = hosts_availability_zones({s.host for s in services if s.binary == "nova-compute"})
-    from hosts.services.servicegroup import service_is_up
 
     return sorted(
         (ZoneService(zone=zones[s.host] if s.binary == "nova-compute" else internal_zone(), host=s.host,
@@ -320,12 +318,9 @@ def _hosts_have_instances(hosts: list[str]) -> bool:
     fixed at boot, so the zone of a host with servers must not change under them."""
     if not hosts:
         return False
-    from cells.models import CellMapping
-    from cells.scatter import CellFailure, scatter_gather
-    from servers.models import Instance
 
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0]
-    results = scatter_gather(lambda cell: Instance.objects.filter(host__in=hosts, deleted=False).exists(), cells)
+    cells = cell_selectors.cell_list(cell0=False)
+    results = scatter_gather(lambda cell: server_selectors.instances_on_hosts_exist(hosts), cells)
     return any(r is True or isinstance(r, CellFailure) for r in results.values())
 
 
@@ -367,15 +362,12 @@ def aggregate_delete(*, aggregate: Aggregate | int | str) -> None:
         aggregate.deleted = True
         aggregate.deleted_at = timezone.now()
         aggregate.save(update_fields=["deleted", "deleted_at"])
-    from ..models import PlacementAggregate
 
     PlacementAggregate.objects.filter(uuid=aggregate.uuid, providers__isnull=True).delete()
 
 
 def _check_host_exists(host: str) -> None:
-    from cells.models import HostMapping
-
-    if not HostMapping.objects.filter(host=host).exists():
+    if not cell_selectors.host_is_mapped(host):
         raise ComputeHostNotFound(host=host)
 
 
@@ -395,9 +387,8 @@ def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str, require_m
         if zone is not None:
             _check_zone_change(aggregate, zone, InvalidAggregateActionAdd, hosts=[host])
         AggregateHost.objects.create(aggregate=aggregate, host=host)
-    from ..placement.services import aggregate_add_providers
 
-    aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    placement.aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
     return aggregate_get(aggregate.id)
 
 
@@ -409,9 +400,8 @@ def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Agg
     deleted, _ = AggregateHost.objects.filter(aggregate=aggregate, host=host).delete()
     if not deleted:
         raise AggregateHostNotFound(aggregate_id=aggregate.id, host=host)
-    from ..placement.services import aggregate_remove_providers
 
-    aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
+    placement.aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
     return aggregate_get(aggregate.id)
 
 
@@ -440,13 +430,9 @@ def aggregates_sync_host(host: str, providers: Iterable[str] | None = None) -> l
     """Put ``host``'s resource providers (or the given provider uuids) into the placement
     aggregate of every host aggregate of ``host``; returns the aggregate uuids. For a provider
     created after its host joined aggregates."""
-    from ..placement.services import aggregate_add_providers
 
-    uuids = sorted(Aggregate.objects.filter(hosts__host=host).values_list("uuid", flat=True))
     targets = list(providers) if providers is not None else _host_providers(host)
-    for agg_uuid in uuids:
-        aggregate_add_providers(aggregate_uuid=agg_uuid, providers=targets)
-    return uuids
+    return placement.host_aggregates_join(host=host, providers=targets)
 
 
 @dataclass
@@ -464,22 +450,16 @@ class SyncReport:
 def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
     """Mirror every host aggregate into placement (Nova's ``nova-manage placement
     sync_aggregates``): each member host's providers join the aggregate's placement aggregate."""
-    from cells.context import target_cell
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
-    from ..models import ResourceProvider
-
     report = SyncReport([], [], [], [])
     hosts = sorted(set(AggregateHost.objects.filter(aggregate__deleted=False).values_list("host", flat=True)))
-    mappings = {m.host: m for m in HostMapping.objects.select_related("cell").filter(host__in=hosts)}
+    mappings = cell_selectors.host_mappings(hosts)
     for host in hosts:
         mapping = mappings.get(host)
         if mapping is None:
             report.unmapped.append(host)
             continue
         with target_cell(mapping.cell):
-            node_uuids = list(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+            node_uuids = host_selectors.compute_node_uuids(host)
         if not node_uuids:
             report.without_nodes.append(host)
             continue
@@ -495,17 +475,11 @@ def aggregates_sync_all(*, dry_run: bool = False) -> SyncReport:
 def _host_providers(host: str) -> list[str]:
     """Uuids of the resource providers of ``host``'s compute nodes (provider uuid = node uuid),
     plus a provider named after the host."""
-    from cells.context import target_cell
-    from cells.models import HostMapping
-    from hosts.models import ComputeNode
-
-    from ..models import ResourceProvider
-
     uuids: set[str] = set()
-    mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
+    mapping = cell_selectors.host_mapping_get(host)
     if mapping is not None:
         with target_cell(mapping.cell):
-            uuids.update(ComputeNode.objects.filter(host=host, deleted=False).values_list("uuid", flat=True))
+            uuids.update(host_selectors.compute_node_uuids(host))
     return list(ResourceProvider.objects.filter(uuid__in=uuids).values_list("uuid", flat=True)) + list(
         ResourceProvider.objects.filter(name=host).exclude(uuid__in=uuids).values_list("uuid", flat=True)
     )

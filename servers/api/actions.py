@@ -20,7 +20,7 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 
 from ..models import Instance
 from ..selectors import ServerRecord
-from ..services import power, shelve
+from ..services import power, security_groups, shelve
 from ..services.password import server_set_password
 from ..services.reset_state import server_reset_state
 from .servers import get_server
@@ -122,6 +122,9 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
+    # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
+    "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
+    "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
 }
 
 #: Body keys an action honours only from a microversion on (below it they are ignored, whatever
@@ -309,3 +312,28 @@ def _create_image(view: ServerActionView, request: Any, instance: Instance, cell
     response = Response(status=202)
     response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"
     return response
+
+
+def _security_group_name(body: Any) -> str:
+    """Nova's checks of an ``addSecurityGroup`` / ``removeSecurityGroup`` body, with its messages."""
+    if not isinstance(body, dict):
+        raise Invalid("Missing parameter dict")
+    if "name" not in body:
+        raise Invalid("Security group not specified")
+    name = body["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise Invalid("Security group name cannot be empty")
+    return name
+
+
+@handles("addSecurityGroup")
+def _add_security_group(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                        body: dict[str, Any]) -> None:
+    security_groups.server_add_security_group(actor=view.ctx, instance=instance, name=_security_group_name(body))
+
+
+@handles("removeSecurityGroup")
+def _remove_security_group(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                           body: dict[str, Any]) -> None:
+    security_groups.server_remove_security_group(actor=view.ctx, instance=instance,
+                                                 name=_security_group_name(body))

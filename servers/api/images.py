@@ -3,7 +3,7 @@ Nova and gone from 2.36 on (404), as in Nova: a view of the image service's imag
 still use it (Tempest's compute image tests, old novaclient scripts)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from rest_framework.request import Request
@@ -12,9 +12,11 @@ from rest_framework.response import Response
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import NotFound
 from images import services as images
-from images.models import Image
 
 from ..presenter import links
+
+if TYPE_CHECKING:
+    from images.models import Image
 
 #: Glance status -> the proxy's status and progress (Nova's tables)
 STATUS = {"active": ("ACTIVE", 100), "queued": ("SAVING", 25), "saving": ("SAVING", 50),

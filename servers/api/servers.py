@@ -69,6 +69,14 @@ def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
     return addresses_for_instances(uuids)
 
 
+def _security_group_names(records: list[ServerRecord]) -> dict[str, list[str]]:
+    from ..services.external import security_groups_of_instances
+
+    building = [r.uuid for r in records if r.instance is None or r.instance.vm_state == "building"]
+    groups = security_groups_of_instances([r.uuid for r in records], building=building)
+    return {uuid: [g.name for g in found] for uuid, found in groups.items()}
+
+
 def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
     body: dict[str, Any] = {
         "code": fault.code,
@@ -135,6 +143,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         if r.build_request is not None and want_tags:
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
+    groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
     if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
         from scheduling.models import RequestSpec
@@ -145,7 +154,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
             tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
-            spec=specs.get(r.uuid),
+            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []),
         )
         for r in records
     ]
@@ -363,6 +372,7 @@ def build_create_request(body: dict[str, Any], version: Version
         access_ip_v4=server.get("accessIPv4"),
         access_ip_v6=server.get("accessIPv6"),
         return_reservation_id=as_bool(server.get("return_reservation_id", False)),
+        security_groups=[str(g["name"]) for g in server.get("security_groups") or [] if g.get("name")],
     )
 
 
@@ -382,7 +392,7 @@ def create_server(view: ComputeAPIView, request: Request) -> Response:
         "id": server_id,
         "links": links("servers", server_id),
         "OS-DCF:diskConfig": "MANUAL",
-        "security_groups": [{"name": "default"}],
+        "security_groups": [{"name": name} for name in dict.fromkeys(req.security_groups or ["default"])],
     }
     if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
         server["adminPass"] = result.admin_pass

@@ -94,3 +94,11 @@ urlpatterns += [
     path("images/detail", _images.ImagesDetailView.as_view(), name="compute-images-detail"),
     path("images/<str:image_id>", _images.ImageView.as_view(), name="compute-image"),
 ]
+
+# --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
+from . import security_groups as _security_groups  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-security-groups", _security_groups.ServerSecurityGroupsView.as_view(),
+         name="compute-server-security-groups"),
+]

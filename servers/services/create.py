@@ -19,15 +19,23 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from cells.models import InstanceMapping
+from cells.services import instance_mapping_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 from conductor import rpc as conductor_rpc
-from scheduling.models import RequestSpec
+from networks.selectors import network_find, port_find
+from scheduling.services.aggregates import available_zones
+from scheduling.services.request_specs import request_spec_create
 
 from ..models import BuildRequest, Flavor, KeyPair
-from .quotas import quota_check
+from .external import (
+    SecurityGroupNotFoundByNameOrId,
+    image_get,
+    instance_security_groups_request,
+    security_group_find,
+)
+from .quotas import quota_check, quota_limits, quota_usage
 
 
 class FlavorNotFound(NotFound):
@@ -82,6 +90,8 @@ class ServerCreateRequest:
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
     return_reservation_id: bool = False
+    #: Security group names or ids (``default`` when none is asked for); the server's new ports get them.
+    security_groups: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -114,8 +124,6 @@ def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
 
 def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
     """The image as the build needs it: id, properties, sizes. Visibility-checked."""
-    from .external import image_get  # the image service (or its stand-in)
-
     ref = image_ref.rstrip("/").rsplit("/", 1)[-1]
     try:
         image = image_get(ctx, ref)
@@ -151,23 +159,34 @@ def _check_image_fits(flavor: Flavor, image: dict[str, Any], volume_backed: bool
 def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork]) -> list[dict[str, Any]] | str:
     if isinstance(networks, str):
         return networks
-    from networks.models import Network, Port
 
     out = []
     for req in networks:
         if req.port_id:
-            port = Port.objects.filter(id=req.port_id).first()
+            port = port_find(req.port_id)
             if port is None:
                 raise Invalid(f"Port id {req.port_id} could not be found.")
             if port.device_id:
                 raise Invalid(f"Port {req.port_id} is still in use.")
             out.append({"port_id": port.id, "network_id": port.network_id, "tag": req.tag})
             continue
-        net = Network.objects.filter(id=req.network_id).first()
+        net = network_find(req.network_id)
         if net is None or not (net.shared or ctx.is_admin or net.project_id == ctx.project_id):
             raise NetworkNotFoundForBuild(network_id=req.network_id)
         out.append({"network_id": net.id, "fixed_ip": req.fixed_ip, "tag": req.tag})
     return out
+
+
+def _security_groups(ctx: RequestContext, names: list[str]) -> list[str]:
+    """The ids of the requested groups of the actor's project (``default`` made on first use); an unknown
+    one is a 400 with the neutron client's words, as Nova answers."""
+    ids = []
+    for name in dict.fromkeys(names or ["default"]):
+        try:
+            ids.append(security_group_find(ctx, name, project_id=str(ctx.project_id)).id)
+        except SecurityGroupNotFoundByNameOrId as exc:
+            raise Invalid(str(exc)) from None
+    return ids
 
 
 def _user_data(user_data: str | None) -> str | None:
@@ -189,8 +208,6 @@ def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
 def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: int) -> int:
     """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
     when not even ``min_count`` fit (Nova's multi-create semantics)."""
-    from .quotas import quota_limits, quota_usage
-
     limits = quota_limits(project_id)
     usage = quota_usage(project_id)
     count = max_count
@@ -252,10 +269,9 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             raise KeypairNotFound()
         key_data = keypair.public_key
     networks = _networks(actor, request.networks)
+    security_group_ids = _security_groups(actor, request.security_groups)
     user_data = _user_data(request.user_data)
     if request.availability_zone:
-        from scheduling.services.aggregates import available_zones
-
         if request.availability_zone not in available_zones():
             raise Invalid("The requested availability zone is not available")
 
@@ -316,7 +332,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 block_device_mappings=request.block_device_mapping,
                 tags=request.tags,
             )
-            RequestSpec.objects.create(
+            request_spec_create(
                 instance_uuid=instance_uuid,
                 spec={
                     "instance_uuid": instance_uuid,
@@ -339,10 +355,9 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                     "ignore_hosts": [],
                 },
             )
-            InstanceMapping.objects.create(
-                instance_uuid=instance_uuid, cell=None, project_id=str(actor.project_id),
-                user_id=actor.user_id,
-            )
+            instance_mapping_create(instance_uuid=instance_uuid, project_id=str(actor.project_id),
+                                    user_id=actor.user_id)
+            instance_security_groups_request(instance_uuid, security_group_ids)
         transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor, instance_uuids=uuids,
                                       admin_pass=admin_pass))
     return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass)

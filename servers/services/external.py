@@ -1,11 +1,19 @@
 """The servers app's window on the image and network services (other bounded contexts).
 
 Calls go through this one module so that the servers code names exactly what it needs from
-``images.services`` and ``networks.services``.
+``images.services``, ``networks.services`` and ``networks.secgroups``.
 """
 from __future__ import annotations
 
 from images.services import image_data_path, image_get, image_get_internal
+from networks.secgroups import (
+    SecurityGroupNotFoundByNameOrId,
+    instance_add_security_group,
+    instance_remove_security_group,
+    instance_security_groups_request,
+    security_group_find,
+    security_groups_of_instances,
+)
 from networks.services import (
     addresses_for_instances,
     instance_uuids_with_ip,
@@ -20,5 +28,7 @@ from networks.services import (
 __all__ = [
     "addresses_for_instances", "image_data_path", "image_get", "image_get_internal", "instance_uuids_with_ip",
     "network_info", "networks_available_to", "port_bind", "port_create_for_instance", "port_unbind",
-    "ports_unbind_and_delete_for_instance",
+    "ports_unbind_and_delete_for_instance", "instance_add_security_group", "instance_remove_security_group",
+    "instance_security_groups_request", "security_group_find", "security_groups_of_instances",
+    "SecurityGroupNotFoundByNameOrId",
 ]

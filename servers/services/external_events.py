@@ -13,11 +13,14 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.models import InstanceMapping
+from cells.context import target_cell
+from cells.selectors import instance_mapping_get
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError
+from cloudcore.core.exceptions import CloudcoreError, NotFound
 from cloudcore.core.policy import authorize
 from volumes.models import InstanceEventRecord
+
+from ..models import Instance, Migration
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +73,6 @@ def event_hosts(instance: Any) -> set[str]:
     """The hosts an event for ``instance`` is for: its host plus, while it moves, the source and
     destination of the migration its migration context names (during a cross-cell move the
     source cell's copy names the source cell's migration, so both cells' hosts are reached)."""
-    from ..models import Migration
-
     hosts = {instance.host} if instance.host else set()
     context = instance.migration_context or {}
     if context.get("migration_id") is not None:
@@ -87,9 +88,6 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
 
     Per event: 404 unknown server, 422 a server with no host, 400 a required tag missing.
     """
-    from cells.context import target_cell
-
-    from ..models import Instance
 
     authorize(actor, "os_compute_api:os-server-external-events:create", {"project_id": actor.project_id})
     result: list[dict[str, Any]] = []
@@ -98,7 +96,7 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
         out = {"name": ev["name"], "server_uuid": ev["server_uuid"], "status": ev.get("status", "completed")}
         if "tag" in ev:
             out["tag"] = ev["tag"]
-        mapping = InstanceMapping.objects.filter(instance_uuid=ev["server_uuid"]).select_related("cell").first()
+        mapping = instance_mapping_get(ev["server_uuid"])
         instance = None
         if mapping is not None and mapping.cell is not None:
             with target_cell(mapping.cell):
@@ -117,8 +115,6 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
             _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
         result.append(out)
     if accepted == 0:
-        from cloudcore.core.exceptions import NotFound
-
         if all(e["code"] == 404 for e in result):
             raise NotFound("No instances found for any event")
     return (200 if accepted == len(result) else 207), result

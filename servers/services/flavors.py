@@ -10,10 +10,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from cells.transactions import api_atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.notifications import notify
@@ -160,7 +161,7 @@ def flavor_create(
     if Flavor.objects.filter(name=name).exists():
         raise FlavorNameExists(name=name)
     try:
-        with transaction.atomic(using="default"):
+        with api_atomic():
             flavor = Flavor.objects.create(
                 flavorid=flavorid, name=name, memory_mb=memory_mb, vcpus=vcpus, root_gb=root_gb,
                 ephemeral_gb=ephemeral_gb, swap=swap, rxtx_factor=rxtx_factor, is_public=is_public,
@@ -197,7 +198,7 @@ def extra_specs_set(*, actor: RequestContext, flavor_id: str, specs: dict[str, s
     checked before the flavor lookup). Raises ``PolicyNotAuthorized``, ``FlavorNotFound``."""
     authorize(actor, rule)
     flavor = flavor_get_any(flavor_id)
-    with transaction.atomic(using="default"):
+    with api_atomic():
         for key, value in specs.items():
             FlavorExtraSpec.objects.update_or_create(flavor=flavor, key=key, defaults={"value": value})
     return specs

@@ -11,8 +11,9 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
+from cells.transactions import api_atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound, QuotaExceeded
 from cloudcore.core.notifications import notify
@@ -138,7 +139,7 @@ def keypair_create(
     if KeyPair.objects.filter(user_id=owner, name=name).exists():
         raise KeyPairExists(key_name=name)
     try:
-        with transaction.atomic(using="default"):
+        with api_atomic():
             keypair = KeyPair.objects.create(
                 name=name, user_id=owner, fingerprint=fingerprint, public_key=public_key, type=key_type
             )

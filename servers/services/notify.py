@@ -4,9 +4,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 
 from ..models import Instance
+from .external import network_info
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +76,6 @@ _WITH_IPS = {"instance.create.end", "instance.delete.start"}
 def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
     """IpPayload entries for the instance's ports (Nova's ``ip_addresses``)."""
     try:
-        from .external import network_info
-
         vifs = network_info(instance_uuid)
     except Exception:  # a notification must never fail the operation
         log.exception("could not read the ports of %s", instance_uuid)
@@ -105,8 +105,6 @@ def notify_instance(
     fault: BaseException | None = None, host: str | None = None,
 ) -> None:
     """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``)."""
-    from cloudcore.core import notifications
-
     payload = instance_payload(instance)
     if event_type in _WITH_IPS:
         payload["ip_addresses"] = _ip_addresses(instance.uuid)

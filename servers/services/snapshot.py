@@ -7,19 +7,22 @@ can be answered; the compute host writes the bytes (task_state ``image_snapshot`
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
+from images.services import image_get_internal, image_snapshot_create
 
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 SNAPSHOT_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED, VmState.SUSPENDED]
 
@@ -31,8 +34,6 @@ class VolumeBackedSnapshotNotSupported(Invalid):
 def server_create_image(*, actor: RequestContext, instance: Instance, cell: CellMapping, name: str,
                         metadata: dict[str, Any]) -> str:
     """Returns the new image's id."""
-    from images.services import image_get_internal, image_snapshot_create
-
     authorize(actor, "os_compute_api:servers:create_image", target(instance))
     check_not_locked(actor, instance)
     if instance.is_volume_backed:

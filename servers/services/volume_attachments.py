@@ -4,18 +4,23 @@ BDM; the compute host completes the attachment and attaches the disk (ops ``atta
 ``detach_volume``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
+from cells.context import current_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
+from volumes import services as volumes
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
+from . import actions
 from .guards import check_not_locked
 from .power import cast, target
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 class VolumeAttachmentNotFound(NotFound):
@@ -59,8 +64,6 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
                   delete_on_termination: bool = False) -> BlockDeviceMapping:
     """Reserve ``volume_id`` for the server and cast the attach to its host. 400 when the volume is
     not available (or already attached here), 409 for a server state that cannot attach."""
-    from volumes import services as volumes
-
     authorize(actor, "os_compute_api:os-volumes-attachments:create", target(instance))
     check_not_locked(actor, instance)
     _check_state(instance, "attach_volume")
@@ -78,7 +81,6 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
                                             destination_type="volume", volume_id=vol.id, attachment_id=att.id,
                                             device_name=device, tag=tag, delete_on_termination=delete_on_termination,
                                             volume_size=vol.size)
-    from . import actions
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="attach_volume")
     cast(compute_rpc.attach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
@@ -93,7 +95,6 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
     bdm = bdm_for_volume(instance, volume_id)
     if bdm.boot_index == 0:
         raise Invalid("Cannot detach a root device volume")
-    from . import actions
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="detach_volume")
     cast(compute_rpc.detach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
@@ -101,9 +102,6 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
 
 def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceMapping,
                  new_volume_id: str) -> BlockDeviceMapping:
-    from cells.context import current_cell
-    from volumes import services as volumes
-
     authorize(actor, "os_compute_api:os-volumes-attachments:swap", target(instance))
     check_not_locked(actor, instance)
     _check_state(instance, "swap_volume")
@@ -116,7 +114,6 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
     if new.status != "available":
         raise Invalid(f"Invalid volume: volume {new_volume_id} status must be available")
     att = volumes.attachment_create(actor, volume_id=new.id, instance_uuid=instance.uuid)
-    from . import actions
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")
     cell = current_cell()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import VolumeBackendError
+from .base import VolumeBackendError
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3

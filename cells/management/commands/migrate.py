@@ -12,6 +12,9 @@ from typing import Any
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import DEFAULT_DB_ALIAS
 
+from cells.models import CellMapping
+from cells.registry import alias_for
+
 
 class Command(DjangoMigrate):
     help = "Migrate the API database and every cell database."
@@ -27,9 +30,6 @@ class Command(DjangoMigrate):
         super().handle(*args, **options)
         if api_only or options["database"] != DEFAULT_DB_ALIAS or options.get("app_label"):
             return
-        from cells.models import CellMapping
-        from cells.registry import alias_for
-
         for cell in CellMapping.objects.all():
             alias = alias_for(cell)
             if options["verbosity"] >= 1:

@@ -8,6 +8,7 @@ version outside the range a 406, both with Nova's messages.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cloudcore.core.exceptions import CloudcoreError, Invalid
@@ -46,7 +47,7 @@ class VersionRange:
     maximum: Version
     legacy_header: str | None = None  # e.g. "X-OpenStack-Nova-API-Version"
 
-    def requested(self, headers: dict[str, str]) -> str | None:
+    def requested(self, headers: Mapping[str, str]) -> str | None:
         """The version string the request asks for, or None when it asks for none."""
         raw = headers.get("OpenStack-API-Version")
         if raw:
@@ -60,7 +61,7 @@ class VersionRange:
                 return legacy.strip()
         return None
 
-    def negotiate(self, headers: dict[str, str]) -> Version:
+    def negotiate(self, headers: Mapping[str, str]) -> Version:
         asked = self.requested(headers)
         if asked is None:
             return self.minimum

@@ -45,7 +45,7 @@ class OpenStackAutoSchema(AutoSchema):
         return tokens[:1] or ["root"]
 
 
-class KeystoneTokenScheme(OpenApiAuthenticationExtension):
+class KeystoneTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # untyped base
     target_class = "identity.auth.TokenAuthentication"
     name = "keystoneToken"
 
@@ -54,7 +54,7 @@ class KeystoneTokenScheme(OpenApiAuthenticationExtension):
                 "description": "A token from POST /identity/v3/auth/tokens (X-Subject-Token)."}
 
 
-class BrowserSessionScheme(OpenApiAuthenticationExtension):
+class BrowserSessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # untyped base
     target_class = "identity.auth.SessionContextAuthentication"
     name = "browserSession"
 

@@ -30,12 +30,13 @@ def _path(error: jsonschema.ValidationError) -> str:
 def _message(error: jsonschema.ValidationError) -> str:
     path = _path(error)
     if error.validator == "additionalProperties" or not path:
-        return error.message
+        return str(error.message)
     return f"Invalid input for field/attribute {path}. Value: {error.instance}. {error.message}"
 
 
 def _best(errors: Iterable[jsonschema.ValidationError]) -> jsonschema.ValidationError | None:
-    return jsonschema.exceptions.best_match(errors)
+    best: jsonschema.ValidationError | None = jsonschema.exceptions.best_match(errors)
+    return best
 
 
 def validate(body: Any, schema: dict[str, Any]) -> Any:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.utils.module_loading import import_string
 from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import BasePermission
@@ -25,6 +27,7 @@ from cloudcore.core.context import RequestContext, new_request_id
 from cloudcore.core.exceptions import NotFound
 
 from . import microversion
+from .faults import fault_body
 from .microversion import Version, VersionRange
 from .schema import OpenStackAutoSchema
 
@@ -46,7 +49,9 @@ class OpenStackContentNegotiation(DefaultContentNegotiation):
     """OpenStack clients send odd ``Accept`` headers (openstacksdk sends an empty one on some
     actions); an API that only speaks JSON answers JSON rather than 406."""
 
-    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
+    def select_renderer(  # type: ignore[override]  # DRF indexes the renderers: a list, not any iterable
+        self, request: Request, renderers: list[Any], format_suffix: str | None = None,
+    ) -> Any:
         try:
             return super().select_renderer(request, renderers, format_suffix)
         except NotAcceptable:
@@ -62,27 +67,28 @@ class OpenStackAPIView(APIView):
     content_negotiation_class = OpenStackContentNegotiation
 
     def get_authenticators(self) -> list[Any]:
-        # The token first (API clients); then a logged-in browser session, so that the browsable
-        # API works when an endpoint is opened in a browser after logging in to the console.
-        from identity.auth import SessionContextAuthentication, TokenAuthentication
-
-        return [TokenAuthentication(), SessionContextAuthentication()]
+        # settings.API_AUTHENTICATION_CLASSES names them (identity's, above this kernel): the token
+        # first (API clients); then a logged-in browser session, so that the browsable API works
+        # when an endpoint is opened in a browser after logging in to the console.
+        return [import_string(path)() for path in settings.API_AUTHENTICATION_CLASSES]
 
     def get_permissions(self) -> list[BasePermission]:
         return [HasToken()]
 
     # -- request set-up --------------------------------------------------------------------
+    # The negotiated version and the request id ride on the request objects as plain attributes
+    # (DRF's Request and Django's HttpRequest declare neither).
     def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
         request.request_id = new_request_id()
         return super().initialize_request(request, *args, **kwargs)
 
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         request.api_version = self._negotiate(request)
         super().initial(request, *args, **kwargs)
         if isinstance(request.auth, RequestContext):
             request.auth.request_id = request._request.request_id
 
-    def _negotiate(self, request: Request) -> Version | None:
+    def _negotiate(self, request: Any) -> Version | None:
         if self.version_range is None:
             return None
         request._request.api_version = None
@@ -93,8 +99,6 @@ class OpenStackAPIView(APIView):
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         """The body of an error answer; Nova's fault body unless an API overrides it
         (Keystone's ``{"error": {...}}``, placement's ``{"errors": [...]}``, ...)."""
-        from .faults import fault_body
-
         return fault_body(code, message)
 
     # -- helpers for handlers ----------------------------------------------------------------

@@ -14,6 +14,8 @@ from cloudcore.core import policy
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NotFound
 from identity.services import policy_admin
+from identity.services.roles import roles_for
+from identity.services.tokens import is_admin_project
 
 
 class Command(BaseCommand):
@@ -96,9 +98,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{rule.name} {verb} {holder}{scope}")
 
     def _check(self, rule: policy.Rule, options: dict[str, Any]) -> None:
-        from identity.services.roles import roles_for
-        from identity.services.tokens import is_admin_project
-
         user = policy_admin.find_user(options["user"])
         project = policy_admin.find_project(options["project"])
         target = policy_admin.find_project(options["target_project"]) if options.get("target_project") else project

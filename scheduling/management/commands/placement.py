@@ -9,6 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from scheduling.services.aggregates import aggregates_sync_all
+
 
 class Command(BaseCommand):
     help = "Placement maintenance (sync_aggregates)."
@@ -20,8 +22,6 @@ class Command(BaseCommand):
         sync.add_argument("--verbose", action="store_true", help="Print every host synced.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from scheduling.services.aggregates import aggregates_sync_all
-
         report = aggregates_sync_all(dry_run=options["dry_run"])
         if options["verbose"]:
             for host in report.synced:

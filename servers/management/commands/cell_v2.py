@@ -1,5 +1,6 @@
 """``manage.py cell_v2 <subcommand>``: Nova's cells v2 operator commands, with Nova's options and
-exit codes (see ``cells.services`` for the logic).
+exit codes. The logic is in ``cells.services`` (the registry), ``hosts.services.discovery`` and
+``servers.services.cells_admin`` (what a cell holds); this command sits above all three.
 
   map_cell0 [--database_connection URL]                  0 (also when cell0 exists)
   create_cell --name N --database_connection URL [--transport-url U] [--disabled] [--verbose]
@@ -15,12 +16,17 @@ exit codes (see ``cells.services`` for the logic).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from cells import services
+from cells.selectors import cell_list
 from cloudcore.core.exceptions import Invalid
+from hosts.services.discovery import discover_hosts
+
+from ...services import cells_admin
 
 
 def _mask(url: str, verbose: bool) -> str:
@@ -91,10 +97,8 @@ class Command(BaseCommand):
         return 0
 
     def _list_cells(self, o: dict[str, Any]) -> int:
-        from cells.models import CellMapping
-
         rows = [("Name", "UUID", "Transport URL", "Database Connection", "Disabled")]
-        for cell in CellMapping.objects.order_by("name"):
+        for cell in cell_list(by_name=True):
             rows.append((cell.name or "", cell.uuid, _mask(cell.transport_url, o["verbose"]),
                          _mask(cell.database_connection, o["verbose"]), str(cell.disabled)))
         self._table(rows)
@@ -102,7 +106,8 @@ class Command(BaseCommand):
 
     def _delete_cell(self, o: dict[str, Any]) -> int:
         try:
-            services.delete_cell(cell_uuid=o["cell_uuid"], force=o["force"])
+            services.delete_cell(cell_uuid=o["cell_uuid"], force=o["force"],
+                                 has_instances=cells_admin.cell_has_instances)
         except services.CellNotFound as exc:
             self.stderr.write(str(exc))
             return 1
@@ -116,7 +121,7 @@ class Command(BaseCommand):
 
     def _discover_hosts(self, o: dict[str, Any]) -> int:
         try:
-            result = services.discover_hosts(cell_uuid=o.get("cell_uuid"), by_service=o["by_service"])
+            result = discover_hosts(cell_uuid=o.get("cell_uuid"), by_service=o["by_service"])
         except services.CellNotFound as exc:
             self.stderr.write(str(exc))
             return 1
@@ -151,19 +156,19 @@ class Command(BaseCommand):
             self.stderr.write("Must supply a positive integer for --max-count")
             return 127
         try:
-            done = services.map_instances(cell_uuid=o["cell_uuid"], max_count=max_count, reset=o["reset"])
+            done = cells_admin.map_instances(cell_uuid=o["cell_uuid"], max_count=max_count, reset=o["reset"])
         except services.CellNotFound as exc:
             self.stderr.write(str(exc))
             return 127
         return 0 if done else 1
 
     def _verify_instance(self, o: dict[str, Any]) -> int:
-        code, message = services.verify_instance(instance_uuid=o["uuid"])
+        code, message = cells_admin.verify_instance(instance_uuid=o["uuid"])
         if not o["quiet"]:
             self.stdout.write(message)
         return code
 
-    def _table(self, rows: list[tuple[str, ...]]) -> None:
+    def _table(self, rows: Sequence[tuple[str, ...]]) -> None:
         widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
         line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
         self.stdout.write(line)

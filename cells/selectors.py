@@ -1,0 +1,71 @@
+"""Reads of the cell registry (API database) for the other apps, which never query ``cells.models``
+themselves (STYLE rule 3): the cells, which cell holds a host, and which cell holds a server.
+
+Types are for annotations (``if TYPE_CHECKING: from cells.models import CellMapping``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+
+
+def cell_list(*, cell0: bool = True, enabled_only: bool = False, by_name: bool = False) -> list[CellMapping]:
+    """Every cell in id order (name order ``by_name``); without ``cell0`` the cells that hold
+    hosts only; with ``enabled_only`` the cells not disabled (the scheduler's)."""
+    qs = CellMapping.objects.order_by("name" if by_name else "id")
+    if not cell0:
+        qs = qs.exclude(uuid=CELL0_UUID)
+    if enabled_only:
+        qs = qs.filter(disabled=False)
+    return list(qs)
+
+
+def host_mapping_get(host: str) -> HostMapping | None:
+    """The mapping of ``host`` with its cell, or None for an unmapped host."""
+    return HostMapping.objects.select_related("cell").filter(host=host).first()
+
+
+def host_mappings(hosts: Iterable[str]) -> dict[str, HostMapping]:
+    """``{host: mapping}`` (with the cell) of the mapped ones among ``hosts``."""
+    return {m.host: m for m in HostMapping.objects.select_related("cell").filter(host__in=list(hosts))}
+
+
+def host_is_mapped(host: str) -> bool:
+    return HostMapping.objects.filter(host=host).exists()
+
+
+def mapped_hosts() -> list[str]:
+    """Every mapped host name, sorted."""
+    return list(HostMapping.objects.order_by("host").values_list("host", flat=True))
+
+
+def host_cell_names() -> dict[str, str]:
+    """``{host: cell name}`` of every mapped host."""
+    return {host: name or "" for host, name in HostMapping.objects.values_list("host", "cell__name")}
+
+
+def instance_mapping_get(instance_uuid: str) -> InstanceMapping | None:
+    """The mapping of a server with its cell (None when unmapped; its cell is None while the
+    server waits for a host)."""
+    return InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid).first()
+
+
+def instance_mappings_in(cells: Iterable[CellMapping], *, project_id: str | None = None) -> list[InstanceMapping]:
+    """Mappings (with their cell) of the servers in ``cells`` not queued for delete; of one project
+    with ``project_id``."""
+    qs = InstanceMapping.objects.filter(cell__in=list(cells), queued_for_delete=False)
+    if project_id is not None:
+        qs = qs.filter(project_id=project_id)
+    return list(qs.select_related("cell"))
+
+
+def cell_has_mappings(cell: CellMapping) -> bool:
+    """Is any server (queued for delete or not) mapped to ``cell``?"""
+    return InstanceMapping.objects.filter(cell=cell).exists()
+
+
+def mapped_instance_uuids(instance_uuids: Iterable[str]) -> set[str]:
+    """The mapped ones among ``instance_uuids``."""
+    return set(InstanceMapping.objects.filter(instance_uuid__in=list(instance_uuids))
+               .values_list("instance_uuid", flat=True))

@@ -1,0 +1,74 @@
+"""Transactions per database, and the names of those databases (STYLE rules 7 and 9).
+
+Only ``cells/`` knows connection aliases. A service writes each database inside that database's
+own transaction and enqueues work once that transaction commits::
+
+    with api_atomic() as tx:          # the API database
+        flavor.save()
+        tx.on_commit(lambda: ...)
+    with atomic(cell) as tx:          # one cell's database
+        ...
+
+``tx.on_commit`` runs the callback after the outermost transaction of *that* database commits
+(at once when there is none), never after another database's commit.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.db import DEFAULT_DB_ALIAS, transaction
+
+from . import registry
+
+if TYPE_CHECKING:
+    from .models import CellMapping
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """A transaction block on one database."""
+
+    alias: str
+
+    def on_commit(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once this database commits (at once outside any transaction)."""
+        transaction.on_commit(callback, using=self.alias)
+
+
+def api_db() -> str:
+    """The connection alias of the API database."""
+    return DEFAULT_DB_ALIAS
+
+
+def cell_db(cell: CellMapping) -> str:
+    """The connection alias of ``cell``'s database (registered on first use)."""
+    return registry.alias_for(cell)
+
+
+def is_api_db(alias: str | None) -> bool:
+    """Is ``alias`` the API database (for signal handlers that receive a ``using``)?"""
+    return alias == DEFAULT_DB_ALIAS
+
+
+@contextmanager
+def api_atomic() -> Iterator[Transaction]:
+    """A transaction on the API database."""
+    alias = api_db()
+    with transaction.atomic(using=alias):
+        yield Transaction(alias)
+
+
+@contextmanager
+def atomic(cell: CellMapping) -> Iterator[Transaction]:
+    """A transaction on ``cell``'s database."""
+    alias = cell_db(cell)
+    with transaction.atomic(using=alias):
+        yield Transaction(alias)
+
+
+def api_on_commit(callback: Callable[[], object]) -> None:
+    """Run ``callback`` once the API database commits (at once outside any transaction)."""
+    Transaction(api_db()).on_commit(callback)

@@ -1,0 +1,43 @@
+"""Reads of projects, users and tokens for the other apps (which never query ``identity.models``
+themselves). Each returns None for a missing or empty id instead of raising."""
+from __future__ import annotations
+
+from guardian.shortcuts import get_objects_for_user
+
+from .models import ROLE_NAMES, Project, Token, User
+
+
+def project_find(project_id: str | None) -> Project | None:
+    return Project.objects.filter(id=project_id).first() if project_id else None
+
+
+def project_find_by_name(name: str) -> Project | None:
+    return Project.objects.filter(name=name).first()
+
+
+def project_list() -> list[Project]:
+    """Every project by name."""
+    return list(Project.objects.order_by("name"))
+
+
+def projects_with_any_role(user: User) -> list[Project]:
+    """Projects on which ``user`` holds one of the default roles (direct grants only; a Django
+    superuser gets no project from being one)."""
+    return list(get_objects_for_user(
+        user, [f"identity.role_{name}" for name in ROLE_NAMES], klass=Project,
+        any_perm=True, with_superuser=False, accept_global_perms=False,
+    ))
+
+
+def user_find(user_id: str | None) -> User | None:
+    return User.objects.filter(id=user_id).first() if user_id else None
+
+
+def user_list() -> list[User]:
+    """Every user by name."""
+    return list(User.objects.order_by("name"))
+
+
+def token_find_unrevoked(token_id: str) -> Token | None:
+    """The token ``token_id`` unless revoked (expiry is the caller's business)."""
+    return Token.objects.filter(id=token_id, revoked=False).first()

@@ -1,0 +1,31 @@
+"""Neutron's policy rules for what the networks app checks (names and secure-RBAC defaults as Neutron's),
+registered in the one registry (``cloudcore.core.policy``)."""
+from cloudcore.core.policy import register
+
+_MEMBER = "project_member_or_admin"
+_READER = "project_reader_or_admin"
+_SERVICE = "service_or_admin"
+SG = "/v2.0/security-groups"
+RULE = "/v2.0/security-group-rules"
+for _name, _check, _desc, _ops in [
+    ("create_security_group", _MEMBER, "Create a security group", [("POST", SG)]),
+    ("get_security_group", _READER, "Get a security group", [("GET", SG), ("GET", f"{SG}/{{id}}")]),
+    ("update_security_group", _MEMBER, "Update a security group", [("PUT", f"{SG}/{{id}}")]),
+    ("delete_security_group", _MEMBER, "Delete a security group", [("DELETE", f"{SG}/{{id}}")]),
+    ("update_security_group:tags", _MEMBER, "Update the tags of a security group",
+     [("PUT", f"{SG}/{{id}}/tags"), ("PUT", f"{SG}/{{id}}/tags/{{tag}}"), ("DELETE", f"{SG}/{{id}}/tags"),
+      ("DELETE", f"{SG}/{{id}}/tags/{{tag}}")]),
+    ("create_security_group_rule", _MEMBER, "Create a security group rule", [("POST", RULE)]),
+    ("get_security_group_rule", _READER, "Get a security group rule", [("GET", RULE), ("GET", f"{RULE}/{{id}}")]),
+    ("delete_security_group_rule", _MEMBER, "Delete a security group rule", [("DELETE", f"{RULE}/{{id}}")]),
+    ("create_port:allowed_address_pairs", _MEMBER,
+     "Specify allowed_address_pairs when creating a port (admin, or a member of the network's project)",
+     [("POST", "/v2.0/ports")]),
+    ("update_port:allowed_address_pairs", _MEMBER,
+     "Update allowed_address_pairs of a port (admin, or a member of the network's project)",
+     [("PUT", "/v2.0/ports/{id}")]),
+    ("create_port:binding:profile", _SERVICE, "Specify binding:profile when creating a port",
+     [("POST", "/v2.0/ports")]),
+    ("update_port:binding:profile", _SERVICE, "Update binding:profile of a port", [("PUT", "/v2.0/ports/{id}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -1,0 +1,14 @@
+"""Reads of networks and ports for the other apps (which never query ``networks.models``
+themselves). No visibility check here: callers apply their own (a server build checks that the
+network is shared or the project's)."""
+from __future__ import annotations
+
+from .models import Network, Port
+
+
+def network_find(network_id: str | None) -> Network | None:
+    return Network.objects.filter(id=network_id).first() if network_id else None
+
+
+def port_find(port_id: str | None) -> Port | None:
+    return Port.objects.filter(id=port_id).first() if port_id else None

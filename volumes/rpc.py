@@ -1,0 +1,33 @@
+"""Casts to the volume worker (queue ``volume``): one keyword-only function per task.
+
+Tasks are sent by name, so ``volumes.services`` never imports ``volumes.tasks`` (the tasks call
+the services; the import goes one way). The caller decides when to cast: on commit of the API
+database (``cells.transactions``), or at once.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+
+QUEUE = "volume"
+
+
+def _cast(task_name: str, **kwargs: Any) -> None:
+    current_app.tasks[task_name].apply_async(kwargs=kwargs, queue=QUEUE)
+
+
+def volume_create(*, volume_id: str) -> None:
+    _cast("volumes.volume_create_task", volume_id=volume_id)
+
+
+def volume_delete(*, volume_id: str) -> None:
+    _cast("volumes.volume_delete_task", volume_id=volume_id)
+
+
+def volume_extend(*, volume_id: str, new_size: int, prior_status: str) -> None:
+    _cast("volumes.volume_extend_task", volume_id=volume_id, new_size=new_size, prior_status=prior_status)
+
+
+def volume_reimage(*, volume_id: str, image_id: str, prior_status: str) -> None:
+    _cast("volumes.volume_reimage_task", volume_id=volume_id, image_id=image_id, prior_status=prior_status)
