@@ -93,6 +93,38 @@ class KeyPair(ApiModel, TimestampedModel):
         constraints = [models.UniqueConstraint(fields=["user_id", "name"], name="keypair_user_name")]
 
 
+class HardLimit(ApiModel, TimestampedModel):
+    """One resource's hard limit; -1 is unlimited."""
+
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class QuotaLimit(HardLimit):
+    """A project's own hard limit for one resource (Nova's ``quotas`` table).
+
+    A project without a row for a resource takes the ``default`` quota class's limit.
+    """
+
+    project_id = models.CharField(max_length=255, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="quota_project_resource")]
+
+
+class QuotaClass(HardLimit):
+    """A quota class's hard limit for one resource (Nova's ``quota_classes``); only ``default``
+    is used. A resource without a row takes the built-in default (``servers.services.quotas``)."""
+
+    class_name = models.CharField(max_length=255, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["class_name", "resource"], name="quota_class_resource")]
+
+
 class BuildRequest(ApiModel, TimestampedModel):
     """A server accepted by the API but not yet scheduled to a cell; ``instance`` is the
     serialised instance the API shows meanwhile."""

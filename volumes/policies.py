@@ -29,5 +29,6 @@ for _name, _check, _desc, _ops in [
     ("volume:attachment_delete", _OWNER, "Delete an attachment.", [("DELETE", "/attachments/{attachment_id}")]),
     ("volume:attachment_complete", _OWNER, "Complete an attachment.",
      [("POST", "/attachments/{attachment_id}/action (os-complete)")]),
+    ("limits_extension:used_limits", _READER, "Show the project's limits with usage.", [("GET", "/limits")]),
 ]:
     register(_name, _check, _desc, _ops)

@@ -5,6 +5,7 @@ ones; ``tenant_id`` (admins only, ``os_compute_api:limits:other_project``) reads
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -16,19 +17,24 @@ from cloudcore.core.api.versioned import Field, Since, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize, can
 
-from ..services.keypairs import MAX_KEYPAIRS
 from ..services.quotas import quota_limits, quota_usage
 
-#: Fixed Nova defaults for what cloudcore does not meter, with the microversion range each is
-#: shown in (2.36 drops the network proxies, 2.57 the personality limits).
+#: The project's limits as ``GET /limits`` names them, from its quota resources (2.57 drops the
+#: personality limits).
+QUOTA_FIELDS: tuple[Field[dict[str, int]], ...] = (
+    Field("maxTotalInstances", itemgetter("instances")),
+    Field("maxTotalCores", itemgetter("cores")),
+    Field("maxTotalRAMSize", itemgetter("ram")),
+    Field("maxServerMeta", itemgetter("metadata_items")),
+    Field("maxPersonality", itemgetter("injected_files"), until=(2, 56)),
+    Field("maxPersonalitySize", itemgetter("injected_file_content_bytes"), until=(2, 56)),
+    Field("maxTotalKeypairs", itemgetter("key_pairs")),
+    Field("maxServerGroups", itemgetter("server_groups")),
+    Field("maxServerGroupMembers", itemgetter("server_group_members")),
+)
+#: Nova's fixed answers for what Neutron, Glance or nobody meters (2.36 drops the network proxies).
 FIXED_LIMITS: tuple[Field[None], ...] = (
-    Field("maxServerMeta", lambda _: 128),
-    Field("maxPersonality", lambda _: 5, until=(2, 56)),
-    Field("maxPersonalitySize", lambda _: 10240, until=(2, 56)),
     Field("maxImageMeta", lambda _: 128),
-    Field("maxTotalKeypairs", lambda _: MAX_KEYPAIRS),
-    Field("maxServerGroups", lambda _: 10),
-    Field("maxServerGroupMembers", lambda _: 10),
     Field("maxSecurityGroups", lambda _: -1, until=(2, 35)),
     Field("maxSecurityGroupRules", lambda _: -1, until=(2, 35)),
     Field("maxTotalFloatingIps", lambda _: -1, until=(2, 35)),
@@ -41,15 +47,12 @@ LIMITS_FEATURES = Since({"strict_query": (2, 75)})
 
 
 def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]:
-    limits = quota_limits(project_id)
     usage = quota_usage(project_id)
     body: dict[str, Any] = {
-        "maxTotalInstances": limits["instances"],
-        "maxTotalCores": limits["cores"],
-        "maxTotalRAMSize": limits["ram"],
         "totalInstancesUsed": usage.instances,
         "totalCoresUsed": usage.cores,
         "totalRAMUsed": usage.ram,
+        **present(QUOTA_FIELDS, quota_limits(project_id), version),
         **present(FIXED_LIMITS, None, version),
     }
     return dict(sorted(body.items()))

@@ -102,3 +102,16 @@ urlpatterns += [
     path("servers/<str:server_id>/os-security-groups", _security_groups.ServerSecurityGroupsView.as_view(),
          name="compute-server-security-groups"),
 ]
+
+# --- quota sets and quota classes (servers/api/quotas.py) ------------------------------------
+from . import quotas as _quotas  # noqa: E402
+
+urlpatterns += [
+    path("os-quota-sets/<str:project_id>", _quotas.QuotaSetView.as_view(), name="compute-quota-set"),
+    path("os-quota-sets/<str:project_id>/defaults", _quotas.QuotaSetDefaultsView.as_view(),
+         name="compute-quota-set-defaults"),
+    path("os-quota-sets/<str:project_id>/detail", _quotas.QuotaSetDetailView.as_view(),
+         name="compute-quota-set-detail"),
+    path("os-quota-class-sets/<str:class_name>", _quotas.QuotaClassSetView.as_view(),
+         name="compute-quota-class-set"),
+]

@@ -35,7 +35,7 @@ from .external import (
     instance_security_groups_request,
     security_group_find,
 )
-from .quotas import quota_check, quota_limits, quota_usage
+from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 
 
 class FlavorNotFound(NotFound):
@@ -262,6 +262,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
         _check_image_fits(flavor, image, volume_backed)
     if request.min_count > request.max_count:
         raise Invalid("min_count must be <= max_count")
+    quota_check_metadata(project_id=actor.project_id or "", count=len(request.metadata))
     key_data = None
     if request.key_name:
         keypair = KeyPair.objects.filter(user_id=actor.user_id, name=request.key_name).first()

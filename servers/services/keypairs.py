@@ -1,5 +1,5 @@
 """Keypairs (API database, per user): import with fingerprints as Nova computes them, generation
-below microversion 2.92, quota of 100 per user.
+below microversion 2.92, the project's ``key_pairs`` quota per user.
 
 Raises ``InvalidKeypair`` (400), ``KeyPairExists`` (409), ``KeypairNotFound`` (404),
 ``KeypairLimitExceeded`` (403); policy ``os_compute_api:os-keypairs:*`` targets the key's user.
@@ -20,8 +20,7 @@ from cloudcore.core.notifications import notify
 from cloudcore.core.policy import authorize
 
 from ..models import KeyPair
-
-MAX_KEYPAIRS = 100
+from .quotas import quota_keypairs_allow
 
 
 class InvalidKeypair(Invalid):
@@ -134,7 +133,7 @@ def keypair_create(
         private_key, public_key = generate_x509_keypair(owner) if key_type == "x509" else generate_ssh_keypair()
     fingerprint = x509_fingerprint(public_key) if key_type == "x509" else ssh_fingerprint(public_key)
     _notify("create.start", user_id=owner, name=name, key_type=key_type)
-    if KeyPair.objects.filter(user_id=owner).count() >= MAX_KEYPAIRS:
+    if not quota_keypairs_allow(project_id=actor.project_id, user_id=owner):
         raise KeypairLimitExceeded()
     if KeyPair.objects.filter(user_id=owner, name=name).exists():
         raise KeyPairExists(key_name=name)

@@ -2,29 +2,27 @@
 
 The metadata is a JSON column of the Instance row in the server's cell. A server still waiting to
 be scheduled (a BuildRequest) cannot change it yet (409, as Nova). The number of items is capped
-by ``QUOTA_METADATA_ITEMS`` (Nova's ``metadata_items`` quota, 128; -1 for no limit).
+by the project's ``metadata_items`` quota (``servers.services.quotas``).
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.utils import timezone
 
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NotFound, QuotaExceeded
+from cloudcore.core.exceptions import NotFound
 from cloudcore.core.policy import authorize
 
 from ..models import Instance
 from ..selectors import ServerRecord
 from .guards import record_target, writable_instance
+from .quotas import MetadataLimitExceeded, quota_check_metadata
+
+__all__ = ["MetadataLimitExceeded", "MetadataItemNotFound", "server_metadata_of", "server_metadata_update",
+           "server_metadata_item_set", "server_metadata_item_delete"]
 
 #: vm_states in which Nova lets metadata change.
 METADATA_VM_STATES = ("active", "paused", "suspended", "stopped")
-
-
-class MetadataLimitExceeded(QuotaExceeded):
-    message = ("Quota exceeded for metadata_items: Requested %(requested)s, but already used 0 of %(limit)s "
-               "metadata_items")
 
 
 class MetadataItemNotFound(NotFound):
@@ -42,9 +40,7 @@ def server_metadata_of(record: ServerRecord) -> dict[str, str]:
 def _write(actor: RequestContext, record: ServerRecord, metadata: dict[str, str]) -> dict[str, str]:
     writable_instance(actor, record, "update metadata", vm_states=METADATA_VM_STATES)
     assert record.cell is not None
-    limit = getattr(settings, "QUOTA_METADATA_ITEMS", 128)
-    if limit >= 0 and len(metadata) > limit:
-        raise MetadataLimitExceeded(requested=len(metadata), limit=limit)
+    quota_check_metadata(project_id=record.project_id, count=len(metadata))
     with target_cell(record.cell):
         Instance.objects.filter(uuid=record.uuid).update(metadata=metadata, updated_at=timezone.now())
     return metadata

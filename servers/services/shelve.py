@@ -38,6 +38,7 @@ from ..status import status_from_state
 from . import actions
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
+from .quotas import quota_check_unshelve
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
             raise ComputeHostNotFound(host=host)
         if expected_az is not None and host_availability_zone(host) != expected_az:
             raise UnshelveHostNotInAZ(host=host, az=expected_az)
+    quota_check_unshelve(instance=instance)
     claim_task_state(instance, "unshelve", new_task_state=TaskState.UNSHELVING,
                      vm_states=[VmState.SHELVED, VmState.SHELVED_OFFLOADED])
     if instance.vm_state == VmState.SHELVED_OFFLOADED and spec_row is not None:

@@ -152,3 +152,40 @@ def test_cross_cell_resize_confirm_then_back_and_revert(cloud: LiveCloud) -> Non
         assert "m1.small" in json.dumps(shown["flavor"])
     finally:
         services("enable", "compute1", "compute2", "compute3", "compute4")
+
+
+def test_project_quota_set_enforced_and_reset(cloud: LiveCloud) -> None:
+    # given demo's own usage (other tests of this module may leave servers), room for two more
+    def absolute() -> dict[str, Any]:
+        rows = cloud.openstack_json("limits", "show", "--absolute")
+        return {row["Name"]: row["Value"] for row in rows}
+
+    def quota(*args: str, cloud_name: str = "cloudcore-demo") -> dict[str, Any]:
+        rows = cloud.openstack_json("quota", "show", "--compute", *args, cloud=cloud_name)
+        return {row["Resource"]: row["Limit"] for row in rows}
+
+    shown = quota()
+    assert shown["instances"] == 10 and shown["cores"] == 20 and shown["ram"] == 51200
+    used = absolute()["total_instances_used"]
+    cloud.openstack("quota", "set", "--instances", str(used + 2), "demo", cloud="cloudcore-admin")
+    try:
+        assert quota("demo", cloud_name="cloudcore-admin")["instances"] == used + 2
+        assert quota()["instances"] == used + 2
+        for name in ("q1", "q2"):
+            cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                            name)
+        # when a third is asked for, then Nova's quota message
+        third = cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network",
+                                "demo-net", "q3", check=False)
+        assert third.returncode != 0
+        assert (f"Quota exceeded for instances: Requested 1, but already used {used + 2} of {used + 2} instances"
+                in third.stderr)
+        limits = absolute()
+        assert limits["max_total_instances"] == used + 2 and limits["total_instances_used"] == used + 2
+        # the defaults are untouched
+        assert quota("--default")["instances"] == 10
+    finally:
+        cloud.openstack("quota", "delete", "--compute", "demo", cloud="cloudcore-admin")
+        cloud.openstack("server", "delete", "--wait", "q1", "q2", check=False)
+    assert quota("demo", cloud_name="cloudcore-admin")["instances"] == 10
+    assert [s["Name"] for s in cloud.openstack_json("server", "list") if s["Name"] in ("q1", "q2", "q3")] == []

@@ -22,5 +22,6 @@ urlpatterns = [
     re_path(P + r"types/?$", views.TypesView.as_view()),
     re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
+    re_path(P + r"limits/?$", views.LimitsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
 ]

@@ -401,3 +401,21 @@ class VolumeMetadataItemView(VolumeAPIView):
         self.authorize("volume:delete_volume_metadata", vol.project_id)
         services.volume_metadata_delete(self.ctx, vol, key=key)
         return Response(status=200)
+
+
+#: Cinder's default quotas; cloudcore keeps no volume quotas, so these are the limits shown.
+VOLUME_DEFAULT_LIMITS = {"maxTotalVolumes": 10, "maxTotalSnapshots": 10, "maxTotalVolumeGigabytes": 1000,
+                         "maxTotalBackups": 10, "maxTotalBackupGigabytes": 1000}
+
+
+class LimitsView(VolumeAPIView):
+    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the defaults and the
+    project's volumes and gigabytes; snapshots and backups do not exist here (0)."""
+
+    def get(self, request: Request, **_kw: Any) -> Response:
+        self.authorize("limits_extension:used_limits")
+        volumes = Volume.objects.filter(project_id=self.ctx.project_id)
+        absolute = {**VOLUME_DEFAULT_LIMITS, "totalVolumesUsed": volumes.count(),
+                    "totalGigabytesUsed": sum(volumes.values_list("size", flat=True)),
+                    "totalSnapshotsUsed": 0, "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
+        return Response({"limits": {"rate": [], "absolute": absolute}})

@@ -100,10 +100,12 @@ def test_metadata_services_refused_by_policy(cloud):
     assert _row(record).metadata == {}
 
 
-def test_metadata_limit_is_a_quota_error(cloud, settings):
-    # given a metadata_items quota of 1
-    settings.QUOTA_METADATA_ITEMS = 1
+def test_metadata_limit_is_a_quota_error(cloud):
+    # given a server of a project whose metadata_items quota is 1
+    from servers.services.quotas import quota_set_update
+
     member, _, server_id = _active_server(cloud)
+    quota_set_update(actor=RequestContext.system(), project_id=member.project_id, limits={"metadata_items": 1})
     # when two items are set, then the quota error (403) is raised
     with pytest.raises(metadata.MetadataLimitExceeded) as raised:
         metadata.server_metadata_update(actor=member, record=server_get(member, server_id),
