@@ -21,6 +21,7 @@ from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.supervise import restarted_processes
 from compute.management.commands.compute import refusals
 from identity import selectors as identity_selectors
+from identity.services import policy_admin
 
 from . import selectors
 from .auth import SESSION_PROJECT, console_view, projects_of
@@ -112,18 +113,16 @@ def policy_page(request: HttpRequest) -> HttpResponse:
 def policy_change(request: HttpRequest) -> HttpResponse:
     rule = request.POST.get("rule", "")
     verb = request.POST.get("verb", "grant")
-    user = identity_selectors.user_find(request.POST.get("user") or None)
-    group = Group.objects.filter(id=request.POST.get("group") or None).first()
-    project = identity_selectors.project_find(request.POST.get("project") or None)
     try:
-        policy.get_rule(rule)
-        if user is None and group is None and project is None:
-            raise ValueError("Choose a user, a group or a project.")
-        (policy.grant if verb == "grant" else policy.revoke)(rule, user=user, group=group, project=project)
-    except (policy.UnknownRule, ValueError) as exc:
-        messages.error(request, f"Could not {verb} {rule}: {exc}")
+        holders = policy_admin.policy_rule_grant_change(
+            actor=request.ctx, rule=rule, grant=verb == "grant",  # type: ignore[attr-defined]
+            user_id=request.POST.get("user") or None, group_id=request.POST.get("group") or None,
+            project_id=request.POST.get("project") or None)
+    except CloudcoreError as exc:
+        messages.error(request, f"Could not {verb} {rule}: {domain_error_message(exc)}")
     else:
-        who = user.name if user else group.name if group else f"every member of project {project.name}"  # type: ignore[union-attr]
+        user, group, project = holders["user"], holders["group"], holders["project"]
+        who = user.name if user else group.name if group else f"every member of project {project.name}"
         where = f" on project {project.name}" if project and (user or group) else ""
         messages.success(request, f"{'Granted' if verb == 'grant' else 'Revoked'} {rule} for {who}{where}.")
     return HttpResponseRedirect(reverse("console:policy") + f"?q={rule}")

@@ -37,6 +37,10 @@ RULES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      [("GET", "/v3/auth/tokens"), ("HEAD", "/v3/auth/tokens")]),
     ("identity:revoke_token", "admin_or_owner_user", "Revoke a token (the caller's own, or any for admins)",
      [("DELETE", "/v3/auth/tokens")]),
+    # cloudcore's own (Keystone has no such API): operators widen a policy rule in the web console
+    ("identity:grant_policy_rule", ADMIN, "Grant a policy rule to a user, a group or a project's members",
+     [("POST", "/policy/change/")]),
+    ("identity:revoke_policy_rule", ADMIN, "Revoke a policy rule grant", [("POST", "/policy/change/")]),
 ]
 
 for _name, _check, _description, _operations in RULES:

@@ -11,15 +11,26 @@ import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from django.conf import settings
 
+from cloudcore.core.api.versioned import ByVersion, present
+from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import can
 
 from .choices import PowerState
-from .models import Instance
+from .models import (
+    BlockDeviceMapping,
+    Flavor,
+    Instance,
+    InstanceAction,
+    InstanceActionEvent,
+    KeyPair,
+    Migration,
+)
 from .selectors import ServerRecord
 from .status import PROGRESS_STATUSES, shown_vm_state, status_from_state
 
@@ -267,6 +278,31 @@ def present_server(
     return body
 
 
+def server_field_at(name: str, version: Version) -> bool:
+    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (so its extras are worth loading)."""
+    return any(f.name == name and f.min_version <= version <= f.max_version for f in SERVER_FIELDS)
+
+
+#: Before 2.75 Nova answers ``PUT /servers/{id}`` and a rebuild with a reduced server: without these
+#: fields and without the extended attributes (names with these prefixes).
+UPDATE_FULL_SINCE: Version = (2, 75)
+_UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
+_UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
+
+
+def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
+    """The answer to ``PUT /servers/{id}`` and to a rebuild: the detail body, reduced before 2.75
+    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes)."""
+    if version >= UPDATE_FULL_SINCE:
+        return body
+    reduced = {k: v for k, v in body.items()
+               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+    if "addresses" in reduced:
+        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
+                                for label, entries in reduced["addresses"].items()}
+    return reduced
+
+
 def present_server_brief(record: ServerRecord) -> dict[str, Any]:
     """The ``GET /servers`` (non-detail) entry."""
     name = ""
@@ -288,3 +324,163 @@ def present_down_cell(record: ServerRecord, *, version: Version) -> dict[str, An
     if record.mapping is not None:
         body["created"] = _ts(record.mapping.created_at)
     return body
+
+
+def present_down_cell_show(record: ServerRecord, *, version: Version, spec: dict[str, Any]) -> dict[str, Any]:
+    """``GET /servers/{id}`` of a server whose cell does not answer (2.69+): the stub plus what the
+    API database knows (the RequestSpec ``spec``: flavor, image, zone); 2.71 ``server_groups``."""
+    body = present_down_cell(record, version=version)
+    flavor = spec.get("flavor") or {}
+    image = spec.get("image") or {}
+    body["user_id"] = record.mapping.user_id if record.mapping else None
+    body["image"] = {"id": image["id"], "links": [links("images", image["id"])[1]]} if image.get("id") else ""
+    body["flavor"] = {"vcpus": flavor.get("vcpus"), "ram": flavor.get("memory_mb"), "disk": flavor.get("root_gb"),
+                      "ephemeral": flavor.get("ephemeral_gb", 0), "swap": flavor.get("swap", 0),
+                      "original_name": flavor.get("name"), "extra_specs": flavor.get("extra_specs", {})}
+    body["OS-EXT-AZ:availability_zone"] = spec.get("availability_zone") or "UNKNOWN"
+    body["OS-EXT-STS:power_state"] = 0
+    body.update(present(DOWN_CELL_SHOW_FIELDS, record, version))
+    return body
+
+
+DOWN_CELL_SHOW_FIELDS: tuple[VField[ServerRecord], ...] = (
+    VField("server_groups", lambda r: [], since=(2, 71)),
+)
+
+
+# --- os-migrations --------------------------------------------------------------------------------
+MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
+    VField("id", attrgetter("id")),
+    VField("status", attrgetter("status")),
+    VField("instance_uuid", attrgetter("instance_uuid")),
+    VField("source_node", attrgetter("source_node")),
+    VField("source_compute", attrgetter("source_compute")),
+    VField("dest_node", attrgetter("dest_node")),
+    VField("dest_compute", attrgetter("dest_compute")),
+    VField("dest_host", attrgetter("dest_host")),
+    VField("old_instance_type_id", attrgetter("old_instance_type_id")),
+    VField("new_instance_type_id", attrgetter("new_instance_type_id")),
+    VField("created_at", lambda m: _ts_micro(m.created_at)),
+    VField("updated_at", lambda m: _ts_micro(m.updated_at)),
+    VField("migration_type", attrgetter("migration_type"), since=(2, 23)),
+    VField("uuid", attrgetter("uuid"), since=(2, 59)),
+    VField("user_id", attrgetter("user_id"), since=(2, 80)),
+    VField("project_id", attrgetter("project_id"), since=(2, 80)),
+)
+
+
+# --- os-instance-actions --------------------------------------------------------------------------
+INSTANCE_ACTION_FIELDS: tuple[VField[InstanceAction], ...] = (
+    VField("action", attrgetter("action")),
+    VField("instance_uuid", attrgetter("instance_uuid")),
+    VField("message", attrgetter("message")),
+    VField("project_id", attrgetter("project_id")),
+    VField("request_id", attrgetter("request_id")),
+    VField("start_time", lambda a: _ts_micro(a.start_time)),
+    VField("user_id", attrgetter("user_id")),
+    VField("updated_at", lambda a: _ts_micro(a.updated_at or a.start_time), since=(2, 58)),
+)
+
+
+@dataclass(frozen=True)
+class EventView:
+    """An instance action event as the API shows it to one actor (what its policies let it see)."""
+
+    event: InstanceActionEvent
+    project_id: str
+    #: ``os_compute_api:os-instance-actions:events`` passes: traceback and host are shown.
+    with_host_details: bool
+    #: ``os_compute_api:os-instance-actions:events:details`` passes.
+    with_details: bool
+
+
+INSTANCE_ACTION_EVENT_FIELDS: tuple[VField[EventView], ...] = (
+    VField("event", attrgetter("event.event")),
+    VField("start_time", lambda e: _ts_micro(e.event.start_time)),
+    VField("finish_time", lambda e: _ts_micro(e.event.finish_time)),
+    VField("result", attrgetter("event.result")),
+    VField("traceback", attrgetter("event.traceback"), when=attrgetter("with_host_details")),
+    VField("hostId", lambda e: host_id(e.project_id, e.event.host), since=(2, 62)),
+    VField("host", lambda e: e.event.host or "", since=(2, 62), when=attrgetter("with_host_details")),
+    VField("details", attrgetter("event.details"), since=(2, 84), when=attrgetter("with_details")),
+)
+
+
+# --- os-volume_attachments ------------------------------------------------------------------------
+VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
+    VField("device", attrgetter("device_name")),
+    VField("serverId", attrgetter("instance_uuid")),
+    VField("volumeId", attrgetter("volume_id")),
+    VField("id", attrgetter("volume_id"), until=(2, 88)),
+    VField("tag", attrgetter("tag"), since=(2, 70)),
+    VField("delete_on_termination", attrgetter("delete_on_termination"), since=(2, 79)),
+    VField("attachment_id", attrgetter("attachment_id"), since=(2, 89)),
+    VField("bdm_uuid", attrgetter("uuid"), since=(2, 89)),
+)
+
+
+# --- os-keypairs ----------------------------------------------------------------------------------
+def _ts_naive_micro(value: Any) -> str | None:
+    return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+
+
+_KEYPAIR_KEY: tuple[VField[KeyPair], ...] = (
+    VField("name", attrgetter("name")),
+    VField("public_key", attrgetter("public_key")),
+    VField("fingerprint", attrgetter("fingerprint")),
+)
+_KEYPAIR_TYPE: VField[KeyPair] = VField("type", attrgetter("type"), since=(2, 2))
+#: An entry of ``GET /os-keypairs`` (wrapped in ``{"keypair": ...}``).
+KEYPAIR_BRIEF_FIELDS = (*_KEYPAIR_KEY, _KEYPAIR_TYPE)
+#: ``GET /os-keypairs/{name}``.
+KEYPAIR_FIELDS: tuple[VField[KeyPair], ...] = (
+    *_KEYPAIR_KEY,
+    VField("user_id", attrgetter("user_id")),
+    VField("created_at", lambda k: _ts_naive_micro(k.created_at)),
+    VField("updated_at", lambda k: _ts_naive_micro(k.updated_at)),
+    VField("deleted", lambda k: False),
+    VField("deleted_at", lambda k: None),
+    VField("id", attrgetter("id")),
+    _KEYPAIR_TYPE,
+)
+#: ``POST /os-keypairs`` (``private_key`` is added when the key was generated).
+KEYPAIR_CREATED_FIELDS = (*_KEYPAIR_KEY, VField("user_id", attrgetter("user_id")), _KEYPAIR_TYPE)
+KEYPAIR_CREATE_STATUS = ByVersion({(2, 1): 200, (2, 2): 201})
+KEYPAIR_DELETE_STATUS = ByVersion({(2, 1): 202, (2, 2): 204})
+
+
+# --- flavors --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ShownFlavor:
+    """A flavor as shown to one actor (``extra_specs`` only with the extra-specs index rule)."""
+
+    flavor: Flavor
+    with_extra_specs: bool = False
+
+
+_FLAVOR_BRIEF: tuple[VField[ShownFlavor], ...] = (
+    VField("id", attrgetter("flavor.flavorid")),
+    VField("name", attrgetter("flavor.name")),
+    VField("links", lambda f: links("flavors", f.flavor.flavorid)),
+)
+_FLAVOR_DESCRIPTION: VField[ShownFlavor] = VField("description", attrgetter("flavor.description"), since=(2, 55))
+#: An entry of ``GET /flavors``.
+FLAVOR_BRIEF_FIELDS = (*_FLAVOR_BRIEF, _FLAVOR_DESCRIPTION)
+#: ``GET /flavors/detail`` entries and ``/flavors/{id}``: 2.55 ``description``, 2.61
+#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``.
+FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
+    _FLAVOR_BRIEF[0], _FLAVOR_BRIEF[1],
+    VField("ram", attrgetter("flavor.memory_mb")),
+    VField("disk", attrgetter("flavor.root_gb")),
+    VField("vcpus", attrgetter("flavor.vcpus")),
+    _FLAVOR_BRIEF[2],
+    VField("OS-FLV-EXT-DATA:ephemeral", attrgetter("flavor.ephemeral_gb")),
+    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled")),
+    VField("os-flavor-access:is_public", attrgetter("flavor.is_public")),
+    VField("swap", lambda f: f.flavor.swap or "", until=(2, 74)),
+    VField("swap", attrgetter("flavor.swap"), since=(2, 75)),
+    VField("rxtx_factor", attrgetter("flavor.rxtx_factor")),
+    _FLAVOR_DESCRIPTION,
+    VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
+           when=attrgetter("with_extra_specs")),
+)

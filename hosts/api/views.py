@@ -10,15 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid, NotFound, NotImplementedYet
 from cloudcore.core.policy import authorize
 
+from ..presenter import HOSTS_FEATURES, NODE_FIELDS, SERVICE_FIELDS, ShownNode, ShownService
 from ..services import services_admin as svc
-
-
-def _ts(value: Any) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
 
 def _zone(cs: svc.CellService) -> str:
@@ -30,15 +28,7 @@ def _zone(cs: svc.CellService) -> str:
 
 
 def present_service(cs: svc.CellService, version: tuple[int, int]) -> dict[str, Any]:
-    s = cs.service
-    body: dict[str, Any] = {
-        "id": s.uuid if version >= (2, 53) else s.id, "binary": s.binary, "host": s.host, "zone": _zone(cs),
-        "status": "disabled" if s.disabled else "enabled", "state": "up" if cs.up else "down",
-        "updated_at": _ts(s.last_seen_up or s.updated_at), "disabled_reason": s.disabled_reason,
-    }
-    if version >= (2, 11):
-        body["forced_down"] = s.forced_down
-    return body
+    return present(SERVICE_FIELDS, ShownService(cs, _zone(cs)), version)
 
 
 class ServicesView(ComputeAPIView):
@@ -61,79 +51,54 @@ LEGACY = {"type": "object", "properties": {"host": {"type": "string", "minLength
 
 class ServiceView(ComputeAPIView):
     def put(self, request: Request, service_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-services:update")
         body = self.body()
-        if self.version < (2, 53):
+        if not HOSTS_FEATURES.has("by_uuid", self.version):
             return self._legacy(service_id, body)
         validate(body, UPDATE_253)
-        cs = svc.service_get(service_id)
         status = body.get("status")
-        cs = svc.service_update(cs, status=status.lower() if status else None,
+        cs = svc.service_update(actor=self.ctx, service_id=service_id, status=status.lower() if status else None,
                                 disabled_reason=body.get("disabled_reason"), forced_down=body.get("forced_down"))
         return Response({"service": present_service(cs, self.version)})
 
     def _legacy(self, action: str, body: Any) -> Response:
         if action not in ("enable", "disable", "disable-log-reason", "force-down"):
             raise NotFound(f"Unknown action {action}")
-        if action == "force-down" and self.version < (2, 11):
+        if action == "force-down" and not HOSTS_FEATURES.has("force_down", self.version):
             raise NotFound("Unknown action force-down")
         validate(body, LEGACY)
-        cs = svc.service_find(host=body["host"], binary=body["binary"])
+        where: dict[str, Any] = {"actor": self.ctx, "host": body["host"], "binary": body["binary"]}
         out: dict[str, Any] = {"host": body["host"], "binary": body["binary"]}
         if action == "force-down":
             if "forced_down" not in body:
                 raise Invalid("Missing forced_down field")
-            svc.service_update(cs, forced_down=body["forced_down"])
+            svc.service_update(**where, forced_down=body["forced_down"])
             out["forced_down"] = body["forced_down"]
         elif action == "disable-log-reason":
             if not body.get("disabled_reason"):
                 raise Invalid("Missing disabled reason field")
-            svc.service_update(cs, status="disabled", disabled_reason=body["disabled_reason"])
+            svc.service_update(**where, status="disabled", disabled_reason=body["disabled_reason"])
             out.update(status="disabled", disabled_reason=body["disabled_reason"])
         else:
-            svc.service_update(cs, status="enabled" if action == "enable" else "disabled")
+            svc.service_update(**where, status="enabled" if action == "enable" else "disabled")
             out["status"] = "enabled" if action == "enable" else "disabled"
         return Response({"service": out})
 
     def delete(self, request: Request, service_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-services:delete")
-        svc.service_delete(svc.service_get(service_id))
+        svc.service_delete(actor=self.ctx, service_id=service_id)
         return Response(status=204)
 
 
 def present_node(cn: svc.CellNode, version: tuple[int, int], *, detail: bool,
                  servers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    n, s = cn.node, cn.service
-    up = bool(s and svc.service_is_up(s))
-    body: dict[str, Any] = {
-        "id": n.uuid if version >= (2, 53) else n.id, "hypervisor_hostname": n.hypervisor_hostname,
-        "state": "up" if up else "down", "status": "disabled" if (s and s.disabled) else "enabled",
-    }
-    if detail:
-        body.update({
-            "host_ip": n.host_ip, "hypervisor_type": n.hypervisor_type, "hypervisor_version": n.hypervisor_version,
-            "service": {"id": (s.uuid if version >= (2, 53) else s.id) if s else None, "host": n.host,
-                        "disabled_reason": s.disabled_reason if s else None},
-        })
-        if version < (2, 88):
-            body.update({
-                "vcpus": n.vcpus, "memory_mb": n.memory_mb, "local_gb": n.local_gb, "vcpus_used": n.vcpus_used,
-                "memory_mb_used": n.memory_mb_used, "local_gb_used": n.local_gb_used, "free_ram_mb": n.free_ram_mb,
-                "free_disk_gb": n.free_disk_gb, "current_workload": n.current_workload, "running_vms": n.running_vms,
-                "disk_available_least": n.disk_available_least, "cpu_info": n.cpu_info,
-            })
-        else:
-            body["uptime"] = n.host_uptime if up else None
-    if servers is not None:
-        body["servers"] = servers
-    return body
+    up = bool(cn.service and svc.service_is_up(cn.service))
+    return present(NODE_FIELDS, ShownNode(cn, up, detail, servers), version)
 
 
 def _with_servers(request: Request, version: tuple[int, int]) -> bool:
     value = request.query_params.get("with_servers", "false").lower()
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise Invalid("Invalid input for query parameters with_servers.")
-    return version >= (2, 53) and value in ("true", "1", "yes")
+    return HOSTS_FEATURES.has("by_uuid", version) and value in ("true", "1", "yes")
 
 
 class HypervisorsView(ComputeAPIView):
@@ -142,7 +107,8 @@ class HypervisorsView(ComputeAPIView):
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:os-hypervisors:list-detail" if self.detail
                   else "os_compute_api:os-hypervisors:list")
-        pattern = request.query_params.get("hypervisor_hostname_pattern") if self.version >= (2, 53) else None
+        by_query = HOSTS_FEATURES.has("by_uuid", self.version)
+        pattern = request.query_params.get("hypervisor_hostname_pattern") if by_query else None
         nodes = svc.node_list(hostname_pattern=pattern)
         if pattern and not nodes:
             raise NotFound(f"No hypervisor matching '{pattern}' could be found.")
@@ -205,7 +171,7 @@ class HypervisorSearchView(ComputeAPIView):
     with_servers = False
 
     def get(self, request: Request, pattern: str) -> Response:
-        if self.version >= (2, 53):
+        if HOSTS_FEATURES.has("by_uuid", self.version):
             raise NotFound("The resource could not be found.")
         authorize(self.ctx, "os_compute_api:os-hypervisors:servers" if self.with_servers
                   else "os_compute_api:os-hypervisors:search")

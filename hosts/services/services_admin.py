@@ -10,7 +10,9 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cells.selectors import cell_list
 from cells.transactions import atomic
+from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.policy import authorize
 from scheduling.placement import services as placement
 from servers import selectors as server_selectors
 
@@ -81,9 +83,22 @@ def service_find(*, host: str, binary: str) -> CellService:
     return found[0]
 
 
-def service_update(cs: CellService, *, status: str | None = None, disabled_reason: str | None = None,
+def service_update(*, actor: RequestContext, service_id: str | None = None, host: str | None = None,
+                   binary: str | None = None, status: str | None = None, disabled_reason: str | None = None,
                    forced_down: bool | None = None) -> CellService:
-    """Enable/disable (reason only with disabled) and force down (nova-compute only)."""
+    """Enable/disable (reason only with disabled) and force down (nova-compute only) the service
+    named by ``service_id`` (2.53+: its uuid) or by ``host`` and ``binary`` (the legacy actions).
+
+    Side effects: the Service row in its cell; a nova-compute's ``COMPUTE_STATUS_DISABLED`` trait
+    in placement follows the status. Raises ``PolicyNotAuthorized``
+    (``os_compute_api:os-services:update``, before any lookup), ``ServiceNotFound``, ``Invalid``.
+    """
+    authorize(actor, "os_compute_api:os-services:update")
+    if service_id is not None:
+        cs = service_get(service_id)
+    else:
+        assert host is not None and binary is not None
+        cs = service_find(host=host, binary=binary)
     if disabled_reason is not None and status != "disabled":
         raise Invalid("Specifying 'disabled_reason' with status 'enabled' is invalid.")
     if forced_down is not None and cs.service.binary != "nova-compute":
@@ -112,8 +127,12 @@ def _sync_disabled_trait(service: Service) -> None:
         placement.traits_set(rp=node.uuid, traits=sorted(traits))
 
 
-def service_delete(cs: CellService) -> None:
-    """Delete a service; a compute hosting servers is a 409 (Nova)."""
+def service_delete(*, actor: RequestContext, service_id: str) -> None:
+    """Soft-delete a service and its compute nodes in their cell. Raises ``PolicyNotAuthorized``
+    (``os_compute_api:os-services:delete``, before the lookup), ``ServiceNotFound``, ``Conflict``
+    for a compute that still hosts servers (Nova)."""
+    authorize(actor, "os_compute_api:os-services:delete")
+    cs = service_get(service_id)
     service = cs.service
     with target_cell(cs.cell):
         if service.binary == "nova-compute" and server_selectors.instances_on_hosts_exist([service.host]):

@@ -13,11 +13,11 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
-from cloudcore.core.exceptions import Forbidden, Invalid, NotFound
+from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
-from ..services import accounts, roles, tokens
+from ..services import accounts, role_admin, roles, tokens
 from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
@@ -262,9 +262,7 @@ class TokensView(IdentityView):
         subject = request.headers.get("X-Subject-Token")
         if not subject:
             raise Invalid("Expecting to find X-Subject-Token in the request headers.")
-        token = tokens.token_get_valid(subject)
-        authorize(self.ctx, "identity:revoke_token", {"user_id": token.user_id, "project_id": token.project_id})
-        tokens.token_revoke(token.id)
+        tokens.token_revoke(actor=self.ctx, token_id=subject)
         return Response(status=204)
 
 
@@ -414,11 +412,10 @@ class ProjectsView(IdentityView):
 
     @extend_schema(request=dict, responses={201: dict}, summary="Create a project")
     def post(self, request: Request) -> Response:
-        authorize(self.ctx, "identity:create_project")
         data = validate(self.object_body("project"), PROJECT_CREATE)
         domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
         project = accounts.project_create(
-            name=data["name"], domain_id=domain_id, description=data.get("description") or "",
+            actor=self.ctx, name=data["name"], domain_id=domain_id, description=data.get("description") or "",
             enabled=data.get("enabled", True),
         )
         return Response({"project": present_project(project)}, status=201)
@@ -432,18 +429,16 @@ class ProjectView(IdentityView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update a project")
     def patch(self, request: Request, project_id: str) -> Response:
-        authorize(self.ctx, "identity:update_project", {"project_id": project_id})
-        project = accounts.project_get(project_id)
         data = validate(self.object_body("project"), PROJECT_UPDATE)
         changes = {k: data[k] for k in ("name", "description", "enabled") if k in data}
         if "description" in changes and changes["description"] is None:
             changes["description"] = ""
-        return Response({"project": present_project(accounts.project_update(project, **changes))})
+        project = accounts.project_update(actor=self.ctx, project_id=project_id, **changes)
+        return Response({"project": present_project(project)})
 
     @extend_schema(responses={204: None}, summary="Delete a project")
     def delete(self, request: Request, project_id: str) -> Response:
-        authorize(self.ctx, "identity:delete_project", {"project_id": project_id})
-        accounts.project_delete(accounts.project_get(project_id))
+        accounts.project_delete(actor=self.ctx, project_id=project_id)
         return Response(status=204)
 
 
@@ -479,12 +474,11 @@ class UsersView(IdentityView):
 
     @extend_schema(request=dict, responses={201: dict}, summary="Create a user")
     def post(self, request: Request) -> Response:
-        authorize(self.ctx, "identity:create_user")
         data = validate(self.object_body("user"), USER_CREATE)
         domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
-        default_project = accounts.project_get(data["default_project_id"]) if data.get("default_project_id") else None
         user = accounts.user_create(
-            name=data["name"], password=data.get("password"), domain_id=domain_id, default_project=default_project,
+            actor=self.ctx, name=data["name"], password=data.get("password"), domain_id=domain_id,
+            default_project_id=data.get("default_project_id") or None,
             email=data.get("email") or "", description=data.get("description") or "",
             enabled=data.get("enabled", True),
         )
@@ -499,24 +493,17 @@ class UserView(IdentityView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update a user (password included)")
     def patch(self, request: Request, user_id: str) -> Response:
-        authorize(self.ctx, "identity:update_user", {"user_id": user_id})
-        user = accounts.user_get(user_id)
         data = validate(self.object_body("user"), USER_UPDATE)
-        changes: dict[str, Any] = {k: data[k] for k in ("name", "enabled") if k in data}
+        changes: dict[str, Any] = {k: data[k] for k in ("name", "enabled", "default_project_id") if k in data}
         for key in ("email", "description"):
             if key in data:
                 changes[key] = data[key] or ""
-        if "default_project_id" in data:
-            changes["default_project"] = (
-                accounts.project_get(data["default_project_id"]) if data["default_project_id"] else None
-            )
-        user = accounts.user_update(user, password=data.get("password"), **changes)
+        user = accounts.user_update(actor=self.ctx, user_id=user_id, password=data.get("password"), **changes)
         return Response({"user": present_user(user)})
 
     @extend_schema(responses={204: None}, summary="Delete a user")
     def delete(self, request: Request, user_id: str) -> Response:
-        authorize(self.ctx, "identity:delete_user", {"user_id": user_id})
-        accounts.user_delete(accounts.user_get(user_id))
+        accounts.user_delete(actor=self.ctx, user_id=user_id)
         return Response(status=204)
 
 
@@ -535,13 +522,9 @@ class UserPasswordView(IdentityView):
 
     @extend_schema(request=dict, responses={204: None}, summary="Change one's own password")
     def post(self, request: Request, user_id: str) -> Response:
-        if user_id != self.ctx.user_id:
-            raise Forbidden("You are not authorized to perform the requested action: identity:change_password.")
         data = validate(request.data, PASSWORD_CHANGE)["user"]
-        user = accounts.user_get(user_id)
-        if not user.check_password(data["original_password"]):
-            raise accounts.AuthFailed()
-        accounts.user_update(user, password=data["password"])
+        accounts.user_password_change(actor=self.ctx, user_id=user_id, original_password=data["original_password"],
+                                      password=data["password"])
         return Response(status=204)
 
 
@@ -580,12 +563,8 @@ class RolesView(IdentityView):
 
     @extend_schema(request=dict, responses={201: dict}, summary="Create a role")
     def post(self, request: Request) -> Response:
-        authorize(self.ctx, "identity:create_role")
         data = validate(self.object_body("role"), ROLE_CREATE)
-        if Role.objects.filter(name=data["name"]).exists():
-            raise accounts.IdentityConflict(type="role", name=data["name"])
-        role = Role.objects.create(name=data["name"], description=data.get("description") or "")
-        roles.ensure_role_permission(role.name)
+        role = role_admin.role_create(actor=self.ctx, name=data["name"], description=data.get("description") or "")
         return Response({"role": present_role(role)}, status=201)
 
 
@@ -597,14 +576,7 @@ class RoleView(IdentityView):
 
     @extend_schema(responses={204: None}, summary="Delete a role")
     def delete(self, request: Request, role_id: str) -> Response:
-        authorize(self.ctx, "identity:delete_role")
-        role = accounts.role_get(role_id)
-        if role.name in roles.ROLE_NAMES:
-            raise Forbidden(f"The default role {role.name} cannot be deleted.")
-        from django.contrib.auth.models import Permission
-
-        Permission.objects.filter(codename=role.codename, content_type__app_label="identity").delete()
-        role.delete()
+        role_admin.role_delete(actor=self.ctx, role_id=role_id)
         return Response(status=204)
 
 
@@ -625,9 +597,7 @@ class ProjectUserRoleView(IdentityView):
 
     @extend_schema(request=None, responses={204: None}, summary="Assign a role")
     def put(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        authorize(self.ctx, "identity:create_grant", {"project_id": project_id})
-        project, user, role = self._resolve(project_id, user_id, role_id)
-        roles.role_assign(user=user, project=project, role=role.name)
+        role_admin.grant_create(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
         return Response(status=204)
 
     def _check(self, project_id: str, user_id: str, role_id: str) -> None:
@@ -648,11 +618,7 @@ class ProjectUserRoleView(IdentityView):
 
     @extend_schema(responses={204: None}, summary="Unassign a role")
     def delete(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        authorize(self.ctx, "identity:revoke_grant", {"project_id": project_id})
-        project, user, role = self._resolve(project_id, user_id, role_id)
-        if role.name not in roles.assigned_roles(user=user, project=project):
-            raise roles.RoleNotFound(role=role.id)
-        roles.role_unassign(user=user, project=project, role=role.name)
+        role_admin.grant_revoke(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
         return Response(status=204)
 
 

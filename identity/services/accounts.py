@@ -1,7 +1,12 @@
 """Projects and users: admin CRUD (Keystone's rules: names unique per domain) and password checks.
 
-Domain errors: ``Conflict`` (409) for duplicates, ``NotFound`` (404) for unknown ids,
-``Unauthorized`` (401) for failed authentication (one message whatever failed, as Keystone).
+Every write takes the acting user (``actor``) and checks its Keystone rule first
+(``identity:create_project``, ...), before any lookup, so a caller without the right learns
+nothing about what exists.
+
+Domain errors: ``PolicyNotAuthorized`` (403), ``Conflict`` (409) for duplicates, ``NotFound``
+(404) for unknown ids, ``Unauthorized`` (401) for failed authentication (one message whatever
+failed, as Keystone).
 """
 from __future__ import annotations
 
@@ -9,13 +14,15 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from cloudcore.core.exceptions import Conflict, Invalid, NotFound, Unauthorized
-from cloudcore.core.policy import members_group_name
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from cloudcore.core.policy import authorize, members_group_name
 
 from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
 from .roles import RoleNotFound, assigned_roles
 
 DEFAULT_DOMAIN_NAME = "Default"
+UNSET: Any = object()
 
 
 class ProjectNotFound(NotFound):
@@ -80,8 +87,11 @@ def project_find(ref: dict[str, Any]) -> Project:
     return project
 
 
-def project_create(*, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
+def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
                    enabled: bool = True) -> Project:
+    """A new project. Raises ``PolicyNotAuthorized`` (``identity:create_project``),
+    ``IdentityConflict`` when the name is taken in the domain."""
+    authorize(actor, "identity:create_project")
     if Project.objects.filter(name=name, domain_id=domain_id).exists():
         raise IdentityConflict(type="project", name=name)
     try:
@@ -91,7 +101,11 @@ def project_create(*, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description
         raise IdentityConflict(type="project", name=name) from None
 
 
-def project_update(project: Project, **changes: Any) -> Project:
+def project_update(*, actor: RequestContext, project_id: str, **changes: Any) -> Project:
+    """Change a project's ``name``, ``description`` or ``enabled``. Raises ``PolicyNotAuthorized``
+    (``identity:update_project``), ``ProjectNotFound``, ``IdentityConflict``."""
+    authorize(actor, "identity:update_project", {"project_id": project_id})
+    project = project_get(project_id)
     name = changes.get("name")
     if name and name != project.name and Project.objects.filter(name=name, domain_id=project.domain_id).exists():
         raise IdentityConflict(type="project", name=name)
@@ -101,7 +115,11 @@ def project_update(project: Project, **changes: Any) -> Project:
     return project
 
 
-def project_delete(project: Project) -> None:
+def project_delete(*, actor: RequestContext, project_id: str) -> None:
+    """Delete a project and its members group. Raises ``PolicyNotAuthorized``
+    (``identity:delete_project``), ``ProjectNotFound``."""
+    authorize(actor, "identity:delete_project", {"project_id": project_id})
+    project = project_get(project_id)
     from django.contrib.auth.models import Group
 
     Group.objects.filter(name=members_group_name(project.id)).delete()
@@ -118,9 +136,13 @@ def user_get(user_id: str) -> User:
     return user
 
 
-def user_create(*, name: str, password: str | None = None, domain_id: str = DEFAULT_DOMAIN_ID,
-                default_project: Project | None = None, email: str = "", description: str = "",
-                enabled: bool = True) -> User:
+def user_create(*, actor: RequestContext, name: str, password: str | None = None,
+                domain_id: str = DEFAULT_DOMAIN_ID, default_project_id: str | None = None, email: str = "",
+                description: str = "", enabled: bool = True) -> User:
+    """A new user. Raises ``PolicyNotAuthorized`` (``identity:create_user``), ``ProjectNotFound``
+    (default project), ``IdentityConflict`` when the name is taken in the domain."""
+    authorize(actor, "identity:create_user")
+    default_project = project_get(default_project_id) if default_project_id else None
     if User.objects.filter(name=name, domain_id=domain_id).exists():
         raise IdentityConflict(type="user", name=name)
     return User.objects.create_user(
@@ -129,7 +151,33 @@ def user_create(*, name: str, password: str | None = None, domain_id: str = DEFA
     )
 
 
-def user_update(user: User, *, password: str | None = None, **changes: Any) -> User:
+def user_update(*, actor: RequestContext, user_id: str, password: str | None = None,
+                default_project_id: str | None = UNSET, **changes: Any) -> User:
+    """Change a user (``name``, ``email``, ``description``, ``enabled``, default project, password).
+    A new password or disabling revokes every token of the user.
+    Raises ``PolicyNotAuthorized`` (``identity:update_user``), ``UserNotFound``, ``ProjectNotFound``,
+    ``IdentityConflict``."""
+    authorize(actor, "identity:update_user", {"user_id": user_id})
+    user = user_get(user_id)
+    if default_project_id is not UNSET:
+        changes["default_project"] = project_get(default_project_id) if default_project_id else None
+    return _user_write(user, password=password, **changes)
+
+
+def user_password_change(*, actor: RequestContext, user_id: str, original_password: str, password: str) -> None:
+    """A user changes their own password (``POST /v3/users/{id}/password``); every token of the
+    user is revoked. Raises ``Forbidden`` for anyone else's password (Keystone's
+    ``identity:change_password``: the user themself only), ``UserNotFound``, ``AuthFailed`` (401)
+    when ``original_password`` is wrong."""
+    if user_id != actor.user_id:
+        raise Forbidden("You are not authorized to perform the requested action: identity:change_password.")
+    user = user_get(user_id)
+    if not user.check_password(original_password):
+        raise AuthFailed()
+    _user_write(user, password=password)
+
+
+def _user_write(user: User, *, password: str | None = None, **changes: Any) -> User:
     name = changes.get("name")
     if name and name != user.name and User.objects.filter(name=name, domain_id=user.domain_id).exists():
         raise IdentityConflict(type="user", name=name)
@@ -144,7 +192,10 @@ def user_update(user: User, *, password: str | None = None, **changes: Any) -> U
     return user
 
 
-def user_delete(user: User) -> None:
+def user_delete(*, actor: RequestContext, user_id: str) -> None:
+    """Delete a user. Raises ``PolicyNotAuthorized`` (``identity:delete_user``), ``UserNotFound``."""
+    authorize(actor, "identity:delete_user", {"user_id": user_id})
+    user = user_get(user_id)
     user.delete()
 
 

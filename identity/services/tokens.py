@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NotFound, Unauthorized
+from cloudcore.core.policy import authorize
 
 from ..models import Project, Token, User
 from .roles import roles_for
@@ -41,8 +42,13 @@ def token_get_valid(token_id: str) -> Token:
     return token
 
 
-def token_revoke(token_id: str) -> None:
-    if not Token.objects.filter(id=token_id, revoked=False).update(revoked=True):
+def token_revoke(*, actor: RequestContext, token_id: str) -> None:
+    """Revoke a valid token (``DELETE /v3/auth/tokens``). Raises ``TokenNotFound`` (404) for an
+    unknown, expired or revoked token, ``PolicyNotAuthorized`` (``identity:revoke_token``: its
+    own user or an admin)."""
+    token = token_get_valid(token_id)
+    authorize(actor, "identity:revoke_token", {"user_id": token.user_id, "project_id": token.project_id})
+    if not Token.objects.filter(id=token.id, revoked=False).update(revoked=True):
         raise TokenNotFound(token_id=token_id)
 
 

@@ -1,11 +1,13 @@
 """Compute API views owned by scheduling: ``os-aggregates`` (admin) and ``os-availability-zone``.
 
-Thin views over ``scheduling.services.aggregates``; shapes per microversion (2.41 adds ``uuid``).
+Thin views over ``scheduling.services.aggregates`` (writes through ``aggregate_admin``); shapes per
+microversion in ``AGGREGATE_FIELDS`` (2.41 adds ``uuid``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -14,37 +16,42 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
 from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import Field, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
 
 from ..models import Aggregate
+from ..services import aggregate_admin as admin
 from ..services import aggregates as svc
-
-V241 = (2, 41)
 
 
 def _ts(value: datetime | None) -> str | None:
     return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
 
 
+def _members(data: dict[str, Any]) -> bool:
+    return bool(data.get("_with_members"))
+
+
+#: The aggregate body, keys in Nova's (sorted) order: 2.41 adds ``uuid``; ``hosts`` and
+#: ``metadata`` are left out of the create answer.
+AGGREGATE_FIELDS: tuple[Field[dict[str, Any]], ...] = (
+    Field("availability_zone", itemgetter("availability_zone")),
+    Field("created_at", lambda d: _ts(d["created_at"])),
+    Field("deleted", itemgetter("deleted")),
+    Field("deleted_at", lambda d: _ts(d["deleted_at"])),
+    Field("hosts", itemgetter("hosts"), when=_members),
+    Field("id", itemgetter("id")),
+    Field("metadata", itemgetter("metadata"), when=_members),
+    Field("name", itemgetter("name")),
+    Field("updated_at", lambda d: _ts(d["updated_at"])),
+    Field("uuid", itemgetter("uuid"), since=(2, 41)),
+)
+
+
 def present_aggregate(aggregate: Aggregate, version: Version, *, with_members: bool = True) -> dict[str, Any]:
-    data = svc.aggregate_to_dict(aggregate)
-    body: dict[str, Any] = {
-        "availability_zone": data["availability_zone"],
-        "created_at": _ts(data["created_at"]),
-        "deleted": data["deleted"],
-        "deleted_at": _ts(data["deleted_at"]),
-        "id": data["id"],
-        "name": data["name"],
-        "updated_at": _ts(data["updated_at"]),
-    }
-    if with_members:
-        body["hosts"] = data["hosts"]
-        body["metadata"] = data["metadata"]
-    if version >= V241:
-        body["uuid"] = data["uuid"]
-    return dict(sorted(body.items()))
+    return present(AGGREGATE_FIELDS, {**svc.aggregate_to_dict(aggregate), "_with_members": with_members}, version)
 
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)[\s\S]*(?<!\s)$"}
@@ -75,13 +82,6 @@ _METADATA = {
 AGGREGATE_ACTIONS = {"add_host": _HOST, "remove_host": _HOST, "set_metadata": _METADATA}
 
 
-def _aggregate(aggregate_id: str) -> Aggregate:
-    """The aggregate of a path id; as Nova, a non-integer id is a 400, an unknown one a 404."""
-    if not aggregate_id.isdigit():
-        raise Invalid("Invalid input received: id must be an integer.")
-    return svc.aggregate_get(int(aggregate_id))
-
-
 class AggregatesView(ComputeAPIView):
     @extend_schema(responses={200: dict}, summary="List host aggregates (admin)")
     def get(self, request: Request) -> Response:
@@ -91,8 +91,8 @@ class AggregatesView(ComputeAPIView):
     @extend_schema(request=dict, responses={200: dict}, summary="Create a host aggregate (admin)")
     def post(self, request: Request) -> Response:
         data = validate(self.body(), AGGREGATE_CREATE)["aggregate"]
-        authorize(self.ctx, "os_compute_api:os-aggregates:create")
-        aggregate = svc.aggregate_create(name=data["name"], availability_zone=data.get("availability_zone"))
+        aggregate = admin.aggregate_create(actor=self.ctx, name=data["name"],
+                                           availability_zone=data.get("availability_zone"))
         return Response({"aggregate": present_aggregate(aggregate, self.version, with_members=False)})
 
 
@@ -100,23 +100,20 @@ class AggregateView(ComputeAPIView):
     @extend_schema(responses={200: dict}, summary="Show a host aggregate (admin)")
     def get(self, request: Request, aggregate_id: str) -> Response:
         authorize(self.ctx, "os_compute_api:os-aggregates:show")
-        return Response({"aggregate": present_aggregate(_aggregate(aggregate_id), self.version)})
+        return Response({"aggregate": present_aggregate(admin.aggregate_by_api_id(aggregate_id), self.version)})
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update a host aggregate (admin)")
     def put(self, request: Request, aggregate_id: str) -> Response:
         data = validate(self.body(), AGGREGATE_UPDATE)["aggregate"]
-        authorize(self.ctx, "os_compute_api:os-aggregates:update")
-        aggregate = _aggregate(aggregate_id)
         kwargs: dict[str, Any] = {"name": data.get("name")}
         if "availability_zone" in data:
             kwargs["availability_zone"] = data["availability_zone"]
-        aggregate = svc.aggregate_update(aggregate=aggregate, **kwargs)
+        aggregate = admin.aggregate_update(actor=self.ctx, aggregate_id=aggregate_id, **kwargs)
         return Response({"aggregate": present_aggregate(aggregate, self.version)})
 
     @extend_schema(responses={200: None}, summary="Delete an empty host aggregate (admin)")
     def delete(self, request: Request, aggregate_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-aggregates:delete")
-        svc.aggregate_delete(aggregate=_aggregate(aggregate_id))
+        admin.aggregate_delete(actor=self.ctx, aggregate_id=aggregate_id)
         return Response(status=200)
 
 
@@ -133,14 +130,13 @@ class AggregateActionView(ComputeAPIView):
             raise Invalid(f"There is no such action: {action}")
         validate(body, {"type": "object", "properties": {action: AGGREGATE_ACTIONS[action]},
                         "required": [action], "additionalProperties": False})
-        authorize(self.ctx, f"os_compute_api:os-aggregates:{action}")
-        aggregate = _aggregate(aggregate_id)
         if action == "add_host":
-            aggregate = svc.aggregate_add_host(aggregate=aggregate, host=args["host"])
+            aggregate = admin.aggregate_add_host(actor=self.ctx, aggregate_id=aggregate_id, host=args["host"])
         elif action == "remove_host":
-            aggregate = svc.aggregate_remove_host(aggregate=aggregate, host=args["host"])
+            aggregate = admin.aggregate_remove_host(actor=self.ctx, aggregate_id=aggregate_id, host=args["host"])
         else:
-            aggregate = svc.aggregate_set_metadata(aggregate=aggregate, metadata=args["metadata"])
+            aggregate = admin.aggregate_set_metadata(actor=self.ctx, aggregate_id=aggregate_id,
+                                                     metadata=args["metadata"])
         return Response({"aggregate": present_aggregate(aggregate, self.version)})
 
 

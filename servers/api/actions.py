@@ -14,12 +14,15 @@ from rest_framework.response import Response
 
 from cells.context import target_cell
 from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound, NotImplementedYet
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 
 from ..models import Instance
 from ..selectors import ServerRecord
 from ..services import power, security_groups, shelve
+from ..services.password import server_set_password
+from ..services.reset_state import server_reset_state
 from .servers import get_server
 
 NULL = {"type": "null"}
@@ -124,6 +127,17 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
 }
 
+#: Body keys an action honours only from a microversion on (below it they are ignored, whatever
+#: the body holds, as Nova does): 2.56 migrate ``host``, 2.73 lock ``locked_reason``, 2.77
+#: unshelve ``availability_zone`` (2.91 ``host``, which the schema only accepts from then).
+ACTION_ARGS: dict[str, Since] = {
+    "migrate": Since({"host": (2, 56)}),
+    "lock": Since({"locked_reason": (2, 73)}),
+    "unshelve": Since({"availability_zone": (2, 77), "host": (2, 77)}),
+}
+#: 2.45: createImage answers ``{"image_id": ...}`` instead of a ``Location`` header.
+ACTION_FEATURES = Since({"create_image_body": (2, 45)})
+
 Handler = Callable[["ServerActionView", Any, Instance, Any, dict[str, Any]], Response | None]
 HANDLERS: dict[str, Handler] = {}
 
@@ -149,8 +163,11 @@ class ServerActionView(ComputeAPIView):
         schema.validate(body, self.version)
         record = get_server(self.ctx, server_id, version=self.version)
         instance, cell = self._instance(record)
+        args = body[key] or {}
+        if key in ACTION_ARGS:
+            args = ACTION_ARGS[key].only(args if isinstance(args, dict) else {}, self.version)
         with target_cell(cell):
-            response = handler(self, request, instance, cell, body[key] or {})
+            response = handler(self, request, instance, cell, args)
         return response or Response(status=202)
 
     def _instance(self, record: ServerRecord) -> tuple[Instance, Any]:
@@ -176,9 +193,7 @@ def _reboot(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 
 @handles("lock")
 def _lock(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    # before 2.73 the body is not looked at (Nova): any JSON value is accepted and ignored
-    reason = body.get("locked_reason") if view.version >= (2, 73) else None
-    power.server_lock(actor=view.ctx, instance=instance, reason=reason)
+    power.server_lock(actor=view.ctx, instance=instance, reason=body.get("locked_reason"))
 
 
 @handles("unlock")
@@ -188,11 +203,6 @@ def _unlock(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 
 @handles("os-resetState")
 def _reset_state(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    from cloudcore.core.policy import authorize
-
-    from ..services.reset_state import server_reset_state
-
-    authorize(view.ctx, "os_compute_api:os-admin-actions:reset_state", power.target(instance))
     server_reset_state(actor=view.ctx, instance=instance, state=body["state"])
 
 
@@ -208,24 +218,14 @@ def _offload(view: ServerActionView, request: Any, instance: Instance, cell: Any
 
 @handles("unshelve")
 def _unshelve(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    if view.version < (2, 77):
-        body = {}  # before 2.77 the body is not looked at (Nova)
     new_az = body["availability_zone"] if "availability_zone" in body else shelve.UNSET
     shelve.server_unshelve(actor=view.ctx, instance=instance, cell=cell, new_az=new_az, host=body.get("host") or None)
-
-
-class SetPasswordNotSupported(NotImplementedYet):
-    message = "Unable to set password on instance"
 
 
 @handles("changePassword")
 def _change_password(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                      body: dict[str, Any]) -> None:
-    from cloudcore.core.policy import authorize
-
-    authorize(view.ctx, "os_compute_api:os-admin-password", power.target(instance))
-    # The libvirt driver has no guest agent channel: Nova answers 501 in that case too.
-    raise SetPasswordNotSupported()
+    server_set_password(actor=view.ctx, instance=instance, password=body["adminPass"])
 
 
 @handles("rebuild")
@@ -234,9 +234,10 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     import base64
 
     from ..models import KeyPair
+    from ..presenter import present_updated_server
     from ..services import rebuild
     from ..services.create import _image, generate_password
-    from .servers import reduced_before_2_75, render
+    from .servers import render
 
     image = _image(view.ctx, body["imageRef"])
     changes: dict[str, Any] = {}
@@ -263,7 +264,7 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = reduced_before_2_75(render([record], version=view.version, actor=view.ctx)[0], view.version)
+    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 
@@ -279,8 +280,7 @@ def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 def _migrate(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
     from ..services import resize
 
-    host = body.get("host") if view.version >= (2, 56) else None
-    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=host)
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=body.get("host"))
 
 
 @handles("confirmResize")
@@ -307,7 +307,7 @@ def _create_image(view: ServerActionView, request: Any, instance: Instance, cell
 
     image_id = server_create_image(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
                                   metadata=body.get("metadata") or {})
-    if view.version >= (2, 45):
+    if ACTION_FEATURES.has("create_image_body", view.version):
         return Response({"image_id": image_id}, status=202)
     response = Response(status=202)
     response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"

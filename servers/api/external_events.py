@@ -8,13 +8,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
 
 from ..services.external_events import EVENT_MIN_VERSION, EVENT_NAMES, server_external_events_create
 
+EVENTS_SINCE = Since(EVENT_MIN_VERSION)
+
 
 def _schema(version: tuple[int, int]) -> dict[str, Any]:
-    names = [n for n in EVENT_NAMES if tuple(version) >= EVENT_MIN_VERSION.get(n, (2, 0))]
+    names = [n for n in EVENT_NAMES if EVENTS_SINCE.has(n, version)]
     event = {"type": "object", "properties": {
         "name": {"type": "string", "enum": names},
         "server_uuid": {"type": "string", "format": "uuid"},

@@ -1,12 +1,11 @@
 """Flavors API (``/flavors``, ``os-flavor-manage``, ``os-extra_specs``, ``os-flavor-access``).
 
-Response shapes per microversion, in one place (``FLAVOR_FIELDS``): 2.55 adds ``description``
-(and ``PUT /flavors/{id}``), 2.61 ``extra_specs`` in flavor bodies (policy permitting), 2.75
-turns a zero ``swap`` from ``""`` into ``0`` and rejects unknown query parameters.
+Response shapes per microversion live in ``servers.presenter.FLAVOR_FIELDS``: 2.55 adds
+``description`` (and ``PUT /flavors/{id}``), 2.61 ``extra_specs`` in flavor bodies (policy
+permitting), 2.75 turns a zero ``swap`` from ``""`` into ``0`` and rejects unknown query parameters.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,52 +15,23 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
 from cloudcore.core.api.validation import BOOLEAN, VersionedSchema, as_bool, reject_unknown_params, validate
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize, can
 
 from ..models import Flavor
-from ..presenter import base_url, links
+from ..presenter import FLAVOR_BRIEF_FIELDS, FLAVOR_FIELDS, ShownFlavor, base_url
 from ..services import flavors as svc
-
-V255, V261, V275 = (2, 55), (2, 61), (2, 75)
-
-
-def _swap(flavor: Flavor, version: Version) -> Any:
-    if version >= V275:
-        return flavor.swap
-    return flavor.swap or ""
-
-
-#: (field, getter, first microversion)
-FLAVOR_FIELDS: list[tuple[str, Callable[[Flavor, Version], Any], Version]] = [
-    ("id", lambda f, v: f.flavorid, (2, 1)),
-    ("name", lambda f, v: f.name, (2, 1)),
-    ("ram", lambda f, v: f.memory_mb, (2, 1)),
-    ("disk", lambda f, v: f.root_gb, (2, 1)),
-    ("vcpus", lambda f, v: f.vcpus, (2, 1)),
-    ("links", lambda f, v: links("flavors", f.flavorid), (2, 1)),
-    ("OS-FLV-EXT-DATA:ephemeral", lambda f, v: f.ephemeral_gb, (2, 1)),
-    ("OS-FLV-DISABLED:disabled", lambda f, v: f.disabled, (2, 1)),
-    ("os-flavor-access:is_public", lambda f, v: f.is_public, (2, 1)),
-    ("swap", _swap, (2, 1)),
-    ("rxtx_factor", lambda f, v: f.rxtx_factor, (2, 1)),
-    ("description", lambda f, v: f.description, V255),
-]
+from .schemas import FLAVOR_FEATURES
 
 
 def present_flavor(flavor: Flavor, version: Version, *, extra_specs: bool) -> dict[str, Any]:
-    body = {name: get(flavor, version) for name, get, since in FLAVOR_FIELDS if version >= since}
-    if version >= V261 and extra_specs:
-        body["extra_specs"] = svc.extra_specs_of(flavor)
-    return body
+    return present(FLAVOR_FIELDS, ShownFlavor(flavor, extra_specs), version)
 
 
 def present_flavor_brief(flavor: Flavor, version: Version) -> dict[str, Any]:
-    body: dict[str, Any] = {"id": flavor.flavorid, "name": flavor.name, "links": links("flavors", flavor.flavorid)}
-    if version >= V255:
-        body["description"] = flavor.description
-    return body
+    return present(FLAVOR_BRIEF_FIELDS, ShownFlavor(flavor), version)
 
 
 # --- request schemas ------------------------------------------------------------------------------
@@ -150,7 +120,7 @@ def _int_param(params: Any, name: str, message: str) -> int | None:
 class FlavorListMixin(FlavorAPIView):
     def list_flavors(self, request: Request) -> tuple[list[Flavor], int | None]:
         params = request.query_params
-        if self.version >= V275:
+        if FLAVOR_FEATURES.has("strict_query", self.version):
             reject_unknown_params(params, LIST_PARAMS)
         filters = svc.FlavorFilters()
         if self.ctx.is_admin:
@@ -219,11 +189,10 @@ class FlavorView(FlavorAPIView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update a flavor's description (2.55+, admin)")
     def put(self, request: Request, flavor_id: str) -> Response:
-        if self.version < V255:
+        if not FLAVOR_FEATURES.has("update", self.version):
             raise NotFound("The resource could not be found.")
-        authorize(self.ctx, "os_compute_api:os-flavor-manage:update")
         data = validate(self.body(), FLAVOR_UPDATE)["flavor"]
-        flavor = svc.flavor_update_description(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id),
+        flavor = svc.flavor_update_description(actor=self.ctx, flavor_id=flavor_id,
                                                description=data["description"])
         return Response({"flavor": present_flavor(flavor, self.version, extra_specs=self.show_specs())})
 
@@ -241,11 +210,9 @@ class FlavorExtraSpecsView(FlavorAPIView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Create or update extra specs (admin)")
     def post(self, request: Request, flavor_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:create")
         specs = validate(self.body(), EXTRA_SPECS_CREATE)["extra_specs"]
         specs = {k: _spec_str(v) for k, v in specs.items()}
-        flavor = svc.flavor_get_any(flavor_id)
-        svc.extra_specs_set(actor=self.ctx, flavor=flavor, specs=specs,
+        svc.extra_specs_set(actor=self.ctx, flavor_id=flavor_id, specs=specs,
                             rule="os_compute_api:os-flavor-extra-specs:create")
         return Response({"extra_specs": specs})
 
@@ -261,19 +228,17 @@ class FlavorExtraSpecView(FlavorAPIView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update one extra spec (admin)")
     def put(self, request: Request, flavor_id: str, key: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:update")
         body = validate(self.body(), EXTRA_SPEC_UPDATE)
         if key not in body:
             raise Invalid("Request body and URI mismatch")
         specs = {key: _spec_str(body[key])}
-        svc.extra_specs_set(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id), specs=specs,
+        svc.extra_specs_set(actor=self.ctx, flavor_id=flavor_id, specs=specs,
                             rule="os_compute_api:os-flavor-extra-specs:update")
         return Response(specs)
 
     @extend_schema(responses={202: None}, summary="Delete one extra spec (admin)")
     def delete(self, request: Request, flavor_id: str, key: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-flavor-extra-specs:delete")
-        svc.extra_spec_delete(actor=self.ctx, flavor=svc.flavor_get_any(flavor_id), key=key)
+        svc.extra_spec_delete(actor=self.ctx, flavor_id=flavor_id, key=key)
         return Response(status=202)
 
 
@@ -298,19 +263,7 @@ class FlavorActionView(FlavorAPIView):
         body = validate(body, FLAVOR_ACTION)
         action, args = next(iter(body.items()))
         if action == "addTenantAccess":
-            authorize(self.ctx, "os_compute_api:os-flavor-access:add_tenant_access")
-            flavor = svc.flavor_get_any(flavor_id)
-            _check_project(args["tenant"])
-            access = svc.flavor_access_add(actor=self.ctx, flavor=flavor, project_id=args["tenant"])
+            access = svc.flavor_access_add(actor=self.ctx, flavor_id=flavor_id, project_id=args["tenant"])
         else:
-            authorize(self.ctx, "os_compute_api:os-flavor-access:remove_tenant_access")
-            flavor = svc.flavor_get_any(flavor_id)
-            access = svc.flavor_access_remove(actor=self.ctx, flavor=flavor, project_id=args["tenant"])
+            access = svc.flavor_access_remove(actor=self.ctx, flavor_id=flavor_id, project_id=args["tenant"])
         return Response({"flavor_access": access})
-
-
-def _check_project(project_id: str) -> None:
-    from identity.models import Project
-
-    if not Project.objects.filter(id=project_id).exists():
-        raise Invalid(f"Project ID {project_id} is not a valid project.")

@@ -48,16 +48,14 @@ def image_body(image: Image) -> dict[str, Any]:
 
 
 class _ProxyView(ComputeAPIView):
-    def check_version(self) -> None:
-        if self.version >= (2, 36):
-            raise NotFound("The resource could not be found.")
+    #: Nova's image proxy is gone from 2.36.
+    available_until = (2, 35)
 
 
 class ImagesView(_ProxyView):
     detail = False
 
     def get(self, request: Request) -> Response:
-        self.check_version()
         params = request.query_params
         filters = {k: params[k] for k in ("name",) if params.get(k)}
         limit = int(params["limit"]) if params.get("limit", "").isdigit() else None
@@ -76,11 +74,9 @@ class ImagesDetailView(ImagesView):
 
 class ImageView(_ProxyView):
     def get(self, request: Request, image_id: str) -> Response:
-        self.check_version()
         return Response({"image": image_body(_image(self, image_id))})
 
     def delete(self, request: Request, image_id: str) -> Response:
-        self.check_version()
         images.image_delete(self.ctx, _image(self, image_id))
         return Response(status=204)
 

@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,18 +16,16 @@ from rest_framework.response import Response
 
 from cells.context import target_cell
 from cells.models import InstanceMapping
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize, can
 
 from ..models import Instance, InstanceAction
-from ..presenter import base_url
+from ..presenter import INSTANCE_ACTION_EVENT_FIELDS, INSTANCE_ACTION_FIELDS, EventView, base_url
 from ..selectors import ServerNotFound
-
-
-def _ts(value: Any) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+from .schemas import INSTANCE_ACTION_FEATURES, INSTANCE_ACTION_QUERY
 
 
 def _lookup(actor: RequestContext, server_id: str, version: tuple[int, int]) -> tuple[Any, Instance | None]:
@@ -40,27 +37,12 @@ def _lookup(actor: RequestContext, server_id: str, version: tuple[int, int]) -> 
         return None, None
     with target_cell(mapping.cell):
         qs = Instance.all_objects.filter(uuid=server_id)
-        if version < (2, 21):
+        if not INSTANCE_ACTION_FEATURES.has("deleted_servers", version):
             qs = qs.filter(deleted=False)
         instance = qs.first()
     if instance is None:
         raise ServerNotFound(instance_id=server_id)
     return mapping.cell, instance
-
-
-def _action_body(action: InstanceAction, version: tuple[int, int]) -> dict[str, Any]:
-    body = {
-        "action": action.action,
-        "instance_uuid": action.instance_uuid,
-        "message": action.message,
-        "project_id": action.project_id,
-        "request_id": action.request_id,
-        "start_time": _ts(action.start_time),
-        "user_id": action.user_id,
-    }
-    if version >= (2, 58):
-        body["updated_at"] = _ts(action.updated_at or action.start_time)
-    return body
 
 
 def _target(instance: Instance) -> dict[str, Any]:
@@ -75,25 +57,23 @@ class InstanceActionsView(ComputeAPIView):
         authorize(actor, "os_compute_api:os-instance-actions:list", target)
         if cell is None:
             return Response({"instanceActions": []})
-        params = request.query_params
+        params = INSTANCE_ACTION_QUERY.only(request.query_params.dict(), version)
         limit: int | None = None
-        marker = None
         q = Q(instance_uuid=server_id)
-        if version >= (2, 58):
-            if "limit" in params:
-                try:
-                    limit = int(params["limit"])
-                except ValueError as exc:
-                    raise Invalid("limit param must be an integer") from exc
-                if limit < 0:
-                    raise Invalid("limit param must be positive")
-            marker = params.get("marker")
-            for key, lookup in (("changes-since", "updated_at__gte"), ("changes-before", "updated_at__lte")):
-                if key in params and (key == "changes-since" or version >= (2, 66)):
-                    when = parse_datetime(params[key].replace(" ", "+"))
-                    if when is None:
-                        raise Invalid(f"Invalid input for query parameters {key}. Value: {params[key]}.")
-                    q &= Q(**{lookup: when})
+        if "limit" in params:
+            try:
+                limit = int(params["limit"])
+            except ValueError as exc:
+                raise Invalid("limit param must be an integer") from exc
+            if limit < 0:
+                raise Invalid("limit param must be positive")
+        marker = params.get("marker")
+        for key, lookup in (("changes-since", "updated_at__gte"), ("changes-before", "updated_at__lte")):
+            if key in params:
+                when = parse_datetime(params[key].replace(" ", "+"))
+                if when is None:
+                    raise Invalid(f"Invalid input for query parameters {key}. Value: {params[key]}.")
+                q &= Q(**{lookup: when})
         with target_cell(cell):
             qs = InstanceAction.objects.filter(q).order_by("-start_time", "-id")
             if marker:
@@ -104,8 +84,8 @@ class InstanceActionsView(ComputeAPIView):
             if limit is not None:
                 qs = qs[:limit]
             actions = list(qs)
-        body: dict[str, Any] = {"instanceActions": [_action_body(a, version) for a in actions]}
-        if version >= (2, 58) and limit is not None and actions and len(actions) >= limit:
+        body: dict[str, Any] = {"instanceActions": [present(INSTANCE_ACTION_FIELDS, a, version) for a in actions]}
+        if limit is not None and actions and len(actions) >= limit:
             query = urlencode({"limit": limit, "marker": actions[-1].request_id})
             body["links"] = [{"rel": "next",
                               "href": f"{base_url()}/v2.1/servers/{server_id}/os-instance-actions?{query}"}]
@@ -121,32 +101,15 @@ class InstanceActionView(ComputeAPIView):
         target = _target(instance)
         authorize(actor, "os_compute_api:os-instance-actions:show", target)
         show_events = can(actor, "os_compute_api:os-instance-actions:events", target)
-        show_details = version >= (2, 84) and can(actor, "os_compute_api:os-instance-actions:events:details",
-                                                  target)
+        show_details = can(actor, "os_compute_api:os-instance-actions:events:details", target)
         with target_cell(cell):
             action = InstanceAction.objects.filter(instance_uuid=server_id, request_id=request_id).first()
             if action is None:
                 raise NotFound(f"Action for request_id {request_id} on instance {server_id} not found")
             events = list(action.events.all().order_by("-start_time", "-id"))
-        body = _action_body(action, version)
-        if version >= (2, 51) or show_events:
-            out = []
-            for ev in events:
-                e: dict[str, Any] = {
-                    "event": ev.event,
-                    "start_time": _ts(ev.start_time),
-                    "finish_time": _ts(ev.finish_time),
-                    "result": ev.result,
-                }
-                if show_events:
-                    e["traceback"] = ev.traceback
-                if version >= (2, 62):
-                    e["hostId"] = (hashlib.sha224((instance.project_id + ev.host).encode()).hexdigest()
-                                   if ev.host else "")
-                    if show_events:
-                        e["host"] = ev.host or ""
-                if show_details:
-                    e["details"] = ev.details
-                out.append(e)
-            body["events"] = out
+        body = present(INSTANCE_ACTION_FIELDS, action, version)
+        if show_events or INSTANCE_ACTION_FEATURES.has("events_for_all", version):
+            body["events"] = [present(INSTANCE_ACTION_EVENT_FIELDS,
+                                      EventView(ev, instance.project_id, show_events, show_details), version)
+                              for ev in events]
         return Response({"instanceAction": body})

@@ -11,14 +11,21 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
 from cloudcore.core.api.validation import VersionedSchema, reject_unknown_params
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 
 from ..models import KeyPair
-from ..presenter import base_url
+from ..presenter import (
+    KEYPAIR_BRIEF_FIELDS,
+    KEYPAIR_CREATE_STATUS,
+    KEYPAIR_CREATED_FIELDS,
+    KEYPAIR_DELETE_STATUS,
+    KEYPAIR_FIELDS,
+    base_url,
+)
 from ..services import keypairs as svc
-
-V22, V210, V235, V275, V292 = (2, 2), (2, 10), (2, 35), (2, 75), (2, 92)
+from .schemas import KEYPAIR_FEATURES, KEYPAIR_QUERY
 
 _NAME_20 = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s+$)[a-zA-Z0-9 _-]+$"}
 _NAME_292 = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s+$)[a-zA-Z0-9 @._-]+$"}
@@ -46,57 +53,35 @@ KEYPAIR_CREATE = VersionedSchema(
 )
 
 
-def _ts(value: Any) -> str | None:
-    return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
-
-
 def present_keypair_brief(keypair: KeyPair, version: Version) -> dict[str, Any]:
-    body = {"name": keypair.name, "public_key": keypair.public_key, "fingerprint": keypair.fingerprint}
-    if version >= V22:
-        body["type"] = keypair.type
-    return {"keypair": body}
+    return {"keypair": present(KEYPAIR_BRIEF_FIELDS, keypair, version)}
 
 
 def present_keypair(keypair: KeyPair, version: Version) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": keypair.name, "public_key": keypair.public_key, "fingerprint": keypair.fingerprint,
-        "user_id": keypair.user_id, "created_at": _ts(keypair.created_at), "updated_at": _ts(keypair.updated_at),
-        "deleted": False, "deleted_at": None, "id": keypair.id,
-    }
-    if version >= V22:
-        body["type"] = keypair.type
-    return body
+    return present(KEYPAIR_FIELDS, keypair, version)
 
 
 class KeypairAPIView(ComputeAPIView):
-    def allowed_params(self) -> set[str]:
-        allowed = set()
-        if self.version >= V210:
-            allowed.add("user_id")
-        if self.version >= V235:
-            allowed |= {"limit", "marker"}
-        return allowed
-
-    def query_user(self, request: Request, *, listing: bool = False) -> str | None:
+    def query(self, request: Request, *, listing: bool = False) -> dict[str, Any]:
+        """The query parameters that exist at this microversion (unknown ones are a 400 from 2.75)."""
         params = request.query_params
-        if self.version >= V275:
-            reject_unknown_params(params, self.allowed_params() if listing else self.allowed_params() & {"user_id"})
-        return params.get("user_id") if self.version >= V210 else None
+        if KEYPAIR_FEATURES.has("strict_query", self.version):
+            allowed = KEYPAIR_QUERY.names_at(self.version)
+            reject_unknown_params(params, allowed if listing else allowed & {"user_id"})
+        return KEYPAIR_QUERY.only(params.dict(), self.version)
 
 
 class KeypairsView(KeypairAPIView):
     @extend_schema(responses={200: dict}, summary="List keypairs")
     def get(self, request: Request) -> Response:
-        user_id = self.query_user(request, listing=True)
-        limit = marker = None
-        if self.version >= V235:
-            marker = request.query_params.get("marker")
-            raw = request.query_params.get("limit")
-            if raw is not None:
-                if not raw.isdigit():
-                    raise Invalid(f"Invalid input for query parameters limit. Value: {raw}. "
-                                  f"'{raw}' does not match '^[0-9]*$'")
-                limit = int(raw)
+        params = self.query(request, listing=True)
+        user_id, marker, limit = params.get("user_id"), params.get("marker"), None
+        raw = params.get("limit")
+        if raw is not None:
+            if not raw.isdigit():
+                raise Invalid(f"Invalid input for query parameters limit. Value: {raw}. "
+                              f"'{raw}' does not match '^[0-9]*$'")
+            limit = int(raw)
         items = svc.keypair_list(actor=self.ctx, user_id=user_id, limit=limit, marker=marker)
         body: dict[str, Any] = {"keypairs": [present_keypair_brief(k, self.version) for k in items]}
         if limit and len(items) == limit:
@@ -108,8 +93,8 @@ class KeypairsView(KeypairAPIView):
     @extend_schema(request=dict, responses={200: dict, 201: dict}, summary="Import (or generate) a keypair")
     def post(self, request: Request) -> Response:
         body = self.body()
-        if (self.version >= V292 and isinstance(body, dict) and isinstance(body.get("keypair"), dict)
-                and "public_key" not in body["keypair"]):
+        if (KEYPAIR_FEATURES.has("import_only", self.version) and isinstance(body, dict)
+                and isinstance(body.get("keypair"), dict) and "public_key" not in body["keypair"]):
             raise Invalid("Keypair generation is not supported (microversion 2.92 and later): "
                           "'public_key' is a required property")
         data = KEYPAIR_CREATE.validate(body, self.version)["keypair"]
@@ -119,22 +104,19 @@ class KeypairsView(KeypairAPIView):
             key_type=key_type,
         )
         keypair = created.keypair
-        out: dict[str, Any] = {"name": keypair.name, "public_key": keypair.public_key,
-                               "fingerprint": keypair.fingerprint, "user_id": keypair.user_id}
-        if self.version >= V22:
-            out["type"] = keypair.type
+        out = present(KEYPAIR_CREATED_FIELDS, keypair, self.version)
         if created.private_key is not None:
             out["private_key"] = created.private_key
-        return Response({"keypair": out}, status=201 if self.version >= V22 else 200)
+        return Response({"keypair": out}, status=KEYPAIR_CREATE_STATUS.at(self.version))
 
 
 class KeypairView(KeypairAPIView):
     @extend_schema(responses={200: dict}, summary="Show a keypair")
     def get(self, request: Request, keypair_name: str) -> Response:
-        keypair = svc.keypair_get(actor=self.ctx, name=keypair_name, user_id=self.query_user(request))
+        keypair = svc.keypair_get(actor=self.ctx, name=keypair_name, user_id=self.query(request).get("user_id"))
         return Response({"keypair": present_keypair(keypair, self.version)})
 
     @extend_schema(responses={202: None, 204: None}, summary="Delete a keypair")
     def delete(self, request: Request, keypair_name: str) -> Response:
-        svc.keypair_delete(actor=self.ctx, name=keypair_name, user_id=self.query_user(request))
-        return Response(status=204 if self.version >= V22 else 202)
+        svc.keypair_delete(actor=self.ctx, name=keypair_name, user_id=self.query(request).get("user_id"))
+        return Response(status=KEYPAIR_DELETE_STATUS.at(self.version))

@@ -5,6 +5,7 @@ ones; ``tenant_id`` (admins only, ``os_compute_api:limits:other_project``) reads
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -12,52 +13,48 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.validation import reject_unknown_params
+from cloudcore.core.api.versioned import Field, Since, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize, can
 
 from ..services.quotas import quota_limits, quota_usage
 
-V236, V257, V275 = (2, 36), (2, 57), (2, 75)
-
-#: (field, quota resource, removed at): the project's limits as ``GET /limits`` names them.
-QUOTA_FIELDS: list[tuple[str, str, tuple[int, int] | None]] = [
-    ("maxTotalInstances", "instances", None),
-    ("maxTotalCores", "cores", None),
-    ("maxTotalRAMSize", "ram", None),
-    ("maxServerMeta", "metadata_items", None),
-    ("maxPersonality", "injected_files", V257),
-    ("maxPersonalitySize", "injected_file_content_bytes", V257),
-    ("maxTotalKeypairs", "key_pairs", None),
-    ("maxServerGroups", "server_groups", None),
-    ("maxServerGroupMembers", "server_group_members", None),
-]
-
-#: (field, value, removed at): Nova's fixed answers for what Neutron, Glance or nobody meters.
-FIXED_LIMITS: list[tuple[str, int, tuple[int, int] | None]] = [
-    ("maxImageMeta", 128, None),
-    ("maxSecurityGroups", -1, V236),
-    ("maxSecurityGroupRules", -1, V236),
-    ("maxTotalFloatingIps", -1, V236),
-    ("totalFloatingIpsUsed", 0, V236),
-    ("totalSecurityGroupsUsed", 0, V236),
-    ("totalServerGroupsUsed", 0, None),
-]
+#: The project's limits as ``GET /limits`` names them, from its quota resources (2.57 drops the
+#: personality limits).
+QUOTA_FIELDS: tuple[Field[dict[str, int]], ...] = (
+    Field("maxTotalInstances", itemgetter("instances")),
+    Field("maxTotalCores", itemgetter("cores")),
+    Field("maxTotalRAMSize", itemgetter("ram")),
+    Field("maxServerMeta", itemgetter("metadata_items")),
+    Field("maxPersonality", itemgetter("injected_files"), until=(2, 56)),
+    Field("maxPersonalitySize", itemgetter("injected_file_content_bytes"), until=(2, 56)),
+    Field("maxTotalKeypairs", itemgetter("key_pairs")),
+    Field("maxServerGroups", itemgetter("server_groups")),
+    Field("maxServerGroupMembers", itemgetter("server_group_members")),
+)
+#: Nova's fixed answers for what Neutron, Glance or nobody meters (2.36 drops the network proxies).
+FIXED_LIMITS: tuple[Field[None], ...] = (
+    Field("maxImageMeta", lambda _: 128),
+    Field("maxSecurityGroups", lambda _: -1, until=(2, 35)),
+    Field("maxSecurityGroupRules", lambda _: -1, until=(2, 35)),
+    Field("maxTotalFloatingIps", lambda _: -1, until=(2, 35)),
+    Field("totalFloatingIpsUsed", lambda _: 0, until=(2, 35)),
+    Field("totalSecurityGroupsUsed", lambda _: 0, until=(2, 35)),
+    Field("totalServerGroupsUsed", lambda _: 0),
+)
+#: 2.75: query parameters other than ``tenant_id`` are a 400.
+LIMITS_FEATURES = Since({"strict_query": (2, 75)})
 
 
 def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]:
-    limits = quota_limits(project_id)
     usage = quota_usage(project_id)
     body: dict[str, Any] = {
         "totalInstancesUsed": usage.instances,
         "totalCoresUsed": usage.cores,
         "totalRAMUsed": usage.ram,
+        **present(QUOTA_FIELDS, quota_limits(project_id), version),
+        **present(FIXED_LIMITS, None, version),
     }
-    for name, resource, removed in QUOTA_FIELDS:
-        if removed is None or version < removed:
-            body[name] = limits[resource]
-    for name, value, removed in FIXED_LIMITS:
-        if removed is None or version < removed:
-            body[name] = value
     return dict(sorted(body.items()))
 
 
@@ -66,7 +63,7 @@ class LimitsView(ComputeAPIView):
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:limits")
         params = request.query_params
-        if self.version >= V275:
+        if LIMITS_FEATURES.has("strict_query", self.version):
             reject_unknown_params(params, {"tenant_id"})
         project_id = self.ctx.project_id or ""
         asked = params.get("tenant_id")

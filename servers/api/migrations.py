@@ -13,15 +13,14 @@ from rest_framework.response import Response
 
 from cells.models import CELL0_UUID, CellMapping
 from cells.scatter import failed, scatter_gather
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
 
 from ..models import Migration
-
-
-def _ts(value: Any) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+from ..presenter import MIGRATION_FIELDS
+from .schemas import MIGRATION_QUERY
 
 
 def _newer(a: Migration, b: Migration) -> Migration:
@@ -30,37 +29,16 @@ def _newer(a: Migration, b: Migration) -> Migration:
     return a if a_stamp >= b_stamp else b
 
 
-def present(m: Migration, version: tuple[int, int]) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": m.id, "status": m.status, "instance_uuid": m.instance_uuid, "source_node": m.source_node,
-        "source_compute": m.source_compute, "dest_node": m.dest_node, "dest_compute": m.dest_compute,
-        "dest_host": m.dest_host, "old_instance_type_id": m.old_instance_type_id,
-        "new_instance_type_id": m.new_instance_type_id, "created_at": _ts(m.created_at),
-        "updated_at": _ts(m.updated_at),
-    }
-    if version >= (2, 23):
-        body["migration_type"] = m.migration_type
-    if version >= (2, 59):
-        body["uuid"] = m.uuid
-    if version >= (2, 80):
-        body["user_id"], body["project_id"] = m.user_id, m.project_id
-    return body
-
-
 class MigrationsView(ComputeAPIView):
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:os-migrations:index", {"project_id": self.ctx.project_id})
-        params = request.query_params
+        params = MIGRATION_QUERY.only(request.query_params.dict(), self.version)
         q = Q(hidden=False)
-        for key in ("status", "instance_uuid", "migration_type", "source_compute"):
+        for key in ("status", "instance_uuid", "migration_type", "source_compute", "user_id", "project_id"):
             if params.get(key):
                 q &= Q(**{key: params[key]})
         if params.get("host"):
             q &= Q(source_compute=params["host"]) | Q(dest_compute=params["host"])
-        if self.version >= (2, 80):
-            for key in ("user_id", "project_id"):
-                if params.get(key):
-                    q &= Q(**{key: params[key]})
         for key, lookup in (("changes-since", "updated_at__gte"), ("changes-before", "updated_at__lte")):
             if params.get(key):
                 stamp = parse_datetime(params[key])
@@ -68,7 +46,7 @@ class MigrationsView(ComputeAPIView):
                     raise Invalid(f"Invalid input for query parameters {key}.")
                 q &= Q(**{lookup: stamp})
         limit = None
-        if self.version >= (2, 59) and params.get("limit"):
+        if params.get("limit"):
             try:
                 limit = int(params["limit"])
             except ValueError:
@@ -87,7 +65,7 @@ class MigrationsView(ComputeAPIView):
             for m in result:  # type: ignore[union-attr]
                 seen[m.uuid] = _newer(seen[m.uuid], m) if m.uuid in seen else m
         items = sorted(seen.values(), key=lambda m: (m.created_at, m.uuid), reverse=True)
-        marker = params.get("marker") if self.version >= (2, 59) else None
+        marker = params.get("marker")
         if marker:
             uuids = [m.uuid for m in items]
             if marker not in uuids:
@@ -95,7 +73,7 @@ class MigrationsView(ComputeAPIView):
             items = items[uuids.index(marker) + 1:]
         if limit is not None:
             items = items[:limit]
-        body: dict[str, Any] = {"migrations": [present(m, self.version) for m in items]}
+        body: dict[str, Any] = {"migrations": [present(MIGRATION_FIELDS, m, self.version) for m in items]}
         if limit and len(items) == limit:
             body["migrations_links"] = [{"rel": "next", "href": f"/compute/v2.1/os-migrations?limit={limit}"
                                          f"&marker={items[-1].uuid}"}]

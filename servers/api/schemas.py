@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudcore.core.api.validation import METADATA, NAME
+from cloudcore.core.api.validation import METADATA, NAME, VersionedSchema
+from cloudcore.core.api.versioned import Since
 
 Version = tuple[int, int]
 
@@ -138,6 +139,8 @@ META_ITEM_BODY = {
     "required": ["meta"],
     "additionalProperties": False,
 }
+#: ``/servers/{id}/tags`` exists from 2.26.
+TAGS_MIN_VERSION: Version = (2, 26)
 TAGS_BODY = {
     "type": "object",
     "properties": {"tags": {"type": "array", "items": _TAG, "maxItems": 50}},
@@ -145,3 +148,60 @@ TAGS_BODY = {
     "additionalProperties": False,
 }
 TAG = _TAG
+
+
+#: ``GET /os-migrations`` query parameters that appeared after 2.1 (ignored below).
+MIGRATION_QUERY = Since({"limit": (2, 59), "marker": (2, 59), "user_id": (2, 80), "project_id": (2, 80)})
+
+#: ``GET /servers/{id}/os-instance-actions`` query parameters after 2.1 (ignored below).
+INSTANCE_ACTION_QUERY = Since({"limit": (2, 58), "marker": (2, 58), "changes-since": (2, 58),
+                               "changes-before": (2, 66)})
+#: os-instance-actions behaviours: actions of deleted servers (2.21), events shown to every
+#: reader of the action, not only to holders of the events rule (2.51).
+INSTANCE_ACTION_FEATURES = Since({"deleted_servers": (2, 21), "events_for_all": (2, 51)})
+
+
+# --- /servers/{id}/os-volume_attachments ----------------------------------------------------------
+def _attachment(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": ["volumeAttachment"], "additionalProperties": False, "properties": {
+        "volumeAttachment": {"type": "object", "required": ["volumeId"], "additionalProperties": False,
+                             "properties": props}}}
+
+
+_DEVICE = {"type": ["string", "null"], "pattern": "(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$"}
+_ATTACH_BASE = {"volumeId": {"type": "string", "format": "uuid"}, "device": _DEVICE}
+_ATTACH_TAG = {"tag": {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}}
+#: 2.49 ``tag``, 2.79 ``delete_on_termination``.
+VOLUME_ATTACH = VersionedSchema(
+    ("2.1", "2.48", _attachment(_ATTACH_BASE)),
+    ("2.49", "2.78", _attachment({**_ATTACH_BASE, **_ATTACH_TAG})),
+    ("2.79", None, _attachment({**_ATTACH_BASE, **_ATTACH_TAG, "delete_on_termination": {"type": "boolean"}})),
+)
+_SWAP_BASE: dict[str, Any] = {"volumeId": {"type": "string"}, "id": {}, "serverId": {}, "device": {}}
+#: ``PUT`` (swap, and from 2.85 the other attachment fields, of which only delete_on_termination may change).
+VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
+    ("2.1", "2.84", {**_attachment(_SWAP_BASE), "additionalProperties": True}),
+    ("2.85", None, {**_attachment({**_SWAP_BASE, "delete_on_termination": {"type": "boolean"}, "tag": {},
+                                   "attachment_id": {}, "bdm_uuid": {}}), "additionalProperties": True}),
+)
+
+
+# --- /os-keypairs ---------------------------------------------------------------------------------
+#: Query parameters: 2.10 ``user_id`` (admins act for another user), 2.35 paging.
+KEYPAIR_QUERY = Since({"user_id": (2, 10), "limit": (2, 35), "marker": (2, 35)})
+#: 2.75 unknown query parameters are a 400; 2.92 keys are imported only (``public_key`` required).
+KEYPAIR_FEATURES = Since({"strict_query": (2, 75), "import_only": (2, 92)})
+
+
+# --- /flavors -------------------------------------------------------------------------------------
+#: 2.55 ``PUT /flavors/{id}`` (description); 2.75 unknown list query parameters are a 400.
+FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75)})
+
+
+# --- /servers list and show -----------------------------------------------------------------------
+#: 2.69 servers of a cell that does not answer are listed (and shown) as stubs instead of left
+#: out (503 on show); 2.75 unknown list query parameters are a 400; 2.83 members may filter
+#: their project's servers by ``user_id`` (admins always could).
+SERVER_FEATURES = Since({"down_cell_stubs": (2, 69), "strict_query": (2, 75), "member_user_id_filter": (2, 83)})
+#: List filters that appeared after 2.1 (ignored below).
+SERVER_LIST_QUERY = Since({"locked": (2, 73)})

@@ -1,7 +1,9 @@
 """Servers API: ``/servers``, ``/servers/detail``, ``/servers/{id}``, metadata and tags.
 
-Handlers are thin: parse and validate (per microversion), authorize, call one selector or
-service, render with ``servers.presenter``. The extras of a page (addresses, tags, faults,
+Handlers are thin: parse and validate (schemas per microversion in ``schemas``), look the server
+up (reads authorize their rule here), call one selector or service (writes: ``server_create``,
+``server_update``, ``servers.services.metadata`` / ``tags``, which check their policy at entry),
+render with ``servers.presenter``'s tables. The extras of a page (addresses, tags, faults,
 attached volumes, host status) are loaded in bulk, one query per cell and kind, never per server.
 """
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,41 +22,42 @@ from cells.context import target_cell
 from cloudcore.core.api.validation import as_bool, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CellDown, Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
 
-from ..models import BlockDeviceMapping, Instance, InstanceFault, Tag
-from ..presenter import base_url, links, present_server, present_server_brief
+from ..models import BlockDeviceMapping, InstanceFault, Tag
+from ..presenter import (
+    base_url,
+    links,
+    present_down_cell_show,
+    present_server,
+    present_server_brief,
+    present_updated_server,
+    server_field_at,
+)
 from ..selectors import ServerRecord, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
-from ..services.quotas import quota_check_metadata
+from ..services import metadata as metadata_svc
+from ..services import tags as tags_svc
+from ..services import update as update_svc
+from ..services.guards import record_target
 from . import schemas
 
 Version = tuple[int, int]
 MAX_LIMIT = 1000
-#: vm_states in which Nova lets metadata (and, plus the shelved ones, tags) change.
-METADATA_VM_STATES = ("active", "paused", "suspended", "stopped")
-TAGS_VM_STATES = (*METADATA_VM_STATES, "shelved", "shelved_offloaded")
-
-
-def _target(record: ServerRecord) -> dict[str, Any]:
-    user_id = None
-    if record.instance is not None:
-        user_id = record.instance.user_id
-    elif record.build_request is not None:
-        user_id = record.build_request.instance.get("user_id")
-    return {"project_id": record.project_id, "user_id": user_id}
 
 
 def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
                version: Version = (2, 1)) -> ServerRecord:
-    """The server (404 if not visible), with ``rule`` authorized against its project. A server
-    whose cell does not answer is a 503, except for show from 2.69 (a down-cell stub)."""
+    """The server (404 if not visible), with the read ``rule`` authorized against its project
+    (writes pass no rule: their service checks its own). A server whose cell does not answer is a
+    503, except for show from 2.69 (a down-cell stub)."""
     record = server_get(actor, server_id)
     if rule:
-        authorize(actor, rule, _target(record))
-    if record.down_cell and not (rule == "os_compute_api:servers:show" and version >= (2, 69)):
+        authorize(actor, rule, record_target(record))
+    if record.down_cell and not (rule == "os_compute_api:servers:show"
+                                 and schemas.SERVER_FEATURES.has("down_cell_stubs", version)):
         raise CellDown(cell=record.cell.name if record.cell else "")
     return record
 
@@ -111,11 +113,12 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     faults: dict[str, dict[str, Any]] = {}
     volumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     host_status: dict[str, str] = {}
-    want_host_status = version >= (2, 16)
+    want_host_status = server_field_at("host_status", version)
+    want_tags = server_field_at("tags", version)
     for cell_uuid, cell_records in by_cell.items():
         uuids = [r.uuid for r in cell_records]
         with target_cell(cell_uuid):
-            if version >= (2, 26):
+            if want_tags:
                 for t in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag"):
                     tags[t.instance_uuid].append(t.tag)
             shows_fault = [r.uuid for r in cell_records
@@ -137,12 +140,12 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                         assert r.instance is not None
                         host_status[r.uuid] = _host_status(services, r.instance.host)
     for r in records:
-        if r.build_request is not None and version >= (2, 26):
+        if r.build_request is not None and want_tags:
             tags[r.uuid] = sorted(r.build_request.tags or [])
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
-    if version >= (2, 96):
+    if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
         from scheduling.models import RequestSpec
 
         specs = dict(RequestSpec.objects.filter(instance_uuid__in=[r.uuid for r in records])
@@ -213,14 +216,12 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     for key in ("changes-since", "changes-before"):
         if key in out:
             out[key] = _timestamp(out[key], key)
+    out = schemas.SERVER_LIST_QUERY.only(out, version)
     if "locked" in out:
-        if version < (2, 73):
-            out.pop("locked")
-        else:
-            if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                raise Invalid(f"Invalid value for locked filter: {out['locked']}")
-            out["locked"] = as_bool(out["locked"])
-    if "user_id" in out and not admin and version < (2, 83):
+        if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise Invalid(f"Invalid value for locked filter: {out['locked']}")
+        out["locked"] = as_bool(out["locked"])
+    if "user_id" in out and not admin and not schemas.SERVER_FEATURES.has("member_user_id_filter", version):
         out.pop("user_id")
     if "all_tenants" in out:
         value = out["all_tenants"]
@@ -258,7 +259,7 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
         # Nova checks the policy whenever the parameter is present (403 for a member).
         authorize(actor, f"{rule}:get_all_tenants", {"project_id": actor.project_id})
     params = request.query_params
-    if version >= (2, 75):
+    if schemas.SERVER_FEATURES.has("strict_query", version):
         reject_unknown_params(params.keys(), _KNOWN_PARAMS)
     filters = list_filters(request, actor, version)
     limit = MAX_LIMIT
@@ -272,7 +273,7 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version)
     records = result.records
-    if result.down_cells and version < (2, 69):
+    if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
     if detail:
         body: dict[str, Any] = {"servers": render(records, version=version, actor=actor)}
@@ -314,7 +315,7 @@ def _parse_networks(raw: Any, version: Version) -> str | list[create_svc.Request
     return out
 
 
-def _parse_zone(actor: RequestContext, zone: str | None) -> tuple[str | None, str | None, str | None]:
+def _parse_zone(zone: str | None) -> tuple[str | None, str | None, str | None]:
     """``az``, ``az:host``, ``az::node`` or ``az:host:node`` (host/node for admins only)."""
     if not zone:
         return None, None, None
@@ -324,8 +325,6 @@ def _parse_zone(actor: RequestContext, zone: str | None) -> tuple[str | None, st
     az = parts[0] or None
     host = parts[1] if len(parts) > 1 and parts[1] else None
     node = parts[2] if len(parts) > 2 and parts[2] else None
-    if host or node:
-        authorize(actor, "os_compute_api:servers:create:forced_host", {"project_id": actor.project_id})
     return az, host, node
 
 
@@ -333,24 +332,18 @@ def _flavor_ref(value: Any) -> str:
     return str(value)
 
 
-def build_create_request(actor: RequestContext, body: dict[str, Any], version: Version
+def build_create_request(body: dict[str, Any], version: Version
                          ) -> create_svc.ServerCreateRequest:
     server = body["server"]
     hints = body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints") or {}
-    zone, forced_host, forced_node = _parse_zone(actor, server.get("availability_zone"))
+    zone, forced_host, forced_node = _parse_zone(server.get("availability_zone"))
     requested_host = server.get("host")
     requested_node = server.get("hypervisor_hostname")
-    if requested_host or requested_node:
-        authorize(actor, "os_compute_api:servers:create:requested_destination", {"project_id": actor.project_id})
     min_count = int(server.get("min_count", 1))
     max_count = int(server.get("max_count", min_count))
     if min_count > max_count:
         raise Invalid("min_count must be <= max_count")
     networks = _parse_networks(server.get("networks"), version)
-    if isinstance(networks, list) and networks:
-        authorize(actor, "os_compute_api:servers:create:attach_network", {"project_id": actor.project_id})
-    if server.get("block_device_mapping_v2"):
-        authorize(actor, "os_compute_api:servers:create:attach_volume", {"project_id": actor.project_id})
     if server.get("trusted_image_certificates"):
         raise Invalid("Image signature certificate validation is not supported by this cloud.")
     config_drive = server.get("config_drive")
@@ -386,12 +379,11 @@ def build_create_request(actor: RequestContext, body: dict[str, Any], version: V
 def create_server(view: ComputeAPIView, request: Request) -> Response:
     actor = view.ctx
     version = view.version
-    authorize(actor, "os_compute_api:servers:create", {"project_id": actor.project_id, "user_id": actor.user_id})
     body = view.body()
     if not isinstance(body, dict):
         raise Invalid("The request body is invalid.")
     validate(body, schemas.create_schema(version))
-    req = build_create_request(actor, body, version)
+    req = build_create_request(body, version)
     result = create_svc.server_create(actor=actor, request=req)
     if req.return_reservation_id:
         return Response({"reservation_id": result.reservation_id}, status=202)
@@ -427,40 +419,8 @@ def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
     """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
     from scheduling.models import RequestSpec
 
-    from ..presenter import present_down_cell
-
-    body = present_down_cell(record, version=version)
     rs = RequestSpec.objects.filter(instance_uuid=record.uuid).first()
-    spec = rs.spec if rs else {}
-    flavor = spec.get("flavor") or {}
-    image = spec.get("image") or {}
-    body["user_id"] = record.mapping.user_id if record.mapping else None
-    body["image"] = {"id": image["id"], "links": [links("images", image["id"])[1]]} if image.get("id") else ""
-    body["flavor"] = {"vcpus": flavor.get("vcpus"), "ram": flavor.get("memory_mb"), "disk": flavor.get("root_gb"),
-                      "ephemeral": flavor.get("ephemeral_gb", 0), "swap": flavor.get("swap", 0),
-                      "original_name": flavor.get("name"), "extra_specs": flavor.get("extra_specs", {})}
-    body["OS-EXT-AZ:availability_zone"] = spec.get("availability_zone") or "UNKNOWN"
-    body["OS-EXT-STS:power_state"] = 0
-    if version >= (2, 71):
-        body["server_groups"] = []
-    return body
-
-
-_UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-EXT-STS:", "os-extended-volumes:")
-_UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
-
-
-def reduced_before_2_75(body: dict[str, Any], version: Version) -> dict[str, Any]:
-    """Before 2.75 Nova answers an update and a rebuild with a reduced server (no extended
-    attributes)."""
-    if version >= (2, 75):
-        return body
-    reduced = {k: v for k, v in body.items()
-               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
-    if "addresses" in reduced:  # and the basic address view: no OS-EXT-IPS attributes
-        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
-                                for label, entries in reduced["addresses"].items()}
-    return reduced
+    return present_down_cell_show(record, version=version, spec=rs.spec if rs else {})
 
 
 class ServerView(ComputeAPIView):
@@ -471,34 +431,16 @@ class ServerView(ComputeAPIView):
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = get_server(self.ctx, server_id, "os_compute_api:servers:update")
+        record = get_server(self.ctx, server_id)
         body = self.body()
         validate(body, schemas.update_schema(self.version))
         changes = body["server"]
-        fields = {"name": "display_name", "description": "display_description", "hostname": "hostname",
+        fields = {"name": "name", "description": "description", "hostname": "hostname",
                   "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
-        if record.build_request is not None:
-            br = record.build_request
-            br.instance.update({column: changes[key] for key, column in fields.items() if key in changes})
-            br.save(update_fields=["instance", "updated_at"])
-            return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
-                                                    self.version)})
-        assert record.cell is not None
-        with target_cell(record.cell):
-            instance = Instance.objects.get(uuid=record.uuid)
-            updated = []
-            for key, column in fields.items():
-                if key in changes:
-                    setattr(instance, column, changes[key])
-                    updated.append(column)
-            if updated:
-                instance.save(update_fields=[*updated, "updated_at"])
-                from ..services.notify import notify_instance
-
-                notify_instance(self.ctx, "instance.update", instance)
-            record.instance = instance
-        return Response({"server": reduced_before_2_75(render([record], version=self.version, actor=self.ctx)[0],
-                                                self.version)})
+        record = update_svc.server_update(actor=self.ctx, record=record,
+                                          **{arg: changes[key] for key, arg in fields.items() if key in changes})
+        return Response({"server": present_updated_server(render([record], version=self.version, actor=self.ctx)[0],
+                                                          version=self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:
         record = get_server(self.ctx, server_id, "os_compute_api:servers:delete")
@@ -507,155 +449,84 @@ class ServerView(ComputeAPIView):
 
 
 # --- metadata -------------------------------------------------------------------------------------
-def _metadata_record(view: ComputeAPIView, server_id: str, rule: str) -> ServerRecord:
-    record = get_server(view.ctx, server_id, rule)
-    return record
-
-
-def _current_metadata(record: ServerRecord) -> dict[str, str]:
-    if record.instance is not None:
-        return dict(record.instance.metadata or {})
-    assert record.build_request is not None
-    return dict(record.build_request.instance.get("metadata") or {})
-
-
-def _write_metadata(actor: RequestContext, record: ServerRecord, metadata: dict[str, str]) -> dict[str, str]:
-    from cloudcore.core.exceptions import InstanceInvalidState
-
-    from ..services.guards import check_not_locked, check_state
-
-    if record.instance is None or record.cell is None:
-        raise InstanceInvalidState(method="update metadata", instance_uuid=record.uuid, attr="vm_state",
-                                   state="building")
-    check_not_locked(actor, record.instance)
-    check_state(record.instance, "update metadata", vm_states=METADATA_VM_STATES)
-    quota_check_metadata(project_id=record.instance.project_id, count=len(metadata))
-    with target_cell(record.cell):
-        Instance.objects.filter(uuid=record.uuid).update(metadata=metadata, updated_at=timezone.now())
-    return metadata
-
-
 class ServerMetadataView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:index")
-        return Response({"metadata": _current_metadata(record)})
+        record = get_server(self.ctx, server_id, "os_compute_api:server-metadata:index")
+        return Response({"metadata": metadata_svc.server_metadata_of(record)})
 
     def post(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:create")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.METADATA_BODY)
-        merged = {**_current_metadata(record), **body["metadata"]}
-        return Response({"metadata": _write_metadata(self.ctx, record, merged)})
+        return Response({"metadata": metadata_svc.server_metadata_update(
+            actor=self.ctx, record=record, metadata=body["metadata"], replace=False)})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update_all")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.METADATA_BODY)
-        return Response({"metadata": _write_metadata(self.ctx, record, dict(body["metadata"]))})
+        return Response({"metadata": metadata_svc.server_metadata_update(
+            actor=self.ctx, record=record, metadata=body["metadata"], replace=True)})
 
 
 class ServerMetadataItemView(ComputeAPIView):
     def get(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:show")
-        metadata = _current_metadata(record)
+        record = get_server(self.ctx, server_id, "os_compute_api:server-metadata:show")
+        metadata = metadata_svc.server_metadata_of(record)
         if key not in metadata:
-            raise NotFound("Metadata item was not found")
+            raise metadata_svc.MetadataItemNotFound()
         return Response({"meta": {key: metadata[key]}})
 
     def put(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:update")
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.META_ITEM_BODY)
         if key not in body["meta"]:
             raise Invalid("Request body and URI mismatch")
-        merged = {**_current_metadata(record), key: body["meta"][key]}
-        _write_metadata(self.ctx, record, merged)
+        metadata_svc.server_metadata_item_set(actor=self.ctx, record=record, key=key, value=body["meta"][key])
         return Response({"meta": {key: body["meta"][key]}})
 
     def delete(self, request: Request, server_id: str, key: str) -> Response:
-        record = _metadata_record(self, server_id, "os_compute_api:server-metadata:delete")
-        metadata = _current_metadata(record)
-        if key not in metadata:
-            raise NotFound("Metadata item was not found")
-        metadata.pop(key)
-        _write_metadata(self.ctx, record, metadata)
+        record = get_server(self.ctx, server_id)
+        metadata_svc.server_metadata_item_delete(actor=self.ctx, record=record, key=key)
         return Response(status=204)
 
 
 # --- tags (2.26) ----------------------------------------------------------------------------------
-class _TagsMixin:
-    min_tags_version = (2, 26)
+class ServerTagsView(ComputeAPIView):
+    available_from = schemas.TAGS_MIN_VERSION
 
-    def _tag_record(self, view: ComputeAPIView, server_id: str, rule: str, write: bool = False) -> ServerRecord:
-        if view.version < (2, 26):
-            raise NotFound("The resource could not be found.")
-        record = get_server(view.ctx, server_id, rule)
-        if write:
-            from cloudcore.core.exceptions import InstanceInvalidState
-
-            from ..services.guards import ANY, check_not_locked, check_state
-
-            if record.instance is None or record.cell is None:
-                raise InstanceInvalidState(method="update tag", instance_uuid=record.uuid, attr="vm_state",
-                                           state="building")
-            check_not_locked(view.ctx, record.instance)
-            check_state(record.instance, "update tag", vm_states=TAGS_VM_STATES, task_states=ANY)
-        return record
-
-
-def _tags_of(record: ServerRecord) -> list[str]:
-    if record.build_request is not None:
-        return sorted(record.build_request.tags or [])
-    assert record.cell is not None
-    with target_cell(record.cell):
-        return list(Tag.objects.filter(instance_uuid=record.uuid).order_by("tag").values_list("tag", flat=True))
-
-
-class ServerTagsView(_TagsMixin, ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:index")
-        return Response({"tags": _tags_of(record)})
+        record = get_server(self.ctx, server_id, "os_compute_api:os-server-tags:index")
+        return Response({"tags": tags_svc.server_tags_of(record)})
 
     def put(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update_all", write=True)
+        record = get_server(self.ctx, server_id)
         body = validate(self.body(), schemas.TAGS_BODY)
-        tags = sorted(set(body["tags"]))
-        assert record.cell is not None
-        with target_cell(record.cell):
-            Tag.objects.filter(instance_uuid=record.uuid).delete()
-            Tag.objects.bulk_create([Tag(instance_uuid=record.uuid, tag=t) for t in tags])
-        return Response({"tags": tags})
+        return Response({"tags": tags_svc.server_tags_replace(actor=self.ctx, record=record, tags=body["tags"])})
 
     def delete(self, request: Request, server_id: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete_all", write=True)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            Tag.objects.filter(instance_uuid=record.uuid).delete()
+        record = get_server(self.ctx, server_id)
+        tags_svc.server_tags_delete_all(actor=self.ctx, record=record)
         return Response(status=204)
 
 
-class ServerTagView(_TagsMixin, ComputeAPIView):
+class ServerTagView(ComputeAPIView):
+    available_from = schemas.TAGS_MIN_VERSION
+
     def get(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:show")
-        if tag not in _tags_of(record):
-            raise NotFound(f"Tag {tag} could not be found.")
+        record = get_server(self.ctx, server_id, "os_compute_api:os-server-tags:show")
+        if tag not in tags_svc.server_tags_of(record):
+            raise tags_svc.TagNotFound(tag=tag)
         return Response(status=204)
 
     def put(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:update", write=True)
+        record = get_server(self.ctx, server_id)
         validate(tag, schemas.TAG)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            if Tag.objects.filter(instance_uuid=record.uuid, tag=tag).exists():
-                return Response(status=204)
-            if Tag.objects.filter(instance_uuid=record.uuid).count() >= 50:
-                raise Invalid("The number of tags exceeded the per-server limit 50")
-            Tag.objects.create(instance_uuid=record.uuid, tag=tag)
+        if not tags_svc.server_tag_add(actor=self.ctx, record=record, tag=tag):
+            return Response(status=204)
         response = Response(status=201)
         response["Location"] = f"{base_url()}/v2.1/servers/{record.uuid}/tags/{tag}"
         return response
 
     def delete(self, request: Request, server_id: str, tag: str) -> Response:
-        record = self._tag_record(self, server_id, "os_compute_api:os-server-tags:delete", write=True)
-        assert record.cell is not None
-        with target_cell(record.cell):
-            if not Tag.objects.filter(instance_uuid=record.uuid, tag=tag).delete()[0]:
-                raise NotFound(f"Tag {tag} could not be found.")
+        record = get_server(self.ctx, server_id)
+        tags_svc.server_tag_delete(actor=self.ctx, record=record, tag=tag)
         return Response(status=204)

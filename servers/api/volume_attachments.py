@@ -8,40 +8,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize
 
 from ..models import BlockDeviceMapping
+from ..presenter import VOLUME_ATTACHMENT_FIELDS
 from ..selectors import ServerNotFound, server_get
 from ..services import volume_attachments as service
 from ..services.power import target
+from .schemas import VOLUME_ATTACH, VOLUME_ATTACHMENT_UPDATE
 
 
 def render(bdm: BlockDeviceMapping, version: tuple[int, int]) -> dict[str, Any]:
-    body: dict[str, Any] = {"device": bdm.device_name, "serverId": bdm.instance_uuid, "volumeId": bdm.volume_id}
-    if version < (2, 89):
-        body["id"] = bdm.volume_id
-    if version >= (2, 70):
-        body["tag"] = bdm.tag
-    if version >= (2, 79):
-        body["delete_on_termination"] = bdm.delete_on_termination
-    if version >= (2, 89):
-        body["attachment_id"] = bdm.attachment_id
-        body["bdm_uuid"] = bdm.uuid
-    return body
-
-
-def _create_schema(version: tuple[int, int]) -> dict[str, Any]:
-    device = {"type": ["string", "null"], "pattern": "(^/dev/x{0,1}[a-z]{0,1}d{0,1})([a-z]+)[0-9]*$"}
-    props: dict[str, Any] = {"volumeId": {"type": "string", "format": "uuid"}, "device": device}
-    if version >= (2, 49):
-        props["tag"] = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": "^[^,/]*$"}
-    if version >= (2, 79):
-        props["delete_on_termination"] = {"type": "boolean"}
-    return {"type": "object", "required": ["volumeAttachment"], "additionalProperties": False, "properties": {
-        "volumeAttachment": {"type": "object", "required": ["volumeId"], "additionalProperties": False,
-                             "properties": props}}}
+    return present(VOLUME_ATTACHMENT_FIELDS, bdm, version)
 
 
 class _Base(ComputeAPIView):
@@ -65,7 +45,7 @@ class VolumeAttachmentsView(_Base):
         return Response({"volumeAttachments": [render(b, self.v) for b in bdms]})
 
     def post(self, request: Request, server_id: str) -> Response:
-        body = validate(self.body(), _create_schema(self.v))["volumeAttachment"]
+        body = VOLUME_ATTACH.validate(self.body(), self.v)["volumeAttachment"]
         record = self.server(server_id)
         with target_cell(record.cell):
             bdm = service.volume_attach(actor=self.ctx, instance=record.instance, cell=record.cell,
@@ -83,12 +63,7 @@ class VolumeAttachmentView(_Base):
         return Response({"volumeAttachment": render(bdm, self.v)})
 
     def put(self, request: Request, server_id: str, volume_id: str) -> Response:
-        props: dict[str, Any] = {"volumeId": {"type": "string"}, "id": {}, "serverId": {}, "device": {}}
-        if self.v >= (2, 85):
-            props.update(delete_on_termination={"type": "boolean"}, tag={}, attachment_id={}, bdm_uuid={})
-        body = validate(self.body(), {"type": "object", "required": ["volumeAttachment"], "properties": {
-            "volumeAttachment": {"type": "object", "required": ["volumeId"], "additionalProperties": False,
-                                 "properties": props}}})["volumeAttachment"]
+        body = VOLUME_ATTACHMENT_UPDATE.validate(self.body(), self.v)["volumeAttachment"]
         record = self.server(server_id)
         with target_cell(record.cell):
             service.volume_attachment_update(actor=self.ctx, instance=record.instance, volume_id=volume_id,

@@ -22,6 +22,7 @@ from django.utils import timezone
 from cells.services import instance_mapping_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.policy import authorize
 from conductor import rpc as conductor_rpc
 from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
@@ -221,13 +222,30 @@ def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: i
     return count
 
 
+def _authorize_create(actor: RequestContext, request: ServerCreateRequest) -> None:
+    """Nova's create rules: the base rule, then one per privileged part of the request."""
+    authorize(actor, "os_compute_api:servers:create", {"project_id": actor.project_id, "user_id": actor.user_id})
+    project = {"project_id": actor.project_id}
+    if request.forced_host or request.forced_node:
+        authorize(actor, "os_compute_api:servers:create:forced_host", project)
+    if request.requested_host or request.requested_node:
+        authorize(actor, "os_compute_api:servers:create:requested_destination", project)
+    if isinstance(request.networks, list) and request.networks:
+        authorize(actor, "os_compute_api:servers:create:attach_network", project)
+    if request.block_device_mapping:
+        authorize(actor, "os_compute_api:servers:create:attach_volume", project)
+
+
 def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> ServerCreateResult:
     """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
 
     Writes (API DB): one BuildRequest, RequestSpec and InstanceMapping (cell NULL) per server.
     Enqueues on commit: ``conductor.rpc.schedule_and_build_instances``.
-    Raises: Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
+    Raises: PolicyNotAuthorized (403: ``os_compute_api:servers:create`` and, for a forced host or
+    node, a requested destination, explicit networks or block devices, its ``:create:*`` rule),
+    Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
     """
+    _authorize_create(actor, request)
     flavor = _flavor(actor, request.flavor_ref)
     volume_backed = _volume_backed(request.block_device_mapping)
     image: dict[str, Any] | None = None

@@ -19,6 +19,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.notifications import notify
 from cloudcore.core.policy import authorize
+from identity.services.accounts import project_get
 
 from ..models import Flavor, FlavorExtraSpec, FlavorProject
 
@@ -172,8 +173,11 @@ def flavor_create(
     return flavor
 
 
-def flavor_update_description(*, actor: RequestContext, flavor: Flavor, description: str | None) -> Flavor:
+def flavor_update_description(*, actor: RequestContext, flavor_id: str, description: str | None) -> Flavor:
+    """Change a flavor's description (2.55). Raises ``PolicyNotAuthorized``
+    (``os_compute_api:os-flavor-manage:update``, checked before the lookup), ``FlavorNotFound``."""
     authorize(actor, "os_compute_api:os-flavor-manage:update")
+    flavor = flavor_get_any(flavor_id)
     flavor.description = description
     flavor.updated_at = timezone.now()
     flavor.save(update_fields=["description", "updated_at"])
@@ -189,17 +193,22 @@ def flavor_delete(*, actor: RequestContext, flavor_id: str) -> None:
     flavor.delete()
 
 
-def extra_specs_set(*, actor: RequestContext, flavor: Flavor, specs: dict[str, str], rule: str) -> dict[str, str]:
-    """Create or update extra specs (``rule`` is the create or update rule of the calling API)."""
+def extra_specs_set(*, actor: RequestContext, flavor_id: str, specs: dict[str, str], rule: str) -> dict[str, str]:
+    """Create or update extra specs (``rule`` is the create or update rule of the calling API,
+    checked before the flavor lookup). Raises ``PolicyNotAuthorized``, ``FlavorNotFound``."""
     authorize(actor, rule)
+    flavor = flavor_get_any(flavor_id)
     with api_atomic():
         for key, value in specs.items():
             FlavorExtraSpec.objects.update_or_create(flavor=flavor, key=key, defaults={"value": value})
     return specs
 
 
-def extra_spec_delete(*, actor: RequestContext, flavor: Flavor, key: str) -> None:
+def extra_spec_delete(*, actor: RequestContext, flavor_id: str, key: str) -> None:
+    """Remove one extra spec. Raises ``PolicyNotAuthorized``
+    (``os_compute_api:os-flavor-extra-specs:delete``), ``FlavorNotFound``, ``FlavorExtraSpecNotFound``."""
     authorize(actor, "os_compute_api:os-flavor-extra-specs:delete")
+    flavor = flavor_get_any(flavor_id)
     if not FlavorExtraSpec.objects.filter(flavor=flavor, key=key).delete()[0]:
         raise FlavorExtraSpecNotFound(flavor_id=flavor.flavorid, key=key)
 
@@ -211,8 +220,19 @@ def flavor_access_list(flavor: Flavor) -> list[dict[str, str]]:
     ]
 
 
-def flavor_access_add(*, actor: RequestContext, flavor: Flavor, project_id: str) -> list[dict[str, str]]:
+def flavor_access_add(*, actor: RequestContext, flavor_id: str, project_id: str) -> list[dict[str, str]]:
+    """Give ``project_id`` access to a private flavor; returns the access list.
+
+    Raises ``PolicyNotAuthorized`` (``os_compute_api:os-flavor-access:add_tenant_access``),
+    ``FlavorNotFound``, ``Invalid`` (no such project), ``Conflict`` (public flavor),
+    ``FlavorAccessExists``.
+    """
     authorize(actor, "os_compute_api:os-flavor-access:add_tenant_access")
+    flavor = flavor_get_any(flavor_id)
+    try:
+        project_get(project_id)
+    except NotFound:
+        raise Invalid(f"Project ID {project_id} is not a valid project.") from None
     if flavor.is_public:
         raise Conflict("Can not add access to a public flavor.")
     _, created = FlavorProject.objects.get_or_create(flavor=flavor, project_id=project_id)
@@ -221,8 +241,12 @@ def flavor_access_add(*, actor: RequestContext, flavor: Flavor, project_id: str)
     return flavor_access_list(flavor)
 
 
-def flavor_access_remove(*, actor: RequestContext, flavor: Flavor, project_id: str) -> list[dict[str, str]]:
+def flavor_access_remove(*, actor: RequestContext, flavor_id: str, project_id: str) -> list[dict[str, str]]:
+    """Take ``project_id``'s access to a flavor away; returns the access list. Raises
+    ``PolicyNotAuthorized`` (``os_compute_api:os-flavor-access:remove_tenant_access``),
+    ``FlavorNotFound``, ``FlavorAccessNotFound``."""
     authorize(actor, "os_compute_api:os-flavor-access:remove_tenant_access")
+    flavor = flavor_get_any(flavor_id)
     if not FlavorProject.objects.filter(flavor=flavor, project_id=project_id).delete()[0]:
         raise FlavorAccessNotFound(flavor_id=flavor.flavorid, project_id=project_id)
     return flavor_access_list(flavor)

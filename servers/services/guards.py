@@ -8,6 +8,7 @@ wins (the other gets the same 409 a wrong state gives).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.utils import timezone
 
@@ -15,6 +16,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
 
 from ..models import Instance
+from ..selectors import ServerRecord
 
 ANY = object()
 
@@ -73,3 +75,24 @@ def claim_task_state(
     instance.task_state = new_task_state
     for key, value in extra.items():
         setattr(instance, key, value)
+
+
+def record_target(record: ServerRecord) -> dict[str, Any]:
+    """The policy target (owner) of a server, whether it is an Instance row or a BuildRequest."""
+    user_id = None
+    if record.instance is not None:
+        user_id = record.instance.user_id
+    elif record.build_request is not None:
+        user_id = record.build_request.instance.get("user_id")
+    return {"project_id": record.project_id, "user_id": user_id}
+
+
+def writable_instance(actor: RequestContext, record: ServerRecord, method: str, *,
+                      vm_states: Iterable[str], task_states: Sequence[str | None] | object = (None,)) -> Instance:
+    """The Instance row of ``record`` if ``actor`` may change it now: 409 while the server is still a
+    BuildRequest (Nova's "building"), locked (non-admin) or in a state outside ``vm_states``."""
+    if record.instance is None or record.cell is None:
+        raise InstanceInvalidState(method=method, instance_uuid=record.uuid, attr="vm_state", state="building")
+    check_not_locked(actor, record.instance)
+    check_state(record.instance, method, vm_states=vm_states, task_states=task_states)
+    return record.instance

@@ -12,16 +12,15 @@ from rest_framework.response import Response
 
 from cloudcore.core.api import microversion
 from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import present
+from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from .. import services
 from ..models import Volume, VolumeAttachment, VolumeType
-
-
-def _ts(value: Any) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
 
 
 def _base(request: Request) -> str:
@@ -30,34 +29,11 @@ def _base(request: Request) -> str:
 
 def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admin: bool = False,
                 extended: bool = True) -> dict[str, Any]:
-    """Cinder's volume view. ``extended`` (show and list detail, not create or update) adds what
-    Cinder's extensions add there: ``volume_image_metadata`` and, for admins only (its policy
-    ``volume_extension:volume_tenant_attribute`` defaults to admin), ``os-vol-tenant-attr:tenant_id``."""
-    atts = [{"id": a.volume_id, "attachment_id": a.id, "volume_id": a.volume_id, "server_id": a.instance_uuid,
-             "host_name": a.attached_host, "device": a.mountpoint, "attached_at": _ts(a.attach_time)}
-            for a in vol.attachments.filter(deleted=False, attach_status="attached")]
-    body: dict[str, Any] = {
-        "id": vol.id, "name": vol.name, "description": vol.description, "size": vol.size, "status": vol.status,
-        "availability_zone": vol.availability_zone, "bootable": "true" if vol.bootable else "false",
-        "multiattach": vol.multiattach, "encrypted": vol.encrypted, "attachments": atts,
-        "volume_type": vol.volume_type.name if vol.volume_type else None, "snapshot_id": vol.snapshot_id,
-        "source_volid": vol.source_volid, "metadata": vol.metadata or {}, "user_id": vol.user_id,
-        "created_at": _ts(vol.created_at), "updated_at": _ts(vol.updated_at), "replication_status": None,
-        "consistencygroup_id": None,
-        "links": [{"rel": "self", "href": f"{_base(request)}/v3/{vol.project_id}/volumes/{vol.id}"}],
-    }
-    if extended and admin:
-        body["os-vol-tenant-attr:tenant_id"] = vol.project_id
-    if extended and vol.volume_image_metadata:
-        body["volume_image_metadata"] = vol.volume_image_metadata
-    if version >= (3, 48):
-        body["service_uuid"] = None
-        body["shared_targets"] = False
-    if version >= (3, 63):
-        body["volume_type_id"] = vol.volume_type_id
-    if version >= (3, 61):
-        body["cluster_name"] = None
-    return body
+    """Cinder's volume view (``volumes.presenter.VOLUME_FIELDS``). ``extended`` (show and list
+    detail, not create or update) adds what Cinder's extensions add there: ``volume_image_metadata``
+    and, for admins only (its policy ``volume_extension:volume_tenant_attribute`` defaults to
+    admin), ``os-vol-tenant-attr:tenant_id``."""
+    return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended), version)
 
 
 def attachment_body(att: VolumeAttachment) -> dict[str, Any]:
@@ -260,7 +236,7 @@ class VolumeActionView(VolumeAPIView):
                 "volume_type": type_body(vol.volume_type) if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
-        if action == "os-reimage" and self.v >= (3, 68):
+        if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
             self.authorize("volume:reimage", vol.project_id)
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
                             "properties": {"image_id": {"type": "string"}, "reimage_reserved": {"type": "boolean"}}})
@@ -277,7 +253,7 @@ ATTACH_SCHEMA = {"type": "object", "required": ["attachment"], "properties": {"a
 
 
 def _require_attachments(view: VolumeAPIView) -> None:
-    if view.v < (3, 27):
+    if not VOLUME_FEATURES.has("attachments", view.v):
         raise NotFound("The resource could not be found.")
 
 
@@ -322,7 +298,7 @@ class AttachmentView(VolumeAPIView):
 
 class AttachmentActionView(VolumeAPIView):
     def post(self, request: Request, attachment_id: str, **_kw: Any) -> Response:
-        if self.v < (3, 44):
+        if not VOLUME_FEATURES.has("attachment_complete", self.v):
             raise NotFound("The resource could not be found.")
         body = self.body() or {}
         if "os-complete" not in body:

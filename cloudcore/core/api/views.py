@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cloudcore.core.context import RequestContext, new_request_id
+from cloudcore.core.exceptions import NotFound
 
 from . import microversion
 from .faults import fault_body
@@ -137,6 +138,16 @@ class OpenStackAPIView(APIView):
 class ComputeAPIView(OpenStackAPIView):
     version_range = microversion.COMPUTE
     extra_request_id_header = "x-compute-request-id"
+    #: The microversions a resource exists in (``available_until`` included): outside them it does
+    #: not exist (404, as Nova answers for a route its microversion does not have), whoever asks.
+    available_from: Version | None = None
+    available_until: Version | None = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if ((self.available_from is not None and self.version < self.available_from)
+                or (self.available_until is not None and self.version > self.available_until)):
+            raise NotFound("The resource could not be found.")
 
 
 class UnversionedAPIView(OpenStackAPIView):

@@ -92,9 +92,9 @@ def test_malformed_version_is_400(bad: str) -> None:
 
 
 def test_revoked_token_is_401() -> None:
-    from identity.services.tokens import token_revoke
+    from identity.services.tokens import context_for_token, token_revoke
 
     user, project = make_identity("alice")
     client = auth_client(user, project)
-    token_revoke(client.token)
+    token_revoke(actor=context_for_token(client.token)[1], token_id=client.token)
     assert client.get("/compute/v2.1/os-nothing").status_code == 401

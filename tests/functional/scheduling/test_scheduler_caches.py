@@ -33,11 +33,11 @@ def test_disabled_host_is_seen_by_the_next_request(compute_host, cells):
     compute_host("small", cell="cell2", memory_mb=8192)
     assert chosen() == "big"
     # when the operator disables "big" (os-services), then the next request goes to "small"
-    services_admin.service_update(services_admin.service_find(host="big", binary="nova-compute"),
+    services_admin.service_update(actor=RequestContext.system(), host="big", binary="nova-compute",
                                   status="disabled", disabled_reason="maintenance")
     assert chosen() == "small"
     # when it is enabled again, then it is chosen again
-    services_admin.service_update(services_admin.service_find(host="big", binary="nova-compute"),
+    services_admin.service_update(actor=RequestContext.system(), host="big", binary="nova-compute",
                                   status="enabled")
     assert chosen() == "big"
     # when its service is disabled behind the API's back (a bare UPDATE, no trait, no timestamp),
@@ -84,7 +84,9 @@ def test_new_deleted_and_relinked_hosts_are_seen_by_the_next_request(compute_hos
     compute_host("second", cell="cell2", memory_mb=65536)
     assert chosen() == "second"
     # when its service is deleted (node soft-deleted, provider gone), then it is not
-    services_admin.service_delete(services_admin.service_find(host="second", binary="nova-compute"))
+    services_admin.service_delete(
+        actor=RequestContext.system(),
+        service_id=services_admin.service_find(host="second", binary="nova-compute").service.uuid)
     assert chosen() == "first"
     # when the first node loses its service link with a bare UPDATE, it is still found by host
     with target_cell(cells["cell1"]):

@@ -1,0 +1,61 @@
+"""``PUT /servers/{id}``: rename a server, change its description, hostname or access IPs.
+
+A server still waiting to be scheduled lives as a BuildRequest in the API database: the change is
+written into the BuildRequest's instance blob there, so the Instance row created from it later
+carries it. Otherwise the Instance row is written in the server's cell and ``instance.update``
+is emitted.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from cells.context import target_cell
+from cloudcore.core.context import RequestContext
+from cloudcore.core.policy import authorize
+
+from ..models import Instance
+from ..selectors import ServerRecord
+from .guards import record_target
+from .notify import notify_instance
+
+UNSET: Any = object()
+
+
+def server_update(
+    *,
+    actor: RequestContext,
+    record: ServerRecord,
+    name: str = UNSET,
+    description: str | None = UNSET,
+    hostname: str = UNSET,
+    access_ip_v4: str | None = UNSET,
+    access_ip_v6: str | None = UNSET,
+) -> ServerRecord:
+    """Write the given fields (the ones left ``UNSET`` keep their value) and return ``record``
+    holding the new values.
+
+    Preconditions: ``record`` is visible to ``actor`` and its cell answers (the caller looked it
+    up with ``server_get``). Any vm_state and task_state is accepted, as in Nova.
+    Side effects: one UPDATE of the BuildRequest (API DB) or of the Instance row (its cell);
+    ``instance.update`` notification when an Instance row changed.
+    Raises: ``PolicyNotAuthorized`` (``os_compute_api:servers:update``).
+    """
+    authorize(actor, "os_compute_api:servers:update", record_target(record))
+    columns = {"display_name": name, "display_description": description, "hostname": hostname,
+               "access_ip_v4": access_ip_v4, "access_ip_v6": access_ip_v6}
+    changes = {column: value for column, value in columns.items() if value is not UNSET}
+    if record.build_request is not None:
+        br = record.build_request
+        br.instance.update(changes)
+        br.save(update_fields=["instance", "updated_at"])
+        return record
+    assert record.cell is not None
+    with target_cell(record.cell):
+        instance = Instance.objects.get(uuid=record.uuid)
+        if changes:
+            for column, value in changes.items():
+                setattr(instance, column, value)
+            instance.save(update_fields=[*changes, "updated_at"])
+            notify_instance(actor, "instance.update", instance)
+    record.instance = instance
+    return record

@@ -1,0 +1,60 @@
+"""Bodies of the Cinder v3 subset per microversion (STYLE rule 15), as tables: 3.48
+``service_uuid`` / ``shared_targets``, 3.61 ``cluster_name``, 3.63 ``volume_type_id``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cloudcore.core.api.versioned import Field, Since
+from cloudcore.core.api.versioned import timestamp as _ts
+
+from .models import Volume
+
+#: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
+VOLUME_FEATURES = Since({"attachments": (3, 27), "attachment_complete": (3, 44), "reimage": (3, 68)})
+
+
+@dataclass(frozen=True)
+class ShownVolume:
+    volume: Volume
+    #: ``http://host/volume``: links are absolute, as the request saw the endpoint.
+    base_url: str
+    #: The actor is an admin (``volume_extension:volume_tenant_attribute``).
+    admin: bool = False
+    #: Show and list detail (not create or update): Cinder's extensions' attributes are added.
+    extended: bool = True
+
+
+def _attachments(v: ShownVolume) -> list[dict[str, Any]]:
+    return [{"id": a.volume_id, "attachment_id": a.id, "volume_id": a.volume_id, "server_id": a.instance_uuid,
+             "host_name": a.attached_host, "device": a.mountpoint, "attached_at": _ts(a.attach_time)}
+            for a in v.volume.attachments.filter(deleted=False, attach_status="attached")]
+
+
+def _vol(name: str) -> Field[ShownVolume]:
+    return Field(name, lambda v: getattr(v.volume, name))
+
+
+VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
+    _vol("id"), _vol("name"), _vol("description"), _vol("size"), _vol("status"), _vol("availability_zone"),
+    Field("bootable", lambda v: "true" if v.volume.bootable else "false"),
+    _vol("multiattach"), _vol("encrypted"),
+    Field("attachments", _attachments),
+    Field("volume_type", lambda v: v.volume.volume_type.name if v.volume.volume_type else None),
+    _vol("snapshot_id"), _vol("source_volid"),
+    Field("metadata", lambda v: v.volume.metadata or {}),
+    _vol("user_id"),
+    Field("created_at", lambda v: _ts(v.volume.created_at)),
+    Field("updated_at", lambda v: _ts(v.volume.updated_at)),
+    Field("replication_status", lambda v: None),
+    Field("consistencygroup_id", lambda v: None),
+    Field("links", lambda v: [{"rel": "self",
+                               "href": f"{v.base_url}/v3/{v.volume.project_id}/volumes/{v.volume.id}"}]),
+    Field("os-vol-tenant-attr:tenant_id", lambda v: v.volume.project_id, when=lambda v: v.extended and v.admin),
+    Field("volume_image_metadata", lambda v: v.volume.volume_image_metadata,
+          when=lambda v: v.extended and bool(v.volume.volume_image_metadata)),
+    Field("service_uuid", lambda v: None, since=(3, 48)),
+    Field("shared_targets", lambda v: False, since=(3, 48)),
+    Field("volume_type_id", lambda v: v.volume.volume_type_id, since=(3, 63)),
+    Field("cluster_name", lambda v: None, since=(3, 61)),
+)
