@@ -14,6 +14,7 @@ from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid, NotFound, NotImplementedYet
 from cloudcore.core.policy import authorize
+from scheduling.services.aggregates import host_availability_zone
 
 from ..presenter import HOSTS_FEATURES, NODE_FIELDS, SERVICE_FIELDS, ShownNode, ShownService
 from ..services import services_admin as svc
@@ -22,7 +23,6 @@ from ..services import services_admin as svc
 def _zone(cs: svc.CellService) -> str:
     if cs.service.binary != "nova-compute":
         return "internal"
-    from scheduling.services.aggregates import host_availability_zone
 
     return host_availability_zone(cs.service.host)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -18,12 +19,15 @@ from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 
-from ..models import Instance
+from ..models import Instance, KeyPair
+from ..presenter import present_updated_server
 from ..selectors import ServerRecord
-from ..services import power, security_groups, shelve
+from ..services import power, rebuild, resize, security_groups, shelve
+from ..services.create import _image, generate_password
 from ..services.password import server_set_password
 from ..services.reset_state import server_reset_state
-from .servers import get_server
+from ..services.snapshot import server_create_image
+from .servers import get_server, render
 
 NULL = {"type": "null"}
 EMPTY_OR_NULL = {"type": ["null", "object"], "additionalProperties": False}
@@ -233,11 +237,6 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                     body: dict[str, Any]) -> Response:
     import base64
 
-    from ..models import KeyPair
-    from ..presenter import present_updated_server
-    from ..services import rebuild
-    from ..services.create import _image, generate_password
-    from .servers import render
 
     image = _image(view.ctx, body["imageRef"])
     changes: dict[str, Any] = {}
@@ -271,21 +270,18 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
 
 @handles("resize")
 def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    from ..services import resize
 
     resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]))
 
 
 @handles("migrate")
 def _migrate(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    from ..services import resize
 
     resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=None, host=body.get("host"))
 
 
 @handles("confirmResize")
 def _confirm(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> Response:
-    from ..services import resize
 
     resize.server_confirm_resize(actor=view.ctx, instance=instance, cell=cell)
     return Response(status=204)
@@ -293,7 +289,6 @@ def _confirm(view: ServerActionView, request: Any, instance: Instance, cell: Any
 
 @handles("revertResize")
 def _revert(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
-    from ..services import resize
 
     resize.server_revert_resize(actor=view.ctx, instance=instance, cell=cell)
 
@@ -301,9 +296,7 @@ def _revert(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 @handles("createImage")
 def _create_image(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                   body: dict[str, Any]) -> Response:
-    from django.conf import settings
 
-    from ..services.snapshot import server_create_image
 
     image_id = server_create_image(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
                                   metadata=body.get("metadata") or {})

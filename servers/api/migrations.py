@@ -21,6 +21,7 @@ from cloudcore.core.policy import authorize
 from ..models import Migration
 from ..presenter import MIGRATION_FIELDS
 from .schemas import MIGRATION_QUERY
+from .servers import get_server
 
 
 def _newer(a: Migration, b: Migration) -> Migration:
@@ -84,7 +85,6 @@ class ServerMigrationsView(ComputeAPIView):
     """``GET /servers/{id}/migrations``: in-progress live migrations (cloudcore has none)."""
 
     def get(self, request: Request, server_id: str) -> Response:
-        from .servers import get_server
 
         get_server(self.ctx, server_id, "os_compute_api:servers:migrations:index", self.version)
         return Response({"migrations": []})

@@ -24,6 +24,9 @@ from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
+from hosts.models import Service
+from hosts.services.servicegroup import service_is_up
+from scheduling.models import RequestSpec
 
 from ..models import BlockDeviceMapping, InstanceFault, Tag
 from ..presenter import (
@@ -41,6 +44,7 @@ from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
 from ..services import tags as tags_svc
 from ..services import update as update_svc
+from ..services.external import addresses_for_instances, instance_uuids_with_ip, security_groups_of_instances
 from ..services.guards import record_target
 from . import schemas
 
@@ -64,13 +68,11 @@ def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
 
 # --- bulk extras of a page ------------------------------------------------------------------------
 def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
-    from ..services.external import addresses_for_instances
 
     return addresses_for_instances(uuids)
 
 
 def _security_group_names(records: list[ServerRecord]) -> dict[str, list[str]]:
-    from ..services.external import security_groups_of_instances
 
     building = [r.uuid for r in records if r.instance is None or r.instance.vm_state == "building"]
     groups = security_groups_of_instances([r.uuid for r in records], building=building)
@@ -94,7 +96,6 @@ def _host_status(services: dict[str, Any], host: str | None) -> str:
     service = services.get(host)
     if service is None:
         return "UNKNOWN"
-    from hosts.services.servicegroup import service_is_up
 
     if service.forced_down or not service_is_up(service):
         return "DOWN"
@@ -133,7 +134,6 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
             if want_host_status:
                 hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
                 if hosts:
-                    from hosts.models import Service
 
                     services = {s.host: s for s in Service.objects.filter(host__in=hosts, binary="nova-compute")}
                     for r in cell_records:
@@ -146,7 +146,6 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
     if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
-        from scheduling.models import RequestSpec
 
         specs = dict(RequestSpec.objects.filter(instance_uuid__in=[r.uuid for r in records])
                      .values_list("instance_uuid", "spec"))
@@ -238,7 +237,6 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
 
 
 def _uuids_with_ip(ip: str | None, ip6: str | None) -> list[str] | None:
-    from ..services.external import instance_uuids_with_ip
 
     return list(instance_uuids_with_ip(ip=ip, ip6=ip6))
 
@@ -417,7 +415,6 @@ class ServersDetailView(ComputeAPIView):
 
 def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
     """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
-    from scheduling.models import RequestSpec
 
     rs = RequestSpec.objects.filter(instance_uuid=record.uuid).first()
     return present_down_cell_show(record, version=version, spec=rs.spec if rs else {})
