@@ -290,6 +290,13 @@ _UPDATE_HIDDEN_PREFIXES = ("OS-EXT-AZ:", "OS-EXT-SRV-ATTR:", "OS-SRV-USG:", "OS-
 _UPDATE_HIDDEN = {"config_drive", "host_status", "key_name", "security_groups", "server_groups"}
 
 
+def basic_addresses(addresses: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Nova's basic address view: ``version`` and ``addr`` only (no ``OS-EXT-IPS`` attributes), as
+    ``/servers/{id}/ips`` and the reduced update/rebuild answer show addresses."""
+    return {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
+            for label, entries in addresses.items()}
+
+
 def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
     """The answer to ``PUT /servers/{id}`` and to a rebuild: the detail body, reduced before 2.75
     (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes)."""
@@ -298,8 +305,7 @@ def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[st
     reduced = {k: v for k, v in body.items()
                if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
     if "addresses" in reduced:
-        reduced["addresses"] = {label: [{"version": a["version"], "addr": a["addr"]} for a in entries]
-                                for label, entries in reduced["addresses"].items()}
+        reduced["addresses"] = basic_addresses(reduced["addresses"])
     return reduced
 
 

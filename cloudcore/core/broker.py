@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,13 @@ def ping(socket: Path, timeout: float = 1.0) -> bool:
         client.close()
 
 
-def wait_ready(socket: Path, *, timeout: float, alive: object = None) -> bool:
+def wait_ready(socket: Path, *, timeout: float, alive: Callable[[], bool] | None = None) -> bool:
     """Wait until Redis answers on ``socket``; ``alive`` (a callable) says whether to keep waiting."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ping(socket):
             return True
-        if callable(alive) and not alive():
+        if alive is not None and not alive():
             return False
         time.sleep(0.1)
     return False
