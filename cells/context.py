@@ -33,14 +33,26 @@ class CellNotFound(NotFound):
 def _resolve(cell: CellMapping | str) -> CellMapping:
     # The router (settings.DATABASE_ROUTERS) imports this module before the app registry is
     # ready, when no model module may be imported yet.
+    from .isolation import IsolationViolation, agent_cell
     from .models import CellMapping
 
+    agent = agent_cell()
+    if agent is not None:
+        # A compute agent knows only its own cell, and never reads the API database to find it.
+        if not agent.owns(cell):
+            raise IsolationViolation(f"the compute agent of cell {agent.uuid} cannot target cell {cell}")
+        return agent.mapping
     if isinstance(cell, CellMapping):
         return cell
     found = CellMapping.objects.filter(uuid=cell).first() or CellMapping.objects.filter(name=cell).first()
     if found is None:
         raise CellNotFound(cell=cell)
     return found
+
+
+def resolve_cell(cell: CellMapping | str) -> CellMapping:
+    """The CellMapping of ``cell`` (a mapping, or a cell uuid or name); CellNotFound if none."""
+    return _resolve(cell)
 
 
 @contextmanager
@@ -52,6 +64,18 @@ def target_cell(cell: CellMapping | str) -> Iterator[CellMapping]:
     token_cell = _current_cell.set(mapping)
     try:
         yield mapping
+    finally:
+        _current_alias.reset(token_alias)
+        _current_cell.reset(token_cell)
+
+
+@contextmanager
+def untargeted() -> Iterator[None]:
+    """No cell targeted for the block (an API request served in-process starts from none)."""
+    token_alias = _current_alias.set(None)
+    token_cell = _current_cell.set(None)
+    try:
+        yield
     finally:
         _current_alias.reset(token_alias)
         _current_cell.reset(token_cell)

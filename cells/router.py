@@ -4,6 +4,7 @@
 - Cell models (subclasses of ``cloudcore.core.models.CellModel``) live only in cell databases
   and are read and written only in the cell targeted with ``cells.context.target_cell``;
   without a target, or with an object loaded from another cell, the router raises.
+- A compute agent (``cells.isolation``) may use only its own cell's database.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from cloudcore.core.exceptions import CellNotTargeted, ObjectActionError
 from cloudcore.core.models import CellModel
 
 from .context import current_alias
+from .isolation import check_database
 
 
 def is_cell_model(model: type) -> bool:
@@ -49,15 +51,16 @@ class CellRouter:
             )
         return alias
 
+    def _db(self, model: type, hints: dict[str, Any]) -> str:
+        alias = self._cell_db(model, hints) if is_cell_model(model) else DEFAULT_DB_ALIAS
+        check_database(model.__name__, alias)
+        return alias
+
     def db_for_read(self, model: type, **hints: Any) -> str:
-        if is_cell_model(model):
-            return self._cell_db(model, hints)
-        return DEFAULT_DB_ALIAS
+        return self._db(model, hints)
 
     def db_for_write(self, model: type, **hints: Any) -> str:
-        if is_cell_model(model):
-            return self._cell_db(model, hints)
-        return DEFAULT_DB_ALIAS
+        return self._db(model, hints)
 
     def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool | None:
         return bool(obj1._state.db == obj2._state.db)

@@ -177,6 +177,9 @@ SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+# A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
+# database or another cell's is refused.
+COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)
 RESIZE_CONFIRM_WINDOW = env_int("RESIZE_CONFIRM_WINDOW", 0, minimum=0)
 TASK_STATE_TIMEOUT = env_int("TASK_STATE_TIMEOUT", 3600, minimum=60)
 PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)

@@ -2,11 +2,16 @@
 one call of the compute side (STYLE rule 10). Only ``compute.rpc`` sends them, by name."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
+from cells.context import resolve_cell
+from cells.isolation import IsolationViolation, agent_cell, compute_agent
 from cloudcore.core.context import RequestContext
 
 from . import rpc
@@ -16,22 +21,40 @@ from .ops import run_op
 from .terminate import terminate_instance
 
 
+@contextmanager
+def _as_agent(cell_uuid: str) -> Iterator[None]:
+    """Run the task as the compute agent of ``cell_uuid`` (``cells.isolation``)."""
+    agent = agent_cell()
+    if agent is not None:
+        if not agent.owns(cell_uuid):
+            raise IsolationViolation(f"compute agent of cell {agent.uuid} got a task for cell {cell_uuid}")
+        yield
+    elif settings.COMPUTE_ISOLATION:
+        with compute_agent(resolve_cell(cell_uuid)):
+            yield
+    else:
+        yield
+
+
 @shared_task(name=rpc.BUILD_AND_RUN_INSTANCE, acks_late=True, time_limit=3600, soft_time_limit=3500)
 def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
                                 admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
-    build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-                           admin_pass=admin_pass, alternates=alternates, attempt=attempt)
+    with _as_agent(cell_uuid):
+        build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                               admin_pass=admin_pass, alternates=alternates, attempt=attempt)
 
 
 @shared_task(name=rpc.TERMINATE_INSTANCE, acks_late=True, time_limit=1800)
 def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str) -> None:
-    terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+    with _as_agent(cell_uuid):
+        terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
 
 
 @shared_task(name=rpc.RUN_OPERATION, acks_late=True, time_limit=3600, soft_time_limit=3500)
 def run_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
     """A server action's work on its host: the operation ``op`` of ``compute.registry``."""
-    run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
+    with _as_agent(cell_uuid):
+        run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
 
 
 @shared_task(name=rpc.DESTROY_GUEST, acks_late=True, time_limit=600)

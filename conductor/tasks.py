@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
+from cells.isolation import on_service_side
 from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
@@ -16,6 +17,7 @@ from .unshelve import unshelve_instance
 
 @shared_task(name=rpc.SCHEDULE_AND_BUILD_INSTANCES, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
              soft_time_limit=3500)
+@on_service_side
 def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: list[str],
                                       admin_pass: str | None = None) -> None:
     schedule_and_build_instances(RequestContext.from_dict(ctx), instance_uuids=instance_uuids,
@@ -23,11 +25,13 @@ def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: li
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+@on_service_side
 def unshelve_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, host: str | None) -> None:
     unshelve_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, host=host)
 
 
 @shared_task(name=rpc.RESIZE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+@on_service_side
 def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
                          host: str | None, allow_cross_cell: bool) -> None:
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
@@ -35,6 +39,7 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
 
 
 @shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)
+@on_service_side
 def servers_periodic_task() -> dict[str, int]:
     """Beat: offload shelved servers, confirm old resizes, reap stale task_states."""
     return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),

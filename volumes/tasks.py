@@ -3,24 +3,30 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from cells.isolation import on_service_side
+
 from . import services
 
 
 @shared_task(name="volumes.volume_create_task", queue="volume", time_limit=3600)
+@on_service_side
 def volume_create_task(*, volume_id: str) -> None:
     services.volume_create_backend(volume_id)
 
 
 @shared_task(name="volumes.volume_delete_task", queue="volume", time_limit=600)
+@on_service_side
 def volume_delete_task(*, volume_id: str) -> None:
     services.volume_delete_backend(volume_id)
 
 
 @shared_task(name="volumes.volume_extend_task", queue="volume", time_limit=600)
+@on_service_side
 def volume_extend_task(*, volume_id: str, new_size: int, prior_status: str) -> None:
     services.volume_extend_backend(volume_id, new_size, prior_status)
 
 
 @shared_task(name="volumes.volume_reimage_task", queue="volume", time_limit=3600)
+@on_service_side
 def volume_reimage_task(*, volume_id: str, image_id: str, prior_status: str) -> None:
     services.volume_reimage_backend(volume_id, image_id, prior_status)
