@@ -23,11 +23,12 @@ from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
 from servers.services import external as net
-from servers.services.external import image_data_path, image_get_internal, network_info
+from servers.services.external import network_info
 from servers.services.notify import notify_instance
 
 from . import rpc
 from .block_devices import prep_block_devices
+from .clients import images as glance
 from .drivers import driver_for
 from .exceptions import BuildAbortException, MaxRetriesExceeded
 
@@ -78,23 +79,23 @@ def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
 
 
 def image_meta(image_id: str | None) -> dict[str, Any] | None:
-    """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
+    """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed: the
+    metadata from Glance's API, the bytes from the image store's files."""
     if not image_id:
         return None
 
-    image = image_get_internal(image_id)
-    props = dict(image.properties or {})
+    image = glance.image_show(image_id=image_id)
     meta: dict[str, Any] = {
         "id": image.id,
         "name": image.name,
         "disk_format": image.disk_format,
-        "path": str(image_data_path(image.id)),
-        "size": image.size or 0,
-        "properties": props,
+        "path": str(glance.data_path(image_id=image.id)),
+        "size": image.size,
+        "properties": dict(image.properties),
     }
     for key in ("kernel_id", "ramdisk_id"):
-        if props.get(key):
-            meta[key.replace("_id", "_path")] = str(image_data_path(str(props[key])))
+        if image.properties.get(key):
+            meta[key.replace("_id", "_path")] = str(glance.data_path(image_id=str(image.properties[key])))
     return meta
 
 
