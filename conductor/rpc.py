@@ -10,6 +10,7 @@ from typing import Any
 
 from celery import current_app
 
+from cells.isolation import agent_cell
 from cloudcore.core.context import RequestContext
 
 QUEUE = "conductor"
@@ -17,6 +18,7 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+RECORD_NOTIFICATION = "conductor.record_notification"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -38,3 +40,16 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def record_notification(*, message: dict[str, Any]) -> None:
+    _send(RECORD_NOTIFICATION, message=message)
+
+
+def notification_handoff(message: dict[str, Any]) -> bool:
+    """``cloudcore.core.notifications``' handoff: a notification emitted inside a compute agent goes
+    to the conductor, which records and publishes it (the agent never opens the API database)."""
+    if agent_cell() is None:
+        return False
+    record_notification(message=message)
+    return True
