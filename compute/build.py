@@ -111,12 +111,13 @@ def build_and_run_instance(
             return
         host = str(instance.host)
         driver: Any = None
+        nw_info: list[dict[str, Any]] = []
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
                 driver = driver_for(host)
-                _build(ctx, instance, driver, admin_pass)
+                nw_info = _build(ctx, instance, driver, admin_pass)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -134,20 +135,21 @@ def build_and_run_instance(
             else:
                 _fail_build(ctx, instance, exc)
             return
-        notify_instance(ctx, "instance.create.end", instance, host=host)
+        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=nw_info)
 
 
-def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None) -> None:
+def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None) -> list[dict[str, Any]]:
+    """Networks, block devices, spawn; returns the network info the guest got."""
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, _requested_networks(instance.uuid))
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-
+    nw_info = network_info(instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),
-        network_info=network_info(instance.uuid),
+        network_info=nw_info,
         block_device_info=block_device_info,
         admin_password=admin_pass,
     )
@@ -159,6 +161,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
                     old_task_state=TaskState.SPAWNING)
+    return list(nw_info)
 
 
 def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:

@@ -19,6 +19,7 @@ from conductor import rpc as conductor_rpc
 from images.models import Image
 from images.services import image_data_path, image_snapshot_create
 from servers.models import Instance
+from servers.services.notify import notify_instance
 from tests.cloud import Cloud
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -145,3 +146,21 @@ def test_create_image_end_to_end_with_the_compute_isolated(cloud: Cloud, setting
     assert cloud.show(client, server["id"])["OS-EXT-STS:task_state"] is None
     host = cloud.instance(server["id"]).host
     assert [n["publisher_id"] for n in cloud.notifications("instance.snapshot.end")] == [f"nova-compute:{host}"]
+
+
+def test_instance_notifications_inside_an_agent_take_the_ips_from_the_hosts_network_info(
+        cloud: Cloud, cells: dict[str, Any]) -> None:
+    # given a server and the network info its host holds
+    instance = _server(cloud)
+    vifs = [{"id": "port-1", "address": "fa:16:3e:00:00:01", "devname": "tap1",
+             "network": {"id": "net-1", "label": "demo-net",
+                         "subnets": [{"version": 4, "ips": [{"address": "10.0.0.9"}]}]}}]
+    # when the agent of cell1 emits instance.create.end with it
+    with compute_agent(cells["cell1"]), target_cell(cells["cell1"]):
+        notify_instance(_ctx(instance), "instance.create.end", Instance.objects.get(uuid=instance.uuid),
+                        network_info=vifs)
+    # then the payload lists those IPs (no read of the network service's rows from the agent)
+    record = NotificationRecord.objects.filter(event_type="instance.create.end").order_by("-id").first()
+    assert record is not None
+    ips = [ip["nova_object.data"] for ip in record.payload["payload"]["nova_object.data"]["ip_addresses"]]
+    assert [(ip["address"], ip["port_uuid"], ip["network_id"]) for ip in ips] == [("10.0.0.9", "port-1", "net-1")]
