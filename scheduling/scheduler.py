@@ -37,10 +37,10 @@ from typing import Any
 from django.conf import settings
 
 from cells.context import target_cell
-from cells.models import CellMapping
+from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from cloudcore.core.notifications import notify
-from hosts.models import ComputeNode, Service
+from hosts.selectors import compute_node_values, compute_services_values, service_field_names
 
 from .filters import filter_hosts
 from .host_cache import NodeFacts, node_cache, service_problems
@@ -87,7 +87,7 @@ class Selection:
 
 # --- host loading ----------------------------------------------------------------------------------
 def _schedulable_cells(request: RequestView) -> list[Any]:
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0 and not c.disabled]
+    cells = cell_list(cell0=False, enabled_only=True)
     wanted = request.destination_cell
     if not wanted and request.source_cell and not request.allow_cross_cell_move:
         wanted = request.source_cell
@@ -101,7 +101,7 @@ NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hyperv
 
 
 def _service_fields() -> list[str]:
-    return [f.attname for f in Service._meta.concrete_fields]
+    return service_field_names()
 
 
 def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[str, tuple[Any, Any, Any]]:
@@ -111,13 +111,9 @@ def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[s
     and services are read-only views (namespaces with the model's field attributes): the
     scheduler never writes them, and skipping model instantiation matters with many nodes."""
     service_fields = _service_fields()
-    nodes = ComputeNode.objects.filter(deleted=False)
-    if updated_after is not None:
-        nodes = nodes.filter(updated_at__gt=updated_after)
-    rows = list(nodes.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+    rows = compute_node_values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields), updated_after=updated_after)
     unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
-    by_host = {s["host"]: s for s in Service.objects.filter(
-        host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} if unlinked else {}
+    by_host = compute_services_values(unlinked, service_fields) if unlinked else {}
     found: dict[str, tuple[Any, Any, Any]] = {}
     for row in rows:
         node = SimpleNamespace(**{f: row[f] for f in NODE_FIELDS})

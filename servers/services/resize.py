@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from cells.models import CellMapping, HostMapping
+from cells.selectors import host_is_mapped
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
@@ -37,6 +38,9 @@ from .cross_cell import cross_cell_allowed, cross_cell_confirm, cross_cell_rever
 from .guards import check_not_locked, check_state, claim_task_state
 from .power import target
 from .quotas import quota_check
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,7 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
     if host:
         if host == instance.host:
             raise CannotMigrateToSameHost()
-        if not HostMapping.objects.filter(host=host).exists():
+        if not host_is_mapped(host):
             raise ComputeHostNotFound(host=host)
     claim_task_state(instance, method, new_task_state=TaskState.RESIZE_PREP, vm_states=MOVE_STATES)
     instance.system_metadata = {**(instance.system_metadata or {}), "old_vm_state": instance.vm_state}
