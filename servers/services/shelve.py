@@ -20,15 +20,12 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cells.context import target_cell
-from cells.selectors import host_mapping_get
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from conductor import rpc as conductor_rpc
-from hosts.selectors import compute_node_exists
 from scheduling.services.aggregates import host_availability_zone, zone_available
 from scheduling.services.request_specs import request_spec_get, request_spec_update
 
@@ -36,7 +33,7 @@ from ..choices import TaskState, VmState
 from ..models import Instance
 from ..status import status_from_state
 from . import actions
-from .guards import check_not_locked, claim_task_state
+from .guards import check_compute_host, check_not_locked, claim_task_state
 from .power import cast, target
 from .quotas import quota_check_unshelve
 
@@ -56,10 +53,6 @@ class UnshelveNotOffloaded(Conflict):
 
 class UnshelveHostNotInAZ(Conflict):
     message = 'Host "%(host)s" is not in the availability zone "%(az)s".'
-
-
-class ComputeHostNotFound(Invalid):
-    message = "Compute host %(host)s could not be found."
 
 
 class AvailabilityZoneNotAvailable(Invalid):
@@ -83,14 +76,6 @@ def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: Ce
     cast(compute_rpc.shelve_offload, actor=actor, instance=instance, cell=cell)
 
 
-def _host_exists(host: str) -> bool:
-    mapping = host_mapping_get(host)
-    if mapping is None:
-        return False
-    with target_cell(mapping.cell):
-        return compute_node_exists(host)
-
-
 def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapping,
                     new_az: Any = UNSET, host: str | None = None) -> None:
     """``new_az`` UNSET when the body had no ``availability_zone`` key, None to unpin."""
@@ -110,8 +95,7 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
     expected_az = new_az if new_az is not UNSET else spec.get("availability_zone")
     if host:
         authorize(actor, "os_compute_api:os-shelve:unshelve_to_host", target(instance))
-        if not _host_exists(host):
-            raise ComputeHostNotFound(host=host)
+        check_compute_host(host, cell=cell)  # an unshelve stays in the server's cell
         if expected_az is not None and host_availability_zone(host) != expected_az:
             raise UnshelveHostNotInAZ(host=host, az=expected_az)
     quota_check_unshelve(instance=instance)
