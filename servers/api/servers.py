@@ -145,7 +145,8 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
-    if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
+    if any(server_field_at(name, version) for name in ("pinned_availability_zone", "scheduler_hints",
+                                                        "server_groups")):
 
         specs = request_specs_get(r.uuid for r in records)
     return [
