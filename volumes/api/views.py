@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services
+from .. import services, snapshots
 from ..models import Volume, VolumeAttachment, VolumeType
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
 
@@ -145,8 +145,6 @@ class VolumesView(VolumeAPIView):
     def post(self, request: Request, **_kw: Any) -> Response:
         self.authorize("volume:create")
         body = validate(self.body(), CREATE_SCHEMA)["volume"]
-        if body.get("snapshot_id"):  # there are no snapshots (yet): every id names none
-            raise NotFound(f"Snapshot {body['snapshot_id']} could not be found.")
         if body.get("source_volid"):
             services.volume_get(self.ctx, body["source_volid"])  # 404 for an unknown volume
         if body.get("source_volid") or body.get("backup_id"):
@@ -158,13 +156,18 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
+        if body.get("snapshot_id"):
+            _snap, size = snapshots.snapshot_for_new_volume(self.ctx, str(body["snapshot_id"]), size)
+            if body.get("imageRef"):
+                raise Invalid("Invalid input received: only one of snapshot_id and imageRef may be given.")
         zone = body.get("availability_zone")
         if zone and zone != VOLUME_ZONE:
             raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
         vol = services.volume_create(self.ctx, size=size, name=body.get("name"), description=body.get("description"),
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
-                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"))
+                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"),
+                                     snapshot_id=body.get("snapshot_id"))
         return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
