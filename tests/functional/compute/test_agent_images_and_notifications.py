@@ -29,6 +29,13 @@ def _ctx(instance: Instance) -> RequestContext:
     return RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
 
 
+@pytest.fixture(autouse=True)
+def _built_without_isolation(settings: Any) -> None:
+    """The servers here are built with the compute tasks unmarked (whatever the env says): each
+    test marks the agent itself around the step it proves."""
+    settings.COMPUTE_ISOLATION = False
+
+
 def _server(cloud: Cloud) -> Instance:
     server = cloud.create_server(cloud.member(), "vm1")
     return cloud.instance(server["id"])
