@@ -146,7 +146,7 @@ def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> 
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
-                  volume_type: str | None = None, run_now: bool = False) -> Volume:
+                  volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None) -> Volume:
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
     backend work in this process (the compute's boot-from-volume path)."""
     image_meta: dict[str, Any] = {}
@@ -178,7 +178,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
         availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
         user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, volume_image_metadata=image_meta,
-        metadata=metadata or {}, backend_name=get_backend().name,
+        metadata=metadata or {}, backend_name=get_backend().name, snapshot_id=snapshot_id,
     )
     if run_now:
         volume_create_backend(vol.id)
@@ -194,6 +194,8 @@ def volume_create_backend(volume_id: str) -> None:
     backend = get_backend()
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
+        if vol.snapshot_id:
+            backend.copy_snapshot(vol.snapshot_id, vol.id, vol.size)
         if vol.image_id:
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
@@ -221,6 +223,8 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
                                    f"from snapshots after volume transfer. (status {vol.status})")
     if vol.attachments.filter(deleted=False).exists():
         raise InvalidVolume(reason="Volume cannot be deleted while attached.")
+    if vol.snapshots.exists():
+        raise InvalidVolume(reason=f"Volume {vol.id} still has {vol.snapshots.count()} dependent snapshots.")
     Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.DELETING, updated_at=timezone.now())
     if run_now:
         volume_delete_backend(vol.id)

@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services
+from .. import services, snapshots
 from ..models import Volume, VolumeAttachment, VolumeType
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
 
@@ -125,19 +125,26 @@ class VolumesView(VolumeAPIView):
                                    if k in params}
         if "metadata" in params:
             filters["metadata"] = _json_param(params["metadata"], "metadata")
+        limit = _int_param(params.get("limit"), "limit")
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
-                                    limit=_int_param(params.get("limit"), "limit"), marker=params.get("marker"),
-                                    sort=_sort_param(params))
+                                    limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            return Response({"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin) for v in vols]})
-        return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
-                                     for v in vols]})
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin)
+                                                for v in vols]}
+        else:
+            body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
+                                for v in vols]}
+        if limit and len(vols) == limit:
+            # A full page: Cinder links the next one (the same query, the marker moved to its last item).
+            query = request.query_params.copy()
+            query["marker"] = vols[-1].id
+            body["volumes_links"] = [{"rel": "next",
+                                      "href": f"{request.build_absolute_uri(request.path)}?{query.urlencode()}"}]
+        return Response(body)
 
     def post(self, request: Request, **_kw: Any) -> Response:
         self.authorize("volume:create")
         body = validate(self.body(), CREATE_SCHEMA)["volume"]
-        if body.get("snapshot_id"):  # there are no snapshots (yet): every id names none
-            raise NotFound(f"Snapshot {body['snapshot_id']} could not be found.")
         if body.get("source_volid"):
             services.volume_get(self.ctx, body["source_volid"])  # 404 for an unknown volume
         if body.get("source_volid") or body.get("backup_id"):
@@ -149,13 +156,18 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
+        if body.get("snapshot_id"):
+            _snap, size = snapshots.snapshot_for_new_volume(self.ctx, str(body["snapshot_id"]), size)
+            if body.get("imageRef"):
+                raise Invalid("Invalid input received: only one of snapshot_id and imageRef may be given.")
         zone = body.get("availability_zone")
         if zone and zone != VOLUME_ZONE:
             raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
         vol = services.volume_create(self.ctx, size=size, name=body.get("name"), description=body.get("description"),
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
-                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"))
+                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"),
+                                     snapshot_id=body.get("snapshot_id"))
         return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
