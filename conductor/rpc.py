@@ -19,6 +19,7 @@ SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
 RECORD_NOTIFICATION = "conductor.record_notification"
+COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -53,3 +54,9 @@ def notification_handoff(message: dict[str, Any]) -> bool:
         return False
     record_notification(message=message)
     return True
+
+
+def compute_host_started(*, host: str, cell_uuid: str) -> None:
+    """A compute host registered itself in its cell and in placement: the conductor maps it (the
+    compute never writes the API database)."""
+    _send(COMPUTE_HOST_STARTED, host=host, cell_uuid=cell_uuid)

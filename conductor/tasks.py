@@ -12,6 +12,7 @@ from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
 from .build import schedule_and_build_instances
+from .hosts import compute_host_started
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -44,6 +45,12 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
 def record_notification_task(*, message: dict[str, Any]) -> None:
     """A notification a compute agent emitted: kept in the API database and published."""
     notifications.keep(message)
+
+
+@shared_task(name=rpc.COMPUTE_HOST_STARTED, queue=rpc.QUEUE, acks_late=True, time_limit=300)
+@on_service_side
+def compute_host_started_task(*, host: str, cell_uuid: str) -> None:
+    compute_host_started(host=host, cell_uuid=cell_uuid)
 
 
 @shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)
