@@ -2,7 +2,8 @@
 
 Every cast to queue ``conductor`` goes through here, by Celery task name (``conductor.tasks``),
 so the API services never import the conductor side. All are casts sent at once; the API side
-sends them after its commit (``transaction.on_commit``).
+sends them after its commit (``transaction.on_commit``). A compute host casts here too: a build that
+failed on it goes back to the conductor (``reschedule_build``), which picks the next host.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+RESCHEDULE_BUILD = "conductor.reschedule_build"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -38,3 +40,11 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+                     alternates: list[dict[str, Any]], attempt: int, reason: str) -> None:
+    """From the compute host where the build failed (its guest and ports already cleaned up):
+    ``alternates`` are the hosts left to try, ``attempt`` the attempt that failed."""
+    _send(RESCHEDULE_BUILD, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)

@@ -10,7 +10,7 @@ from cells.isolation import on_service_side
 from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
-from .build import schedule_and_build_instances
+from .build import reschedule_build, schedule_and_build_instances
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -22,6 +22,14 @@ def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: li
                                       admin_pass: str | None = None) -> None:
     schedule_and_build_instances(RequestContext.from_dict(ctx), instance_uuids=instance_uuids,
                                  admin_pass=admin_pass)
+
+
+@shared_task(name=rpc.RESCHEDULE_BUILD, queue=rpc.QUEUE, acks_late=True, time_limit=600)
+@on_service_side
+def reschedule_build_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+                          alternates: list[dict[str, Any]], attempt: int, reason: str) -> None:
+    reschedule_build(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                     admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
