@@ -9,15 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from celery.signals import task_postrun, task_prerun
 from django.db import connections
+from django.utils import timezone
 
+from cells.context import target_cell
 from cells.models import InstanceMapping
+from conductor import periodic
 from scheduling.models import RequestSpec
 from scheduling.placement.services import allocations_get
+from servers.models import InstanceAction, Migration
 
 ALL = ["default", "cell0", "cell1", "cell2"]
 pytestmark = pytest.mark.django_db(databases=ALL)
@@ -144,3 +150,53 @@ def test_a_server_whose_terminate_failed_on_its_host_stays_visible(cloud):
     assert InstanceMapping.objects.get(instance_uuid=server["id"]).queued_for_delete
     assert not cloud.instance(server["id"]).deleted
     assert cloud.show(client, server["id"])["OS-EXT-STS:task_state"] == "deleting"
+
+
+def _resized(cloud: Any, client: Any) -> tuple[dict[str, Any], Migration]:
+    server = cloud.create_server(client, "vm", availability_zone="az1")
+    bigger = cloud.flavor("m1.bigger", vcpus=2, ram=1024, disk=2)
+    assert cloud.action(client, server["id"], {"resize": {"flavorRef": bigger.flavorid}}).status_code == 202
+    assert cloud.show(client, server["id"])["status"] == "VERIFY_RESIZE"
+    with target_cell(cloud.cell_of(server["id"])):
+        return server, Migration.objects.get(instance_uuid=server["id"])
+
+
+def test_delete_in_verify_resize_confirms_without_compute_work_in_the_api(cloud, recorder):
+    # given a server resized within its cell, waiting in VERIFY_RESIZE
+    client = cloud.member()
+    server, migration = _resized(cloud, client)
+    assert migration.source_compute != migration.dest_compute
+    recorder.tasks.clear()
+    # when it is deleted
+    assert cloud.delete(client, f"servers/{server['id']}").status_code == 204
+    # then the API ran no compute operation itself: it cast the source guest's destroy to the
+    # source host and the terminate to the destination host
+    assert recorder.tasks == [
+        ("compute.destroy_guest", {"host": migration.source_compute, "instance_uuid": server["id"]}),
+        ("compute.terminate_instance", {"ctx": ANY, "instance_uuid": server["id"], "cell_uuid": ANY}),
+    ]
+    # and the move was confirmed: the migration's claim and the server's are gone, no guest is left
+    with target_cell(cloud.cell_of(server["id"])):
+        assert Migration.objects.get(uuid=migration.uuid).status == "confirmed"
+        actions = list(InstanceAction.objects.filter(instance_uuid=server["id"]).values_list("action", flat=True))
+    assert "confirmResize" in actions and "delete" in actions
+    assert allocated_providers(migration.uuid) == set() and allocated_providers(server["id"]) == set()
+    assert cloud.domain(server["id"]) is None
+    assert cloud.get(client, f"servers/{server['id']}").status_code == 404
+
+
+def test_the_beat_confirms_an_old_resize_by_a_cast_to_the_source_host(cloud, recorder, settings):
+    # given a resize waiting in VERIFY_RESIZE for longer than the window
+    settings.RESIZE_CONFIRM_WINDOW = 60
+    client = cloud.member()
+    server, migration = _resized(cloud, client)
+    with target_cell(cloud.cell_of(server["id"])):
+        Migration.objects.filter(uuid=migration.uuid).update(updated_at=timezone.now() - timedelta(hours=1))
+    recorder.tasks.clear()
+    # when the conductor's beat runs
+    assert periodic.confirm_resizes() == 1
+    # then the confirm was cast to the source host, which finished it
+    [(name, kwargs)] = recorder.tasks
+    assert (name, kwargs["op"], kwargs["migration_uuid"]) == ("compute.run_operation", "confirm_resize", migration.uuid)
+    assert cloud.show(client, server["id"])["status"] == "ACTIVE"
+    assert allocated_providers(migration.uuid) == set()
