@@ -19,6 +19,7 @@ SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
 RESCHEDULE_BUILD = "conductor.reschedule_build"
+REBUILD_INSTANCE = "conductor.rebuild_instance"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -40,6 +41,15 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def rebuild_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, image: dict[str, Any],
+                     image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
+                     reimage_boot_volume: bool) -> None:
+    """``image`` is the image the server is rebuilt from (its ``id`` and properties, for the host check)."""
+    _send(REBUILD_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
+          image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
+          reimage_boot_volume=reimage_boot_volume)
 
 
 def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, admin_pass: str | None,

@@ -11,6 +11,7 @@ from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
 from .build import reschedule_build, schedule_and_build_instances
+from .rebuild import rebuild_instance
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -30,6 +31,16 @@ def reschedule_build_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid:
                           alternates: list[dict[str, Any]], attempt: int, reason: str) -> None:
     reschedule_build(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                      admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)
+
+
+@shared_task(name=rpc.REBUILD_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=600)
+@on_service_side
+def rebuild_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, image: dict[str, Any],
+                          image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
+                          reimage_boot_volume: bool) -> None:
+    rebuild_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
+                     image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
+                     reimage_boot_volume=reimage_boot_volume)
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
