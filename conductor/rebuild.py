@@ -19,9 +19,9 @@ from cells.context import target_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
-from scheduling.models import RequestSpec
 from scheduling.request_spec import spec_for_rebuild_check
 from scheduling.scheduler import select_destinations
+from scheduling.services.request_specs import request_spec_get, request_spec_update
 from servers.choices import TaskState, VmState
 from servers.models import Instance
 from servers.services import actions
@@ -42,19 +42,17 @@ def rebuild_instance(
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state != TaskState.REBUILDING:
             return
-        spec_row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
         if image_changed and instance.host:
             try:
                 with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_REBUILD_CHECK,
                                         action_name="rebuild"):
-                    _check_host_accepts(ctx, instance, spec_row.spec if spec_row else {}, image)
+                    _check_host_accepts(ctx, instance, request_spec_get(instance_uuid) or {}, image)
             except NoValidHost as exc:
                 log.info("rebuild of %s refused: its host does not accept image %s", instance_uuid, image.get("id"))
                 _error_out(ctx, instance, exc)
                 return
-        if image_changed and spec_row is not None:
-            spec_row.spec = {**spec_row.spec, "image": image}
-            spec_row.save(update_fields=["spec", "updated_at"])
+        if image_changed:
+            request_spec_update(instance_uuid, image=image)
         compute_rpc.rebuild(ctx=ctx, host=str(instance.host), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                             image_id=image["id"], admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
                             reimage_boot_volume=reimage_boot_volume)
