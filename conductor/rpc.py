@@ -20,6 +20,7 @@ UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
 RESCHEDULE_BUILD = "conductor.reschedule_build"
 REBUILD_INSTANCE = "conductor.rebuild_instance"
+COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -58,3 +59,9 @@ def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str,
     ``alternates`` are the hosts left to try, ``attempt`` the attempt that failed."""
     _send(RESCHEDULE_BUILD, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)
+
+
+def compute_host_started(*, host: str, cell_uuid: str) -> None:
+    """A compute host registered itself in its cell and in placement: the conductor maps it (the
+    compute never writes the API database)."""
+    _send(COMPUTE_HOST_STARTED, host=host, cell_uuid=cell_uuid)
