@@ -20,7 +20,6 @@ from cells.context import target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from conductor import rpc as conductor_rpc
-from scheduling.placement.services import allocations_delete
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
@@ -30,6 +29,7 @@ from servers.services.external import image_data_path, image_get_internal, netwo
 from servers.services.notify import notify_instance
 
 from .block_devices import prep_block_devices
+from .clients import placement
 from .drivers import driver_for
 from .exceptions import BuildAbortException
 
@@ -177,7 +177,7 @@ def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) 
 
 def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
     build_error_out(ctx, instance=instance, exc=exc)
-    allocations_delete(consumer_uuid=instance.uuid)
+    placement.allocations_delete(consumer_uuid=instance.uuid)
 
 
 def _reschedule(
