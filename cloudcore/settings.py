@@ -184,6 +184,8 @@ REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 # cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
+# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
+CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)
