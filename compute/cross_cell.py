@@ -20,6 +20,7 @@ mapping, port bindings, volume attachments, images, allocations) is the conducto
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,7 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
         driver.destroy(instance=instance, destroy_disks=False)
     except Exception as exc:
         if snapshot_path:
-            Path(snapshot_path).unlink(missing_ok=True)
-            Path(snapshot_path).parent.rmdir()
+            shutil.rmtree(Path(snapshot_path).parent, ignore_errors=True)
         if not destroying and old_vm_state == VmState.ACTIVE:
             try:
                 driver.power_on(instance=instance)
