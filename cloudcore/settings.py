@@ -7,6 +7,8 @@ Defaults give the embedded single-machine cloud: SQLite files under ``var/`` and
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from pathlib import Path
 
@@ -222,6 +224,15 @@ LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or a
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")
 PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
+# The service user compute agents authenticate as (compute.clients); its password defaults to one
+# derived from SECRET_KEY, which every process of a deployment shares.
+SERVICE_USER_NAME = env_str("SERVICE_USER_NAME", "cloudcore-service")
+SERVICE_PASSWORD = env_str("SERVICE_PASSWORD", "") or hmac.new(
+    SECRET_KEY.encode(), b"cloudcore-service-user", hashlib.sha256).hexdigest()
+SERVICE_AUTH_URL = env_str("SERVICE_AUTH_URL", "") or PUBLIC_URL.rstrip("/") + "/identity/v3"
+# "http": real requests to the endpoints of the catalog; "inprocess": through this process's
+# WSGI handler (the test suite, where every service runs in the test's own process).
+SERVICE_TRANSPORT = env_str("SERVICE_TRANSPORT", "http")
 
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
 MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)

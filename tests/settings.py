@@ -21,3 +21,6 @@ os.environ.setdefault("CLOUDCORE_SECRET_KEY", "test-only-secret-key-not-for-prod
 from cloudcore.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The compute agents' HTTP calls (compute.clients) are served by this process (not put in the
+# environment: clouds the e2e tests start are real processes that use real HTTP).
+SERVICE_TRANSPORT = "inprocess"
