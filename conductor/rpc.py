@@ -20,6 +20,7 @@ UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
 CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
 REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
+COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -59,3 +60,9 @@ def revert_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uu
                              source_cell_uuid: str) -> None:
     _send(REVERT_CROSS_CELL_RESIZE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
+
+
+def compute_host_started(*, host: str, cell_uuid: str) -> None:
+    """A compute host registered itself in its cell and in placement: the conductor maps it (the
+    compute never writes the API database)."""
+    _send(COMPUTE_HOST_STARTED, host=host, cell_uuid=cell_uuid)

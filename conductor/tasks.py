@@ -12,6 +12,7 @@ from cloudcore.core.context import RequestContext
 from . import periodic, rpc
 from .build import schedule_and_build_instances
 from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
+from .hosts import compute_host_started
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -56,6 +57,12 @@ def revert_cross_cell_resize_task(*, ctx: dict[str, Any], instance_uuid: str, ce
                                   source_cell_uuid: str) -> None:
     revert_cross_cell_resize(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                              migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
+
+
+@shared_task(name=rpc.COMPUTE_HOST_STARTED, queue=rpc.QUEUE, acks_late=True, time_limit=300)
+@on_service_side
+def compute_host_started_task(*, host: str, cell_uuid: str) -> None:
+    compute_host_started(host=host, cell_uuid=cell_uuid)
 
 
 @shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)
