@@ -107,6 +107,17 @@ class LiveCloud:
     def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
         return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
 
+    def wait_computes_up(self, timeout: float = 90, hosts: int = 4, why: str = "") -> LiveCloud:
+        """This cloud, once ``hosts`` compute services are up; AssertionError (with the logs and
+        ``why``) otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            services = self.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
+            if len([s for s in services if s["State"] == "up"]) == hosts:
+                return self
+            time.sleep(1)
+        raise AssertionError(f"compute hosts did not come up:\n{self.tail()}\n{why}")
+
 
 def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}

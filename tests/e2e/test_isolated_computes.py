@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,14 +65,7 @@ def isolated_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveClo
 
 @pytest.fixture(scope="module")
 def cloud(isolated_cloud: LiveCloud) -> LiveCloud:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        services = isolated_cloud.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
-        if len([s for s in services if s["State"] == "up"]) == 4:
-            return isolated_cloud
-        time.sleep(1)
-    raise AssertionError(f"compute hosts did not come up:\n{isolated_cloud.tail()}\n"
-                         + "\n".join(violations(isolated_cloud.var_dir)[:40]))
+    return isolated_cloud.wait_computes_up(timeout=120, why="\n".join(violations(isolated_cloud.var_dir)[:40]))
 
 
 def compute_environments(cloud: LiveCloud) -> dict[str, dict[str, str]]:
