@@ -19,6 +19,7 @@ from django.conf import settings
 from cells.agent import API_ONLY_ENV, isolated_environment
 from cells.selectors import cell_list
 from cloudcore.core.demo import DemoProcess
+from cloudcore.core.exceptions import InvalidConfiguration
 
 from . import rpc
 from .virt.libvirt import write_hypervisor_sidecar, write_test_node
@@ -61,7 +62,9 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
         argv = [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell_name,
                 "--state-path", str(settings.STATE_PATH / host), *uri]
         proc = DemoProcess(host, argv, queues=[rpc.queue_for(host)])
-        if cell_name in cells:
+        if settings.COMPUTE_ISOLATION:
+            if cell_name not in cells:
+                raise InvalidConfiguration(f"{host}'s cell {cell_name} is not mapped (run the demo setup first)")
             proc.env = isolated_environment(env, cell=cells[cell_name],
                                             database_url=settings.DEMO_COMPUTE_DATABASES.get(cell_name))
             proc.unset = API_ONLY_ENV

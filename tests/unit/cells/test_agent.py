@@ -79,3 +79,10 @@ def test_demo_compute_hosts_run_isolated_with_compute_isolation(cells, settings,
         assert env["CLOUDCORE_COMPUTE_CELL"] == cells[cell].uuid
     assert envs["compute1"]["CLOUDCORE_COMPUTE_CELL_DATABASE_URL"] == cells["cell1"].database_connection
     assert envs["compute3"]["CLOUDCORE_COMPUTE_CELL_DATABASE_URL"] == "sqlite:////elsewhere/cell2.sqlite3"
+
+
+@pytest.mark.django_db(databases=ALL_DATABASES)
+def test_demo_compute_hosts_need_their_cells_mapped_to_run_isolated(settings):
+    settings.COMPUTE_ISOLATION = True
+    with pytest.raises(InvalidConfiguration, match="compute1's cell cell1 is not mapped"):
+        compute_demo.processes({})
