@@ -186,6 +186,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
+# The results of the few tasks that answer (the conductor's synchronous calls to a compute host,
+# ``compute.rpc._call``) go back through the broker's Redis; the caller forgets each one it read.
+# (kombu's in-process ``memory://`` broker, the tests', gets the in-process result store.)
+CELERY_RESULT_BACKEND = "cache+memory://" if CELERY_BROKER_URL.startswith("memory://") else CELERY_BROKER_URL
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 
@@ -194,7 +198,12 @@ USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
+# How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
+# cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
+# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
+CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)
