@@ -31,6 +31,9 @@ class BenchEnv:
         os.environ["DJANGO_SETTINGS_MODULE"] = "cloudcore.settings"
         os.environ.setdefault("CLOUDCORE_CELERY_EAGER", "true")
         os.environ.setdefault("CLOUDCORE_CELL_SCATTER_INLINE", "true")
+        # one process, no HTTP server: the compute's calls to Glance & co. go through this
+        # process's WSGI handler (compute.clients.session), as in the test suite
+        os.environ.setdefault("CLOUDCORE_SERVICE_TRANSPORT", "inprocess")
         os.environ.setdefault("CLOUDCORE_LOG_LEVEL", "WARNING")
         os.environ.pop("CLOUDCORE_DATABASE_URL", None)
         # Cell connections pre-declared under the cells' names (as the test settings do).

@@ -25,10 +25,11 @@ from servers.models import Instance, VirtualInterface
 from servers.services import actions
 from servers.services import external as net
 from servers.services.build_failure import build_error_out
-from servers.services.external import image_data_path, image_get_internal, network_info
+from servers.services.external import network_info
 from servers.services.notify import notify_instance
 
 from .block_devices import prep_block_devices
+from .clients import images as glance
 from .clients import placement
 from .drivers import driver_for
 from .exceptions import BuildAbortException
@@ -71,23 +72,23 @@ def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
 
 
 def image_meta(image_id: str | None) -> dict[str, Any] | None:
-    """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed."""
+    """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed: the
+    metadata from Glance's API, the bytes from the image store's files."""
     if not image_id:
         return None
 
-    image = image_get_internal(image_id)
-    props = dict(image.properties or {})
+    image = glance.image_show(image_id=image_id)
     meta: dict[str, Any] = {
         "id": image.id,
         "name": image.name,
         "disk_format": image.disk_format,
-        "path": str(image_data_path(image.id)),
-        "size": image.size or 0,
-        "properties": props,
+        "path": str(glance.data_path(image_id=image.id)),
+        "size": image.size,
+        "properties": dict(image.properties),
     }
     for key in ("kernel_id", "ramdisk_id"):
-        if props.get(key):
-            meta[key.replace("_id", "_path")] = str(image_data_path(str(props[key])))
+        if image.properties.get(key):
+            meta[key.replace("_id", "_path")] = str(glance.data_path(image_id=str(image.properties[key])))
     return meta
 
 
@@ -103,12 +104,13 @@ def build_and_run_instance(
             return
         host = str(instance.host)
         driver: Any = None
+        nw_info: list[dict[str, Any]] = []
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
                 driver = driver_for(host)
-                _build(ctx, instance, driver, admin_pass, requested_networks)
+                nw_info = _build(ctx, instance, driver, admin_pass, requested_networks)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -124,21 +126,22 @@ def build_and_run_instance(
             else:
                 _fail_build(ctx, instance, exc)
             return
-        notify_instance(ctx, "instance.create.end", instance, host=host)
+        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=nw_info)
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
-           requested_networks: Any) -> None:
+           requested_networks: Any) -> list[dict[str, Any]]:
+    """Networks, block devices, spawn; returns the network info the guest got."""
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, requested_networks)
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-
+    nw_info = network_info(instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),
-        network_info=network_info(instance.uuid),
+        network_info=nw_info,
         block_device_info=block_device_info,
         admin_password=admin_pass,
     )
@@ -150,6 +153,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
                     old_task_state=TaskState.SPAWNING)
+    return list(nw_info)
 
 
 def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:

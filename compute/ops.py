@@ -18,15 +18,13 @@ from django.utils import timezone
 from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
 from hosts.models import ComputeNode
-from images import services as images
-from images.models import Image
-from images.services import image_data_path
 from networks.services import network_info, ports_rebind_host
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
 
 from . import rpc
 from .build import image_meta
+from .clients import images as glance
 from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
@@ -99,12 +97,9 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
     driver.power_off(instance=instance)
     sysmeta = dict(instance.system_metadata or {})
     if instance.image_ref:
-        image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-shelved",
+        image = glance.snapshot_image_create(name=f"{instance.display_name}-shelved", owner=instance.project_id,
                                              instance_uuid=instance.uuid)
-        with tempfile.TemporaryDirectory() as tmp:
-            target = Path(tmp) / "snapshot"
-            driver.snapshot(instance=instance, target_path=target)
-            images.image_activate_from_file(image, target)
+        _snapshot_to(driver, instance, image_id=image.id)
         sysmeta["shelved_image_id"] = image.id
     sysmeta.update(shelved_at=timezone.now().isoformat(), shelved_host=str(instance.host))
     _set(instance, vm_state=VmState.SHELVED, task_state=None, power_state=PowerState.SHUTDOWN,
@@ -135,8 +130,7 @@ def _drop_shelved_image(ctx: RequestContext, instance: Instance) -> None:
     for key in ("shelved_at", "shelved_host"):
         sysmeta.pop(key, None)
     if image_id:
-        Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
-        image_data_path(image_id).unlink(missing_ok=True)
+        glance.image_delete(image_id=image_id)
     _set(instance, system_metadata=sysmeta)
 
 
@@ -324,17 +318,26 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
 
 @server_action("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")
 def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
-    """Write the guest's disk to the queued snapshot image and activate it."""
+    """Upload the guest's disk to the queued snapshot image the API created (Glance activates
+    it); on failure the image is deleted, as Nova does, and the server keeps running."""
 
-    image = images.image_get_internal(image_id)
+    glance.image_show(image_id=image_id)  # gone already (deleted by its owner): fail before the work
     _set(instance, task_state=TaskState.IMAGE_UPLOADING)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            target = Path(tmp) / "snapshot"
-            driver_for(str(instance.host)).snapshot(instance=instance, target_path=target)
-            images.image_activate_from_file(image, target)
+        _snapshot_to(driver_for(str(instance.host)), instance, image_id=image_id)
     except Exception:
-        Image.objects.filter(id=image_id).update(status="killed")
+        try:
+            glance.image_delete(image_id=image_id)
+        except Exception:
+            log.exception("could not delete the image %s of a failed snapshot", image_id)
         _set(instance, task_state=None)
         raise
     _set(instance, task_state=None)
+
+
+def _snapshot_to(driver: Any, instance: Instance, *, image_id: str) -> None:
+    """Write the guest's disk to a scratch file and upload it to Glance as ``image_id``'s data."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "snapshot"
+        driver.snapshot(instance=instance, target_path=target)
+        glance.image_upload(image_id=image_id, source=target)

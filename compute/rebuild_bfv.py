@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
-from images.services import image_get_internal
 from networks.services import network_info
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import BlockDeviceMapping, Instance
@@ -35,6 +34,7 @@ from volumes import services as volumes
 from volumes.models import Volume, VolumeStatus
 
 from .block_devices import attach_bdm, prep_block_devices
+from .clients import images as glance
 from .exceptions import BuildAbortException
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
     bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
     # 5. reimage and wait for volume-reimaged
     try:
-        image = image_get_internal(image_id)
+        image = glance.image_show(image_id=image_id)
     except CloudcoreError as exc:
         raise BuildAbortException(instance_uuid=instance.uuid, reason=FAILED) from exc
     record = expect_event(instance_uuid=instance.uuid, name="volume-reimaged", tag=volume_id)

@@ -8,4 +8,11 @@ class ConductorConfig(AppConfig):
     name = "conductor"
 
     def ready(self) -> None:
+        # ready() imports: these modules import models, which needs the app registry loaded
+        from cloudcore.core import notifications
+
+        from . import rpc
         from . import tasks as _tasks  # noqa: F401  (registers the conductor.* Celery tasks in every process)
+
+        # a compute agent's notifications reach the API database through the conductor
+        notifications.hand_off_with(rpc.notification_handoff)

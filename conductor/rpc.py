@@ -12,6 +12,7 @@ from typing import Any
 
 from celery import current_app
 
+from cells.isolation import agent_cell
 from cloudcore.core.context import RequestContext
 
 QUEUE = "conductor"
@@ -19,6 +20,7 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+RECORD_NOTIFICATION = "conductor.record_notification"
 RESCHEDULE_BUILD = "conductor.reschedule_build"
 REBUILD_INSTANCE = "conductor.rebuild_instance"
 CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
@@ -45,6 +47,19 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def record_notification(*, message: dict[str, Any]) -> None:
+    _send(RECORD_NOTIFICATION, message=message)
+
+
+def notification_handoff(message: dict[str, Any]) -> bool:
+    """``cloudcore.core.notifications``' handoff: a notification emitted inside a compute agent goes
+    to the conductor, which records and publishes it (the agent never opens the API database)."""
+    if agent_cell() is None:
+        return False
+    record_notification(message=message)
+    return True
 
 
 def rebuild_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, image: dict[str, Any],

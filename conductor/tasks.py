@@ -7,6 +7,7 @@ from typing import Any
 from celery import shared_task
 
 from cells.isolation import on_service_side
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
@@ -57,6 +58,13 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
                          host: str | None, allow_cross_cell: bool) -> None:
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                     migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name=rpc.RECORD_NOTIFICATION, queue=rpc.QUEUE, acks_late=True, time_limit=60)
+@on_service_side
+def record_notification_task(*, message: dict[str, Any]) -> None:
+    """A notification a compute agent emitted: kept in the API database and published."""
+    notifications.keep(message)
 
 
 @shared_task(name=rpc.CONFIRM_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,

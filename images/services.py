@@ -90,9 +90,12 @@ def _validate(fields: dict[str, Any], ctx: RequestContext) -> None:
 
 def image_create(ctx: RequestContext, **fields: Any) -> Image:
     """Create an image record (status ``queued``); unknown keys become custom properties."""
-    bad = READ_ONLY & set(fields) - {"id"}
+    bad = READ_ONLY & set(fields) - {"id", "owner"}
     if bad:
         raise Forbidden(f"Attribute '{sorted(bad)[0]}' is read-only.")
+    owner = fields.pop("owner", None) or ctx.project_id
+    if owner != ctx.project_id and not ctx.is_admin:  # an admin may create an image for another project
+        raise Forbidden(f"You are not permitted to create images owned by '{owner}'.")
     _validate(fields, ctx)
     props = {k: v for k, v in fields.items() if k not in SETTABLE and k != "id"}
     for key, value in props.items():
@@ -104,7 +107,7 @@ def image_create(ctx: RequestContext, **fields: Any) -> Image:
             raise Conflict(f"Image with identifier {fields['id']} already exists!")
         known["id"] = str(fields["id"])
     known.setdefault("visibility", "shared")
-    return Image.objects.create(owner=ctx.project_id, properties={k: str(v) for k, v in props.items()}, **known)
+    return Image.objects.create(owner=owner, properties={k: str(v) for k, v in props.items()}, **known)
 
 
 def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | None = None, marker: str | None = None,

@@ -6,11 +6,16 @@ last ``NOTIFICATIONS_KEEP`` in the API database for the web console, and publish
 broker's ``notifications`` topic exchange with routing key ``versioned_notifications.<priority>``
 once the surrounding API-database transaction commits. A notification never fails the operation
 that emits it: publishing errors are logged.
+
+A compute agent never opens the API database: a notification it emits is handed to the handoff
+registered with ``hand_off_with`` (``ConductorConfig.ready``: a cast to the conductor, whose
+task keeps it with ``keep``). This module knows neither cells nor the conductor (the layers).
 """
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +30,17 @@ log = logging.getLogger(__name__)
 
 EXCHANGE = "notifications"
 TOPIC = "versioned_notifications"
+
+#: Takes an envelope that must not be kept in this process (it returns True), e.g. one emitted
+#: inside a compute agent; returns False to let this process keep it.
+Handoff = Callable[[dict[str, Any]], bool]
+_handoff: Handoff | None = None
+
+
+def hand_off_with(handoff: Handoff | None) -> None:
+    """Install the process's handoff (None: every notification is kept where it is emitted)."""
+    global _handoff
+    _handoff = handoff
 
 
 def envelope(
@@ -86,9 +102,20 @@ def notify(
     message = envelope(event_type, payload, priority=priority, publisher_id=publisher_id,
                        payload_name=payload_name, version=version)
     try:
+        if _handoff is not None and _handoff(message):
+            return message
+    except Exception:
+        log.exception("could not hand off notification %s", event_type)
+        return message
+    keep(message)
+    return message
+
+
+def keep(message: dict[str, Any]) -> None:
+    """Record ``message`` for the console and publish it once the API-database transaction commits."""
+    try:
         _record(message)
     except Exception:
-        log.exception("could not record notification %s", event_type)
+        log.exception("could not record notification %s", message["event_type"])
     if not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False):
         transaction.on_commit(lambda: _publish(message))
-    return message

@@ -73,13 +73,15 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
 _WITH_IPS = {"instance.create.end", "instance.delete.start"}
 
 
-def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
-    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``)."""
-    try:
-        vifs = network_info(instance_uuid)
-    except Exception:  # a notification must never fail the operation
-        log.exception("could not read the ports of %s", instance_uuid)
-        return []
+def _ip_addresses(instance_uuid: str, vifs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``): from ``vifs``, the
+    network info the caller already has (a compute host's own), else read from the network service."""
+    if vifs is None:
+        try:
+            vifs = network_info(instance_uuid)
+        except Exception:  # a notification must never fail the operation
+            log.exception("could not read the ports of %s", instance_uuid)
+            return []
     out = []
     for vif in vifs:
         network = vif.get("network") or {}
@@ -102,12 +104,13 @@ def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,
-    fault: BaseException | None = None, host: str | None = None,
+    fault: BaseException | None = None, host: str | None = None, network_info: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``)."""
+    """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``); the events
+    that list IPs take them from ``network_info`` when the caller has it."""
     payload = instance_payload(instance)
     if event_type in _WITH_IPS:
-        payload["ip_addresses"] = _ip_addresses(instance.uuid)
+        payload["ip_addresses"] = _ip_addresses(instance.uuid, network_info)
     payload["request_id"] = ctx.request_id
     payload["action_initiator_user"] = ctx.user_id
     payload["action_initiator_project"] = ctx.project_id

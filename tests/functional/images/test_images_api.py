@@ -94,6 +94,22 @@ def test_private_image_invisible_to_other_projects_public_visible() -> None:
     assert other.get(f"/image/v2/images/{public['id']}").status_code == 200
 
 
+def test_an_admin_creates_an_image_for_another_project_a_member_cannot() -> None:
+    # given a project whose member will look for images (the compute's snapshots are made this way)
+    user, proj = make_identity("alice", project="demo", roles=["member"])
+    owner, project = auth_client(user, proj), str(proj.id)
+    # when an admin creates an image owned by that project
+    image = create(admin_client(), name="for-demo", visibility="private", owner=project)
+    # then the project owns and sees it
+    assert image["owner"] == project
+    assert owner.get(f"/image/v2/images/{image['id']}").status_code == 200
+    # and a member may not create one for another project (its own is fine)
+    other = member("bob", "demo2")
+    refused = other.post("/image/v2/images", {"name": "x", "owner": project}, format="json")
+    assert refused.status_code == 403 and "not permitted to create images owned by" in refused.content.decode()
+    assert create(owner, name="own", owner=project)["owner"] == project
+
+
 def test_list_filters_paging_and_tags() -> None:
     client = member()
     ids = [create(client, name=f"i{n}")["id"] for n in range(3)]
