@@ -31,6 +31,7 @@ from servers.choices import TaskState, VmState
 from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from servers.services import actions
 from servers.services.notify import notify_instance
+from servers.services.volume_attachments import bdm_volumes_create
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,8 @@ def _place_instance(
             Instance.all_objects.filter(uuid=instance_uuid).delete()
         allocations_delete(consumer_uuid=instance_uuid)
         return
+    with target_cell(cell):
+        bdm_volumes_create(instance)
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates)
 
