@@ -125,13 +125,22 @@ class VolumesView(VolumeAPIView):
                                    if k in params}
         if "metadata" in params:
             filters["metadata"] = _json_param(params["metadata"], "metadata")
+        limit = _int_param(params.get("limit"), "limit")
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
-                                    limit=_int_param(params.get("limit"), "limit"), marker=params.get("marker"),
-                                    sort=_sort_param(params))
+                                    limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            return Response({"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin) for v in vols]})
-        return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
-                                     for v in vols]})
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin)
+                                                for v in vols]}
+        else:
+            body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
+                                for v in vols]}
+        if limit and len(vols) == limit:
+            # A full page: Cinder links the next one (the same query, the marker moved to its last item).
+            query = request.query_params.copy()
+            query["marker"] = vols[-1].id
+            body["volumes_links"] = [{"rel": "next",
+                                      "href": f"{request.build_absolute_uri(request.path)}?{query.urlencode()}"}]
+        return Response(body)
 
     def post(self, request: Request, **_kw: Any) -> Response:
         self.authorize("volume:create")

@@ -157,6 +157,13 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     rest = call(client, "get", f"/volume/v3/volumes/detail?sort=id:asc&limit=2&marker={first[-1]['id']}")
     # then the pages are in order and complete
     assert [v["id"] for v in first + rest.json()["volumes"]] == sorted(ids)
+    # and a full page links the next one as Cinder does (same path and query, marker moved); a short page does not
+    page = call(client, "get", "/volume/v3/volumes?sort=id:asc&limit=2").json()
+    (link,) = page["volumes_links"]
+    assert link["rel"] == "next"
+    assert link["href"] == f"http://testserver/volume/v3/volumes?sort=id%3Aasc&limit=2&marker={sorted(ids)[1]}"
+    followed = call(client, "get", link["href"].removeprefix("http://testserver")).json()
+    assert [v["id"] for v in followed["volumes"]] == sorted(ids)[2:] and "volumes_links" not in followed
     # and the metadata filter keeps the tagged ones (JSON or a dict's repr)
     tagged = call(client, "get", '/volume/v3/volumes/detail?metadata={"tier": "gold"}').json()["volumes"]
     assert sorted(v["id"] for v in tagged) == sorted(ids[1:])
