@@ -216,3 +216,21 @@ def test_bootable_readonly_and_upload_to_image(bfv: Any) -> None:
     for source in ("snapshot_id", "source_volid"):
         missing = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, source: "nope"}})
         assert missing.status_code == 404, source
+
+
+def test_a_reader_may_look_but_every_write_is_refused_by_the_service(bfv: Any) -> None:
+    member = bfv.member()
+    vid = _make(member, "owned")
+    reader = bfv.member("reader1", "demo", roles=("reader",))
+    assert call(reader, "get", f"/volume/v3/volumes/{vid}").status_code == 200
+    writes = [("post", "/volume/v3/volumes", {"volume": {"size": 1}}),
+              ("put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "mine"}}),
+              ("post", f"/volume/v3/volumes/{vid}/action", {"os-extend": {"new_size": 2}}),
+              ("post", f"/volume/v3/volumes/{vid}/metadata", {"metadata": {"a": "b"}}),
+              ("put", f"/volume/v3/volumes/{vid}/metadata/a", {"meta": {"a": "c"}}),
+              ("post", "/volume/v3/attachments", {"attachment": {"volume_uuid": vid}}),
+              ("delete", f"/volume/v3/volumes/{vid}", None)]
+    for method, path, body in writes:
+        refused = call(reader, method, path, body)
+        assert refused.status_code == 403, (method, path, refused.content)
+    assert call(member, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["name"] == "owned"

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('volumes', '0002_instanceeventrecord'),
+        ('volumes', '0003_snapshots'),
     ]
 
     operations = [
