@@ -170,6 +170,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
+# The results of the few tasks that answer (the conductor's synchronous calls to a compute host,
+# ``compute.rpc._call``) go back through the broker's Redis; the caller forgets each one it read.
+# (kombu's in-process ``memory://`` broker, the tests', gets the in-process result store.)
+CELERY_RESULT_BACKEND = "cache+memory://" if CELERY_BROKER_URL.startswith("memory://") else CELERY_BROKER_URL
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 
@@ -181,7 +185,12 @@ REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 # how long a host waits for a volume created for a block device to become available (checks, seconds)
 BLOCK_DEVICE_ALLOCATE_RETRIES = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES", 60, minimum=0)
 BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL", 3, minimum=0)
+# How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
+# cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
+# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
+CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)

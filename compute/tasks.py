@@ -57,6 +57,19 @@ def run_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell
         run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
 
 
+# not acks_late: a call lost with its worker is not run again; its caller times out and rolls back
+@shared_task(name=rpc.CALL_OPERATION, acks_late=False, ignore_result=False, time_limit=3600, soft_time_limit=3500)
+def call_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str,
+                        **kwargs: Any) -> dict[str, Any]:
+    """An operation the conductor waits for (``compute.rpc._call``): its answer is the result."""
+    with _as_agent(cell_uuid):
+        answer = run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                        **kwargs)
+    if answer is None:  # the server is gone here (deleted meanwhile)
+        return {"failed": True, "message": f"Instance {instance_uuid} could not be found on this host's cell."}
+    return dict(answer)
+
+
 @shared_task(name=rpc.DESTROY_GUEST, acks_late=True, time_limit=600)
 def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
     """Destroy a guest and its disks on ``host`` when its rows are already gone, e.g. the source

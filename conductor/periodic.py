@@ -24,7 +24,6 @@ from cells.selectors import cell_list
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from compute import rpc as compute_rpc
-from compute.cross_cell import cross_cell_failed
 from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, TaskState, VmState
 from servers.models import BuildRequest, Instance, Migration
@@ -35,6 +34,7 @@ from servers.services.resize import confirm_due, resize_confirm_for_delete
 from servers.services.shelve import offload_due
 
 from .build import bury_in_cell0
+from .cross_cell import cross_cell_failed
 
 log = logging.getLogger(__name__)
 

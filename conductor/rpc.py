@@ -1,8 +1,9 @@
 """The conductor's RPC surface: one keyword-only function per workflow the API side casts to it.
 
 Every cast to queue ``conductor`` goes through here, by Celery task name (``conductor.tasks``),
-so the API services never import the conductor side. All are casts sent at once; the API side
-sends them after its commit (``transaction.on_commit``).
+so the API services never import the conductor side. All are casts sent at once (a delete's
+cross-cell confirm may run here instead); the API side sends them after its commit
+(``transaction.on_commit``).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
+REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
 COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
@@ -39,6 +42,24 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def confirm_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                              source_cell_uuid: str, run_here: bool = False) -> None:
+    """Confirm a cross-cell resize; ``run_here`` runs it in this process, now (a delete or beat's
+    confirm), casting the source guest's destruction to its host instead of waiting for it."""
+    kwargs = dict(ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, migration_uuid=migration_uuid,
+                  source_cell_uuid=source_cell_uuid)
+    if run_here:
+        current_app.signature(CONFIRM_CROSS_CELL_RESIZE, kwargs={**kwargs, "cast_to_source": True}).apply()
+        return
+    _send(CONFIRM_CROSS_CELL_RESIZE, **kwargs)
+
+
+def revert_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                             source_cell_uuid: str) -> None:
+    _send(REVERT_CROSS_CELL_RESIZE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
 
 
 def compute_host_started(*, host: str, cell_uuid: str) -> None:

@@ -11,6 +11,7 @@ from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
 from .build import schedule_and_build_instances
+from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
 from .hosts import compute_host_started
 from .resize import resize_instance
 from .unshelve import unshelve_instance
@@ -37,6 +38,25 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
                          host: str | None, allow_cross_cell: bool) -> None:
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                     migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name=rpc.CONFIRM_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+@on_service_side
+def confirm_cross_cell_resize_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                                   source_cell_uuid: str, cast_to_source: bool = False) -> None:
+    confirm_cross_cell_resize(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                              migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid,
+                              cast_to_source=cast_to_source)
+
+
+@shared_task(name=rpc.REVERT_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+@on_service_side
+def revert_cross_cell_resize_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                                  source_cell_uuid: str) -> None:
+    revert_cross_cell_resize(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                             migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
 
 
 @shared_task(name=rpc.COMPUTE_HOST_STARTED, queue=rpc.QUEUE, acks_late=True, time_limit=300)
