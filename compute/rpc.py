@@ -99,9 +99,12 @@ def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid:
 # --- build and delete -------------------------------------------------------------------------
 
 def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                           admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
+                           admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
+                           requested_networks: Any = "auto") -> None:
+    """From the conductor: ``requested_networks`` comes from the server's request spec (the host
+    does not read the API database); ``alternates`` go back to the conductor if the build fails."""
     _send(BUILD_AND_RUN_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-          admin_pass=admin_pass, alternates=alternates, attempt=attempt)
+          admin_pass=admin_pass, alternates=alternates, attempt=attempt, requested_networks=requested_networks)
 
 
 def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
