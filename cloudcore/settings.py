@@ -198,6 +198,9 @@ USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
+# how long a host waits for a volume created for a block device to become available (checks, seconds)
+BLOCK_DEVICE_ALLOCATE_RETRIES = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES", 60, minimum=0)
+BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL", 3, minimum=0)
 # How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
 # cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)

@@ -1,22 +1,27 @@
-"""Block devices of a build: volumes are created (image → volume), attached through Cinder-style
-attachments (create with the host connector, complete → ``in-use``) and handed to the virt driver;
-on delete they are detached and the ``delete_on_termination`` ones deleted."""
+"""Block devices of a build, as nova-compute handles them over Cinder's API (``compute.clients.volumes``,
+the service user): volumes are attached through attachments (create, update with the host
+connector, ``os-complete`` → ``in-use``) and handed to the virt driver; on delete they are
+detached and the ``delete_on_termination`` ones deleted. The volumes a boot-from-volume server
+asks for are created in its project by the conductor before the build reaches this host
+(``conductor.block_devices``); the host waits for them to be ``available``."""
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from django.conf import settings
+
 from cloudcore.core.context import RequestContext
 from servers.models import BlockDeviceMapping, Instance
-from volumes import services as volumes
-from volumes.backends import get_backend
-from volumes.models import VolumeStatus
 
+from .clients import volumes as cinder
 from .drivers import driver_for
 from .exceptions import BuildAbortException
 from .registry import server_action
 
 log = logging.getLogger(__name__)
+#: the statuses of a volume that exists and may be attached (by this server)
+USABLE = ("available", "reserved", "attaching", "in-use")
 
 
 def host_connector(instance: Instance) -> dict[str, Any]:
@@ -32,40 +37,46 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
     """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
 
     if not bdm.attachment_id:
-        bdm.attachment_id = volumes.attachment_create(ctx, volume_id=str(bdm.volume_id),
-                                                      instance_uuid=instance.uuid).id
-    att = volumes.attachment_update(ctx, attachment_id=bdm.attachment_id, connector=host_connector(instance),
-                                    mountpoint=bdm.device_name)
-    volumes.attachment_complete(ctx, attachment_id=att.id)
+        bdm.attachment_id = cinder.attachment_create(volume_id=str(bdm.volume_id), instance_uuid=instance.uuid).id
+    att = cinder.attachment_update(attachment_id=bdm.attachment_id, connector=host_connector(instance),
+                                   mountpoint=bdm.device_name)
+    cinder.attachment_complete(attachment_id=att.id)
     bdm.connection_info = att.connection_info
     bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
     return {"connection_info": att.connection_info, "mount_device": bdm.device_name, "boot_index": bdm.boot_index,
             "delete_on_termination": bdm.delete_on_termination}
 
 
+def _await_volume_created(instance: Instance, bdm: BlockDeviceMapping) -> None:
+    """A volume the cloud created for ``bdm`` (image or blank source, not attached yet) must be
+    ``available`` before it is attached: wait while Cinder still creates it (nova's
+    ``block_device_allocate_retries``); BuildAbortException when it is missing or failed."""
+    if bdm.source_type not in ("image", "blank") or bdm.attachment_id:
+        return
+    if not bdm.volume_id:
+        raise BuildAbortException(instance_uuid=instance.uuid,
+                                  reason=f"The volume of block device {bdm.uuid} could not be created.")
+    retries = int(settings.BLOCK_DEVICE_ALLOCATE_RETRIES)
+    interval = float(settings.BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL)
+    vol = cinder.volume_wait_settled(volume_id=str(bdm.volume_id), timeout=retries * interval, interval=interval)
+    if vol.status not in USABLE:
+        raise BuildAbortException(instance_uuid=instance.uuid,
+                                  reason=f"Volume {vol.id} did not finish being created (status {vol.status}).")
+
+
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
-    """Create missing volumes, attach every volume BDM. Raises BuildAbortException on a volume error."""
+    """Attach every volume BDM (waiting for the volumes the cloud creates). Raises
+    BuildAbortException on a volume error."""
 
     bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
                   key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
     mapping = []
-    owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
     for index, bdm in enumerate(bdms):
         if not bdm.device_name:
             bdm.device_name = _device_name(index)
             bdm.save(update_fields=["device_name", "updated_at"])
         try:
-            if not bdm.volume_id and bdm.source_type in ("image", "blank"):
-                vol = volumes.volume_create(owner, size=bdm.volume_size,
-                                            image_id=bdm.image_id if bdm.source_type == "image" else None,
-                                            name="" if bdm.source_type == "image" else None,
-                                            volume_type=bdm.volume_type, run_now=True)
-                bdm.volume_id = vol.id
-                bdm.save(update_fields=["volume_id", "updated_at"])
-                if vol.status != VolumeStatus.AVAILABLE:
-                    raise BuildAbortException(instance_uuid=instance.uuid,
-                                              reason=f"Volume {vol.id} did not finish being created (status "
-                                                     f"{vol.status}).")
+            _await_volume_created(instance, bdm)
             mapping.append(attach_bdm(ctx, instance, bdm))
         except BuildAbortException:
             raise
@@ -82,10 +93,9 @@ def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
         if bdm.is_volume and bdm.volume_id:
             try:
                 if bdm.attachment_id:
-                    volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+                    cinder.attachment_delete(attachment_id=bdm.attachment_id)
                 if bdm.delete_on_termination:
-                    vol = volumes.volume_get(None, bdm.volume_id)
-                    volumes.volume_delete(RequestContext.system(), vol, run_now=True)
+                    cinder.volume_delete(volume_id=str(bdm.volume_id))
             except Exception:
                 log.exception("could not release volume %s of %s", bdm.volume_id, instance.uuid)
     BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)
@@ -104,7 +114,7 @@ def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
             attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
     except Exception:
         if bdm.attachment_id:
-            volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+            cinder.attachment_delete(attachment_id=bdm.attachment_id)
         bdm.delete()
         raise
 
@@ -116,7 +126,7 @@ def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
     if bdm.connection_info and detach is not None:
         detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
     if bdm.attachment_id:
-        volumes.attachment_delete(None, attachment_id=bdm.attachment_id)
+        cinder.attachment_delete(attachment_id=bdm.attachment_id)
     bdm.delete()
 
 
@@ -130,15 +140,14 @@ def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volu
     old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
     driver = driver_for(str(instance.host))
     try:
-        backend = get_backend()
-        old_path, new_path = backend.path(str(old_volume_id)), backend.path(new_volume_id)
-        with open(old_path, "rb") as src, open(new_path, "r+b") as dst:
-            while block := src.read(1024 * 1024):
-                dst.write(block)
         bdm.volume_id, bdm.attachment_id = new_volume_id, new_attachment_id
         info = attach_bdm(ctx, instance, bdm)
+        # the host copies the data between the two devices Cinder connected it to
+        with open(_device_path(old_info), "rb") as src, open(_device_path(info["connection_info"]), "r+b") as dst:
+            while block := src.read(1024 * 1024):
+                dst.write(block)
     except Exception:
-        volumes.attachment_delete(None, attachment_id=new_attachment_id)
+        cinder.attachment_delete(attachment_id=new_attachment_id)
         BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
                                                             attachment_id=old_attachment_id,
                                                             connection_info=old_info)
@@ -151,5 +160,12 @@ def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volu
     if attach is not None:
         attach(instance=instance, connection_info=info["connection_info"], mountpoint=str(bdm.device_name))
     if old_attachment_id:
-        volumes.attachment_delete(None, attachment_id=old_attachment_id)
+        cinder.attachment_delete(attachment_id=old_attachment_id)
 
+
+def _device_path(connection_info: dict[str, Any] | None) -> str:
+    """The host path of a volume from the ``connection_info`` Cinder gave for this host."""
+    path = ((connection_info or {}).get("data") or {}).get("device_path")
+    if not path:
+        raise ValueError("the volume's connection_info names no device path")
+    return str(path)

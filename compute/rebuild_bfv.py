@@ -30,11 +30,10 @@ from servers.choices import PowerState, TaskState, VmState
 from servers.models import BlockDeviceMapping, Instance
 from servers.services.external_events import expect_event, wait_for_event
 from servers.services.rebuild_bfv import root_bdm
-from volumes import services as volumes
-from volumes.models import Volume, VolumeStatus
 
 from .block_devices import attach_bdm, prep_block_devices
 from .clients import images as glance
+from .clients import volumes as cinder
 from .exceptions import BuildAbortException
 
 log = logging.getLogger(__name__)
@@ -52,9 +51,8 @@ class VolumeRebuildRolledBack(CloudcoreError):
         self.restore_vm_state = restore_vm_state
 
 
-def reimage_timeout(image: Any) -> int:
-    size = int(getattr(image, "size", 0) or 0)
-    return int(settings.REIMAGE_TIMEOUT_PER_GB) * max(1, math.ceil(size / GiB))
+def reimage_timeout(image_size: int) -> int:
+    return int(settings.REIMAGE_TIMEOUT_PER_GB) * max(1, math.ceil(image_size / GiB))
 
 
 def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: bool) -> None:
@@ -87,16 +85,16 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
 
     # 1. empty attachment, no connector: the volume stays reserved through the swap
     try:
-        new_attachment = volumes.attachment_create(ctx, volume_id=volume_id, instance_uuid=instance.uuid).id
+        new_attachment = cinder.attachment_create(volume_id=volume_id, instance_uuid=instance.uuid).id
     except CloudcoreError as exc:
         raise rolled_back(exc) from exc  # nothing changed, the guest still runs
     # 2. the guest goes; 3. the old attachment goes; 4. the new one is saved on the BDM
     driver.destroy(instance=instance, destroy_disks=True)
     try:
         if old_attachment:
-            volumes.attachment_delete(ctx, attachment_id=old_attachment)
+            cinder.attachment_delete(attachment_id=old_attachment)
     except CloudcoreError as exc:
-        volumes.attachment_delete(ctx, attachment_id=new_attachment)
+        cinder.attachment_delete(attachment_id=new_attachment)
         _respawn(ctx, instance, driver, was_stopped)
         raise rolled_back(exc) from exc
     bdm.attachment_id = new_attachment
@@ -104,23 +102,22 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
     bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
     # 5. reimage and wait for volume-reimaged
     try:
-        image = glance.image_show(image_id=image_id)
+        image_size = glance.image_show(image_id=image_id).size
     except CloudcoreError as exc:
         raise BuildAbortException(instance_uuid=instance.uuid, reason=FAILED) from exc
     record = expect_event(instance_uuid=instance.uuid, name="volume-reimaged", tag=volume_id)
     try:
-        volumes.volume_reimage(ctx, volume_id=volume_id, image_id=image_id, reimage_reserved=True)
+        cinder.volume_reimage(volume_id=volume_id, image_id=image_id, reimage_reserved=True)
     except CloudcoreError as exc:
         # refused before any byte changed: the volume is attached again and the guest comes back
         attach_bdm(ctx, instance, bdm)
         _respawn(ctx, instance, driver, was_stopped)
         raise rolled_back(exc) from exc
     try:
-        status = wait_for_event(record, timeout=reimage_timeout(image))
+        status = wait_for_event(record, timeout=reimage_timeout(image_size))
     except CloudcoreError as exc:
         raise BuildAbortException(instance_uuid=instance.uuid, reason=FAILED) from exc
-    vol = Volume.objects.get(pk=volume_id)
-    if status != "completed" or vol.status == VolumeStatus.ERROR:
+    if status != "completed" or cinder.volume_get(volume_id=volume_id).status == "error":
         # no attachment update on a volume in error (the seed); a rebuild from ERROR retries
         raise BuildAbortException(instance_uuid=instance.uuid, reason=FAILED)
     # 6. connector → connection_info, complete → in-use; 7. spawn

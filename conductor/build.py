@@ -40,6 +40,7 @@ from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from servers.services import actions
 from servers.services.build_failure import build_error_out
 from servers.services.notify import notify_instance
+from servers.services.volume_attachments import bdm_volumes_create
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +210,8 @@ def _place_instance(
             Instance.all_objects.filter(uuid=instance_uuid).delete()
         allocations_delete(consumer_uuid=instance_uuid)
         return
+    with target_cell(cell):
+        bdm_volumes_create(instance)
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=_requested_networks(instance_uuid))

@@ -1,7 +1,7 @@
 """Servers and everything that hangs off them.
 
 Cell database: Instance, BlockDeviceMapping, Migration, InstanceAction(+Event), InstanceFault,
-Tag, VirtualInterface. API database: Flavor (+extra specs, access), KeyPair, BuildRequest.
+Tag, VirtualInterface, InstanceEventRecord. API database: Flavor (+extra specs, access), KeyPair, BuildRequest.
 Rows that move between cells keep their uuid; cross-database references are uuid columns.
 """
 from __future__ import annotations
@@ -418,3 +418,22 @@ class VirtualInterface(CellModel, SoftDeleteModel):
                 fields=["instance_uuid", "port_id"], condition=Q(deleted=False), name="vif_live"
             )
         ]
+
+
+class InstanceEventRecord(CellModel):
+    """An external event a compute operation waits for (``volume-reimaged``, ``volume-extended``...).
+
+    The waiter (the compute agent) creates the row (``received=False``) before it starts the
+    operation that will cause the event; ``os-server-external-events`` marks it received (or
+    creates it received when it arrives first, e.g. in eager tests). The row lives in the
+    instance's cell database: the API reaches every cell, the compute only its own (as in Nova the
+    event travels from the API to the instance's compute host), and no worker slot is held by a
+    blocking RPC: the waiter polls its row with a timeout.
+    """
+
+    instance_uuid = models.CharField(max_length=36, db_index=True)
+    name = models.CharField(max_length=64)
+    tag = models.CharField(max_length=255, default="")
+    status = models.CharField(max_length=16, default="completed")
+    received = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -98,23 +98,6 @@ class VolumeAttachment(ApiModel, SoftDeleteModel):
         pass
 
 
-class InstanceEventRecord(ApiModel):
-    """An external event a compute operation waits for (``volume-reimaged``, ``volume-extended``...).
-
-    The waiter creates the row (``received=False``) before it starts the operation that will cause
-    the event; ``os-server-external-events`` marks it received (or creates it received when it
-    arrives first, e.g. in eager tests), so no worker slot is held by a blocking RPC: the waiter
-    polls its row with a timeout. Lives in the API database so every process sees it.
-    """
-
-    instance_uuid = models.CharField(max_length=36, db_index=True)
-    name = models.CharField(max_length=64)
-    tag = models.CharField(max_length=255, default="")
-    status = models.CharField(max_length=16, default="completed")
-    received = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-
 class SnapshotStatus:
     CREATING = "creating"
     AVAILABLE = "available"

@@ -1,8 +1,9 @@
 """``os-server-external-events``: events from Neutron/Cinder delivered to waiting compute operations.
 
 Waiting does not hold a worker slot the event needs: a waiter records the event it expects
-(``expect_event``) in the API database before it starts the operation that causes it; delivery
-marks that row received (or creates it received when the event comes first, as in eager tests);
+(``expect_event``) in its instance's cell database before it starts the operation that causes it
+(a compute agent reaches only its own cell); delivery, in the API, marks that row received in the
+instance's cell (or creates it received when the event comes first, as in eager tests);
 ``wait_for_event`` polls the row with a timeout.
 """
 from __future__ import annotations
@@ -18,9 +19,8 @@ from cells.selectors import instance_mapping_get
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, NotFound
 from cloudcore.core.policy import authorize
-from volumes.models import InstanceEventRecord
 
-from ..models import Instance, Migration
+from ..models import Instance, InstanceEventRecord, Migration
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,8 @@ class InstanceEventFailed(CloudcoreError):
 
 
 def expect_event(*, instance_uuid: str, name: str, tag: str) -> InstanceEventRecord:
-    """Register interest in an event before the operation that causes it starts."""
+    """Register interest in an event before the operation that causes it starts (in the targeted
+    cell: the instance's)."""
     InstanceEventRecord.objects.filter(instance_uuid=instance_uuid, name=name, tag=tag).delete()
     return InstanceEventRecord.objects.create(instance_uuid=instance_uuid, name=name, tag=tag, received=False)
 
@@ -62,6 +63,7 @@ def wait_for_event(record: InstanceEventRecord, *, timeout: float, poll: float =
 
 
 def _deliver(instance_uuid: str, name: str, tag: str, status: str) -> None:
+    """Mark the waiter's row received, in the targeted cell (the instance's)."""
     updated = InstanceEventRecord.objects.filter(instance_uuid=instance_uuid, name=name, tag=tag,
                                                  received=False).update(received=True, status=status)
     if not updated:  # nobody waits yet (or never will): keep it for a waiter that registers late
@@ -97,22 +99,24 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
         if "tag" in ev:
             out["tag"] = ev["tag"]
         mapping = instance_mapping_get(ev["server_uuid"])
-        instance = None
-        if mapping is not None and mapping.cell is not None:
-            with target_cell(mapping.cell):
-                instance = Instance.objects.filter(uuid=ev["server_uuid"]).first()
-                hosts = sorted(event_hosts(instance)) if instance is not None else []
-        if instance is None:
+        if mapping is None or mapping.cell is None:
             out.update(code=404, status="failed")
-        elif ev["name"] in TAG_REQUIRED and not ev.get("tag"):
-            out.update(code=400, status="failed")
-        elif not instance.host:
-            out.update(code=422, status="failed")
-        else:
-            out["code"] = 200
-            accepted += 1
-            log.info("event %s for %s delivered to hosts %s", ev["name"], instance.uuid, ", ".join(hosts))
-            _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
+            result.append(out)
+            continue
+        with target_cell(mapping.cell):  # the event is recorded in the instance's cell
+            instance = Instance.objects.filter(uuid=ev["server_uuid"]).first()
+            if instance is None:
+                out.update(code=404, status="failed")
+            elif ev["name"] in TAG_REQUIRED and not ev.get("tag"):
+                out.update(code=400, status="failed")
+            elif not instance.host:
+                out.update(code=422, status="failed")
+            else:
+                out["code"] = 200
+                accepted += 1
+                log.info("event %s for %s delivered to hosts %s", ev["name"], instance.uuid,
+                         ", ".join(sorted(event_hosts(instance))))
+                _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
         result.append(out)
     if accepted == 0:
         if all(e["code"] == 404 for e in result):

@@ -4,11 +4,12 @@ BDM; the compute host completes the attachment and attaches the disk (ops ``atta
 ``detach_volume``)."""
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from cells.context import current_cell
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Invalid, NotFound
+from cloudcore.core.exceptions import CloudcoreError, Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from volumes import services as volumes
@@ -22,6 +23,8 @@ from .power import cast, target
 if TYPE_CHECKING:
     from cells.models import CellMapping
 
+log = logging.getLogger(__name__)
+
 
 class VolumeAttachmentNotFound(NotFound):
     message = "volume_id not found: %(volume_id)s"
@@ -33,6 +36,33 @@ class VolumeAlreadyAttached(Invalid):
 
 class AttachInvalidState(Conflict):
     message = "Cannot '%(method)s' instance %(instance_uuid)s while it is in vm_state %(state)s"
+
+
+def bdm_volumes_create(instance: Instance) -> None:
+    """Create the volumes a boot-from-volume server asks the cloud to create (``source_type``
+    image or blank, ``destination_type`` volume) in the server's project, and record their ids on
+    its BDMs (its cell targeted). The conductor calls it before casting the build to the host.
+
+    A compute agent reaches Cinder only as the service user (a cloud admin of the admin project),
+    and Cinder's API offers an admin no way to create a volume in another project; so the conductor
+    does this step for the server's owner, as nova's superconductor does the steps a host cannot.
+    The host then waits for the volume and attaches it over the API (``compute.block_devices``).
+    A volume that cannot be created is logged and left out: the host fails the build on the BDM
+    without a volume (BuildAbortException, no reschedule), as it does on a volume in error."""
+    owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
+    bdms = BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume",
+                                             source_type__in=("image", "blank"), volume_id__isnull=True)
+    for bdm in bdms:
+        try:
+            vol = volumes.volume_create(owner, size=bdm.volume_size,
+                                        image_id=bdm.image_id if bdm.source_type == "image" else None,
+                                        name="" if bdm.source_type == "image" else None,
+                                        volume_type=bdm.volume_type, run_now=True)
+        except CloudcoreError as exc:
+            log.warning("could not create the volume of block device %s of %s: %s", bdm.uuid, instance.uuid, exc)
+            continue
+        bdm.volume_id = vol.id
+        bdm.save(update_fields=["volume_id", "updated_at"])
 
 
 def volume_bdms(instance: Instance) -> list[BlockDeviceMapping]:

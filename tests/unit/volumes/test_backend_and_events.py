@@ -35,23 +35,32 @@ def test_injected_fault_fails_once(tmp_path: Path) -> None:
     backend.copy_image("v1", image, 1)  # the flag is consumed
 
 
-@pytest.mark.django_db(databases=["default"])
-def test_event_before_wait_and_timeout() -> None:
+@pytest.mark.django_db(databases="__all__")
+def test_event_before_wait_and_timeout(cells: dict) -> None:
+    from cells.context import target_cell
+    from cells.isolation import compute_agent
     from servers.services.external_events import InstanceEventTimeout, _deliver, expect_event, wait_for_event
 
-    # given a waiter registered first, an event delivered before the wait starts is seen (eager mode)
-    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
-    _deliver("i1", "volume-reimaged", "v1", "failed")
-    assert wait_for_event(record, timeout=1) == "failed"
-    # and no event in time is a timeout
-    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
-    with pytest.raises(InstanceEventTimeout):
-        wait_for_event(record, timeout=0.2, poll=0.05)
+    cell = cells["cell1"]
+    # given a waiter registered first (a compute agent: the row is in its own cell), an event
+    # delivered before the wait starts is seen (eager mode)
+    with compute_agent(cell), target_cell(cell):
+        record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
+    with target_cell(cell):
+        _deliver("i1", "volume-reimaged", "v1", "failed")
+    with compute_agent(cell), target_cell(cell):
+        assert wait_for_event(record, timeout=1) == "failed"
+        # and no event in time is a timeout
+        record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v1")
+        with pytest.raises(InstanceEventTimeout):
+            wait_for_event(record, timeout=0.2, poll=0.05)
     # a stale event from before the registration does not satisfy a new wait
-    _deliver("i1", "volume-reimaged", "v2", "completed")
-    record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v2")
-    with pytest.raises(InstanceEventTimeout):
-        wait_for_event(record, timeout=0.1, poll=0.05)
+    with target_cell(cell):
+        _deliver("i1", "volume-reimaged", "v2", "completed")
+    with compute_agent(cell), target_cell(cell):
+        record = expect_event(instance_uuid="i1", name="volume-reimaged", tag="v2")
+        with pytest.raises(InstanceEventTimeout):
+            wait_for_event(record, timeout=0.1, poll=0.05)
 
 
 def test_pool_is_defined_on_the_configured_libvirt_uri(tmp_path: Path, settings: object) -> None:
