@@ -31,6 +31,9 @@ class BenchEnv:
         os.environ["DJANGO_SETTINGS_MODULE"] = "cloudcore.settings"
         os.environ.setdefault("CLOUDCORE_CELERY_EAGER", "true")
         os.environ.setdefault("CLOUDCORE_CELL_SCATTER_INLINE", "true")
+        # No server runs: the compute side's calls to the other services' APIs go through this
+        # process's own WSGI handler (as in the tests).
+        os.environ.setdefault("CLOUDCORE_SERVICE_TRANSPORT", "inprocess")
         os.environ.setdefault("CLOUDCORE_LOG_LEVEL", "WARNING")
         os.environ.pop("CLOUDCORE_DATABASE_URL", None)
         # Cell connections pre-declared under the cells' names (as the test settings do).

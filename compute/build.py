@@ -22,12 +22,12 @@ from scheduling.placement.services import allocations_delete, claim_allocation_r
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
-from servers.services import external as net
-from servers.services.external import image_data_path, image_get_internal, network_info
+from servers.services.external import image_data_path, image_get_internal
 from servers.services.notify import notify_instance
 
 from . import rpc
 from .block_devices import prep_block_devices
+from .clients import networks as neutron
 from .drivers import driver_for
 from .exceptions import BuildAbortException, MaxRetriesExceeded
 
@@ -41,40 +41,41 @@ def _requested_networks(instance_uuid: str) -> Any:
     return (spec.spec if spec else {}).get("requested_networks", "auto")
 
 
-def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
-    """Create (or bind) the instance's ports and record them as VIFs in the cell."""
+def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any,
+                      security_groups: list[str] | None = None) -> None:
+    """Create (or bind) the instance's ports through Neutron's API and record them as VIFs in the
+    cell; ``security_groups`` (ids) go on the ports made for the server."""
 
     if requested == "none":
         return
     if requested == "auto" or requested is None:
-        nets = net.networks_available_to(project_id=instance.project_id)
+        nets = neutron.networks_available(project_id=instance.project_id)
         if not nets:
             return
-        requested = [{"network_id": nets[0].id}]
+        requested = [{"network_id": nets[0]["id"]}]
     for req in requested:
         if req.get("port_id"):
-            port = net.port_bind(req["port_id"], instance.host, device_id=instance.uuid)
+            port = neutron.port_bind(port_id=req["port_id"], instance_uuid=instance.uuid, host=instance.host)
         else:
-            port = net.port_create_for_instance(
-                ctx, network_id=req["network_id"], instance_uuid=instance.uuid, host=instance.host,
-                fixed_ip=req.get("fixed_ip"), project_id=instance.project_id,
+            port = neutron.port_create(
+                network_id=req["network_id"], project_id=instance.project_id, instance_uuid=instance.uuid,
+                host=instance.host, zone=instance.availability_zone, fixed_ip=req.get("fixed_ip"),
+                security_groups=security_groups,
             )
         VirtualInterface.objects.create(
-            instance_uuid=instance.uuid, port_id=port.id, network_id=port.network_id,
-            address=port.mac_address, tag=req.get("tag"),
+            instance_uuid=instance.uuid, port_id=port["id"], network_id=port["network_id"],
+            address=port["mac_address"], tag=req.get("tag"), preserve_on_delete=bool(req.get("port_id")),
         )
 
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
-    """Free the instance's ports: the ones the user brought are only unbound, the rest deleted."""
+    """Free the instance's ports: the ones the user brought (the cell's VIFs say which) are only
+    unbound, the ones made for the server deleted."""
 
-    requested = _requested_networks(instance.uuid)
-    if isinstance(requested, list):
-        for req in requested:
-            if req.get("port_id"):
-                net.port_unbind(req["port_id"])
-    net.ports_unbind_and_delete_for_instance(instance.uuid)
-    VirtualInterface.objects.filter(instance_uuid=instance.uuid).delete()
+    vifs = VirtualInterface.objects.filter(instance_uuid=instance.uuid)
+    preserve = set(vifs.filter(preserve_on_delete=True).values_list("port_id", flat=True))
+    neutron.ports_release(instance_uuid=instance.uuid, preserve=preserve)
+    vifs.delete()
 
 
 def image_meta(image_id: str | None) -> dict[str, Any] | None:
@@ -100,9 +101,10 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
 
 def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
-    alternates: list[dict[str, Any]], attempt: int = 1,
+    alternates: list[dict[str, Any]], attempt: int = 1, security_groups: list[str] | None = None,
 ) -> None:
-    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host)."""
+    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
+    ``security_groups``: the ids of the groups the server asked for (None: the project's default)."""
     with target_cell(cell_uuid):
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state == TaskState.DELETING:
@@ -115,7 +117,7 @@ def build_and_run_instance(
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
                 driver = driver_for(host)
-                _build(ctx, instance, driver, admin_pass)
+                vifs = _build(ctx, instance, driver, admin_pass, security_groups)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -127,26 +129,28 @@ def build_and_run_instance(
             if isinstance(exc, BuildAbortException):
                 _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
             elif alternates:
-                _reschedule(ctx, instance, alternates, admin_pass, exc, attempt)
+                _reschedule(ctx, instance, alternates, admin_pass, exc, attempt, security_groups)
             elif attempt > 1:
                 _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance_uuid))
             else:
                 _fail_build(ctx, instance, exc)
             return
-        notify_instance(ctx, "instance.create.end", instance, host=host)
+        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
 
 
-def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None) -> None:
+def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
+           security_groups: list[str] | None) -> list[dict[str, Any]]:
+    """The build's steps; returns the network_info the guest was spawned with."""
     _set_task(ctx, instance, TaskState.NETWORKING)
-    allocate_networks(ctx, instance, _requested_networks(instance.uuid))
+    allocate_networks(ctx, instance, _requested_networks(instance.uuid), security_groups)
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-
+    vifs = neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),
-        network_info=network_info(instance.uuid),
+        network_info=vifs,
         block_device_info=block_device_info,
         admin_password=admin_pass,
     )
@@ -158,6 +162,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
                     old_task_state=TaskState.SPAWNING)
+    return vifs
 
 
 def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:
@@ -197,7 +202,7 @@ def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> 
 
 def _reschedule(
     ctx: RequestContext, instance: Instance, alternates: list[dict[str, Any]], admin_pass: str | None,
-    exc: BaseException, attempt: int = 1,
+    exc: BaseException, attempt: int = 1, security_groups: list[str] | None = None,
 ) -> None:
     """Claim the next alternate that still fits and cast the build there."""
 
@@ -219,6 +224,7 @@ def _reschedule(
         cell = current_cell()
         assert cell is not None
         rpc.build_and_run_instance(ctx=ctx, host=instance.host, instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
-                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1)
+                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1,
+                                   security_groups=security_groups)
         return
     _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))

@@ -21,7 +21,6 @@ from hosts.models import ComputeNode
 from images import services as images
 from images.models import Image
 from images.services import image_data_path
-from networks.services import network_info, ports_rebind_host
 from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
@@ -29,6 +28,7 @@ from servers.services.move_recovery import allocations_back_to_server
 
 from . import rpc
 from .build import image_meta
+from .clients import networks as neutron
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
 from .registry import runner_for, server_action
@@ -78,7 +78,8 @@ def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
         # A hard reboot recovers a server whose guest is gone: define and start it again.
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                     network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+                     network_info=neutron.network_info(instance_uuid=instance.uuid),
+                     block_device_info=None, admin_password=None)
     else:
         driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
@@ -116,7 +117,7 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
 def _offload(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
 
-    ports_rebind_host(instance.uuid, None)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
     allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
     _set(instance, vm_state=VmState.SHELVED_OFFLOADED, task_state=None, power_state=PowerState.SHUTDOWN,
          host=None, node=None, compute=None)
@@ -153,13 +154,14 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
 
     driver = driver_for(str(instance.host))
     image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
-    ports_rebind_host(instance.uuid, instance.host)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=instance.host)
     try:
-        driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+        driver.spawn(instance=instance, image_meta=image_meta(image_id),
+                     network_info=neutron.network_info(instance_uuid=instance.uuid),
                      block_device_info=None, admin_password=None)
     except Exception:
         allocations_delete(consumer_uuid=instance.uuid)
-        ports_rebind_host(instance.uuid, None)
+        neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
         _set(instance, host=None, node=None, compute=None, task_state=None, vm_state=VmState.SHELVED_OFFLOADED)
         raise
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
@@ -184,7 +186,8 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
         return
     driver.destroy(instance=instance, destroy_disks=not preserve_ephemeral)
     _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
-    driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+    driver.spawn(instance=instance, image_meta=image_meta(image_id),
+                 network_info=neutron.network_info(instance_uuid=instance.uuid),
                  block_device_info=None, admin_password=admin_pass)
     if was_stopped:
         driver.power_off(instance=instance)
@@ -212,10 +215,11 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     """Spawn the server on its (new) host with its ports bound there; powered off when it was
     stopped before the move. Returns the resulting power state."""
 
-    ports_rebind_host(instance.uuid, instance.host)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=instance.host)
     driver = driver_for(str(instance.host))
     driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+                 network_info=neutron.network_info(instance_uuid=instance.uuid),
+                 block_device_info=None, admin_password=None)
     if powered_off:
         driver.power_off(instance=instance)
         return PowerState.SHUTDOWN

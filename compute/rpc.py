@@ -44,9 +44,12 @@ def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid:
 # --- build and delete -------------------------------------------------------------------------
 
 def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                           admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1) -> None:
+                           admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
+                           security_groups: list[str] | None = None) -> None:
+    """``security_groups``: the ids of the groups the server asked for (the host does not read them
+    from the API database); None leaves the project's default group to the network service."""
     _send(BUILD_AND_RUN_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-          admin_pass=admin_pass, alternates=alternates, attempt=attempt)
+          admin_pass=admin_pass, alternates=alternates, attempt=attempt, security_groups=security_groups)
 
 
 def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:

@@ -23,6 +23,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
 from hosts.models import ComputeNode
+from networks.secgroups import requested_groups_for_instance
 from scheduling.models import RequestSpec
 from scheduling.placement.services import allocations_delete
 from scheduling.scheduler import select_destinations
@@ -196,7 +197,8 @@ def _place_instance(
         allocations_delete(consumer_uuid=instance_uuid)
         return
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
-                                       admin_pass=admin_pass, alternates=alternates)
+                                       admin_pass=admin_pass, alternates=alternates,
+                                       security_groups=requested_groups_for_instance(instance_uuid))
 
 
 def _host_az(host: str, br: BuildRequest) -> str:

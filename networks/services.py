@@ -328,6 +328,8 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     for key in ("name", "admin_state_up", "device_id", "device_owner", "description"):
         if key in changes:
             setattr(port, key, changes[key])
+    if "device_id" in changes:
+        port.status = "ACTIVE" if port.device_id else "DOWN"  # as on create: a device's port is up
     if "port_security_enabled" in changes:
         port.port_security_enabled = secgroups.as_bool(changes["port_security_enabled"], "port_security_enabled")
     if "binding:host_id" in changes:

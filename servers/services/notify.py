@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from cloudcore.core import notifications
@@ -69,14 +70,18 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
     }
 
 
+#: Where a compute agent's notification gets the server's network_info (Nova's VIF list).
+NetworkInfoSource = Callable[[], list[dict[str, Any]]]
+
 #: Events whose payload lists the instance's fixed IPs (others keep the list empty: no lookup).
 _WITH_IPS = {"instance.create.end", "instance.delete.start"}
 
 
-def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
-    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``)."""
+def _ip_addresses(instance_uuid: str, source: NetworkInfoSource | None) -> list[dict[str, Any]]:
+    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``), from ``source`` (a
+    compute agent's, which may not read the network service's database) or the network service."""
     try:
-        vifs = network_info(instance_uuid)
+        vifs = source() if source is not None else network_info(instance_uuid)
     except Exception:  # a notification must never fail the operation
         log.exception("could not read the ports of %s", instance_uuid)
         return []
@@ -102,12 +107,13 @@ def _ip_addresses(instance_uuid: str) -> list[dict[str, Any]]:
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,
-    fault: BaseException | None = None, host: str | None = None,
+    fault: BaseException | None = None, host: str | None = None, network_info: NetworkInfoSource | None = None,
 ) -> None:
-    """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``)."""
+    """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``); the events
+    that list IP addresses take them from ``network_info`` when given (called only for them)."""
     payload = instance_payload(instance)
     if event_type in _WITH_IPS:
-        payload["ip_addresses"] = _ip_addresses(instance.uuid)
+        payload["ip_addresses"] = _ip_addresses(instance.uuid, network_info)
     payload["request_id"] = ctx.request_id
     payload["action_initiator_user"] = ctx.user_id
     payload["action_initiator_project"] = ctx.project_id
