@@ -162,3 +162,8 @@ def list_hosts(*, cell_uuid: str | None = None) -> list[HostMapping]:
 def instance_mappings_delete(instance_uuids: list[str]) -> tuple[int, dict[str, int]]:
     """Delete the mappings of archived servers (``QuerySet.delete``'s counts)."""
     return InstanceMapping.objects.filter(instance_uuid__in=instance_uuids).delete()
+
+
+def instance_mapping_set_cell(instance_uuid: str, cell: CellMapping | None) -> int:
+    """Point a server's mapping at ``cell`` (None: back to "not in a cell yet", a BuildRequest)."""
+    return InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=cell)

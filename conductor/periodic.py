@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.models import CELL0_UUID, CellMapping, InstanceMapping
+from cells.selectors import cell_list
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from compute import rpc as compute_rpc
@@ -85,7 +86,7 @@ def reap_stale_task_states() -> int:
     creation), and finish what the dead worker left half-done (``_repair_interrupted``)."""
     cutoff = timezone.now() - timedelta(seconds=settings.TASK_STATE_TIMEOUT)
     count = 0
-    for cell in _cells():
+    for cell in cell_list():  # cell0 too: a rebuild of a PENDING server starts there
         with target_cell(cell):
             # A hidden copy (the other cell's half of a cross-cell move) is repaired with its
             # visible one.

@@ -3,7 +3,14 @@ apps, which never query ``hosts.models`` themselves."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from cells.transactions import connection_for
 
 from .models import ComputeNode, Service
 
@@ -51,11 +58,14 @@ def compute_nodes() -> list[ComputeNode]:
 
 
 def compute_node_values(*fields: str, uuids: Iterable[str] | None = None, hosts: Iterable[str] | None = None,
-                        nodes: Iterable[str] | None = None) -> list[dict[str, Any]]:
+                        nodes: Iterable[str] | None = None, updated_after: datetime | None = None,
+                        ) -> list[dict[str, Any]]:
     """Live compute nodes as ``{field: value}`` rows (``service__<field>`` follows the node's
-    service), filtered by uuid, host or hypervisor hostname when given (empty filters are no
-    filter, except ``uuids``)."""
+    service), filtered by uuid, host, hypervisor hostname or last update when given (empty
+    filters are no filter, except ``uuids``)."""
     qs = ComputeNode.objects.filter(deleted=False)
+    if updated_after is not None:
+        qs = qs.filter(updated_at__gt=updated_after)
     if uuids is not None:
         qs = qs.filter(uuid__in=list(uuids))
     if hosts:
@@ -73,3 +83,43 @@ def compute_node_uuids(host: str) -> list[str]:
 def compute_node_ids_by_name() -> dict[tuple[str | None, str | None], int]:
     """``{(host, hypervisor hostname): node id}`` of every node, deleted ones included."""
     return {(n.host, n.hypervisor_hostname): n.id for n in ComputeNode.all_objects.all()}
+
+
+def compute_services(hosts: Iterable[str]) -> dict[str, Service]:
+    """``{host: service}`` of the nova-compute services of ``hosts``."""
+    return {s.host: s for s in Service.objects.filter(host__in=list(hosts), binary=COMPUTE_BINARY)}
+
+
+def compute_node_get(uuid: str) -> ComputeNode | None:
+    """The live compute node ``uuid``, or None."""
+    return ComputeNode.objects.filter(uuid=uuid).first()
+
+
+def compute_node_exists(host: str) -> bool:
+    """Does ``host`` have a live compute node in the targeted cell?"""
+    return ComputeNode.objects.filter(host=host).exists()
+
+
+def compute_fingerprint() -> tuple[Any, ...]:
+    """Of the targeted cell, in one statement: (rows, deleted rows, highest id, newest created_at,
+    newest updated_at, sum of service links) of the compute nodes, then the same (links: 0) of
+    the nova-compute services. Any write to either table changes it (the scheduler's cache key)."""
+    connection = connection_for(ComputeNode)
+    node, service = ComputeNode._meta.db_table, Service._meta.db_table
+    columns = "COUNT(*), SUM(CASE WHEN deleted THEN 1 ELSE 0 END), MAX(id), MAX(created_at), MAX(updated_at)"
+    binary = connection.ops.quote_name("binary")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1, {columns}, SUM(service_id) FROM {node} "  # noqa: S608 - table names from the models
+            f"UNION ALL SELECT 2, {columns}, 0 FROM {service} WHERE {binary} = %s", [COMPUTE_BINARY])
+        return tuple(sorted(cursor.fetchall()))
+
+
+def compute_service_problems(fields: Iterable[str], *, down_after_seconds: int) -> list[dict[str, Any]]:
+    """The targeted cell's nova-compute services (as ``fields`` rows) that are disabled, forced
+    down, or whose last heartbeat (``last_seen_up``, else ``updated_at``, else ``created_at``, as
+    ``service_is_up`` reads it) is older than ``down_after_seconds``."""
+    cutoff = timezone.now() - timedelta(seconds=down_after_seconds)
+    return list(Service.objects.filter(binary=COMPUTE_BINARY).annotate(
+        heartbeat=Coalesce("last_seen_up", "updated_at", "created_at"),
+    ).filter(Q(disabled=True) | Q(forced_down=True) | Q(heartbeat__lt=cutoff)).values(*fields))

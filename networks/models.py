@@ -38,6 +38,8 @@ class Subnet(ApiModel, TimestampedModel):
     enable_dhcp = models.BooleanField(default=True)
     allocation_pools = models.JSONField(default=list)
     dns_nameservers = models.JSONField(default=list)
+    host_routes = models.JSONField(default=list)
+    description = models.CharField(max_length=255, blank=True, default="")
 
 
 class Port(ApiModel, TimestampedModel):

@@ -122,10 +122,46 @@ def _pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
     return [{"start": hosts[0], "end": hosts[-1]}] if hosts else []
 
 
+def _host_routes(routes: Any, ip_version: int) -> list[dict[str, str]]:
+    """Neutron's ``host_routes``: a list of ``{"destination": CIDR, "nexthop": IP}`` of the subnet's
+    IP version, no duplicates."""
+    if not isinstance(routes, list):
+        raise Invalid(f"Invalid input for host_routes. Reason: '{routes}' is not a list.")
+    out: list[dict[str, str]] = []
+    for route in routes:
+        if not isinstance(route, dict) or set(route) != {"destination", "nexthop"}:
+            provided = sorted(route) if isinstance(route, dict) else route
+            raise Invalid("Invalid input for host_routes. Reason: Validation of dictionary's keys failed. "
+                          f"Expected keys: ['destination', 'nexthop'] Provided keys: {provided}.")
+        try:
+            destination = ipaddress.ip_network(str(route["destination"]), strict=False)
+            nexthop = ipaddress.ip_address(str(route["nexthop"]))
+        except ValueError as exc:
+            raise Invalid(f"Invalid input for host_routes. Reason: {exc}.") from None
+        if destination.version != ip_version or nexthop.version != ip_version:
+            raise Invalid(f"Invalid input for operation: host route {route} does not match the subnet's IP version.")
+        entry = {"destination": str(destination), "nexthop": str(nexthop)}
+        if entry in out:
+            raise Invalid(f"Invalid input for host_routes. Reason: Duplicate hostroute '{route}'.")
+        out.append(entry)
+    return out
+
+
+def _gateway_in(net: ipaddress.IPv4Network | ipaddress.IPv6Network, gateway_ip: str) -> str:
+    try:
+        addr = ipaddress.ip_address(gateway_ip)
+    except ValueError:
+        raise Invalid(f"Invalid input for gateway_ip. Reason: '{gateway_ip}' is not a valid IP address.") from None
+    if addr not in net:
+        raise Invalid(f"Gateway IP {gateway_ip} is not within subnet {net}.")
+    return str(addr)
+
+
 def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version: int = 4, name: str = "",
                   gateway_ip: str | None = "auto", enable_dhcp: bool = True,
                   allocation_pools: list[dict[str, str]] | None = None,
-                  dns_nameservers: list[str] | None = None) -> Subnet:
+                  dns_nameservers: list[str] | None = None, host_routes: list[Any] | None = None,
+                  description: str = "") -> Subnet:
     network = network_get(ctx, network_id)
     _check_owner(ctx, network.project_id)
     try:
@@ -136,12 +172,47 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
         raise Invalid("Invalid input for operation: cidr and ip_version must match.")
     if gateway_ip == "auto":
         gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
-    elif gateway_ip is not None and ipaddress.ip_address(gateway_ip) not in net:
-        raise Invalid(f"Gateway IP {gateway_ip} is not within subnet {cidr}.")
+    elif gateway_ip is not None:
+        gateway_ip = _gateway_in(net, gateway_ip)
     return Subnet.objects.create(network=network, name=name, project_id=network.project_id, ip_version=ip_version,
                                  cidr=str(net), gateway_ip=gateway_ip, enable_dhcp=enable_dhcp,
                                  allocation_pools=allocation_pools or _pools(str(net), gateway_ip),
-                                 dns_nameservers=dns_nameservers or [])
+                                 dns_nameservers=dns_nameservers or [],
+                                 host_routes=_host_routes(host_routes or [], ip_version), description=description)
+
+
+#: What ``PUT /v2.0/subnets/{id}`` may change (Neutron refuses the read-only ones with 400).
+SUBNET_UPDATABLE = ("name", "description", "gateway_ip", "enable_dhcp", "dns_nameservers", "host_routes",
+                    "allocation_pools")
+
+
+def subnet_update(ctx: RequestContext, subnet: Subnet, **changes: Any) -> Subnet:
+    """Change the updatable attributes of a subnet (owner or admin)."""
+    _check_owner(ctx, subnet.project_id)
+    net = ipaddress.ip_network(subnet.cidr, strict=False)
+    if "gateway_ip" in changes and changes["gateway_ip"] is not None:
+        gateway = _gateway_in(net, str(changes["gateway_ip"]))
+        if IPAllocation.objects.filter(subnet=subnet, ip_address=gateway).exists():
+            raise Conflict(f"Gateway ip {gateway} conflicts with allocation pool or an allocated port's address.")
+        changes["gateway_ip"] = gateway
+    if "host_routes" in changes:
+        changes["host_routes"] = _host_routes(changes["host_routes"] or [], subnet.ip_version)
+    if "dns_nameservers" in changes:
+        servers = changes["dns_nameservers"] or []
+        if not isinstance(servers, list) or len(set(servers)) != len(servers):
+            raise Invalid("Invalid input for dns_nameservers. Reason: a list of distinct addresses is expected.")
+        changes["dns_nameservers"] = servers
+    if "enable_dhcp" in changes and not isinstance(changes["enable_dhcp"], bool):
+        raise Invalid(f"Invalid input for enable_dhcp. Reason: '{changes['enable_dhcp']}' is not a valid "
+                      "boolean value.")
+    if "allocation_pools" in changes:
+        changes["allocation_pools"] = changes["allocation_pools"] or _pools(subnet.cidr, changes.get(
+            "gateway_ip", subnet.gateway_ip))
+    for key in SUBNET_UPDATABLE:
+        if key in changes:
+            setattr(subnet, key, changes[key] if key not in ("name", "description") else str(changes[key] or ""))
+    subnet.save()
+    return subnet
 
 
 def subnet_get(ctx: RequestContext, subnet_id: str) -> Subnet:

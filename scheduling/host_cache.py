@@ -23,13 +23,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cells.transactions import connection_for
-from hosts.models import ComputeNode, Service
+from hosts.selectors import compute_fingerprint, compute_service_problems
 
 from .host_state import cpu_arch
 from .placement.cache import keep_out_of_collections
@@ -81,15 +78,7 @@ class NodeCache:
         """Of the targeted cell: (rows, deleted rows, highest id, newest created_at, newest
         updated_at, sum of service links) of the compute nodes, then the same (links: 0) of the
         nova-compute services; one statement."""
-        connection = connection_for(ComputeNode)
-        node, service = ComputeNode._meta.db_table, Service._meta.db_table
-        columns = "COUNT(*), SUM(CASE WHEN deleted THEN 1 ELSE 0 END), MAX(id), MAX(created_at), MAX(updated_at)"
-        binary = connection.ops.quote_name("binary")
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT 1, {columns}, SUM(service_id) FROM {node} "  # noqa: S608 - table names from the models
-                f"UNION ALL SELECT 2, {columns}, 0 FROM {service} WHERE {binary} = %s", ["nova-compute"])
-            return tuple(sorted(cursor.fetchall()))
+        return compute_fingerprint()
 
     def nodes(self, cell: Any, load: Loader) -> dict[str, NodeFacts]:
         """``{node uuid: NodeFacts}`` of ``cell`` (targeted by the caller). When only the newest
@@ -143,10 +132,7 @@ def service_problems(service_fields: list[str]) -> dict[int, Any]:
     """``{service id: its current fields}`` of the targeted cell's nova-compute services that
     are disabled, forced down, or whose last heartbeat (``last_seen_up``, else ``updated_at``,
     else ``created_at``, as ``service_is_up`` reads it) is older than ``SERVICE_DOWN_TIME``."""
-    cutoff = timezone.now() - timedelta(seconds=settings.SERVICE_DOWN_TIME)
-    rows = Service.objects.filter(binary="nova-compute").annotate(
-        heartbeat=Coalesce("last_seen_up", "updated_at", "created_at"),
-    ).filter(Q(disabled=True) | Q(forced_down=True) | Q(heartbeat__lt=cutoff)).values(*service_fields)
+    rows = compute_service_problems(service_fields, down_after_seconds=settings.SERVICE_DOWN_TIME)
     return {row["id"]: SimpleNamespace(**row) for row in rows}
 
 

@@ -37,10 +37,11 @@ from typing import Any
 from django.conf import settings
 
 from cells.context import target_cell
-from cells.models import CellMapping
+from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from cloudcore.core.notifications import notify
-from hosts.models import ComputeNode, Service
+from hosts.selectors import compute_node_values, compute_services_values, service_field_names
+from servers.selectors import group_member_hosts, hosts_of
 
 from .filters import filter_hosts
 from .host_cache import NodeFacts, node_cache, service_problems
@@ -87,7 +88,7 @@ class Selection:
 
 # --- host loading ----------------------------------------------------------------------------------
 def _schedulable_cells(request: RequestView) -> list[Any]:
-    cells = [c for c in CellMapping.objects.all() if not c.is_cell0 and not c.disabled]
+    cells = cell_list(cell0=False, enabled_only=True)
     wanted = request.destination_cell
     if not wanted and request.source_cell and not request.allow_cross_cell_move:
         wanted = request.source_cell
@@ -101,7 +102,7 @@ NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hyperv
 
 
 def _service_fields() -> list[str]:
-    return [f.attname for f in Service._meta.concrete_fields]
+    return service_field_names()
 
 
 def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[str, tuple[Any, Any, Any]]:
@@ -111,13 +112,9 @@ def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[s
     and services are read-only views (namespaces with the model's field attributes): the
     scheduler never writes them, and skipping model instantiation matters with many nodes."""
     service_fields = _service_fields()
-    nodes = ComputeNode.objects.filter(deleted=False)
-    if updated_after is not None:
-        nodes = nodes.filter(updated_at__gt=updated_after)
-    rows = list(nodes.values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields)))
+    rows = compute_node_values(*NODE_FIELDS, *(f"service__{f}" for f in service_fields), updated_after=updated_after)
     unlinked = {r["host"] for r in rows if r["service_id"] is None and r["host"]}
-    by_host = {s["host"]: s for s in Service.objects.filter(
-        host__in=unlinked, binary="nova-compute", deleted=False).values(*service_fields)} if unlinked else {}
+    by_host = compute_services_values(unlinked, service_fields) if unlinked else {}
     found: dict[str, tuple[Any, Any, Any]] = {}
     for row in rows:
         node = SimpleNamespace(**{f: row[f] for f in NODE_FIELDS})
@@ -282,6 +279,8 @@ def select_destinations(
     hosts, wanted = _candidate_hosts(request)
     steps: list[str] = [f"placement: {len(hosts)} candidates"]
     hosts = filter_hosts(hosts, request, log=steps)
+    hosts = _hint_hosts_filter(hosts, request, steps)
+    group = GroupPlacement.of(spec, exclude=instance_uuids)
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
     chosen: list[HostState] = []
@@ -289,7 +288,7 @@ def select_destinations(
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
     for consumer in consumers:
-        ordered = weigh_hosts([h for h in hosts if h.fits(wanted)], request)
+        ordered = group.order(weigh_hosts([h for h in hosts if h.fits(wanted) and group.allows(h.host)], request))
         picked = None
         for host in ordered:
             if consumer is None or not claim or placement.claim_allocation_request(
@@ -306,6 +305,7 @@ def select_destinations(
             raise NoValidHost(reason=NOT_ENOUGH_HOSTS)
         if consumer is not None and claim:
             claimed.append(consumer)
+        group.place(picked.host)
         picked.consume(wanted)
         chosen.append(picked)
         results.append([Selection.from_host(picked)])
@@ -318,10 +318,62 @@ def select_destinations(
         for host in by_weight:
             if len(results[index]) >= max_attempts:
                 break
-            if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted):
+            if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted) \
+                    and group.allows(host.host):
                 results[index].append(Selection.from_host(host))
     _notify("scheduler.select_destinations.end", payload)
     return results
+
+
+class GroupPlacement:
+    """A server group's policy during one scheduling request: ``counts`` holds the group's
+    members per host (the servers being scheduled left out), updated as each is placed."""
+
+    def __init__(self, policy: str | None, rules: dict[str, Any], counts: dict[str, int]) -> None:
+        self.policy, self.counts = policy, dict(counts)
+        self.max_per_host = int(rules.get("max_server_per_host") or 1)
+
+    @classmethod
+    def of(cls, spec: dict[str, Any], *, exclude: Iterable[str]) -> GroupPlacement:
+        group = spec.get("instance_group") or {}
+        if not group.get("uuid"):
+            return cls(None, {}, {})
+        return cls(str(group.get("policy")), dict(group.get("rules") or {}),
+                   group_member_hosts(str(group["uuid"]), exclude=exclude))
+
+    def allows(self, host: str) -> bool:
+        """ServerGroupAffinityFilter / ServerGroupAntiAffinityFilter."""
+        if self.policy == "affinity":
+            return not self.counts or host in self.counts
+        if self.policy == "anti-affinity":
+            return self.counts.get(host, 0) < self.max_per_host
+        return True
+
+    def order(self, weighed: list[HostState]) -> list[HostState]:
+        """The soft policies' weighers: more members first (soft-affinity) or fewer first
+        (soft-anti-affinity); the other weighers order hosts with the same count."""
+        if self.policy == "soft-affinity":
+            return sorted(weighed, key=lambda h: -self.counts.get(h.host, 0))
+        if self.policy == "soft-anti-affinity":
+            return sorted(weighed, key=lambda h: self.counts.get(h.host, 0))
+        return weighed
+
+    def place(self, host: str) -> None:
+        if self.policy:
+            self.counts[host] = self.counts.get(host, 0) + 1
+
+
+def _hint_hosts_filter(hosts: list[HostState], request: RequestView, steps: list[str]) -> list[HostState]:
+    """SameHostFilter / DifferentHostFilter: the hints name servers; their hosts decide."""
+    for hint, keep in (("same_host", True), ("different_host", False)):
+        wanted = request.hints.get(hint)
+        if not wanted:
+            continue
+        named = set(hosts_of([wanted] if isinstance(wanted, str) else list(wanted)).values())
+        before = len(hosts)
+        hosts = [h for h in hosts if (h.host in named) == keep]
+        steps.append(f"{'SameHostFilter' if keep else 'DifferentHostFilter'}: {before} -> {len(hosts)}")
+    return hosts
 
 
 def ctx_attr(ctx: Any, name: str) -> Any:

@@ -136,6 +136,28 @@ class BuildRequest(ApiModel, TimestampedModel):
     tags = models.JSONField(default=list)
 
 
+class InstanceGroup(ApiModel, TimestampedModel):
+    """A server group: its members are placed by ``policy`` (affinity, anti-affinity and their
+    soft variants); ``rules`` holds ``max_server_per_host`` for anti-affinity (2.64)."""
+
+    uuid = models.CharField(max_length=36, unique=True, default=new_uuid)
+    name = models.CharField(max_length=255)
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+    policy = models.CharField(max_length=32)
+    rules = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class InstanceGroupMember(ApiModel, TimestampedModel):
+    """A server in a group (one group per server, as in Nova)."""
+
+    group = models.ForeignKey(InstanceGroup, on_delete=models.CASCADE, related_name="members")
+    instance_uuid = models.CharField(max_length=36, unique=True)
+
+
 # --- Cell databases ---------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from .models import (
     Instance,
     InstanceAction,
     InstanceActionEvent,
+    InstanceGroup,
     KeyPair,
     Migration,
 )
@@ -240,7 +241,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63)),
     Field("locked_reason", _d("locked_reason"), (2, 73)),
     Field("pinned_availability_zone", lambda v: (v.spec or {}).get("availability_zone") or None, (2, 96)),
-    Field("server_groups", lambda v: [], (2, 71)),
+    Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71)),
     Field("scheduler_hints", lambda v: (v.spec or {}).get("scheduler_hints") or {}, (2, 100)),
     Field("fault", _fault, when=lambda v: v.fault is not None),
 )
@@ -489,4 +490,28 @@ FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     _FLAVOR_DESCRIPTION,
     VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
            when=attrgetter("with_extra_specs")),
+)
+
+
+# --- os-server-groups -----------------------------------------------------------------------------
+@dataclass
+class GroupView:
+    """A server group with its live members (``services.server_groups.live_members``)."""
+
+    group: InstanceGroup
+    members: list[str]
+
+
+#: ``{"server_group": ...}`` of ``/os-server-groups``: ``policies`` (a list of one) and
+#: ``metadata`` until 2.63, ``policy`` and ``rules`` from 2.64, the owner from 2.13.
+SERVER_GROUP_FIELDS: tuple[VField[GroupView], ...] = (
+    VField("id", lambda v: v.group.uuid),
+    VField("name", lambda v: v.group.name),
+    VField("policies", lambda v: [v.group.policy], until=(2, 63)),
+    VField("policy", lambda v: v.group.policy, since=(2, 64)),
+    VField("rules", lambda v: dict(v.group.rules or {}), since=(2, 64)),
+    VField("members", lambda v: list(v.members)),
+    VField("metadata", lambda v: {}, until=(2, 63)),
+    VField("project_id", lambda v: v.group.project_id, since=(2, 13)),
+    VField("user_id", lambda v: v.group.user_id, since=(2, 13)),
 )

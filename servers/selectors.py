@@ -8,6 +8,7 @@ answer yields "down cell" stubs for its mapped servers (shown as UNKNOWN from 2.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +23,7 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
-from .models import BuildRequest, Instance, InstanceFault, Tag
+from .models import BuildRequest, Instance, InstanceFault, InstanceGroupMember, Tag
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -360,3 +361,29 @@ def instances_without_compute(limit: int | None = None) -> list[Instance]:
 def instances_without_compute_count() -> int:
     return Instance.all_objects.filter(compute__isnull=True).exclude(node=None).count()
 
+
+
+def hosts_of(instance_uuids: Iterable[str]) -> dict[str, str]:
+    """``{instance_uuid: host}`` of those servers that are on a host (read in their cells)."""
+    wanted = list(instance_uuids)
+    by_cell: dict[str, tuple[CellMapping, list[str]]] = {}
+    for uuid in wanted:
+        mapping = cell_selectors.instance_mapping_get(uuid)
+        if mapping is not None and mapping.cell is not None and not mapping.queued_for_delete:
+            by_cell.setdefault(mapping.cell.uuid, (mapping.cell, []))[1].append(uuid)
+    found: dict[str, str] = {}
+    for cell, uuids in by_cell.values():
+        with target_cell(cell):
+            for uuid, host in Instance.objects.filter(uuid__in=uuids, host__isnull=False).exclude(host="") \
+                    .values_list("uuid", "host"):
+                found[uuid] = str(host)
+    return found
+
+
+def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[str, int]:
+    """``{host: members on it}`` of a server group's members, leaving out ``exclude`` (the
+    servers being scheduled: a move does not count the server against itself)."""
+    skip = set(exclude)
+    members = [u for u in InstanceGroupMember.objects.filter(group__uuid=group_uuid)
+               .values_list("instance_uuid", flat=True) if u not in skip]
+    return dict(Counter(hosts_of(members).values()))

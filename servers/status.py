@@ -62,7 +62,8 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
 }
 
 #: Statuses for which ``progress`` is shown.
-PROGRESS_STATUSES = {"ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING"}
+#: Statuses that show ``progress``; PENDING is one (seed 3: a build waiting for room).
+PROGRESS_STATUSES = {"ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING", "PENDING"}
 
 
 def shown_vm_state(vm_state: str, version: tuple[int, int]) -> str:

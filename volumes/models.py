@@ -113,3 +113,29 @@ class InstanceEventRecord(ApiModel):
     status = models.CharField(max_length=16, default="completed")
     received = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class SnapshotStatus:
+    CREATING = "creating"
+    AVAILABLE = "available"
+    DELETING = "deleting"
+    ERROR = "error"
+    ERROR_DELETING = "error_deleting"
+
+
+class Snapshot(ApiModel, SoftDeleteModel):
+    """A point-in-time copy of a volume's bytes (Cinder's snapshot); new volumes can start from it."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="snapshots")
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    size = models.IntegerField()
+    status = models.CharField(max_length=32, default=SnapshotStatus.CREATING, db_index=True)
+    progress = models.CharField(max_length=8, default="0%")
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+    metadata = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-created_at", "id"]

@@ -32,3 +32,16 @@ for _name, _check, _desc, _ops in [
     ("limits_extension:used_limits", _READER, "Show the project's limits with usage.", [("GET", "/limits")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("volume:create_snapshot", _OWNER, "Create a snapshot.", [("POST", "/snapshots")]),
+    ("volume:get_all_snapshots", _READER, "List snapshots.", [("GET", "/snapshots"), ("GET", "/snapshots/detail")]),
+    ("volume:get_snapshot", _READER, "Show a snapshot.", [("GET", "/snapshots/{snapshot_id}")]),
+    ("volume:update_snapshot", _OWNER, "Update a snapshot.", [("PUT", "/snapshots/{snapshot_id}")]),
+    ("volume:delete_snapshot", _OWNER, "Delete a snapshot.", [("DELETE", "/snapshots/{snapshot_id}")]),
+    ("volume:get_snapshot_metadata", _READER, "Show a snapshot's metadata.",
+     [("GET", "/snapshots/{snapshot_id}/metadata")]),
+    ("volume:update_snapshot_metadata", _OWNER, "Set a snapshot's metadata.",
+     [("POST", "/snapshots/{snapshot_id}/metadata"), ("PUT", "/snapshots/{snapshot_id}/metadata")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -8,7 +8,7 @@ from typing import Any
 from cloudcore.core.api.versioned import Field, Since
 from cloudcore.core.api.versioned import timestamp as _ts
 
-from .models import Volume
+from .models import Snapshot, Volume
 
 #: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
 VOLUME_FEATURES = Since({"attachments": (3, 27), "attachment_complete": (3, 44), "reimage": (3, 68)})
@@ -57,4 +57,30 @@ VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
     Field("shared_targets", lambda v: False, since=(3, 48)),
     Field("volume_type_id", lambda v: v.volume.volume_type_id, since=(3, 63)),
     Field("cluster_name", lambda v: None, since=(3, 61)),
+)
+
+
+@dataclass(frozen=True)
+class ShownSnapshot:
+    snapshot: Snapshot
+    #: Show and list detail: Cinder's extended snapshot attributes are added.
+    extended: bool = True
+
+
+def _snap(name: str) -> Field[ShownSnapshot]:
+    return Field(name, lambda v: getattr(v.snapshot, name))
+
+
+#: A snapshot (``{"snapshot": ...}``): 3.14 ``group_snapshot_id``, 3.41 ``user_id``, 3.65 ``consumes_quota``.
+SNAPSHOT_FIELDS: tuple[Field[ShownSnapshot], ...] = (
+    _snap("id"), _snap("name"), _snap("description"), _snap("volume_id"), _snap("size"), _snap("status"),
+    Field("metadata", lambda v: v.snapshot.metadata or {}),
+    Field("created_at", lambda v: _ts(v.snapshot.created_at)),
+    Field("updated_at", lambda v: _ts(v.snapshot.updated_at)),
+    Field("os-extended-snapshot-attributes:progress", lambda v: v.snapshot.progress, when=lambda v: v.extended),
+    Field("os-extended-snapshot-attributes:project_id", lambda v: v.snapshot.project_id,
+          when=lambda v: v.extended),
+    Field("group_snapshot_id", lambda v: None, since=(3, 14)),
+    Field("user_id", lambda v: v.snapshot.user_id, since=(3, 41)),
+    Field("consumes_quota", lambda v: True, since=(3, 65)),
 )

@@ -31,3 +31,11 @@ def volume_extend(*, volume_id: str, new_size: int, prior_status: str) -> None:
 
 def volume_reimage(*, volume_id: str, image_id: str, prior_status: str) -> None:
     _cast("volumes.volume_reimage_task", volume_id=volume_id, image_id=image_id, prior_status=prior_status)
+
+
+def snapshot_create(*, snapshot_id: str) -> None:
+    _cast("volumes.snapshot_create_task", snapshot_id=snapshot_id)
+
+
+def snapshot_delete(*, snapshot_id: str) -> None:
+    _cast("volumes.snapshot_delete_task", snapshot_id=snapshot_id)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.policy import authorize
 from images import services as images
 from images.services import ImageNotFound, image_data_path, image_get_internal
 from servers.services.external_events import server_external_events_create
@@ -41,6 +42,13 @@ class VolumeAttachmentNotFound(NotFound):
 
 class InvalidVolume(Invalid):
     message = "Invalid volume: %(reason)s"
+
+
+def _authorize(ctx: RequestContext | None, rule: str, project_id: str | None = None) -> None:
+    """Policy, checked once at the service entry of every write. ``ctx`` None is the cloud's own
+    code (the conductor moving a server's attachments), which no policy governs."""
+    if ctx is not None:
+        authorize(ctx, rule, {"project_id": project_id or ctx.project_id, "user_id": ctx.user_id})
 
 
 def default_volume_type() -> VolumeType:
@@ -98,9 +106,12 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
     return items[:limit] if limit is not None else items
 
 
-def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any], replace: bool) -> Volume:
+def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any], replace: bool,
+                        one_item: bool = False) -> Volume:
     """Merge ``metadata`` into the volume's (or, with ``replace``, make it the volume's metadata).
     Values are strings of at most 255 characters, keys 1 to 255 (Cinder's rule), else Invalid."""
+    _authorize(ctx, "volume:update_volume_metadata" if replace or one_item else "volume:create_volume_metadata",
+               vol.project_id)
     for key, value in metadata.items():
         if not isinstance(key, str) or not 0 < len(key) <= 255 or not isinstance(value, str) or len(value) > 255:
             raise Invalid("Invalid input received: metadata keys must be 1 to 255 characters and values "
@@ -111,6 +122,7 @@ def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str,
 
 
 def volume_metadata_delete(ctx: RequestContext, vol: Volume, *, key: str) -> None:
+    _authorize(ctx, "volume:delete_volume_metadata", vol.project_id)
     if key not in (vol.metadata or {}):
         raise NotFound(f"Metadata item was not found with key {key}.")
     vol.metadata = {k: v for k, v in vol.metadata.items() if k != key}
@@ -120,6 +132,7 @@ def volume_metadata_delete(ctx: RequestContext, vol: Volume, *, key: str) -> Non
 def volume_set_readonly(ctx: RequestContext, vol: Volume, *, readonly: bool) -> Volume:
     """Cinder keeps the flag in the volume's admin metadata and shows it in ``metadata`` as
     ``readonly`` = ``"True"``/``"False"``; cloudcore keeps it there directly."""
+    _authorize(ctx, "volume:update_readonly_flag", vol.project_id)
     vol.metadata = {**(vol.metadata or {}), "readonly": str(bool(readonly))}
     vol.save(update_fields=["metadata", "updated_at"])
     return vol
@@ -129,6 +142,7 @@ def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str,
                            container_format: str = "bare", force: bool = False) -> Any:
     """A new image (owned by the caller's project) holding the volume's data, written now from the
     storage pool. The volume must be ``available``, or ``in-use`` with ``force``; else Invalid."""
+    _authorize(ctx, "volume:upload_image", vol.project_id)
     allowed = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE) if force else (VolumeStatus.AVAILABLE,)
     if vol.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
@@ -138,6 +152,7 @@ def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str,
 
 
 def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> Volume:
+    _authorize(ctx, "volume:update", vol.project_id)
     vol.bootable = bootable
     vol.save(update_fields=["bootable", "updated_at"])
     return vol
@@ -146,9 +161,10 @@ def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> 
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
-                  volume_type: str | None = None, run_now: bool = False) -> Volume:
+                  volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None) -> Volume:
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
     backend work in this process (the compute's boot-from-volume path)."""
+    _authorize(ctx, "volume:create")
     image_meta: dict[str, Any] = {}
     if image_id:
         try:
@@ -178,7 +194,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
         availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
         user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, volume_image_metadata=image_meta,
-        metadata=metadata or {}, backend_name=get_backend().name,
+        metadata=metadata or {}, backend_name=get_backend().name, snapshot_id=snapshot_id,
     )
     if run_now:
         volume_create_backend(vol.id)
@@ -194,6 +210,8 @@ def volume_create_backend(volume_id: str) -> None:
     backend = get_backend()
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
+        if vol.snapshot_id:
+            backend.copy_snapshot(vol.snapshot_id, vol.id, vol.size)
         if vol.image_id:
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
@@ -205,6 +223,7 @@ def volume_create_backend(volume_id: str) -> None:
 
 
 def volume_update(ctx: RequestContext, vol: Volume, *, changes: dict[str, Any]) -> Volume:
+    _authorize(ctx, "volume:update", vol.project_id)
     for key in ("name", "description", "metadata"):
         # null metadata (what the CLI sends when no property is given) changes nothing
         if key in changes and not (key == "metadata" and changes[key] is None):
@@ -214,6 +233,7 @@ def volume_update(ctx: RequestContext, vol: Volume, *, changes: dict[str, Any]) 
 
 
 def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) -> None:
+    _authorize(ctx, "volume:delete", vol.project_id)
     if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, VolumeStatus.ERROR_EXTENDING):
         raise InvalidVolume(reason=f"Volume status must be available or error or error_restoring or "
                                    f"error_extending or error_managing and must not be migrating, attached, "
@@ -221,6 +241,8 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
                                    f"from snapshots after volume transfer. (status {vol.status})")
     if vol.attachments.filter(deleted=False).exists():
         raise InvalidVolume(reason="Volume cannot be deleted while attached.")
+    if vol.snapshots.exists():
+        raise InvalidVolume(reason=f"Volume {vol.id} still has {vol.snapshots.count()} dependent snapshots.")
     Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.DELETING, updated_at=timezone.now())
     if run_now:
         volume_delete_backend(vol.id)
@@ -241,6 +263,7 @@ def volume_delete_backend(volume_id: str) -> None:
 
 
 def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
+    _authorize(ctx, "volume:extend", vol.project_id)
     if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE):
         raise InvalidVolume(reason=f"Volume status must be 'available' or 'in-use' to extend, currently "
                                    f"{vol.status}.")
@@ -301,6 +324,7 @@ def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uu
     Allowed on an ``available`` volume, on a multiattach volume in use, and on a volume already
     attached to the same instance (the root-volume rebuild creates its empty attachment this way).
     """
+    _authorize(ctx, "volume:attachment_create")
     with api_atomic():
         vol = Volume.objects.select_for_update().filter(pk=volume_id).first()
         if vol is None or (ctx is not None and not ctx.is_admin and not ctx.is_service
@@ -333,6 +357,7 @@ def _connection_info(vol: Volume, att: VolumeAttachment) -> dict[str, Any]:
 
 def attachment_update(ctx: RequestContext | None, *, attachment_id: str, connector: dict[str, Any],
                       mountpoint: str | None = None) -> VolumeAttachment:
+    _authorize(ctx, "volume:attachment_update")
     att = attachment_get(ctx, attachment_id)
     vol = att.volume
     if vol.status == VolumeStatus.ERROR:
@@ -348,6 +373,7 @@ def attachment_update(ctx: RequestContext | None, *, attachment_id: str, connect
 
 
 def attachment_complete(ctx: RequestContext | None, *, attachment_id: str) -> VolumeAttachment:
+    _authorize(ctx, "volume:attachment_complete")
     att = attachment_get(ctx, attachment_id)
     if att.attach_status != AttachStatus.ATTACHING and att.connector is None:
         raise InvalidVolume(reason="attachment has no connector; update it before completing.")
@@ -359,6 +385,7 @@ def attachment_complete(ctx: RequestContext | None, *, attachment_id: str) -> Vo
 
 
 def attachment_delete(ctx: RequestContext | None, *, attachment_id: str) -> None:
+    _authorize(ctx, "volume:attachment_delete")
     att = attachment_get(ctx, attachment_id)
     att.attach_status = AttachStatus.DETACHED
     att.detach_time = timezone.now()
@@ -378,6 +405,7 @@ def volume_reimage(ctx: RequestContext | None, *, volume_id: str, image_id: str,
     becomes ``downloading`` and the volume worker does the copy, then posts ``volume-reimaged``.
     """
     vol = volume_get(ctx, volume_id)
+    _authorize(ctx, "volume:reimage", vol.project_id)
     allowed = [VolumeStatus.AVAILABLE, VolumeStatus.ERROR] + ([VolumeStatus.RESERVED] if reimage_reserved else [])
     if vol.status not in allowed:
         raise InvalidVolume(reason=f"Volume status must be {', '.join(allowed)} (status {vol.status}).")

@@ -5,7 +5,7 @@ from celery import shared_task
 
 from cells.isolation import on_service_side
 
-from . import services
+from . import services, snapshots
 
 
 @shared_task(name="volumes.volume_create_task", queue="volume", time_limit=3600)
@@ -30,3 +30,15 @@ def volume_extend_task(*, volume_id: str, new_size: int, prior_status: str) -> N
 @on_service_side
 def volume_reimage_task(*, volume_id: str, image_id: str, prior_status: str) -> None:
     services.volume_reimage_backend(volume_id, image_id, prior_status)
+
+
+@shared_task(name="volumes.snapshot_create_task", queue="volume", time_limit=3600)
+@on_service_side
+def snapshot_create_task(*, snapshot_id: str) -> None:
+    snapshots.snapshot_create_backend(snapshot_id)
+
+
+@shared_task(name="volumes.snapshot_delete_task", queue="volume", time_limit=600)
+@on_service_side
+def snapshot_delete_task(*, snapshot_id: str) -> None:
+    snapshots.snapshot_delete_backend(snapshot_id)

@@ -94,8 +94,10 @@ class LibvirtDriver:
         return self.host if self.is_test else str(self.conn.getHostname())
 
     def _owned_domains(self) -> list[Any]:
-        """This host's domains: all of a (private) test connection's; on a real daemon the ones
-        whose description names this host (several hosts may share the daemon)."""
+        """This host's domains: all of a (private) test connection's; on a real daemon (which
+        several hosts may share) the ones whose files live under this host's state path, or whose
+        description names this host. The state path is the machine: a domain left by this
+        machine under another host name still counts (seed 2: a renamed host sees its guests)."""
         domains = [d for d in self.conn.listAllDomains() if d.name().startswith("instance-")]
         if self.is_test:
             return domains
@@ -105,7 +107,8 @@ class LibvirtDriver:
                 description = dom.metadata(libvirt.VIR_DOMAIN_METADATA_DESCRIPTION, None)
             except libvirt.libvirtError:
                 description = ""
-            if description == f"host={self.host}":
+            on_this_machine = (self.state_path / "instances" / dom.UUIDString()).is_dir()
+            if on_this_machine or description == f"host={self.host}":
                 owned.append(dom)
         return owned
 

@@ -38,8 +38,9 @@ def present_subnet(s: Subnet) -> dict[str, Any]:
     return {
         "id": s.id, "name": s.name, "network_id": s.network_id, "tenant_id": s.project_id, "project_id": s.project_id,
         "ip_version": s.ip_version, "cidr": s.cidr, "gateway_ip": s.gateway_ip, "enable_dhcp": s.enable_dhcp,
-        "allocation_pools": s.allocation_pools, "dns_nameservers": s.dns_nameservers, "host_routes": [],
-        "description": "", "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
+        "allocation_pools": s.allocation_pools, "dns_nameservers": s.dns_nameservers,
+        "host_routes": s.host_routes or [], "description": s.description,
+        "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
         "service_types": [], "tags": [], "created_at": _ts(s.created_at),
         "updated_at": _ts(s.updated_at or s.created_at), "revision_number": 0,
     }
@@ -158,6 +159,12 @@ class SubnetsView(NeutronView):
 
     def post(self, request: Request) -> Response:
         body = self._resource("subnet")
+        _known_attributes(body, SUBNET_CREATE_ATTRIBUTES)
+        for key in ("ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id", "segment_id"):
+            if body.get(key) is not None:
+                raise Invalid(f"Invalid input: {key} is not supported by this cloud.")
+        if body.get("service_types"):
+            raise Invalid("Invalid input: service_types is not supported by this cloud.")
         if not body.get("network_id") or not body.get("cidr"):
             raise Invalid("Invalid input: network_id and cidr are required.")
         try:
@@ -168,13 +175,24 @@ class SubnetsView(NeutronView):
             self.ctx, network_id=str(body["network_id"]), cidr=str(body["cidr"]), ip_version=version,
             name=str(body.get("name", "")), gateway_ip=body.get("gateway_ip", "auto"),
             enable_dhcp=bool(body.get("enable_dhcp", True)), allocation_pools=body.get("allocation_pools"),
-            dns_nameservers=body.get("dns_nameservers"))
+            dns_nameservers=body.get("dns_nameservers"), host_routes=body.get("host_routes"),
+            description=str(body.get("description") or ""))
         return Response({"subnet": present_subnet(subnet)}, status=201)
 
 
 class SubnetView(NeutronView):
     def get(self, request: Request, subnet_id: str) -> Response:
         return Response({"subnet": self._fields(present_subnet(services.subnet_get(self.ctx, subnet_id)))})
+
+    def put(self, request: Request, subnet_id: str) -> Response:
+        body = self._resource("subnet")
+        read_only = sorted(set(body) & {"id", "network_id", "cidr", "ip_version", "project_id", "tenant_id",
+                                        "subnetpool_id", "ipv6_ra_mode", "ipv6_address_mode"})
+        if read_only:
+            raise Invalid(f"Cannot update read-only attribute {read_only[0]}")
+        _known_attributes(body, set(services.SUBNET_UPDATABLE))
+        subnet = services.subnet_update(self.ctx, services.subnet_get(self.ctx, subnet_id), **body)
+        return Response({"subnet": present_subnet(subnet)})
 
     def delete(self, request: Request, subnet_id: str) -> Response:
         services.subnet_delete(self.ctx, services.subnet_get(self.ctx, subnet_id))
@@ -187,6 +205,9 @@ PORT_UPDATE_ATTRIBUTES = {"name", "description", "admin_state_up", "device_id", 
                           "binding:vnic_type", "binding:profile", "port_security_enabled", "security_groups",
                           "allowed_address_pairs", "fixed_ips"}
 PORT_CREATE_ATTRIBUTES = PORT_UPDATE_ATTRIBUTES | {"network_id", "mac_address", "project_id", "tenant_id"}
+SUBNET_CREATE_ATTRIBUTES = {"network_id", "cidr", "ip_version", "name", "description", "gateway_ip", "enable_dhcp",
+                            "allocation_pools", "dns_nameservers", "host_routes", "project_id", "tenant_id",
+                            "ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id", "segment_id", "service_types"}
 
 
 def _known_attributes(body: dict[str, Any], known: set[str]) -> None:

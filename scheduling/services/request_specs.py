@@ -1,6 +1,7 @@
 """Writes of request specs (API database): what the scheduler is asked for a server."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..models import RequestSpec
@@ -14,3 +15,24 @@ def request_spec_create(*, instance_uuid: str, spec: dict[str, Any]) -> RequestS
 def request_specs_delete(instance_uuids: list[str]) -> tuple[int, dict[str, int]]:
     """Delete the request specs of archived servers (``QuerySet.delete``'s counts)."""
     return RequestSpec.objects.filter(instance_uuid__in=instance_uuids).delete()
+
+
+def request_spec_get(instance_uuid: str) -> dict[str, Any] | None:
+    """The request spec of a server (a copy), or None when it has none."""
+    spec = RequestSpec.objects.filter(instance_uuid=instance_uuid).values_list("spec", flat=True).first()
+    return dict(spec) if spec is not None else None
+
+
+def request_specs_get(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{instance_uuid: spec}`` of those among ``instance_uuids`` that have one."""
+    return dict(RequestSpec.objects.filter(instance_uuid__in=list(instance_uuids)).values_list("instance_uuid", "spec"))
+
+
+def request_spec_update(instance_uuid: str, **changes: Any) -> bool:
+    """Merge ``changes`` into a server's request spec; False when it has none."""
+    row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
+    if row is None:
+        return False
+    row.spec = {**row.spec, **changes}
+    row.save(update_fields=["spec", "updated_at"])
+    return True

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cells.models import InstanceMapping
+from cells.selectors import instance_mapping_get
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
@@ -30,7 +30,7 @@ from .schemas import INSTANCE_ACTION_FEATURES, INSTANCE_ACTION_QUERY
 
 def _lookup(actor: RequestContext, server_id: str, version: tuple[int, int]) -> tuple[Any, Instance | None]:
     """(cell, instance) of the server; deleted servers are found from 2.21."""
-    mapping = InstanceMapping.objects.select_related("cell").filter(instance_uuid=server_id).first()
+    mapping = instance_mapping_get(server_id)
     if mapping is None or not (actor.is_admin or mapping.project_id == actor.project_id):
         raise ServerNotFound(instance_id=server_id)
     if mapping.cell is None:

@@ -11,8 +11,8 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cells.models import CELL0_UUID, CellMapping
 from cells.scatter import failed, scatter_gather
+from cells.selectors import cell_list
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
@@ -55,11 +55,11 @@ class MigrationsView(ComputeAPIView):
             if limit < 0:
                 raise Invalid("Invalid input for query parameters limit.")
 
-        def per_cell(_cell: CellMapping) -> list[Migration]:
+        def per_cell(_cell: Any) -> list[Migration]:
             return list(Migration.objects.filter(q))
 
         seen: dict[str, Migration] = {}
-        cells = CellMapping.objects.exclude(uuid=CELL0_UUID)
+        cells = cell_list(cell0=False)
         for result in scatter_gather(per_cell, cells).values():
             if failed(result):
                 continue

@@ -24,9 +24,9 @@ from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
-from hosts.models import Service
+from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
-from scheduling.models import RequestSpec
+from scheduling.services.request_specs import request_spec_get, request_specs_get
 
 from ..models import BlockDeviceMapping, InstanceFault, Tag
 from ..presenter import (
@@ -135,7 +135,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                 hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
                 if hosts:
 
-                    services = {s.host: s for s in Service.objects.filter(host__in=hosts, binary="nova-compute")}
+                    services = compute_services(hosts)
                     for r in cell_records:
                         assert r.instance is not None
                         host_status[r.uuid] = _host_status(services, r.instance.host)
@@ -145,10 +145,10 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
-    if server_field_at("pinned_availability_zone", version) or server_field_at("scheduler_hints", version):
+    if any(server_field_at(name, version) for name in ("pinned_availability_zone", "scheduler_hints",
+                                                        "server_groups")):
 
-        specs = dict(RequestSpec.objects.filter(instance_uuid__in=[r.uuid for r in records])
-                     .values_list("instance_uuid", "spec"))
+        specs = request_specs_get(r.uuid for r in records)
     return [
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
@@ -416,8 +416,7 @@ class ServersDetailView(ComputeAPIView):
 def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
     """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
 
-    rs = RequestSpec.objects.filter(instance_uuid=record.uuid).first()
-    return present_down_cell_show(record, version=version, spec=rs.spec if rs else {})
+    return present_down_cell_show(record, version=version, spec=request_spec_get(record.uuid) or {})
 
 
 class ServerView(ComputeAPIView):

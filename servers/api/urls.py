@@ -115,3 +115,11 @@ urlpatterns += [
     path("os-quota-class-sets/<str:class_name>", _quotas.QuotaClassSetView.as_view(),
          name="compute-quota-class-set"),
 ]
+
+# --- server groups (servers/api/server_groups.py) -----------------------------------------------
+from . import server_groups as _server_groups  # noqa: E402
+
+urlpatterns += [
+    path("os-server-groups", _server_groups.ServerGroupsView.as_view(), name="compute-server-groups"),
+    path("os-server-groups/<str:group_id>", _server_groups.ServerGroupView.as_view(), name="compute-server-group"),
+]

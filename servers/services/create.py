@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import secrets
 import string
 import uuid as uuidlib
@@ -36,6 +37,7 @@ from .external import (
     security_group_find,
 )
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
+from .server_groups import group_for_create, group_members_add
 
 
 class FlavorNotFound(NotFound):
@@ -205,6 +207,28 @@ def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
     )
 
 
+#: Nova's in-tree hints this cloud does not implement: refused rather than stored and ignored.
+UNSUPPORTED_HINTS = ("query", "target_cell", "build_near_host_ip", "cidr", "different_cell")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+
+
+def _check_hints(hints: dict[str, Any]) -> None:
+    """400 for a hint this cloud cannot honour, or a malformed one it can."""
+    for name in UNSUPPORTED_HINTS:
+        if name in hints:
+            raise Invalid(f"The scheduler hint {name} is not supported by this cloud.")
+    group = hints.get("group")
+    if group is not None and not (isinstance(group, str) and _UUID_RE.match(group)):
+        raise Invalid(f"Invalid input for field/attribute group. Value: {group}. '{group}' is not a 'uuid'")
+    for name in ("same_host", "different_host"):
+        value = hints.get(name)
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(v, str) and _UUID_RE.match(v) for v in values):
+            raise Invalid(f"Invalid input for field/attribute {name}. Value: {value}. '{value}' is not a 'uuid'")
+
+
 def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: int) -> int:
     """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
     when not even ``min_count`` fit (Nova's multi-create semantics)."""
@@ -276,7 +300,11 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
         if request.availability_zone not in available_zones():
             raise Invalid("The requested availability zone is not available")
 
+    _check_hints(request.scheduler_hints)
     count = _allowed_count(str(actor.project_id), flavor, request.min_count, request.max_count)
+    group = None
+    if request.scheduler_hints.get("group"):
+        group = group_for_create(actor=actor, group_uuid=str(request.scheduler_hints["group"]), count=count)
 
     reservation_id = f"r-{uuidlib.uuid4().hex[:8]}"
     admin_pass = request.admin_pass or generate_password()
@@ -352,6 +380,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                         if request.requested_host or request.requested_node else None
                     ),
                     "scheduler_hints": request.scheduler_hints,
+                    "instance_group": group,
                     "requested_networks": networks,
                     "ignore_hosts": [],
                 },
@@ -359,6 +388,8 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             instance_mapping_create(instance_uuid=instance_uuid, project_id=str(actor.project_id),
                                     user_id=actor.user_id)
             instance_security_groups_request(instance_uuid, security_group_ids)
+        if group is not None:
+            group_members_add(group_uuid=group["uuid"], instance_uuids=uuids)
         transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor, instance_uuids=uuids,
                                       admin_pass=admin_pass))
     return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass)

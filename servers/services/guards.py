@@ -8,15 +8,37 @@ wins (the other gets the same 409 a wrong state gives).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from cells.context import target_cell
+from cells.selectors import host_mapping_get
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked, Invalid
+from hosts.selectors import compute_node_exists
 
 from ..models import Instance
 from ..selectors import ServerRecord
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+
+
+class ComputeHostNotFound(Invalid):
+    message = "Compute host %(host)s could not be found."
+
+
+def check_compute_host(host: str, *, cell: CellMapping | None) -> None:
+    """ComputeHostNotFound (400) unless ``host`` is a mapped host with a compute node; with
+    ``cell``, a host of that cell (a move that may not cross cells: unshelve to a host, a cold
+    migration without the cross-cell rule)."""
+    mapping = host_mapping_get(host)
+    if mapping is None or (cell is not None and mapping.cell.uuid != cell.uuid):
+        raise ComputeHostNotFound(host=host)
+    with target_cell(mapping.cell):
+        if not compute_node_exists(host):
+            raise ComputeHostNotFound(host=host)
 
 ANY = object()
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Forbidden, InstanceInvalidState
@@ -21,6 +20,9 @@ from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 def target(instance: Instance) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from cells.models import CellMapping
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid, NoValidHost
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NoValidHost
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from scheduling.models import RequestSpec
@@ -53,6 +53,9 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
         server_rebuild_pending(actor=actor, instance=instance, cell=cell, image=image, changes=changes,
                                admin_pass=admin_pass)
         return
+    if instance.launched_at is None and instance.vm_state in REBUILD_STATES and instance.task_state is None:
+        # Never launched (ERROR in cell0, a PENDING server reset to ERROR): Nova's must_have_launched.
+        raise InstanceInvalidState(method="rebuild", instance_uuid=instance.uuid, attr="launched_at", state=None)
     image_changed = image["id"] != instance.image_ref
     reimage = validate_volume_backed_rebuild(instance=instance, image=image, version=(version[0], version[1]),
                                              reimage_boot_volume=reimage_boot_volume)

@@ -8,20 +8,22 @@ ACTIVE in a real cell, or back to PENDING (or ERROR) in cell0 on NoValidHost.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
-
-from django.db import transaction
+from typing import TYPE_CHECKING, Any
 
 from cells.context import target_cell
-from cells.models import CellMapping, InstanceMapping
+from cells.services import instance_mapping_set_cell
+from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from conductor import rpc as conductor_rpc
-from scheduling.models import RequestSpec
+from scheduling.services.request_specs import request_spec_update
 
 from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from . import actions
 from .guards import claim_task_state
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 _SKIP = {"id", "compute_id", "deleted", "deleted_at", "updated_at"}
 
@@ -57,16 +59,14 @@ def server_rebuild_pending(
             for b in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid)
         ]
         tags = list(Tag.objects.filter(instance_uuid=instance.uuid).values_list("tag", flat=True))
-    with transaction.atomic():
+    with api_atomic():
         BuildRequest.objects.create(instance_uuid=instance.uuid, project_id=instance.project_id,
                                     instance=data, block_device_mappings=bdms, tags=tags)
-        InstanceMapping.objects.filter(instance_uuid=instance.uuid).update(cell=None)
-        spec = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
-        if spec is not None and image is not None:
-            spec.spec = {**spec.spec, "image": image}
-            spec.save(update_fields=["spec", "updated_at"])
+        instance_mapping_set_cell(instance.uuid, None)
+        if image is not None:
+            request_spec_update(instance.uuid, image=image)
     # The cell0 copy goes for good: the next scheduling attempt creates the server afresh.
     with target_cell(cell):
         Instance.all_objects.filter(uuid=instance.uuid).delete()
-    transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor,
+    api_on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor,
                                   instance_uuids=[instance.uuid], admin_pass=admin_pass))

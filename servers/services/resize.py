@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from cells.models import CellMapping, HostMapping
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
@@ -34,9 +34,12 @@ from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
 from .cross_cell import cross_cell_allowed, cross_cell_confirm, cross_cell_revert
-from .guards import check_not_locked, check_state, claim_task_state
+from .guards import check_compute_host, check_not_locked, check_state, claim_task_state
 from .power import target
 from .quotas import quota_check
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +57,6 @@ class CannotResizeDisk(Invalid):
 
 class CannotMigrateToSameHost(Invalid):
     message = "Cannot migrate to the host where the server exists."
-
-
-class ComputeHostNotFound(Invalid):
-    message = "Compute host %(host)s could not be found."
 
 
 class MigrationNotFinished(Conflict):
@@ -99,8 +98,8 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
     if host:
         if host == instance.host:
             raise CannotMigrateToSameHost()
-        if not HostMapping.objects.filter(host=host).exists():
-            raise ComputeHostNotFound(host=host)
+        # Without the cross-cell rule the host must be in the server's own cell (Nova).
+        check_compute_host(host, cell=None if cross_cell_allowed(actor, instance) else cell)
     claim_task_state(instance, method, new_task_state=TaskState.RESIZE_PREP, vm_states=MOVE_STATES)
     instance.system_metadata = {**(instance.system_metadata or {}), "old_vm_state": instance.vm_state}
     instance.save(update_fields=["system_metadata", "updated_at"])

@@ -15,30 +15,30 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cells.context import target_cell
-from cells.models import CellMapping, HostMapping
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from conductor import rpc as conductor_rpc
-from hosts.models import ComputeNode
-from scheduling.models import RequestSpec
 from scheduling.services.aggregates import host_availability_zone, zone_available
+from scheduling.services.request_specs import request_spec_get, request_spec_update
 
 from ..choices import TaskState, VmState
 from ..models import Instance
 from ..status import status_from_state
 from . import actions
-from .guards import check_not_locked, claim_task_state
+from .guards import check_compute_host, check_not_locked, claim_task_state
 from .power import cast, target
 from .quotas import quota_check_unshelve
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,6 @@ class UnshelveNotOffloaded(Conflict):
 
 class UnshelveHostNotInAZ(Conflict):
     message = 'Host "%(host)s" is not in the availability zone "%(az)s".'
-
-
-class ComputeHostNotFound(Invalid):
-    message = "Compute host %(host)s could not be found."
 
 
 class AvailabilityZoneNotAvailable(Invalid):
@@ -80,14 +76,6 @@ def server_shelve_offload(*, actor: RequestContext, instance: Instance, cell: Ce
     cast(compute_rpc.shelve_offload, actor=actor, instance=instance, cell=cell)
 
 
-def _host_exists(host: str) -> bool:
-    mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
-    if mapping is None:
-        return False
-    with target_cell(mapping.cell):
-        return ComputeNode.objects.filter(host=host).exists()
-
-
 def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapping,
                     new_az: Any = UNSET, host: str | None = None) -> None:
     """``new_az`` UNSET when the body had no ``availability_zone`` key, None to unpin."""
@@ -102,13 +90,12 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
         raise UnshelveNotOffloaded(uuid=instance.uuid, status=status_from_state(instance.vm_state, None))
     if new_az is not UNSET and new_az and not zone_available(new_az):
         raise AvailabilityZoneNotAvailable()
-    spec_row = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
-    spec = dict(spec_row.spec) if spec_row else {}
+    spec_row = request_spec_get(instance.uuid)
+    spec = spec_row or {}
     expected_az = new_az if new_az is not UNSET else spec.get("availability_zone")
     if host:
         authorize(actor, "os_compute_api:os-shelve:unshelve_to_host", target(instance))
-        if not _host_exists(host):
-            raise ComputeHostNotFound(host=host)
+        check_compute_host(host, cell=cell)  # an unshelve stays in the server's cell
         if expected_az is not None and host_availability_zone(host) != expected_az:
             raise UnshelveHostNotInAZ(host=host, az=expected_az)
     quota_check_unshelve(instance=instance)
@@ -116,9 +103,8 @@ def server_unshelve(*, actor: RequestContext, instance: Instance, cell: CellMapp
                      vm_states=[VmState.SHELVED, VmState.SHELVED_OFFLOADED])
     if instance.vm_state == VmState.SHELVED_OFFLOADED and spec_row is not None:
         # Saved before scheduling (Nova bug 1978573): the zone outlives a failed attempt.
-        spec_row.spec = {**spec, "availability_zone": expected_az,
-                         "requested_destination": {"host": host, "node": None, "cell": None} if host else None}
-        spec_row.save(update_fields=["spec", "updated_at"])
+        request_spec_update(instance.uuid, availability_zone=expected_az,
+                            requested_destination={"host": host, "node": None, "cell": None} if host else None)
     actions.action_start(actor, instance_uuid=instance.uuid, action="unshelve")
     if instance.vm_state == VmState.SHELVED:
         claim_task_state(instance, "unshelve", new_task_state=TaskState.POWERING_ON,

@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import views
+from . import snapshots, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -16,6 +16,10 @@ urlpatterns = [
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/?$", views.VolumeMetadataView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/(?P<key>[^/]+)/?$", views.VolumeMetadataItemView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/?$", views.VolumeView.as_view()),
+    re_path(P + r"snapshots/?$", snapshots.SnapshotsView.as_view()),
+    re_path(P + r"snapshots/detail/?$", snapshots.SnapshotsDetailView.as_view()),
+    re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/?$", snapshots.SnapshotMetadataView.as_view()),
+    re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/?$", snapshots.SnapshotView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),

@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services
+from .. import services, snapshots
 from ..models import Volume, VolumeAttachment, VolumeType
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
 
@@ -125,19 +125,25 @@ class VolumesView(VolumeAPIView):
                                    if k in params}
         if "metadata" in params:
             filters["metadata"] = _json_param(params["metadata"], "metadata")
+        limit = _int_param(params.get("limit"), "limit")
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
-                                    limit=_int_param(params.get("limit"), "limit"), marker=params.get("marker"),
-                                    sort=_sort_param(params))
+                                    limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            return Response({"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin) for v in vols]})
-        return Response({"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
-                                     for v in vols]})
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin)
+                                                for v in vols]}
+        else:
+            body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
+                                for v in vols]}
+        if limit and len(vols) == limit:
+            # A full page: Cinder links the next one (the same query, the marker moved to its last item).
+            query = request.query_params.copy()
+            query["marker"] = vols[-1].id
+            body["volumes_links"] = [{"rel": "next",
+                                      "href": f"{request.build_absolute_uri(request.path)}?{query.urlencode()}"}]
+        return Response(body)
 
     def post(self, request: Request, **_kw: Any) -> Response:
-        self.authorize("volume:create")
         body = validate(self.body(), CREATE_SCHEMA)["volume"]
-        if body.get("snapshot_id"):  # there are no snapshots (yet): every id names none
-            raise NotFound(f"Snapshot {body['snapshot_id']} could not be found.")
         if body.get("source_volid"):
             services.volume_get(self.ctx, body["source_volid"])  # 404 for an unknown volume
         if body.get("source_volid") or body.get("backup_id"):
@@ -149,13 +155,18 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
+        if body.get("snapshot_id"):
+            _snap, size = snapshots.snapshot_for_new_volume(self.ctx, str(body["snapshot_id"]), size)
+            if body.get("imageRef"):
+                raise Invalid("Invalid input received: only one of snapshot_id and imageRef may be given.")
         zone = body.get("availability_zone")
         if zone and zone != VOLUME_ZONE:
             raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
         vol = services.volume_create(self.ctx, size=size, name=body.get("name"), description=body.get("description"),
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
-                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"))
+                                     metadata=body.get("metadata"), volume_type=body.get("volume_type"),
+                                     snapshot_id=body.get("snapshot_id"))
         return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
@@ -172,7 +183,6 @@ class VolumeView(VolumeAPIView):
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        self.authorize("volume:update", vol.project_id)
         body = validate(self.body(), {"type": "object", "required": ["volume"], "properties": {"volume": {
             "type": "object", "properties": {"name": {"type": ["string", "null"]},
                                              "description": {"type": ["string", "null"]},
@@ -182,7 +192,6 @@ class VolumeView(VolumeAPIView):
 
     def delete(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        self.authorize("volume:delete", vol.project_id)
         services.volume_delete(self.ctx, vol)
         return Response(status=202)
 
@@ -200,13 +209,11 @@ class VolumeActionView(VolumeAPIView):
         (action, args), = body.items()
         args = args or {}
         if action == "os-extend":
-            self.authorize("volume:extend", vol.project_id)
             if "new_size" not in args:
                 raise Invalid("Invalid input received: 'new_size' is required.")
             services.volume_extend(self.ctx, vol, new_size=int(args["new_size"]))
             return Response(status=202)
         if action == "os-set_bootable":
-            self.authorize("volume:update", vol.project_id)
             validate(args, {"type": "object", "required": ["bootable"],
                             "properties": {"bootable": {"type": ["boolean", "string"]}}})
             flag = args["bootable"]
@@ -214,13 +221,11 @@ class VolumeActionView(VolumeAPIView):
                                          else str(flag).lower() in ("true", "1", "yes"))
             return Response(status=200)
         if action == "os-update_readonly_flag":
-            self.authorize("volume:update_readonly_flag", vol.project_id)
             validate(args, {"type": "object", "required": ["readonly"],
                             "properties": {"readonly": {"type": "boolean"}}})
             services.volume_set_readonly(self.ctx, vol, readonly=args["readonly"])
             return Response(status=202)
         if action == "os-volume_upload_image":
-            self.authorize("volume:upload_image", vol.project_id)
             validate(args, {"type": "object", "required": ["image_name"], "properties": {
                 "image_name": {"type": "string", "minLength": 1, "maxLength": 255},
                 "disk_format": {"type": "string"}, "container_format": {"type": "string"},
@@ -237,7 +242,6 @@ class VolumeActionView(VolumeAPIView):
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
-            self.authorize("volume:reimage", vol.project_id)
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
                             "properties": {"image_id": {"type": "string"}, "reimage_reserved": {"type": "boolean"}}})
             services.volume_reimage(self.ctx, volume_id=vol.id, image_id=args["image_id"],
@@ -267,7 +271,6 @@ class AttachmentsView(VolumeAPIView):
 
     def post(self, request: Request, **_kw: Any) -> Response:
         _require_attachments(self)
-        self.authorize("volume:attachment_create")
         body = validate(self.body(), ATTACH_SCHEMA)["attachment"]
         att = services.attachment_create(self.ctx, volume_id=body["volume_uuid"],
                                          instance_uuid=body.get("instance_uuid"), connector=body.get("connector"),
@@ -282,7 +285,6 @@ class AttachmentView(VolumeAPIView):
 
     def put(self, request: Request, attachment_id: str, **_kw: Any) -> Response:
         _require_attachments(self)
-        self.authorize("volume:attachment_update")
         body = validate(self.body(), {"type": "object", "required": ["attachment"], "properties": {"attachment": {
             "type": "object", "required": ["connector"], "properties": {"connector": {"type": "object"}}}}})
         att = services.attachment_update(self.ctx, attachment_id=attachment_id,
@@ -291,7 +293,6 @@ class AttachmentView(VolumeAPIView):
 
     def delete(self, request: Request, attachment_id: str, **_kw: Any) -> Response:
         _require_attachments(self)
-        self.authorize("volume:attachment_delete")
         services.attachment_delete(self.ctx, attachment_id=attachment_id)
         return Response({"attachments": []})
 
@@ -303,7 +304,6 @@ class AttachmentActionView(VolumeAPIView):
         body = self.body() or {}
         if "os-complete" not in body:
             raise Invalid("Invalid request body: os-complete expected.")
-        self.authorize("volume:attachment_complete")
         services.attachment_complete(self.ctx, attachment_id=attachment_id)
         return Response(status=204)
 
@@ -362,8 +362,6 @@ class VolumeMetadataView(VolumeAPIView):
 
     def _set(self, volume_id: str, *, replace: bool) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        self.authorize("volume:update_volume_metadata" if replace else "volume:create_volume_metadata",
-                       vol.project_id)
         body = validate(self.body(), {"type": "object", "required": ["metadata"],
                                       "properties": {"metadata": {"type": "object"}}})
         vol = services.volume_metadata_set(self.ctx, vol, metadata=body["metadata"], replace=replace)
@@ -388,17 +386,15 @@ class VolumeMetadataItemView(VolumeAPIView):
 
     def put(self, request: Request, volume_id: str, key: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        self.authorize("volume:update_volume_metadata", vol.project_id)
         body = validate(self.body(), {"type": "object", "required": ["meta"], "properties": {
             "meta": {"type": "object", "minProperties": 1, "maxProperties": 1}}})
         if key not in body["meta"]:
             raise Invalid("Request body and URI mismatch")
-        services.volume_metadata_set(self.ctx, vol, metadata=body["meta"], replace=False)
+        services.volume_metadata_set(self.ctx, vol, metadata=body["meta"], replace=False, one_item=True)
         return Response({"meta": body["meta"]})
 
     def delete(self, request: Request, volume_id: str, key: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        self.authorize("volume:delete_volume_metadata", vol.project_id)
         services.volume_metadata_delete(self.ctx, vol, key=key)
         return Response(status=200)
 

@@ -90,3 +90,27 @@ class DirPoolBackend:
                 raise VolumeBackendError("image is larger than the volume")
             dst.truncate(size_gb * GiB)
         os.replace(tmp, target)
+
+    # -- snapshots: a copy of the volume file next to it (sparse where the volume is) -----------
+    def snapshot_path(self, snapshot_id: str) -> Path:
+        return self.pool_dir / f"snapshot-{snapshot_id}"
+
+    def snapshot_create(self, volume_id: str, snapshot_id: str) -> None:
+        self._fault("snapshot")
+        target = self.snapshot_path(snapshot_id)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(self.path(volume_id), tmp)
+        os.replace(tmp, target)
+
+    def snapshot_delete(self, snapshot_id: str) -> None:
+        self._fault("snapshot_delete")
+        self.snapshot_path(snapshot_id).unlink(missing_ok=True)
+
+    def copy_snapshot(self, snapshot_id: str, volume_id: str, size_gb: int) -> None:
+        """A new volume starts with the snapshot's bytes, grown to its own size."""
+        target = self.path(volume_id)
+        tmp = target.with_suffix(".tmp")
+        shutil.copyfile(self.snapshot_path(snapshot_id), tmp)
+        with open(tmp, "r+b") as fh:
+            fh.truncate(size_gb * GiB)
+        os.replace(tmp, target)

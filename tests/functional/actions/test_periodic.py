@@ -73,3 +73,18 @@ def test_stale_task_states_are_reaped(cloud: Cloud, settings: Any) -> None:
     with target_cell(cloud.cell_of(stuck["id"])):
         assert "did not finish" in InstanceFault.objects.get(instance_uuid=stuck["id"]).message
     assert cloud.show(client, fresh["id"])["OS-EXT-STS:task_state"] == "powering-off"
+
+
+def test_the_reaper_covers_cell0(cloud: Cloud, settings: Any) -> None:
+    """A server in cell0 stuck in a task_state (e.g. a PENDING rebuild whose API process died) is
+    reset like any other."""
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    stuck = cloud.create_server(client, "stuck", flavor=cloud.flavor("m1.huge", vcpus=16).name)
+    assert cloud.cell_of(stuck["id"]) == "cell0"
+    old = timezone.now() - timedelta(seconds=settings.TASK_STATE_TIMEOUT + 60)
+    with target_cell("cell0"):
+        Instance.objects.filter(uuid=stuck["id"]).update(task_state="rebuilding", updated_at=old)
+    assert run(periodic.reap_stale_task_states) == 1
+    shown = cloud.show(client, stuck["id"], version="2.105")
+    assert shown["status"] == "ERROR" and shown["OS-EXT-STS:task_state"] is None

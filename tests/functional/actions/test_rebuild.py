@@ -115,3 +115,33 @@ def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, redu
     assert (extended & set(body)) == (set() if reduced else extended)
     address = next(iter(body["addresses"].values()))[0]
     assert ("OS-EXT-IPS:type" not in address) is reduced
+
+
+@pytest.mark.parametrize("pending", [False, True])
+def test_rebuild_of_a_server_that_never_launched_is_409_unless_pending(cloud: Cloud, settings: Any,
+                                                                       pending: bool) -> None:
+    """ERROR in cell0 (no valid host), or a PENDING server that the external service reset to
+    ERROR: Nova refuses the rebuild (never launched), nothing is cast, the server stays ERROR."""
+    settings.USE_PENDING_STATE = pending
+    client, admin = cloud.member(), cloud.admin()
+    big = cloud.flavor("m1.huge", vcpus=16)
+    server = cloud.create_server(client, "nowhere", flavor=big.name)
+    assert cloud.show(client, server["id"], version="2.105")["status"] == ("PENDING" if pending else "ERROR")
+    if pending:
+        assert cloud.action(admin, server["id"], {"os-resetState": {"state": "error"}}).status_code == 202
+    refused = cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}}, version="2.105")
+    assert refused.status_code == 409, refused.content
+    assert refused.json()["conflictingRequest"]["message"] == (
+        f"Cannot 'rebuild' instance {server['id']} while it is in launched_at None")
+    shown = cloud.show(client, server["id"], version="2.105")
+    assert shown["status"] == "ERROR" and shown["OS-EXT-STS:task_state"] is None
+    assert cloud.cell_of(server["id"]) == "cell0"
+
+
+def test_a_pending_server_shows_progress_as_a_build_does(cloud: Cloud, settings: Any) -> None:
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    server = cloud.create_server(client, "waiting", flavor=cloud.flavor("m1.huge", vcpus=16).name)
+    shown = cloud.show(client, server["id"], version="2.105")
+    assert shown["status"] == "PENDING" and shown["progress"] == 0
+    assert "progress" not in cloud.show(client, server["id"], version="2.104")  # shown as ERROR there

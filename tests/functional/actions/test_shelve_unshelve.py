@@ -223,6 +223,18 @@ def test_unknown_host_is_400_and_unknown_zone_is_400(cloud: Cloud) -> None:
     assert bad_zone.json()["badRequest"]["message"] == "The requested availability zone is not available"
 
 
+def test_a_host_of_another_cell_is_400(cloud: Cloud) -> None:
+    """The server's rows live in its cell and it is unshelved there: a host of another cell is
+    not found (Nova), whatever its zone."""
+    admin = cloud.admin()
+    sid = offloaded(cloud, admin)
+    assert cloud.cell_of(sid) == "cell1"
+    other_cell = cloud.action(admin, sid, {"unshelve": {"host": "compute3"}}, version=V)
+    assert other_cell.status_code == 400
+    assert other_cell.json()["badRequest"]["message"] == "Compute host compute3 could not be found."
+    assert cloud.show(admin, sid, version=V)["status"] == "SHELVED_OFFLOADED"
+
+
 def test_host_for_a_server_not_offloaded_is_409(cloud: Cloud, settings: Any) -> None:
     settings.SHELVED_OFFLOAD_TIME = -1
     admin = cloud.admin()

@@ -166,3 +166,25 @@ def test_spawn_failure_at_destination_leaves_error_in_the_source_and_hard_reboot
     assert providers(server["id"]) == {cloud.hosts[cloud.instance(server["id"]).host]["node_uuid"]}
     assert cloud.action(client, server["id"], {"reboot": {"type": "HARD"}}).status_code == 202
     assert cloud.show(client, server["id"])["status"] == "ACTIVE"
+
+
+def test_migrate_to_a_host_of_another_cell_is_400_without_the_rule_and_accepted_with_it(cloud: Cloud) -> None:
+    """Seed 4/5: a forced host outside the server's cell is "not found" unless the move may
+    cross cells (Nova looks the host up in the server's cell only)."""
+    from identity.models import User
+
+    admin = cloud.admin()
+    server = cloud.create_server(admin, "unpinned")  # no zone; cell2 is disabled: cell1
+    assert cloud.wait_for_status(admin, server["id"], "ACTIVE")["OS-EXT-SRV-ATTR:host"] in ("compute1", "compute2")
+    refused = cloud.action(admin, server["id"], {"migrate": {"host": "compute3"}}, version="2.56")
+    assert refused.status_code == 400
+    assert refused.json()["badRequest"]["message"] == "Compute host compute3 could not be found."
+    assert cloud.show(admin, server["id"])["status"] == "ACTIVE"
+    assert not Migration.objects.using("cell1").filter(instance_uuid=server["id"]).exists()
+
+    policy.grant(RULE, user=User.objects.get(name="admin", domain_id="default"))
+    enable_cell2(cloud)
+    accepted = cloud.action(admin, server["id"], {"migrate": {"host": "compute3"}}, version="2.56")
+    assert accepted.status_code == 202, accepted.content
+    assert cloud.wait_for_status(admin, server["id"], "VERIFY_RESIZE")["OS-EXT-SRV-ATTR:host"] == "compute3"
+    assert cloud.cell_of(server["id"]) == "cell2"

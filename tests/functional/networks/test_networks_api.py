@@ -118,3 +118,38 @@ def test_extended_bindings_activate_one_host() -> None:
     assert Port.objects.get(id=port.id).binding_host_id == "dst"
     with pytest.raises(Exception, match="already exists"):
         services.port_binding_create(port.id, "dst")
+
+
+def test_subnet_host_routes_and_update_as_neutron() -> None:
+    client = member()
+    net = client.post("/network/v2.0/networks", {"network": {"name": "routed"}}, format="json").json()["network"]
+    routes = [{"destination": "10.20.0.0/24", "nexthop": "192.168.30.5"}]
+    created = client.post("/network/v2.0/subnets", {"subnet": {
+        "network_id": net["id"], "cidr": "192.168.30.0/24", "ip_version": 4, "host_routes": routes,
+        "dns_nameservers": ["192.168.30.2"], "description": "with routes"}}, format="json")
+    assert created.status_code == 201, created.content
+    subnet = created.json()["subnet"]
+    assert subnet["host_routes"] == routes and subnet["description"] == "with routes"
+    assert client.get(f"/network/v2.0/subnets/{subnet['id']}").json()["subnet"]["host_routes"] == routes
+
+    new_routes = [{"destination": "10.30.0.0/16", "nexthop": "192.168.30.6"}]
+    updated = client.put(f"/network/v2.0/subnets/{subnet['id']}", {"subnet": {
+        "name": "renamed", "gateway_ip": "192.168.30.254", "enable_dhcp": False,
+        "dns_nameservers": ["192.168.30.3"], "host_routes": new_routes}}, format="json")
+    assert updated.status_code == 200, updated.content
+    shown = client.get(f"/network/v2.0/subnets/{subnet['id']}").json()["subnet"]
+    assert (shown["name"], shown["gateway_ip"], shown["enable_dhcp"]) == ("renamed", "192.168.30.254", False)
+    assert shown["dns_nameservers"] == ["192.168.30.3"] and shown["host_routes"] == new_routes
+
+    # what Neutron refuses: read-only attributes, unknown ones, routes outside the schema, a gateway outside the cidr
+    for body, fragment in (({"cidr": "10.0.0.0/24"}, "read-only attribute cidr"),
+                           ({"colour": "blue"}, "Unrecognized attribute(s) 'colour'"),
+                           ({"host_routes": [{"destination": "10.0.0.0/8"}]}, "host_routes"),
+                           ({"host_routes": [{"destination": "nowhere", "nexthop": "1.2.3.4"}]}, "host_routes"),
+                           ({"gateway_ip": "10.9.9.9"}, "not within subnet")):
+        refused = client.put(f"/network/v2.0/subnets/{subnet['id']}", {"subnet": body}, format="json")
+        assert refused.status_code == 400, (body, refused.content)
+        assert fragment in refused.json()["NeutronError"]["message"], refused.json()
+    unknown_on_create = client.post("/network/v2.0/subnets", {"subnet": {
+        "network_id": net["id"], "cidr": "192.168.31.0/24", "flavour": "x"}}, format="json")
+    assert unknown_on_create.status_code == 400

@@ -157,6 +157,13 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     rest = call(client, "get", f"/volume/v3/volumes/detail?sort=id:asc&limit=2&marker={first[-1]['id']}")
     # then the pages are in order and complete
     assert [v["id"] for v in first + rest.json()["volumes"]] == sorted(ids)
+    # and a full page links the next one as Cinder does (same path and query, marker moved); a short page does not
+    page = call(client, "get", "/volume/v3/volumes?sort=id:asc&limit=2").json()
+    (link,) = page["volumes_links"]
+    assert link["rel"] == "next"
+    assert link["href"] == f"http://testserver/volume/v3/volumes?sort=id%3Aasc&limit=2&marker={sorted(ids)[1]}"
+    followed = call(client, "get", link["href"].removeprefix("http://testserver")).json()
+    assert [v["id"] for v in followed["volumes"]] == sorted(ids)[2:] and "volumes_links" not in followed
     # and the metadata filter keeps the tagged ones (JSON or a dict's repr)
     tagged = call(client, "get", '/volume/v3/volumes/detail?metadata={"tier": "gold"}').json()["volumes"]
     assert sorted(v["id"] for v in tagged) == sorted(ids[1:])
@@ -209,3 +216,21 @@ def test_bootable_readonly_and_upload_to_image(bfv: Any) -> None:
     for source in ("snapshot_id", "source_volid"):
         missing = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, source: "nope"}})
         assert missing.status_code == 404, source
+
+
+def test_a_reader_may_look_but_every_write_is_refused_by_the_service(bfv: Any) -> None:
+    member = bfv.member()
+    vid = _make(member, "owned")
+    reader = bfv.member("reader1", "demo", roles=("reader",))
+    assert call(reader, "get", f"/volume/v3/volumes/{vid}").status_code == 200
+    writes = [("post", "/volume/v3/volumes", {"volume": {"size": 1}}),
+              ("put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "mine"}}),
+              ("post", f"/volume/v3/volumes/{vid}/action", {"os-extend": {"new_size": 2}}),
+              ("post", f"/volume/v3/volumes/{vid}/metadata", {"metadata": {"a": "b"}}),
+              ("put", f"/volume/v3/volumes/{vid}/metadata/a", {"meta": {"a": "c"}}),
+              ("post", "/volume/v3/attachments", {"attachment": {"volume_uuid": vid}}),
+              ("delete", f"/volume/v3/volumes/{vid}", None)]
+    for method, path, body in writes:
+        refused = call(reader, method, path, body)
+        assert refused.status_code == 403, (method, path, refused.content)
+    assert call(member, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["name"] == "owned"

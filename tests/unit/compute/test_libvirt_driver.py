@@ -71,3 +71,28 @@ def test_identity_file_read_write(tmp_path: Path) -> None:
     (tmp_path / "compute_id").write_text("garbage")
     with pytest.raises(InvalidNodeConfiguration, match="Unable to parse UUID"):
         identity.read_node_uuid(tmp_path)
+
+
+class DaemonDriver(LibvirtDriver):
+    """The driver's real-daemon ownership rules (several hosts on one libvirtd) over a test connection."""
+
+    @property
+    def is_test(self) -> bool:
+        return False
+
+
+def test_on_a_shared_daemon_a_renamed_host_still_sees_its_machines_guests(tmp_path: Path) -> None:
+    # given a guest spawned by host h1 (its files under h1's state path) on a daemon shared with h2
+    d = driver(tmp_path, "h1")
+    inst = server()
+    d.spawn(instance=inst, image_meta=None, network_info=[])
+    as_h1 = DaemonDriver(host="h1", uri=d.uri, state_path=d.state_path)
+    renamed = DaemonDriver(host="h1-renamed", uri=d.uri, state_path=d.state_path)
+    neighbour = DaemonDriver(host="h2", uri=d.uri, state_path=tmp_path / "h2")
+    for other in (as_h1, renamed, neighbour):
+        other.conn = d.conn
+    # then the same machine under a new name counts the guest (seed 2's "existing instances" check),
+    # and the neighbour, whose state path differs, does not
+    assert as_h1.list_instance_uuids() == [inst.uuid]
+    assert renamed.list_instance_uuids() == [inst.uuid]
+    assert neighbour.list_instance_uuids() == []

@@ -1,0 +1,77 @@
+"""Volume snapshots through Cinder's API: bytes copied by the volume worker, a volume made from a
+snapshot carries them, in-use needs force before 3.66, a volume with snapshots cannot go."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests.functional.volumes.test_volume_api import V, call
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+
+
+def _volume(client: Any, **extra: Any) -> dict[str, Any]:
+    created = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, **extra}})
+    assert created.status_code == 202, created.content
+    return call(client, "get", f"/volume/v3/volumes/{created.json()['volume']['id']}").json()["volume"]
+
+
+def _pool_file(kind: str, ident: str) -> Path:
+    return Path(settings.VOLUME_POOL_DIR) / f"{kind}-{ident}"
+
+
+def test_snapshot_lifecycle_and_a_volume_from_it(bfv: Any) -> None:
+    client = bfv.member()
+    vol = _volume(client, name="source")
+    _pool_file("volume", vol["id"]).write_bytes(b"MARKER" + b"\0" * 10)
+    created = call(client, "post", "/volume/v3/snapshots",
+                   {"snapshot": {"volume_id": vol["id"], "name": "snap1", "metadata": {"k": "v"}}})
+    assert created.status_code == 202, created.content
+    snap = created.json()["snapshot"]
+    assert (snap["name"], snap["volume_id"], snap["size"], snap["metadata"]) == ("snap1", vol["id"], 1, {"k": "v"})
+    shown = call(client, "get", f"/volume/v3/snapshots/{snap['id']}").json()["snapshot"]
+    assert shown["status"] == "available" and shown["os-extended-snapshot-attributes:progress"] == "100%"
+    assert _pool_file("snapshot", snap["id"]).read_bytes().startswith(b"MARKER")
+    assert [s["id"] for s in call(client, "get", "/volume/v3/snapshots/detail").json()["snapshots"]] == [snap["id"]]
+    assert call(client, "get", f"/volume/v3/snapshots?volume_id={vol['id']}").json()["snapshots"][0]["id"] == snap["id"]
+    renamed = call(client, "put", f"/volume/v3/snapshots/{snap['id']}", {"snapshot": {"name": "snap-renamed"}})
+    assert renamed.json()["snapshot"]["name"] == "snap-renamed"
+
+    # a volume from the snapshot starts with its bytes; it may be bigger, never smaller
+    restored = _volume(client, snapshot_id=snap["id"], size=2)
+    assert restored["status"] == "available" and restored["snapshot_id"] == snap["id"] and restored["size"] == 2
+    assert _pool_file("volume", restored["id"]).read_bytes().startswith(b"MARKER")
+    too_small = call(client, "post", "/volume/v3/volumes", {"volume": {"snapshot_id": snap["id"], "size": 0}})
+    assert too_small.status_code == 400
+
+    # the source volume cannot go while it has snapshots; once the snapshot is gone it can
+    refused = call(client, "delete", f"/volume/v3/volumes/{vol['id']}")
+    assert refused.status_code == 400 and "dependent snapshots" in refused.json()["badRequest"]["message"]
+    assert call(client, "delete", f"/volume/v3/snapshots/{snap['id']}").status_code == 202
+    assert call(client, "get", f"/volume/v3/snapshots/{snap['id']}").status_code == 404
+    assert not _pool_file("snapshot", snap["id"]).exists()
+    assert call(client, "delete", f"/volume/v3/volumes/{vol['id']}").status_code == 202
+
+
+def test_in_use_needs_force_before_3_66_and_other_projects_see_nothing(bfv: Any) -> None:
+    client = bfv.member()
+    vol = _volume(client)
+    server = bfv.create_server(client, "holder")
+    attached = bfv.post(client, f"servers/{server['id']}/os-volume_attachments",
+                        {"volumeAttachment": {"volumeId": vol["id"]}})
+    assert attached.status_code == 200, attached.content
+    assert call(client, "get", f"/volume/v3/volumes/{vol['id']}").json()["volume"]["status"] == "in-use"
+    body = {"snapshot": {"volume_id": vol["id"]}}
+    refused = call(client, "post", "/volume/v3/snapshots", body, version="volume 3.65")
+    assert refused.status_code == 400 and "status must be available" in refused.json()["badRequest"]["message"]
+    assert call(client, "post", "/volume/v3/snapshots", {"snapshot": {**body["snapshot"], "force": True}},
+                version="volume 3.65").status_code == 202
+    assert call(client, "post", "/volume/v3/snapshots", body, version=V).status_code == 202
+    other = bfv.member("demo2", "demo2")
+    assert call(other, "get", "/volume/v3/snapshots").json()["snapshots"] == []
+    snap_id = call(client, "get", "/volume/v3/snapshots").json()["snapshots"][0]["id"]
+    assert call(other, "get", f"/volume/v3/snapshots/{snap_id}").status_code == 404
+    assert call(other, "delete", f"/volume/v3/snapshots/{snap_id}").status_code == 404

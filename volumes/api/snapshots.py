@@ -1,0 +1,101 @@
+"""Cinder's ``/snapshots``: create (``force`` before 3.66), list (and detail), show, update,
+delete, and ``/snapshots/{id}/metadata``."""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.validation import validate
+from cloudcore.core.api.versioned import present
+from cloudcore.core.exceptions import Invalid
+
+from .. import services, snapshots
+from ..models import Snapshot
+from ..presenter import SNAPSHOT_FIELDS, ShownSnapshot
+from .views import VolumeAPIView, _int_param
+
+CREATE_SCHEMA = {"type": "object", "required": ["snapshot"], "additionalProperties": False, "properties": {
+    "snapshot": {"type": "object", "required": ["volume_id"], "additionalProperties": False, "properties": {
+        "volume_id": {"type": "string"}, "name": {"type": ["string", "null"], "maxLength": 255},
+        "display_name": {"type": ["string", "null"], "maxLength": 255},
+        "description": {"type": ["string", "null"]}, "display_description": {"type": ["string", "null"]},
+        "force": {"type": ["boolean", "string", "null"]}, "metadata": {"type": ["object", "null"]}}}}}
+UPDATE_SCHEMA = {"type": "object", "required": ["snapshot"], "additionalProperties": False, "properties": {
+    "snapshot": {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+        "name": {"type": ["string", "null"], "maxLength": 255}, "display_name": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]}, "display_description": {"type": ["string", "null"]}}}}}
+METADATA_SCHEMA = {"type": "object", "required": ["metadata"], "properties": {"metadata": {"type": "object"}}}
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    text = str(value).lower()
+    if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise Invalid(f"Invalid input received: {value} is not a valid boolean value for force.")
+    return text in ("true", "1", "yes", "on")
+
+
+class SnapshotAPIView(VolumeAPIView):
+    def shown(self, snap: Snapshot, *, extended: bool = True) -> dict[str, Any]:
+        return present(SNAPSHOT_FIELDS, ShownSnapshot(snap, extended=extended), self.v)
+
+
+class SnapshotsView(SnapshotAPIView):
+    def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
+        params = request.query_params
+        snaps = snapshots.snapshot_list(
+            self.ctx, all_tenants=bool(params.get("all_tenants")),
+            filters={k: params[k] for k in ("name", "status", "volume_id") if k in params},
+            limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0)
+        if detail:
+            return Response({"snapshots": [self.shown(s) for s in snaps]})
+        return Response({"snapshots": [self.shown(s, extended=False) for s in snaps]})
+
+    def post(self, request: Request, **_kw: Any) -> Response:
+        body = validate(self.body(), CREATE_SCHEMA)["snapshot"]
+        volume = services.volume_get(self.ctx, body["volume_id"])
+        snap = snapshots.snapshot_create(
+            self.ctx, volume=volume, name=body.get("name", body.get("display_name")),
+            description=body.get("description", body.get("display_description")), force=_flag(body.get("force")),
+            metadata=body.get("metadata"), version=self.v)
+        return Response({"snapshot": self.shown(snap, extended=False)}, status=202)
+
+
+class SnapshotsDetailView(SnapshotsView):
+    def get(self, request: Request, detail: bool = True, **_kw: Any) -> Response:
+        return super().get(request, detail=True)
+
+
+class SnapshotView(SnapshotAPIView):
+    def get(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        return Response({"snapshot": self.shown(snapshots.snapshot_get(self.ctx, snapshot_id))})
+
+    def put(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        body = validate(self.body(), UPDATE_SCHEMA)["snapshot"]
+        changes = {"name": body.get("name", body.get("display_name")),
+                   "description": body.get("description", body.get("display_description"))}
+        changes = {k: v for k, v in changes.items() if k in body or f"display_{k}" in body}
+        snap = snapshots.snapshot_update(self.ctx, snapshot_id, changes=changes)
+        return Response({"snapshot": self.shown(snap, extended=False)})
+
+    def delete(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        snapshots.snapshot_delete(self.ctx, snapshot_id)
+        return Response(status=202)
+
+
+class SnapshotMetadataView(SnapshotAPIView):
+    def get(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        return Response({"metadata": snapshots.snapshot_get(self.ctx, snapshot_id).metadata or {}})
+
+    def post(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        metadata = validate(self.body(), METADATA_SCHEMA)["metadata"]
+        return Response({"metadata": snapshots.snapshot_metadata_set(self.ctx, snapshot_id, metadata=metadata,
+                                                                     replace=False).metadata})
+
+    def put(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        metadata = validate(self.body(), METADATA_SCHEMA)["metadata"]
+        return Response({"metadata": snapshots.snapshot_metadata_set(self.ctx, snapshot_id, metadata=metadata,
+                                                                     replace=True).metadata})
