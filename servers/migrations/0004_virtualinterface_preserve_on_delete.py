@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('servers', '0002_quotas'),
+        ('servers', '0003_server_groups'),
     ]
 
     operations = [
