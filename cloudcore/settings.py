@@ -188,6 +188,9 @@ PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)
 ALLOW_RESIZE_TO_SAME_HOST = env_bool("ALLOW_RESIZE_TO_SAME_HOST", False)
 SERVICE_DOWN_TIME = env_int("SERVICE_DOWN_TIME", 60, minimum=1)
 REPORT_INTERVAL = env_int("REPORT_INTERVAL", 10, minimum=1)
+# Seconds a compute's resource tracker trusts its copy of its providers in placement before it
+# reads them again (0: never; a failed write still makes it read them again).
+RESOURCE_PROVIDER_ASSOCIATION_REFRESH = env_int("RESOURCE_PROVIDER_ASSOCIATION_REFRESH", 300, minimum=0)
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 3, minimum=1)
 DEFAULT_AVAILABILITY_ZONE = env_str("DEFAULT_AVAILABILITY_ZONE", "nova")
 DEFAULT_SCHEDULE_ZONE = env_str("DEFAULT_SCHEDULE_ZONE", "") or None

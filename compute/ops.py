@@ -21,17 +21,16 @@ from hosts.models import ComputeNode
 from images import services as images
 from images.models import Image
 from images.services import image_data_path
-from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
-from servers.services.move_recovery import allocations_back_to_server
 
 from . import rpc
 from .build import image_meta
 from .clients import networks as neutron
+from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
-from .registry import runner_for, server_action
+from .registry import allocations_back_to_server, runner_for, server_action
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ def _offload(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
 
     neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
-    allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
+    placement.allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
     _set(instance, vm_state=VmState.SHELVED_OFFLOADED, task_state=None, power_state=PowerState.SHUTDOWN,
          host=None, node=None, compute=None)
 
@@ -160,7 +159,7 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
                      block_device_info=None, admin_password=None)
     except Exception:
-        allocations_delete(consumer_uuid=instance.uuid)
+        placement.allocations_delete(consumer_uuid=instance.uuid)
         neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
         _set(instance, host=None, node=None, compute=None, task_state=None, vm_state=VmState.SHELVED_OFFLOADED)
         raise
@@ -288,7 +287,7 @@ def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str)
         driver_for(str(migration.source_compute)).destroy(instance=instance, destroy_disks=True)
     except Exception:  # the source may already be gone; the confirm must still finish
         log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
-    allocations_delete(consumer_uuid=migration.uuid)
+    placement.allocations_delete(consumer_uuid=migration.uuid)
     finish_confirm(instance, migration)
 
 

@@ -27,6 +27,8 @@ from servers.services import actions
 from servers.services.move_recovery import error_out_migration
 from servers.services.notify import notify_instance
 
+from .clients import placement
+
 log = logging.getLogger(__name__)
 
 Operation = Callable[..., None]
@@ -138,4 +140,11 @@ def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
     (else it stays open holding the source's allocations, which outlive the server's delete)."""
     migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
     if migration is not None:
-        error_out_migration(instance, migration)
+        error_out_migration(instance, migration, back_to_server=allocations_back_to_server,
+                            drop=placement.allocations_delete)
+
+
+def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
+    """``compute.clients.placement.allocations_back_to_server`` for ``instance``."""
+    placement.allocations_back_to_server(instance_uuid=instance.uuid, migration_uuid=migration_uuid,
+                                         project_id=instance.project_id, user_id=instance.user_id)

@@ -3,33 +3,43 @@
 ``check_startup`` reads the database and the hypervisor and returns a ``StartupPlan`` or raises
 ``InvalidConfiguration`` with the reference's message; it writes nothing, so a refused start
 leaves the databases and the state path untouched. ``apply_startup`` then persists the node
-uuid (if new), registers the Service and the ComputeNode (linked by id), reports resources to
-placement and links the host's instances to their node (``compute_id``).
+uuid (if new), registers the Service and the ComputeNode (linked by id) in the host's cell, links
+the host's instances to their node (``compute_id``), reports resources to placement over its HTTP
+API and casts ``compute_host_started`` to the conductor, which maps the host to its cell (the
+compute writes only its own cell's database).
 """
 from __future__ import annotations
 
+import logging
+import time
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
+from keystoneauth1 import exceptions as ks_exceptions
 
 from cells.context import target_cell
-from cells.models import CellMapping, HostMapping
+from cells.models import CellMapping
 from cells.transactions import atomic
 from cloudcore.core.exceptions import InvalidConfiguration
+from conductor import rpc as conductor_rpc
 from hosts.models import ComputeNode, Service
 from servers.models import Instance
 
 from . import identity
 from .resource_tracker import report_to_placement
 
+log = logging.getLogger(__name__)
+
 #: The service version from which every compute has an identity file (Nova: 65).
 NODE_IDENTITY_VERSION = 65
 #: This code's nova-compute service version (cross-cell resize needs >= 47).
 SERVICE_VERSION = 66
 BINARY = "nova-compute"
+#: how long a starting compute waits for placement to answer (the cloud's processes start together)
+PLACEMENT_WAIT = 60.0
 
 
 @dataclass
@@ -90,7 +100,8 @@ def check_startup(*, host: str, cell: CellMapping, driver: Any, state_path: Path
 
 
 def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[Service, ComputeNode]:
-    """Persist the checked plan: identity file, Service, ComputeNode, HostMapping, placement."""
+    """Persist the checked plan: identity file, Service, ComputeNode, placement; the conductor maps
+    the host."""
     if plan.write_identity:
         identity.write_node_uuid(state_path, plan.node_uuid)
     resources = driver.get_available_resource()
@@ -106,10 +117,24 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
         _update_node(node, resources)
         node.save()
         _link_instances(plan.host, node)
-    HostMapping.objects.get_or_create(host=plan.host, defaults={"cell": plan.cell})
-    with target_cell(plan.cell):
-        report_to_placement(node=node, service=service, driver=driver)
+    _report_when_placement_answers(node=node, service=service, driver=driver)
+    conductor_rpc.compute_host_started(host=plan.host, cell_uuid=str(plan.cell.uuid))
     return service, node
+
+
+def _report_when_placement_answers(*, node: ComputeNode, service: Service, driver: Any) -> None:
+    """The first report, read from placement afresh; while the API cannot be reached yet (it starts
+    with the computes) it is retried for ``PLACEMENT_WAIT`` seconds."""
+    deadline = time.monotonic() + PLACEMENT_WAIT
+    while True:
+        try:
+            report_to_placement(node=node, service=service, driver=driver, refresh=True)
+            return
+        except (ks_exceptions.ConnectFailure, ks_exceptions.DiscoveryFailure, ks_exceptions.ServiceUnavailable):
+            if time.monotonic() >= deadline:
+                raise
+            log.info("placement does not answer yet; %s retries its first report", node.host)
+            time.sleep(2)
 
 
 def _update_node(node: ComputeNode, resources: dict[str, Any]) -> None:

@@ -8,7 +8,6 @@ from cells.context import target_cell
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
 from scheduling.models import RequestSpec
-from scheduling.placement.services import allocations_delete
 from servers.models import Instance
 from servers.services import actions
 from servers.services.delete import mark_deleted
@@ -17,6 +16,7 @@ from servers.services.notify import notify_instance
 from .block_devices import detach_all_volumes
 from .build import deallocate_networks
 from .clients import networks as neutron
+from .clients import placement
 from .drivers import driver_for
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: st
             deallocate_networks(ctx, instance)
 
             detach_all_volumes(ctx, instance)
-            allocations_delete(consumer_uuid=instance.uuid)
+            placement.allocations_delete(consumer_uuid=instance.uuid)
             mark_deleted(instance)
         notify_instance(ctx, "instance.delete.end", instance)
     InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)

@@ -17,6 +17,7 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -38,3 +39,9 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def compute_host_started(*, host: str, cell_uuid: str) -> None:
+    """A compute host registered itself in its cell and in placement: the conductor maps it (the
+    compute never writes the API database)."""
+    _send(COMPUTE_HOST_STARTED, host=host, cell_uuid=cell_uuid)

@@ -11,6 +11,7 @@ from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
 from .build import schedule_and_build_instances
+from .hosts import compute_host_started
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -36,6 +37,12 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
                          host: str | None, allow_cross_cell: bool) -> None:
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                     migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name=rpc.COMPUTE_HOST_STARTED, queue=rpc.QUEUE, acks_late=True, time_limit=300)
+@on_service_side
+def compute_host_started_task(*, host: str, cell_uuid: str) -> None:
+    compute_host_started(host=host, cell_uuid=cell_uuid)
 
 
 @shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)

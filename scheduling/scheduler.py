@@ -256,6 +256,7 @@ def _payload(spec: dict[str, Any], instance_uuids: list[str]) -> dict[str, Any]:
         "force_nodes": spec.get("force_nodes") or [],
         "requested_destination": spec.get("requested_destination"),
         "scheduler_hints": spec.get("scheduler_hints") or {},
+        "instance_group": spec.get("instance_group"),
     }
 
 

@@ -43,5 +43,7 @@ for _name, _check, _desc, _ops in [
      [("GET", "/snapshots/{snapshot_id}/metadata")]),
     ("volume:update_snapshot_metadata", _OWNER, "Set a snapshot's metadata.",
      [("POST", "/snapshots/{snapshot_id}/metadata"), ("PUT", "/snapshots/{snapshot_id}/metadata")]),
+    ("volume:delete_snapshot_metadata", _OWNER, "Delete a snapshot's metadata item.",
+     [("DELETE", "/snapshots/{snapshot_id}/metadata/{key}")]),
 ]:
     register(_name, _check, _desc, _ops)

@@ -113,6 +113,15 @@ def snapshot_metadata_set(ctx: RequestContext, snapshot_id: str, *, metadata: di
     return snap
 
 
+def snapshot_metadata_delete(ctx: RequestContext, snapshot_id: str, *, key: str) -> None:
+    snap = _visible(ctx, snapshot_id)
+    authorize(ctx, "volume:delete_snapshot_metadata", _target(snap))
+    if key not in (snap.metadata or {}):
+        raise NotFound(f"Metadata item was not found with key {key}.")
+    snap.metadata = {k: v for k, v in snap.metadata.items() if k != key}
+    snap.save(update_fields=["metadata", "updated_at"])
+
+
 def snapshot_delete(ctx: RequestContext, snapshot_id: str) -> None:
     snap = _visible(ctx, snapshot_id)
     authorize(ctx, "volume:delete_snapshot", _target(snap))

@@ -53,7 +53,7 @@ class _InProcessAdapter(requests.adapters.BaseAdapter):
                 # Each test starts from an empty API database: the service user appears on first use.
                 service_user_ensure()
             client = Client(raise_request_exception=False, enforce_csrf_checks=False)
-            answer = client.generic(str(request.method), parts.path, data=body, content_type=content_type,
+            answer = client.generic(str(request.method), parts.path, data=body, content_type=str(content_type),
                                     headers=headers, QUERY_STRING=parts.query)
         response = requests.Response()
         response.status_code = answer.status_code

@@ -3,12 +3,16 @@ its nova-compute services) to that cell."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cells import services as cell_services
 from cells.context import target_cell
 from cells.selectors import cell_list
 
 from ..models import ComputeNode, Service
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 @dataclass
@@ -42,3 +46,12 @@ def discover_hosts(*, cell_uuid: str | None = None, by_service: bool = False) ->
         with target_cell(cell):
             ComputeNode.objects.filter(host__in=hosts, mapped=0).update(mapped=1)
     return result
+
+
+def map_host(*, host: str, cell: CellMapping) -> cell_services.HostMapOutcome:
+    """``discover_hosts`` for one compute host that reported for duty in ``cell``: its HostMapping
+    (unless it has one) and its nodes marked ``mapped=1``."""
+    outcome = cell_services.host_map(host=host, cell=cell)
+    with target_cell(cell):
+        ComputeNode.objects.filter(host=host, mapped=0).update(mapped=1)
+    return outcome

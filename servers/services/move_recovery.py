@@ -5,6 +5,7 @@ this module imports neither side.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.utils import timezone
 
@@ -39,13 +40,17 @@ def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, e
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
 
 
-def error_out_migration(instance: Instance, migration: Migration) -> None:
+def error_out_migration(instance: Instance, migration: Migration, *,
+                        back_to_server: Callable[[Instance, str], None] = allocations_back_to_server,
+                        drop: Callable[..., object] = allocations_delete) -> None:
     """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
     the allocations are those of where the server is: back from the migration to the server while
-    it is still on the source host, else the migration's (source) allocations are dropped."""
+    it is still on the source host, else the migration's (source) allocations are dropped.
+    ``back_to_server`` and ``drop`` (``drop(consumer_uuid=...)``) reach placement: its services by
+    default, a compute host passes its HTTP client's."""
     host = Instance.all_objects.filter(pk=instance.pk).values_list("host", flat=True).first()
     if host == migration.source_compute:
-        allocations_back_to_server(instance, migration.uuid)
+        back_to_server(instance, migration.uuid)
     else:
-        allocations_delete(consumer_uuid=migration.uuid)
+        drop(consumer_uuid=migration.uuid)
     Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
 from cloudcore.core.api.versioned import present
-from cloudcore.core.exceptions import Invalid
+from cloudcore.core.exceptions import Invalid, NotFound
 
 from .. import services, snapshots
 from ..models import Snapshot
@@ -18,7 +18,7 @@ from .views import VolumeAPIView, _int_param
 
 CREATE_SCHEMA = {"type": "object", "required": ["snapshot"], "additionalProperties": False, "properties": {
     "snapshot": {"type": "object", "required": ["volume_id"], "additionalProperties": False, "properties": {
-        "volume_id": {"type": "string"}, "name": {"type": ["string", "null"], "maxLength": 255},
+        "volume_id": {"type": ["string", "null"]}, "name": {"type": ["string", "null"], "maxLength": 255},
         "display_name": {"type": ["string", "null"], "maxLength": 255},
         "description": {"type": ["string", "null"]}, "display_description": {"type": ["string", "null"]},
         "force": {"type": ["boolean", "string", "null"]}, "metadata": {"type": ["object", "null"]}}}}}
@@ -27,6 +27,8 @@ UPDATE_SCHEMA = {"type": "object", "required": ["snapshot"], "additionalProperti
         "name": {"type": ["string", "null"], "maxLength": 255}, "display_name": {"type": ["string", "null"]},
         "description": {"type": ["string", "null"]}, "display_description": {"type": ["string", "null"]}}}}}
 METADATA_SCHEMA = {"type": "object", "required": ["metadata"], "properties": {"metadata": {"type": "object"}}}
+ITEM_SCHEMA = {"type": "object", "required": ["meta"], "properties": {
+    "meta": {"type": "object", "minProperties": 1, "maxProperties": 1}}}
 
 
 def _flag(value: Any) -> bool:
@@ -56,7 +58,8 @@ class SnapshotsView(SnapshotAPIView):
 
     def post(self, request: Request, **_kw: Any) -> Response:
         body = validate(self.body(), CREATE_SCHEMA)["snapshot"]
-        volume = services.volume_get(self.ctx, body["volume_id"])
+        # a missing volume, None included, is a 404 (Cinder)
+        volume = services.volume_get(self.ctx, str(body["volume_id"]))
         snap = snapshots.snapshot_create(
             self.ctx, volume=volume, name=body.get("name", body.get("display_name")),
             description=body.get("description", body.get("display_description")), force=_flag(body.get("force")),
@@ -99,3 +102,24 @@ class SnapshotMetadataView(SnapshotAPIView):
         metadata = validate(self.body(), METADATA_SCHEMA)["metadata"]
         return Response({"metadata": snapshots.snapshot_metadata_set(self.ctx, snapshot_id, metadata=metadata,
                                                                      replace=True).metadata})
+
+
+class SnapshotMetadataItemView(SnapshotAPIView):
+    """``/snapshots/{id}/metadata/{key}``: show, update (the body names the one key), delete."""
+
+    def get(self, request: Request, snapshot_id: str, key: str, **_kw: Any) -> Response:
+        metadata = snapshots.snapshot_get(self.ctx, snapshot_id).metadata or {}
+        if key not in metadata:
+            raise NotFound(f"Metadata item was not found with key {key}.")
+        return Response({"meta": {key: metadata[key]}})
+
+    def put(self, request: Request, snapshot_id: str, key: str, **_kw: Any) -> Response:
+        meta = validate(self.body(), ITEM_SCHEMA)["meta"]
+        if key not in meta:
+            raise Invalid("Request body and URI mismatch")
+        snapshots.snapshot_metadata_set(self.ctx, snapshot_id, metadata=meta, replace=False)
+        return Response({"meta": {key: str(meta[key])}})
+
+    def delete(self, request: Request, snapshot_id: str, key: str, **_kw: Any) -> Response:
+        snapshots.snapshot_metadata_delete(self.ctx, snapshot_id, key=key)
+        return Response(status=200)

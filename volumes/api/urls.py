@@ -19,6 +19,8 @@ urlpatterns = [
     re_path(P + r"snapshots/?$", snapshots.SnapshotsView.as_view()),
     re_path(P + r"snapshots/detail/?$", snapshots.SnapshotsDetailView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/?$", snapshots.SnapshotMetadataView.as_view()),
+    re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/(?P<key>[^/]+)/?$",
+            snapshots.SnapshotMetadataItemView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/?$", snapshots.SnapshotView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),

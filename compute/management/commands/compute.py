@@ -2,8 +2,9 @@
 
 Runs the start-up identity checks of seed 2 (refusing to start, with nothing written, on a
 hostname change, a lost or disagreeing identity file, a new service over existing guests or a
-changed node uuid), registers the Service and ComputeNode in the host's cell, maps the host to
-its cell (cloudcore's stand-in for a periodic ``discover_hosts``), reports to placement, then
+changed node uuid), registers the Service and ComputeNode in the host's cell, reports to
+placement over its HTTP API, asks the conductor to map the host to its cell (cloudcore's stand-in
+for a periodic ``discover_hosts``), then
 consumes queue ``compute.NAME`` with a Celery worker while a thread heartbeats and refreshes the
 resource tracker. ``--check-only`` stops after the checks (exit 0 when the host may start).
 """

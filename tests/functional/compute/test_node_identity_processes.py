@@ -23,7 +23,10 @@ class Site:
         self.var = var
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
         self.env.update(CLOUDCORE_VAR_DIR=str(var), DJANGO_SETTINGS_MODULE="cloudcore.settings",
-                        CLOUDCORE_SECRET_KEY="x", CLOUDCORE_NOTIFICATIONS_ENABLED="false")
+                        CLOUDCORE_SECRET_KEY="x", CLOUDCORE_NOTIFICATIONS_ENABLED="false",
+                        # no web server nor conductor here: placement answers through the process's
+                        # own WSGI handler and the cast to the conductor runs in-process
+                        CLOUDCORE_SERVICE_TRANSPORT="inprocess", CLOUDCORE_CELERY_EAGER="true")
 
     def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,

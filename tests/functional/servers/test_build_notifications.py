@@ -98,3 +98,29 @@ def test_consumer_reads_published_payloads_from_the_broker(cloud, settings):
     assert end["payload"]["nova_object.name"] == "InstanceActionPayload"
     assert end["payload"]["nova_object.data"]["uuid"] == sid
     assert end["payload"]["nova_object.data"]["state"] == "active"
+
+
+def test_a_build_put_in_pending_tells_the_external_service_what_it_needs(cloud, settings):
+    """Seed 3: the external service decides what to free from the notifications alone: the
+    request's resources and zone (select_destinations.start), the move to PENDING
+    (instance.update), and the failure reason with the request (build_instances.error)."""
+    settings.USE_PENDING_STATE = True
+    cloud.flavor("m1.huge", vcpus=3, ram=30000)
+    sid = cloud.create_server(cloud.member(), "waits", flavor="m1.huge", availability_zone="az1")["id"]
+
+    def data(event_type):
+        return [r.payload["payload"]["nova_object.data"]
+                for r in NotificationRecord.objects.filter(event_type=event_type).order_by("id")]
+
+    (start,) = data("scheduler.select_destinations.start")
+    assert start["instance_uuid"] == sid and start["availability_zone"] == "az1"
+    assert (start["flavor"]["vcpus"], start["flavor"]["memory_mb"]) == (3, 30000)
+    assert data("scheduler.select_destinations.end") == []  # not sent when scheduling fails (Nova)
+    update = data("instance.update")[-1]
+    assert update["uuid"] == sid and update["state"] == "pending" and update["availability_zone"] == "az1"
+    assert update["state_update"]["state"] == "pending" and update["state_update"]["old_state"] == "building"
+    assert update["flavor"]["nova_object.data"]["memory_mb"] == 30000
+    (error,) = data("compute_task.build_instances.error")
+    assert error["state"] == "pending" and error["reason"]["exception"] == "NoValidHost"
+    assert "No valid host was found" in error["reason"]["exception_message"]
+    assert error["request_spec"]["flavor"]["memory_mb"] == 30000 and error["request_spec"]["availability_zone"] == "az1"

@@ -75,3 +75,21 @@ def test_in_use_needs_force_before_3_66_and_other_projects_see_nothing(bfv: Any)
     snap_id = call(client, "get", "/volume/v3/snapshots").json()["snapshots"][0]["id"]
     assert call(other, "get", f"/volume/v3/snapshots/{snap_id}").status_code == 404
     assert call(other, "delete", f"/volume/v3/snapshots/{snap_id}").status_code == 404
+
+
+def test_snapshot_metadata_items_and_a_missing_volume(bfv: Any) -> None:
+    client = bfv.member()
+    vol = _volume(client)
+    snap = call(client, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": vol["id"]}}).json()["snapshot"]
+    base = f"/volume/v3/snapshots/{snap['id']}/metadata"
+    assert call(client, "put", base, {"metadata": {"a": "1", "b": "2"}}).json()["metadata"] == {"a": "1", "b": "2"}
+    assert call(client, "get", f"{base}/a").json() == {"meta": {"a": "1"}}
+    assert call(client, "put", f"{base}/a", {"meta": {"a": "3"}}).json() == {"meta": {"a": "3"}}
+    assert call(client, "put", f"{base}/a", {"meta": {"b": "3"}}).status_code == 400
+    assert call(client, "delete", f"{base}/b").status_code == 200
+    assert call(client, "get", base).json()["metadata"] == {"a": "3"}
+    assert call(client, "get", f"{base}/b").status_code == 404
+    # Cinder answers a snapshot of no volume (volume_id null or unknown) with 404
+    for volume_id in (None, "00000000-0000-0000-0000-000000000000"):
+        missing = call(client, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": volume_id}})
+        assert missing.status_code == 404, missing.content
