@@ -64,9 +64,11 @@ test-postgres: venv
 # in a pytest run of its own (its own cloud), the fault suite: kill -9 of a compute worker, the
 # conductor, Redis and a cell database in the middle of builds and resizes (tests/e2e/test_faults.py).
 # The CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in test-sqlite);
+# with CLOUDCORE_COMPUTE_ISOLATION on, the CLI suite also runs on a second cloud whose compute workers
+# connect as a role per cell that reaches only that cell's database (test_isolated_computes.py);
 # Redis is restarted empty before the fault suite so that no task of the first cloud reaches the second.
 E2E_ON_POSTGRES := tests/e2e/test_cli_cloud.py tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
-	tests/hardening/test_concurrent_actions.py
+	tests/hardening/test_concurrent_actions.py tests/e2e/test_isolated_computes.py
 test-e2e-postgres: venv
 	@set -o pipefail; status=0; \
 	trap 'scripts/services.sh stop redis; scripts/services.sh stop postgres' EXIT; \

@@ -61,3 +61,18 @@ def database_config(url: str) -> dict[str, Any]:
 
 def sqlite_url(path: Path | str) -> str:
     return f"sqlite:///{Path(path).resolve()}"
+
+
+def no_database() -> dict[str, Any]:
+    """The ``default`` of a process that must not have the API database (an isolated compute): an
+    empty in-memory SQLite database, where any query fails ("no such table")."""
+    return {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "TEST": {}}
+
+
+def url_map(raw: str) -> dict[str, str]:
+    """``"name=url,name=url"`` (CLOUDCORE_CELL_DATABASES and the like) as {name: url}."""
+    found = {}
+    for item in filter(None, raw.split(",")):
+        name, _, url = item.partition("=")
+        found[name.strip()] = url.strip()
+    return found

@@ -12,7 +12,9 @@ import hmac
 import secrets
 from pathlib import Path
 
-from cells.dburl import database_config, sqlite_url
+from django.core.exceptions import ImproperlyConfigured
+
+from cells.dburl import database_config, no_database, sqlite_url, url_map
 from cloudcore.core.broker import embedded_url as embedded_broker_url
 from cloudcore.core.env import env_bool, env_float, env_int, env_str
 
@@ -96,12 +98,26 @@ TEMPLATES = [
 # `default` is the API database. Cell databases are registered at run time from CellMapping
 # rows (cells.registry); CLOUDCORE_CELL_DATABASES ("name=url,name=url") pre-declares cell
 # connections under their cell names, which the test suite uses to get one test database per cell.
-DATABASES = {
-    "default": database_config(env_str("DATABASE_URL", sqlite_url(VAR_DIR / "api.sqlite3"))),
-}
-for _item in filter(None, env_str("CELL_DATABASES", "").split(",")):
-    _name, _, _url = _item.partition("=")
-    DATABASES[_name.strip()] = database_config(_url.strip())
+#
+# An isolated compute process (``manage.py compute``, DESIGN.md section 4) is given only its own
+# cell: CLOUDCORE_COMPUTE_CELL (the cell's uuid), CLOUDCORE_COMPUTE_CELL_NAME (optional) and
+# CLOUDCORE_COMPUTE_CELL_DATABASE_URL, and no CLOUDCORE_DATABASE_URL. Its `default` is then an empty
+# in-memory SQLite database, so that a use of the API database fails loudly (the router refuses it
+# first: the process is the compute agent of that cell, cells.isolation).
+COMPUTE_CELL = env_str("COMPUTE_CELL", "")
+COMPUTE_CELL_NAME = env_str("COMPUTE_CELL_NAME", "")
+COMPUTE_CELL_DATABASE_URL = env_str("COMPUTE_CELL_DATABASE_URL", "")
+if bool(COMPUTE_CELL) != bool(COMPUTE_CELL_DATABASE_URL):
+    raise ImproperlyConfigured("CLOUDCORE_COMPUTE_CELL and CLOUDCORE_COMPUTE_CELL_DATABASE_URL go together "
+                               "(an isolated compute process: its cell and that cell's database)")
+if COMPUTE_CELL_DATABASE_URL:
+    if env_str("DATABASE_URL", "") or env_str("CELL_DATABASES", ""):
+        raise ImproperlyConfigured("an isolated compute process (CLOUDCORE_COMPUTE_CELL) gets only its cell's "
+                                   "database: unset CLOUDCORE_DATABASE_URL and CLOUDCORE_CELL_DATABASES")
+    DATABASES = {"default": no_database()}
+else:
+    DATABASES = {"default": database_config(env_str("DATABASE_URL", sqlite_url(VAR_DIR / "api.sqlite3")))}
+    DATABASES.update({name: database_config(url) for name, url in url_map(env_str("CELL_DATABASES", "")).items()})
 DATABASE_ROUTERS = ["cells.router.CellRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CELL_TIMEOUT = env_float("CELL_TIMEOUT", 60.0)
@@ -170,6 +186,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
+# The results of the few tasks that answer (the conductor's synchronous calls to a compute host,
+# ``compute.rpc._call``) go back through the broker's Redis; the caller forgets each one it read.
+# (kombu's in-process ``memory://`` broker, the tests', gets the in-process result store.)
+CELERY_RESULT_BACKEND = "cache+memory://" if CELERY_BROKER_URL.startswith("memory://") else CELERY_BROKER_URL
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 
@@ -178,7 +198,12 @@ USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
+# How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
+# cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
+# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
+CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)
@@ -217,6 +242,10 @@ LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or a
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")
+# run_cloud: the database URL the demo compute hosts of a cell connect with when they run isolated
+# (COMPUTE_ISOLATION), "cell1=url,cell2=url" (e.g. a role that may connect only to that cell's
+# database); a cell not named here: its cell mapping's URL
+DEMO_COMPUTE_DATABASES = url_map(env_str("DEMO_COMPUTE_DATABASES", ""))
 PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
 # The service user compute agents authenticate as (compute.clients); its password defaults to one
 # derived from SECRET_KEY, which every process of a deployment shares.

@@ -1,10 +1,13 @@
 """Building a server on its compute host: networks, block devices, spawn; reschedule on failure.
 
-``build_and_run_instance`` runs on the ``compute.<host>`` queue. The scheduler has already
-claimed the instance's allocations on this host. On a spawn failure the guest and ports are
-cleaned up and the build is retried on the next same-cell alternate (whose allocations are
-claimed first); with no alternate left the server goes to ERROR with a fault and its allocations
-are dropped.
+``build_and_run_instance`` runs on the ``compute.<host>`` queue, cast by the conductor. The
+scheduler has already claimed the instance's allocations on this host; what the build needs of
+the request spec (the requested networks) comes in the cast. On a spawn failure the guest and
+ports are cleaned up here, then the build goes back to the conductor
+(``conductor.rpc.reschedule_build``), which claims the next same-cell alternate and casts the
+build there, or puts the server in ERROR (MaxRetriesExceeded). A failure not worth another host
+(``BuildAbortException``), or one with no retry at all (no alternates on the first attempt),
+puts the server in ERROR with a fault here and drops its allocations.
 """
 from __future__ import annotations
 
@@ -13,32 +16,26 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.context import current_cell, target_cell
+from cells.context import target_cell
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
-from hosts.models import ComputeNode
-from scheduling.models import RequestSpec
-from scheduling.placement.services import allocations_delete, claim_allocation_request
+from conductor import rpc as conductor_rpc
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
+from servers.services.build_failure import build_error_out
 from servers.services.external import image_data_path, image_get_internal
 from servers.services.notify import notify_instance
 
-from . import rpc
 from .block_devices import prep_block_devices
 from .clients import networks as neutron
+from .clients import placement
 from .drivers import driver_for
-from .exceptions import BuildAbortException, MaxRetriesExceeded
+from .exceptions import BuildAbortException
 
 log = logging.getLogger(__name__)
 
 EVENT_BUILD = "compute_build_and_run_instance"
-
-
-def _requested_networks(instance_uuid: str) -> Any:
-    spec = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
-    return (spec.spec if spec else {}).get("requested_networks", "auto")
 
 
 def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any,
@@ -101,7 +98,8 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
 
 def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
-    alternates: list[dict[str, Any]], attempt: int = 1, security_groups: list[str] | None = None,
+    alternates: list[dict[str, Any]], attempt: int = 1, requested_networks: Any = "auto",
+    security_groups: list[str] | None = None,
 ) -> None:
     """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
     ``security_groups``: the ids of the groups the server asked for (None: the project's default)."""
@@ -117,7 +115,7 @@ def build_and_run_instance(
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
                 driver = driver_for(host)
-                vifs = _build(ctx, instance, driver, admin_pass, security_groups)
+                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -128,10 +126,8 @@ def build_and_run_instance(
                 return
             if isinstance(exc, BuildAbortException):
                 _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
-            elif alternates:
-                _reschedule(ctx, instance, alternates, admin_pass, exc, attempt, security_groups)
-            elif attempt > 1:
-                _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance_uuid))
+            elif alternates or attempt > 1:
+                _reschedule(ctx, instance, cell_uuid, alternates, admin_pass, exc, attempt)
             else:
                 _fail_build(ctx, instance, exc)
             return
@@ -139,10 +135,10 @@ def build_and_run_instance(
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
-           security_groups: list[str] | None) -> list[dict[str, Any]]:
+           requested_networks: Any, security_groups: list[str] | None) -> list[dict[str, Any]]:
     """The build's steps; returns the network_info the guest was spawned with."""
     _set_task(ctx, instance, TaskState.NETWORKING)
-    allocate_networks(ctx, instance, _requested_networks(instance.uuid), security_groups)
+    allocate_networks(ctx, instance, requested_networks, security_groups)
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
@@ -189,42 +185,17 @@ def _cleanup_failed_build(ctx: RequestContext, instance: Instance, driver: Any) 
 
 
 def _fail_build(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
-    old = instance.vm_state
-    instance.vm_state = VmState.ERROR
-    instance.task_state = None
-    instance.save(update_fields=["vm_state", "task_state", "updated_at"])
-    actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
-    actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
-    allocations_delete(consumer_uuid=instance.uuid)
-    notify_instance(ctx, "instance.update", instance, old_vm_state=old, old_task_state=TaskState.SPAWNING)
-    notify_instance(ctx, "instance.create.error", instance, fault=exc)
+    build_error_out(ctx, instance=instance, exc=exc)
+    placement.allocations_delete(consumer_uuid=instance.uuid)
 
 
 def _reschedule(
-    ctx: RequestContext, instance: Instance, alternates: list[dict[str, Any]], admin_pass: str | None,
-    exc: BaseException, attempt: int = 1, security_groups: list[str] | None = None,
+    ctx: RequestContext, instance: Instance, cell_uuid: str, alternates: list[dict[str, Any]],
+    admin_pass: str | None, exc: BaseException, attempt: int,
 ) -> None:
-    """Claim the next alternate that still fits and cast the build there."""
-
-    allocations_delete(consumer_uuid=instance.uuid)
-    remaining = list(alternates)
-    while remaining:
-        alt = remaining.pop(0)
-        if not claim_allocation_request(
-            consumer_uuid=instance.uuid, allocation_request=alt.get("allocation_request"),
-            project_id=instance.project_id, user_id=instance.user_id,
-        ):
-            continue
-        node = ComputeNode.objects.filter(uuid=alt["compute_node_uuid"]).first()
-        instance.host = alt["service_host"]
-        instance.node = alt.get("nodename") or (node.hypervisor_hostname if node else None)
-        instance.compute_id = node.id if node else None
-        instance.task_state = TaskState.SCHEDULING
-        instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
-        cell = current_cell()
-        assert cell is not None
-        rpc.build_and_run_instance(ctx=ctx, host=instance.host, instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
-                                   admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1,
-                                   security_groups=security_groups)
-        return
-    _fail_build(ctx, instance, MaxRetriesExceeded(instance_uuid=instance.uuid))
+    """Hand the build back to the conductor, which picks the next host (a compute host never
+    claims resources on, nor casts to, another host)."""
+    Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
+        task_state=TaskState.SCHEDULING, updated_at=timezone.now())
+    conductor_rpc.reschedule_build(ctx=ctx, instance_uuid=instance.uuid, cell_uuid=cell_uuid, admin_pass=admin_pass,
+                                   alternates=alternates, attempt=attempt, reason=str(exc) or type(exc).__name__)

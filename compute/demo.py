@@ -5,6 +5,9 @@ simulated hypervisor (libvirt test driver) of a different size.
 With ``CLOUDCORE_DEMO_LIBVIRT_URI`` (e.g. ``qemu:///system``) the four hosts drive that real
 libvirt daemon instead, all sharing it: each host's ``hypervisor.json`` gives its node its own
 name (compute1..4) and each host only sees the domains it created.
+
+With ``CLOUDCORE_COMPUTE_ISOLATION`` the four processes run isolated: each gets its cell's database
+URL and no API database URL (``cells.agent``).
 """
 from __future__ import annotations
 
@@ -13,7 +16,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from cells.agent import API_ONLY_ENV, isolated_environment
+from cells.selectors import cell_list
 from cloudcore.core.demo import DemoProcess
+from cloudcore.core.exceptions import InvalidConfiguration
 
 from . import rpc
 from .virt.libvirt import write_hypervisor_sidecar, write_test_node
@@ -46,9 +52,21 @@ def setup(out: Callable[[str], None]) -> None:
 
 
 def processes(env: dict[str, str]) -> list[DemoProcess]:
+    """One ``manage.py compute`` per host. With ``COMPUTE_ISOLATION`` each is isolated: its
+    environment names its cell and that cell's database only (``cells.agent``), with the URL of
+    ``DEMO_COMPUTE_DATABASES`` for its cell if given, and has no API database URL."""
     uri = ["--libvirt-uri", real_uri()] if real_uri() else []
-    return [
-        DemoProcess(host, [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell,
-                           "--state-path", str(settings.STATE_PATH / host), *uri], queues=[rpc.queue_for(host)])
-        for host, cell, *_size in HOSTS
-    ]
+    cells = {cell.name: cell for cell in cell_list(cell0=False)} if settings.COMPUTE_ISOLATION else {}
+    procs = []
+    for host, cell_name, *_size in HOSTS:
+        argv = [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell_name,
+                "--state-path", str(settings.STATE_PATH / host), *uri]
+        proc = DemoProcess(host, argv, queues=[rpc.queue_for(host)])
+        if settings.COMPUTE_ISOLATION:
+            if cell_name not in cells:
+                raise InvalidConfiguration(f"{host}'s cell {cell_name} is not mapped (run the demo setup first)")
+            proc.env = isolated_environment(env, cell=cells[cell_name],
+                                            database_url=settings.DEMO_COMPUTE_DATABASES.get(cell_name))
+            proc.unset = API_ONLY_ENV
+        procs.append(proc)
+    return procs

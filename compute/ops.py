@@ -50,12 +50,14 @@ def _power_state(driver: Any, instance: Instance, default: int) -> int:
     return {1: PowerState.RUNNING, 5: PowerState.SHUTDOWN, 3: PowerState.PAUSED}.get(state, default)
 
 
-def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> None:
+def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: str, **kwargs: Any) -> Any:
+    """Run operation ``op_name`` on the server; returns the operation's answer (a call's), or None
+    when the server is gone or being deleted."""
     with target_cell(cell_uuid):
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state == TaskState.DELETING:
-            return
-        runner_for(op_name)(ctx, instance, **kwargs)
+            return None
+        return runner_for(op_name)(ctx, instance, **kwargs)
 
 
 @server_action("power_on", action="start", notification="power_on", event="compute_start_instance")

@@ -9,8 +9,10 @@ modules some earlier code happened to import.
   (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
   never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
   gone) with a fault, and the migration of a failed same-cell move ends ``error``.
-- ``move_step``: one host's half of a cross-cell move: only its event is recorded here; the step
-  itself undoes the move when it fails (``compute.cross_cell.cross_cell_failed``).
+- ``move_step``: one host's step of a cross-cell move, called by the conductor
+  (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
+  returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
+  conductor undoes the move (``conductor.cross_cell``).
 """
 from __future__ import annotations
 
@@ -96,17 +98,20 @@ def server_action(name: str, *, action: str, notification: str, event: str) -> C
 
 def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Operation]:
     def tag(fn: Operation) -> Operation:
-        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
             ev = actions.event_start(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
                                      action_name=action)
             try:
-                fn(ctx, instance, **kwargs)
+                answer = fn(ctx, instance, **kwargs)
             except Exception as exc:
-                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                # with its traceback: the caller gets only the message
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc, exc_info=True)
                 drop_broken_connections()
                 actions.event_finish(ev, exc=exc)
-                return
+                return {**dict(getattr(exc, "details", None) or {}), "failed": True,
+                        "message": str(exc) or type(exc).__name__}
             actions.event_finish(ev)
+            return dict(answer or {})
 
         return _tag(fn, name, run)
 

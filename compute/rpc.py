@@ -4,7 +4,9 @@ Every cast to a compute host goes through here, and this is the only place that 
 queue (``compute.<host>``). Messages are sent by Celery task name (``compute.*`` in
 ``compute.tasks``), so callers never import the compute side: the API services and the conductor
 depend on this module only. The ``ctx`` is the acting request context; ids go over the wire, never
-rows. All of these are casts (fire and forget): nothing here waits for a host to answer.
+rows. Most are casts (fire and forget). The cross-cell steps are calls (``_call``): the conductor
+waits for the host's answer, at most ``settings.LONG_RPC_TIMEOUT`` seconds (Nova's
+``long_rpc_timeout``); a host never calls back synchronously (casts only), so no wait can deadlock.
 
 Casts are sent at once; a caller that writes rows the host will read sends after its commit
 (``transaction.on_commit``).
@@ -14,13 +16,37 @@ from __future__ import annotations
 from typing import Any
 
 from celery import current_app
+from celery.exceptions import TimeoutError as CeleryTimeoutError
+from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import CloudcoreError
 
 RUN_OPERATION = "compute.run_operation"
 BUILD_AND_RUN_INSTANCE = "compute.build_and_run_instance"
 TERMINATE_INSTANCE = "compute.terminate_instance"
 DESTROY_GUEST = "compute.destroy_guest"
+CALL_OPERATION = "compute.call_operation"
+
+
+class CallTimedOut(CloudcoreError):
+    message = "Compute host %(host)s did not answer %(op)s within %(timeout)s seconds."
+
+
+class CallNotDelivered(CloudcoreError):
+    """The call could not be sent (the broker is down): the host has not started it."""
+
+    message = "The call %(op)s could not be sent to compute host %(host)s: %(reason)s"
+
+
+class CallFailed(CloudcoreError):
+    """The host answered that the operation failed; ``details`` is its answer (e.g.
+    ``guest_destroyed``), the message is the host's error message."""
+
+    def __init__(self, message: str, *, details: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 def queue_for(host: str | None) -> str:
@@ -36,6 +62,35 @@ def _send(task_name: str, host: str | None, /, **kwargs: Any) -> None:
     current_app.signature(task_name, kwargs=kwargs, queue=queue_for(host)).apply_async()
 
 
+def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
+          **kwargs: Any) -> dict[str, Any]:
+    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most
+    ``settings.LONG_RPC_TIMEOUT`` seconds; the message expires then, so a host that comes back
+    later does not run a step its caller has given up (and rolled back).
+
+    Raises ``CallNotDelivered`` (never sent), ``CallTimedOut``, or ``CallFailed`` when the host
+    answers ``{"failed": True, ...}``."""
+    timeout = settings.LONG_RPC_TIMEOUT
+    signature = current_app.signature(CALL_OPERATION, queue=queue_for(host), kwargs=dict(
+        ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs))
+    try:
+        result = signature.apply_async(expires=timeout)
+    except OperationalError as exc:  # kombu's: the broker could not be reached
+        raise CallNotDelivered(op=op, host=host, reason=exc) from exc
+    try:
+        # The caller is itself a Celery task (the conductor): waiting on another worker's task is
+        # what this is for; the hosts never call the conductor back synchronously.
+        answer = result.get(timeout=timeout, disable_sync_subtasks=False)
+    except CeleryTimeoutError:
+        raise CallTimedOut(host=host, op=op, timeout=timeout) from None
+    finally:
+        result.forget()
+    answer = dict(answer or {})
+    if answer.get("failed"):
+        raise CallFailed(str(answer.get("message") or f"{op} failed on {host}"), details=answer)
+    return answer
+
+
 def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
                **kwargs: Any) -> None:
     _send(RUN_OPERATION, host, ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
@@ -45,11 +100,13 @@ def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid:
 
 def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
                            admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
-                           security_groups: list[str] | None = None) -> None:
-    """``security_groups``: the ids of the groups the server asked for (the host does not read them
-    from the API database); None leaves the project's default group to the network service."""
+                           requested_networks: Any = "auto", security_groups: list[str] | None = None) -> None:
+    """From the conductor: ``requested_networks`` comes from the server's request spec and
+    ``security_groups`` (ids; None: the project's default) from what the server asked for (the host
+    does not read the API database); ``alternates`` go back to the conductor if the build fails."""
     _send(BUILD_AND_RUN_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-          admin_pass=admin_pass, alternates=alternates, attempt=attempt, security_groups=security_groups)
+          admin_pass=admin_pass, alternates=alternates, attempt=attempt, requested_networks=requested_networks,
+          security_groups=security_groups)
 
 
 def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
@@ -154,33 +211,41 @@ def finish_revert_resize(*, ctx: RequestContext, host: str, instance_uuid: str, 
                migration_uuid=migration_uuid)
 
 
-# --- cross-cell resize (``cell_uuid`` is the cell the step runs in) ------------------------------
+# --- cross-cell resize: calls from the conductor (``cell_uuid`` is the host's own cell) -------------
+
+def cross_cell_prep_at_dest(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                            migration_uuid: str, compute_node_uuid: str) -> dict[str, Any]:
+    """Check the volumes can connect here, claim the node: ``{"host", "node", "compute_id"}``."""
+    return _call("cross_cell_prep_at_dest", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 migration_uuid=migration_uuid, compute_node_uuid=compute_node_uuid)
+
 
 def cross_cell_prep_at_source(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                              migration_uuid: str, target_cell_uuid: str, dest_host: str) -> None:
-    _operation("cross_cell_prep_at_source", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid, target_cell_uuid=target_cell_uuid, dest_host=dest_host)
+                              migration_uuid: str, snapshot: bool) -> dict[str, Any]:
+    """Power off, snapshot to a file (``{"snapshot_path"}``), destroy the guest keeping its disks."""
+    return _call("cross_cell_prep_at_source", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 migration_uuid=migration_uuid, snapshot=snapshot)
 
 
 def cross_cell_finish_at_dest(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                              migration_uuid: str, source_cell_uuid: str, image_id: str | None) -> None:
-    _operation("cross_cell_finish_at_dest", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid, image_id=image_id)
+                              migration_uuid: str, image_id: str | None) -> dict[str, Any]:
+    return _call("cross_cell_finish_at_dest", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 migration_uuid=migration_uuid, image_id=image_id)
 
 
-def cross_cell_confirm(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                       migration_uuid: str, source_cell_uuid: str) -> None:
-    _operation("cross_cell_confirm", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
+def cross_cell_confirm_at_source(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                                 migration_uuid: str) -> dict[str, Any]:
+    return _call("cross_cell_confirm_at_source", ctx=ctx, host=host, instance_uuid=instance_uuid,
+                 cell_uuid=cell_uuid, migration_uuid=migration_uuid)
 
 
 def cross_cell_revert_at_dest(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                              migration_uuid: str, source_cell_uuid: str) -> None:
-    _operation("cross_cell_revert_at_dest", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
+                              migration_uuid: str) -> dict[str, Any]:
+    return _call("cross_cell_revert_at_dest", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 migration_uuid=migration_uuid)
 
 
 def cross_cell_finish_revert(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                             migration_uuid: str) -> None:
-    _operation("cross_cell_finish_revert", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid)
+                             migration_uuid: str) -> dict[str, Any]:
+    return _call("cross_cell_finish_revert", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 migration_uuid=migration_uuid)

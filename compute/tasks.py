@@ -39,11 +39,11 @@ def _as_agent(cell_uuid: str) -> Iterator[None]:
 @shared_task(name=rpc.BUILD_AND_RUN_INSTANCE, acks_late=True, time_limit=3600, soft_time_limit=3500)
 def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
                                 admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
-                                security_groups: list[str] | None = None) -> None:
+                                requested_networks: Any = "auto", security_groups: list[str] | None = None) -> None:
     with _as_agent(cell_uuid):
         build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                                admin_pass=admin_pass, alternates=alternates, attempt=attempt,
-                               security_groups=security_groups)
+                               requested_networks=requested_networks, security_groups=security_groups)
 
 
 @shared_task(name=rpc.TERMINATE_INSTANCE, acks_late=True, time_limit=1800)
@@ -57,6 +57,19 @@ def run_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell
     """A server action's work on its host: the operation ``op`` of ``compute.registry``."""
     with _as_agent(cell_uuid):
         run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
+
+
+# not acks_late: a call lost with its worker is not run again; its caller times out and rolls back
+@shared_task(name=rpc.CALL_OPERATION, acks_late=False, ignore_result=False, time_limit=3600, soft_time_limit=3500)
+def call_operation_task(*, ctx: dict[str, Any], op: str, instance_uuid: str, cell_uuid: str,
+                        **kwargs: Any) -> dict[str, Any]:
+    """An operation the conductor waits for (``compute.rpc._call``): its answer is the result."""
+    with _as_agent(cell_uuid):
+        answer = run_op(RequestContext.from_dict(ctx), op_name=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                        **kwargs)
+    if answer is None:  # the server is gone here (deleted meanwhile)
+        return {"failed": True, "message": f"Instance {instance_uuid} could not be found on this host's cell."}
+    return dict(answer)
 
 
 @shared_task(name=rpc.DESTROY_GUEST, acks_late=True, time_limit=600)

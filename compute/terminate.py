@@ -1,13 +1,12 @@
 """Terminating a server on its host: destroy the guest and disks, free ports and allocations,
-mark the row deleted."""
+mark the row deleted. The API side has already queued the server's mapping for delete and dropped
+its request spec (``servers.services.delete``): the host touches only its own cell."""
 from __future__ import annotations
 
 import logging
 
 from cells.context import target_cell
-from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
-from scheduling.models import RequestSpec
 from servers.models import Instance
 from servers.services import actions
 from servers.services.delete import mark_deleted
@@ -39,5 +38,3 @@ def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: st
             placement.allocations_delete(consumer_uuid=instance.uuid)
             mark_deleted(instance)
         notify_instance(ctx, "instance.delete.end", instance)
-    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
-    RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()

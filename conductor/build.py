@@ -3,8 +3,15 @@
 ``schedule_and_build_instances`` runs on the conductor queue. For each accepted server it asks
 the scheduler for a host (which claims placement allocations), creates the Instance in that
 host's cell, points the InstanceMapping at the cell, deletes the BuildRequest and casts
-``build_and_run_instance`` to the host (``compute.rpc``). When scheduling fails the servers are
-buried in cell0 (vm_state ``error``, or ``pending`` for NoValidHost with USE_PENDING_STATE).
+``build_and_run_instance`` to the host (``compute.rpc``) with what the host needs of the request
+spec (the requested networks: a compute host never reads the API database). When scheduling
+fails the servers are buried in cell0 (vm_state ``error``, or ``pending`` for NoValidHost with
+USE_PENDING_STATE).
+
+``reschedule_build`` runs when a host's build failed and the host cast the build back here
+(``conductor.rpc.reschedule_build``): the failed host's allocations go, the next same-cell
+alternate that still fits is claimed and the build cast there; with none left the server goes
+to ERROR with MaxRetriesExceeded.
 """
 from __future__ import annotations
 
@@ -22,15 +29,17 @@ from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
+from compute.exceptions import MaxRetriesExceeded
 from hosts.models import ComputeNode
 from networks.secgroups import requested_groups_for_instance
 from scheduling.models import RequestSpec
-from scheduling.placement.services import allocations_delete
+from scheduling.placement.services import allocations_delete, claim_allocation_request
 from scheduling.scheduler import select_destinations
 from scheduling.services.aggregates import host_availability_zone
 from servers.choices import TaskState, VmState
 from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from servers.services import actions
+from servers.services.build_failure import build_error_out
 from servers.services.notify import notify_instance
 
 log = logging.getLogger(__name__)
@@ -121,6 +130,11 @@ def _spec(instance_uuid: str) -> dict[str, Any]:
     return rs.spec if rs else {}
 
 
+def _requested_networks(instance_uuid: str) -> Any:
+    """What the build asked of the network service (``"auto"``, ``"none"`` or a list of requests)."""
+    return _spec(instance_uuid).get("requested_networks", "auto")
+
+
 def _selection_fields(selection: Any) -> dict[str, Any]:
     """Selections may be objects or dicts; return a plain dict (also what tasks carry)."""
     if isinstance(selection, dict):
@@ -198,7 +212,48 @@ def _place_instance(
         return
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
+                                       requested_networks=_requested_networks(instance_uuid),
                                        security_groups=requested_groups_for_instance(instance_uuid))
+
+
+def reschedule_build(
+    ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+    alternates: list[dict[str, Any]], attempt: int, reason: str,
+) -> None:
+    """Retry a build that failed on its host (see module doc). The host has already destroyed
+    its guest and freed the ports; the allocations it held are dropped here. A server deleted
+    meanwhile is left to its delete."""
+
+    log.info("rescheduling the build of %s after attempt %s: %s", instance_uuid, attempt, reason)
+    allocations_delete(consumer_uuid=instance_uuid)
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        if instance is None or instance.task_state == TaskState.DELETING:
+            return
+        remaining = list(alternates)
+        while remaining:
+            alt = remaining.pop(0)
+            if not claim_allocation_request(
+                consumer_uuid=instance_uuid, allocation_request=alt.get("allocation_request"),
+                project_id=instance.project_id, user_id=instance.user_id,
+            ):
+                continue
+            node = ComputeNode.objects.filter(uuid=alt["compute_node_uuid"]).first()
+            moved = (Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING)
+                     .update(host=alt["service_host"],
+                             node=alt.get("nodename") or (node.hypervisor_hostname if node else None),
+                             compute_id=node.id if node else None, task_state=TaskState.SCHEDULING,
+                             updated_at=timezone.now()))
+            if not moved:  # deleted while the claim was made
+                allocations_delete(consumer_uuid=instance_uuid)
+                return
+            compute_rpc.build_and_run_instance(
+                ctx=ctx, host=alt["service_host"], instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1,
+                requested_networks=_requested_networks(instance_uuid),
+                security_groups=requested_groups_for_instance(instance_uuid))
+            return
+        build_error_out(ctx, instance=instance, exc=MaxRetriesExceeded(instance_uuid=instance_uuid))
 
 
 def _host_az(host: str, br: BuildRequest) -> str:

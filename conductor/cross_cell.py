@@ -1,43 +1,202 @@
-"""The conductor's half of a cross-cell resize or cold migration (seed 5): ``cross_cell_resize``,
-called by ``conductor.resize`` when the scheduler picked a host in another cell.
+"""The conductor's cross-cell resize or cold migration (seed 5), with its confirm and revert. It
+drives the move the way Nova's superconductor does: it alone uses the API database and both
+cells' databases, and it calls each compute host's step synchronously (``compute.rpc``, at most
+``settings.LONG_RPC_TIMEOUT`` seconds each); a host touches only its own cell and hypervisor
+(``compute.cross_cell``).
 
-It runs ``Step``s with rollback: the source migration is marked ``cross_cell_move`` first; the
-target cell gets a hidden copy of the server (same uuid) with its block devices, VIFs, tags,
-actions, events and migrations (``TargetDBSetup``); the destination node is claimed, with empty
-volume attachments and inactive port bindings on the destination host (``PrepAtDest``); then the
-source host is cast ``cross_cell_prep_at_source`` (``compute.rpc``), which casts the finish to the
-destination host. A failure rolls the completed steps back and gives the move back to the server
-(``servers.services.move_recovery``). Confirm and revert are the API side's
-(``servers.services.cross_cell``).
+The move (``cross_cell_resize``, called by ``conductor.resize`` when the scheduler picked a host
+in another cell) is a list of ``Step``s with rollback:
+
+1. the source migration is marked ``cross_cell_move`` first (audit);
+2. ``TargetDBSetup``: a hidden copy of the server (same uuid) in the target cell, with its block
+   devices, VIFs, tags, actions, events and migrations;
+3. ``PrepAtDest``: inactive port bindings and empty volume attachments for the destination, then
+   the destination host is called: it checks each volume can be connected there and claims the
+   node (migration context); the migration context is mirrored into the source copy;
+4. ``PrepAtSource``: a ``<name>-resize-temp`` image (not for a volume-backed server); the source
+   host is called: power off, snapshot into a file (uploaded here), destroy the guest keeping its
+   disks; then the source attachments become placeholders and the destination bindings active;
+5. ``FinishAtDest``: the destination host is called: spawn; then the temporary image goes and the
+   conductor flips the instance mapping to the target cell (target shown, source hidden).
+
+A failure in 2-3 rolls the steps back and gives the move back to the server (vm_state kept); in
+4-5 ``cross_cell_failed`` undoes the move, the server ERROR once its source guest was destroyed.
+Confirm (``confirm_cross_cell_resize``) and revert (``revert_cross_cell_resize``) are cast here by
+the API side (``servers.services.cross_cell``).
 """
 from __future__ import annotations
 
+import logging
+import shutil
+from pathlib import Path
 from typing import Any
 
+from django.utils import timezone
+
 from cells.context import current_cell, target_cell
-from cells.models import CellMapping
+from cells.models import CellMapping, InstanceMapping
 from cells.transactions import atomic
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict
 from cloudcore.core.orchestration import Step, run_steps
 from compute import rpc as compute_rpc
-from hosts.models import ComputeNode
-from networks.models import Port
-from networks.services import port_binding_create, port_binding_delete
+from compute.block_devices import attach_bdm  # Cinder calls with the host's connector, and the BDM row
+from compute.ops import finish_confirm
+from images import services as images
+from images.models import Image
+from networks.models import Port, PortBinding
+from networks.services import port_binding_activate, port_binding_create, port_binding_delete, ports_rebind_host
+from scheduling.placement.services import allocations_delete
 from scheduling.services.aggregates import host_availability_zone
-from servers.choices import TaskState
+from servers.choices import MigrationStatus, TaskState, VmState
 from servers.models import (
     BlockDeviceMapping,
     Instance,
     InstanceAction,
     InstanceActionEvent,
+    InstanceFault,
     Migration,
     Tag,
     VirtualInterface,
 )
-from servers.services.cross_cell import attachment_delete_quietly, hard_delete_rows, notify, volume_bdms
-from servers.services.move_recovery import move_failed
+from servers.services import actions
+from servers.services.move_recovery import allocations_back_to_server, move_failed
+from servers.services.notify import notify_instance
 from volumes import services as volumes
+from volumes.models import AttachStatus, VolumeAttachment
+
+log = logging.getLogger(__name__)
+
+
+# --- rows of both cells, attachments, the mapping --------------------------------------------------
+
+
+def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
+    """Remove every row of the server from ``cell`` (a hard delete: moving back later must not
+    hit the unique uuids)."""
+
+    with target_cell(cell):
+        InstanceActionEvent.all_objects.filter(action__instance_uuid=instance_uuid).delete()
+        for model in (InstanceAction, BlockDeviceMapping, VirtualInterface, Migration, InstanceFault):
+            model._base_manager.filter(instance_uuid=instance_uuid).delete()
+        Tag.objects.filter(instance_uuid=instance_uuid).delete()
+        Instance.all_objects.filter(uuid=instance_uuid).delete()
+
+
+def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
+    """The server's volume BDMs in the targeted cell."""
+    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
+                                                  volume_id__isnull=False).order_by("id"))
+
+
+def attachment_delete_quietly(attachment_id: str) -> None:
+    """Delete a volume attachment in a cleanup: a failure (mostly: already gone) is logged, never
+    raised, so the cleanup goes on to the rows."""
+
+    try:
+        volumes.attachment_delete(None, attachment_id=attachment_id)
+    except Exception as exc:
+        log.info("attachment %s not deleted: %s", attachment_id, exc)
+
+
+def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
+    """Delete the volume attachments held by the server's BDMs in ``cell``."""
+    with target_cell(cell):
+        bdms = volume_bdms(instance_uuid)
+    for bdm in bdms:
+        if bdm.attachment_id:
+            attachment_delete_quietly(bdm.attachment_id)
+
+
+def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> None:
+    notify_instance(ctx, event, instance, **kw)
+
+
+def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, exc: BaseException,
+                  action: str) -> None:
+    """A confirm or revert that failed: in the targeted (mapped) cell the migration ends ``error``
+    and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy."""
+    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+    Instance.all_objects.filter(uuid=instance_uuid).update(vm_state=VmState.ERROR, task_state=None,
+                                                           updated_at=timezone.now())
+    instance = Instance.all_objects.get(uuid=instance_uuid)
+    actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
+    actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+    notify(ctx, f"instance.{action}.error", instance, fault=exc)
+
+
+def flip_to(instance_uuid: str, *, visible: CellMapping, hidden: CellMapping) -> None:
+    """Show the server from ``visible``: that copy unhidden → mapping → the other copy hidden."""
+    with target_cell(visible):
+        Instance.all_objects.filter(uuid=instance_uuid).update(hidden=False)
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=visible)
+    with target_cell(hidden):
+        Instance.all_objects.filter(uuid=instance_uuid).update(hidden=True)
+
+
+def _delete_image(image_id: str) -> None:
+    Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
+    images.image_data_path(image_id).unlink(missing_ok=True)
+
+
+def _swap_for_placeholders(instance_uuid: str) -> None:
+    """In the targeted (source) cell: replace each volume attachment of the BDMs by an empty one;
+    the volumes stay reserved for the server while no host is connected to them."""
+    for bdm in volume_bdms(instance_uuid):
+        placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance_uuid)
+        if bdm.attachment_id:
+            attachment_delete_quietly(bdm.attachment_id)
+        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
+
+
+def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """In the targeted (source) cell: complete the BDMs' attachments on the source host again
+    (after placeholders replaced them), so a recovered server has its volumes ``in-use``."""
+    for bdm in volume_bdms(instance.uuid):
+        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
+            if bdm.attachment_id else None
+        if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
+            continue
+        if att is None:
+            bdm.attachment_id = None
+        attach_bdm(ctx, instance, bdm)
+
+
+def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, source: CellMapping,
+                      target: CellMapping, dest_host: str | None, exc: BaseException, guest_destroyed: bool,
+                      image_id: str | None = None) -> None:
+    """Undo a cross-cell move that failed on a host (reference failure table 1.7): the target
+    cell's copy and its volume attachments and port bindings go, the temporary snapshot goes, the
+    mapping stays on (or comes back to) the source, the allocations go back to the server, the
+    migration ends ``error`` with a fault; the server is ERROR once its source guest was destroyed
+    (a hard reboot then recovers it), otherwise only its task_state is cleared."""
+    release_attachments(instance_uuid, target)
+    hard_delete_rows(instance_uuid, target)
+    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
+    if dest_host:
+        for port in Port.objects.filter(device_id=instance_uuid):
+            port_binding_delete(port.id, dest_host)
+    if image_id:
+        _delete_image(image_id)
+    with target_cell(source):
+        instance = Instance.all_objects.get(uuid=instance_uuid)
+        ports_rebind_host(instance_uuid, instance.host)
+        try:
+            reconnect_source_volumes(ctx, instance)
+        except Exception:
+            log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
+        allocations_back_to_server(instance, migration_uuid)
+        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+        fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
+                                  "updated_at": timezone.now()}
+        if guest_destroyed:
+            fields["vm_state"] = VmState.ERROR
+        Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
+        actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
+        actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+        notify(ctx, "instance.resize.error", instance, fault=exc)
+
+
+# --- the move -----------------------------------------------------------------------------------
 
 
 def _copy_rows(instance_uuid: str, source: CellMapping, target: CellMapping) -> None:
@@ -89,58 +248,53 @@ class TargetDBSetup(Step):
 
 
 class PrepAtDest(Step):
-    """Claim the destination node (migration context), move the hidden copy into the
-    destination's zone, create an empty volume attachment per volume BDM and an inactive port
-    binding per port on the destination host; mirror the migration context into the source
-    instance with the *source* migration's id, so external events reach both hosts."""
+    """Inactive port bindings and an empty volume attachment per volume BDM for the destination
+    host; then the destination is called (volumes connectable, node claimed, migration context in
+    the target cell); the copy moves into the destination's zone and the source copy gets the
+    migration context with the *source* migration's id, so external events reach both hosts."""
 
     name = "prep resize at destination"
 
     def __init__(self, move: dict[str, Any]) -> None:
         self.move = move
-        self.dest_host: str | None = None
         self.ports: list[str] = []
         self.attachments: list[str] = []
         self.source_context = False
 
     def execute(self) -> None:
         m, sel = self.move, self.move["selection"]
+        dest_host = str(sel["service_host"])
+        for port in Port.objects.filter(device_id=m["instance_uuid"]):
+            port_binding_create(port.id, dest_host)
+            self.ports.append(port.id)
         with target_cell(m["target"]):
-            node = ComputeNode.objects.filter(uuid=sel["compute_node_uuid"]).first()
-            if node is None:
-                raise Conflict(f"Compute node {sel['compute_node_uuid']} could not be found.")
-            self.dest_host = node.host
-            migration = Migration.objects.get(uuid=m["migration_uuid"])
-            migration.dest_compute = migration.dest_host = node.host
-            migration.dest_node, migration.dest_compute_id = node.hypervisor_hostname, node.id
-            migration.save()
-            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
-                availability_zone=host_availability_zone(node.host),
-                migration_context={"migration_id": migration.id, "migration_uuid": migration.uuid,
-                                   "old_host": migration.source_compute, "new_host": node.host,
-                                   "cross_cell": True})
             for bdm in volume_bdms(m["instance_uuid"]):
                 att = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=bdm.instance_uuid)
                 self.attachments.append(att.id)
-                BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=att.id, connection_info=None)
+                BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=att.id)
+        claimed = compute_rpc.cross_cell_prep_at_dest(
+            ctx=m["ctx"], host=dest_host, instance_uuid=m["instance_uuid"], cell_uuid=str(m["target"].uuid),
+            migration_uuid=m["migration_uuid"], compute_node_uuid=str(sel["compute_node_uuid"]))
+        with target_cell(m["target"]):
+            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
+                availability_zone=host_availability_zone(dest_host))
         with target_cell(m["source"]):
             source_migration = Migration.objects.get(uuid=m["migration_uuid"])
-            Migration.objects.filter(pk=source_migration.pk).update(dest_compute=node.host, dest_host=node.host)
+            Migration.objects.filter(pk=source_migration.pk).update(
+                dest_compute=dest_host, dest_host=dest_host, dest_node=claimed.get("node"))
+            self.source_context = True
             Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
                 migration_context={"migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
-                                   "old_host": source_migration.source_compute, "new_host": node.host,
+                                   "old_host": source_migration.source_compute, "new_host": dest_host,
                                    "cross_cell": True})
-            self.source_context = True
-        for port in Port.objects.filter(device_id=m["instance_uuid"]):
-            port_binding_create(port.id, node.host)
-            self.ports.append(port.id)
-        m["dest_host"] = node.host
+        m["dest_host"] = dest_host
 
     def rollback(self) -> None:
         """Undo what ``execute`` recorded, also when it failed half-way. The target cell's rows
-        (destination fields, migration context, attachment ids) go with ``TargetDBSetup``'s."""
+        (what the destination host claimed included) go with ``TargetDBSetup``'s."""
+        dest_host = str(self.move["selection"]["service_host"])
         for port_id in self.ports:
-            port_binding_delete(port_id, str(self.dest_host))
+            port_binding_delete(port_id, dest_host)
         for attachment_id in self.attachments:
             attachment_delete_quietly(attachment_id)
         if self.source_context:
@@ -148,16 +302,89 @@ class PrepAtDest(Step):
                 Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
 
 
+class PrepAtSource(Step):
+    """The ``<name>-resize-temp`` image (image-backed servers); the source host powers off,
+    snapshots into a file and destroys the guest; the file becomes the image's data, the source
+    attachments placeholders, the destination's port bindings the active ones."""
+
+    name = "prep resize at source"
+
+    def __init__(self, move: dict[str, Any]) -> None:
+        self.move = move
+
+    def execute(self) -> None:
+        m, ctx = self.move, self.move["ctx"]
+        with target_cell(m["source"]):
+            instance = Instance.objects.get(uuid=m["instance_uuid"])
+        notify(ctx, "instance.resize.start", instance)
+        image = None
+        if not instance.is_volume_backed:
+            image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-resize-temp",
+                                                 instance_uuid=instance.uuid)
+            m["image_id"] = image.id
+        m["guest_destroyed"] = False
+        try:
+            answer = compute_rpc.cross_cell_prep_at_source(
+                ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(m["source"].uuid),
+                migration_uuid=m["migration_uuid"], snapshot=image is not None)
+        except compute_rpc.CallNotDelivered:
+            raise  # the host never got it: the guest is as it was
+        except compute_rpc.CallFailed as exc:
+            m["guest_destroyed"] = bool(exc.details.get("guest_destroyed", True))
+            raise
+        except Exception:
+            m["guest_destroyed"] = True  # no answer: the guest's state is unknown (a hard reboot recovers it)
+            raise
+        m["guest_destroyed"] = True
+        if image is not None:
+            snapshot = Path(answer["snapshot_path"])
+            try:
+                images.image_activate_from_file(image, snapshot)
+            finally:
+                shutil.rmtree(snapshot.parent, ignore_errors=True)
+        with target_cell(m["source"]):
+            _swap_for_placeholders(instance.uuid)
+            instance.refresh_from_db()
+        for port in Port.objects.filter(device_id=instance.uuid):
+            port_binding_activate(port.id, m["dest_host"])
+        notify(ctx, "instance.resize.end", instance)
+
+    def rollback(self) -> None:
+        if self.move.get("image_id"):
+            _delete_image(self.move["image_id"])
+
+
+class FinishAtDest(Step):
+    """The destination host spawns the server from the hidden copy (VERIFY_RESIZE there); the
+    temporary image goes."""
+
+    name = "finish resize at destination"
+
+    def __init__(self, move: dict[str, Any]) -> None:
+        self.move = move
+
+    def execute(self) -> None:
+        m, ctx = self.move, self.move["ctx"]
+        with target_cell(m["target"]):
+            instance = Instance.all_objects.get(uuid=m["instance_uuid"])
+        notify(ctx, "instance.resize_finish.start", instance)
+        compute_rpc.cross_cell_finish_at_dest(ctx=ctx, host=m["dest_host"], instance_uuid=m["instance_uuid"],
+                                              cell_uuid=str(m["target"].uuid), migration_uuid=m["migration_uuid"],
+                                              image_id=m.get("image_id"))
+        if m.get("image_id"):
+            _delete_image(m.pop("image_id"))
+
+
 def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,
                       selection: dict[str, Any]) -> None:
-    """Conductor: the database steps here, then the source host's half (which casts the rest)."""
+    """Conductor: the whole move, each host's part a synchronous call."""
     source = current_cell()
     assert source is not None
     target = CellMapping.objects.get(uuid=selection["cell_uuid"])
     migration.cross_cell_move = True  # saved first, for audit
     migration.save(update_fields=["cross_cell_move", "updated_at"])
-    move = {"instance_uuid": instance.uuid, "migration_uuid": migration.uuid, "source": source, "target": target,
-            "selection": selection}
+    move: dict[str, Any] = {"ctx": ctx, "instance_uuid": instance.uuid, "migration_uuid": migration.uuid,
+                            "source": source, "target": target, "selection": selection}
     notify(ctx, "instance.resize_prep.start", instance)
     try:
         run_steps([TargetDBSetup(move), PrepAtDest(move)])
@@ -166,6 +393,131 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
         return
     notify(ctx, "instance.resize_prep.end", instance)
     Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
-    compute_rpc.cross_cell_prep_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
-                                          cell_uuid=str(source.uuid), migration_uuid=migration.uuid,
-                                          target_cell_uuid=str(target.uuid), dest_host=move["dest_host"])
+    try:
+        run_steps([PrepAtSource(move), FinishAtDest(move)])
+    except Exception as exc:
+        with target_cell(source):
+            migration.refresh_from_db(fields=["status"])
+        if migration.status == MigrationStatus.ERROR:
+            # beat's reaper undid the move meanwhile (e.g. a host killed while this waited for it)
+            log.warning("cross-cell move of %s failed after it was rolled back: %s", instance.uuid, exc)
+            return
+        cross_cell_failed(ctx, instance_uuid=instance.uuid, migration_uuid=migration.uuid, source=source,
+                          target=target, dest_host=move["dest_host"], exc=exc,
+                          guest_destroyed=move.get("guest_destroyed", True))
+        return
+    flip_to(instance.uuid, visible=target, hidden=source)
+    with target_cell(target):
+        notify(ctx, "instance.resize_finish.end", Instance.objects.get(uuid=instance.uuid))
+
+
+# --- confirm and revert (cast by the API side) ------------------------------------------------------
+
+
+def confirm_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                              source_cell_uuid: str, cast_to_source: bool = False) -> None:
+    """Clean the source host (its guest and disks, called there; cast when ``cast_to_source``: a
+    confirm run in-process by a delete or beat) and the source cell (volume placeholders, port
+    bindings, the rows, hard-deleted), then finish the server in the target. A failure leaves the
+    migration ``error`` and the server ERROR with a fault."""
+    source = CellMapping.objects.get(uuid=source_cell_uuid)
+    with target_cell(cell_uuid):
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        migration = Migration.objects.filter(uuid=migration_uuid).first()
+        if instance is None or migration is None:
+            return
+        source_host = str(migration.source_compute)
+        notify(ctx, "instance.resize_confirm.start", instance)
+        try:
+            with target_cell(source):
+                source_copy = Instance.all_objects.filter(uuid=instance_uuid, deleted=False).exists()
+            if source_copy and cast_to_source:
+                compute_rpc.destroy_guest(host=source_host, instance_uuid=instance_uuid)
+            elif source_copy:
+                compute_rpc.cross_cell_confirm_at_source(ctx=ctx, host=source_host, instance_uuid=instance_uuid,
+                                                         cell_uuid=str(source.uuid), migration_uuid=migration_uuid)
+            release_attachments(instance_uuid, source)
+            if source_host != instance.host:
+                for port in Port.objects.filter(device_id=instance_uuid):
+                    port_binding_delete(port.id, source_host)
+            hard_delete_rows(instance_uuid, source)
+        except Exception as exc:
+            log.warning("confirm of the cross-cell resize of %s failed: %s", instance_uuid, exc)
+            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc,
+                          action="resize_confirm")
+            return
+        finally:
+            allocations_delete(consumer_uuid=migration_uuid)  # always: the source host's claim is gone
+        finish_confirm(instance, migration)
+        actions.action_finish(ctx, instance_uuid=instance_uuid)
+        notify(ctx, "instance.resize_confirm.end", instance)
+
+
+def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMapping) -> None:
+    """Copy the target's block devices back to the source by uuid: a BDM only in the target (a
+    volume attached while resized) is recreated in the source with a fresh empty attachment; a
+    BDM only in the source (a volume detached while resized) is deleted with its attachment."""
+
+    fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
+    with target_cell(target):
+        in_target = {b["uuid"]: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)
+                     .values(*fields)}
+    with target_cell(source):
+        in_source = {b.uuid: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)}
+        for uuid, row in in_target.items():
+            if uuid in in_source or row["destination_type"] != "volume" or not row["volume_id"]:
+                continue
+            att = volumes.attachment_create(None, volume_id=row["volume_id"], instance_uuid=instance_uuid)
+            BlockDeviceMapping.objects.create(**{**row, "attachment_id": att.id, "connection_info": None})
+        for uuid, bdm in in_source.items():
+            if uuid in in_target:
+                continue
+            if bdm.attachment_id:
+                attachment_delete_quietly(bdm.attachment_id)
+            BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
+
+
+def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                             source_cell_uuid: str) -> None:
+    """Reconcile the block devices into the source, switch the mapping back *first* (recovery then
+    happens in the source cell), have the destination host destroy its guest, clean the
+    destination (attachments, bindings, claim) and hard-delete the target rows; then the source
+    host spawns the server again."""
+    source = CellMapping.objects.get(uuid=source_cell_uuid)
+    with target_cell(cell_uuid) as target:
+        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        migration = Migration.objects.filter(uuid=migration_uuid).first()
+    if instance is None or migration is None:
+        return
+    source_host, dest_host = str(migration.source_compute), str(instance.host)
+    notify(ctx, "instance.resize_revert.start", instance)
+    flipped = False
+    try:
+        reconcile_bdms(instance_uuid, source=source, target=target)
+        with target_cell(source):
+            Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTING)
+            actions.action_start(ctx, instance_uuid=instance_uuid, action="revertResize")
+        flip_to(instance_uuid, visible=source, hidden=target)
+        flipped = True
+        compute_rpc.cross_cell_revert_at_dest(ctx=ctx, host=dest_host, instance_uuid=instance_uuid,
+                                              cell_uuid=str(target.uuid), migration_uuid=migration_uuid)
+        release_attachments(instance_uuid, target)
+        for port in Port.objects.filter(device_id=instance_uuid):
+            PortBinding.objects.get_or_create(port=port, host=source_host)
+            port_binding_activate(port.id, source_host)
+            port_binding_delete(port.id, dest_host)
+        with target_cell(target):
+            allocations_back_to_server(instance, migration_uuid)
+        hard_delete_rows(instance_uuid, target)
+        compute_rpc.cross_cell_finish_revert(ctx=ctx, host=source_host, instance_uuid=instance_uuid,
+                                             cell_uuid=str(source.uuid), migration_uuid=migration_uuid)
+    except Exception as exc:
+        log.warning("revert of the cross-cell resize of %s failed: %s", instance_uuid, exc)
+        with target_cell(source if flipped else target):
+            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc,
+                          action="resize_revert")
+        return
+    with target_cell(source):
+        instance = Instance.objects.get(uuid=instance_uuid)
+        actions.action_finish(ctx, instance_uuid=instance_uuid)
+        notify(ctx, "instance.resize_revert.end", instance)

@@ -3,7 +3,7 @@
 - ``offload_shelved``: SHELVED servers older than ``SHELVED_OFFLOAD_TIME`` seconds are offloaded
   (0 offloads at shelve time, -1 never);
 - ``confirm_resizes``: resizes waiting in VERIFY_RESIZE longer than ``RESIZE_CONFIRM_WINDOW``
-  (0 = never) are confirmed;
+  (0 = never) are confirmed by a cast to the source host, as a user's confirm is;
 - ``reap_stale_task_states``: a server stuck in a task_state for longer than
   ``TASK_STATE_TIMEOUT`` (a worker died mid-operation) is errored out with a fault, or, for an
   unshelve, put back to SHELVED_OFFLOADED; a server that never reached a cell (its BuildRequest
@@ -24,17 +24,17 @@ from cells.selectors import cell_list
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from compute import rpc as compute_rpc
-from compute.cross_cell import cross_cell_failed
 from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, TaskState, VmState
 from servers.models import BuildRequest, Instance, Migration
 from servers.services import actions
 from servers.services.cross_cell import source_cell_of
 from servers.services.move_recovery import error_out_migration
-from servers.services.resize import confirm_due, resize_confirm_for_delete
+from servers.services.resize import confirm_due, resize_confirm
 from servers.services.shelve import offload_due
 
 from .build import bury_in_cell0
+from .cross_cell import cross_cell_failed
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,11 @@ def confirm_resizes() -> int:
                 instance = Instance.objects.filter(uuid=migration.instance_uuid, vm_state=VmState.RESIZED).first()
                 if instance is None:
                     continue
-                resize_confirm_for_delete(actor=RequestContext.system(), instance=instance, cell=cell)
+                try:
+                    resize_confirm(actor=RequestContext.system(), instance=instance, cell=cell, migration=migration)
+                except CloudcoreError as exc:  # e.g. the source compute of a cross-cell move is down: next time
+                    log.warning("could not confirm the resize of %s yet: %s", instance.uuid, exc)
+                    continue
                 count += 1
     return count
 

@@ -1,8 +1,10 @@
 """The conductor's RPC surface: one keyword-only function per workflow the API side casts to it.
 
 Every cast to queue ``conductor`` goes through here, by Celery task name (``conductor.tasks``),
-so the API services never import the conductor side. All are casts sent at once; the API side
-sends them after its commit (``transaction.on_commit``).
+so the API services never import the conductor side. All are casts sent at once (a delete's
+cross-cell confirm may run here instead); the API side sends them after its commit
+(``transaction.on_commit``). A compute host casts here too: a build that failed on it goes
+back to the conductor (``reschedule_build``), which picks the next host.
 """
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ QUEUE = "conductor"
 SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
+RESCHEDULE_BUILD = "conductor.reschedule_build"
+REBUILD_INSTANCE = "conductor.rebuild_instance"
+CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
+REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
 COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 
 
@@ -39,6 +45,41 @@ def resize_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     _send(RESIZE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+def rebuild_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, image: dict[str, Any],
+                     image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
+                     reimage_boot_volume: bool) -> None:
+    """``image`` is the image the server is rebuilt from (its ``id`` and properties, for the host check)."""
+    _send(REBUILD_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
+          image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
+          reimage_boot_volume=reimage_boot_volume)
+
+
+def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+                     alternates: list[dict[str, Any]], attempt: int, reason: str) -> None:
+    """From the compute host where the build failed (its guest and ports already cleaned up):
+    ``alternates`` are the hosts left to try, ``attempt`` the attempt that failed."""
+    _send(RESCHEDULE_BUILD, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)
+
+
+def confirm_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                              source_cell_uuid: str, run_here: bool = False) -> None:
+    """Confirm a cross-cell resize; ``run_here`` runs it in this process, now (a delete or beat's
+    confirm), casting the source guest's destruction to its host instead of waiting for it."""
+    kwargs = dict(ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, migration_uuid=migration_uuid,
+                  source_cell_uuid=source_cell_uuid)
+    if run_here:
+        current_app.signature(CONFIRM_CROSS_CELL_RESIZE, kwargs={**kwargs, "cast_to_source": True}).apply()
+        return
+    _send(CONFIRM_CROSS_CELL_RESIZE, **kwargs)
+
+
+def revert_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                             source_cell_uuid: str) -> None:
+    _send(REVERT_CROSS_CELL_RESIZE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
 
 
 def compute_host_started(*, host: str, cell_uuid: str) -> None:

@@ -10,8 +10,10 @@ from cells.isolation import on_service_side
 from cloudcore.core.context import RequestContext
 
 from . import periodic, rpc
-from .build import schedule_and_build_instances
+from .build import reschedule_build, schedule_and_build_instances
+from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
 from .hosts import compute_host_started
+from .rebuild import rebuild_instance
 from .resize import resize_instance
 from .unshelve import unshelve_instance
 
@@ -23,6 +25,24 @@ def schedule_and_build_instances_task(*, ctx: dict[str, Any], instance_uuids: li
                                       admin_pass: str | None = None) -> None:
     schedule_and_build_instances(RequestContext.from_dict(ctx), instance_uuids=instance_uuids,
                                  admin_pass=admin_pass)
+
+
+@shared_task(name=rpc.RESCHEDULE_BUILD, queue=rpc.QUEUE, acks_late=True, time_limit=600)
+@on_service_side
+def reschedule_build_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+                          alternates: list[dict[str, Any]], attempt: int, reason: str) -> None:
+    reschedule_build(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                     admin_pass=admin_pass, alternates=alternates, attempt=attempt, reason=reason)
+
+
+@shared_task(name=rpc.REBUILD_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=600)
+@on_service_side
+def rebuild_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, image: dict[str, Any],
+                          image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
+                          reimage_boot_volume: bool) -> None:
+    rebuild_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
+                     image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
+                     reimage_boot_volume=reimage_boot_volume)
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
@@ -37,6 +57,25 @@ def resize_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: 
                          host: str | None, allow_cross_cell: bool) -> None:
     resize_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                     migration_uuid=migration_uuid, host=host, allow_cross_cell=allow_cross_cell)
+
+
+@shared_task(name=rpc.CONFIRM_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+@on_service_side
+def confirm_cross_cell_resize_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                                   source_cell_uuid: str, cast_to_source: bool = False) -> None:
+    confirm_cross_cell_resize(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                              migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid,
+                              cast_to_source=cast_to_source)
+
+
+@shared_task(name=rpc.REVERT_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+@on_service_side
+def revert_cross_cell_resize_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                                  source_cell_uuid: str) -> None:
+    revert_cross_cell_resize(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                             migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
 
 
 @shared_task(name=rpc.COMPUTE_HOST_STARTED, queue=rpc.QUEUE, acks_late=True, time_limit=300)

@@ -26,7 +26,9 @@ def setup(out: Callable[[str], None]) -> None:
 
 
 def processes(env: dict[str, str]) -> list:
-    """The conductor worker (build orchestration, DESIGN.md section 1)."""
+    """The conductor worker (build orchestration, DESIGN.md section 1). A thread pool: a
+    cross-cell move holds its thread while it waits for a compute host's answer (up to
+    ``LONG_RPC_TIMEOUT``), and the other threads go on with builds, moves and beat's work."""
     import sys
 
     from django.conf import settings
@@ -35,7 +37,8 @@ def processes(env: dict[str, str]) -> list:
     beat_schedule = str(settings.VAR_DIR / "celerybeat-schedule")
     return [
         DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
-                                  "-n", "conductor@%h", "--pool", "solo", "--loglevel", "WARNING"],
+                                  "-n", "conductor@%h", "--pool", "threads",
+                                  "--concurrency", str(settings.CONDUCTOR_CONCURRENCY), "--loglevel", "WARNING"],
                     queues=["conductor"]),
         DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
                              "--schedule", beat_schedule]),

@@ -74,7 +74,10 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
     Users never see another project's servers (404, not 403): only cloud admins do.
     """
     mapping = cell_selectors.instance_mapping_get(instance_uuid)
-    if mapping is None or mapping.queued_for_delete or not _visible_to(actor, mapping.project_id):
+    if mapping is None or not _visible_to(actor, mapping.project_id):
+        raise ServerNotFound(instance_id=instance_uuid)
+    if mapping.queued_for_delete and mapping.cell is None:
+        # queued at delete time: until its host has terminated it, a server in a cell is still shown
         raise ServerNotFound(instance_id=instance_uuid)
     if mapping.cell is None:
         br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()

@@ -74,7 +74,8 @@ class TestVirtDriver:
     """A virt driver over libvirt's test driver for one simulated host.
 
     Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``;
-    ``fail_destroys``, ``fail_power_offs`` and ``fail_snapshots`` likewise for those calls.
+    ``fail_destroys``, ``fail_power_offs`` and ``fail_snapshots`` likewise for those calls;
+    ``fail_volume_connects``: how many next ``can_connect_volume`` checks answer False.
     """
 
     __test__ = False  # not a pytest test class
@@ -86,6 +87,7 @@ class TestVirtDriver:
         self.fail_destroys = 0
         self.fail_power_offs = 0
         self.fail_snapshots = 0
+        self.fail_volume_connects = 0
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
 
@@ -165,6 +167,12 @@ class TestVirtDriver:
         self._inject("fail_snapshots", "snapshot")
         self._domain(instance)  # the guest must exist
         Path(target_path).write_bytes(b"snapshot of " + instance.uuid.encode())
+
+    def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
+        if self.fail_volume_connects:
+            self.fail_volume_connects -= 1
+            return False
+        return bool(connection_info)
 
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self.conn.lookupByName(self.domain_name(instance))

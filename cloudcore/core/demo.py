@@ -27,6 +27,13 @@ class DemoProcess:
     #: the broker queues this process alone consumes: when it dies, the messages it had taken and
     #: not acknowledged are put back on them for its restarted self (``broker.requeue_unacked``)
     queues: list[str] = field(default_factory=list)
+    #: variables of run_cloud's environment this process must not get (an isolated compute: the
+    #: API database URL)
+    unset: tuple[str, ...] = ()
+
+    def environment(self, base: dict[str, str]) -> dict[str, str]:
+        """The process's environment: ``base`` (run_cloud's) with ``env`` over it, less ``unset``."""
+        return {key: value for key, value in {**base, **self.env}.items() if key not in self.unset}
 
 
 def demo_modules() -> Iterator[ModuleType]:

@@ -5,6 +5,10 @@
 - No host (cell0, PENDING, failed build) or host down: deleted locally in its cell.
 - On a host: task_state ``deleting`` is claimed with a compare-and-swap, an action ``delete``
   recorded, and ``terminate_instance_task`` cast to ``compute.<host>``.
+
+Either way the API side queues the mapping for delete and drops the request spec (as Nova's API
+does once it has cast the terminate): the host's terminate touches only its own cell. The server
+stays visible from its cell until the host has marked it deleted.
 """
 from __future__ import annotations
 
@@ -64,9 +68,9 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
         instance.task_state = TaskState.DELETING
         actions.action_start(actor, instance_uuid=instance.uuid, action="delete")
         notify_instance(actor, "instance.update", instance, old_task_state=old_task_state)
+        _unmap(instance.uuid)
         if not instance.host or not _host_is_up(instance):
             local_delete(actor, instance)
-            _unmap(instance.uuid)
             return
         transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
                                       instance_uuid=instance.uuid, cell_uuid=str(record.cell.uuid)))

@@ -1,32 +1,33 @@
 """``rebuild``: a server gets a fresh disk from an image (the same or a new one), keeping its uuid,
 ports and host.
 
-- ACTIVE, STOPPED or ERROR image-backed servers are rebuilt on their host: when the image
-  changes, the scheduler's filters re-validate the current host first (nothing is claimed);
-  then the compute destroys the guest, spawns it from the image and ends ACTIVE, or SHUTOFF if
-  it was stopped.
+- ACTIVE, STOPPED or ERROR image-backed servers are rebuilt on their host. The API side checks,
+  claims task_state ``rebuilding``, applies the changes and records the action, then casts to the
+  conductor on commit (``conductor.rebuild``): when the image changes the scheduler's filters
+  re-validate the current host there (nothing is claimed; a host that refuses the image puts the
+  server in ERROR with a NoValidHost fault, as Nova's conductor does); then the compute destroys
+  the guest, spawns it from the image and ends ACTIVE, or SHUTOFF if it was stopped.
 - A PENDING server (seed 3) is scheduled again from cell0 (``rebuild_pending``).
 - A volume-backed server cannot change image before 2.93 (Nova's 400); reimaging its root volume
   (seed 1) needs the volumes service.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from cells.models import CellMapping
+from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NoValidHost
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
-from compute import rpc as compute_rpc
-from scheduling.models import RequestSpec
-from scheduling.request_spec import spec_for_rebuild_check
-from scheduling.scheduler import select_destinations
+from conductor import rpc as conductor_rpc
 
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
-from .power import cast, target
+from .power import target
 from .rebuild_bfv import validate_volume_backed_rebuild
 from .rebuild_pending import server_rebuild_pending
 
@@ -36,10 +37,6 @@ REBUILD_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.ERROR]
 class VolumeBackedRebuildNotSupported(Invalid):
     message = ("Rebuilding a volume-backed server with a different image is not supported. Use microversion 2.93 "
                "with reimage_boot_volume to reimage the root volume.")
-
-
-class ImageNotAcceptableForHost(Invalid):
-    message = "Image %(image_id)s is unacceptable: the server's host does not accept it (%(reason)s)."
 
 
 def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMapping, image: dict[str, Any],
@@ -61,30 +58,13 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
                                              reimage_boot_volume=reimage_boot_volume)
     if instance.is_volume_backed:
         image_changed = False  # the host is not re-validated: the volume carries the image (Nova)
-    if image_changed and instance.host:
-        _check_host_accepts(actor, instance, image)
     claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING, vm_states=REBUILD_STATES)
     if changes:
         for key, value in changes.items():
             setattr(instance, key, value)
         instance.save(update_fields=[*changes, "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="rebuild")
-    if image_changed:
-        spec = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
-        if spec is not None:
-            spec.spec = {**spec.spec, "image": image}
-            spec.save(update_fields=["spec", "updated_at"])
-    cast(compute_rpc.rebuild, actor=actor, instance=instance, cell=cell, image_id=image["id"], admin_pass=admin_pass,
-         preserve_ephemeral=preserve_ephemeral, reimage_boot_volume=bool(reimage))
+    api_on_commit(partial(conductor_rpc.rebuild_instance, ctx=actor, instance_uuid=instance.uuid,
+                          cell_uuid=str(cell.uuid), image=image, image_changed=image_changed, admin_pass=admin_pass,
+                          preserve_ephemeral=preserve_ephemeral, reimage_boot_volume=bool(reimage)))
 
-
-def _check_host_accepts(actor: RequestContext, instance: Instance, image: dict[str, Any]) -> None:
-    row = RequestSpec.objects.filter(instance_uuid=instance.uuid).first()
-    spec = spec_for_rebuild_check(row.spec if row else {}, host=str(instance.host), node=instance.node, image=image)
-    spec.setdefault("project_id", instance.project_id)
-    spec.setdefault("user_id", instance.user_id)
-    spec.setdefault("flavor", instance.flavor)
-    try:
-        select_destinations(actor, spec, [instance.uuid], return_alternates=False)
-    except NoValidHost as exc:
-        raise ImageNotAcceptableForHost(image_id=image["id"], reason=str(exc)) from exc

@@ -10,8 +10,12 @@ its vm_state (task_state cleared, fault recorded).
 
 At VERIFY_RESIZE (vm_state ``resized``) the server runs on the destination with the new flavor;
 the migration (``finished``) holds the old flavor's allocations on the source.
-``confirm`` cleans the source and drops those allocations; ``revert`` destroys the destination
-guest and puts the server back on the source with its old flavor.
+``confirm`` cleans the source and drops those allocations (a cast to the source host; the
+conductor's beat confirms a resize older than RESIZE_CONFIRM_WINDOW the same way); ``revert``
+destroys the destination guest and puts the server back on the source with its old flavor.
+Deleting a server in VERIFY_RESIZE confirms its move first (``resize_confirm_for_delete``), with no
+compute work in the API process: the claim on the source goes here and the source guest is
+destroyed by a cast to its host.
 """
 from __future__ import annotations
 
@@ -26,15 +30,15 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, InstanceInvalidState, Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
-from compute.ops import run_op  # the one API-side use of compute: an in-process synchronous confirm
 from conductor import rpc as conductor_rpc
-from scheduling.placement.services import allocations_move
+from scheduling.placement.services import allocations_delete, allocations_move
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Flavor, Instance, Migration
 from . import actions
 from .cross_cell import cross_cell_allowed, cross_cell_confirm, cross_cell_revert
 from .guards import check_compute_host, check_not_locked, check_state, claim_task_state
+from .notify import notify_instance
 from .power import target
 from .quotas import quota_check
 
@@ -139,7 +143,14 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
     if instance.vm_state != VmState.RESIZED:
         raise InstanceInvalidState(method="confirmResize", instance_uuid=instance.uuid, attr="vm_state",
                                    state=instance.vm_state)
-    migration = _finished_migration(instance)
+    resize_confirm(actor=actor, instance=instance, cell=cell, migration=_finished_migration(instance))
+
+
+def resize_confirm(*, actor: RequestContext, instance: Instance, cell: CellMapping, migration: Migration) -> None:
+    """Confirm the finished ``migration`` of a server in VERIFY_RESIZE: a cast to the source host
+    (``confirmResize`` action, migration ``confirming``). No policy or lock check: the caller's
+    (the API's ``server_confirm_resize``, or the conductor's beat for an old resize). A cross-cell
+    move raises SourceComputeDown (409) while its source compute is down."""
     if migration.cross_cell_move:
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration)
         return
@@ -151,18 +162,27 @@ def server_confirm_resize(*, actor: RequestContext, instance: Instance, cell: Ce
 
 
 def resize_confirm_for_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
-    """Deleting a server in VERIFY_RESIZE confirms the resize first, synchronously."""
+    """Deleting a server in VERIFY_RESIZE confirms its move first (see module doc): the source
+    host's allocations (the migration's) go, the migration ends ``confirmed`` with a finished
+    ``confirmResize`` action, and once the API database commits the source guest is destroyed on
+    its host (unless the move stayed on one host, whose guest the terminate destroys). A cross-cell
+    move is confirmed by ``cross_cell_confirm``."""
     migration = Migration.objects.filter(instance_uuid=instance.uuid, status=MigrationStatus.FINISHED).first()
     if migration is None:
         return
     if migration.cross_cell_move:
         cross_cell_confirm(actor=actor, instance=instance, cell=cell, migration=migration, synchronous=True)
         return
-    migration.status = MigrationStatus.CONFIRMING
-    migration.save(update_fields=["status", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="confirmResize")
-    run_op(actor, op_name="confirm_resize", instance_uuid=instance.uuid, cell_uuid=cell.uuid,
-           migration_uuid=migration.uuid)
+    notify_instance(actor, "instance.resize_confirm.start", instance)
+    allocations_delete(consumer_uuid=migration.uuid)
+    migration.status = MigrationStatus.CONFIRMED
+    migration.save(update_fields=["status", "updated_at"])
+    actions.action_finish(actor, instance_uuid=instance.uuid)
+    notify_instance(actor, "instance.resize_confirm.end", instance)
+    source = migration.source_compute
+    if source and source != instance.host:
+        api_on_commit(partial(compute_rpc.destroy_guest, host=str(source), instance_uuid=instance.uuid))
 
 
 def server_revert_resize(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:

@@ -107,6 +107,17 @@ class LiveCloud:
     def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
         return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
 
+    def wait_computes_up(self, timeout: float = 90, hosts: int = 4, why: str = "") -> LiveCloud:
+        """This cloud, once ``hosts`` compute services are up; AssertionError (with the logs and
+        ``why``) otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            services = self.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
+            if len([s for s in services if s["State"] == "up"]) == hosts:
+                return self
+            time.sleep(1)
+        raise AssertionError(f"compute hosts did not come up:\n{self.tail()}\n{why}")
+
 
 def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
@@ -172,6 +183,12 @@ def _drop_stale(cur: Any, base_name: str, max_age: float = 3 * 3600) -> None:
         stamp = name[len(base_name) + 1:].split("_", 1)[0]
         if stamp.isdigit() and int(stamp) < time.time() - max_age:
             cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    # the cell roles of ``cell_roles`` (named after their databases), now that those are gone
+    cur.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s", (base_name.replace("_", r"\_") + r"\_%",))
+    for (name,) in cur.fetchall():
+        stamp = name[len(base_name) + 1:].split("_", 1)[0]
+        if stamp.isdigit() and int(stamp) < time.time() - max_age:
+            cur.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 def _pg_params(url: str, dbname: str) -> dict[str, Any]:
@@ -188,3 +205,68 @@ def pg_connect(database_url: str) -> Any:
     conn = psycopg2.connect(**_pg_params(database_url, urllib.parse.urlsplit(database_url).path.lstrip("/")))
     conn.autocommit = True
     return conn
+
+
+
+#: The cells that have compute hosts in the demo cloud.
+COMPUTE_CELLS = ("cell1", "cell2")
+
+
+def _database_url(url: str, name: str, userinfo: str | None = None) -> str:
+    """``url`` naming database ``name`` (and, given ``userinfo``, connecting as that user)."""
+    parsed = urllib.parse.urlsplit(url)
+    netloc = parsed.netloc if userinfo is None else f"{userinfo}@{parsed.netloc.rsplit('@', 1)[-1]}"
+    return urllib.parse.urlunsplit(parsed._replace(netloc=netloc, path=f"/{name}"))
+
+
+def _execute(url: str, *statements: Any) -> None:
+    conn = pg_connect(url)
+    try:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
+@contextmanager
+def cell_roles(api_url: str) -> Iterator[dict[str, str]]:
+    """For the databases of ``fresh_postgres_databases`` (API database ``api_url``): a login role per
+    compute cell (``<api database>_<cell>``) that may connect only to its cell's database (CONNECT
+    revoked from PUBLIC on every database of the cloud and granted to the cell's role on its own)
+    and may read and write the tables ``migrate`` creates there later (default privileges of the
+    migrating user). Enter it before the cloud migrates. Yields {cell name: database URL as that
+    role}; the roles are dropped afterwards."""
+    from psycopg2 import sql
+
+    api_name = urllib.parse.urlsplit(api_url).path.lstrip("/")
+    roles = {cell: f"{api_name}_{cell}" for cell in COMPUTE_CELLS}
+    revoke = [sql.SQL("REVOKE CONNECT ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name))
+              for name in (api_name, *(f"{api_name}_{cell}" for cell in DEMO_CELL_NAMES))]
+    _execute(api_url, *revoke)
+    urls: dict[str, str] = {}
+    try:
+        for cell, role in roles.items():
+            password = uuid.uuid4().hex
+            who = sql.Identifier(role)
+            _execute(api_url, sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(who, sql.Literal(password)),
+                     sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(role), who))
+            _execute(_database_url(api_url, role),
+                     sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(who),
+                     sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA public "
+                             "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {}").format(who),
+                     sql.SQL("ALTER DEFAULT PRIVILEGES IN SCHEMA public "
+                             "GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {}").format(who))
+            urls[cell] = _database_url(api_url, role, userinfo=f"{role}:{password}")
+        yield urls
+    finally:
+        admin = pg_connect(api_url)
+        try:
+            with admin.cursor() as cur:
+                cur.execute("SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", (list(roles.values()),))
+                made = [row[0] for row in cur.fetchall()]
+        finally:
+            admin.close()
+        for role in made:  # what it holds in its cell's database (default privileges included), then itself
+            _execute(_database_url(api_url, role), sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            _execute(api_url, sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

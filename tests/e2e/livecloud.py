@@ -14,17 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from .cloud import LiveCloud, free_port, fresh_postgres_databases, make_env
+from .cloud import LiveCloud, cell_roles, free_port, fresh_postgres_databases, make_env
 
 
 @contextmanager
 def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, *, broker_db: int = 0,
-                  **extra: str) -> Iterator[LiveCloud]:
+                  isolated_computes: bool = False, **extra: str) -> Iterator[LiveCloud]:
     """A started ``run_cloud`` in a fresh var dir: on fresh PostgreSQL databases (dropped
     afterwards) when ``CLOUDCORE_E2E_DATABASE_URL`` is set, SQLite otherwise; ``extra`` goes into
     its environment (e.g. ``CLOUDCORE_USE_PENDING_STATE="true"``). A second cloud up at the same
     time needs its own ``broker_db`` (Redis database number): clouds sharing one would take each
-    other's tasks from the same queues."""
+    other's tasks from the same queues.
+
+    ``isolated_computes``: the compute workers run isolated (``CLOUDCORE_COMPUTE_ISOLATION``), each
+    with its cell's database URL only; on PostgreSQL as a role per cell that may connect to that
+    cell's database only (``cell_roles``)."""
     var_dir = Path(tmp_path_factory.mktemp(name))
     port = free_port()
     broker = os.environ.get("CLOUDCORE_E2E_BROKER_URL")
@@ -37,6 +41,11 @@ def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, *, broker
         if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
             extra["CLOUDCORE_DATABASE_URL"] = stack.enter_context(
                 fresh_postgres_databases(os.environ["CLOUDCORE_E2E_DATABASE_URL"]))
+            if isolated_computes:
+                roles = stack.enter_context(cell_roles(extra["CLOUDCORE_DATABASE_URL"]))
+                extra["CLOUDCORE_DEMO_COMPUTE_DATABASES"] = ",".join(f"{cell}={url}" for cell, url in roles.items())
+        if isolated_computes:
+            extra["CLOUDCORE_COMPUTE_ISOLATION"] = "true"
         cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, **extra))
         try:
             cloud.start()

@@ -33,13 +33,7 @@ def wait_status(cloud: LiveCloud, name: str, wanted: str, *, cloud_name: str = "
 
 @pytest.fixture(scope="module")
 def cloud(live_cloud: LiveCloud) -> LiveCloud:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        services = live_cloud.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
-        if len([s for s in services if s["State"] == "up"]) == 4:
-            return live_cloud
-        time.sleep(1)
-    raise AssertionError(f"compute hosts did not come up:\n{live_cloud.tail()}")
+    return live_cloud.wait_computes_up()
 
 
 def test_four_hosts_and_hypervisors(cloud: LiveCloud) -> None:

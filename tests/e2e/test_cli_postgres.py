@@ -38,13 +38,7 @@ CELL2_HOSTS = ("compute3", "compute4")
 def cloud(live_cloud: LiveCloud) -> LiveCloud:
     assert live_cloud.env["CLOUDCORE_DATABASE_URL"].startswith("postgres"), live_cloud.env
     assert live_cloud.env["CLOUDCORE_BROKER_URL"].startswith("redis"), live_cloud.env
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        services = live_cloud.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
-        if len([s for s in services if s["State"] == "up"]) == 4:
-            return live_cloud
-        time.sleep(1)
-    raise AssertionError(f"compute hosts did not come up:\n{live_cloud.tail()}")
+    return live_cloud.wait_computes_up(timeout=120)
 
 
 def wait_status(cloud: LiveCloud, name: str, wanted: str, timeout: float = 120) -> dict[str, Any]:

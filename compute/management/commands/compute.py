@@ -1,5 +1,9 @@
 """``manage.py compute --host NAME --cell CELL``: one compute host's worker process.
 
+Isolated (``CLOUDCORE_COMPUTE_CELL`` and ``CLOUDCORE_COMPUTE_CELL_DATABASE_URL`` set, no API
+database URL, see ``cells.agent``) the process is the compute agent of that cell from the start:
+it opens that cell's database and no other.
+
 Runs the start-up identity checks of seed 2 (refusing to start, with nothing written, on a
 hostname change, a lost or disagreeing identity file, a new service over existing guests or a
 changed node uuid), registers the Service and ComputeNode in the host's cell, reports to
@@ -24,6 +28,7 @@ from django.db import connections
 from django.db.models import F
 from django.utils import timezone
 
+from cells.agent import enter_configured_cell
 from cells.context import target_cell
 from cells.models import CellMapping, HostMapping
 from cloudcore.celery import app
@@ -92,7 +97,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **o: Any) -> None:
         host: str = o["host"]
         state_path = Path(o["state_path"]) if o["state_path"] else default_state_path(host)
-        cell = self._cell(host, o.get("cell"))
+        cell = self._own_cell(o.get("cell")) or self._cell(host, o.get("cell"))
         uri = o["libvirt_uri"] or f"test://{state_path / 'node.xml'}"
         if uri.startswith("test://") and not (state_path / "node.xml").exists():
             write_test_node(state_path, hostname=host, vcpus=o["vcpus"], memory_mb=o["memory_mb"],
@@ -118,6 +123,19 @@ class Command(BaseCommand):
         threading.Thread(target=self._heartbeat, args=(cell, service.id, node.id, driver), daemon=True,
                          name=f"heartbeat-{host}").start()
         self._run_worker(host, o["concurrency"])
+
+    def _own_cell(self, name: str | None) -> CellMapping | None:
+        """Isolated (CLOUDCORE_COMPUTE_CELL): the configured cell, this process its compute agent
+        from here on; ``--cell``, if given, must name the same cell."""
+        try:
+            agent = enter_configured_cell()
+        except InvalidConfiguration as exc:
+            raise CommandError(str(exc)) from None
+        if agent is None:
+            return None
+        if name and not agent.owns(name):
+            raise CommandError(f"--cell {name} is not this compute's cell {agent.mapping} (CLOUDCORE_COMPUTE_CELL)")
+        return agent.mapping
 
     def _cell(self, host: str, name: str | None) -> CellMapping:
         if name:

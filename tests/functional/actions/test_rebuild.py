@@ -117,6 +117,49 @@ def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, redu
     assert ("OS-EXT-IPS:type" not in address) is reduced
 
 
+def test_a_host_refusing_the_new_image_is_found_by_the_conductor_after_the_202(cloud: Cloud) -> None:
+    from cells.context import target_cell
+    from images.models import Image
+    from scheduling.models import RequestSpec
+    from servers.models import InstanceAction, InstanceActionEvent
+
+    # given an ACTIVE server on an x86_64 host and an image for another architecture
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    arm = Image.objects.create(name="arm", status="active", visibility="public", disk_format="raw",
+                               container_format="bare", size=1024, owner="admin",
+                               properties={"hw_architecture": "aarch64"}).id
+    # when it is rebuilt with that image, renamed on the way
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": arm, "name": "renamed"}})
+    # then the API accepted it (the host check is the conductor's, after the commit)
+    assert response.status_code == 202
+    # and the conductor's check refused the host: ERROR with Nova's NoValidHost fault, never rebuilt
+    shown = cloud.show(client, server["id"])
+    assert shown["status"] == "ERROR" and shown["name"] == "renamed"
+    assert shown["fault"]["message"].startswith("No valid host was found.")
+    assert shown["image"]["id"] == cloud.image_id
+    assert cloud.domain(server["id"]).isActive()
+    # and the rebuild action failed at the conductor's rebuild_server event
+    with target_cell(cloud.cell_of(server["id"])):
+        action = InstanceAction.objects.get(instance_uuid=server["id"], action="rebuild")
+        events = list(InstanceActionEvent.objects.filter(action=action).values_list("event", "result"))
+    assert action.message == "Error" and events == [("rebuild_server", "Error")]
+    # and the request spec keeps the image the server still runs
+    assert RequestSpec.objects.get(instance_uuid=server["id"]).spec["image"]["id"] == cloud.image_id
+
+
+def test_a_new_image_the_host_accepts_is_recorded_in_the_request_spec(cloud: Cloud) -> None:
+    from scheduling.models import RequestSpec
+
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    image = second_image(cloud)
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": image}}).status_code == 202
+    assert cloud.show(client, server["id"])["status"] == "ACTIVE"
+    assert cloud.instance(server["id"]).image_ref == image
+    assert RequestSpec.objects.get(instance_uuid=server["id"]).spec["image"]["id"] == image
+
+
 @pytest.mark.parametrize("pending", [False, True])
 def test_rebuild_of_a_server_that_never_launched_is_409_unless_pending(cloud: Cloud, settings: Any,
                                                                        pending: bool) -> None:

@@ -10,6 +10,7 @@ demo project.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -542,14 +543,18 @@ def test_target_db_setup_failure_rolls_back(xcloud: Cloud) -> None:
     assert xcloud.domain(sid).isActive()
 
 
-def resize_onto_compute3_only(cloud: Cloud, client: Any, server_id: str) -> None:
-    """Resize with compute3 the only host open (cell1 closed, cell2 open, compute4 disabled)."""
+def resize_onto_compute3_only(cloud: Cloud, client: Any, server_id: str, *,
+                              while_closed: Callable[[], None] | None = None) -> None:
+    """Resize with compute3 the only host open (cell1 closed, cell2 open, compute4 disabled);
+    ``while_closed`` runs before cell1 opens again (e.g. a conductor task the test runs itself)."""
     set_cell_enabled(cloud, "cell1", False)
     set_cell_enabled(cloud, "cell2", True)
     with target_cell(cloud.cells["cell2"]):
         Service.objects.filter(host="compute4").update(disabled=True)
     bigger = cloud.flavor("m1.bigger", vcpus=2, ram=1024, disk=2)
     assert cloud.action(client, server_id, {"resize": {"flavorRef": bigger.flavorid}}).status_code == 202
+    if while_closed is not None:
+        while_closed()
     set_cell_enabled(cloud, "cell1", True)
 
 

@@ -69,7 +69,7 @@ class Command(BaseCommand):
                 # retrying: gunicorn's 2 s default closes them just as the next request goes out.
                 "--keep-alive", "75"], env)
             for proc in collect_processes(env):
-                supervisor.add(proc.name, proc.argv, {**env, **proc.env}, queues=proc.queues)
+                supervisor.add(proc.name, proc.argv, proc.environment(env), queues=proc.queues)
             for child in supervisor.children:
                 if child.popen is None:
                     supervisor.spawn(child)
