@@ -23,13 +23,12 @@ from conductor import rpc as conductor_rpc
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import Instance, VirtualInterface
 from servers.services import actions
-from servers.services import external as net
 from servers.services.build_failure import build_error_out
-from servers.services.external import network_info
 from servers.services.notify import notify_instance
 
 from .block_devices import prep_block_devices
 from .clients import images as glance
+from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .exceptions import BuildAbortException
@@ -39,36 +38,41 @@ log = logging.getLogger(__name__)
 EVENT_BUILD = "compute_build_and_run_instance"
 
 
-def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any) -> None:
-    """Create (or bind) the instance's ports and record them as VIFs in the cell."""
+def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any,
+                      security_groups: list[str] | None = None) -> None:
+    """Create (or bind) the instance's ports through Neutron's API and record them as VIFs in the
+    cell; ``security_groups`` (ids) go on the ports made for the server."""
 
     if requested == "none":
         return
     if requested == "auto" or requested is None:
-        nets = net.networks_available_to(project_id=instance.project_id)
+        nets = neutron.networks_available(project_id=instance.project_id)
         if not nets:
             return
-        requested = [{"network_id": nets[0].id}]
+        requested = [{"network_id": nets[0]["id"]}]
     for req in requested:
         if req.get("port_id"):
-            port = net.port_bind(req["port_id"], instance.host, device_id=instance.uuid)
+            port = neutron.port_bind(port_id=req["port_id"], instance_uuid=instance.uuid, host=instance.host)
         else:
-            port = net.port_create_for_instance(
-                ctx, network_id=req["network_id"], instance_uuid=instance.uuid, host=instance.host,
-                fixed_ip=req.get("fixed_ip"), project_id=instance.project_id,
+            port = neutron.port_create(
+                network_id=req["network_id"], project_id=instance.project_id, instance_uuid=instance.uuid,
+                host=instance.host, zone=instance.availability_zone, fixed_ip=req.get("fixed_ip"),
+                security_groups=security_groups,
             )
         VirtualInterface.objects.create(
-            instance_uuid=instance.uuid, port_id=port.id, network_id=port.network_id,
-            address=port.mac_address, tag=req.get("tag"),
+            instance_uuid=instance.uuid, port_id=port["id"], network_id=port["network_id"],
+            address=port["mac_address"], tag=req.get("tag"), preserve_on_delete=bool(req.get("port_id")),
         )
 
 
 def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
-    """Free the instance's ports: the ones the user brought are only unbound, the rest deleted
-    (the network service knows which ports it created for the server)."""
+    """Free the instance's ports: the ones the user brought (the cell's VIFs say which) are only
+    unbound, the ones made for the server deleted."""
 
-    net.ports_unbind_and_delete_for_instance(instance.uuid)
-    VirtualInterface.objects.filter(instance_uuid=instance.uuid).delete()
+    vifs = VirtualInterface.objects.filter(instance_uuid=instance.uuid)
+    preserve = set(vifs.filter(preserve_on_delete=True).values_list("port_id", flat=True))
+    neutron.ports_release(instance_uuid=instance.uuid, preserve=preserve)
+    vifs.delete()
 
 
 def image_meta(image_id: str | None) -> dict[str, Any] | None:
@@ -95,8 +99,10 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
 def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
     alternates: list[dict[str, Any]], attempt: int = 1, requested_networks: Any = "auto",
+    security_groups: list[str] | None = None,
 ) -> None:
-    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host)."""
+    """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
+    ``security_groups``: the ids of the groups the server asked for (None: the project's default)."""
     with target_cell(cell_uuid):
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None or instance.task_state == TaskState.DELETING:
@@ -104,13 +110,12 @@ def build_and_run_instance(
             return
         host = str(instance.host)
         driver: Any = None
-        nw_info: list[dict[str, Any]] = []
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name="create"):
                 driver = driver_for(host)
-                nw_info = _build(ctx, instance, driver, admin_pass, requested_networks)
+                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -126,22 +131,22 @@ def build_and_run_instance(
             else:
                 _fail_build(ctx, instance, exc)
             return
-        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=nw_info)
+        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
-           requested_networks: Any) -> list[dict[str, Any]]:
-    """Networks, block devices, spawn; returns the network info the guest got."""
+           requested_networks: Any, security_groups: list[str] | None) -> list[dict[str, Any]]:
+    """The build's steps; returns the network_info the guest was spawned with."""
     _set_task(ctx, instance, TaskState.NETWORKING)
-    allocate_networks(ctx, instance, requested_networks)
+    allocate_networks(ctx, instance, requested_networks, security_groups)
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
-    nw_info = network_info(instance.uuid)
+    vifs = neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),
-        network_info=nw_info,
+        network_info=vifs,
         block_device_info=block_device_info,
         admin_password=admin_pass,
     )
@@ -153,7 +158,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
                     old_task_state=TaskState.SPAWNING)
-    return list(nw_info)
+    return vifs
 
 
 def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:

@@ -18,13 +18,13 @@ from django.utils import timezone
 from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
 from hosts.models import ComputeNode
-from networks.services import network_info, ports_rebind_host
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.models import Instance, Migration
 
 from . import rpc
 from .build import image_meta
 from .clients import images as glance
+from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
@@ -77,7 +77,8 @@ def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
         # A hard reboot recovers a server whose guest is gone: define and start it again.
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                     network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+                     network_info=neutron.network_info(instance_uuid=instance.uuid),
+                     block_device_info=None, admin_password=None)
     else:
         driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
@@ -112,7 +113,7 @@ def shelve(ctx: RequestContext, instance: Instance) -> None:
 def _offload(ctx: RequestContext, instance: Instance) -> None:
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
 
-    ports_rebind_host(instance.uuid, None)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
     placement.allocations_delete(consumer_uuid=instance.uuid)  # its ports stay with it, unbound
     _set(instance, vm_state=VmState.SHELVED_OFFLOADED, task_state=None, power_state=PowerState.SHUTDOWN,
          host=None, node=None, compute=None)
@@ -148,13 +149,14 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
 
     driver = driver_for(str(instance.host))
     image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
-    ports_rebind_host(instance.uuid, instance.host)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=instance.host)
     try:
-        driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+        driver.spawn(instance=instance, image_meta=image_meta(image_id),
+                     network_info=neutron.network_info(instance_uuid=instance.uuid),
                      block_device_info=None, admin_password=None)
     except Exception:
         placement.allocations_delete(consumer_uuid=instance.uuid)
-        ports_rebind_host(instance.uuid, None)
+        neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
         _set(instance, host=None, node=None, compute=None, task_state=None, vm_state=VmState.SHELVED_OFFLOADED)
         raise
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING,
@@ -179,7 +181,8 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
         return
     driver.destroy(instance=instance, destroy_disks=not preserve_ephemeral)
     _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
-    driver.spawn(instance=instance, image_meta=image_meta(image_id), network_info=network_info(instance.uuid),
+    driver.spawn(instance=instance, image_meta=image_meta(image_id),
+                 network_info=neutron.network_info(instance_uuid=instance.uuid),
                  block_device_info=None, admin_password=admin_pass)
     if was_stopped:
         driver.power_off(instance=instance)
@@ -207,10 +210,11 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     """Spawn the server on its (new) host with its ports bound there; powered off when it was
     stopped before the move. Returns the resulting power state."""
 
-    ports_rebind_host(instance.uuid, instance.host)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=instance.host)
     driver = driver_for(str(instance.host))
     driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
-                 network_info=network_info(instance.uuid), block_device_info=None, admin_password=None)
+                 network_info=neutron.network_info(instance_uuid=instance.uuid),
+                 block_device_info=None, admin_password=None)
     if powered_off:
         driver.power_off(instance=instance)
         return PowerState.SHUTDOWN

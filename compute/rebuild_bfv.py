@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
-from networks.services import network_info
 from servers.choices import PowerState, TaskState, VmState
 from servers.models import BlockDeviceMapping, Instance
 from servers.services.external_events import expect_event, wait_for_event
@@ -33,6 +32,7 @@ from servers.services.rebuild_bfv import root_bdm
 
 from .block_devices import attach_bdm, prep_block_devices
 from .clients import images as glance
+from .clients import networks as neutron
 from .clients import volumes as cinder
 from .exceptions import BuildAbortException
 
@@ -62,7 +62,7 @@ def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: 
         {"connection_info": b.connection_info, "mount_device": b.device_name, "boot_index": b.boot_index}
         for b in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume")],
         "root_device_name": "/dev/vda"}
-    driver.spawn(instance=instance, image_meta=None, network_info=network_info(instance.uuid),
+    driver.spawn(instance=instance, image_meta=None, network_info=neutron.network_info(instance_uuid=instance.uuid),
                  block_device_info=bdi, admin_password=None)
     if was_stopped:
         driver.power_off(instance=instance)
@@ -126,7 +126,7 @@ def rebuild_volume_backed(ctx: RequestContext, instance: Instance, *, image_id: 
     block_device_info = prep_block_devices(ctx, instance)
     instance.task_state = TaskState.REBUILD_SPAWNING
     instance.save(update_fields=["task_state", "updated_at"])
-    driver.spawn(instance=instance, image_meta=None, network_info=network_info(instance.uuid),
+    driver.spawn(instance=instance, image_meta=None, network_info=neutron.network_info(instance_uuid=instance.uuid),
                  block_device_info=block_device_info, admin_password=admin_pass)
     if was_stopped:
         driver.power_off(instance=instance)

@@ -14,6 +14,7 @@ from servers.services.notify import notify_instance
 
 from .block_devices import detach_all_volumes
 from .build import deallocate_networks
+from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 
@@ -25,7 +26,8 @@ def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: st
         instance = Instance.objects.filter(uuid=instance_uuid).first()
         if instance is None:
             return
-        notify_instance(ctx, "instance.delete.start", instance)
+        notify_instance(ctx, "instance.delete.start", instance,
+                        network_info=lambda: neutron.network_info(instance_uuid=instance_uuid))
         with actions.wrap_event(ctx, instance_uuid=instance_uuid, event="compute_terminate_instance",
                                 host=instance.host, action_name="delete"):
             if instance.host:

@@ -31,6 +31,7 @@ from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
 from compute.exceptions import MaxRetriesExceeded
 from hosts.models import ComputeNode
+from networks.secgroups import requested_groups_for_instance
 from scheduling.models import RequestSpec
 from scheduling.placement.services import allocations_delete, claim_allocation_request
 from scheduling.scheduler import select_destinations
@@ -214,7 +215,8 @@ def _place_instance(
         bdm_volumes_create(instance)
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
-                                       requested_networks=_requested_networks(instance_uuid))
+                                       requested_networks=_requested_networks(instance_uuid),
+                                       security_groups=requested_groups_for_instance(instance_uuid))
 
 
 def reschedule_build(
@@ -251,7 +253,8 @@ def reschedule_build(
             compute_rpc.build_and_run_instance(
                 ctx=ctx, host=alt["service_host"], instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                 admin_pass=admin_pass, alternates=remaining, attempt=attempt + 1,
-                requested_networks=_requested_networks(instance_uuid))
+                requested_networks=_requested_networks(instance_uuid),
+                security_groups=requested_groups_for_instance(instance_uuid))
             return
         build_error_out(ctx, instance=instance, exc=MaxRetriesExceeded(instance_uuid=instance_uuid))
 

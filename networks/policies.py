@@ -7,6 +7,7 @@ _READER = "project_reader_or_admin"
 _SERVICE = "service_or_admin"
 SG = "/v2.0/security-groups"
 RULE = "/v2.0/security-group-rules"
+BINDINGS = "/v2.0/ports/{port_id}/bindings"
 for _name, _check, _desc, _ops in [
     ("create_security_group", _MEMBER, "Create a security group", [("POST", SG)]),
     ("get_security_group", _READER, "Get a security group", [("GET", SG), ("GET", f"{SG}/{{id}}")]),
@@ -27,5 +28,11 @@ for _name, _check, _desc, _ops in [
     ("create_port:binding:profile", _SERVICE, "Specify binding:profile when creating a port",
      [("POST", "/v2.0/ports")]),
     ("update_port:binding:profile", _SERVICE, "Update binding:profile of a port", [("PUT", "/v2.0/ports/{id}")]),
+    ("get_port_binding", _SERVICE, "Get a port's bindings (binding-extended)",
+     [("GET", f"{BINDINGS}"), ("GET", f"{BINDINGS}/{{host}}")]),
+    ("create_port_binding", _SERVICE, "Create a binding of a port on a host", [("POST", BINDINGS)]),
+    ("activate", _SERVICE, "Make a port's binding on a host the active one",
+     [("PUT", f"{BINDINGS}/{{host}}/activate")]),
+    ("delete_port_binding", _SERVICE, "Delete a port's binding on a host", [("DELETE", f"{BINDINGS}/{{host}}")]),
 ]:
     register(_name, _check, _desc, _ops)

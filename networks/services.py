@@ -399,6 +399,8 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     for key in ("name", "admin_state_up", "device_id", "device_owner", "description"):
         if key in changes:
             setattr(port, key, changes[key])
+    if "device_id" in changes:
+        port.status = "ACTIVE" if port.device_id else "DOWN"  # as on create: a device's port is up
     if "port_security_enabled" in changes:
         port.port_security_enabled = secgroups.as_bool(changes["port_security_enabled"], "port_security_enabled")
     if "binding:host_id" in changes:
@@ -554,23 +556,48 @@ def instance_uuids_with_ip(*, ip: str | None = None, ip6: str | None = None) -> 
 # --- extended bindings (cross-cell moves) -----------------------------------------------------------
 
 
-def port_binding_create(port_id: str, host: str) -> PortBinding:
-    """An INACTIVE binding of the port on ``host`` (409 if one exists)."""
-    port = Port.objects.filter(id=port_id).first()
-    if port is None:
-        raise PortNotFound(port_id=port_id)
-    binding, created = PortBinding.objects.get_or_create(port=port, host=host, defaults={"status": "INACTIVE"})
-    if not created:
-        raise Conflict(f"Binding for port {port_id} on host {host} already exists.")
+class PortBindingNotFound(NotFound):
+    message = "Binding for port %(port_id)s for host %(host)s could not be found."
+
+
+class PortBindingAlreadyExists(Conflict):
+    message = "Binding for port %(port_id)s on host %(host)s already exists."
+
+
+class PortBindingAlreadyActive(Conflict):
+    message = "Binding for port %(port_id)s on host %(host)s is already active."
+
+
+def port_binding_create(port_id: str, host: str, *, vnic_type: str = "normal", profile: dict[str, Any] | None = None,
+                        active: bool = False) -> PortBinding:
+    """An INACTIVE binding of the port on ``host`` (409 if one exists); ``active`` makes it the port's
+    own binding too (a port bound nowhere, as Neutron's ``binding-extended`` does)."""
+    with transaction.atomic():
+        port = Port.objects.select_for_update().filter(id=port_id).first()
+        if port is None:
+            raise PortNotFound(port_id=port_id)
+        binding, created = PortBinding.objects.get_or_create(port=port, host=host, defaults={
+            "status": "ACTIVE" if active else "INACTIVE", "vnic_type": vnic_type, "profile": profile or {}})
+        if not created:
+            raise PortBindingAlreadyExists(port_id=port_id, host=host)
+        if active:
+            port.binding_host_id, port.binding_vif_type, port.binding_vnic_type = host, binding.vif_type, vnic_type
+            port.save(update_fields=["binding_host_id", "binding_vif_type", "binding_vnic_type", "updated_at"])
     return binding
 
 
 def port_binding_activate(port_id: str, host: str) -> None:
-    """Make ``host``'s binding the active one (others become INACTIVE); updates the port."""
+    """Make ``host``'s binding the active one: the port's previous binding stays as an INACTIVE one (as
+    Neutron keeps it, for a revert), the others become INACTIVE; updates the port."""
     with transaction.atomic():
         binding = PortBinding.objects.filter(port_id=port_id, host=host).first()
         if binding is None:
-            raise NotFound(f"Binding for port {port_id} for host {host} could not be found.")
+            raise PortBindingNotFound(port_id=port_id, host=host)
+        port = Port.objects.select_for_update().get(id=port_id)
+        previous = port.binding_host_id
+        if previous and previous != host:
+            PortBinding.objects.get_or_create(port=port, host=previous, defaults={
+                "status": "INACTIVE", "vnic_type": port.binding_vnic_type})
         PortBinding.objects.filter(port_id=port_id).exclude(host=host).update(status="INACTIVE")
         binding.status = "ACTIVE"
         binding.save(update_fields=["status", "updated_at"])
@@ -579,3 +606,68 @@ def port_binding_activate(port_id: str, host: str) -> None:
 
 def port_binding_delete(port_id: str, host: str) -> None:
     PortBinding.objects.filter(port_id=port_id, host=host).delete()
+
+
+# The API's entries (``/v2.0/ports/{id}/bindings``): policy first, then the calls above.
+
+
+def _binding_view(port: Port) -> list[PortBinding]:
+    """The port's bindings: its rows, and its own (ACTIVE) binding when no row stands for it."""
+    rows = list(PortBinding.objects.filter(port=port).order_by("created_at", "id"))
+    if port.binding_host_id and not any(b.host == port.binding_host_id for b in rows):
+        rows.insert(0, PortBinding(port=port, host=port.binding_host_id, status="ACTIVE",
+                                   vif_type=port.binding_vif_type, vnic_type=port.binding_vnic_type,
+                                   profile={k: v for k, v in (port.binding_profile or {}).items()
+                                            if k != CREATED_BY_COMPUTE}))
+    return rows
+
+
+def port_bindings(ctx: RequestContext, port_id: str, *, filters: dict[str, Any] | None = None) -> list[PortBinding]:
+    authorize(ctx, "get_port_binding", {"project_id": ctx.project_id})
+    port = port_get(ctx, port_id)
+    wanted = {k: v for k, v in (filters or {}).items() if k in ("host", "status", "vif_type", "vnic_type") and v}
+    return [b for b in _binding_view(port) if all(str(getattr(b, k)) == str(v) for k, v in wanted.items())]
+
+
+def port_binding_show(ctx: RequestContext, port_id: str, host: str) -> PortBinding:
+    authorize(ctx, "get_port_binding", {"project_id": ctx.project_id})
+    binding = next((b for b in _binding_view(port_get(ctx, port_id)) if b.host == host), None)
+    if binding is None:
+        raise PortBindingNotFound(port_id=port_id, host=host)
+    return binding
+
+
+def port_binding_add(ctx: RequestContext, port_id: str, *, host: str, vnic_type: str = "normal",
+                     profile: dict[str, Any] | None = None) -> PortBinding:
+    authorize(ctx, "create_port_binding", {"project_id": ctx.project_id})
+    port = port_get(ctx, port_id)
+    if not host:
+        raise Invalid("Invalid input for operation: host is required.")
+    if port.binding_host_id == host:
+        raise PortBindingAlreadyExists(port_id=port_id, host=host)
+    return port_binding_create(port_id, host, vnic_type=vnic_type or "normal",
+                               profile=secgroups.binding_profile(profile) or {}, active=not port.binding_host_id)
+
+
+def port_binding_make_active(ctx: RequestContext, port_id: str, host: str) -> PortBinding:
+    authorize(ctx, "activate", {"project_id": ctx.project_id})
+    port = port_get(ctx, port_id)
+    row = PortBinding.objects.filter(port=port, host=host).first()
+    if row is None and port.binding_host_id != host:
+        raise PortBindingNotFound(port_id=port_id, host=host)
+    if row is None or row.status == "ACTIVE":
+        raise PortBindingAlreadyActive(port_id=port_id, host=host)
+    port_binding_activate(port_id, host)
+    return PortBinding.objects.get(pk=row.pk)
+
+
+def port_binding_remove(ctx: RequestContext, port_id: str, host: str) -> None:
+    """Delete ``host``'s binding; deleting the active one leaves the port unbound (Neutron's)."""
+    authorize(ctx, "delete_port_binding", {"project_id": ctx.project_id})
+    port = port_get(ctx, port_id)
+    with transaction.atomic():
+        deleted = PortBinding.objects.filter(port=port, host=host).delete()[0]
+        if port.binding_host_id == host:
+            Port.objects.filter(id=port.id).update(binding_host_id="", binding_vif_type="unbound")
+        elif not deleted:
+            raise PortBindingNotFound(port_id=port_id, host=host)

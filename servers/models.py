@@ -411,6 +411,9 @@ class VirtualInterface(CellModel, SoftDeleteModel):
     network_id = models.CharField(max_length=36, null=True, blank=True)
     address = models.CharField(max_length=255, null=True, blank=True)
     tag = models.CharField(max_length=255, null=True, blank=True)
+    #: The user brought the port (a ``port_id`` request): deleting the server only unbinds it; the
+    #: ports made for the server are deleted with it (Nova's ``preserve_on_delete``).
+    preserve_on_delete = models.BooleanField(default=False)
 
     class Meta(SoftDeleteModel.Meta):
         constraints = [

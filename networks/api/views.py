@@ -13,7 +13,7 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
 from .. import secgroups, services
-from ..models import Network, Port, Subnet
+from ..models import Network, Port, PortBinding, Subnet
 
 ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
                409: "Conflict", 500: "HTTPInternalServerError"}
@@ -266,3 +266,41 @@ class PortView(NeutronView):
     def delete(self, request: Request, port_id: str) -> Response:
         services.port_delete(self.ctx, services.port_get(self.ctx, port_id))
         return Response(status=204)
+
+
+def present_binding(b: PortBinding) -> dict[str, Any]:
+    return {"host": b.host, "vif_type": b.vif_type, "vif_details": {}, "vnic_type": b.vnic_type,
+            "profile": dict(b.profile or {}), "status": b.status}
+
+
+BINDING_CREATE_ATTRIBUTES = {"host", "vnic_type", "profile"}
+
+
+class PortBindingsView(NeutronView):
+    """Neutron's ``binding-extended``: ``/v2.0/ports/{port_id}/bindings`` (admin or service)."""
+
+    def get(self, request: Request, port_id: str) -> Response:
+        bindings = services.port_bindings(self.ctx, port_id, filters=self._filters())
+        return Response({"bindings": [self._fields(present_binding(b)) for b in bindings]})
+
+    def post(self, request: Request, port_id: str) -> Response:
+        body = self._resource("binding")
+        _known_attributes(body, BINDING_CREATE_ATTRIBUTES)
+        binding = services.port_binding_add(self.ctx, port_id, host=str(body.get("host") or ""),
+                                            vnic_type=str(body.get("vnic_type") or "normal"),
+                                            profile=body.get("profile"))
+        return Response({"binding": present_binding(binding)}, status=201)
+
+
+class PortBindingView(NeutronView):
+    def get(self, request: Request, port_id: str, host: str) -> Response:
+        return Response({"binding": self._fields(present_binding(services.port_binding_show(self.ctx, port_id, host)))})
+
+    def delete(self, request: Request, port_id: str, host: str) -> Response:
+        services.port_binding_remove(self.ctx, port_id, host)
+        return Response(status=204)
+
+
+class PortBindingActivateView(NeutronView):
+    def put(self, request: Request, port_id: str, host: str) -> Response:
+        return Response({"binding": present_binding(services.port_binding_make_active(self.ctx, port_id, host))})

@@ -18,17 +18,11 @@ from networks.services import (
     addresses_for_instances,
     instance_uuids_with_ip,
     network_info,
-    networks_available_to,
-    port_bind,
-    port_create_for_instance,
-    port_unbind,
-    ports_unbind_and_delete_for_instance,
 )
 
 __all__ = [
     "addresses_for_instances", "image_data_path", "image_get", "image_get_internal", "instance_uuids_with_ip",
-    "network_info", "networks_available_to", "port_bind", "port_create_for_instance", "port_unbind",
-    "ports_unbind_and_delete_for_instance", "instance_add_security_group", "instance_remove_security_group",
+    "network_info", "instance_add_security_group", "instance_remove_security_group",
     "instance_security_groups_request", "security_group_find", "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId",
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from cloudcore.core import notifications
@@ -69,19 +70,21 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
     }
 
 
+#: Where a compute agent's notification gets the server's network_info (Nova's VIF list).
+NetworkInfoSource = Callable[[], list[dict[str, Any]]]
+
 #: Events whose payload lists the instance's fixed IPs (others keep the list empty: no lookup).
 _WITH_IPS = {"instance.create.end", "instance.delete.start"}
 
 
-def _ip_addresses(instance_uuid: str, vifs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``): from ``vifs``, the
-    network info the caller already has (a compute host's own), else read from the network service."""
-    if vifs is None:
-        try:
-            vifs = network_info(instance_uuid)
-        except Exception:  # a notification must never fail the operation
-            log.exception("could not read the ports of %s", instance_uuid)
-            return []
+def _ip_addresses(instance_uuid: str, source: NetworkInfoSource | None) -> list[dict[str, Any]]:
+    """IpPayload entries for the instance's ports (Nova's ``ip_addresses``), from ``source`` (a
+    compute agent's, which may not read the network service's database) or the network service."""
+    try:
+        vifs = source() if source is not None else network_info(instance_uuid)
+    except Exception:  # a notification must never fail the operation
+        log.exception("could not read the ports of %s", instance_uuid)
+        return []
     out = []
     for vif in vifs:
         network = vif.get("network") or {}
@@ -104,10 +107,10 @@ def _ip_addresses(instance_uuid: str, vifs: list[dict[str, Any]] | None) -> list
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,
-    fault: BaseException | None = None, host: str | None = None, network_info: list[dict[str, Any]] | None = None,
+    fault: BaseException | None = None, host: str | None = None, network_info: NetworkInfoSource | None = None,
 ) -> None:
     """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``); the events
-    that list IPs take them from ``network_info`` when the caller has it."""
+    that list IP addresses take them from ``network_info`` when given (called only for them)."""
     payload = instance_payload(instance)
     if event_type in _WITH_IPS:
         payload["ip_addresses"] = _ip_addresses(instance.uuid, network_info)
