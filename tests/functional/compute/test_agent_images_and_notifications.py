@@ -165,7 +165,7 @@ def test_instance_notifications_inside_an_agent_take_the_ips_from_the_hosts_netw
     # when the agent of cell1 emits instance.create.end with it
     with compute_agent(cells["cell1"]), target_cell(cells["cell1"]):
         notify_instance(_ctx(instance), "instance.create.end", Instance.objects.get(uuid=instance.uuid),
-                        network_info=vifs)
+                        network_info=lambda: vifs)
     # then the payload lists those IPs (no read of the network service's rows from the agent)
     record = NotificationRecord.objects.filter(event_type="instance.create.end").order_by("-id").first()
     assert record is not None

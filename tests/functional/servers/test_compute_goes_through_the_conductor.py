@@ -53,7 +53,9 @@ def recorder() -> Iterator[Recorder]:
     rec = Recorder()
 
     def before(sender: Any = None, kwargs: dict[str, Any] | None = None, **_: Any) -> None:
-        rec.tasks.append((sender.name, dict(kwargs or {})))
+        # a compute agent's notifications travel to the conductor as casts: transport, not orchestration
+        if sender.name != "conductor.record_notification":
+            rec.tasks.append((sender.name, dict(kwargs or {})))
         rec.running.append(sender.name)
 
     def after(sender: Any = None, **_: Any) -> None:
