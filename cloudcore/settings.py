@@ -209,7 +209,7 @@ CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
-COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", False)
+COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", True)
 RESIZE_CONFIRM_WINDOW = env_int("RESIZE_CONFIRM_WINDOW", 0, minimum=0)
 TASK_STATE_TIMEOUT = env_int("TASK_STATE_TIMEOUT", 3600, minimum=60)
 PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)
