@@ -167,3 +167,8 @@ def instance_mappings_delete(instance_uuids: list[str]) -> tuple[int, dict[str, 
 def instance_mapping_set_cell(instance_uuid: str, cell: CellMapping | None) -> int:
     """Point a server's mapping at ``cell`` (None: back to "not in a cell yet", a BuildRequest)."""
     return InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=cell)
+
+
+def instance_mappings_queue_for_delete(instance_uuids: list[str]) -> int:
+    """Mark servers' mappings queued for delete (the API side's delete, before the host's work)."""
+    return InstanceMapping.objects.filter(instance_uuid__in=instance_uuids).update(queued_for_delete=True)

@@ -491,6 +491,17 @@ def ports_unbind_and_delete_for_instance(instance_uuid: str) -> None:
             port_unbind(port.id)
 
 
+def ports_release(instance_uuid: str, *, preserve: Iterable[str]) -> None:
+    """Release a server's ports where it is deleted without a host (the API side's local delete):
+    the ones in ``preserve`` (its user brought them) are unbound, the ones made for it deleted."""
+    keep = set(preserve)
+    for port in Port.objects.filter(device_id=instance_uuid):
+        if port.id in keep:
+            port_unbind(port.id)
+        else:
+            port.delete()
+
+
 def ports_rebind_host(instance_uuid: str, host: str | None) -> None:
     Port.objects.filter(device_id=instance_uuid).update(binding_host_id=host or "",
                                                         binding_vif_type="ovs" if host else "unbound")

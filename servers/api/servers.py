@@ -439,7 +439,7 @@ class ServerView(ComputeAPIView):
                                                           version=self.version)})
 
     def delete(self, request: Request, server_id: str) -> Response:
-        record = get_server(self.ctx, server_id, "os_compute_api:servers:delete")
+        record = get_server(self.ctx, server_id)
         delete_svc.server_delete(actor=self.ctx, record=record)
         return Response(status=204)
 

@@ -18,26 +18,28 @@ from django.db import transaction
 from django.utils import timezone
 
 from cells.context import target_cell
-from cells.models import InstanceMapping
+from cells.services import instance_mappings_queue_for_delete
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
-from compute.build import deallocate_networks
-from hosts.models import Service
+from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
-from scheduling.models import RequestSpec
+from networks.services import ports_release
 from scheduling.placement.services import allocations_delete
+from scheduling.services.request_specs import request_specs_delete
 
 from ..choices import TaskState, VmState
-from ..models import BuildRequest, Instance
+from ..models import BuildRequest, Instance, VirtualInterface
 from ..selectors import ServerRecord
 from . import actions
+from .guards import record_target
 from .notify import notify_instance
 from .resize import resize_confirm_for_delete
 
 
 def _host_is_up(instance: Instance) -> bool:
-    service = Service.objects.filter(host=instance.host, binary="nova-compute").first()
+    service = compute_services([str(instance.host)]).get(str(instance.host))
     return service is not None and service_is_up(service)
 
 
@@ -45,6 +47,7 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
     """Delete the server of ``record`` (see module doc). Raises InstanceIsLocked (409) for a
     server locked by someone who may not override it, InstanceInvalidState (409) while another
     delete is running."""
+    authorize(actor, "os_compute_api:servers:delete", record_target(record))
     if record.build_request is not None:
         _delete_build_request(record.uuid)
         return
@@ -79,11 +82,19 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
 def _delete_build_request(instance_uuid: str) -> None:
     with transaction.atomic():
         BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()
-        RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
-        InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
+        request_specs_delete([instance_uuid])
+        instance_mappings_queue_for_delete([instance_uuid])
     # what a scheduling claimed for a build that died before it reached a cell (a live conductor
     # that finds the BuildRequest gone drops its claim itself)
     allocations_delete(consumer_uuid=instance_uuid)
+
+
+def _release_ports(instance: Instance) -> None:
+    """The API side frees the ports itself (no host to ask): the cell's VIFs say which the user
+    brought (unbound) and which were made for the server (deleted)."""
+    vifs = VirtualInterface.objects.filter(instance_uuid=instance.uuid)
+    ports_release(instance.uuid, preserve=vifs.filter(preserve_on_delete=True).values_list("port_id", flat=True))
+    vifs.delete()
 
 
 def local_delete(actor: RequestContext, instance: Instance) -> None:
@@ -91,7 +102,7 @@ def local_delete(actor: RequestContext, instance: Instance) -> None:
 
     notify_instance(actor, "instance.delete.start", instance)
     try:
-        deallocate_networks(actor, instance)
+        _release_ports(instance)
     finally:
         allocations_delete(consumer_uuid=instance.uuid)
     mark_deleted(instance)
@@ -110,5 +121,5 @@ def mark_deleted(instance: Instance) -> None:
 
 
 def _unmap(instance_uuid: str) -> None:
-    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(queued_for_delete=True)
-    RequestSpec.objects.filter(instance_uuid=instance_uuid).delete()
+    instance_mappings_queue_for_delete([instance_uuid])
+    request_specs_delete([instance_uuid])

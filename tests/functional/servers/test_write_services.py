@@ -146,3 +146,16 @@ def test_tag_services_refused_by_policy_and_lock(cloud):
     assert cloud.action(cloud.admin(), server_id, {"lock": None}).status_code == 202
     with pytest.raises(InstanceIsLocked):
         tags.server_tag_add(actor=member, record=server_get(member, server_id), tag="x")
+
+
+def test_server_delete_checks_its_policy_at_the_service_entry(cloud):
+    """Policy is the service's: a reader calling it directly (no view) is refused, the server stays."""
+    from servers.services.delete import server_delete
+
+    member = cloud.member()
+    sid = cloud.create_server(member, "keep")["id"]
+    owner_project = cloud.instance(sid).project_id
+    reader = RequestContext(user_id="someone", project_id=owner_project, roles=["reader"])
+    with pytest.raises(PolicyNotAuthorized):
+        server_delete(actor=reader, record=server_get(reader, sid))
+    assert cloud.show(member, sid)["status"] == "ACTIVE"
