@@ -47,8 +47,11 @@ log = logging.getLogger("hosts.compute")
 REFUSAL_FILE = "startup-refusal.json"
 
 
-def default_state_path(host: str) -> Path:
-    return Path(settings.STATE_PATH) / host
+def default_state_path() -> Path:
+    """The machine's state path (Nova's ``/var/lib/nova``): it does not depend on the host name, so
+    the ``compute_id`` kept there still names this machine's node after a ``--host`` rename (and the
+    rename is refused). Several hosts on one machine (the demo) each pass ``--state-path``."""
+    return Path(settings.STATE_PATH)
 
 
 def record_refusal(state_path: Path, host: str, message: str) -> None:
@@ -68,7 +71,10 @@ def refusals() -> list[dict[str, str]]:
     """The start-up refusals recorded under STATE_PATH (newest first)."""
 
     found = []
-    for path in Path(settings.STATE_PATH).glob(f"*/{REFUSAL_FILE}"):
+    root = Path(settings.STATE_PATH)
+    for path in [root / REFUSAL_FILE, *root.glob(f"*/{REFUSAL_FILE}")]:
+        if not path.exists():
+            continue
         try:
             found.append(json.loads(path.read_text()))
         except (OSError, ValueError):
@@ -96,7 +102,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **o: Any) -> None:
         host: str = o["host"]
-        state_path = Path(o["state_path"]) if o["state_path"] else default_state_path(host)
+        state_path = Path(o["state_path"]) if o["state_path"] else default_state_path()
         cell = self._own_cell(o.get("cell")) or self._cell(host, o.get("cell"))
         uri = o["libvirt_uri"] or f"test://{state_path / 'node.xml'}"
         if uri.startswith("test://") and not (state_path / "node.xml").exists():

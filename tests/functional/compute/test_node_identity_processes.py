@@ -205,3 +205,17 @@ def test_upgrade_with_two_nodes_is_refused(site: Site) -> None:
     before = site.snapshot()
     refused(site, site.compute("compute1", "--register-only"), before,
             "Multiple nodes found in database, manual node uuid configuration required")
+
+
+def test_a_plain_host_rename_with_the_default_state_path_is_refused(site: Site) -> None:
+    """Seed 2 without pinning ``--state-path``: the compute_id lives in the machine's state path
+    (``STATE_PATH``, as Nova's /var/lib/nova), whatever the host is called."""
+    first = site.manage("compute", "--host", "compute1", "--cell", "cell1", "--vcpus", "4", "--register-only")
+    assert first.returncode == 0, first.stderr
+    identity = site.var / "state" / "compute_id"
+    node_uuid = identity.read_text().strip()
+    before = site.snapshot()
+    renamed = site.manage("compute", "--host", "compute1-renamed", "--cell", "cell1", "--vcpus", "4",
+                          "--register-only")
+    refused(site, renamed, before, f"My node {node_uuid} has host 'compute1' but my host is 'compute1-renamed'")
+    assert identity.read_text().strip() == node_uuid
