@@ -113,7 +113,7 @@ def build_and_run_instance(
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
-                                    action_name="create"):
+                                    action_name=None):  # create, or the rebuild of a PENDING server
                 driver = driver_for(host)
                 vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
         except Exception as exc:
@@ -132,6 +132,7 @@ def build_and_run_instance(
                 _fail_build(ctx, instance, exc)
             return
         notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
+        actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild")
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,

@@ -40,6 +40,7 @@ from servers.choices import TaskState, VmState
 from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from servers.services import actions
 from servers.services.build_failure import build_error_out
+from servers.services.history import history_restore, open_action
 from servers.services.notify import notify_instance
 from servers.services.volume_attachments import bdm_volumes_create
 
@@ -102,7 +103,9 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
         with atomic(cell0):
             instance = instance_from_build_request(br, vm_state=vm_state, task_state=None)
             instance.save()
-            actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
+            history_restore(br.history)
+            if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
+                actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             ev = actions.event_start(ctx, instance_uuid=instance_uuid, event=EVENT_SCHEDULE_AND_BUILD)
             actions.event_finish(ev, exc=exc)
             actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
@@ -200,7 +203,9 @@ def _place_instance(
         )
         with atomic(cell):
             instance.save()
-            actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
+            history_restore(br.history)
+            if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
+                actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             _store_bdms_and_tags(br, instance_uuid)
     mapping = InstanceMapping.objects.get(instance_uuid=instance_uuid)
     mapping.cell = cell

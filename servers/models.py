@@ -134,6 +134,9 @@ class BuildRequest(ApiModel, TimestampedModel):
     instance = models.JSONField(default=dict)
     block_device_mappings = models.JSONField(default=list)
     tags = models.JSONField(default=list)
+    #: Actions (with events) and faults of a server that left cell0 to be scheduled again
+    #: (``services.history``): restored in the cell it lands in.
+    history = models.JSONField(default=dict, blank=True)
 
 
 class InstanceGroup(ApiModel, TimestampedModel):

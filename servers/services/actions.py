@@ -47,6 +47,15 @@ def action_finish(ctx: RequestContext, *, instance_uuid: str, failed: bool = Fal
     action.save(update_fields=["finish_time", "message"])
 
 
+def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str) -> None:
+    """Finish the request's latest action if it is ``action`` (a PENDING server's rebuild ends with
+    the build that placed it; a plain create's action stays as Nova leaves it)."""
+    found = _action_for(ctx, instance_uuid, None)
+    if found is not None and found.action == action and found.finish_time is None:
+        found.finish_time = timezone.now()
+        found.save(update_fields=["finish_time"])
+
+
 def event_start(
     ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
     action_name: str | None = None,

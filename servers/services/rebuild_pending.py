@@ -21,6 +21,7 @@ from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
 from . import actions
 from .guards import claim_task_state
+from .history import history_take, rows_hard_delete
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
@@ -59,14 +60,16 @@ def server_rebuild_pending(
             for b in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid)
         ]
         tags = list(Tag.objects.filter(instance_uuid=instance.uuid).values_list("tag", flat=True))
+        history = history_take(instance.uuid)  # the rebuild action, started above, included
     with api_atomic():
         BuildRequest.objects.create(instance_uuid=instance.uuid, project_id=instance.project_id,
-                                    instance=data, block_device_mappings=bdms, tags=tags)
+                                    instance=data, block_device_mappings=bdms, tags=tags, history=history)
         instance_mapping_set_cell(instance.uuid, None)
         if image is not None:
             request_spec_update(instance.uuid, image=image)
-    # The cell0 copy goes for good: the next scheduling attempt creates the server afresh.
+    # Everything of the server leaves cell0 for good: the next scheduling attempt creates it afresh
+    # where it lands, its history restored there (no duplicate BDMs if it is buried again).
     with target_cell(cell):
-        Instance.all_objects.filter(uuid=instance.uuid).delete()
+        rows_hard_delete(instance.uuid)
     api_on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor,
                                   instance_uuids=[instance.uuid], admin_pass=admin_pass))

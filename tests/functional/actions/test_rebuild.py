@@ -188,3 +188,65 @@ def test_a_pending_server_shows_progress_as_a_build_does(cloud: Cloud, settings:
     shown = cloud.show(client, server["id"], version="2.105")
     assert shown["status"] == "PENDING" and shown["progress"] == 0
     assert "progress" not in cloud.show(client, server["id"], version="2.104")  # shown as ERROR there
+
+
+def _actions(cloud: Cloud, client: Any, server_id: str) -> dict[str, dict[str, Any]]:
+    listed = cloud.get(client, f"servers/{server_id}/os-instance-actions", version="2.84").json()["instanceActions"]
+    out = {}
+    for action in listed:
+        shown = cloud.get(client, f"servers/{server_id}/os-instance-actions/{action['request_id']}",
+                          version="2.84").json()["instanceAction"]
+        out[action["action"]] = shown
+    return out
+
+
+def test_a_pending_rebuild_moves_the_whole_server_out_of_cell0_with_its_history(cloud: Cloud, settings: Any) -> None:
+    from cells.context import target_cell
+    from servers.models import BlockDeviceMapping, Instance, InstanceAction, InstanceFault, Tag
+
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    server = cloud.create_server(client, "waiting", flavor=cloud.flavor("m1.huge", vcpus=16).name,
+                                 version="2.52", tags=["keep-me"])
+    assert cloud.cell_of(server["id"]) == "cell0"
+    cloud.add_host("compute9", cell="cell2", zone="az2", vcpus=16, memory_mb=65536)
+    assert cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}},
+                        version="2.105").status_code == 202
+    assert cloud.show(client, server["id"], version="2.105")["status"] == "ACTIVE"
+    assert cloud.cell_of(server["id"]) == "cell2"
+    # nothing of the server is left in cell0
+    with target_cell("cell0"):
+        for model in (InstanceAction, InstanceFault, BlockDeviceMapping):
+            assert not model._base_manager.filter(instance_uuid=server["id"]).exists(), model
+        assert not Tag.objects.filter(instance_uuid=server["id"]).exists()
+        assert not Instance.all_objects.filter(uuid=server["id"]).exists()
+    # and the history came along: the failed create, then the rebuild, finished, with its events
+    history = _actions(cloud, client, server["id"])
+    assert history["create"]["message"] == "Error"
+    assert history["rebuild"]["message"] is None
+    with target_cell("cell2"):
+        rebuild = InstanceAction.objects.get(instance_uuid=server["id"], action="rebuild")
+        assert rebuild.finish_time is not None
+    assert "compute_build_and_run_instance" in {e["event"] for e in history["rebuild"]["events"]}
+    assert cloud.get(client, f"servers/{server['id']}/tags", version="2.52").json()["tags"] == ["keep-me"]
+
+
+def test_a_pending_rebuild_buried_again_keeps_one_copy_of_everything(cloud: Cloud, settings: Any) -> None:
+    from cells.context import target_cell
+    from servers.models import BlockDeviceMapping
+
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    server = cloud.create_server(client, "waiting", flavor=cloud.flavor("m1.huge", vcpus=16).name)
+    with target_cell("cell0"):
+        bdms = BlockDeviceMapping.objects.filter(instance_uuid=server["id"]).count()
+    for _ in range(2):
+        assert cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id}},
+                            version="2.105").status_code == 202
+        assert cloud.show(client, server["id"], version="2.105")["status"] == "PENDING"
+    with target_cell("cell0"):
+        assert BlockDeviceMapping.objects.filter(instance_uuid=server["id"]).count() == bdms
+    history = cloud.get(client, f"servers/{server['id']}/os-instance-actions", version="2.84").json()
+    names = [a["action"] for a in history["instanceActions"]]
+    assert sorted(names) == ["create", "rebuild", "rebuild"]
+    assert all(a["message"] == "Error" for a in history["instanceActions"])

@@ -1,0 +1,73 @@
+"""A server's history (instance actions with their events, and faults) carried through a
+BuildRequest: a PENDING server rebuilt from cell0 leaves cell0 for good, and its history goes with
+it to wherever it is built (or back to cell0 when it is buried again)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+
+from ..models import (
+    BlockDeviceMapping,
+    Instance,
+    InstanceAction,
+    InstanceActionEvent,
+    InstanceFault,
+    Tag,
+    VirtualInterface,
+)
+
+_TIMES = ("start_time", "finish_time", "created_at", "updated_at", "deleted_at")
+
+
+def _fields(model: Any, skip: tuple[str, ...] = ()) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields if f.attname not in ("id", *skip)]
+
+
+def _json(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.isoformat() if k in _TIMES and v is not None else v) for k, v in row.items()}
+
+
+def _unjson(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (parse_datetime(v) if k in _TIMES and isinstance(v, str) else v) for k, v in row.items()}
+
+
+def history_take(instance_uuid: str) -> dict[str, Any]:
+    """The server's actions (with events) and faults in the targeted cell, as JSON."""
+    acts = []
+    for action in InstanceAction.all_objects.filter(instance_uuid=instance_uuid).order_by("id"):
+        events = [_json({f: getattr(e, f) for f in _fields(InstanceActionEvent, ("action_id",))})
+                  for e in InstanceActionEvent.all_objects.filter(action=action).order_by("id")]
+        acts.append({"action": _json({f: getattr(action, f) for f in _fields(InstanceAction)}), "events": events})
+    faults = [_json(row) for row in InstanceFault.all_objects.filter(instance_uuid=instance_uuid).order_by("id")
+              .values(*_fields(InstanceFault))]
+    return {"actions": acts, "faults": faults}
+
+
+def history_restore(history: dict[str, Any] | None) -> None:
+    """Recreate a taken history in the targeted cell."""
+    for item in (history or {}).get("actions", []):
+        action = InstanceAction.all_objects.create(**_unjson(item["action"]))
+        for event in item["events"]:
+            InstanceActionEvent.all_objects.create(action=action, **_unjson(event))
+    for fault in (history or {}).get("faults", []):
+        InstanceFault.all_objects.create(**_unjson(fault))
+
+
+def open_action(history: dict[str, Any] | None, request_id: str) -> str | None:
+    """The name of the unfinished action of ``request_id`` in the history (the rebuild that sent a
+    PENDING server back to scheduling), if any."""
+    for item in (history or {}).get("actions", []):
+        action = item["action"]
+        if action.get("request_id") == request_id and not action.get("finish_time"):
+            return str(action["action"])
+    return None
+
+
+def rows_hard_delete(instance_uuid: str) -> None:
+    """Remove the server and every row hanging off it from the targeted cell (it leaves the cell)."""
+    InstanceActionEvent.all_objects.filter(action__instance_uuid=instance_uuid).delete()
+    for model in (InstanceAction, InstanceFault, BlockDeviceMapping, VirtualInterface):
+        model._base_manager.filter(instance_uuid=instance_uuid).delete()
+    Tag.objects.filter(instance_uuid=instance_uuid).delete()
+    Instance.all_objects.filter(uuid=instance_uuid).delete()
