@@ -53,12 +53,12 @@ from servers.models import (
     Instance,
     InstanceAction,
     InstanceActionEvent,
-    InstanceFault,
     Migration,
     Tag,
     VirtualInterface,
 )
 from servers.services import actions
+from servers.services.history import rows_hard_delete
 from servers.services.move_recovery import allocations_back_to_server, move_failed
 from servers.services.notify import notify_instance
 from volumes import services as volumes
@@ -75,11 +75,8 @@ def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
     hit the unique uuids)."""
 
     with target_cell(cell):
-        InstanceActionEvent.all_objects.filter(action__instance_uuid=instance_uuid).delete()
-        for model in (InstanceAction, BlockDeviceMapping, VirtualInterface, Migration, InstanceFault):
-            model._base_manager.filter(instance_uuid=instance_uuid).delete()
-        Tag.objects.filter(instance_uuid=instance_uuid).delete()
-        Instance.all_objects.filter(uuid=instance_uuid).delete()
+        Migration._base_manager.filter(instance_uuid=instance_uuid).delete()
+        rows_hard_delete(instance_uuid)
 
 
 def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
