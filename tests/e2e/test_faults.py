@@ -282,7 +282,8 @@ def test_conductor_killed_mid_same_cell_resize(env: Env, servers: dict[str, str]
 
 def test_redis_killed_mid_cross_cell_resize(env: Env, servers: dict[str, str]) -> None:
     """Redis is killed (and comes back empty) while the conductor is half-way through a cross-cell
-    resize: the server's copy is already in cell2; the cast to the source host then fails."""
+    resize: the server's copy is already in cell2; the conductor's call to the source host then
+    fails, and the conductor rolls the move back itself (nothing is left for the reaper)."""
     cloud, db = env.cloud, env.db
     server_id = servers["xcell-redis"]
     volume = attach_volume(env, server_id)
@@ -306,7 +307,10 @@ def test_redis_killed_mid_cross_cell_resize(env: Env, servers: dict[str, str]) -
         redis_start()
     finally:
         env.services("enabled", "compute2")
-    env.reaped(server_id)
+    wait_for("the conductor to roll the move back",
+             lambda: db.instance("cell1", server_id)["task_state"] is None, timeout=120)
+    assert env.api.server(server_id)["status"] == "ACTIVE"
+    assert db.instance("cell1", server_id)["host"] == "compute1"
     assert db.instance("cell2", server_id) is None
     assert env.migration("cell1", server_id)[:2] == (migration_id, "error")
     assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
@@ -598,15 +602,18 @@ def test_cell_database_down_mid_cross_cell_resize(env: Env, servers: dict[str, s
     server_id, bystander = fresh_on_compute1(env, servers, "xcell-pg"), servers["bystander"]
     env.services("disabled", "compute2")
     try:
-        cloud.freeze("compute3")
-        cloud.freeze("compute4")
+        # the conductor calls the destination (prep), then the source, then the destination again
+        # (finish): holding the source back lets the target copy be locked before the finish
+        cloud.freeze("compute1")
         try:
             env.resize(server_id)
-            wait_for("the source half", lambda: db.instance("cell1", server_id)["task_state"] == "resize_migrated")
+            wait_for("the destination's prep", lambda: db.cell(
+                "cell2", f"SELECT migration_context FROM {db.t['Instance']} WHERE uuid = %s", server_id)
+                not in ([], [(None,)], [("",)]), timeout=60)
+            time.sleep(2)  # the conductor's own writes to the copy follow at once; then it waits on compute1
             lock = RowLock(db.cell_url["cell2"], db.t["Instance"], "uuid = %s", server_id)
         finally:
-            cloud.thaw("compute3")
-            cloud.thaw("compute4")
+            cloud.thaw("compute1")
         migration_id = env.migration("cell1", server_id)[0]
         dest = db.cell("cell1", f"SELECT dest_compute FROM {db.t['Migration']} WHERE uuid = %s", migration_id)[0][0]
         try:
