@@ -169,13 +169,13 @@ def servers(env: Env) -> dict[str, str]:
     env.services("disabled", "compute2", "compute3", "compute4")
     try:  # no zone in their request specs: they may move to the other cell's zone
         ids = {name: env.boot(f"f-{name}", None) for name in wanted if name != "bystander"}
-        for server_id in ids.values():
-            env.api.wait_status(server_id, "ACTIVE", timeout=120)
+        for server_id in ids.values():  # isolated builds call the services over HTTP: slower under load
+            env.api.wait_status(server_id, "ACTIVE", timeout=300)
     finally:
         env.services("enabled", "compute2", "compute3", "compute4")
     ids["bystander"] = env.boot("f-bystander", "compute3")
     for name, server_id in ids.items():
-        env.api.wait_status(server_id, "ACTIVE", timeout=120)
+        env.api.wait_status(server_id, "ACTIVE", timeout=300)
         assert env.admin.server(server_id)["OS-EXT-SRV-ATTR:host"] == wanted[name]
     return ids
 
