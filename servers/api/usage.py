@@ -17,6 +17,7 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from cloudcore.core.api.paging import page_of
 from cloudcore.core.api.validation import query_int
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
@@ -110,15 +111,8 @@ class _UsageView(ComputeAPIView):
         limit = None
         if self.version >= PAGING:
             limit = query_int(params, "limit", invalid=_INVALID_INT)
-            marker = params.get("marker")
-            if marker:
-                uuids = [i.uuid for i in instances]
-                if marker not in uuids:
-                    raise Invalid(f"Marker {marker} could not be found.")
-                instances = instances[uuids.index(marker) + 1:]
-            if limit is not None:
-                limit = min(limit, MAX_LIMIT)
-                instances = instances[:limit]
+            limit = None if limit is None else min(limit, MAX_LIMIT)
+            instances = page_of(instances, marker=params.get("marker"), limit=limit)
         now = timezone.now()
         usages: dict[str, _ProjectUsage] = {}
         for inst in instances:
