@@ -5,7 +5,7 @@ import uuid as uuidlib
 
 from django.db import models
 
-from cloudcore.core.models import ApiModel, TimestampedModel
+from cloudcore.core.models import ApiModel, ProjectHardLimit, TimestampedModel
 
 
 def new_uuid() -> str:
@@ -133,3 +133,13 @@ class InstanceSecurityGroups(ApiModel):
 
     instance_uuid = models.CharField(primary_key=True, max_length=36)
     security_group_ids = models.JSONField(default=list)
+
+
+class NetworkQuota(ProjectHardLimit):
+    """A project's own limit for one resource (Neutron's ``quotas`` table); a resource without a row takes the
+    default (``networks.quotas.defaults()``)."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project_id", "resource"], name="network_quota_project_resource"),
+        ]

@@ -36,3 +36,12 @@ for _name, _check, _desc, _ops in [
     ("delete_port_binding", _SERVICE, "Delete a port's binding on a host", [("DELETE", f"{BINDINGS}/{{host}}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+QUOTAS = "/v2.0/quotas/{project_id}"
+for _name, _check, _desc, _ops in [
+    ("get_quota", _READER, "Get a project's quotas, defaults or quota details",
+     [("GET", QUOTAS), ("GET", f"{QUOTAS}/default"), ("GET", f"{QUOTAS}/details")]),
+    ("update_quota", "admin", "Update a project's quotas", [("PUT", QUOTAS)]),
+    ("delete_quota", "admin", "Delete a project's quotas (back to the defaults)", [("DELETE", QUOTAS)]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -22,6 +22,7 @@ from cloudcore.core.policy import authorize
 
 from . import secgroups
 from .models import IPAllocation, Network, Port, PortBinding, Subnet
+from .quotas import quota_check
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
 CREATED_BY_COMPUTE = "cloudcore_created"
@@ -86,8 +87,11 @@ def network_create(ctx: RequestContext, *, name: str = "", project_id: str | Non
     if (shared or external) and not ctx.is_admin:
         raise Invalid("Only admins may create shared or external networks.")
     owner = project_id if (project_id and ctx.is_admin) else ctx.project_id
-    return Network.objects.create(name=name, project_id=owner or "", shared=shared, admin_state_up=admin_state_up,
-                                  description=description, external=external, mtu=mtu)
+    with transaction.atomic():
+        quota_check("network", owner or "")
+        return Network.objects.create(name=name, project_id=owner or "", shared=shared,
+                                      admin_state_up=admin_state_up, description=description, external=external,
+                                      mtu=mtu)
 
 
 def _check_owner(ctx: RequestContext, project_id: str) -> None:
@@ -174,6 +178,7 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
         gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
     elif gateway_ip is not None:
         gateway_ip = _gateway_in(net, gateway_ip)
+    quota_check("subnet", network.project_id)
     return Subnet.objects.create(network=network, name=name, project_id=network.project_id, ip_version=ip_version,
                                  cidr=str(net), gateway_ip=gateway_ip, enable_dhcp=enable_dhcp,
                                  allocation_pools=allocation_pools or _pools(str(net), gateway_ip),
@@ -287,6 +292,7 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
     groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
                                        port_security=port_security_enabled, device_owner=device_owner)
     with transaction.atomic():
+        quota_check("port", owner)
         for _attempt in range(5):
             try:
                 with transaction.atomic():

@@ -1,7 +1,7 @@
 """Neutron routes, mounted at ``^network/?`` (see cloudcore/urls.py)."""
 from django.urls import re_path
 
-from . import security_groups, views
+from . import quotas, security_groups, views
 
 urlpatterns = [
     re_path(r"^$", views.NetworkVersionsView.as_view()),
@@ -24,4 +24,8 @@ urlpatterns = [
             security_groups.SecurityGroupTagView.as_view()),
     re_path(r"^v2\.0/security-group-rules/?$", security_groups.SecurityGroupRulesView.as_view()),
     re_path(r"^v2\.0/security-group-rules/(?P<rule_id>[^/]+)/?$", security_groups.SecurityGroupRuleView.as_view()),
+    re_path(r"^v2\.0/quotas/?$", quotas.QuotasView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/default/?$", quotas.QuotaDefaultView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/details/?$", quotas.QuotaDetailsView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/?$", quotas.QuotaView.as_view()),
 ]
