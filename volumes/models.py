@@ -6,7 +6,7 @@ import uuid as uuidlib
 
 from django.db import models
 
-from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
+from cloudcore.core.models import ApiModel, ProjectHardLimit, SoftDeleteModel, TimestampedModel
 
 
 def new_uuid() -> str:
@@ -122,3 +122,13 @@ class Snapshot(ApiModel, SoftDeleteModel):
 
     class Meta:
         ordering = ["-created_at", "id"]
+
+
+class VolumeQuota(ProjectHardLimit):
+    """A project's own limit for one resource (Cinder's ``quotas`` table); a resource without a row takes the
+    default (``volumes.quotas.DEFAULTS``)."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project_id", "resource"], name="volume_quota_project_resource"),
+        ]

@@ -47,3 +47,13 @@ for _name, _check, _desc, _ops in [
      [("DELETE", "/snapshots/{snapshot_id}/metadata/{key}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+QUOTAS = "/os-quota-sets/{project_id}"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:quotas:show", _READER, "Show a project's quotas, with usage, or the defaults.",
+     [("GET", QUOTAS), ("GET", f"{QUOTAS}?usage=True"), ("GET", f"{QUOTAS}/defaults")]),
+    ("volume_extension:quotas:update", "admin", "Update a project's quotas.", [("PUT", QUOTAS)]),
+    ("volume_extension:quotas:delete", "admin", "Delete a project's quotas (back to the defaults).",
+     [("DELETE", QUOTAS)]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -26,6 +26,7 @@ from servers.services.external_events import server_external_events_create
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
+from .quotas import quota_check_volume
 
 log = logging.getLogger(__name__)
 DEFAULT_TYPE = "__DEFAULT__"
@@ -163,7 +164,8 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
                   volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None) -> Volume:
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
-    backend work in this process (the compute's boot-from-volume path)."""
+    backend work in this process (the compute's boot-from-volume path). Raises the 413s of
+    ``volumes.quotas`` past the project's ``per_volume_gigabytes``, ``gigabytes`` or ``volumes``."""
     _authorize(ctx, "volume:create")
     image_meta: dict[str, Any] = {}
     if image_id:
@@ -190,12 +192,15 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
             raise NotFound(f"Volume type with name {volume_type} could not be found.")
     else:
         vt = default_volume_type()
-    vol = Volume.objects.create(
-        name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
-        availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
-        user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, volume_image_metadata=image_meta,
-        metadata=metadata or {}, backend_name=get_backend().name, snapshot_id=snapshot_id,
-    )
+    with api_atomic():
+        quota_check_volume(project_id=ctx.project_id or "", size=int(size))
+        vol = Volume.objects.create(
+            name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
+            availability_zone=availability_zone or "nova", multiattach=bool(multiattach),
+            project_id=ctx.project_id or "", user_id=ctx.user_id or "", volume_type=vt, image_id=image_id,
+            volume_image_metadata=image_meta, metadata=metadata or {}, backend_name=get_backend().name,
+            snapshot_id=snapshot_id,
+        )
     if run_now:
         volume_create_backend(vol.id)
         vol.refresh_from_db()

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.transactions import api_on_commit
+from cells.transactions import api_atomic, api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
@@ -20,6 +20,7 @@ from cloudcore.core.policy import authorize
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import Snapshot, SnapshotStatus, Volume, VolumeStatus
+from .quotas import quota_check_snapshot
 
 log = logging.getLogger(__name__)
 #: From this microversion a snapshot of an in-use volume needs no ``force``.
@@ -66,7 +67,8 @@ def snapshot_list(ctx: RequestContext, *, all_tenants: bool = False, filters: di
 def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = None, description: str | None = None,
                     force: bool = False, metadata: dict[str, Any] | None = None,
                     version: tuple[int, int] = (3, 0)) -> Snapshot:
-    """Record a ``creating`` snapshot of ``volume`` and cast the copy to the volume worker."""
+    """Record a ``creating`` snapshot of ``volume`` and cast the copy to the volume worker. Raises
+    SnapshotLimitExceeded / VolumeSizeExceedsAvailableQuota (413) past the project's quotas."""
     authorize(ctx, "volume:create_snapshot", _target(volume))
     allowed = [VolumeStatus.AVAILABLE]
     if force or version >= FORCE_NOT_NEEDED:
@@ -74,9 +76,12 @@ def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = N
     if volume.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {volume.id} status must be available, but current status is: "
                       f"{volume.status}.")
-    snap = Snapshot.objects.create(volume=volume, name=name, description=description, size=volume.size,
-                                   project_id=ctx.project_id or volume.project_id,
-                                   user_id=ctx.user_id or volume.user_id, metadata=metadata or {})
+    project_id = ctx.project_id or volume.project_id
+    with api_atomic():
+        quota_check_snapshot(project_id=project_id, size=volume.size)
+        snap = Snapshot.objects.create(volume=volume, name=name, description=description, size=volume.size,
+                                       project_id=project_id, user_id=ctx.user_id or volume.user_id,
+                                       metadata=metadata or {})
     api_on_commit(lambda: rpc.snapshot_create(snapshot_id=snap.id))
     return snap
 

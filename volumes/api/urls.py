@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import snapshots, views
+from . import quotas, snapshots, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -30,4 +30,6 @@ urlpatterns = [
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
     re_path(P + r"limits/?$", views.LimitsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target>[^/]+)/defaults/?$", quotas.QuotaSetDefaultsView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target>[^/]+)/?$", quotas.QuotaSetView.as_view()),
 ]

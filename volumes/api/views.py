@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services, snapshots
+from .. import quotas, services, snapshots
 from ..models import Volume, VolumeAttachment, VolumeType
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
 
@@ -70,6 +70,13 @@ class VolumeAPIView(OpenStackAPIView):
 
     def authorize(self, rule: str, project_id: str | None = None) -> None:
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
+
+    def error_body(self, code: int, message: str) -> dict[str, Any]:
+        """Cinder's fault body; its quota errors (413) also say when to retry."""
+        body = super().error_body(code, message)
+        if code == 413:
+            body["overLimit"]["retryAfter"] = "0"
+        return body
 
 
 def _int_param(value: str | None, name: str) -> int | None:
@@ -333,6 +340,7 @@ VOLUME_ZONE = "nova"
 #: Cinder API extensions whose behaviour cloudcore implements (``GET /v3/{project}/extensions``)
 EXTENSIONS = (
     ("os-availability-zone", "AvailabilityZones", "Describe Availability Zones."),
+    ("os-quota-sets", "Quotas", "Quota management support."),
     ("os-vol-image-meta", "VolumeImageMetadata", "Show image metadata associated with the volume."),
     ("os-vol-tenant-attr", "VolumeTenantAttribute", "Expose the internal project_id as an attribute of a volume."),
     ("os-volume-actions", "VolumeActions", "Enable volume actions."),
@@ -399,19 +407,17 @@ class VolumeMetadataItemView(VolumeAPIView):
         return Response(status=200)
 
 
-#: Cinder's default quotas; cloudcore keeps no volume quotas, so these are the limits shown.
-VOLUME_DEFAULT_LIMITS = {"maxTotalVolumes": 10, "maxTotalSnapshots": 10, "maxTotalVolumeGigabytes": 1000,
-                         "maxTotalBackups": 10, "maxTotalBackupGigabytes": 1000}
-
-
 class LimitsView(VolumeAPIView):
-    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the defaults and the
-    project's volumes and gigabytes; snapshots and backups do not exist here (0)."""
+    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the project's quotas
+    (``volumes.quotas``) and its usage of them."""
 
     def get(self, request: Request, **_kw: Any) -> Response:
         self.authorize("limits_extension:used_limits")
-        volumes = Volume.objects.filter(project_id=self.ctx.project_id)
-        absolute = {**VOLUME_DEFAULT_LIMITS, "totalVolumesUsed": volumes.count(),
-                    "totalGigabytesUsed": sum(volumes.values_list("size", flat=True)),
-                    "totalSnapshotsUsed": 0, "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
+        project_id = self.ctx.project_id or ""
+        limits, used = quotas.quota_limits(project_id), quotas.quota_usage(project_id)
+        absolute = {"maxTotalVolumes": limits["volumes"], "maxTotalSnapshots": limits["snapshots"],
+                    "maxTotalVolumeGigabytes": limits["gigabytes"], "maxTotalBackups": limits["backups"],
+                    "maxTotalBackupGigabytes": limits["backup_gigabytes"], "totalVolumesUsed": used["volumes"],
+                    "totalGigabytesUsed": used["gigabytes"], "totalSnapshotsUsed": used["snapshots"],
+                    "totalBackupsUsed": used["backups"], "totalBackupGigabytesUsed": used["backup_gigabytes"]}
         return Response({"limits": {"rate": [], "absolute": absolute}})
