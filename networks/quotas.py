@@ -125,10 +125,11 @@ def _limit(resource: str, value: Any) -> int:
 def quota_update(ctx: RequestContext, project_id: str, *, changes: dict[str, Any]) -> dict[str, int]:
     """Store ``project_id``'s own limits; its resulting limits.
 
-    ``check_limit: true`` (Neutron's ``quota-check-limit``) refuses a limit below the current usage.
-    Raises Invalid for an unknown resource or a value that is not an integer of at least -1."""
+    ``check_limit: true`` (Neutron's ``quota-check-limit``) refuses a limit below the current usage; the
+    project's own id in the body (openstacksdk sends it) is ignored. Raises Invalid for an unknown
+    resource or a value that is not an integer of at least -1."""
     authorize(ctx, "update_quota", {"project_id": project_id})
-    changes = dict(changes)
+    changes = {key: value for key, value in changes.items() if key not in ("project_id", "tenant_id")}
     check_limit = str(changes.pop("check_limit", False)).lower() == "true"
     unknown = sorted(set(changes) - set(RESOURCES))
     if unknown:

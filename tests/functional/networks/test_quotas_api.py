@@ -46,8 +46,9 @@ def test_a_project_reads_its_own_quota_and_defaults_but_not_anothers() -> None:
 def test_admin_updates_lists_and_deletes_a_projects_quota() -> None:
     admin = admin_client()
     client, project_id = member()
-    # when the admin sets two limits
-    response = admin.put(f"{Q}/{project_id}", {"quota": {"network": 7, "port": "-1"}}, format="json")
+    # when the admin sets two limits (openstacksdk also sends the project's id)
+    response = admin.put(f"{Q}/{project_id}", {"quota": {"network": 7, "port": "-1", "project_id": project_id}},
+                         format="json")
     # then the answer carries every resource with the new ones
     assert response.status_code == 200, response.content
     assert response.json() == {"quota": {**NEUTRON_DEFAULTS, "network": 7, "port": -1}}
