@@ -273,6 +273,8 @@ class LibvirtDriver:
                 pass
         if dom.isActive():
             dom.destroy()
+        if dom.hasManagedSaveImage(0):
+            dom.managedSaveRemove(0)  # a hard reboot of a suspended guest boots it afresh
         dom.create()
 
     def snapshot(self, *, instance: Any, target_path: Path, **_kw: Any) -> None:
