@@ -28,7 +28,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from . import secgroups, services
+from . import quotas, secgroups, services
 from .models import FloatingIP, IPAllocation, Network, Port, Router, Subnet, new_uuid
 
 ROUTER_INTERFACE = "network:router_interface"
@@ -238,6 +238,7 @@ def router_create(ctx: RequestContext, *, name: str = "", description: str = "",
     owner = _owner(ctx, project_id)
     authorize(ctx, "create_router", _target(owner))
     info = _gateway_info(external_gateway_info)
+    quotas.check(owner, "router")
     with transaction.atomic():
         router = Router.objects.create(name=name, description=description, admin_state_up=admin_state_up,
                                        project_id=owner)
@@ -458,6 +459,7 @@ def floatingip_create(ctx: RequestContext, *, floating_network_id: str, project_
     if floating_ip_address:
         authorize(ctx, "create_floatingip:floating_ip_address", _target(owner))
     network = _external_network(ctx, floating_network_id, "floatingip")
+    quotas.check(owner, "floatingip")
     if subnet_id:
         subnet = network.subnets.filter(id=subnet_id).first()
         if subnet is None:

@@ -173,3 +173,14 @@ class FloatingIP(ApiModel, TimestampedModel):
                                related_name="floating_ips")
     status = models.CharField(max_length=16, default="DOWN")
     revision_number = models.IntegerField(default=1)
+
+
+class NetworkQuota(ApiModel):
+    """An admin's override of one of a project's Neutron quotas (see ``networks.quotas``)."""
+
+    project_id = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=64)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="network_quota_per_resource")]

@@ -62,5 +62,13 @@ for _name, _check, _desc, _ops in [
     ("get_floatingip", _READER, "Get a floating IP", [("GET", FIPS), ("GET", f"{FIPS}/{{id}}")]),
     ("update_floatingip", _MEMBER, "Update (associate, disassociate) a floating IP", [("PUT", f"{FIPS}/{{id}}")]),
     ("delete_floatingip", _MEMBER, "Delete a floating IP", [("DELETE", f"{FIPS}/{{id}}")]),
+    ("get_network_ip_availability", _ADMIN, "Get the IP availability of networks",
+     [("GET", "/v2.0/network-ip-availabilities"), ("GET", "/v2.0/network-ip-availabilities/{network_id}")]),
+    ("get_quota", _READER, "Get a project's network quotas (limits, defaults, usage)",
+     [("GET", "/v2.0/quotas"), ("GET", "/v2.0/quotas/{project_id}"), ("GET", "/v2.0/quotas/{project_id}/default"),
+      ("GET", "/v2.0/quotas/{project_id}/details")]),
+    ("update_quota", _ADMIN, "Set a project's network quotas", [("PUT", "/v2.0/quotas/{project_id}")]),
+    ("delete_quota", _ADMIN, "Reset a project's network quotas to the defaults",
+     [("DELETE", "/v2.0/quotas/{project_id}")]),
 ]:
     register(_name, _check, _desc, _ops)

@@ -20,7 +20,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from . import secgroups
+from . import quotas, secgroups
 from .models import FloatingIP, IPAllocation, Network, Port, PortBinding, Subnet
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
@@ -89,6 +89,7 @@ def network_create(ctx: RequestContext, *, name: str = "", project_id: str | Non
     if external:
         authorize(ctx, "create_network:router:external", {"project_id": project_id or ctx.project_id})
     owner = project_id if (project_id and ctx.is_admin) else ctx.project_id
+    quotas.check(owner or "", "network")
     return Network.objects.create(name=name, project_id=owner or "", shared=shared, admin_state_up=admin_state_up,
                                   description=description, external=external, mtu=mtu)
 
@@ -180,6 +181,7 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
         raise Invalid(f"Invalid input for cidr. Reason: '{cidr}' is not a valid IP subnet.") from None
     if net.version != ip_version:
         raise Invalid("Invalid input for operation: cidr and ip_version must match.")
+    quotas.check(network.project_id, "subnet")
     if gateway_ip == "auto":
         gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
     elif gateway_ip is not None:
@@ -303,6 +305,8 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
         authorize(ctx, "create_port:binding:profile", {"project_id": owner})
     groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
                                        port_security=port_security_enabled, device_owner=device_owner)
+    if not device_owner.startswith("network:"):
+        quotas.check(owner, "port")
     with transaction.atomic():
         for _attempt in range(5):
             try:

@@ -1,7 +1,7 @@
 """Neutron routes, mounted at ``^network/?`` (see cloudcore/urls.py)."""
 from django.urls import re_path
 
-from . import l3, security_groups, views
+from . import housekeeping, l3, security_groups, views
 
 urlpatterns = [
     re_path(r"^$", views.NetworkVersionsView.as_view()),
@@ -32,4 +32,10 @@ urlpatterns = [
             l3.RouterInterfaceView.as_view(operation="remove")),
     re_path(r"^v2\.0/floatingips/?$", l3.FloatingIPsView.as_view()),
     re_path(r"^v2\.0/floatingips/(?P<fip_id>[^/]+)/?$", l3.FloatingIPView.as_view()),
+    re_path(r"^v2\.0/quotas(?:\.json)?/?$", housekeeping.QuotasView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+?)(?:\.json)?/?$", housekeeping.QuotaView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/default(?:\.json)?/?$", housekeeping.QuotaDefaultView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/details(?:\.json)?/?$", housekeeping.QuotaDetailsView.as_view()),
+    re_path(r"^v2\.0/network-ip-availabilities/?$", housekeeping.IpAvailabilitiesView.as_view()),
+    re_path(r"^v2\.0/network-ip-availabilities/(?P<network_id>[^/]+)/?$", housekeeping.IpAvailabilityView.as_view()),
 ]

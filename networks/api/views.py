@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
-from .. import l3, secgroups, services
+from .. import l3, quotas, secgroups, services
 from ..models import Network, Port, PortBinding, Subnet
 
 ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
@@ -74,7 +74,8 @@ class NeutronView(UnversionedAPIView):
 
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         kind = ERROR_TYPES.get(code, "HTTPError")
-        if self._error is not None and (type(self._error).__module__ in (secgroups.__name__, l3.__name__)
+        named = (secgroups.__name__, l3.__name__, quotas.__name__)
+        if self._error is not None and (type(self._error).__module__ in named
                                         or isinstance(self._error, services.ServicePortInUse)):
             kind = type(self._error).__name__
         return {"NeutronError": {"type": kind, "message": message, "detail": ""}}
@@ -116,7 +117,9 @@ EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings E
               ("allowed-address-pairs", "Allowed Address Pairs"), ("port-security", "Port Security"),
               ("standard-attr-revisions", "Resource revision numbers"),
               ("standard-attr-description", "standard-attr-description"), ("router", "Neutron L3 Router"),
-              ("ext-gw-mode", "Neutron L3 Configurable external gateway mode"), ("extraroute", "Neutron Extra Route")]
+              ("ext-gw-mode", "Neutron L3 Configurable external gateway mode"), ("extraroute", "Neutron Extra Route"),
+              ("quotas", "Quota management support"), ("quota_details", "Quota details extension"),
+              ("network-ip-availability", "Network IP Availability")]
 
 
 class ExtensionsView(NeutronView):
