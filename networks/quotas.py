@@ -1,27 +1,40 @@
-"""Neutron's per-project quotas (``/v2.0/quotas``): limits, defaults, usage and the checks on create.
+"""Neutron's quotas (the ``quotas`` and ``quota_details`` extensions): per-project limits on networks,
+subnets, ports, routers, floating IPs, security groups and rules (API database).
 
-A project's limit for a resource is its own ``NetworkQuota`` row, else Neutron's default (the security
-group ones from settings: ``QUOTA_SECURITY_GROUP`` and ``QUOTA_SECURITY_GROUP_RULE``); -1 is unlimited.
-Usage is counted from the resources' own tables, never stored; nothing is ever ``reserved`` (Neutron
-counts its reservations only inside a request). Creating a network, subnet, port, security group or
-rule past its project's limit raises ``OverQuota`` (409, Neutron's words).
-
-Raises ``PolicyNotAuthorized`` (403) from ``get_quota`` / ``update_quota`` / ``delete_quota``,
-``AdminRequired`` (403) for the admin-only listing, ``Invalid`` (400) for a malformed update.
+A project's limit is its override (``NetworkQuota`` row, set by an admin) or the cloud's default
+(``settings.QUOTA_<RESOURCE>``, Neutron's defaults); -1 is unlimited. Creating one more of a resource
+past its limit raises ``OverQuota`` (409, Neutron's words). Ports that a router or a floating IP owns
+(``network:*``) are not counted against anyone. ``subnetpool`` and ``rbac_policy`` are shown and settable
+with Neutron's defaults; none of theirs exist here, so their usage is 0.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Model
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .models import Network, NetworkQuota, Port, SecurityGroup, SecurityGroupRule, Subnet
+from .models import FloatingIP, Network, NetworkQuota, Port, Router, SecurityGroup, SecurityGroupRule, Subnet
+
+#: resource name -> (its settings default, the model whose rows of the project count)
+RESOURCES: dict[str, tuple[str, type[Model]]] = {
+    "network": ("QUOTA_NETWORK", Network),
+    "subnet": ("QUOTA_SUBNET", Subnet),
+    "port": ("QUOTA_PORT", Port),
+    "router": ("QUOTA_ROUTER", Router),
+    "floatingip": ("QUOTA_FLOATINGIP", FloatingIP),
+    "security_group": ("QUOTA_SECURITY_GROUP", SecurityGroup),
+    "security_group_rule": ("QUOTA_SECURITY_GROUP_RULE", SecurityGroupRule),
+}
+
+
+#: Resources Neutron has quotas on that nothing here creates: their defaults (Neutron's).
+UNCOUNTED: dict[str, int] = {"subnetpool": -1, "rbac_policy": 10}
 
 #: Neutron's largest limit (its database integer).
 MAX_LIMIT = 2**31 - 1
@@ -40,51 +53,40 @@ class AdminRequired(Forbidden):
 
 
 def defaults() -> dict[str, int]:
-    """Neutron's default limits, in the order its quota bodies carry them."""
-    return {
-        "network": 100, "subnet": 100, "subnetpool": -1, "port": 500, "router": 10, "floatingip": 50,
-        "security_group": settings.QUOTA_SECURITY_GROUP,
-        "security_group_rule": settings.QUOTA_SECURITY_GROUP_RULE,
-        "rbac_policy": 10,
-    }
+    return {**{name: int(getattr(settings, setting)) for name, (setting, _model) in RESOURCES.items()},
+            **UNCOUNTED}
 
 
-RESOURCES: tuple[str, ...] = tuple(defaults())
-
-#: How each counted resource's usage is found; the others count 0 (nothing of theirs exists here).
-COUNTERS: dict[str, Callable[[str], int]] = {
-    "network": lambda project_id: Network.objects.filter(project_id=project_id).count(),
-    "subnet": lambda project_id: Subnet.objects.filter(project_id=project_id).count(),
-    "port": lambda project_id: Port.objects.filter(project_id=project_id).count(),
-    "security_group": lambda project_id: SecurityGroup.objects.filter(project_id=project_id).count(),
-    "security_group_rule": lambda project_id: SecurityGroupRule.objects.filter(project_id=project_id).count(),
-}
+def limits_of(project_id: str) -> dict[str, int]:
+    """The project's limits: its overrides over the defaults."""
+    out = defaults()
+    out.update(NetworkQuota.objects.filter(project_id=project_id).values_list("resource", "hard_limit"))
+    return out
 
 
-def quota_limits(project_id: str) -> dict[str, int]:
-    """``project_id``'s limits: its own rows over the defaults."""
-    limits = defaults()
-    for row in NetworkQuota.objects.filter(project_id=project_id, resource__in=RESOURCES):
-        limits[row.resource] = row.hard_limit
-    return limits
+def usage_of(project_id: str, resource: str) -> int:
+    if resource in UNCOUNTED:
+        return 0
+    model = RESOURCES[resource][1]
+    qs = model.objects.filter(project_id=project_id)  # type: ignore[attr-defined]
+    if model is Port:
+        qs = qs.exclude(device_owner__startswith="network:")
+    return int(qs.count())
 
 
-def quota_usage(project_id: str) -> dict[str, int]:
-    """What ``project_id`` holds of every resource."""
-    return {name: COUNTERS[name](project_id) if name in COUNTERS else 0 for name in RESOURCES}
-
-
-def quota_check(resource: str, project_id: str, *, adding: int = 1) -> None:
-    """Raise OverQuota if ``project_id`` may not create ``adding`` more of ``resource``. Call it inside
-    the transaction that creates them."""
-    limit = quota_limits(project_id)[resource]
-    if limit >= 0 and COUNTERS[resource](project_id) + adding > limit:
+def check(project_id: str, resource: str) -> None:
+    """Raise OverQuota when the project already has as many of ``resource`` as its limit allows."""
+    limit = limits_of(project_id)[resource]
+    if limit >= 0 and usage_of(project_id, resource) >= limit:
         raise OverQuota(resource=resource)
 
 
-def quota_get(ctx: RequestContext, project_id: str) -> dict[str, int]:
+# --- the API's entries ----------------------------------------------------------------------------
+
+
+def quota_show(ctx: RequestContext, project_id: str) -> dict[str, int]:
     authorize(ctx, "get_quota", {"project_id": project_id})
-    return quota_limits(project_id)
+    return limits_of(project_id)
 
 
 def quota_defaults(ctx: RequestContext, project_id: str) -> dict[str, int]:
@@ -93,27 +95,27 @@ def quota_defaults(ctx: RequestContext, project_id: str) -> dict[str, int]:
 
 
 def quota_details(ctx: RequestContext, project_id: str) -> dict[str, dict[str, int]]:
-    """Every resource's ``limit``, ``used`` and ``reserved`` (always 0)."""
     authorize(ctx, "get_quota", {"project_id": project_id})
-    limits, used = quota_limits(project_id), quota_usage(project_id)
-    return {name: {"limit": limits[name], "used": used[name], "reserved": 0} for name in RESOURCES}
+    return {name: {"limit": limit, "used": usage_of(project_id, name), "reserved": 0}
+            for name, limit in limits_of(project_id).items()}
 
 
 def quota_list(ctx: RequestContext) -> list[tuple[str, dict[str, int]]]:
-    """Every project with a limit of its own, and its limits (admins only, as Neutron)."""
+    """The projects with overrides and their limits (admin only, whatever ``get_quota`` allows, as Neutron:
+    AdminRequired)."""
     if not ctx.is_admin:
         raise AdminRequired(reason="Only admin can view or configure quota")
-    projects = NetworkQuota.objects.order_by("project_id").values_list("project_id", flat=True).distinct()
-    return [(project_id, quota_limits(project_id)) for project_id in projects]
+    projects = sorted(set(NetworkQuota.objects.values_list("project_id", flat=True)))
+    return [(project_id, limits_of(project_id)) for project_id in projects]
 
 
 def _limit(resource: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise Invalid(f"Invalid input for {resource}. Reason: '{value}' is not an integer.")
     try:
-        number = int(value)
-    except ValueError:
-        raise Invalid(f"Invalid input for {resource}. Reason: '{value}' is not an integer.") from None
+        number = int(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        raise Invalid(f"Invalid input for {resource}. Reason: '{value}' is not an integer.")
     if number < -1:
         raise Invalid(f"Invalid input for {resource}. Reason: '{number}' is too small - must be at least '-1'.")
     if number > MAX_LIMIT:
@@ -123,34 +125,34 @@ def _limit(resource: str, value: Any) -> int:
 
 
 def quota_update(ctx: RequestContext, project_id: str, *, changes: dict[str, Any]) -> dict[str, int]:
-    """Store ``project_id``'s own limits; its resulting limits.
+    """Set the project's limits (admin); each an integer from -1 to Neutron's largest.
 
     ``check_limit: true`` (Neutron's ``quota-check-limit``) refuses a limit below the current usage; the
     project's own id in the body (openstacksdk sends it) is ignored. Raises Invalid for an unknown
-    resource or a value that is not an integer of at least -1."""
+    resource or a bad value."""
     authorize(ctx, "update_quota", {"project_id": project_id})
     changes = {key: value for key, value in changes.items() if key not in ("project_id", "tenant_id")}
     check_limit = str(changes.pop("check_limit", False)).lower() == "true"
-    unknown = sorted(set(changes) - set(RESOURCES))
+    known = defaults()
+    unknown = sorted(set(changes) - set(known))
     if unknown:
         raise Invalid(f"Unrecognized attribute(s) '{', '.join(unknown)}'")
-    limits = {resource: _limit(resource, value) for resource, value in changes.items()}
+    values = {name: _limit(name, value) for name, value in changes.items()}
     if check_limit:
-        used = quota_usage(project_id)
-        for resource, limit in limits.items():
-            if 0 <= limit < used[resource]:
-                raise Invalid(f"Invalid input for {resource}. Reason: Quota limit {limit} for {resource} must be "
-                              f"greater than or equal to already used {used[resource]}.")
+        for name, number in values.items():
+            used = usage_of(project_id, name)
+            if 0 <= number < used:
+                raise Invalid(f"Invalid input for {name}. Reason: Quota limit {number} for {name} must be "
+                              f"greater than or equal to already used {used}.")
     with transaction.atomic():
-        for resource, limit in limits.items():
-            NetworkQuota.objects.update_or_create(project_id=project_id, resource=resource,
-                                                  defaults={"hard_limit": limit})
-    return quota_limits(project_id)
+        for name, number in values.items():
+            NetworkQuota.objects.update_or_create(project_id=project_id, resource=name,
+                                                  defaults={"hard_limit": number})
+    return limits_of(project_id)
 
 
 def quota_delete(ctx: RequestContext, project_id: str) -> None:
-    """Drop ``project_id``'s own limits: it takes the defaults again. TenantQuotaNotFound (404) when it
-    had none, as Neutron answers."""
+    """Back to the defaults (admin). TenantQuotaNotFound (404) when the project had none, as Neutron."""
     authorize(ctx, "delete_quota", {"project_id": project_id})
     deleted, _ = NetworkQuota.objects.filter(project_id=project_id).delete()
     if not deleted:

@@ -24,8 +24,8 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
+from . import quotas
 from .models import InstanceSecurityGroups, Port, SecurityGroup, SecurityGroupRule
-from .quotas import quota_check
 
 
 class SecurityGroupNotFound(NotFound):
@@ -286,7 +286,7 @@ def security_group_create(ctx: RequestContext, *, name: str = "", description: s
     _check_length(description, "description")
     default_group_for(owner)
     with transaction.atomic():
-        quota_check("security_group", owner)
+        quotas.check(owner, "security_group")
         group = SecurityGroup.objects.create(name=name, description=description, project_id=owner,
                                              stateful=stateful, revision_number=1)
         _add_egress_rules(group)
@@ -457,7 +457,7 @@ def security_group_rule_create(ctx: RequestContext, *, body: dict[str, Any]) -> 
         for existing in group.rules.all():
             if _rule_key(existing) == key:
                 raise SecurityGroupRuleExists(rule_id=existing.id)
-        quota_check("security_group_rule", group.project_id)
+        quotas.check(group.project_id, "security_group_rule")
         rule.save()
         SecurityGroup.objects.filter(id=group.id).update(revision_number=group.revision_number + 1)
     return rule
