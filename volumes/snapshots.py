@@ -153,7 +153,3 @@ def snapshot_for_new_volume(ctx: RequestContext, snapshot_id: str, size: int | N
         raise Invalid(f"Invalid input received: Volume size '{wanted}'GB cannot be smaller than the snapshot "
                       f"size {snap.size}GB. They must be >= original snapshot size.")
     return snap, wanted
-
-
-def volume_has_snapshots(volume: Volume) -> int:
-    return Snapshot.objects.filter(volume=volume).count()
