@@ -136,3 +136,15 @@ class Snapshot(ApiModel, SoftDeleteModel):
 
     class Meta:
         ordering = ["-created_at", "id"]
+
+
+class VolumeQuota(ApiModel, TimestampedModel):
+    """A project's limit for one block storage resource (Cinder's ``quotas``); a resource with no
+    row has the default limit."""
+
+    project_id = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="volumes_quota_unique")]

@@ -82,3 +82,13 @@ for _name, _check, _desc, _ops in [
      [("GET", f"{_T}/os-volume-type-access")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:quotas:show", _READER, "Show a project's block storage quotas (with usage) and the defaults.",
+     [("GET", "/os-quota-sets/{project_id}"), ("GET", "/os-quota-sets/{project_id}/defaults")]),
+    ("volume_extension:quotas:update", "admin", "Update a project's block storage quotas.",
+     [("PUT", "/os-quota-sets/{project_id}")]),
+    ("volume_extension:quotas:delete", "admin", "Reset a project's block storage quotas to the defaults.",
+     [("DELETE", "/os-quota-sets/{project_id}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -26,6 +26,7 @@ from servers.services.external_events import server_external_events_create
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Snapshot, SnapshotStatus, Volume, VolumeAttachment, VolumeStatus
+from .quotas import quota_check
 from .snapshots import snapshot_for_new_volume
 from .types import default_volume_type, volume_type_find
 
@@ -218,6 +219,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         origin, size = _source_volume(ctx, source_volid, size)
     if size is None or int(size) < 1:
         raise Invalid("Invalid input received: 'size' must be an integer greater than 0.")
+    quota_check(ctx.project_id or "", volumes=1, gigabytes=int(size), volume_size=int(size))
     if volume_type:
         vt = volume_type_find(ctx, volume_type)
     elif origin is not None and origin.volume_type is not None:
@@ -338,6 +340,7 @@ def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int, version: t
     if int(new_size) <= vol.size:
         raise Invalid(f"Invalid input received: New size for extend must be greater than current size. "
                       f"(current: {vol.size}, extended: {new_size}).")
+    quota_check(vol.project_id, gigabytes=int(new_size) - vol.size, volume_size=int(new_size))
     claimed = Volume.objects.filter(pk=vol.pk, status=expected).update(status=VolumeStatus.EXTENDING,
                                                                        updated_at=timezone.now())
     if not claimed:

@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import snapshots, types, views
+from . import quotas, snapshots, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -33,5 +33,7 @@ urlpatterns = [
     re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
     re_path(P + r"limits/?$", views.LimitsView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/defaults/?$", quotas.QuotaDefaultsView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/?$", quotas.QuotaSetView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", types.TypeView.as_view()),
 ]

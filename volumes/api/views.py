@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services
+from .. import quotas, services
 from ..models import Volume, VolumeAttachment
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
@@ -382,19 +382,17 @@ class VolumeMetadataItemView(VolumeAPIView):
         return Response(status=200)
 
 
-#: Cinder's default quotas; cloudcore keeps no volume quotas, so these are the limits shown.
-VOLUME_DEFAULT_LIMITS = {"maxTotalVolumes": 10, "maxTotalSnapshots": 10, "maxTotalVolumeGigabytes": 1000,
-                         "maxTotalBackups": 10, "maxTotalBackupGigabytes": 1000}
-
-
 class LimitsView(VolumeAPIView):
-    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the defaults and the
-    project's volumes and gigabytes; snapshots and backups do not exist here (0)."""
+    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the project's block
+    storage quotas and what it uses (backups do not exist here: 0)."""
 
     def get(self, request: Request, **_kw: Any) -> Response:
         self.authorize("limits_extension:used_limits")
-        volumes = Volume.objects.filter(project_id=self.ctx.project_id)
-        absolute = {**VOLUME_DEFAULT_LIMITS, "totalVolumesUsed": volumes.count(),
-                    "totalGigabytesUsed": sum(volumes.values_list("size", flat=True)),
-                    "totalSnapshotsUsed": 0, "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
+        project = self.ctx.project_id or ""
+        hard, used = quotas.limits(project), quotas.usage(project)
+        absolute = {"maxTotalVolumes": hard["volumes"], "maxTotalSnapshots": hard["snapshots"],
+                    "maxTotalVolumeGigabytes": hard["gigabytes"], "maxTotalBackups": hard["backups"],
+                    "maxTotalBackupGigabytes": hard["backup_gigabytes"], "totalVolumesUsed": used["volumes"],
+                    "totalGigabytesUsed": used["gigabytes"], "totalSnapshotsUsed": used["snapshots"],
+                    "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
         return Response({"limits": {"rate": [], "absolute": absolute}})
