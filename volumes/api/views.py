@@ -320,6 +320,10 @@ EXTENSIONS = (
     ("os-vol-tenant-attr", "VolumeTenantAttribute", "Expose the internal project_id as an attribute of a volume."),
     ("os-volume-actions", "VolumeActions", "Enable volume actions."),
     ("os-types-manage", "TypesManage", "Types manage support."),
+    ("os-types-extra-specs", "TypesExtraSpecs", "Type extra specs support."),
+    ("os-volume-type-access", "VolumeTypeAccess", "Volume type access support."),
+    ("os-quota-sets", "Quotas", "Quota management support."),
+    ("os-extended-snapshot-attributes", "ExtendedSnapshotAttributes", "Extended SnapshotAttributes support."),
 )
 
 
