@@ -1,172 +1,153 @@
-"""Cinder's per-project quotas (``os-quota-sets``): limits, defaults, usage and the checks on create.
+"""Block storage quotas (Cinder's ``os-quota-sets``): limits per project and resource, usage
+counted from the live rows, and the checks volume create, snapshot create and extend make.
 
-A project's limit for a resource is its own ``VolumeQuota`` row, else Cinder's default; -1 is
-unlimited. Usage is counted from the live volumes, snapshots (and, once they exist, backups) of the
-project, never stored; ``reserved`` and ``allocated`` are always 0 (Cinder's reservations last one
-request here, nested quotas are gone from Cinder). ``gigabytes`` counts volumes and snapshots, as
-Cinder does unless ``no_snapshot_gb_quota``.
-
-Creating a volume or snapshot past a limit raises Cinder's 413s: ``VolumeSizeExceedsLimit``
-(``per_volume_gigabytes``), ``VolumeSizeExceedsAvailableQuota`` (``gigabytes``),
-``VolumeLimitExceeded`` and ``SnapshotLimitExceeded``. An update refuses unknown keys (400) and,
-with ``skip_validation: false`` only, a limit below the usage (400).
+Resources: ``volumes``, ``snapshots``, ``gigabytes`` (volumes' and snapshots' sizes, Cinder's
+default ``no_snapshot_gb_quota = False``), ``per_volume_gigabytes``, ``backups``,
+``backup_gigabytes`` and ``groups`` (no backups or groups exist here: their usage is 0), and per
+volume type ``volumes_<type>``, ``snapshots_<type>``, ``gigabytes_<type>`` (shown and settable,
+default unlimited; only the project-wide limits are enforced). -1 is unlimited. ``reserved`` and
+``allocated`` are always 0 (no reservations; nested quotas are gone from Cinder). An update below
+the usage is refused only with ``skip_validation: false`` (Cinder's default skips). Checks count the
+rows at the time of the request; two concurrent creates may both pass the last unit (no
+reservations, unlike Cinder).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Sum
 
 from cells.transactions import api_atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Invalid
 from cloudcore.core.policy import authorize
 
-from .models import Snapshot, Volume, VolumeQuota
+from .models import Snapshot, Volume, VolumeQuota, VolumeType
 
-#: Cinder's largest limit (its database integer).
-MAX_LIMIT = 2**31 - 1
-
-#: Cinder's defaults, in the order its quota set bodies carry them.
-DEFAULTS: dict[str, int] = {
-    "volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10, "backup_gigabytes": 1000,
-    "per_volume_gigabytes": -1, "groups": 10,
-}
-RESOURCES: tuple[str, ...] = tuple(DEFAULTS)
-#: Keys a quota set body may carry besides the resources (ignored).
-NON_QUOTA_KEYS = ("tenant_id", "id")
+#: Cinder's default limits (``quota_volumes``, ``quota_snapshots``, ...)
+DEFAULTS: dict[str, int] = {"volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10,
+                            "backup_gigabytes": 1000, "groups": 10, "per_volume_gigabytes": -1}
+PER_TYPE = ("volumes", "snapshots", "gigabytes")
+#: Keys a quota set body may carry besides the resources (ignored, as Cinder).
+NON_QUOTA_KEYS = ("id", "tenant_id")
+MAX_LIMIT = 0x7FFFFFFF
 
 
-class QuotaError(CloudcoreError):
+class OverQuota(CloudcoreError):
+    """Cinder's quota errors answer 413 (``overLimit``)."""
+
     code = 413
-    message = "Quota exceeded: code=%(code)s"
+    message = "Quota exceeded for resources."
 
 
-class VolumeSizeExceedsLimit(QuotaError):
-    message = "Requested volume size %(size)dG is larger than maximum allowed limit %(limit)dG."
+def _target(project_id: str) -> dict[str, Any]:
+    return {"project_id": project_id}
 
 
-class VolumeSizeExceedsAvailableQuota(QuotaError):
-    message = ("Requested volume or snapshot exceeds allowed %(name)s quota. Requested %(requested)sG, quota is "
-               "%(quota)sG and %(consumed)sG has been consumed.")
+def defaults() -> dict[str, int]:
+    """Every resource's default, per-type ones included (one set per volume type)."""
+    out = dict(DEFAULTS)
+    for name in VolumeType.objects.order_by("name").values_list("name", flat=True):
+        out.update({f"{resource}_{name}": -1 for resource in PER_TYPE})
+    return out
 
 
-class VolumeLimitExceeded(QuotaError):
-    message = "Maximum number of volumes allowed (%(allowed)d) exceeded for quota '%(name)s'."
+def limits(project_id: str) -> dict[str, int]:
+    stored = dict(VolumeQuota.objects.filter(project_id=project_id).values_list("resource", "hard_limit"))
+    return {key: stored.get(key, value) for key, value in defaults().items()}
 
 
-class SnapshotLimitExceeded(QuotaError):
-    message = "Maximum number of snapshots allowed (%(allowed)d) exceeded"
+def usage(project_id: str) -> dict[str, int]:
+    volumes = Volume.objects.filter(project_id=project_id)
+    snapshots = Snapshot.objects.filter(project_id=project_id)
+    volume_gb = volumes.aggregate(total=Sum("size"))["total"] or 0
+    snapshot_gb = snapshots.aggregate(total=Sum("size"))["total"] or 0
+    used = dict.fromkeys(defaults(), 0)
+    used.update(volumes=volumes.count(), snapshots=snapshots.count(), gigabytes=volume_gb + snapshot_gb)
+    for vol in volumes.select_related("volume_type"):
+        if vol.volume_type is not None:
+            used[f"volumes_{vol.volume_type.name}"] = used.get(f"volumes_{vol.volume_type.name}", 0) + 1
+            used[f"gigabytes_{vol.volume_type.name}"] = used.get(f"gigabytes_{vol.volume_type.name}", 0) + vol.size
+    for snap in snapshots.select_related("volume__volume_type"):
+        vt = snap.volume.volume_type
+        if vt is not None:
+            used[f"snapshots_{vt.name}"] = used.get(f"snapshots_{vt.name}", 0) + 1
+            used[f"gigabytes_{vt.name}"] = used.get(f"gigabytes_{vt.name}", 0) + snap.size
+    return used
 
 
-def quota_limits(project_id: str) -> dict[str, int]:
-    """``project_id``'s limits: its own rows over Cinder's defaults."""
-    limits = dict(DEFAULTS)
-    for row in VolumeQuota.objects.filter(project_id=project_id, resource__in=RESOURCES):
-        limits[row.resource] = row.hard_limit
-    return limits
+def quota_set_get(ctx: RequestContext, project_id: str, *, with_usage: bool = False) -> dict[str, Any]:
+    """The project's limits (``{resource: limit}``), or with ``with_usage`` ``{resource: {"limit",
+    "in_use", "reserved", "allocated"}}``. A reader of the project or an admin (``volume_extension:quotas:show``)."""
+    authorize(ctx, "volume_extension:quotas:show", _target(project_id))
+    hard = limits(project_id)
+    if not with_usage:
+        return hard
+    used = usage(project_id)
+    return {key: {"limit": value, "in_use": used.get(key, 0), "reserved": 0, "allocated": 0}
+            for key, value in hard.items()}
 
 
-def quota_usage(project_id: str) -> dict[str, int]:
-    """What ``project_id`` holds of every resource (live volumes and snapshots; no backups or groups)."""
-    volumes = Volume.objects.filter(project_id=project_id).aggregate(n=Count("id"), gb=Sum("size"))
-    snapshots = Snapshot.objects.filter(project_id=project_id).aggregate(n=Count("id"), gb=Sum("size"))
-    usage = dict.fromkeys(RESOURCES, 0)
-    usage.update(volumes=volumes["n"] or 0, snapshots=snapshots["n"] or 0,
-                 gigabytes=(volumes["gb"] or 0) + (snapshots["gb"] or 0))
-    return usage
+def quota_defaults_get(ctx: RequestContext, project_id: str) -> dict[str, int]:
+    authorize(ctx, "volume_extension:quotas:show", _target(project_id))
+    return defaults()
 
 
-def _check_gigabytes(limits: dict[str, int], used: dict[str, int], size: int) -> None:
-    if 0 <= limits["gigabytes"] < used["gigabytes"] + size:
-        raise VolumeSizeExceedsAvailableQuota(name="gigabytes", requested=size, quota=limits["gigabytes"],
-                                              consumed=used["gigabytes"])
-
-
-def quota_check_volume(*, project_id: str, size: int) -> None:
-    """May ``project_id`` create one more volume of ``size`` GiB? Call it inside the creating transaction.
-    Cinder checks the size against ``per_volume_gigabytes``, then ``gigabytes`` before ``volumes``."""
-    limits, used = quota_limits(project_id), quota_usage(project_id)
-    if 0 <= limits["per_volume_gigabytes"] < size:
-        raise VolumeSizeExceedsLimit(size=size, limit=limits["per_volume_gigabytes"])
-    _check_gigabytes(limits, used, size)
-    if 0 <= limits["volumes"] < used["volumes"] + 1:
-        raise VolumeLimitExceeded(allowed=limits["volumes"], name="volumes")
-
-
-def quota_check_snapshot(*, project_id: str, size: int) -> None:
-    """May ``project_id`` snapshot a volume of ``size`` GiB (it counts against ``gigabytes`` too)?"""
-    limits, used = quota_limits(project_id), quota_usage(project_id)
-    _check_gigabytes(limits, used, size)
-    if 0 <= limits["snapshots"] < used["snapshots"] + 1:
-        raise SnapshotLimitExceeded(allowed=limits["snapshots"])
-
-
-def quota_show(ctx: RequestContext, project_id: str) -> dict[str, int]:
-    authorize(ctx, "volume_extension:quotas:show", {"project_id": project_id})
-    return quota_limits(project_id)
-
-
-def quota_show_usage(ctx: RequestContext, project_id: str) -> dict[str, dict[str, int]]:
-    """Every resource's ``limit``, ``in_use``, ``reserved`` and ``allocated``."""
-    authorize(ctx, "volume_extension:quotas:show", {"project_id": project_id})
-    limits, used = quota_limits(project_id), quota_usage(project_id)
-    return {name: {"limit": limits[name], "in_use": used[name], "reserved": 0, "allocated": 0}
-            for name in RESOURCES}
-
-
-def quota_defaults(ctx: RequestContext, project_id: str) -> dict[str, int]:
-    authorize(ctx, "volume_extension:quotas:show", {"project_id": project_id})
-    return dict(DEFAULTS)
-
-
-def _bool(value: Any, name: str) -> bool:
-    text = str(value).lower()
-    if text not in ("true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n"):
-        raise Invalid(f"Invalid input received: Invalid value '{value}' for {name}.")
-    return text in ("true", "1", "yes", "on", "t", "y")
-
-
-def _limit(resource: str, value: Any) -> int:
-    try:
-        number = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        number = None
-    if number is None:
-        raise Invalid(f"Invalid input received: {resource} must be an integer.")
-    if number < -1:
-        raise Invalid(f"Invalid input received: {resource} must be >= -1.")
-    if number > MAX_LIMIT:
-        raise Invalid(f"Invalid input received: {resource} must be <= {MAX_LIMIT}.")
-    return number
-
-
-def quota_update(ctx: RequestContext, project_id: str, *, changes: dict[str, Any],
-                 skip_validation: Any = True) -> dict[str, int]:
-    """Store ``project_id``'s own limits; its resulting limits.
-
-    Raises Invalid for unknown keys ("Bad key(s) in quota set"), a value that is not an integer from
-    -1, and (``skip_validation`` false) a limit below the volumes, snapshots or gigabytes in use."""
-    authorize(ctx, "volume_extension:quotas:update", {"project_id": project_id})
-    skip = _bool(skip_validation, "skip_validation")
-    bad = [key for key in changes if key not in RESOURCES and key not in NON_QUOTA_KEYS]
+def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, Any],
+                     skip_validation: Any = True) -> dict[str, int]:
+    """Set limits (admin); the body's ``id`` and ``tenant_id`` are ignored. Raises Invalid for an
+    unknown resource, a limit that is not an integer from -1 up, a ``skip_validation`` that is not a
+    boolean, or (``skip_validation`` false) a limit below what the project uses now."""
+    authorize(ctx, "volume_extension:quotas:update", _target(project_id))
+    flag = str(skip_validation).lower()
+    if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise Invalid(f"Invalid input received: Invalid value '{skip_validation}' for skip_validation.")
+    validate_usage = flag in ("false", "0", "no", "off")
+    values = {key: value for key, value in values.items() if key not in NON_QUOTA_KEYS}
+    known = defaults()
+    bad = sorted(k for k in values if k not in known)
     if bad:
         raise Invalid(f"Bad key(s) in quota set: {','.join(bad)}")
-    limits = {key: _limit(key, value) for key, value in changes.items() if key in RESOURCES}
-    if not skip:
-        used = quota_usage(project_id)
-        for key, limit in limits.items():
-            if key != "per_volume_gigabytes" and limit != -1 and limit < used[key]:
-                raise Invalid(f"Quota {key} limit must be equal or greater than existing resources. Current usage "
-                              f"is {used[key]} and the requested limit is {limit}.")
+    parsed: dict[str, int] = {}
+    for key, raw in values.items():
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise Invalid(f"Invalid input received: {key} must be an integer.") from None
+        if isinstance(raw, bool) or not -1 <= value <= MAX_LIMIT:
+            raise Invalid(f"Invalid input received: {key} must be an integer between -1 and {MAX_LIMIT}.")
+        parsed[key] = value
+    used = usage(project_id)
     with api_atomic():
-        for key, limit in limits.items():
+        for key, value in parsed.items():
+            if validate_usage and value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
+                raise Invalid(f"Invalid input received: Quota {key} limit must be equal or greater than existing "
+                              f"resources. Current usage is {used[key]} and the requested limit is {value}.")
             VolumeQuota.objects.update_or_create(project_id=project_id, resource=key,
-                                                 defaults={"hard_limit": limit})
-    return quota_limits(project_id)
+                                                 defaults={"hard_limit": value})
+    return limits(project_id)
 
 
-def quota_delete(ctx: RequestContext, project_id: str) -> None:
-    """Drop ``project_id``'s own limits: it takes Cinder's defaults again."""
-    authorize(ctx, "volume_extension:quotas:delete", {"project_id": project_id})
+def quota_set_delete(ctx: RequestContext, project_id: str) -> None:
+    """Back to the defaults (admin)."""
+    authorize(ctx, "volume_extension:quotas:delete", _target(project_id))
     VolumeQuota.objects.filter(project_id=project_id).delete()
+
+
+def quota_check(project_id: str, *, volumes: int = 0, snapshots: int = 0, gigabytes: int = 0,
+                volume_size: int | None = None) -> None:
+    """Raise OverQuota (413, Cinder's messages) if adding the given amounts to what ``project_id``
+    uses would pass one of its limits; ``volume_size`` is checked against ``per_volume_gigabytes``
+    first, then ``gigabytes`` before the counts (Cinder reports its sorted overs, first one wins)."""
+    hard = limits(project_id)
+    per_volume = hard["per_volume_gigabytes"]
+    if volume_size is not None and per_volume != -1 and volume_size > per_volume:
+        raise OverQuota(f"Requested volume size {volume_size}G is larger than maximum allowed limit {per_volume}G.")
+    used = usage(project_id)
+    if gigabytes and hard["gigabytes"] != -1 and used["gigabytes"] + gigabytes > hard["gigabytes"]:
+        raise OverQuota(f"Requested volume or snapshot exceeds allowed gigabytes quota. Requested {gigabytes}G, "
+                        f"quota is {hard['gigabytes']}G and {used['gigabytes']}G has been consumed.")
+    if volumes and hard["volumes"] != -1 and used["volumes"] + volumes > hard["volumes"]:
+        raise OverQuota(f"Maximum number of volumes allowed ({hard['volumes']}) exceeded for quota 'volumes'.")
+    if snapshots and hard["snapshots"] != -1 and used["snapshots"] + snapshots > hard["snapshots"]:
+        raise OverQuota(f"Maximum number of snapshots allowed ({hard['snapshots']}) exceeded")

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from cells.transactions import api_atomic, api_on_commit
+from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
@@ -20,7 +20,7 @@ from cloudcore.core.policy import authorize
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import Snapshot, SnapshotStatus, Volume, VolumeStatus
-from .quotas import quota_check_snapshot
+from .quotas import quota_check
 
 log = logging.getLogger(__name__)
 #: From this microversion a snapshot of an in-use volume needs no ``force``.
@@ -67,8 +67,7 @@ def snapshot_list(ctx: RequestContext, *, all_tenants: bool = False, filters: di
 def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = None, description: str | None = None,
                     force: bool = False, metadata: dict[str, Any] | None = None,
                     version: tuple[int, int] = (3, 0)) -> Snapshot:
-    """Record a ``creating`` snapshot of ``volume`` and cast the copy to the volume worker. Raises
-    SnapshotLimitExceeded / VolumeSizeExceedsAvailableQuota (413) past the project's quotas."""
+    """Record a ``creating`` snapshot of ``volume`` and cast the copy to the volume worker."""
     authorize(ctx, "volume:create_snapshot", _target(volume))
     allowed = [VolumeStatus.AVAILABLE]
     if force or version >= FORCE_NOT_NEEDED:
@@ -76,12 +75,10 @@ def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = N
     if volume.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {volume.id} status must be available, but current status is: "
                       f"{volume.status}.")
-    project_id = ctx.project_id or volume.project_id
-    with api_atomic():
-        quota_check_snapshot(project_id=project_id, size=volume.size)
-        snap = Snapshot.objects.create(volume=volume, name=name, description=description, size=volume.size,
-                                       project_id=project_id, user_id=ctx.user_id or volume.user_id,
-                                       metadata=metadata or {})
+    quota_check(ctx.project_id or volume.project_id, snapshots=1, gigabytes=volume.size)
+    snap = Snapshot.objects.create(volume=volume, name=name, description=description, size=volume.size,
+                                   project_id=ctx.project_id or volume.project_id,
+                                   user_id=ctx.user_id or volume.user_id, metadata=metadata or {})
     api_on_commit(lambda: rpc.snapshot_create(snapshot_id=snap.id))
     return snap
 
@@ -158,7 +155,3 @@ def snapshot_for_new_volume(ctx: RequestContext, snapshot_id: str, size: int | N
         raise Invalid(f"Invalid input received: Volume size '{wanted}'GB cannot be smaller than the snapshot "
                       f"size {snap.size}GB. They must be >= original snapshot size.")
     return snap, wanted
-
-
-def volume_has_snapshots(volume: Volume) -> int:
-    return Snapshot.objects.filter(volume=volume).count()

@@ -1,5 +1,5 @@
-"""Cinder's ``os-quota-sets`` (``/v3/{project}/os-quota-sets/{target}`` and the project-less form)
-over ``volumes.quotas``: show (``?usage=True`` for usage), defaults, update and delete."""
+"""Cinder's ``/os-quota-sets/{project_id}``: show (``?usage=true`` for limit/in_use/reserved),
+update and delete (admins), and ``/os-quota-sets/{project_id}/defaults``."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,37 +13,27 @@ from cloudcore.core.exceptions import Invalid
 from .. import quotas
 from .views import VolumeAPIView
 
-UPDATE_SCHEMA = {"type": "object", "required": ["quota_set"],
-                 "properties": {"quota_set": {"type": "object"}}}
-
-
-def _usage_param(request: Request) -> bool:
-    value = request.query_params.get("usage", "false")
-    text = value.lower()
-    if text not in ("true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n"):
-        raise Invalid(f"Invalid input received: Value '{value}' for 'usage' is not a boolean.")
-    return text in ("true", "1", "yes", "on", "t", "y")
+UPDATE_SCHEMA = {"type": "object", "required": ["quota_set"], "properties": {"quota_set": {"type": "object"}}}
 
 
 class QuotaSetView(VolumeAPIView):
-    def get(self, request: Request, target: str, **_kw: Any) -> Response:
-        if _usage_param(request):
-            body: dict[str, Any] = quotas.quota_show_usage(self.ctx, target)
-        else:
-            body = quotas.quota_show(self.ctx, target)
-        return Response({"quota_set": {"id": target, **body}})
+    def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        flag = request.query_params.get("usage", "false").lower()
+        if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise Invalid(f"Invalid input received: Invalid value '{flag}' for usage.")
+        shown = quotas.quota_set_get(self.ctx, target_project, with_usage=flag in ("true", "1", "yes", "on"))
+        return Response({"quota_set": {"id": target_project, **shown}})
 
-    def put(self, request: Request, target: str, **_kw: Any) -> Response:
+    def put(self, request: Request, target_project: str, **_kw: Any) -> Response:
         body = validate(self.body(), UPDATE_SCHEMA)
-        limits = quotas.quota_update(self.ctx, target, changes=body["quota_set"],
-                                     skip_validation=body.get("skip_validation", True))
-        return Response({"quota_set": limits})
+        return Response({"quota_set": quotas.quota_set_update(self.ctx, target_project, values=body["quota_set"],
+                                                              skip_validation=body.get("skip_validation", True))})
 
-    def delete(self, request: Request, target: str, **_kw: Any) -> Response:
-        quotas.quota_delete(self.ctx, target)
+    def delete(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        quotas.quota_set_delete(self.ctx, target_project)
         return Response(status=200)
 
 
-class QuotaSetDefaultsView(VolumeAPIView):
-    def get(self, request: Request, target: str, **_kw: Any) -> Response:
-        return Response({"quota_set": {"id": target, **quotas.quota_defaults(self.ctx, target)}})
+class QuotaDefaultsView(VolumeAPIView):
+    def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        return Response({"quota_set": {"id": target_project, **quotas.quota_defaults_get(self.ctx, target_project)}})

@@ -24,6 +24,11 @@ def quota_url(target: str, *, project: str | None = None, suffix: str = "") -> s
     return f"{prefix}/os-quota-sets/{target}{suffix}"
 
 
+def project_wide(quota_set: dict[str, Any]) -> dict[str, Any]:
+    """The id and the project-wide keys of a quota set (the per-type ``volumes_<type>`` ones left out)."""
+    return {key: value for key, value in quota_set.items() if key == "id" or key in CINDER_DEFAULTS}
+
+
 def fault(response: Any) -> tuple[int, str, str]:
     (name, body), = response.json().items()
     assert body["code"] == response.status_code
@@ -39,13 +44,14 @@ def test_show_defaults_and_usage_in_both_url_forms(bfv: Any) -> None:
     for url in (quota_url(project), quota_url(project, project=project)):
         shown = call(client, "get", url)
         # then it carries its id and Cinder's defaults
-        assert shown.status_code == 200 and shown.json() == {"quota_set": {"id": project, **CINDER_DEFAULTS}}
+        assert shown.status_code == 200
+        assert project_wide(shown.json()["quota_set"]) == {"id": project, **CINDER_DEFAULTS}
     assert call(client, "get", quota_url(project) + "?usage=False").json()["quota_set"]["volumes"] == 10
     defaults = call(client, "get", quota_url(project, suffix="/defaults"))
-    assert defaults.json() == {"quota_set": {"id": project, **CINDER_DEFAULTS}}
+    assert project_wide(defaults.json()["quota_set"]) == {"id": project, **CINDER_DEFAULTS}
     # and with usage every key has limit, in_use, reserved and allocated
     usage = call(client, "get", quota_url(project) + "?usage=True").json()["quota_set"]
-    assert usage["id"] == project and set(usage) == {"id", *CINDER_DEFAULTS}
+    assert usage["id"] == project and set(usage) >= {"id", *CINDER_DEFAULTS}
     assert usage["volumes"] == {"limit": 10, "in_use": 1, "reserved": 0, "allocated": 0}
     assert usage["gigabytes"] == {"limit": 1000, "in_use": 2, "reserved": 0, "allocated": 0}
     assert fault(call(client, "get", quota_url(project) + "?usage=maybe"))[:2] == (400, "badRequest")
@@ -61,17 +67,18 @@ def test_only_an_admin_updates_and_deletes_and_members_read_only_their_own(bfv: 
     # when the admin sets limits, the answer is the whole set without its id
     updated = call(admin, "put", quota_url(project), {"quota_set": {"volumes": 3, "gigabytes": "20"}})
     assert updated.status_code == 200, updated.content
-    assert updated.json() == {"quota_set": {**CINDER_DEFAULTS, "volumes": 3, "gigabytes": 20}}
+    assert project_wide(updated.json()["quota_set"]) == {**CINDER_DEFAULTS, "volumes": 3, "gigabytes": 20}
     assert call(client, "get", quota_url(project)).json()["quota_set"]["volumes"] == 3
     # and a delete takes the project back to the defaults (200, no body)
     deleted = call(admin, "delete", quota_url(project))
     assert deleted.status_code == 200 and not deleted.content
-    assert call(client, "get", quota_url(project)).json()["quota_set"] == {"id": project, **CINDER_DEFAULTS}
+    assert project_wide(call(client, "get", quota_url(project)).json()["quota_set"]) == {"id": project,
+                                                                                         **CINDER_DEFAULTS}
 
 
 @pytest.mark.parametrize(("body", "words"), [
     ({"quota_set": {"volumes": 3, "bogus": 1, "nope": 2}}, "Bad key(s) in quota set: bogus,nope"),
-    ({"quota_set": {"volumes": -2}}, "volumes must be >= -1"),
+    ({"quota_set": {"volumes": -2}}, "volumes must be an integer between -1"),
     ({"quota_set": {"volumes": "x"}}, "volumes must be an integer"),
     ({"quota": {"volumes": 3}}, ""),
 ])

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('volumes', '0004_instance_event_record_in_cell'),
+        ('volumes', '0005_volume_type_projects'),
     ]
 
     operations = [
@@ -17,12 +17,12 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now, editable=False)),
                 ('updated_at', models.DateTimeField(blank=True, null=True)),
+                ('project_id', models.CharField(db_index=True, max_length=255)),
                 ('resource', models.CharField(max_length=255)),
                 ('hard_limit', models.IntegerField()),
-                ('project_id', models.CharField(db_index=True, max_length=255)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('project_id', 'resource'), name='volume_quota_project_resource')],
+                'constraints': [models.UniqueConstraint(fields=('project_id', 'resource'), name='volumes_quota_unique')],
             },
         ),
     ]
