@@ -121,7 +121,7 @@ class TypeActionView(VolumeAPIView):
 
     def post(self, request: Request, type_id: str, **_kw: Any) -> Response:
         vt = types.volume_type_get(self.ctx, type_id)
-        action, args = self.action()
+        action, args = self.requested_action()
         if action == "addProjectAccess":
             project = validate(args, ACCESS_SCHEMA)["project"]
             types.volume_type_access_add(self.ctx, vt, project_id=project)

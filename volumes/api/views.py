@@ -62,7 +62,7 @@ class VolumeAPIView(OpenStackAPIView):
     def v(self) -> tuple[int, int]:
         return (self.version[0], self.version[1])
 
-    def action(self) -> tuple[str, Any]:
+    def requested_action(self) -> tuple[str, Any]:
         """The one action a ``/action`` body names, and its arguments (``{}`` for null)."""
         body = self.body() or {}
         if not isinstance(body, dict) or len(body) != 1:
@@ -213,7 +213,7 @@ class VolumeActionView(VolumeAPIView):
 
     def post(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        action, args = self.action()
+        action, args = self.requested_action()
         if action == "os-extend":
             validate(args, EXTEND_SCHEMA)
             services.volume_extend(self.ctx, vol, new_size=int(args["new_size"]), version=self.v)
