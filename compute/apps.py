@@ -3,7 +3,8 @@ from django.apps import AppConfig
 
 class ComputeConfig(AppConfig):
     """The compute agent: host-local work on a hypervisor (``manage.py compute``), its resource
-    tracker and node identity. It owns no models: it works on servers' and hosts' rows in its cell."""
+    tracker and node identity. It owns no models: it works on servers' and hosts' rows in its cell
+    through their selectors and services (never their models)."""
 
     name = "compute"
 
@@ -13,3 +14,6 @@ class ComputeConfig(AppConfig):
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 
         registry.register_modules([ops, block_devices, cross_cell])
+        from . import pause_suspend_rescue
+
+        registry.register_modules([pause_suspend_rescue])
