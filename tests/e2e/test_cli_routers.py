@@ -70,3 +70,16 @@ def test_router_and_floating_ip_with_the_cli(live_cloud: LiveCloud) -> None:
     cloud.openstack("router", "delete", "l3-router")
     assert "l3-router" not in {r["Name"] for r in cloud.openstack_json("router", "list")}
     cloud.openstack("network", "delete", "l3-net")
+
+
+def test_network_quotas_and_ip_availability_with_the_cli(live_cloud: LiveCloud) -> None:
+    cloud = live_cloud
+    # the demo project's network quotas with their usage (its demo-router is one router in use)
+    usage = cloud.openstack_json("quota", "show", "--network", "--usage")
+    routers = [row for row in usage if "router" in str(row.get("Resource", "")).lower()]
+    assert routers and routers[0]["Limit"] == 10 and routers[0]["In Use"] >= 1, usage
+    # the admin sees the addresses of the demo network: its pool, some of it used (the router's gateway
+    # address is outside the pool and counted as used)
+    listed = cloud.openstack_json("ip", "availability", "list", cloud="cloudcore-admin")
+    demo = next(row for row in listed if row["Network Name"] == "demo-net")
+    assert demo["Total IPs"] == 253 and demo["Used IPs"] >= 1, listed
