@@ -1,11 +1,12 @@
-"""Keystone v3 subset (DESIGN.md section 5): version discovery, tokens, catalog, projects, users,
-roles and role assignments, answering Keystone's documents and ``{"error": {...}}`` bodies.
+"""Keystone v3 subset (DESIGN.md section 5): version discovery, tokens (password, token and
+application credential methods), catalog, projects, users, application credentials, roles and
+role assignments, answering Keystone's documents and ``{"error": {...}}`` bodies.
 
 Thin views: they validate the request, call ``identity.services`` and present the result.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -16,8 +17,8 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
-from ..services import accounts, role_admin, roles, tokens
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
+from ..services import accounts, app_credentials, role_admin, roles, tokens
 from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
@@ -105,12 +106,16 @@ def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
     }
     if token.project is not None:
         project = token.project
-        role_list = Role.objects.filter(name__in=roles.roles_for(user=user, project=project))
+        role_list = Role.objects.filter(name__in=tokens.token_roles(token))
         body["project"] = {"id": project.id, "name": project.name, "domain": accounts.domain_ref(project.domain_id)}
         body["is_domain"] = False
         body["roles"] = [{"id": r.id, "name": r.name} for r in sorted(role_list, key=lambda r: r.name)]
         if with_catalog:
             body["catalog"] = catalog()
+    credential = token.application_credential
+    if credential is not None:
+        body["application_credential"] = {"id": credential.id, "name": credential.name,
+                                          "restricted": not credential.unrestricted}
     return {"token": body}
 
 
@@ -161,6 +166,11 @@ AUTH_SCHEMA = {
                         "methods": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                         "password": {"type": "object", "properties": {"user": _USER_REF}, "required": ["user"]},
                         "token": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                        "application_credential": {
+                            "type": "object",
+                            "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                           "secret": {"type": "string"}, "user": _USER_REF},
+                        },
                     },
                     "required": ["methods"],
                 },
@@ -179,25 +189,41 @@ AUTH_SCHEMA = {
 }
 
 
-def _authenticate(auth: dict[str, Any]) -> tuple[User, list[str], Token | None]:
+class Authenticated(NamedTuple):
+    user: User
+    methods: list[str]
+    credential: ApplicationCredential | None
+
+
+def _authenticate(auth: dict[str, Any]) -> Authenticated:
     identity = auth["identity"]
     methods = identity["methods"]
     if "password" in methods:
         if "password" not in identity:
             raise Invalid("Invalid input for field 'identity': 'password' is a required property")
-        return accounts.user_authenticate(identity["password"]["user"]), ["password"], None
+        return Authenticated(accounts.user_authenticate(identity["password"]["user"]), ["password"], None)
     if "token" in methods:
         if "token" not in identity:
             raise Invalid("Invalid input for field 'identity': 'token' is a required property")
         try:
             source = tokens.token_get_valid(identity["token"]["id"])
+            tokens.token_roles(source)
         except tokens.TokenNotFound:
             raise accounts.AuthFailed() from None
-        return source.user, list(source.methods) + (["token"] if "token" not in source.methods else []), source
+        # A token of an application credential stays one: same project, same roles.
+        return Authenticated(source.user, list(source.methods) + (["token"] if "token" not in source.methods else []),
+                             source.application_credential)
+    if "application_credential" in methods:
+        if "application_credential" not in identity:
+            raise Invalid("Invalid input for field 'identity': 'application_credential' is a required property")
+        credential = app_credentials.application_credential_authenticate(identity["application_credential"])
+        return Authenticated(credential.user, ["application_credential"], credential)
     raise accounts.AuthFailed("Attempted to authenticate with an unsupported method.")
 
 
-def _scope_project(user: User, scope: Any) -> Project | None:
+def _scope_project(user: User, scope: Any, credential: ApplicationCredential | None = None) -> Project | None:
+    if credential is not None:
+        return _credential_project(credential, scope)
     if not scope or scope == "unscoped":
         return None
     if "project" not in scope:
@@ -210,6 +236,20 @@ def _scope_project(user: User, scope: Any) -> Project | None:
     if not project.enabled or not roles.assigned_roles(user=user, project=project):
         raise accounts.AuthFailed(f"User {user.id} has no access to project {project.id}")
     return project
+
+
+def _credential_project(credential: ApplicationCredential, scope: Any) -> Project:
+    """An application credential's tokens are scoped to its project, which the request may
+    only repeat."""
+    if scope and scope != "unscoped":
+        try:
+            asked = accounts.project_find(scope["project"]) if "project" in scope else None
+        except (accounts.ProjectNotFound, accounts.DomainNotFound):
+            asked = None
+        if asked is None or asked.id != credential.project_id:
+            raise app_credentials.ApplicationCredentialAuthError(
+                detail="Application credentials cannot request a scope.")
+    return credential.project
 
 
 class TokensView(IdentityView):
@@ -225,15 +265,16 @@ class TokensView(IdentityView):
             return []
         return super().get_permissions()
 
-    @extend_schema(request=dict, responses={201: dict}, summary="Issue a token (password or token method)")
+    @extend_schema(request=dict, responses={201: dict},
+                   summary="Issue a token (password, token or application_credential method)")
     def post(self, request: Request) -> Response:
         body = validate(request.data, AUTH_SCHEMA)["auth"]
-        user, methods, source = _authenticate(body)
-        project = _scope_project(user, body.get("scope"))
-        token = tokens.token_issue(user=user, project=project, methods=methods)
+        user, methods, credential = _authenticate(body)
+        project = _scope_project(user, body.get("scope"), credential)
+        token = tokens.token_issue(user=user, project=project, methods=methods, application_credential=credential)
         with_catalog = "nocatalog" not in request.query_params
         response = Response(present_token(token, with_catalog=with_catalog), status=201)
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     def _subject(self, request: Request) -> Token:
@@ -248,13 +289,14 @@ class TokensView(IdentityView):
     def get(self, request: Request) -> Response:
         token = self._subject(request)
         response = Response(present_token(token, with_catalog="nocatalog" not in request.query_params))
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     def head(self, request: Request) -> Response:
         token = self._subject(request)
+        tokens.token_roles(token)
         response = Response(status=200)
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     @extend_schema(responses={204: None}, summary="Revoke a token")
@@ -535,6 +577,82 @@ class UserProjectsView(IdentityView):
         user = accounts.user_get(user_id)
         projects = [present_project(p) for p in accounts.user_projects(user)]
         return Response({"projects": projects, "links": collection_links(f"/users/{user_id}/projects")})
+
+
+# --- application credentials ----------------------------------------------------------------------
+
+_ROLE_REF = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
+                   "name": {"type": "string", "minLength": 1, "maxLength": 255}},
+    "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+}
+APPLICATION_CREDENTIAL_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "description": {"type": ["string", "null"]},
+        "secret": {"type": ["string", "null"]},
+        "expires_at": {"type": ["string", "null"]},
+        "roles": {"type": "array", "items": _ROLE_REF},
+        "unrestricted": {"type": "boolean"},
+        "access_rules": {"type": "array", "maxItems": 0},
+    },
+    "required": ["name"],
+}
+APP_CRED_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+def present_application_credential(credential: ApplicationCredential, *, with_secret: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": credential.id, "name": credential.name, "description": credential.description,
+        "expires_at": credential.expires_at.strftime(APP_CRED_TIME_FORMAT) if credential.expires_at else None,
+        "project_id": credential.project_id,
+        "roles": [{"id": r.id, "name": r.name, "domain_id": r.domain_id}
+                  for r in sorted(credential.roles.all(), key=lambda r: r.name)],
+        "unrestricted": credential.unrestricted, "access_rules": [],
+        "links": {"self": v3_url(f"/users/{credential.user_id}/application_credentials/{credential.id}")},
+    }
+    if with_secret:
+        body["secret"] = credential.secret
+    return body
+
+
+class ApplicationCredentialsView(IdentityView):
+    """``/v3/users/{user_id}/application_credentials`` (access rules are not supported: a
+    credential may only carry an empty ``access_rules``)."""
+
+    @extend_schema(responses={200: dict}, summary="List a user's application credentials (filter: name)")
+    def get(self, request: Request, user_id: str) -> Response:
+        found = app_credentials.application_credential_list(actor=self.ctx, user_id=user_id,
+                                                            name=request.query_params.get("name"))
+        return Response({"application_credentials": [present_application_credential(c) for c in found],
+                         "links": collection_links(f"/users/{user_id}/application_credentials")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create an application credential")
+    def post(self, request: Request, user_id: str) -> Response:
+        data = validate(self.object_body("application_credential"), APPLICATION_CREDENTIAL_CREATE)
+        credential = app_credentials.application_credential_create(
+            actor=self.ctx, user_id=user_id, name=data["name"], description=data.get("description"),
+            secret=data.get("secret"), expires_at=data.get("expires_at"), roles=data.get("roles"),
+            unrestricted=data.get("unrestricted", False),
+        )
+        return Response({"application_credential": present_application_credential(credential, with_secret=True)},
+                        status=201)
+
+
+class ApplicationCredentialView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show an application credential")
+    def get(self, request: Request, user_id: str, application_credential_id: str) -> Response:
+        credential = app_credentials.application_credential_get(
+            actor=self.ctx, user_id=user_id, application_credential_id=application_credential_id)
+        return Response({"application_credential": present_application_credential(credential)})
+
+    @extend_schema(responses={204: None}, summary="Delete an application credential (and its tokens)")
+    def delete(self, request: Request, user_id: str, application_credential_id: str) -> Response:
+        app_credentials.application_credential_delete(
+            actor=self.ctx, user_id=user_id, application_credential_id=application_credential_id)
+        return Response(status=204)
 
 
 # --- roles and assignments ------------------------------------------------------------------------

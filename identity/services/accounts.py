@@ -18,7 +18,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from cloudcore.core.policy import authorize, members_group_name
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
 from .roles import RoleNotFound, assigned_roles
 
 DEFAULT_DOMAIN_NAME = "Default"
@@ -154,7 +154,8 @@ def user_create(*, actor: RequestContext, name: str, password: str | None = None
 def user_update(*, actor: RequestContext, user_id: str, password: str | None = None,
                 default_project_id: str | None = UNSET, **changes: Any) -> User:
     """Change a user (``name``, ``email``, ``description``, ``enabled``, default project, password).
-    A new password or disabling revokes every token of the user.
+    A new password or disabling revokes every token of the user; disabling also deletes the user's
+    application credentials (as Keystone).
     Raises ``PolicyNotAuthorized`` (``identity:update_user``), ``UserNotFound``, ``ProjectNotFound``,
     ``IdentityConflict``."""
     authorize(actor, "identity:update_user", {"user_id": user_id})
@@ -189,6 +190,8 @@ def _user_write(user: User, *, password: str | None = None, **changes: Any) -> U
     if password is not None or changes.get("enabled") is False:
         # Keystone revokes a user's tokens when the password changes or the user is disabled.
         Token.objects.filter(user=user, revoked=False).update(revoked=True)
+    if changes.get("enabled") is False:
+        ApplicationCredential.objects.filter(user=user).delete()
     return user
 
 

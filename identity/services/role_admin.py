@@ -14,7 +14,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Forbidden
 from cloudcore.core.policy import authorize
 
-from ..models import ROLE_NAMES, Role
+from ..models import ROLE_NAMES, ApplicationCredential, Role
 from . import accounts, roles
 
 
@@ -51,11 +51,14 @@ def grant_create(*, actor: RequestContext, project_id: str, user_id: str, role_i
 
 
 def grant_revoke(*, actor: RequestContext, project_id: str, user_id: str, role_id: str) -> None:
-    """Unassign a role. Raises ``PolicyNotAuthorized`` (``identity:revoke_grant``),
-    ``ProjectNotFound``, ``UserNotFound``, ``RoleNotFound`` (also when the role is not assigned)."""
+    """Unassign a role; the user's application credentials on the project are deleted (as
+    Keystone: they were made of the user's roles there). Raises ``PolicyNotAuthorized``
+    (``identity:revoke_grant``), ``ProjectNotFound``, ``UserNotFound``, ``RoleNotFound`` (also
+    when the role is not assigned)."""
     authorize(actor, "identity:revoke_grant", {"project_id": project_id})
     project, user = accounts.project_get(project_id), accounts.user_get(user_id)
     role = accounts.role_get(role_id)
     if role.name not in roles.assigned_roles(user=user, project=project):
         raise roles.RoleNotFound(role=role.id)
     roles.role_unassign(user=user, project=project, role=role.name)
+    ApplicationCredential.objects.filter(user=user, project=project).delete()

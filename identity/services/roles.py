@@ -74,11 +74,17 @@ def assigned_roles(*, user: User, project: Project) -> list[str]:
     return [name for name in role_names() if f"role_{name}" in perms]
 
 
+def with_implied(names: list[str]) -> set[str]:
+    """``names`` and every role they imply."""
+    effective: set[str] = set()
+    for role in names:
+        effective.update(IMPLIED.get(role, (role,)))
+    return effective
+
+
 def roles_for(*, user: User, project: Project) -> list[str]:
     """Effective roles of ``user`` on ``project`` (implied roles included), in a stable order."""
-    effective: set[str] = set()
-    for role in assigned_roles(user=user, project=project):
-        effective.update(IMPLIED.get(role, (role,)))
+    effective = with_implied(assigned_roles(user=user, project=project))
     return [name for name in role_names() if name in effective]
 
 
