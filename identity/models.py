@@ -10,6 +10,7 @@ import hashlib
 import uuid as uuidlib
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, Permission, PermissionsMixin
+from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.utils import timezone
 
@@ -104,6 +105,26 @@ class Role(ApiModel):
     @property
     def codename(self) -> str:
         return f"role_{self.name}"
+
+
+class Group(ApiModel):
+    """A Keystone group of users. Its members and role assignments are those of ``auth_group``
+    (the Django group standing for it): users in ``auth_group.user_set``, roles as
+    django-guardian object permissions ``identity.role_<name>`` of ``auth_group`` on a Project,
+    which every member holds on that project."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=255)
+    domain_id = models.CharField(max_length=64, default=DEFAULT_DOMAIN_ID)
+    description = models.TextField(blank=True, default="")
+    auth_group = models.OneToOneField(AuthGroup, on_delete=models.CASCADE, related_name="keystone_group")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain_id", "name"], name="group_name_per_domain")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class ApplicationCredential(ApiModel):

@@ -17,8 +17,8 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
-from ..services import accounts, app_credentials, role_admin, roles, tokens
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Role, Token, User
+from ..services import accounts, app_credentials, groups, role_admin, roles, tokens
 from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
@@ -233,7 +233,7 @@ def _scope_project(user: User, scope: Any, credential: ApplicationCredential | N
         project = accounts.project_find(scope["project"])
     except (accounts.ProjectNotFound, accounts.DomainNotFound):
         raise accounts.AuthFailed() from None
-    if not project.enabled or not roles.assigned_roles(user=user, project=project):
+    if not project.enabled or not roles.roles_for(user=user, project=project):
         raise accounts.AuthFailed(f"User {user.id} has no access to project {project.id}")
     return project
 
@@ -655,6 +655,99 @@ class ApplicationCredentialView(IdentityView):
         return Response(status=204)
 
 
+# --- groups -------------------------------------------------------------------------------------------
+
+GROUP_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "domain_id": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+    },
+    "required": ["name"],
+}
+GROUP_UPDATE = {**GROUP_CREATE, "required": [], "minProperties": 1}
+
+
+def present_group(group: Group) -> dict[str, Any]:
+    return {"id": group.id, "name": group.name, "domain_id": group.domain_id, "description": group.description,
+            "links": {"self": v3_url(f"/groups/{group.id}")}}
+
+
+class GroupsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List groups")
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:list_groups")
+        qs = Group.objects.order_by("name")
+        for key in ("name", "domain_id"):
+            if key in request.query_params:
+                qs = qs.filter(**{key: request.query_params[key]})
+        return Response({"groups": [present_group(g) for g in qs], "links": collection_links("/groups")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a group")
+    def post(self, request: Request) -> Response:
+        data = validate(self.object_body("group"), GROUP_CREATE)
+        domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
+        group = groups.group_create(actor=self.ctx, name=data["name"], domain_id=domain_id,
+                                    description=data.get("description") or "")
+        return Response({"group": present_group(group)}, status=201)
+
+
+class GroupView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a group")
+    def get(self, request: Request, group_id: str) -> Response:
+        authorize(self.ctx, "identity:get_group")
+        return Response({"group": present_group(groups.group_get(group_id))})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a group")
+    def patch(self, request: Request, group_id: str) -> Response:
+        data = validate(self.object_body("group"), GROUP_UPDATE)
+        changes = {k: data[k] or "" for k in ("name", "description") if k in data}
+        return Response({"group": present_group(groups.group_update(actor=self.ctx, group_id=group_id, **changes))})
+
+    @extend_schema(responses={204: None}, summary="Delete a group")
+    def delete(self, request: Request, group_id: str) -> Response:
+        groups.group_delete(actor=self.ctx, group_id=group_id)
+        return Response(status=204)
+
+
+class GroupUsersView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List the users of a group")
+    def get(self, request: Request, group_id: str) -> Response:
+        members = groups.group_users(actor=self.ctx, group_id=group_id)
+        return Response({"users": [present_user(u) for u in members],
+                         "links": collection_links(f"/groups/{group_id}/users")})
+
+
+class GroupUserView(IdentityView):
+    @extend_schema(request=None, responses={204: None}, summary="Add a user to a group")
+    def put(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_add(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    @extend_schema(responses={204: None}, summary="Check that a user is in a group")
+    def get(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_check(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    def head(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_check(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    @extend_schema(responses={204: None}, summary="Remove a user from a group")
+    def delete(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_remove(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+
+class UserGroupsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List the groups of a user")
+    def get(self, request: Request, user_id: str) -> Response:
+        found = groups.user_groups(actor=self.ctx, user_id=user_id)
+        return Response({"groups": [present_group(g) for g in found],
+                         "links": collection_links(f"/users/{user_id}/groups")})
+
+
 # --- roles and assignments ------------------------------------------------------------------------
 
 ROLE_CREATE = {
@@ -698,88 +791,106 @@ class RoleView(IdentityView):
         return Response(status=204)
 
 
-class ProjectUserRolesView(IdentityView):
-    @extend_schema(responses={200: dict}, summary="Roles of a user on a project")
-    def get(self, request: Request, project_id: str, user_id: str) -> Response:
-        authorize(self.ctx, "identity:list_grants", {"project_id": project_id})
-        project, user = accounts.project_get(project_id), accounts.user_get(user_id)
-        names = roles.assigned_roles(user=user, project=project)
-        qs = Role.objects.filter(name__in=names).order_by("name")
-        return Response({"roles": [present_role(r) for r in qs],
-                         "links": collection_links(f"/projects/{project_id}/users/{user_id}/roles")})
+def _grants_path(project_id: str, grantee: dict[str, str]) -> str:
+    kind, grantee_id = ("groups", grantee["group_id"]) if "group_id" in grantee else ("users", grantee["user_id"])
+    return f"/projects/{project_id}/{kind}/{grantee_id}/roles"
 
 
-class ProjectUserRoleView(IdentityView):
-    def _resolve(self, project_id: str, user_id: str, role_id: str) -> tuple[Project, User, Role]:
-        return accounts.project_get(project_id), accounts.user_get(user_id), accounts.role_get(role_id)
+class ProjectGrantsView(IdentityView):
+    """``/v3/projects/{p}/users/{u}/roles`` and ``/v3/projects/{p}/groups/{g}/roles``."""
+
+    @extend_schema(responses={200: dict}, summary="Roles of a user or a group on a project")
+    def get(self, request: Request, project_id: str, **grantee: str) -> Response:
+        found = role_admin.grant_list(actor=self.ctx, project_id=project_id, **grantee)
+        return Response({"roles": [present_role(r) for r in found],
+                         "links": collection_links(_grants_path(project_id, grantee))})
+
+
+class ProjectGrantView(IdentityView):
+    """``/v3/projects/{p}/users/{u}/roles/{r}`` and ``/v3/projects/{p}/groups/{g}/roles/{r}``."""
 
     @extend_schema(request=None, responses={204: None}, summary="Assign a role")
-    def put(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        role_admin.grant_create(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
+    def put(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_create(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
-
-    def _check(self, project_id: str, user_id: str, role_id: str) -> None:
-        authorize(self.ctx, "identity:check_grant", {"project_id": project_id})
-        project, user, role = self._resolve(project_id, user_id, role_id)
-        if role.name not in roles.assigned_roles(user=user, project=project):
-            raise roles.RoleNotFound(message=f"Could not find role assignment with role: {role.id}, "
-                                             f"user or group: {user.id}, project, domain, or system: {project.id}.")
 
     @extend_schema(responses={204: None}, summary="Check a role assignment")
-    def get(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        self._check(project_id, user_id, role_id)
+    def get(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_check(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
-    def head(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        self._check(project_id, user_id, role_id)
+    def head(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_check(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
     @extend_schema(responses={204: None}, summary="Unassign a role")
-    def delete(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        role_admin.grant_revoke(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
+    def delete(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_revoke(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
 
+def _assignment_entry(actor: User | Group, project: Project, role: Role, *, include_names: bool,
+                     via: Group | None = None) -> dict[str, Any]:
+    kind = "group" if isinstance(actor, Group) else "user"
+    granted_to, granted_id = ("group", via.id) if via is not None else (kind, actor.id)
+    entry: dict[str, Any] = {
+        "role": {"id": role.id}, kind: {"id": actor.id}, "scope": {"project": {"id": project.id}},
+        "links": {"assignment": v3_url(f"/projects/{project.id}/{granted_to}s/{granted_id}/roles/{role.id}")},
+    }
+    if via is not None:
+        entry["links"]["membership"] = v3_url(f"/groups/{via.id}/users/{actor.id}")
+    if include_names:
+        entry["role"]["name"] = role.name
+        entry[kind].update(name=actor.name, domain=accounts.domain_ref(actor.domain_id))
+        entry["scope"]["project"].update(name=project.name, domain=accounts.domain_ref(project.domain_id))
+    return entry
+
+
 class RoleAssignmentsView(IdentityView):
-    """``GET /v3/role_assignments`` with ``user.id``, ``scope.project.id``, ``role.id``,
-    ``effective`` (implied roles expanded) and ``include_names``."""
+    """``GET /v3/role_assignments`` with ``user.id``, ``group.id``, ``scope.project.id``,
+    ``role.id``, ``effective`` (implied roles and group memberships expanded into user
+    assignments) and ``include_names``."""
 
     @extend_schema(responses={200: dict}, summary="List role assignments")
     def get(self, request: Request) -> Response:
         params = request.query_params
-        user_filter = params.get("user.id")
+        user_filter, group_filter = params.get("user.id"), params.get("group.id")
         if not (user_filter and user_filter == self.ctx.user_id):
             authorize(self.ctx, "identity:list_role_assignments")
-        if "group.id" in params or "scope.domain.id" in params or "scope.system" in params:
+        if "scope.domain.id" in params or "scope.system" in params:
             return Response({"role_assignments": [], "links": collection_links("/role_assignments")})
         effective = "effective" in params
         include_names = "include_names" in params
-        users = User.objects.all()
+        users = User.objects.order_by("name")
         if user_filter:
             users = users.filter(id=user_filter)
+        groups_qs = Group.objects.order_by("name")
+        if group_filter:
+            groups_qs = groups_qs.filter(id=group_filter)
         projects = Project.objects.all()
         if params.get("scope.project.id"):
             projects = projects.filter(id=params["scope.project.id"])
         by_name = {r.name: r for r in Role.objects.all()}
         role_filter = params.get("role.id")
+
+        def picked(names: list[str] | set[str]) -> list[Role]:
+            found = [by_name[n] for n in roles.role_names() if n in names and n in by_name]
+            return [r for r in found if not role_filter or r.id == role_filter]
+
         out = []
         for project in projects.order_by("name"):
-            for user in users.order_by("name"):
-                names = (roles.roles_for if effective else roles.assigned_roles)(user=user, project=project)
-                for name in names:
-                    role = by_name.get(name)
-                    if role is None or (role_filter and role.id != role_filter):
-                        continue
-                    entry: dict[str, Any] = {
-                        "role": {"id": role.id}, "user": {"id": user.id},
-                        "scope": {"project": {"id": project.id}},
-                        "links": {"assignment": v3_url(f"/projects/{project.id}/users/{user.id}/roles/{role.id}")},
-                    }
-                    if include_names:
-                        entry["role"]["name"] = role.name
-                        entry["user"].update(name=user.name, domain=accounts.domain_ref(user.domain_id))
-                        entry["scope"]["project"].update(
-                            name=project.name, domain=accounts.domain_ref(project.domain_id))
-                    out.append(entry)
+            if not group_filter:
+                for user in users:
+                    names = (roles.roles_for if effective else roles.assigned_roles)(user=user, project=project)
+                    out += [_assignment_entry(user, project, r, include_names=include_names) for r in picked(names)]
+            if user_filter:
+                continue
+            for group in groups_qs:
+                names = roles.group_assigned_roles(group=group, project=project)
+                if not effective:
+                    out += [_assignment_entry(group, project, r, include_names=include_names) for r in picked(names)]
+                elif group_filter:
+                    for member in groups.group_members(group):
+                        out += [_assignment_entry(member, project, r, include_names=include_names, via=group)
+                                for r in picked(roles.with_implied(names))]
         return Response({"role_assignments": out, "links": collection_links("/role_assignments")})
-

@@ -19,7 +19,7 @@ from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Un
 from cloudcore.core.policy import authorize, members_group_name
 
 from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
-from .roles import RoleNotFound, assigned_roles
+from .roles import RoleNotFound, roles_for
 
 DEFAULT_DOMAIN_NAME = "Default"
 UNSET: Any = object()
@@ -223,13 +223,13 @@ def user_authenticate(ref: dict[str, Any]) -> User:
 
 
 def user_projects(user: User) -> list[Project]:
-    """Projects on which ``user`` holds any role."""
+    """Projects on which ``user`` holds any role (directly or through a group)."""
     from guardian.shortcuts import get_objects_for_user
 
     perms = [f"identity.role_{name}" for name in ("admin", "member", "reader")]
     projects = get_objects_for_user(user, perms, klass=Project, any_perm=True, with_superuser=False,
                                     accept_global_perms=False)
-    return [p for p in projects.order_by("name") if assigned_roles(user=user, project=p)]
+    return [p for p in projects.order_by("name") if roles_for(user=user, project=p)]
 
 
 def role_get(role_id: str) -> Role:

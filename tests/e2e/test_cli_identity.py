@@ -208,3 +208,26 @@ def test_token_revoke(web_cloud: WebCloud) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)  # noqa: S310
     assert refused.value.code == 401
+
+
+def test_group_with_a_project_role(web_cloud: WebCloud) -> None:
+    admin = "cloudcore-admin"
+    web_cloud.openstack_json("group", "create", "--description", "operators", "e2e-ops", cloud=admin)
+    web_cloud.openstack_json("user", "create", "--password", "gpw", "e2e-grouped", cloud=admin)
+    web_cloud.openstack("group", "add", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    contains = web_cloud.openstack("group", "contains", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    assert "e2e-grouped in group e2e-ops" in contains.stdout
+    web_cloud.openstack("role", "add", "--group", "e2e-ops", "--project", "demo", "reader", cloud=admin)
+    assignments = web_cloud.openstack_json("role", "assignment", "list", "--names", "--group", "e2e-ops",
+                                           cloud=admin)
+    assert [(a["Role"], a["Group"], a["Project"]) for a in assignments] == [
+        ("reader", "e2e-ops@Default", "demo@Default")]
+    # the member of the group holds the role: a token scoped to demo
+    token = web_cloud.openstack_json(
+        "--os-auth-type", "password", "--os-auth-url", web_cloud.auth_url, "--os-identity-api-version", "3",
+        "--os-username", "e2e-grouped", "--os-password", "gpw", "--os-project-name", "demo",
+        "--os-user-domain-name", "Default", "--os-project-domain-name", "Default", "token", "issue", cloud="")
+    assert token["project_id"]
+    web_cloud.openstack("role", "remove", "--group", "e2e-ops", "--project", "demo", "reader", cloud=admin)
+    web_cloud.openstack("group", "remove", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    web_cloud.openstack("group", "delete", "e2e-ops", cloud=admin)
