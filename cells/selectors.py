@@ -69,3 +69,9 @@ def mapped_instance_uuids(instance_uuids: Iterable[str]) -> set[str]:
     """The mapped ones among ``instance_uuids``."""
     return set(InstanceMapping.objects.filter(instance_uuid__in=list(instance_uuids))
                .values_list("instance_uuid", flat=True))
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+def cell0_get() -> CellMapping | None:
+    """cell0, where the servers that got no host are kept (None before it is mapped)."""
+    return CellMapping.objects.filter(uuid=CELL0_UUID).first()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from cells import selectors as cell_selectors
 from cells.context import target_cell
@@ -23,7 +24,8 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid, NotFound
 
-from .models import BuildRequest, Instance, InstanceFault, InstanceGroupMember, Tag
+from .choices import MigrationStatus, TaskState
+from .models import BuildRequest, Instance, InstanceFault, InstanceGroupMember, Migration, Tag
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -390,3 +392,50 @@ def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[
     members = [u for u in InstanceGroupMember.objects.filter(group__uuid=group_uuid)
                .values_list("instance_uuid", flat=True) if u not in skip]
     return dict(Counter(hosts_of(members).values()))
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+# (the conductor's reads: the API database's BuildRequests, else the targeted cell)
+def instance_get(instance_uuid: str, *, read_deleted: bool = False) -> Instance | None:
+    """The live server ``instance_uuid`` (deleted ones too with ``read_deleted``), or None."""
+    manager = Instance.all_objects if read_deleted else Instance.objects
+    return manager.filter(uuid=instance_uuid).first()
+
+
+def migration_get(migration_uuid: str) -> Migration | None:
+    """The live migration ``migration_uuid``, or None."""
+    return Migration.objects.filter(uuid=migration_uuid).first()
+
+
+def build_request_get(instance_uuid: str) -> BuildRequest | None:
+    """The BuildRequest of a server not yet in a cell (API database), or None."""
+    return BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+
+
+def build_request_uuids_created_before(cutoff: datetime) -> list[str]:
+    """The servers whose BuildRequest (API database) was accepted before ``cutoff``."""
+    return list(BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True))
+
+
+def instances_idle_in(vm_state: str) -> list[Instance]:
+    """The live servers in ``vm_state`` with no task under way."""
+    return list(Instance.objects.filter(vm_state=vm_state, task_state__isnull=True))
+
+
+def instances_with_stale_task(cutoff: datetime) -> list[Instance]:
+    """The visible servers in a task_state (``deleting`` aside) not changed since ``cutoff`` (a
+    server never updated counts from its creation)."""
+    return list(Instance.objects.filter(task_state__isnull=False, hidden=False)
+                .annotate(last_change=Coalesce("updated_at", "created_at"))
+                .filter(last_change__lt=cutoff).exclude(task_state=TaskState.DELETING))
+
+
+def migrations_with_status(status: str) -> list[Migration]:
+    """The visible live migrations in ``status``."""
+    return list(Migration.objects.filter(status=status, hidden=False))
+
+
+def migration_unfinished_for(instance_uuid: str) -> Migration | None:
+    """The server's newest migration still under way (pre-migrating, migrating, post-migrating)."""
+    return (Migration.objects.filter(instance_uuid=instance_uuid, status__in=MigrationStatus.UNFINISHED)
+            .order_by("-id").first())

@@ -18,6 +18,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked, Invalid
 from hosts.selectors import compute_node_exists
 
+from ..choices import TaskState
 from ..models import Instance
 from ..selectors import ServerRecord
 
@@ -118,3 +119,12 @@ def writable_instance(actor: RequestContext, record: ServerRecord, method: str, 
     check_not_locked(actor, record.instance)
     check_state(record.instance, method, vm_states=vm_states, task_states=task_states)
     return record.instance
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+def instance_update_unless_deleting(instance: Instance, **fields: object) -> bool:
+    """Write ``fields`` (and ``updated_at``) to the server unless it is being deleted (compare-and-swap
+    in the targeted cell); returns whether they were written. ``instance`` is left as it was read."""
+    updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
+        updated_at=timezone.now(), **fields)
+    return bool(updated)
