@@ -45,7 +45,7 @@ from servers.services.build_requests import (
     build_request_delete,
     instance_from_build_request,
 )
-from servers.services.guards import instance_update_unless_deleting
+from servers.services.guards import instance_task_state_set
 from servers.services.history import history_restore, open_action, rows_hard_delete
 from servers.services.notify import notify_instance
 from servers.services.volume_attachments import bdm_volumes_create
@@ -225,10 +225,10 @@ def reschedule_build(
             ):
                 continue
             node = compute_node_get(alt["compute_node_uuid"])
-            moved = instance_update_unless_deleting(
-                instance, host=alt["service_host"],
+            moved = instance_task_state_set(
+                instance, TaskState.SCHEDULING, host=alt["service_host"],
                 node=alt.get("nodename") or (node.hypervisor_hostname if node else None),
-                compute_id=node.id if node else None, task_state=TaskState.SCHEDULING)
+                compute_id=node.id if node else None)
             if not moved:  # deleted while the claim was made
                 allocations_delete(consumer_uuid=instance_uuid)
                 return
