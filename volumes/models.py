@@ -8,26 +8,11 @@ from django.db import models
 
 from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
 
+from .choices import VolumeStatus as VolumeStatus  # re-exported: the states live in choices
+
 
 def new_uuid() -> str:
     return str(uuidlib.uuid4())
-
-
-class VolumeStatus:
-    CREATING = "creating"
-    AVAILABLE = "available"
-    RESERVED = "reserved"
-    ATTACHING = "attaching"
-    IN_USE = "in-use"
-    DETACHING = "detaching"
-    DELETING = "deleting"
-    ERROR = "error"
-    ERROR_DELETING = "error_deleting"
-    EXTENDING = "extending"
-    ERROR_EXTENDING = "error_extending"
-    DOWNLOADING = "downloading"
-    UPLOADING = "uploading"
-    MAINTENANCE = "maintenance"
 
 
 class AttachStatus:
