@@ -123,3 +123,12 @@ def compute_service_problems(fields: Iterable[str], *, down_after_seconds: int) 
     return list(Service.objects.filter(binary=COMPUTE_BINARY).annotate(
         heartbeat=Coalesce("last_seen_up", "updated_at", "created_at"),
     ).filter(Q(disabled=True) | Q(forced_down=True) | Q(heartbeat__lt=cutoff)).values(*fields))
+
+
+# --- used by cross-cell ---
+
+
+def compute_service_min_version() -> int | None:
+    """The lowest version of the nova-compute services in the targeted cell; None without any."""
+    versions = list(Service.objects.filter(binary=COMPUTE_BINARY).values_list("version", flat=True))
+    return min(versions) if versions else None
