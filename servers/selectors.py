@@ -21,9 +21,9 @@ from cells import selectors as cell_selectors
 from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CellDown, Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 
-from .models import BuildRequest, Instance, InstanceFault, InstanceGroupMember, Tag
+from .models import BlockDeviceMapping, BuildRequest, Instance, InstanceFault, InstanceGroupMember, Migration, Tag
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -390,3 +390,46 @@ def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[
     members = [u for u in InstanceGroupMember.objects.filter(group__uuid=group_uuid)
                .values_list("instance_uuid", flat=True) if u not in skip]
     return dict(Counter(hosts_of(members).values()))
+
+
+# --- used by cross-cell ---
+# Reads in the targeted cell for the conductor's cross-cell move (``conductor.cross_cell``) and
+# the API side's confirm and revert (``servers.services.cross_cell``).
+
+
+class MigrationNotFound(NotFound):
+    message = "Migration %(migration_id)s could not be found."
+
+
+def instance_find(instance_uuid: str, *, deleted: bool = False) -> Instance | None:
+    """The server's row in the targeted cell (a hidden copy too; a soft-deleted one only with
+    ``deleted``), or None."""
+    rows = Instance.all_objects if deleted else Instance.objects
+    return rows.filter(uuid=instance_uuid).first()
+
+
+def instance_get_in_cell(instance_uuid: str, *, deleted: bool = False) -> Instance:
+    """``instance_find``, raising InstanceNotFound when the targeted cell has no such row."""
+    instance = instance_find(instance_uuid, deleted=deleted)
+    if instance is None:
+        raise InstanceNotFound(instance_id=instance_uuid)
+    return instance
+
+
+def migration_find(migration_uuid: str) -> Migration | None:
+    """The live migration ``migration_uuid`` in the targeted cell, or None."""
+    return Migration.objects.filter(uuid=migration_uuid).first()
+
+
+def migration_get_in_cell(migration_uuid: str) -> Migration:
+    """``migration_find``, raising MigrationNotFound when the targeted cell has no such row."""
+    migration = migration_find(migration_uuid)
+    if migration is None:
+        raise MigrationNotFound(migration_id=migration_uuid)
+    return migration
+
+
+def volume_bdms_of(instance_uuid: str) -> list[BlockDeviceMapping]:
+    """The server's live volume block devices that name a volume, in id order."""
+    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
+                                                  volume_id__isnull=False).order_by("id"))
