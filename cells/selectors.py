@@ -65,7 +65,9 @@ def cell_has_mappings(cell: CellMapping) -> bool:
     return InstanceMapping.objects.filter(cell=cell).exists()
 
 
-def mapped_instance_uuids(instance_uuids: Iterable[str]) -> set[str]:
-    """The mapped ones among ``instance_uuids``."""
-    return set(InstanceMapping.objects.filter(instance_uuid__in=list(instance_uuids))
-               .values_list("instance_uuid", flat=True))
+def mapped_instance_uuids(instance_uuids: Iterable[str], *, live_only: bool = False) -> set[str]:
+    """The mapped ones among ``instance_uuids`` (with ``live_only``, not queued for delete)."""
+    qs = InstanceMapping.objects.filter(instance_uuid__in=list(instance_uuids))
+    if live_only:
+        qs = qs.filter(queued_for_delete=False)
+    return set(qs.values_list("instance_uuid", flat=True))

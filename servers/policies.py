@@ -314,6 +314,13 @@ RULES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      [("GET", "/os-quota-class-sets/{quota_class}")]),
     ("os_compute_api:os-quota-class-sets:update", ADMIN, "Update a quota class",
      [("PUT", "/os-quota-class-sets/{quota_class}")]),
+    # --- topology, extensions --------------------------------------------------------------
+    ("compute:server:topology:index", READER, "Show the NUMA topology of a server (2.78)",
+     [("GET", f"{S}/topology")]),
+    ("compute:server:topology:host:index", ADMIN, "Show the host NUMA ids of a server's topology (2.78)",
+     [("GET", f"{S}/topology")]),
+    ("os_compute_api:extensions", ANY, "List the (deprecated) API extensions",
+     [("GET", "/extensions"), ("GET", "/extensions/{alias}")]),
 ]
 
 for _name, _check, _description, _operations in RULES:

@@ -366,6 +366,24 @@ def instances_without_compute_count() -> int:
 
 
 
+def instances_active_between(start: datetime, stop: datetime, *, project_id: str | None = None) -> list[Instance]:
+    """Instances, deleted ones included, that ran some time in [start, stop) (launched before
+    ``stop``, not terminated before ``start``), of every cell, in (created_at, uuid) order; the
+    hidden copy of a server a cross-cell move left behind is not counted twice."""
+    q = Q(launched_at__lt=stop, hidden=False) & (Q(terminated_at__isnull=True) | Q(terminated_at__gt=start))
+    if project_id is not None:
+        q &= Q(project_id=project_id)
+
+    def per_cell(_cell: CellMapping) -> list[Instance]:
+        return list(Instance.all_objects.filter(q))
+
+    found: list[Instance] = []
+    for result in scatter_gather(per_cell, cell_selectors.cell_list(cell0=False)).values():
+        if not failed(result):
+            found.extend(result)  # type: ignore[arg-type]
+    return sorted(found, key=lambda i: (i.created_at, i.uuid))
+
+
 def hosts_of(instance_uuids: Iterable[str]) -> dict[str, str]:
     """``{instance_uuid: host}`` of those servers that are on a host (read in their cells)."""
     wanted = list(instance_uuids)

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
-from cloudcore.core.api.validation import BOOLEAN, VersionedSchema, as_bool, reject_unknown_params, validate
+from cloudcore.core.api.validation import BOOLEAN, VersionedSchema, as_bool, query_int, reject_unknown_params, validate
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
@@ -104,19 +104,6 @@ class FlavorAPIView(ComputeAPIView):
         return can(self.ctx, "os_compute_api:os-flavor-extra-specs:index", {"project_id": self.ctx.project_id})
 
 
-def _int_param(params: Any, name: str, message: str) -> int | None:
-    raw = params.get(name)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Invalid(message % raw) from None
-    if value < 0:
-        raise Invalid(message % raw)
-    return value
-
-
 class FlavorListMixin(FlavorAPIView):
     def list_flavors(self, request: Request) -> tuple[list[Flavor], int | None]:
         params = request.query_params
@@ -133,9 +120,9 @@ class FlavorListMixin(FlavorAPIView):
                 filters.is_public = as_bool(raw) or raw.lower() in ("t", "y")
             else:
                 raise Invalid(f"Invalid is_public filter [{raw}]")
-        filters.min_ram = _int_param(params, "minRam", "Invalid minRam filter [%s]")
-        filters.min_disk = _int_param(params, "minDisk", "Invalid minDisk filter [%s]")
-        filters.limit = _int_param(params, "limit", "limit param must be an integer: %s")
+        filters.min_ram = query_int(params, "minRam", invalid="Invalid minRam filter [%(value)s]")
+        filters.min_disk = query_int(params, "minDisk", invalid="Invalid minDisk filter [%(value)s]")
+        filters.limit = query_int(params, "limit", invalid="limit param must be an integer: %(value)s")
         filters.marker = params.get("marker")
         filters.sort_key = params.get("sort_key", "flavorid")
         filters.sort_dir = params.get("sort_dir", "asc")

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from cells.scatter import failed, scatter_gather
 from cells.selectors import cell_list
+from cloudcore.core.api.paging import page_of
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
@@ -66,14 +67,7 @@ class MigrationsView(ComputeAPIView):
             for m in result:  # type: ignore[union-attr]
                 seen[m.uuid] = _newer(seen[m.uuid], m) if m.uuid in seen else m
         items = sorted(seen.values(), key=lambda m: (m.created_at, m.uuid), reverse=True)
-        marker = params.get("marker")
-        if marker:
-            uuids = [m.uuid for m in items]
-            if marker not in uuids:
-                raise Invalid(f"Marker {marker} could not be found.")
-            items = items[uuids.index(marker) + 1:]
-        if limit is not None:
-            items = items[:limit]
+        items = page_of(items, marker=params.get("marker"), limit=limit)
         body: dict[str, Any] = {"migrations": [present(MIGRATION_FIELDS, m, self.version) for m in items]}
         if limit and len(items) == limit:
             body["migrations_links"] = [{"rel": "next", "href": f"/compute/v2.1/os-migrations?limit={limit}"

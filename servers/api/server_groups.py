@@ -10,10 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.microversion import Version
-from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.validation import VersionedSchema, query_int
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import Invalid
 
 from ..models import InstanceGroup
 from ..presenter import SERVER_GROUP_FIELDS, GroupView
@@ -49,14 +48,7 @@ def present_group(group: InstanceGroup, version: Version) -> dict[str, Any]:
     return present(SERVER_GROUP_FIELDS, GroupView(group, svc.live_members(group)), version)
 
 
-def _int(params: Any, name: str, default: int | None) -> int | None:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    if not str(raw).isdigit():
-        raise Invalid(f"Invalid input for query parameters {name}. Value: {raw}. '{raw}' does not match "
-                      "'^[0-9]*$'")
-    return int(raw)
+_INVALID_INT = "Invalid input for query parameters %(name)s. Value: %(value)s. '%(value)s' does not match '^[0-9]*$'"
 
 
 class ServerGroupsView(ComputeAPIView):
@@ -65,7 +57,8 @@ class ServerGroupsView(ComputeAPIView):
         params = request.query_params
         all_projects = str(params.get("all_projects", "")).lower() in ("1", "true", "yes", "t", "on")
         groups = svc.server_group_list(actor=self.ctx, all_projects=all_projects and self.ctx.is_admin,
-                                       limit=_int(params, "limit", None), offset=_int(params, "offset", 0) or 0)
+                                       limit=query_int(params, "limit", invalid=_INVALID_INT, digits_only=True),
+                                       offset=query_int(params, "offset", invalid=_INVALID_INT, digits_only=True) or 0)
         return Response({"server_groups": [present_group(g, self.version) for g in groups]})
 
     @extend_schema(request=dict, responses={200: dict}, summary="Create a server group")

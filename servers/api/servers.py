@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cloudcore.core.api.validation import as_bool, reject_unknown_params, validate
+from cloudcore.core.api.validation import as_bool, query_int, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
@@ -181,16 +181,6 @@ _KNOWN_PARAMS = _USER_FILTERS | _ADMIN_FILTERS | {
 }
 
 
-def _int_param(value: str, name: str) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError) as exc:
-        raise Invalid(f"{name} param must be an integer") from exc
-    if n < 0:
-        raise Invalid(f"{name} param must be positive")
-    return n
-
-
 def _timestamp(value: str, name: str) -> Any:
     parsed = parse_datetime(value.replace(" ", "+")) if value else None
     if parsed is None:
@@ -260,9 +250,8 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     if schemas.SERVER_FEATURES.has("strict_query", version):
         reject_unknown_params(params.keys(), _KNOWN_PARAMS)
     filters = list_filters(request, actor, version)
-    limit = MAX_LIMIT
-    if "limit" in params:
-        limit = min(_int_param(params["limit"], "limit"), MAX_LIMIT)
+    limit = min(query_int(params, "limit", invalid="%(name)s param must be an integer",
+                          negative="%(name)s param must be positive", default=MAX_LIMIT) or 0, MAX_LIMIT)
     marker = params.get("marker") or None
     sort_keys = [k for k in params.getlist("sort_key")
                  if actor.is_admin or k not in _ADMIN_SORT_KEYS]  # Nova ignores these for members

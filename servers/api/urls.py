@@ -123,3 +123,22 @@ urlpatterns += [
     path("os-server-groups", _server_groups.ServerGroupsView.as_view(), name="compute-server-groups"),
     path("os-server-groups/<str:group_id>", _server_groups.ServerGroupView.as_view(), name="compute-server-group"),
 ]
+
+# --- os-simple-tenant-usage (servers/api/usage.py, issue 18) --------------------------------------
+from . import usage as _usage  # noqa: E402
+
+urlpatterns += [
+    path("os-simple-tenant-usage", _usage.TenantUsagesView.as_view(), name="compute-tenant-usages"),
+    path("os-simple-tenant-usage/<str:tenant_id>", _usage.TenantUsageView.as_view(), name="compute-tenant-usage"),
+]
+
+# --- server password, topology, extensions (servers/api/server_info.py, issue 18) ----------------
+from . import server_info as _server_info  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-server-password", _server_info.ServerPasswordView.as_view(),
+         name="compute-server-password"),
+    path("servers/<str:server_id>/topology", _server_info.ServerTopologyView.as_view(), name="compute-server-topology"),
+    path("extensions", _server_info.ExtensionsView.as_view(), name="compute-extensions"),
+    path("extensions/<str:alias>", _server_info.ExtensionView.as_view(), name="compute-extension"),
+]

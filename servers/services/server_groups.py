@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cells.selectors import instance_mapping_get
+from cells.selectors import mapped_instance_uuids
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound, QuotaExceeded
 from cloudcore.core.policy import authorize
@@ -110,12 +110,9 @@ def server_group_delete(*, actor: RequestContext, group_uuid: str) -> None:
 
 def live_members(group: InstanceGroup) -> list[str]:
     """Uuids of the group's servers that still exist (not deleted, not queued for delete)."""
-    members = []
-    for uuid in group.members.order_by("id").values_list("instance_uuid", flat=True):
-        mapping = instance_mapping_get(uuid)
-        if mapping is not None and not mapping.queued_for_delete:
-            members.append(uuid)
-    return members
+    uuids = list(group.members.order_by("id").values_list("instance_uuid", flat=True))
+    live = mapped_instance_uuids(uuids, live_only=True)
+    return [uuid for uuid in uuids if uuid in live]
 
 
 def group_for_create(*, actor: RequestContext, group_uuid: str, count: int) -> dict[str, Any]:

@@ -94,6 +94,26 @@ def as_bool(value: Any) -> bool:
     return str(value).lower() in ("true", "1", "yes", "on")
 
 
+def query_int(params: Any, name: str, *, invalid: str, negative: str | None = None,
+              default: int | None = None, digits_only: bool = False) -> int | None:
+    """A non-negative integer query parameter, ``default`` when absent. ``invalid`` (and
+    ``negative`` for a negative integer, when the service words it differently) is the 400's
+    message; ``%(name)s`` and ``%(value)s`` in it are filled in. ``digits_only`` follows a
+    ``^[0-9]*$`` schema pattern (no sign, no spaces)."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if digits_only and not str(raw).isdigit():
+        raise Invalid(invalid % {"name": name, "value": raw})
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise Invalid(invalid % {"name": name, "value": raw}) from None
+    if value < 0:
+        raise Invalid((negative or invalid) % {"name": name, "value": raw})
+    return value
+
+
 def reject_unknown_params(params: Iterable[str], allowed: Iterable[str]) -> None:
     """Nova's strict query-parameter schemas (2.75+): any parameter not in ``allowed`` is a 400."""
     unknown = sorted(set(params) - set(allowed))
