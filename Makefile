@@ -24,6 +24,7 @@ system-packages:
 	@$(MAKE) --no-print-directory system-packages
 	@test -x $(PY) || python3 -m venv .venv
 	@$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	@$(PY) scripts/fetch_ansible_collection.py
 	@touch $@
 
 venv: .venv/.requirements-stamp

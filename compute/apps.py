@@ -13,3 +13,6 @@ class ComputeConfig(AppConfig):
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 
         registry.register_modules([ops, block_devices, cross_cell])
+        from . import pause_suspend_rescue
+
+        registry.register_modules([pause_suspend_rescue])

@@ -143,6 +143,38 @@ def snapshot(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: s
     _operation("snapshot", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id)
 
 
+# --- pause, suspend, rescue, crash dump ---------------------------------------------------------
+
+def pause(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("pause", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def unpause(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("unpause", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def suspend(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("suspend", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def resume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("resume", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def rescue(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
+           rescue_image_ref: str | None) -> None:
+    _operation("rescue", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               admin_pass=admin_pass, rescue_image_ref=rescue_image_ref)
+
+
+def unrescue(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("unrescue", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def trigger_crash_dump(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("trigger_crash_dump", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
 # --- shelve -------------------------------------------------------------------------------------
 
 def shelve(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:

@@ -74,7 +74,8 @@ class TestVirtDriver:
     """A virt driver over libvirt's test driver for one simulated host.
 
     Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``;
-    ``fail_destroys``, ``fail_power_offs`` and ``fail_snapshots`` likewise for those calls;
+    ``fail_destroys``, ``fail_power_offs``, ``fail_snapshots``, ``fail_pauses`` and ``fail_rescues``
+    likewise for those calls;
     ``fail_volume_connects``: how many next ``can_connect_volume`` checks answer False.
     """
 
@@ -88,6 +89,12 @@ class TestVirtDriver:
         self.fail_power_offs = 0
         self.fail_snapshots = 0
         self.fail_volume_connects = 0
+        self.fail_pauses = 0
+        self.fail_rescues = 0
+        #: what rescue kept: the guest's own XML, the rescue image booted; NMIs sent
+        self.unrescue_xml: dict[str, str] = {}
+        self.rescue_images: dict[str, str | None] = {}
+        self.crash_dumps: list[str] = []
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
 
@@ -139,7 +146,7 @@ class TestVirtDriver:
             return  # every host shares one test:/// connection: another host's guest is not ours
         if dom.isActive():
             dom.destroy()
-        dom.undefine()
+        dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)  # a suspended guest's save goes too
 
     def _domain(self, instance: Any) -> Any:
         return self.conn.lookupByName(self.domain_name(instance))
@@ -160,6 +167,49 @@ class TestVirtDriver:
         if dom.isActive():
             dom.destroy()
         dom.create()
+
+    def pause(self, *, instance: Any, **_kw: Any) -> None:
+        self._inject("fail_pauses", "pause")
+        self._domain(instance).suspend()
+
+    def unpause(self, *, instance: Any, **_kw: Any) -> None:
+        self._domain(instance).resume()
+
+    def suspend(self, *, instance: Any, **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if dom.isActive():
+            dom.managedSave(0)
+
+    def resume(self, *, instance: Any, **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if not dom.isActive():
+            dom.create()
+
+    def rescue(self, *, instance: Any, rescue_image_meta: Any = None, **_kw: Any) -> None:
+        """The guest redefined as the rescue domain (title ``rescue``); its own XML kept for unrescue."""
+        import libvirt
+
+        self._inject("fail_rescues", "rescue")
+        dom = self._domain(instance)
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+        self.unrescue_xml[instance.uuid] = xml
+        self.rescue_images[instance.uuid] = (rescue_image_meta or {}).get("id")
+        if dom.isActive():
+            dom.destroy()
+        dom.undefine()
+        self.conn.defineXML(xml.replace("</name>", "</name><title>rescue</title>", 1)).create()
+
+    def unrescue(self, *, instance: Any, **_kw: Any) -> None:
+        dom = self._domain(instance)
+        if dom.isActive():
+            dom.destroy()
+        dom.undefine()
+        self.conn.defineXML(self.unrescue_xml.pop(instance.uuid)).create()
+        self.rescue_images.pop(instance.uuid, None)
+
+    def trigger_crash_dump(self, *, instance: Any, **_kw: Any) -> None:
+        self._domain(instance).injectNMI(0)
+        self.crash_dumps.append(instance.uuid)
 
     def snapshot(self, *, instance: Any, target_path: Any, **_kw: Any) -> None:
         from pathlib import Path
@@ -240,6 +290,8 @@ class Cloud:
         self.network_id, self.subnet_id = net.id, subnet.id
 
     def teardown(self) -> None:
+        import libvirt
+
         from compute.drivers import unregister_driver
 
         for host in list(self.drivers):
@@ -249,7 +301,7 @@ class Cloud:
             if dom.name().startswith("instance-"):
                 if dom.isActive():
                     dom.destroy()
-                dom.undefine()
+                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
 
     # -- clients --------------------------------------------------------------------------------
     def member(self, name: str = "demo", project: str = "demo", roles: tuple[str, ...] = ("member",)) -> Any:

@@ -233,7 +233,7 @@ class LibvirtDriver:
                     old = self.conn.lookupByName(self.domain_name(instance))
                     if old.isActive():
                         old.destroy()
-                    old.undefine()
+                    _undefine(old)
                 except libvirt.libvirtError:
                     pass
                 dom = self.conn.defineXML(xml)
@@ -247,7 +247,7 @@ class LibvirtDriver:
                 dom = self.conn.lookupByName(self.domain_name(instance))
                 if dom.isActive():
                     dom.destroy()
-                dom.undefine()
+                _undefine(dom)
             except libvirt.libvirtError:
                 pass  # already gone
             if destroy_disks:
@@ -273,6 +273,8 @@ class LibvirtDriver:
                 pass
         if dom.isActive():
             dom.destroy()
+        if dom.hasManagedSaveImage(0):
+            dom.managedSaveRemove(0)  # a hard reboot of a suspended guest boots it afresh
         dom.create()
 
     def snapshot(self, *, instance: Any, target_path: Path, **_kw: Any) -> None:
@@ -300,11 +302,109 @@ class LibvirtDriver:
         path = connection_info.get("data", {}).get("device_path")
         return bool(path) and Path(path).exists()
 
+    # -- pause, suspend, rescue, crash dump ------------------------------------------------------
+    def _guest_call(self, instance: Any, call: Any) -> None:
+        try:
+            call(self._domain(instance))
+        except libvirt.libvirtError as exc:
+            raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+
+    def pause(self, *, instance: Any, **_kw: Any) -> None:
+        """The guest's vCPUs stop (``virDomainSuspend``); its memory stays where it is."""
+        self._guest_call(instance, lambda dom: dom.suspend())
+
+    def unpause(self, *, instance: Any, **_kw: Any) -> None:
+        self._guest_call(instance, lambda dom: dom.resume())
+
+    def suspend(self, *, instance: Any, **_kw: Any) -> None:
+        """Save the guest's memory with the domain (a managed save) and stop it."""
+        self._guest_call(instance, lambda dom: dom.managedSave(0) if dom.isActive() else None)
+
+    def resume(self, *, instance: Any, network_info: Any = None, **_kw: Any) -> None:
+        """Start the domain: libvirt restores it from its managed save."""
+        self._guest_call(instance, lambda dom: None if dom.isActive() else dom.create())
+
+    def rescue(self, *, instance: Any, rescue_image_meta: dict[str, Any] | None, network_info: Any = None,
+               admin_password: str | None = None, **_kw: Any) -> None:
+        """Boot a rescue domain: the rescue image's copy (``disk.rescue``) first, the server's own
+        disk second. The domain as it was is kept in ``unrescue.xml`` for ``unrescue``. On the test
+        driver the rescue domain is the guest redefined with the title ``rescue``."""
+        with self._lock:
+            dom = self._domain(instance)
+            workdir = self.instance_dir(instance)
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / "unrescue.xml").write_text(dom.XMLDesc(0))
+            rescue_disk = None
+            if rescue_image_meta and rescue_image_meta.get("path"):
+                rescue_disk = workdir / "disk.rescue"
+                source = Path(rescue_image_meta["path"])
+                if source.exists():
+                    shutil.copyfile(source, rescue_disk)
+                else:
+                    rescue_disk.write_bytes(b"")
+            xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
+            own_disk = workdir / "disk"
+            if not self.is_test and own_disk.exists():
+                xml = xml.replace("<serial ", "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
+                                  f"<source file='{escape(str(own_disk))}'/><target dev='vdb' bus='virtio'/>"
+                                  "</disk><serial ", 1)
+            xml = xml.replace("</name>", "</name><title>rescue</title>", 1)
+            try:
+                if dom.isActive():
+                    dom.destroy()
+                _undefine(dom)
+                self.conn.defineXML(xml).create()
+            except libvirt.libvirtError as exc:
+                raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+
+    def unrescue(self, *, instance: Any, **_kw: Any) -> None:
+        """Drop the rescue domain and its disk; define and start the domain kept by ``rescue``."""
+        with self._lock:
+            workdir = self.instance_dir(instance)
+            saved = workdir / "unrescue.xml"
+            if not saved.exists():
+                raise VirtDriverError(host=self.host, reason=f"no unrescue.xml for {instance.uuid}: not rescued")
+            dom = self._domain(instance)
+            try:
+                if dom.isActive():
+                    dom.destroy()
+                _undefine(dom)
+                self.conn.defineXML(saved.read_text()).create()
+            except libvirt.libvirtError as exc:
+                raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+            saved.unlink()
+            (workdir / "disk.rescue").unlink(missing_ok=True)
+
+    def trigger_crash_dump(self, *, instance: Any, **_kw: Any) -> None:
+        """An NMI to the guest (``virDomainInjectNMI``)."""
+        dom = self._domain(instance)
+        try:
+            dom.injectNMI(0)
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_SUPPORT:
+                raise TriggerCrashDumpNotSupported(host=self.host) from exc
+            if exc.get_error_code() == libvirt.VIR_ERR_OPERATION_INVALID:
+                raise InstanceNotRunning(instance_uuid=instance.uuid, host=self.host) from exc
+            raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self._domain(instance)
         state, max_mem, mem, vcpus, _cpu = dom.info()
         return {"state": state, "power_state": _POWER.get(state, PowerState.NOSTATE), "max_mem_kb": max_mem,
                 "mem_kb": mem, "num_cpu": vcpus}
+
+
+class TriggerCrashDumpNotSupported(VirtDriverError):
+    message = "Triggering crash dump is not supported on %(host)s"
+
+
+class InstanceNotRunning(VirtDriverError):
+    message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def _undefine(dom: Any) -> None:
+    """Undefine a domain with its managed save image (a suspended guest's memory), if it has one."""
+    dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE)
 
 
 def host_uptime() -> str:

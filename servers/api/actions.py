@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.validation import UUID, VersionedSchema
 from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
@@ -22,6 +22,7 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
+from ..services import pause_suspend_rescue as pause_rescue
 from ..services import power, rebuild, resize, security_groups, shelve
 from ..services.create import _image, generate_password
 from ..services.password import server_set_password
@@ -37,6 +38,8 @@ def _action(inner: dict[str, Any], key: str) -> dict[str, Any]:
     return {"type": "object", "properties": {key: inner}, "required": [key], "additionalProperties": False}
 
 
+#: Nova's ``image_id``: a uuid, with or without its dashes (``format`` alone is not checked by Draft 7)
+IMAGE_UUID = {**UUID, "pattern": "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"}
 DESCRIPTION = {"type": ["string", "null"], "maxLength": 255}
 KEY_NAME = {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
 USER_DATA = {"type": ["string", "null"], "format": "base64", "maxLength": 65535}
@@ -126,6 +129,15 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
+    "pause": VersionedSchema(("2.1", None, _action({}, "pause"))),
+    "unpause": VersionedSchema(("2.1", None, _action({}, "unpause"))),
+    "suspend": VersionedSchema(("2.1", None, _action({}, "suspend"))),
+    "resume": VersionedSchema(("2.1", None, _action({}, "resume"))),
+    "rescue": VersionedSchema(("2.1", None, _action({
+        "type": ["object", "null"], "properties": {"adminPass": {"type": "string"}, "rescue_image_ref": IMAGE_UUID},
+        "additionalProperties": False}, "rescue"))),
+    "unrescue": VersionedSchema(("2.1", None, _action({}, "unrescue"))),
+    "trigger_crash_dump": VersionedSchema(("2.17", None, _action(NULL, "trigger_crash_dump"))),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
@@ -141,6 +153,8 @@ ACTION_ARGS: dict[str, Since] = {
 }
 #: 2.45: createImage answers ``{"image_id": ...}`` instead of a ``Location`` header.
 ACTION_FEATURES = Since({"create_image_body": (2, 45)})
+#: 2.87: a volume-backed server may be rescued (stable device rescue).
+RESCUE_FEATURES = Since({"volume_backed": (2, 87)})
 
 Handler = Callable[["ServerActionView", Any, Instance, Any, dict[str, Any]], Response | None]
 HANDLERS: dict[str, Handler] = {}
@@ -330,3 +344,47 @@ def _remove_security_group(view: ServerActionView, request: Any, instance: Insta
                            body: dict[str, Any]) -> None:
     security_groups.server_remove_security_group(actor=view.ctx, instance=instance,
                                                  name=_security_group_name(body))
+
+
+@handles("pause")
+def _pause(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    pause_rescue.server_pause(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("unpause")
+def _unpause(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    pause_rescue.server_unpause(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("suspend")
+def _suspend(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    pause_rescue.server_suspend(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("resume")
+def _resume(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    pause_rescue.server_resume(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("rescue")
+def _rescue(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> Response:
+    """200 with the rescue password (``adminPass``: the body's, else a generated one) unless the
+    cloud hides passwords (``ENABLE_INSTANCE_PASSWORD``)."""
+    admin_pass = body.get("adminPass") or generate_password()
+    pause_rescue.server_rescue(actor=view.ctx, instance=instance, cell=cell, admin_pass=admin_pass,
+                               rescue_image_ref=body.get("rescue_image_ref"),
+                               allow_volume_backed=RESCUE_FEATURES.has("volume_backed", view.version))
+    if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
+        return Response({"adminPass": admin_pass}, status=200)
+    return Response({}, status=200)
+
+
+@handles("unrescue")
+def _unrescue(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    pause_rescue.server_unrescue(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("trigger_crash_dump")
+def _trigger_crash_dump(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                        body: dict[str, Any]) -> None:
+    pause_rescue.server_trigger_crash_dump(actor=view.ctx, instance=instance, cell=cell)

@@ -9,7 +9,7 @@ import pytest
 
 from cloudcore.core.exceptions import InvalidNodeConfiguration
 from compute import identity
-from compute.virt.driver import InstanceNotFoundOnHypervisor
+from compute.virt.driver import InstanceNotFoundOnHypervisor, VirtDriverError
 from compute.virt.libvirt import LibvirtDriver, write_test_node
 from servers.choices import PowerState
 
@@ -96,3 +96,48 @@ def test_on_a_shared_daemon_a_renamed_host_still_sees_its_machines_guests(tmp_pa
     assert as_h1.list_instance_uuids() == [inst.uuid]
     assert renamed.list_instance_uuids() == [inst.uuid]
     assert neighbour.list_instance_uuids() == []
+
+
+def test_pause_suspend_rescue_and_crash_dump_on_the_test_driver(tmp_path: Path) -> None:
+    # given a running guest with a disk
+    d = driver(tmp_path)
+    image = tmp_path / "image.raw"
+    image.write_bytes(b"IMAGE-BYTES")
+    rescue_image = tmp_path / "rescue.raw"
+    rescue_image.write_bytes(b"RESCUE-BYTES")
+    inst = server()
+    d.spawn(instance=inst, image_meta={"path": str(image)}, network_info=[])
+    # when it is paused and unpaused: the vCPUs stop and run again
+    d.pause(instance=inst)
+    assert d.get_info(inst)["power_state"] == PowerState.PAUSED
+    d.unpause(instance=inst)
+    assert d.get_info(inst)["power_state"] == PowerState.RUNNING
+    # when it is suspended: a managed save, the domain is off; resume starts it from the save
+    d.suspend(instance=inst)
+    dom = d.conn.lookupByName(d.domain_name(inst))
+    assert d.get_info(inst)["power_state"] == PowerState.SHUTDOWN and dom.hasManagedSaveImage(0)
+    d.resume(instance=inst)
+    assert d.get_info(inst)["power_state"] == PowerState.RUNNING and not dom.hasManagedSaveImage(0)
+    # when it is rescued: a rescue domain with the rescue image's copy, the old one kept aside
+    d.rescue(instance=inst, rescue_image_meta={"path": str(rescue_image)}, network_info=[])
+    rescued = d.conn.lookupByName(d.domain_name(inst))
+    assert "<title>rescue</title>" in rescued.XMLDesc(0) and rescued.isActive()
+    assert (d.instance_dir(inst) / "disk.rescue").read_bytes() == b"RESCUE-BYTES"
+    assert (d.instance_dir(inst) / "disk").read_bytes() == b"IMAGE-BYTES"
+    d.trigger_crash_dump(instance=inst)
+    # then unrescue boots the kept domain again and drops the rescue disk
+    d.unrescue(instance=inst)
+    back = d.conn.lookupByName(d.domain_name(inst))
+    assert "rescue" not in back.XMLDesc(0) and back.isActive()
+    assert not (d.instance_dir(inst) / "disk.rescue").exists()
+    with pytest.raises(VirtDriverError, match="not rescued"):
+        d.unrescue(instance=inst)
+
+
+def test_a_suspended_guest_is_destroyed_with_its_managed_save(tmp_path: Path) -> None:
+    d = driver(tmp_path)
+    inst = server()
+    d.spawn(instance=inst, image_meta=None, network_info=[])
+    d.suspend(instance=inst)
+    d.destroy(instance=inst, destroy_disks=True)
+    assert d.list_instance_uuids() == []
