@@ -16,18 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
 from servers.choices import PowerState, VmState
-from servers.models import Instance
 
 from .build import image_meta
 from .clients import networks as neutron
 from .drivers import driver_for
 from .registry import server_action
+
+if TYPE_CHECKING:
+    from servers.models import Instance
 
 #: libvirt's domain states → Nova's power states (a managed-saved guest is shut off)
 _LIBVIRT_POWER = {1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED, 4: PowerState.SHUTDOWN,
