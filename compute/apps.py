@@ -3,7 +3,8 @@ from django.apps import AppConfig
 
 class ComputeConfig(AppConfig):
     """The compute agent: host-local work on a hypervisor (``manage.py compute``), its resource
-    tracker and node identity. It owns no models: it works on servers' and hosts' rows in its cell."""
+    tracker and node identity. It owns no models: it works on servers' and hosts' rows in its cell
+    through their selectors and services (never their models)."""
 
     name = "compute"
 

@@ -7,17 +7,21 @@ asks for are created in its project by the conductor before the build reaches th
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from cloudcore.core.context import RequestContext
-from servers.models import BlockDeviceMapping, Instance
+from servers.selectors import BlockDeviceMappingNotFound, bdm_get, bdms_of
+from servers.services.delete import bdms_mark_deleted
 
 from .clients import volumes as cinder
 from .drivers import driver_for
 from .exceptions import BuildAbortException
 from .registry import server_action
+
+if TYPE_CHECKING:
+    from servers.models import BlockDeviceMapping, Instance
 
 log = logging.getLogger(__name__)
 #: the statuses of a volume that exists and may be attached (by this server)
@@ -68,7 +72,7 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
     """Attach every volume BDM (waiting for the volumes the cloud creates). Raises
     BuildAbortException on a volume error."""
 
-    bdms = sorted(BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"),
+    bdms = sorted(bdms_of(instance.uuid, volumes_only=True),
                   key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
     mapping = []
     for index, bdm in enumerate(bdms):
@@ -89,7 +93,7 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
 def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
     """Delete every attachment of the server; delete the volumes marked delete_on_termination."""
 
-    for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid):
+    for bdm in bdms_of(instance.uuid):
         if bdm.is_volume and bdm.volume_id:
             try:
                 if bdm.attachment_id:
@@ -98,15 +102,22 @@ def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:
                     cinder.volume_delete(volume_id=str(bdm.volume_id))
             except Exception:
                 log.exception("could not release volume %s of %s", bdm.volume_id, instance.uuid)
-    BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid).update(deleted=True)
+    bdms_mark_deleted(instance.uuid)
 
 
 # --- attach / detach of a running server's volumes (os-volume_attachments) --------------------
 
+def _bdm(bdm_uuid: str) -> BlockDeviceMapping:
+    bdm = bdm_get(bdm_uuid)
+    if bdm is None:
+        raise BlockDeviceMappingNotFound(bdm_id=bdm_uuid)
+    return bdm
+
+
 @server_action("attach_volume", action="attach_volume", notification="volume_attach", event="compute_attach_volume")
 def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
     """Update the reserved attachment with this host's connector, complete it, attach the disk."""
-    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    bdm = _bdm(bdm_uuid)
     try:
         info = attach_bdm(ctx, instance, bdm)
         attach = getattr(driver_for(str(instance.host)), "attach_volume", None)
@@ -121,7 +132,7 @@ def attach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
 
 @server_action("detach_volume", action="detach_volume", notification="volume_detach", event="compute_detach_volume")
 def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> None:
-    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    bdm = _bdm(bdm_uuid)
     detach = getattr(driver_for(str(instance.host)), "detach_volume", None)
     if bdm.connection_info and detach is not None:
         detach(instance=instance, connection_info=bdm.connection_info, mountpoint=str(bdm.device_name))
@@ -136,7 +147,7 @@ def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volu
     """Copy the old volume's data into the new one, attach it in the old one's place and release
     the old volume; on failure the new attachment is dropped and the old volume stays."""
 
-    bdm = BlockDeviceMapping.objects.get(uuid=bdm_uuid)
+    bdm = _bdm(bdm_uuid)
     old_volume_id, old_attachment_id, old_info = bdm.volume_id, bdm.attachment_id, bdm.connection_info
     driver = driver_for(str(instance.host))
     try:
@@ -148,9 +159,9 @@ def swap_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str, new_volu
                 dst.write(block)
     except Exception:
         cinder.attachment_delete(attachment_id=new_attachment_id)
-        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(volume_id=old_volume_id,
-                                                            attachment_id=old_attachment_id,
-                                                            connection_info=old_info)
+        # the row as it was (attach_bdm may have saved the new attachment on it)
+        bdm.volume_id, bdm.attachment_id, bdm.connection_info = old_volume_id, old_attachment_id, old_info
+        bdm.save(update_fields=["volume_id", "attachment_id", "connection_info"])
         raise
     bdm.save(update_fields=["volume_id", "attachment_id", "connection_info", "updated_at"])
     detach = getattr(driver, "detach_volume", None)

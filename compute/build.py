@@ -12,7 +12,7 @@ puts the server in ERROR with a fault here and drops its allocations.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
@@ -21,10 +21,12 @@ from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from conductor import rpc as conductor_rpc
 from servers.choices import PowerState, TaskState, VmState
-from servers.models import Instance, VirtualInterface
+from servers.selectors import instance_get, vif_preserved_port_ids
 from servers.services import actions
 from servers.services.build_failure import build_error_out
+from servers.services.guards import instance_task_state_set
 from servers.services.notify import notify_instance
+from servers.services.virtual_interfaces import vif_create, vifs_delete
 
 from .block_devices import prep_block_devices
 from .clients import images as glance
@@ -32,6 +34,9 @@ from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .exceptions import BuildAbortException
+
+if TYPE_CHECKING:
+    from servers.models import Instance
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +64,7 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any,
                 host=instance.host, zone=instance.availability_zone, fixed_ip=req.get("fixed_ip"),
                 security_groups=security_groups,
             )
-        VirtualInterface.objects.create(
+        vif_create(
             instance_uuid=instance.uuid, port_id=port["id"], network_id=port["network_id"],
             address=port["mac_address"], tag=req.get("tag"), preserve_on_delete=bool(req.get("port_id")),
         )
@@ -69,10 +74,9 @@ def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
     """Free the instance's ports: the ones the user brought (the cell's VIFs say which) are only
     unbound, the ones made for the server deleted."""
 
-    vifs = VirtualInterface.objects.filter(instance_uuid=instance.uuid)
-    preserve = set(vifs.filter(preserve_on_delete=True).values_list("port_id", flat=True))
+    preserve = vif_preserved_port_ids(instance.uuid)
     neutron.ports_release(instance_uuid=instance.uuid, preserve=preserve)
-    vifs.delete()
+    vifs_delete(instance.uuid)
 
 
 def image_meta(image_id: str | None) -> dict[str, Any] | None:
@@ -104,7 +108,7 @@ def build_and_run_instance(
     """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
     ``security_groups``: the ids of the groups the server asked for (None: the project's default)."""
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None or instance.task_state == TaskState.DELETING:
             log.info("instance %s was deleted before its build started", instance_uuid)
             return
@@ -120,8 +124,8 @@ def build_and_run_instance(
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
             _cleanup_failed_build(ctx, instance, driver)
-            current = Instance.all_objects.filter(pk=instance.pk).values_list("task_state", "deleted").first()
-            if current is None or current[1] or current[0] == TaskState.DELETING:
+            current = instance_get(instance_uuid, read_deleted=True)
+            if current is None or current.deleted or current.task_state == TaskState.DELETING:
                 log.info("build of %s stopped: the server is being deleted", instance_uuid)
                 return
             if isinstance(exc, BuildAbortException):
@@ -164,10 +168,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
 
 def _set_task(ctx: RequestContext, instance: Instance, task_state: str) -> None:
     old = instance.task_state
-    updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
-        task_state=task_state, updated_at=timezone.now()
-    )
-    if not updated:
+    if not instance_task_state_set(instance, task_state):
         raise BuildAbortException(instance_uuid=instance.uuid, reason="the server is being deleted")
     instance.task_state = task_state
     notify_instance(ctx, "instance.update", instance, old_vm_state=instance.vm_state, old_task_state=old)
@@ -196,7 +197,6 @@ def _reschedule(
 ) -> None:
     """Hand the build back to the conductor, which picks the next host (a compute host never
     claims resources on, nor casts to, another host)."""
-    Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
-        task_state=TaskState.SCHEDULING, updated_at=timezone.now())
+    instance_task_state_set(instance, TaskState.SCHEDULING)
     conductor_rpc.reschedule_build(ctx=ctx, instance_uuid=instance.uuid, cell_uuid=cell_uuid, admin_pass=admin_pass,
                                    alternates=alternates, attempt=attempt, reason=str(exc) or type(exc).__name__)

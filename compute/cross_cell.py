@@ -23,9 +23,7 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from django.utils import timezone
+from typing import TYPE_CHECKING, Any
 
 from cells.context import current_cell
 from cells.transactions import atomic
@@ -33,12 +31,15 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from hosts.selectors import compute_node_values
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
-from servers.models import BlockDeviceMapping, Instance, Migration
+from servers.selectors import ServerNotFound, bdms_of, instance_get, migration_get
 
 from .block_devices import attach_bdm
 from .drivers import driver_for
-from .ops import _apply_flavor, _set, _spawn_here
+from .ops import _apply_flavor, _migration, _set, _spawn_here
 from .registry import move_step
+
+if TYPE_CHECKING:
+    from servers.models import BlockDeviceMapping, Instance
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,14 @@ class SourcePrepFailed(CloudcoreError):
 
 
 def _volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
-    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
-                                                  volume_id__isnull=False).order_by("id"))
+    return [bdm for bdm in bdms_of(instance_uuid, volumes_only=True) if bdm.volume_id is not None]
+
+
+def _migration_status_set(migration_uuid: str, status: str) -> None:
+    migration = migration_get(migration_uuid)
+    if migration is not None:
+        migration.status = status
+        migration.save(update_fields=["status", "updated_at"])
 
 
 @move_step("cross_cell_prep_at_dest", event="compute_prep_snapshot_based_resize_at_dest", action="resize")
@@ -77,14 +84,14 @@ def prep_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
         if bdm.connection_info and not driver.can_connect_volume(connection_info=bdm.connection_info):
             raise VolumeCannotConnect(volume_id=bdm.volume_id, host=node["host"])
     with atomic(cell):
-        migration = Migration.objects.get(uuid=migration_uuid)
+        migration = _migration(migration_uuid)
         migration.dest_compute = migration.dest_host = node["host"]
         migration.dest_node, migration.dest_compute_id = node["hypervisor_hostname"], node["id"]
         migration.save()
-        Instance.all_objects.filter(uuid=instance.uuid).update(
-            migration_context={"migration_id": migration.id, "migration_uuid": migration.uuid,
-                               "old_host": migration.source_compute, "new_host": node["host"], "cross_cell": True},
-            updated_at=timezone.now())
+        instance.migration_context = {"migration_id": migration.id, "migration_uuid": migration.uuid,
+                                      "old_host": migration.source_compute, "new_host": node["host"],
+                                      "cross_cell": True}
+        instance.save(update_fields=["migration_context", "updated_at"])
     return {"host": node["host"], "node": node["hypervisor_hostname"], "compute_id": node["id"]}
 
 
@@ -96,8 +103,7 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
     destroying, snapshot_path = False, None
     try:
-        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.MIGRATING,
-                                                             updated_at=timezone.now())
+        _migration_status_set(migration_uuid, MigrationStatus.MIGRATING)
         driver.power_off(instance=instance)
         if snapshot:
             snapshot_path = str(Path(tempfile.mkdtemp(prefix="cloudcore-resize-")) / "snapshot")
@@ -113,8 +119,7 @@ def prep_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str,
             except Exception:
                 destroying = True  # the guest is in an unknown state: ERROR, a hard reboot recovers it
         raise SourcePrepFailed(exc, guest_destroyed=destroying) from exc
-    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.POST_MIGRATING,
-                                                         updated_at=timezone.now())
+    _migration_status_set(migration_uuid, MigrationStatus.POST_MIGRATING)
     _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
     return {"snapshot_path": snapshot_path}
 
@@ -124,8 +129,11 @@ def finish_at_dest(ctx: RequestContext, instance: Instance, migration_uuid: str,
                    image_id: str | None) -> dict[str, Any]:
     """Target cell, destination host, on the hidden copy: the new flavor and host, the volumes
     connected, the guest spawned (from the snapshot ``image_id`` if any); VERIFY_RESIZE."""
-    migration = Migration.objects.get(uuid=migration_uuid)
-    instance = Instance.all_objects.get(uuid=instance.uuid)
+    migration = _migration(migration_uuid)
+    fresh = instance_get(instance.uuid, read_deleted=True)
+    if fresh is None:
+        raise ServerNotFound(instance_id=instance.uuid)
+    instance = fresh
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
     instance.host, instance.node = migration.dest_compute, migration.dest_node
     instance.compute_id = migration.dest_compute_id
@@ -172,7 +180,7 @@ def finish_revert(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     for bdm in _volume_bdms(instance.uuid):
         attach_bdm(ctx, instance, bdm)
     power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
-    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTED, updated_at=timezone.now())
+    _migration_status_set(migration_uuid, MigrationStatus.REVERTED)
     _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, hidden=False, old_flavor=None,
          new_flavor=None, migration_context=None, system_metadata=sysmeta)
     return {}

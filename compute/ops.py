@@ -10,16 +10,16 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
-from hosts.models import ComputeNode
+from hosts.selectors import compute_node_for_host
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
-from servers.models import Instance, Migration
+from servers.selectors import MigrationNotFound, instance_get, migration_get
 
 from . import rpc
 from .build import image_meta
@@ -29,6 +29,9 @@ from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
 from .registry import allocations_back_to_server, runner_for, server_action
+
+if TYPE_CHECKING:
+    from servers.models import Instance, Migration
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ def run_op(ctx: RequestContext, *, op_name: str, instance_uuid: str, cell_uuid: 
     """Run operation ``op_name`` on the server; returns the operation's answer (a call's), or None
     when the server is gone or being deleted."""
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None or instance.task_state == TaskState.DELETING:
             return None
         return runner_for(op_name)(ctx, instance, **kwargs)
@@ -197,7 +200,10 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
 
 
 def _migration(uuid: str) -> Migration:
-    return Migration.objects.get(uuid=uuid)
+    migration = migration_get(uuid)
+    if migration is None:
+        raise MigrationNotFound(migration_id=uuid)
+    return migration
 
 
 def _cell_uuid() -> str:
@@ -294,8 +300,7 @@ def revert_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
     allocations_back_to_server(instance, migration.uuid)
 
-    source_node = ComputeNode.objects.filter(host=migration.source_compute,
-                                             hypervisor_hostname=migration.source_node).first()
+    source_node = compute_node_for_host(migration.source_compute, migration.source_node)
     instance.host, instance.node = migration.source_compute, migration.source_node
     instance.compute_id = source_node.id if source_node else None
     for key, value in _apply_flavor(instance, migration.old_flavor or instance.flavor).items():

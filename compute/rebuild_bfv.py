@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -26,7 +26,7 @@ from django.utils import timezone
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from servers.choices import PowerState, TaskState, VmState
-from servers.models import BlockDeviceMapping, Instance
+from servers.selectors import bdms_of
 from servers.services.external_events import expect_event, wait_for_event
 from servers.services.rebuild_bfv import root_bdm
 
@@ -35,6 +35,9 @@ from .clients import images as glance
 from .clients import networks as neutron
 from .clients import volumes as cinder
 from .exceptions import BuildAbortException
+
+if TYPE_CHECKING:
+    from servers.models import Instance
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
@@ -60,7 +63,7 @@ def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: 
 
     bdi = {"block_device_mapping": [
         {"connection_info": b.connection_info, "mount_device": b.device_name, "boot_index": b.boot_index}
-        for b in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume")],
+        for b in bdms_of(instance.uuid, volumes_only=True)],
         "root_device_name": "/dev/vda"}
     driver.spawn(instance=instance, image_meta=None, network_info=neutron.network_info(instance_uuid=instance.uuid),
                  block_device_info=bdi, admin_password=None)

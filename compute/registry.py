@@ -19,17 +19,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cells.registry import drop_broken_connections
 from cloudcore.core.context import RequestContext
 from servers.choices import MigrationStatus, TaskState, VmState
-from servers.models import Instance, Migration
+from servers.selectors import migration_get
 from servers.services import actions
 from servers.services.move_recovery import error_out_migration
 from servers.services.notify import notify_instance
 
 from .clients import placement
+
+if TYPE_CHECKING:
+    from servers.models import Instance
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +146,8 @@ _MOVE_OPS = ("resize_at_source", "finish_resize")
 def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
     """The migration of a failed move ends ``error`` with the allocations where the server is
     (else it stays open holding the source's allocations, which outlive the server's delete)."""
-    migration = Migration.objects.filter(uuid=migration_uuid, status__in=MigrationStatus.UNFINISHED).first()
-    if migration is not None:
+    migration = migration_get(migration_uuid)
+    if migration is not None and migration.status in MigrationStatus.UNFINISHED:
         error_out_migration(instance, migration, back_to_server=allocations_back_to_server,
                             drop=placement.allocations_delete)
 

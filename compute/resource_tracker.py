@@ -18,15 +18,17 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db.models import Sum
 
-from hosts.models import ComputeNode, Service
-from servers.models import Instance
+from hosts.selectors import service_get_by_id
+from servers.selectors import instance_usage_on_node
 
 from .clients import placement
+
+if TYPE_CHECKING:
+    from hosts.models import ComputeNode, Service
 
 
 def inventories_for(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -131,16 +133,17 @@ def update_usage(*, node: ComputeNode, driver: Any) -> None:
     """Refresh the node row from the hypervisor and its instances (periodic)."""
 
     resources = driver.get_available_resource()
-    used = Instance.objects.filter(compute=node, deleted=False).exclude(vm_state="shelved_offloaded").aggregate(
-        vcpus=Sum("vcpus"), ram=Sum("memory_mb"), disk=Sum("root_gb"))
+    used = instance_usage_on_node(node.id)
     node.vcpus, node.memory_mb, node.local_gb = resources["vcpus"], resources["memory_mb"], resources["local_gb"]
-    node.vcpus_used = used["vcpus"] or 0
-    node.memory_mb_used = (used["ram"] or 0) + settings.RESERVED_HOST_MEMORY_MB
-    node.local_gb_used = used["disk"] or 0
+    node.vcpus_used = used["vcpus"]
+    node.memory_mb_used = used["memory_mb"] + settings.RESERVED_HOST_MEMORY_MB
+    node.local_gb_used = used["root_gb"]
     node.free_ram_mb = node.memory_mb - node.memory_mb_used
     node.free_disk_gb = node.local_gb - node.local_gb_used
-    node.running_vms = Instance.objects.filter(compute=node, deleted=False, vm_state="active").count()
+    node.running_vms = used["running"]
     node.host_uptime = driver.get_host_uptime()
     node.save()
-    service = Service.objects.get(id=node.service_id)
+    service = service_get_by_id(node.service_id) if node.service_id is not None else None
+    if service is None:
+        raise LookupError(f"compute node {node.uuid} has no live service")
     report_to_placement(node=node, service=service, driver=driver, resources=resources)

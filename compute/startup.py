@@ -15,21 +15,24 @@ import time
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.utils import timezone
 from keystoneauth1 import exceptions as ks_exceptions
 
 from cells.context import target_cell
-from cells.models import CellMapping
 from cells.transactions import atomic
 from cloudcore.core.exceptions import InvalidConfiguration
 from conductor import rpc as conductor_rpc
-from hosts.models import ComputeNode, Service
-from servers.models import Instance
+from hosts import selectors as host_selectors
+from hosts.services.registration import compute_node_register, compute_service_register
+from servers.services.data_migrations import instances_compute_link
 
 from . import identity
 from .resource_tracker import report_to_placement
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+    from hosts.models import ComputeNode, Service
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ def check_startup(*, host: str, cell: CellMapping, driver: Any, state_path: Path
     """Every start-up refusal of seed 2, checked before any write."""
     hv_hostname = driver.hypervisor_hostname()
     with target_cell(cell):
-        service = Service.objects.filter(host=host, binary=BINARY).first()
+        service = host_selectors.service_for_host(host, binary=BINARY)
         node_uuid = identity.read_node_uuid(state_path, config_file)
         write = False
         if node_uuid is None:
@@ -70,20 +73,20 @@ def check_startup(*, host: str, cell: CellMapping, driver: Any, state_path: Path
                 raise _refuse("No local node identity found, but this is not our first startup on this host. "
                               "Refusing to start after potentially having lost that state!")
             if service is not None:
-                nodes = list(ComputeNode.objects.filter(host=host))
+                nodes = host_selectors.compute_node_uuids(host)
                 if not nodes:
                     raise _refuse(f"Compute service on host {host} is upgrading to stable node identity but found no "
                                   "nodes in the database. Possible rename detected, refusing to start!")
                 if len(nodes) > 1:
                     raise _refuse("Multiple nodes found in database, manual node uuid configuration required")
-                node_uuid = nodes[0].uuid
+                node_uuid = nodes[0]
             else:
                 if driver.list_instance_uuids():
                     raise _refuse("My hypervisor has existing instances, but I appear to be a new service in this "
                                   "database. Possible database configuration error, refusing to start!")
                 node_uuid = str(uuidlib.uuid4())
             write = True
-        node = ComputeNode.all_objects.filter(uuid=node_uuid).first()
+        node = host_selectors.compute_node_get_any(node_uuid)
         if node is not None:
             if node.hypervisor_hostname != hv_hostname:
                 raise _refuse(f"My compute node {node.uuid} has hypervisor_hostname {node.hypervisor_hostname} but "
@@ -93,7 +96,7 @@ def check_startup(*, host: str, cell: CellMapping, driver: Any, state_path: Path
                 raise _refuse(f"My node {node.uuid} has host '{node.host}' but my host is '{host}'; Possible rename "
                               "detected, refusing to start!")
         else:
-            clash = ComputeNode.objects.filter(host=host, hypervisor_hostname=hv_hostname).first()
+            clash = host_selectors.compute_node_for_host(host, hv_hostname)
             if clash is not None:
                 raise _refuse(f"Duplicate compute node record found for host {host} node {hv_hostname}")
     return StartupPlan(host, cell, node_uuid, write, service, node, hv_hostname)
@@ -107,16 +110,13 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
     resources = driver.get_available_resource()
 
     with target_cell(plan.cell), atomic(plan.cell):
-        service = plan.service or Service(host=plan.host, binary=BINARY, topic="compute")
-        service.version = SERVICE_VERSION
-        service.last_seen_up = timezone.now()
-        service.save()
-        node = plan.node or ComputeNode(uuid=plan.node_uuid)
-        node.deleted, node.deleted_at = False, None
-        node.host, node.service_id, node.hypervisor_hostname = plan.host, service.id, plan.hypervisor_hostname
-        _update_node(node, resources)
-        node.save()
-        _link_instances(plan.host, node)
+        service = compute_service_register(host=plan.host, binary=BINARY, version=SERVICE_VERSION,
+                                           service=plan.service)
+        node = compute_node_register(uuid=plan.node_uuid, host=plan.host, service_id=service.id,
+                                     hypervisor_hostname=plan.hypervisor_hostname, resources=resources,
+                                     node=plan.node)
+        # Nova's _ensure_compute_id_for_instances: this node's servers get their compute_id
+        instances_compute_link(host=plan.host, node=node.hypervisor_hostname, compute_id=node.id)
     _report_when_placement_answers(node=node, service=service, driver=driver)
     conductor_rpc.compute_host_started(host=plan.host, cell_uuid=str(plan.cell.uuid))
     return service, node
@@ -135,16 +135,3 @@ def _report_when_placement_answers(*, node: ComputeNode, service: Service, drive
                 raise
             log.info("placement does not answer yet; %s retries its first report", node.host)
             time.sleep(2)
-
-
-def _update_node(node: ComputeNode, resources: dict[str, Any]) -> None:
-    for key in ("vcpus", "memory_mb", "local_gb", "hypervisor_type", "hypervisor_version", "cpu_info"):
-        if key in resources:
-            setattr(node, key, resources[key])
-
-
-def _link_instances(host: str, node: ComputeNode) -> int:
-    """Give this node's instances their ``compute_id`` (Nova's _ensure_compute_id_for_instances)."""
-
-    return Instance.all_objects.filter(host=host, node=node.hypervisor_hostname, compute__isnull=True).update(
-        compute=node.id)

@@ -7,7 +7,7 @@ import logging
 
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
-from servers.models import Instance
+from servers.selectors import instance_get
 from servers.services import actions
 from servers.services.delete import mark_deleted
 from servers.services.notify import notify_instance
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str) -> None:
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None:
             return
         notify_instance(ctx, "instance.delete.start", instance,

@@ -53,13 +53,7 @@ from networks.services import (
 from scheduling.placement.services import allocations_delete
 from scheduling.services.aggregates import host_availability_zone
 from servers.choices import MigrationStatus, TaskState, VmState
-from servers.selectors import (
-    instance_find,
-    instance_get_in_cell,
-    migration_find,
-    migration_get_in_cell,
-    volume_bdms_of,
-)
+from servers.selectors import bdms_of, instance_get, instance_get_in_cell, migration_get, migration_get_in_cell
 from servers.services import actions
 from servers.services.history import (
     bdm_hard_delete,
@@ -80,7 +74,7 @@ from volumes.selectors import attachment_find
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
-    from servers.models import Instance, Migration
+    from servers.models import BlockDeviceMapping, Instance, Migration
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +91,11 @@ def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
         rows_hard_delete(instance_uuid)
 
 
+def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
+    """The server's volume BDMs that name a volume, in the targeted cell."""
+    return [bdm for bdm in bdms_of(instance_uuid, volumes_only=True) if bdm.volume_id is not None]
+
+
 def attachment_delete_quietly(attachment_id: str) -> None:
     """Delete a volume attachment in a cleanup: a failure (mostly: already gone) is logged, never
     raised, so the cleanup goes on to the rows."""
@@ -110,7 +109,7 @@ def attachment_delete_quietly(attachment_id: str) -> None:
 def release_attachments(instance_uuid: str, cell: CellMapping) -> None:
     """Delete the volume attachments held by the server's BDMs in ``cell``."""
     with target_cell(cell):
-        bdms = volume_bdms_of(instance_uuid)
+        bdms = volume_bdms(instance_uuid)
     for bdm in bdms:
         if bdm.attachment_id:
             attachment_delete_quietly(bdm.attachment_id)
@@ -126,7 +125,7 @@ def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: st
     and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy."""
     migration_update(migration_uuid, status=MigrationStatus.ERROR, updated_at=timezone.now())
     instance_update(instance_uuid, vm_state=VmState.ERROR, task_state=None, updated_at=timezone.now())
-    instance = instance_get_in_cell(instance_uuid, deleted=True)
+    instance = instance_get_in_cell(instance_uuid, read_deleted=True)
     actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
     notify(ctx, f"instance.{action}.error", instance, fault=exc)
@@ -144,7 +143,7 @@ def flip_to(instance_uuid: str, *, visible: CellMapping, hidden: CellMapping) ->
 def _swap_for_placeholders(instance_uuid: str) -> None:
     """In the targeted (source) cell: replace each volume attachment of the BDMs by an empty one;
     the volumes stay reserved for the server while no host is connected to them."""
-    for bdm in volume_bdms_of(instance_uuid):
+    for bdm in volume_bdms(instance_uuid):
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance_uuid)
         if bdm.attachment_id:
             attachment_delete_quietly(bdm.attachment_id)
@@ -155,7 +154,7 @@ def _swap_for_placeholders(instance_uuid: str) -> None:
 def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
     """In the targeted (source) cell: complete the BDMs' attachments on the source host again
     (after placeholders replaced them), so a recovered server has its volumes ``in-use``."""
-    for bdm in volume_bdms_of(instance.uuid):
+    for bdm in volume_bdms(instance.uuid):
         att = attachment_find(bdm.attachment_id)
         if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
             continue
@@ -181,7 +180,7 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
     if image_id:
         images.image_delete_internal(image_id)
     with target_cell(source):
-        instance = instance_get_in_cell(instance_uuid, deleted=True)
+        instance = instance_get_in_cell(instance_uuid, read_deleted=True)
         ports_rebind_host(instance_uuid, instance.host)
         try:
             reconnect_source_volumes(ctx, instance)
@@ -248,7 +247,7 @@ class PrepAtDest(Step):
             port_binding_create(port.id, dest_host)
             self.ports.append(port.id)
         with target_cell(m["target"]):
-            for bdm in volume_bdms_of(m["instance_uuid"]):
+            for bdm in volume_bdms(m["instance_uuid"]):
                 att = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=bdm.instance_uuid)
                 self.attachments.append(att.id)
                 bdm.attachment_id = att.id
@@ -345,7 +344,7 @@ class FinishAtDest(Step):
     def execute(self) -> None:
         m, ctx = self.move, self.move["ctx"]
         with target_cell(m["target"]):
-            instance = instance_get_in_cell(m["instance_uuid"], deleted=True)
+            instance = instance_get_in_cell(m["instance_uuid"], read_deleted=True)
         notify(ctx, "instance.resize_finish.start", instance)
         compute_rpc.cross_cell_finish_at_dest(ctx=ctx, host=m["dest_host"], instance_uuid=m["instance_uuid"],
                                               cell_uuid=str(m["target"].uuid), migration_uuid=m["migration_uuid"],
@@ -401,15 +400,15 @@ def confirm_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_u
     migration ``error`` and the server ERROR with a fault."""
     source = get_cell(source_cell_uuid)
     with target_cell(cell_uuid):
-        instance = instance_find(instance_uuid)
-        migration = migration_find(migration_uuid)
+        instance = instance_get(instance_uuid)
+        migration = migration_get(migration_uuid)
         if instance is None or migration is None:
             return
         source_host = str(migration.source_compute)
         notify(ctx, "instance.resize_confirm.start", instance)
         try:
             with target_cell(source):
-                source_copy = instance_find(instance_uuid) is not None
+                source_copy = instance_get(instance_uuid) is not None
             if source_copy and cast_to_source:
                 compute_rpc.destroy_guest(host=source_host, instance_uuid=instance_uuid)
             elif source_copy:
@@ -462,8 +461,8 @@ def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uu
     host spawns the server again."""
     source = get_cell(source_cell_uuid)
     with target_cell(cell_uuid) as target:
-        instance = instance_find(instance_uuid)
-        migration = migration_find(migration_uuid)
+        instance = instance_get(instance_uuid)
+        migration = migration_get(migration_uuid)
     if instance is None or migration is None:
         return
     source_host, dest_host = str(migration.source_compute), str(instance.host)

@@ -125,6 +125,32 @@ def compute_service_problems(fields: Iterable[str], *, down_after_seconds: int) 
     ).filter(Q(disabled=True) | Q(forced_down=True) | Q(heartbeat__lt=cutoff)).values(*fields))
 
 
+# --- used by compute/ ---------------------------------------------------------------------------
+def service_for_host(host: str, *, binary: str = COMPUTE_BINARY) -> Service | None:
+    """The live ``binary`` service of ``host``, or None."""
+    return Service.objects.filter(host=host, binary=binary).first()
+
+
+def service_get_by_id(service_id: int) -> Service | None:
+    """The live service with row id ``service_id``, or None."""
+    return Service.objects.filter(id=service_id).first()
+
+
+def compute_node_get_by_id(node_id: int) -> ComputeNode | None:
+    """The live compute node with row id ``node_id``, or None."""
+    return ComputeNode.objects.filter(id=node_id).first()
+
+
+def compute_node_get_any(uuid: str) -> ComputeNode | None:
+    """The compute node ``uuid``, deleted or not, or None."""
+    return ComputeNode.all_objects.filter(uuid=uuid).first()
+
+
+def compute_node_for_host(host: str | None, hypervisor_hostname: str | None) -> ComputeNode | None:
+    """The live compute node ``hypervisor_hostname`` of ``host``, or None."""
+    return ComputeNode.objects.filter(host=host, hypervisor_hostname=hypervisor_hostname).first()
+
+
 # --- used by cross-cell ---
 
 

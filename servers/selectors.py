@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 
 from cells import selectors as cell_selectors
 from cells.context import target_cell
@@ -23,7 +23,17 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 
-from .models import BlockDeviceMapping, BuildRequest, Instance, InstanceFault, InstanceGroupMember, Migration, Tag
+from .choices import VmState
+from .models import (
+    BlockDeviceMapping,
+    BuildRequest,
+    Instance,
+    InstanceFault,
+    InstanceGroupMember,
+    Migration,
+    Tag,
+    VirtualInterface,
+)
 from .status import states_for_status
 
 if TYPE_CHECKING:
@@ -410,44 +420,73 @@ def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[
     return dict(Counter(hosts_of(members).values()))
 
 
-# --- used by cross-cell ---
-# Reads in the targeted cell for the conductor's cross-cell move (``conductor.cross_cell``) and
-# the API side's confirm and revert (``servers.services.cross_cell``).
-
-
+# --- used by compute/ ---------------------------------------------------------------------------
+# (the compute agent's reads of its own cell: every one runs in the targeted cell)
 class MigrationNotFound(NotFound):
     message = "Migration %(migration_id)s could not be found."
 
 
-def instance_find(instance_uuid: str, *, deleted: bool = False) -> Instance | None:
-    """The server's row in the targeted cell (a hidden copy too; a soft-deleted one only with
-    ``deleted``), or None."""
-    rows = Instance.all_objects if deleted else Instance.objects
-    return rows.filter(uuid=instance_uuid).first()
+class BlockDeviceMappingNotFound(NotFound):
+    message = "No volume Block Device Mapping with id %(bdm_id)s."
 
 
-def instance_get_in_cell(instance_uuid: str, *, deleted: bool = False) -> Instance:
-    """``instance_find``, raising InstanceNotFound when the targeted cell has no such row."""
-    instance = instance_find(instance_uuid, deleted=deleted)
+def instance_get(instance_uuid: str, *, read_deleted: bool = False) -> Instance | None:
+    """The live server ``instance_uuid`` (deleted ones too with ``read_deleted``), or None."""
+    manager = Instance.all_objects if read_deleted else Instance.objects
+    return manager.filter(uuid=instance_uuid).first()
+
+
+def instance_usage_on_node(compute_id: int) -> dict[str, int]:
+    """What the live servers of compute node ``compute_id`` use: ``vcpus``, ``memory_mb`` and
+    ``root_gb`` summed over those not offloaded, ``running`` the ACTIVE ones."""
+    live = Instance.objects.filter(compute_id=compute_id, deleted=False)
+    used = live.exclude(vm_state=VmState.SHELVED_OFFLOADED).aggregate(
+        vcpus=Sum("vcpus"), memory_mb=Sum("memory_mb"), root_gb=Sum("root_gb"))
+    return {"vcpus": used["vcpus"] or 0, "memory_mb": used["memory_mb"] or 0, "root_gb": used["root_gb"] or 0,
+            "running": live.filter(vm_state=VmState.ACTIVE).count()}
+
+
+def migration_get(migration_uuid: str) -> Migration | None:
+    """The live migration ``migration_uuid``, or None."""
+    return Migration.objects.filter(uuid=migration_uuid).first()
+
+
+def bdm_get(bdm_uuid: str) -> BlockDeviceMapping | None:
+    """The live block device mapping ``bdm_uuid``, or None."""
+    return BlockDeviceMapping.objects.filter(uuid=bdm_uuid).first()
+
+
+def bdms_of(instance_uuid: str, *, volumes_only: bool = False) -> list[BlockDeviceMapping]:
+    """The server's live block device mappings in id order (with ``volumes_only`` those of
+    destination ``volume``)."""
+    qs = BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)
+    if volumes_only:
+        qs = qs.filter(destination_type="volume")
+    return list(qs.order_by("id"))
+
+
+def vif_preserved_port_ids(instance_uuid: str) -> set[str]:
+    """The ports the user brought to the server (its live VIFs with ``preserve_on_delete``)."""
+    return set(VirtualInterface.objects.filter(instance_uuid=instance_uuid, preserve_on_delete=True)
+               .values_list("port_id", flat=True))
+
+
+# --- used by cross-cell ---
+# Reads in the targeted cell for the conductor's cross-cell move (``conductor.cross_cell``).
+
+
+def instance_get_in_cell(instance_uuid: str, *, read_deleted: bool = False) -> Instance:
+    """``instance_get`` (a hidden copy too), raising InstanceNotFound when the targeted cell has
+    no such row."""
+    instance = instance_get(instance_uuid, read_deleted=read_deleted)
     if instance is None:
         raise InstanceNotFound(instance_id=instance_uuid)
     return instance
 
 
-def migration_find(migration_uuid: str) -> Migration | None:
-    """The live migration ``migration_uuid`` in the targeted cell, or None."""
-    return Migration.objects.filter(uuid=migration_uuid).first()
-
-
 def migration_get_in_cell(migration_uuid: str) -> Migration:
-    """``migration_find``, raising MigrationNotFound when the targeted cell has no such row."""
-    migration = migration_find(migration_uuid)
+    """``migration_get``, raising MigrationNotFound when the targeted cell has no such row."""
+    migration = migration_get(migration_uuid)
     if migration is None:
         raise MigrationNotFound(migration_id=migration_uuid)
     return migration
-
-
-def volume_bdms_of(instance_uuid: str) -> list[BlockDeviceMapping]:
-    """The server's live volume block devices that name a volume, in id order."""
-    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
-                                                  volume_id__isnull=False).order_by("id"))

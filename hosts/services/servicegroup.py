@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F
 from django.utils import timezone
+
+from ..models import Service
 
 
 def service_is_up(service: Any) -> bool:
@@ -18,3 +21,11 @@ def service_is_up(service: Any) -> bool:
     if last is None:
         return False
     return bool((timezone.now() - last).total_seconds() <= settings.SERVICE_DOWN_TIME)
+
+
+# --- used by compute/ ---------------------------------------------------------------------------
+def service_heartbeat(service_id: int) -> int:
+    """Record a heartbeat of the service with row id ``service_id`` in the targeted cell (seen up
+    now, one more report); returns 1, or 0 when the row is gone."""
+    return Service.objects.filter(id=service_id).update(last_seen_up=timezone.now(),
+                                                         report_count=F("report_count") + 1)

@@ -71,7 +71,7 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     source = source_cell_of(migration)
     source_host = str(migration.source_compute)
     with target_cell(source):
-        service = host_selectors.compute_services([source_host]).get(source_host)
+        service = host_selectors.service_for_host(source_host)
         up = service is not None and service_is_up(service)
     if not up and not synchronous:
         raise SourceComputeDown(host=migration.source_compute)

@@ -30,7 +30,7 @@ from scheduling.placement.services import allocations_delete
 from scheduling.services.request_specs import request_specs_delete
 
 from ..choices import TaskState, VmState
-from ..models import BuildRequest, Instance, VirtualInterface
+from ..models import BlockDeviceMapping, BuildRequest, Instance, VirtualInterface
 from ..selectors import ServerRecord
 from . import actions
 from .guards import record_target
@@ -123,3 +123,10 @@ def mark_deleted(instance: Instance) -> None:
 def _unmap(instance_uuid: str) -> None:
     instance_mappings_queue_for_delete([instance_uuid])
     request_specs_delete([instance_uuid])
+
+
+# --- used by compute/ ---------------------------------------------------------------------------
+def bdms_mark_deleted(instance_uuid: str) -> int:
+    """Flag the server's live block device mappings deleted in the targeted cell (its volumes are
+    released); returns how many."""
+    return BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid).update(deleted=True)

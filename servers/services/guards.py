@@ -18,6 +18,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked, Invalid
 from hosts.selectors import compute_node_exists
 
+from ..choices import TaskState
 from ..models import Instance
 from ..selectors import ServerRecord
 
@@ -118,3 +119,12 @@ def writable_instance(actor: RequestContext, record: ServerRecord, method: str, 
     check_not_locked(actor, record.instance)
     check_state(record.instance, method, vm_states=vm_states, task_states=task_states)
     return record.instance
+
+
+# --- used by compute/ ---------------------------------------------------------------------------
+def instance_task_state_set(instance: Instance, task_state: str) -> bool:
+    """Set the server's task_state (compare-and-swap in the targeted cell) unless it is being
+    deleted; returns whether it was set. ``instance`` itself is left as it was read."""
+    updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
+        task_state=task_state, updated_at=timezone.now())
+    return bool(updated)

@@ -20,26 +20,29 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
-from django.db.models import F
 from django.utils import timezone
 
 from cells.agent import enter_configured_cell
-from cells.context import target_cell
-from cells.models import CellMapping, HostMapping
+from cells.context import CellNotFound, resolve_cell, target_cell
+from cells.selectors import host_mapping_get
 from cloudcore.celery import app
 from cloudcore.core.exceptions import InvalidConfiguration
 from compute import rpc
 from compute.drivers import register_driver
-from hosts.models import ComputeNode, Service
+from hosts.selectors import compute_node_get_by_id
+from hosts.services.servicegroup import service_heartbeat
 
 from ...resource_tracker import update_usage
 from ...startup import apply_startup, check_startup
 from ...virt.libvirt import LibvirtDriver, write_test_node
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 log = logging.getLogger("hosts.compute")
 
@@ -145,11 +148,11 @@ class Command(BaseCommand):
 
     def _cell(self, host: str, name: str | None) -> CellMapping:
         if name:
-            cell = CellMapping.objects.filter(name=name).first() or CellMapping.objects.filter(uuid=name).first()
-            if cell is None:
-                raise CommandError(f"Cell {name} doesn't exist.")
-            return cell
-        mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
+            try:
+                return resolve_cell(name)
+            except CellNotFound:
+                raise CommandError(f"Cell {name} doesn't exist.") from None
+        mapping = host_mapping_get(host)
         if mapping is None:
             raise CommandError(f"Host {host} is not mapped to a cell: pass --cell.")
         return mapping.cell
@@ -159,10 +162,13 @@ class Command(BaseCommand):
         while True:
             try:
                 with target_cell(cell):
-                    Service.objects.filter(id=service_id).update(last_seen_up=timezone.now(),
-                                                                 report_count=F("report_count") + 1)
+                    service_heartbeat(service_id)
                     if time.monotonic() - last_audit >= max(settings.REPORT_INTERVAL * 6, 30):
-                        update_usage(node=ComputeNode.objects.get(id=node_id), driver=driver)
+                        node = compute_node_get_by_id(node_id)
+                        if node is None:
+                            log.warning("compute node %s is gone: no resource audit", node_id)
+                        else:
+                            update_usage(node=node, driver=driver)
                         last_audit = time.monotonic()
             except Exception:
                 log.exception("heartbeat failed")
