@@ -238,6 +238,12 @@ QUOTA_RAM = env_int("QUOTA_RAM", 51200, minimum=-1)
 #: Neutron's default quotas on security groups and their rules, per project (-1: unlimited).
 QUOTA_SECURITY_GROUP = env_int("QUOTA_SECURITY_GROUP", 10, minimum=-1)
 QUOTA_SECURITY_GROUP_RULE = env_int("QUOTA_SECURITY_GROUP_RULE", 100, minimum=-1)
+#: Neutron's default quotas on networks, subnets, ports, routers and floating IPs, per project.
+QUOTA_NETWORK = env_int("QUOTA_NETWORK", 100, minimum=-1)
+QUOTA_SUBNET = env_int("QUOTA_SUBNET", 100, minimum=-1)
+QUOTA_PORT = env_int("QUOTA_PORT", 500, minimum=-1)
+QUOTA_ROUTER = env_int("QUOTA_ROUTER", 10, minimum=-1)
+QUOTA_FLOATINGIP = env_int("QUOTA_FLOATINGIP", 50, minimum=-1)
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))

@@ -133,3 +133,54 @@ class InstanceSecurityGroups(ApiModel):
 
     instance_uuid = models.CharField(primary_key=True, max_length=36)
     security_group_ids = models.JSONField(default=list)
+
+
+class Router(ApiModel, TimestampedModel):
+    """Neutron's L3 router. Its interfaces are the ports whose ``device_id`` is the router and whose
+    ``device_owner`` is ``network:router_interface``; its gateway is ``gw_port`` (``network:router_gateway``)
+    on an external network. ``routes`` are the extra routes, ``[{"destination": CIDR, "nexthop": IP}]``."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, blank=True, default="")
+    description = models.CharField(max_length=255, blank=True, default="")
+    project_id = models.CharField(max_length=255, db_index=True)
+    admin_state_up = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, default="ACTIVE")
+    gw_port = models.OneToOneField(Port, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="gateway_of")
+    enable_snat = models.BooleanField(default=True)
+    routes = models.JSONField(default=list)
+    revision_number = models.IntegerField(default=1)
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class FloatingIP(ApiModel, TimestampedModel):
+    """A floating IP: an address of an external network held by ``floating_port`` (``network:floatingip``),
+    associated (or not) with a ``port``'s ``fixed_ip_address`` through ``router`` (the router with a gateway
+    on that network and an interface on the fixed IP's subnet). ACTIVE while associated, else DOWN."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    project_id = models.CharField(max_length=255, db_index=True)
+    description = models.CharField(max_length=255, blank=True, default="")
+    floating_network = models.ForeignKey(Network, on_delete=models.PROTECT, related_name="floating_ips")
+    floating_port = models.OneToOneField(Port, on_delete=models.CASCADE, related_name="floating_ip_of")
+    floating_ip_address = models.CharField(max_length=64)
+    port = models.ForeignKey(Port, on_delete=models.SET_NULL, null=True, blank=True, related_name="floating_ips")
+    fixed_ip_address = models.CharField(max_length=64, null=True, blank=True)
+    router = models.ForeignKey(Router, on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="floating_ips")
+    status = models.CharField(max_length=16, default="DOWN")
+    revision_number = models.IntegerField(default=1)
+
+
+class NetworkQuota(ApiModel):
+    """An admin's override of one of a project's Neutron quotas (see ``networks.quotas``)."""
+
+    project_id = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=64)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="network_quota_per_resource")]

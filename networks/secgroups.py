@@ -18,13 +18,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
+from . import quotas
 from .models import InstanceSecurityGroups, Port, SecurityGroup, SecurityGroupRule
 
 
@@ -64,10 +64,6 @@ class SecurityGroupRuleExists(Conflict):
 
 class TagNotFound(NotFound):
     message = "Tag %(tag)s could not be found for %(resource)s %(resource_id)s."
-
-
-class OverQuota(Conflict):
-    message = "Quota exceeded for resources: ['%(resource)s']."
 
 
 class SecurityGroupRuleInvalidProtocol(Invalid):
@@ -280,11 +276,6 @@ def _check_name(name: str) -> None:
     _check_length(name, "name")
 
 
-def _check_quota(resource: str, limit: int, used: int) -> None:
-    if limit >= 0 and used >= limit:
-        raise OverQuota(resource=resource)
-
-
 def security_group_create(ctx: RequestContext, *, name: str = "", description: str = "",
                           stateful: bool = True, project_id: str | None = None) -> SecurityGroup:
     """A new group of ``project_id`` (an admin may name another project) with the two egress rules.
@@ -295,8 +286,7 @@ def security_group_create(ctx: RequestContext, *, name: str = "", description: s
     _check_length(description, "description")
     default_group_for(owner)
     with transaction.atomic():
-        _check_quota("security_group", settings.QUOTA_SECURITY_GROUP,
-                      SecurityGroup.objects.filter(project_id=owner).count())
+        quotas.check(owner, "security_group")
         group = SecurityGroup.objects.create(name=name, description=description, project_id=owner,
                                              stateful=stateful, revision_number=1)
         _add_egress_rules(group)
@@ -467,8 +457,7 @@ def security_group_rule_create(ctx: RequestContext, *, body: dict[str, Any]) -> 
         for existing in group.rules.all():
             if _rule_key(existing) == key:
                 raise SecurityGroupRuleExists(rule_id=existing.id)
-        _check_quota("security_group_rule", settings.QUOTA_SECURITY_GROUP_RULE,
-                      SecurityGroupRule.objects.filter(project_id=group.project_id).count())
+        quotas.check(group.project_id, "security_group_rule")
         rule.save()
         SecurityGroup.objects.filter(id=group.id).update(revision_number=group.revision_number + 1)
     return rule

@@ -20,8 +20,8 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from . import secgroups
-from .models import IPAllocation, Network, Port, PortBinding, Subnet
+from . import quotas, secgroups
+from .models import FloatingIP, IPAllocation, Network, Port, PortBinding, Subnet
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
 CREATED_BY_COMPUTE = "cloudcore_created"
@@ -53,9 +53,10 @@ class IpAddressAlreadyAllocated(Conflict):
 
 
 def _visible_networks(ctx: RequestContext) -> QuerySet[Network]:
+    """The project's networks, shared ones and external ones (every project may route to those)."""
     qs = Network.objects.all()
     if not ctx.is_admin:
-        qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True))
+        qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True) | Q(external=True))
     return qs
 
 
@@ -83,9 +84,12 @@ def network_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Networ
 def network_create(ctx: RequestContext, *, name: str = "", project_id: str | None = None, shared: bool = False,
                    admin_state_up: bool = True, description: str = "", external: bool = False,
                    mtu: int = 1500) -> Network:
-    if (shared or external) and not ctx.is_admin:
+    if shared and not ctx.is_admin:
         raise Invalid("Only admins may create shared or external networks.")
+    if external:
+        authorize(ctx, "create_network:router:external", {"project_id": project_id or ctx.project_id})
     owner = project_id if (project_id and ctx.is_admin) else ctx.project_id
+    quotas.check(owner or "", "network")
     return Network.objects.create(name=name, project_id=owner or "", shared=shared, admin_state_up=admin_state_up,
                                   description=description, external=external, mtu=mtu)
 
@@ -104,13 +108,20 @@ def network_update(ctx: RequestContext, network: Network, **changes: Any) -> Net
         if not ctx.is_admin:
             raise Invalid("Only admins may share networks.")
         network.shared = bool(changes["shared"])
+    if "router:external" in changes:
+        authorize(ctx, "update_network:router:external", {"project_id": network.project_id})
+        external = secgroups.as_bool(changes["router:external"], "router:external")
+        if not external and network.external and network.floating_ips.exists():
+            raise Conflict(f"Unable to complete operation on network {network.id}. There are one or more floating "
+                           "IPs still in use on the network.")
+        network.external = external
     network.save()
     return network
 
 
 def network_delete(ctx: RequestContext, network: Network) -> None:
     _check_owner(ctx, network.project_id)
-    if network.ports.exclude(device_owner__startswith="network:").exists():
+    if network.ports.exclude(device_owner="network:dhcp").exists():
         raise Conflict(f"Unable to complete operation on network {network.id}. There are one or more ports still "
                        "in use on the network.")
     network.delete()
@@ -122,7 +133,7 @@ def _pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
     return [{"start": hosts[0], "end": hosts[-1]}] if hosts else []
 
 
-def _host_routes(routes: Any, ip_version: int) -> list[dict[str, str]]:
+def validate_host_routes(routes: Any, ip_version: int) -> list[dict[str, str]]:
     """Neutron's ``host_routes``: a list of ``{"destination": CIDR, "nexthop": IP}`` of the subnet's
     IP version, no duplicates."""
     if not isinstance(routes, list):
@@ -170,6 +181,7 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
         raise Invalid(f"Invalid input for cidr. Reason: '{cidr}' is not a valid IP subnet.") from None
     if net.version != ip_version:
         raise Invalid("Invalid input for operation: cidr and ip_version must match.")
+    quotas.check(network.project_id, "subnet")
     if gateway_ip == "auto":
         gateway_ip = str(next(iter(net.hosts()))) if net.num_addresses > 2 else None
     elif gateway_ip is not None:
@@ -178,7 +190,8 @@ def subnet_create(ctx: RequestContext, *, network_id: str, cidr: str, ip_version
                                  cidr=str(net), gateway_ip=gateway_ip, enable_dhcp=enable_dhcp,
                                  allocation_pools=allocation_pools or _pools(str(net), gateway_ip),
                                  dns_nameservers=dns_nameservers or [],
-                                 host_routes=_host_routes(host_routes or [], ip_version), description=description)
+                                 host_routes=validate_host_routes(host_routes or [], ip_version),
+                                 description=description)
 
 
 #: What ``PUT /v2.0/subnets/{id}`` may change (Neutron refuses the read-only ones with 400).
@@ -196,7 +209,7 @@ def subnet_update(ctx: RequestContext, subnet: Subnet, **changes: Any) -> Subnet
             raise Conflict(f"Gateway ip {gateway} conflicts with allocation pool or an allocated port's address.")
         changes["gateway_ip"] = gateway
     if "host_routes" in changes:
-        changes["host_routes"] = _host_routes(changes["host_routes"] or [], subnet.ip_version)
+        changes["host_routes"] = validate_host_routes(changes["host_routes"] or [], subnet.ip_version)
     if "dns_nameservers" in changes:
         servers = changes["dns_nameservers"] or []
         if not isinstance(servers, list) or len(set(servers)) != len(servers):
@@ -249,7 +262,7 @@ def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Addres
                for p in pools)
 
 
-def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:
+def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None, *, allow_gateway_ip: bool = False) -> IPAllocation:
     used = set(IPAllocation.objects.filter(subnet=subnet).values_list("ip_address", flat=True))
     if fixed_ip:
         try:
@@ -258,7 +271,7 @@ def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None) -> IPAllocation:
             raise Invalid(f"Invalid input for fixed_ips: '{fixed_ip}' is not a valid IP address.") from None
         if addr not in ipaddress.ip_network(subnet.cidr, strict=False):
             raise Invalid(f"IP address {fixed_ip} is not a valid IP for the specified subnet.")
-        if fixed_ip in used or fixed_ip == subnet.gateway_ip:
+        if fixed_ip in used or (fixed_ip == subnet.gateway_ip and not allow_gateway_ip):
             raise IpAddressAlreadyAllocated(ip=fixed_ip, subnet_id=subnet.id)
         return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=fixed_ip)
     for addr in ipaddress.ip_network(subnet.cidr, strict=False).hosts():
@@ -273,10 +286,16 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
                 binding_host_id: str = "", project_id: str | None = None, mac_address: str | None = None,
                 created_by_compute: bool = False, description: str = "", port_security_enabled: bool = True,
                 security_groups: list[str] | None = None, allowed_address_pairs: Any = None,
-                binding_vnic_type: str = "normal", binding_profile: dict[str, Any] | None = None) -> Port:
+                binding_vnic_type: str = "normal", binding_profile: dict[str, Any] | None = None,
+                allow_gateway_ip: bool = False) -> Port:
     """A port on ``network_id`` with one fixed IP per requested subnet (default: each subnet), in the given
-    security groups (default: its project's ``default`` group) with the given allowed address pairs."""
+    security groups (default: its project's ``default`` group) with the given allowed address pairs.
+    ``allow_gateway_ip`` lets a router interface take its subnet's gateway address. A project sees external
+    networks but makes ports only on its own or shared ones (404 otherwise)."""
     network = network_get(ctx, network_id)
+    if (network.external and not network.shared and not (ctx.is_admin or ctx.is_service)
+            and network.project_id != ctx.project_id):
+        raise NetworkNotFound(net_id=network_id)
     owner = project_id if (project_id and (ctx.is_admin or ctx.is_service)) else ctx.project_id
     owner = owner or network.project_id
     if allowed_address_pairs is not None:
@@ -286,6 +305,8 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
         authorize(ctx, "create_port:binding:profile", {"project_id": owner})
     groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
                                        port_security=port_security_enabled, device_owner=device_owner)
+    if not device_owner.startswith("network:"):
+        quotas.check(owner, "port")
     with transaction.atomic():
         for _attempt in range(5):
             try:
@@ -312,7 +333,7 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
             raise Conflict("Could not generate a unique MAC address.")
         requested = fixed_ips or [{"subnet_id": s.id} for s in network.subnets.order_by("ip_version", "id")]
         for item in requested:
-            _allocate(port, _subnet_for(network, item), item.get("ip_address"))
+            _allocate(port, _subnet_for(network, item), item.get("ip_address"), allow_gateway_ip=allow_gateway_ip)
         port.security_groups.set(groups)
     return port
 
@@ -434,9 +455,28 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     return port
 
 
+class ServicePortInUse(Conflict):
+    message = "Port %(port_id)s cannot be deleted directly via the port API: has device owner %(device_owner)s."
+
+
+#: Ports that their router or floating IP owns: only the L3 API removes them.
+L3_OWNERS = ("network:router_interface", "network:router_gateway", "network:floatingip")
+
+
 def port_delete(ctx: RequestContext, port: Port) -> None:
+    """Delete a port (a router's or a floating IP's own: 409); its floating IPs are disassociated."""
     _check_owner(ctx, port.project_id)
-    port.delete()
+    if port.device_owner in L3_OWNERS:
+        raise ServicePortInUse(port_id=port.id, device_owner=port.device_owner)
+    _delete_ports(Port.objects.filter(id=port.id))
+
+
+def _delete_ports(ports: QuerySet[Port]) -> None:
+    """Delete ports, first disassociating the floating IPs on them (as Neutron does)."""
+    with transaction.atomic():
+        FloatingIP.objects.filter(port__in=ports).update(port=None, fixed_ip_address=None, router=None,
+                                                          status="DOWN")
+        ports.delete()
 
 
 # --- the compute service's calls ----------------------------------------------------------------
@@ -486,7 +526,7 @@ def ports_unbind_and_delete_for_instance(instance_uuid: str) -> None:
     """Delete the ports created for the server; unbind the ones its user brought."""
     for port in Port.objects.filter(device_id=instance_uuid):
         if (port.binding_profile or {}).get(CREATED_BY_COMPUTE):
-            port.delete()
+            _delete_ports(Port.objects.filter(id=port.id))
         else:
             port_unbind(port.id)
 
@@ -499,7 +539,7 @@ def ports_release(instance_uuid: str, *, preserve: Iterable[str]) -> None:
         if port.id in keep:
             port_unbind(port.id)
         else:
-            port.delete()
+            _delete_ports(Port.objects.filter(id=port.id))
 
 
 def ports_rebind_host(instance_uuid: str, host: str | None) -> None:
@@ -512,12 +552,15 @@ def network_info(instance_uuid: str) -> list[dict[str, Any]]:
     out = []
     ports = (Port.objects.filter(device_id=instance_uuid).select_related("network")
              .prefetch_related("fixed_ips__subnet").order_by("created_at", "id"))
+    floating = _floating_by_fixed_ip([p.id for p in ports])
     for port in ports:
         subnets: dict[str, dict[str, Any]] = {}
         for alloc in port.fixed_ips.all():
             sub = subnets.setdefault(alloc.subnet_id, {"cidr": alloc.subnet.cidr, "gateway": alloc.subnet.gateway_ip,
                                                        "ips": []})
-            sub["ips"].append({"address": alloc.ip_address, "type": "fixed", "version": alloc.subnet.ip_version})
+            sub["ips"].append({"address": alloc.ip_address, "type": "fixed", "version": alloc.subnet.ip_version,
+                               "floating_ips": [{"address": f, "type": "floating", "version": 4}
+                                                for f in floating.get((port.id, alloc.ip_address), [])]})
         out.append({
             "id": port.id, "address": port.mac_address, "type": port.binding_vif_type or "ovs",
             "vnic_type": port.binding_vnic_type, "active": port.status == "ACTIVE",
@@ -528,19 +571,33 @@ def network_info(instance_uuid: str) -> list[dict[str, Any]]:
     return out
 
 
+def _floating_by_fixed_ip(port_ids: list[str]) -> dict[tuple[str, str], list[str]]:
+    """``{(port id, fixed IP): [floating IPs]}`` of the floating IPs associated with the ports."""
+    out: dict[tuple[str, str], list[str]] = {}
+    rows = (FloatingIP.objects.filter(port_id__in=port_ids).exclude(fixed_ip_address=None)
+            .values_list("port_id", "fixed_ip_address", "floating_ip_address").order_by("created_at", "id"))
+    for port_id, fixed, address in rows:
+        out.setdefault((port_id, fixed), []).append(address)
+    return out
+
+
 def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """``{uuid: {network name: [{"addr", "version", "OS-EXT-IPS:type", "OS-EXT-IPS-MAC:mac_addr"}]}}`` in
-    one query for a whole page of servers."""
+    two queries for a whole page of servers: each fixed IP followed by its floating IPs (type
+    ``floating``), as Nova's network info cache lists them."""
     uuids = list(instance_uuids)
     if not uuids:
         return {}
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    rows = (IPAllocation.objects.filter(port__device_id__in=uuids)
-            .values_list("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
-                         "port__mac_address").order_by("port__created_at", "id"))
-    for device_id, net_name, ip, version, mac in rows:
-        out.setdefault(device_id, {}).setdefault(net_name, []).append(
-            {"addr": ip, "version": version, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac})
+    rows = list(IPAllocation.objects.filter(port__device_id__in=uuids)
+                .values_list("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
+                             "port__mac_address", "port_id").order_by("port__created_at", "id"))
+    floating = _floating_by_fixed_ip(list({row[5] for row in rows}))
+    for device_id, net_name, ip, version, mac, port_id in rows:
+        entries = out.setdefault(device_id, {}).setdefault(net_name, [])
+        entries.append({"addr": ip, "version": version, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac})
+        entries.extend({"addr": address, "version": 4, "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": mac}
+                       for address in floating.get((port_id, ip), []))
     return out
 
 

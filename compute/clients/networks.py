@@ -122,7 +122,8 @@ def ports_release(*, instance_uuid: str, preserve: set[str]) -> None:
 
 
 def network_info(*, instance_uuid: str) -> list[dict[str, Any]]:
-    """Nova's network_info for a server, from Neutron: one VIF per port with its network and fixed IPs."""
+    """Nova's network_info for a server, from Neutron: one VIF per port with its network and fixed IPs, each
+    fixed IP with the floating IPs associated with it."""
     ports = ports_of_instance(instance_uuid=instance_uuid)
     networks: dict[str, dict[str, Any]] = {}
     subnets: dict[str, dict[str, Any]] = {}
@@ -131,13 +132,19 @@ def network_info(*, instance_uuid: str) -> list[dict[str, Any]]:
         subnets.update((s["id"], s) for s in _get("/subnets", network_id=net_id)["subnets"])
     out = []
     for port in ports:
+        floating: dict[str, list[str]] = {}
+        for fip in _get("/floatingips", port_id=port["id"])["floatingips"]:
+            if fip["fixed_ip_address"]:
+                floating.setdefault(fip["fixed_ip_address"], []).append(fip["floating_ip_address"])
         network = networks[port["network_id"]]
         by_subnet: dict[str, dict[str, Any]] = {}
         for fixed in port["fixed_ips"]:
             subnet = subnets.get(fixed["subnet_id"], {})
             entry = by_subnet.setdefault(fixed["subnet_id"], {"cidr": subnet.get("cidr"),
                                                               "gateway": subnet.get("gateway_ip"), "ips": []})
-            entry["ips"].append({"address": fixed["ip_address"], "type": "fixed", "version": subnet.get("ip_version")})
+            entry["ips"].append({"address": fixed["ip_address"], "type": "fixed", "version": subnet.get("ip_version"),
+                                 "floating_ips": [{"address": f, "type": "floating", "version": 4}
+                                                  for f in floating.get(fixed["ip_address"], [])]})
         out.append({
             "id": port["id"], "address": port["mac_address"], "type": port["binding:vif_type"] or "ovs",
             "vnic_type": port["binding:vnic_type"], "active": port["status"] == "ACTIVE",

@@ -1,7 +1,7 @@
 """Neutron routes, mounted at ``^network/?`` (see cloudcore/urls.py)."""
 from django.urls import re_path
 
-from . import security_groups, views
+from . import housekeeping, l3, security_groups, views
 
 urlpatterns = [
     re_path(r"^$", views.NetworkVersionsView.as_view()),
@@ -24,4 +24,18 @@ urlpatterns = [
             security_groups.SecurityGroupTagView.as_view()),
     re_path(r"^v2\.0/security-group-rules/?$", security_groups.SecurityGroupRulesView.as_view()),
     re_path(r"^v2\.0/security-group-rules/(?P<rule_id>[^/]+)/?$", security_groups.SecurityGroupRuleView.as_view()),
+    re_path(r"^v2\.0/routers/?$", l3.RoutersView.as_view()),
+    re_path(r"^v2\.0/routers/(?P<router_id>[^/]+)/?$", l3.RouterView.as_view()),
+    re_path(r"^v2\.0/routers/(?P<router_id>[^/]+)/add_router_interface/?$",
+            l3.RouterInterfaceView.as_view(operation="add")),
+    re_path(r"^v2\.0/routers/(?P<router_id>[^/]+)/remove_router_interface/?$",
+            l3.RouterInterfaceView.as_view(operation="remove")),
+    re_path(r"^v2\.0/floatingips/?$", l3.FloatingIPsView.as_view()),
+    re_path(r"^v2\.0/floatingips/(?P<fip_id>[^/]+)/?$", l3.FloatingIPView.as_view()),
+    re_path(r"^v2\.0/quotas(?:\.json)?/?$", housekeeping.QuotasView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+?)(?:\.json)?/?$", housekeeping.QuotaView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/default(?:\.json)?/?$", housekeeping.QuotaDefaultView.as_view()),
+    re_path(r"^v2\.0/quotas/(?P<project_id>[^/]+)/details(?:\.json)?/?$", housekeeping.QuotaDetailsView.as_view()),
+    re_path(r"^v2\.0/network-ip-availabilities/?$", housekeeping.IpAvailabilitiesView.as_view()),
+    re_path(r"^v2\.0/network-ip-availabilities/(?P<network_id>[^/]+)/?$", housekeeping.IpAvailabilityView.as_view()),
 ]

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
-from .. import secgroups, services
+from .. import l3, quotas, secgroups, services
 from ..models import Network, Port, PortBinding, Subnet
 
 ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
@@ -64,8 +64,8 @@ def present_port(p: Port) -> dict[str, Any]:
 
 
 class NeutronView(UnversionedAPIView):
-    #: The error being answered; a security group error is typed by its own name as Neutron does
-    #: (``SecurityGroupRuleExists``), the others by their HTTP kind.
+    #: The error being answered; a security group or L3 error is typed by its own name as Neutron does
+    #: (``SecurityGroupRuleExists``, ``RouterInUse``), the others by their HTTP kind.
     _error: Exception | None = None
 
     def handle_exception(self, exc: Exception) -> Response:
@@ -74,7 +74,9 @@ class NeutronView(UnversionedAPIView):
 
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         kind = ERROR_TYPES.get(code, "HTTPError")
-        if self._error is not None and type(self._error).__module__ == secgroups.__name__:
+        named = (secgroups.__name__, l3.__name__, quotas.__name__)
+        if self._error is not None and (type(self._error).__module__ in named
+                                        or isinstance(self._error, services.ServicePortInUse)):
             kind = type(self._error).__name__
         return {"NeutronError": {"type": kind, "message": message, "detail": ""}}
 
@@ -105,7 +107,7 @@ class NetworkRootView(NeutronView):
         base = settings.PUBLIC_URL.rstrip("/") + "/network/v2.0"
         return Response({"resources": [{"name": n, "collection": f"{n}s",
                                         "links": [{"rel": "self", "href": f"{base}/{n}s"}]}
-                                       for n in ("network", "subnet", "port")]})
+                                       for n in ("network", "subnet", "port", "router", "floatingip")]})
 
 
 EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings Extended"),
@@ -114,7 +116,10 @@ EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings E
               ("security-group", "security-group"), ("stateful-security-group", "Stateful security group"),
               ("allowed-address-pairs", "Allowed Address Pairs"), ("port-security", "Port Security"),
               ("standard-attr-revisions", "Resource revision numbers"),
-              ("standard-attr-description", "standard-attr-description")]
+              ("standard-attr-description", "standard-attr-description"), ("router", "Neutron L3 Router"),
+              ("ext-gw-mode", "Neutron L3 Configurable external gateway mode"), ("extraroute", "Neutron Extra Route"),
+              ("quotas", "Quota management support"), ("quota_details", "Quota details extension"),
+              ("network-ip-availability", "Network IP Availability")]
 
 
 class ExtensionsView(NeutronView):

@@ -59,7 +59,7 @@ def test_build_and_delete_networking_of_an_agent_go_through_the_api(cells, net):
     # network_info as the network service builds it
     assert vifs == services.network_info(instance.uuid)
     assert [v["id"] for v in vifs] == [mine.id, made.id]
-    assert vifs[1]["ips"] == [{"address": "10.20.0.9", "type": "fixed", "version": 4}]
+    assert vifs[1]["ips"] == [{"address": "10.20.0.9", "type": "fixed", "version": 4, "floating_ips": []}]
     assert vifs[1]["network"]["label"] == "private"
 
     with compute_agent(cells["cell1"]), target_cell(cells["cell1"]):
