@@ -577,7 +577,7 @@ def _floating_by_fixed_ip(port_ids: list[str]) -> dict[tuple[str, str], list[str
     rows = (FloatingIP.objects.filter(port_id__in=port_ids).exclude(fixed_ip_address=None)
             .values_list("port_id", "fixed_ip_address", "floating_ip_address").order_by("created_at", "id"))
     for port_id, fixed, address in rows:
-        out.setdefault((port_id, fixed), []).append(address)
+        out.setdefault((port_id, str(fixed)), []).append(address)  # never None: excluded above
     return out
 
 
