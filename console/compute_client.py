@@ -55,11 +55,11 @@ def _token(request: HttpRequest) -> str:
     if cached and cached.get("project") == project_id:
         token = identity_selectors.token_find_unrevoked(cached["id"])
         if token is not None and token.expires_at > timezone.now() + timedelta(seconds=60):
-            return token.id
+            return token.value
     project = identity_selectors.project_find(project_id)
     token = token_issue(user=user, project=project, methods=["password"])
-    request.session[SESSION_TOKEN] = {"id": token.id, "project": project_id}
-    return token.id
+    request.session[SESSION_TOKEN] = {"id": token.value, "project": project_id}
+    return token.value
 
 
 def call(request: HttpRequest, method: str, path: str, body: Any = None, *, version: str = MICROVERSION,

@@ -40,7 +40,8 @@ class RoleAdmin(admin.ModelAdmin):
 class TokenAdmin(admin.ModelAdmin):
     list_display = ("user", "project", "issued_at", "expires_at", "revoked")
     list_filter = ("revoked",)
-    readonly_fields = ("id", "user", "project", "methods", "issued_at", "expires_at", "audit_id")
+    readonly_fields = ("id_hash", "user", "project", "methods", "issued_at", "expires_at", "audit_id",
+                       "application_credential")
 
 
 @admin.register(PolicyRule)

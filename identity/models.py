@@ -6,9 +6,11 @@ admin project makes a cloud admin.
 """
 from __future__ import annotations
 
+import hashlib
 import uuid as uuidlib
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, Permission, PermissionsMixin
+from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.utils import timezone
 
@@ -20,6 +22,11 @@ ROLE_NAMES = ("admin", "member", "reader")
 
 def new_id() -> str:
     return uuidlib.uuid4().hex
+
+
+def token_digest(value: str) -> str:
+    """``Token.id_hash`` of the token string ``value``."""
+    return hashlib.sha256(value.encode()).hexdigest()
 
 
 class Project(ApiModel):
@@ -100,10 +107,69 @@ class Role(ApiModel):
         return f"role_{self.name}"
 
 
-class Token(ApiModel):
-    """An issued token; stored so that it can be validated and revoked."""
+class Group(ApiModel):
+    """A Keystone group of users. Its members and role assignments are those of ``auth_group``
+    (the Django group standing for it): users in ``auth_group.user_set``, roles as
+    django-guardian object permissions ``identity.role_<name>`` of ``auth_group`` on a Project,
+    which every member holds on that project."""
 
-    id = models.CharField(primary_key=True, max_length=128)
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=255)
+    domain_id = models.CharField(max_length=64, default=DEFAULT_DOMAIN_ID)
+    description = models.TextField(blank=True, default="")
+    auth_group = models.OneToOneField(AuthGroup, on_delete=models.CASCADE, related_name="keystone_group")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain_id", "name"], name="group_name_per_domain")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApplicationCredential(ApiModel):
+    """Keystone's application credential: a secret that authenticates as ``user`` on ``project``
+    with a subset of the user's roles there, until ``expires_at`` (never when null).
+
+    The secret is stored hashed (Django's password hasher, as a user password: a client may
+    choose a weak one); it is shown once, in the answer to the create request. ``unrestricted``
+    False (the default) forbids the credential's tokens to create or delete application
+    credentials.
+    """
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    name = models.CharField(max_length=255)
+    description = models.TextField(null=True, blank=True)
+    secret_hash = models.CharField(max_length=255)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="application_credentials")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="application_credentials")
+    roles = models.ManyToManyField(Role, related_name="application_credentials")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    unrestricted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    #: The secret, on the instance ``application_credential_create`` returns only (never stored).
+    secret: str = ""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="application_credential_name_per_user")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+
+class Token(ApiModel):
+    """An issued token, stored so that it can be validated and revoked.
+
+    Only the SHA-256 of the token string is stored (``id_hash``): the string is 96 random bytes,
+    so a fast unsalted hash is enough, and lookups stay one indexed query. The string itself
+    exists only on the instance ``token_issue`` returns (``value``) and at the client.
+    """
+
+    id_hash = models.CharField(primary_key=True, max_length=64)
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="tokens")
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
     methods = models.JSONField(default=list)
@@ -111,6 +177,13 @@ class Token(ApiModel):
     expires_at = models.DateTimeField(db_index=True)
     revoked = models.BooleanField(default=False)
     audit_id = models.CharField(max_length=64, default=new_id)
+    #: The application credential the token was issued for (its roles bound the token's); the
+    #: token goes with the credential.
+    application_credential = models.ForeignKey(
+        ApplicationCredential, null=True, blank=True, on_delete=models.CASCADE, related_name="tokens")
+
+    #: The token string, on the instance ``token_issue`` returns only (never stored).
+    value: str = ""
 
     def is_valid(self) -> bool:
         return not self.revoked and self.expires_at > timezone.now()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from guardian.shortcuts import get_objects_for_user
 
-from .models import ROLE_NAMES, Project, Token, User
+from .models import ROLE_NAMES, Project, Token, User, token_digest
 
 
 def project_find(project_id: str | None) -> Project | None:
@@ -39,5 +39,8 @@ def user_list() -> list[User]:
 
 
 def token_find_unrevoked(token_id: str) -> Token | None:
-    """The token ``token_id`` unless revoked (expiry is the caller's business)."""
-    return Token.objects.filter(id=token_id, revoked=False).first()
+    """The token of the string ``token_id`` unless revoked (expiry is the caller's business)."""
+    token = Token.objects.filter(id_hash=token_digest(token_id), revoked=False).first()
+    if token is not None:
+        token.value = token_id
+    return token

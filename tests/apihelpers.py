@@ -32,11 +32,11 @@ def make_identity(
 def auth_client(user: User, project: Project, *, version: str | None = None, service: str = "compute") -> APIClient:
     client = APIClient()
     token = token_issue(user=user, project=project)
-    headers: dict[str, Any] = {"HTTP_X_AUTH_TOKEN": token.id}
+    headers: dict[str, Any] = {"HTTP_X_AUTH_TOKEN": token.value}
     if version:
         headers["HTTP_OPENSTACK_API_VERSION"] = f"{service} {version}"
     client.credentials(**headers)
-    client.token = token.id  # type: ignore[attr-defined]
+    client.token = token.value  # type: ignore[attr-defined]
     return client
 
 

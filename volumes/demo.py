@@ -7,7 +7,7 @@ from collections.abc import Callable
 from cloudcore.core.demo import DemoProcess
 
 from .backends import get_backend
-from .services import default_volume_type
+from .types import default_volume_type
 
 
 def setup(out: Callable[[str], None]) -> None:

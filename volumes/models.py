@@ -18,6 +18,9 @@ def new_uuid() -> str:
 
 
 class VolumeType(ApiModel, TimestampedModel):
+    """Cinder's volume type: a name, extra specs (backend hints) and who may use it. A private
+    type (``is_public`` false) is seen only by admins and the projects given access to it."""
+
     id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
     name = models.CharField(max_length=255, unique=True)
     description = models.TextField(null=True, blank=True)
@@ -26,6 +29,17 @@ class VolumeType(ApiModel, TimestampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+class VolumeTypeProject(ApiModel, TimestampedModel):
+    """A project's access to a private volume type (Cinder's ``volume_type_projects``)."""
+
+    volume_type = models.ForeignKey(VolumeType, on_delete=models.CASCADE, related_name="projects")
+    project_id = models.CharField(max_length=255, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["volume_type", "project_id"],
+                                               name="volumes_type_project_unique")]
 
 
 class Volume(ApiModel, SoftDeleteModel):
@@ -99,3 +113,15 @@ class Snapshot(ApiModel, SoftDeleteModel):
 
     class Meta:
         ordering = ["-created_at", "id"]
+
+
+class VolumeQuota(ApiModel, TimestampedModel):
+    """A project's limit for one block storage resource (Cinder's ``quotas``); a resource with no
+    row has the default limit."""
+
+    project_id = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="volumes_quota_unique")]

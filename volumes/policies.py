@@ -47,3 +47,48 @@ for _name, _check, _desc, _ops in [
      [("DELETE", "/snapshots/{snapshot_id}/metadata/{key}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_T = "/types/{volume_type_id}"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:type_create", "admin", "Create a volume type.", [("POST", "/types")]),
+    ("volume_extension:type_update", "admin", "Update a volume type.", [("PUT", _T)]),
+    ("volume_extension:type_delete", "admin", "Delete a volume type.", [("DELETE", _T)]),
+    ("volume_extension:type_get", _READER, "Show a volume type.", [("GET", _T)]),
+    ("volume_extension:type_get_all", _READER, "List volume types.", [("GET", "/types")]),
+    ("volume_extension:access_types_extra_specs", _READER,
+     "Add 'extra_specs' to volume type responses.", [("GET", "/types"), ("GET", _T)]),
+    ("volume_extension:access_types_qos_specs_id", "admin",
+     "Add 'qos_specs_id' to volume type responses.", [("GET", "/types"), ("GET", _T)]),
+    ("volume_extension:types_extra_specs:index", _READER, "List a volume type's extra specs.",
+     [("GET", f"{_T}/extra_specs")]),
+    ("volume_extension:types_extra_specs:show", _READER, "Show one extra spec of a volume type.",
+     [("GET", f"{_T}/extra_specs/{{extra_spec_key}}")]),
+    ("volume_extension:types_extra_specs:create", "admin", "Add extra specs to a volume type.",
+     [("POST", f"{_T}/extra_specs")]),
+    ("volume_extension:types_extra_specs:update", "admin", "Update one extra spec of a volume type.",
+     [("PUT", f"{_T}/extra_specs/{{extra_spec_key}}")]),
+    ("volume_extension:types_extra_specs:delete", "admin", "Delete one extra spec of a volume type.",
+     [("DELETE", f"{_T}/extra_specs/{{extra_spec_key}}")]),
+    ("volume_extension:types_extra_specs:read_sensitive", "admin",
+     "See the extra specs that are not user-visible (only 'multiattach', 'replication_enabled' and "
+     "'RESKEY:availability_zones' are).", [("GET", "/types"), ("GET", _T), ("GET", f"{_T}/extra_specs")]),
+    ("volume_extension:volume_type_access", _READER,
+     "Add 'os-volume-type-access:is_public' to volume type responses.", [("GET", "/types"), ("GET", _T)]),
+    ("volume_extension:volume_type_access:addProjectAccess", "admin", "Give a project access to a private type.",
+     [("POST", f"{_T}/action (addProjectAccess)")]),
+    ("volume_extension:volume_type_access:removeProjectAccess", "admin",
+     "Take a project's access to a private type away.", [("POST", f"{_T}/action (removeProjectAccess)")]),
+    ("volume_extension:volume_type_access:get_all_for_type", "admin", "List the projects with access to a type.",
+     [("GET", f"{_T}/os-volume-type-access")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:quotas:show", _READER, "Show a project's block storage quotas (with usage) and the defaults.",
+     [("GET", "/os-quota-sets/{project_id}"), ("GET", "/os-quota-sets/{project_id}/defaults")]),
+    ("volume_extension:quotas:update", "admin", "Update a project's block storage quotas.",
+     [("PUT", "/os-quota-sets/{project_id}")]),
+    ("volume_extension:quotas:delete", "admin", "Reset a project's block storage quotas to the defaults.",
+     [("DELETE", "/os-quota-sets/{project_id}")]),
+]:
+    register(_name, _check, _desc, _ops)

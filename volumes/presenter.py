@@ -7,8 +7,11 @@ from typing import Any
 
 from cloudcore.core.api.versioned import Field, Since
 from cloudcore.core.api.versioned import timestamp as _ts
+from cloudcore.core.context import RequestContext
+from cloudcore.core.policy import can
 
-from .models import Snapshot, Volume
+from .models import Snapshot, Volume, VolumeType
+from .types import visible_extra_specs
 
 #: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
 VOLUME_FEATURES = Since({"attachments": (3, 27), "attachment_complete": (3, 44), "reimage": (3, 68)})
@@ -84,3 +87,18 @@ SNAPSHOT_FIELDS: tuple[Field[ShownSnapshot], ...] = (
     Field("user_id", lambda v: v.snapshot.user_id, since=(3, 41)),
     Field("consumes_quota", lambda v: True, since=(3, 65)),
 )
+
+
+def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: bool = True) -> dict[str, Any]:
+    """Cinder's volume type view: ``extra_specs`` (the user-visible ones only for non-admins) and
+    ``qos_specs_id`` (admins) as their policies allow; the type access extension adds
+    ``os-volume-type-access:is_public`` to show, list and create (not update)."""
+    target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
+    body: dict[str, Any] = {"id": vt.id, "name": vt.name, "is_public": vt.is_public, "description": vt.description}
+    if can(ctx, "volume_extension:access_types_extra_specs", target):
+        body["extra_specs"] = visible_extra_specs(ctx, vt)
+    if can(ctx, "volume_extension:access_types_qos_specs_id", target):
+        body["qos_specs_id"] = None
+    if access_extension and can(ctx, "volume_extension:volume_type_access", target):
+        body["os-volume-type-access:is_public"] = vt.is_public
+    return body

@@ -25,11 +25,15 @@ from servers.services.external_events import server_external_events_create
 
 from . import rpc
 from .backends import VolumeBackendError, get_backend
-from .models import AttachStatus, Volume, VolumeAttachment, VolumeStatus, VolumeType
+from .models import AttachStatus, Snapshot, SnapshotStatus, Volume, VolumeAttachment, VolumeStatus
+from .quotas import quota_check
+from .snapshots import snapshot_for_new_volume
+from .types import default_volume_type, volume_type_find
 
 log = logging.getLogger(__name__)
-DEFAULT_TYPE = "__DEFAULT__"
 GiB = 1024 ** 3
+#: From this microversion an ``in-use`` volume may be extended (Cinder's ``VOLUME_EXTEND_INUSE``).
+EXTEND_IN_USE = (3, 42)
 
 
 class VolumeNotFound(NotFound):
@@ -49,11 +53,6 @@ def _authorize(ctx: RequestContext | None, rule: str, project_id: str | None = N
     code (the conductor moving a server's attachments), which no policy governs."""
     if ctx is not None:
         authorize(ctx, rule, {"project_id": project_id or ctx.project_id, "user_id": ctx.user_id})
-
-
-def default_volume_type() -> VolumeType:
-    vt, _ = VolumeType.objects.get_or_create(name=DEFAULT_TYPE, defaults={"description": "Default Volume Type"})
-    return vt
 
 
 def volume_get(ctx: RequestContext | None, volume_id: str) -> Volume:
@@ -158,43 +157,82 @@ def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> 
     return vol
 
 
+def _image_source(image_id: str, size: int | None) -> tuple[dict[str, Any], int]:
+    """The image a new volume starts from: its metadata as the volume shows it, and the volume's
+    size (the image's ``min_disk`` or its bytes rounded up to GiB when none is asked; never smaller)."""
+    try:
+        image = image_get_internal(image_id)
+    except ImageNotFound as exc:
+        raise Invalid(f"Invalid image identifier or unable to access requested image. ({image_id})") from exc
+    image_size = int(getattr(image, "size", 0) or 0)
+    min_gb = max(int(getattr(image, "min_disk", 0) or 0), math.ceil(image_size / GiB) if image_size else 1)
+    if size is None:
+        size = min_gb
+    if size < min_gb:
+        raise Invalid(f"Volume size {size}GB cannot be smaller than the image minDisk size {min_gb}GB.")
+    meta = {"image_id": image_id, "image_name": getattr(image, "name", "") or "",
+            "container_format": getattr(image, "container_format", "bare") or "bare",
+            "disk_format": getattr(image, "disk_format", "raw") or "raw",
+            "size": str(image_size), "min_disk": str(getattr(image, "min_disk", 0) or 0),
+            "min_ram": str(getattr(image, "min_ram", 0) or 0), "checksum": getattr(image, "checksum", "")}
+    return meta, size
+
+
+def _source_volume(ctx: RequestContext | None, source_volid: str, size: int | None) -> tuple[Volume, int]:
+    """The volume a new one is cloned from (404 when the actor cannot see it), and the new size
+    (the source's when none is asked; never smaller, Cinder's 400)."""
+    source = volume_get(ctx, source_volid)
+    if source.status not in (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE):
+        raise InvalidVolume(reason=f"Source volume {source.id} status must be available or in-use, but current "
+                                   f"status is: {source.status}.")
+    wanted = source.size if size is None else int(size)
+    if wanted < source.size:
+        raise Invalid(f"Invalid input received: Volume size '{wanted}'GB cannot be smaller than original volume "
+                      f"size {source.size}GB. They must be >= original volume size.")
+    return source, wanted
+
+
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
-                  volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None) -> Volume:
+                  volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None,
+                  source_volid: str | None = None) -> Volume:
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
-    backend work in this process (the compute's boot-from-volume path)."""
+    backend work in this process (the compute's boot-from-volume path).
+
+    At most one source: an image (``image_id``), an ``available`` snapshot (``snapshot_id``) or
+    another ``available``/``in-use`` volume (``source_volid``); the size defaults to the source's
+    and may not be smaller (Invalid). A snapshot or volume the actor cannot see is NotFound. Without
+    ``volume_type`` a clone keeps its source's type, anything else gets the default type; a private
+    type the actor's project has no access to is NotFound."""
     _authorize(ctx, "volume:create")
+    if sum(bool(x) for x in (image_id, snapshot_id, source_volid)) > 1:
+        raise Invalid("Invalid input received: only one of snapshot_id, source_volid and imageRef may be given.")
     image_meta: dict[str, Any] = {}
+    origin: Volume | None = None
     if image_id:
-        try:
-            image = image_get_internal(image_id)
-        except ImageNotFound as exc:
-            raise Invalid(f"Invalid image identifier or unable to access requested image. ({image_id})") from exc
-        image_size = int(getattr(image, "size", 0) or 0)
-        min_gb = max(int(getattr(image, "min_disk", 0) or 0), math.ceil(image_size / GiB) if image_size else 1)
-        if size is None:
-            size = min_gb
-        if size < min_gb:
-            raise Invalid(f"Volume size {size}GB cannot be smaller than the image minDisk size {min_gb}GB.")
-        image_meta = {"image_id": image_id, "image_name": getattr(image, "name", "") or "",
-                      "container_format": getattr(image, "container_format", "bare") or "bare",
-                      "disk_format": getattr(image, "disk_format", "raw") or "raw",
-                      "size": str(image_size), "min_disk": str(getattr(image, "min_disk", 0) or 0),
-                      "min_ram": str(getattr(image, "min_ram", 0) or 0), "checksum": getattr(image, "checksum", "")}
+        image_meta, size = _image_source(image_id, size)
+    elif snapshot_id:
+        snap, size = snapshot_for_new_volume(ctx, snapshot_id, size)
+        origin = snap.volume
+    elif source_volid:
+        origin, size = _source_volume(ctx, source_volid, size)
     if size is None or int(size) < 1:
         raise Invalid("Invalid input received: 'size' must be an integer greater than 0.")
+    quota_check(ctx.project_id or "", volumes=1, gigabytes=int(size), volume_size=int(size))
     if volume_type:
-        vt = VolumeType.objects.filter(name=volume_type).first() or VolumeType.objects.filter(pk=volume_type).first()
-        if vt is None:
-            raise NotFound(f"Volume type with name {volume_type} could not be found.")
+        vt = volume_type_find(ctx, volume_type)
+    elif origin is not None and origin.volume_type is not None:
+        vt = origin.volume_type
     else:
         vt = default_volume_type()
     vol = Volume.objects.create(
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
         availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
-        user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, volume_image_metadata=image_meta,
-        metadata=metadata or {}, backend_name=get_backend().name, snapshot_id=snapshot_id,
+        user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, snapshot_id=snapshot_id,
+        source_volid=source_volid, bootable=bool(origin and origin.bootable),
+        volume_image_metadata=image_meta or (dict(origin.volume_image_metadata or {}) if origin else {}),
+        metadata=metadata or {}, backend_name=get_backend().name,
     )
     if run_now:
         volume_create_backend(vol.id)
@@ -212,6 +250,8 @@ def volume_create_backend(volume_id: str) -> None:
         vol.provider_location = backend.create(vol.id, vol.size)
         if vol.snapshot_id:
             backend.copy_snapshot(vol.snapshot_id, vol.id, vol.size)
+        elif vol.source_volid:
+            backend.copy_volume(vol.source_volid, vol.id, vol.size)
         if vol.image_id:
             backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
             vol.bootable = True
@@ -232,18 +272,38 @@ def volume_update(ctx: RequestContext, vol: Volume, *, changes: dict[str, Any]) 
     return vol
 
 
-def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) -> None:
+#: the statuses a volume may be deleted from (without ``force``)
+DELETABLE = (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, "error_restoring", VolumeStatus.ERROR_EXTENDING,
+             "error_managing")
+#: the statuses a snapshot may be in for its volume's cascade delete
+CASCADE_DELETABLE_SNAPSHOTS = (SnapshotStatus.AVAILABLE, SnapshotStatus.ERROR)
+
+
+def volume_delete(ctx: RequestContext, vol: Volume, *, cascade: bool = False, run_now: bool = False) -> None:
+    """Delete a volume: it goes ``deleting`` and the volume worker removes its bytes and its row.
+
+    Refused (InvalidVolume, 400, Cinder's one message for every reason) unless the volume is in a
+    deletable status, not attached, and has no snapshots; with ``cascade`` its snapshots (all
+    ``available`` or ``error``, and all of the actor's project unless an admin) go with it."""
     _authorize(ctx, "volume:delete", vol.project_id)
-    if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, VolumeStatus.ERROR_EXTENDING):
-        raise InvalidVolume(reason=f"Volume status must be available or error or error_restoring or "
-                                   f"error_extending or error_managing and must not be migrating, attached, "
-                                   f"belong to a group, have snapshots, awaiting a transfer, or be disassociated "
-                                   f"from snapshots after volume transfer. (status {vol.status})")
-    if vol.attachments.filter(deleted=False).exists():
-        raise InvalidVolume(reason="Volume cannot be deleted while attached.")
-    if vol.snapshots.exists():
-        raise InvalidVolume(reason=f"Volume {vol.id} still has {vol.snapshots.count()} dependent snapshots.")
-    Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.DELETING, updated_at=timezone.now())
+    with api_atomic():
+        locked = Volume.objects.select_for_update().filter(pk=vol.pk).first()
+        snaps = Snapshot.objects.filter(volume=vol)
+        refused = (locked is None or locked.status not in DELETABLE or locked.migration_status
+                   or locked.attach_status == AttachStatus.ATTACHED or vol.attachments.filter(deleted=False).exists())
+        if not cascade:
+            refused = refused or snaps.exists()
+        else:
+            refused = refused or snaps.exclude(status__in=CASCADE_DELETABLE_SNAPSHOTS).exists() or (
+                not ctx.is_admin and snaps.exclude(project_id=vol.project_id).exists())
+        if refused:
+            raise InvalidVolume(reason="Volume status must be available or error or error_restoring or "
+                                       "error_extending or error_managing and must not be migrating, attached, "
+                                       "belong to a group, have snapshots, awaiting a transfer, or be disassociated "
+                                       "from snapshots after volume transfer.")
+        now = timezone.now()
+        snaps.update(status=SnapshotStatus.DELETING, updated_at=now)
+        Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.DELETING, updated_at=now)
     if run_now:
         volume_delete_backend(vol.id)
     else:
@@ -251,28 +311,41 @@ def volume_delete(ctx: RequestContext, vol: Volume, *, run_now: bool = False) ->
 
 
 def volume_delete_backend(volume_id: str) -> None:
+    """The volume worker's half: remove the snapshots a cascade delete marked, then the volume."""
     vol = Volume.objects.get(pk=volume_id)
+    backend = get_backend()
     try:
-        get_backend().delete(vol.id)
+        for snap in Snapshot.objects.filter(volume=vol):
+            backend.snapshot_delete(snap.id)
+            snap.delete()
+        backend.delete(vol.id)
     except (VolumeBackendError, OSError):
         Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR_DELETING)
+        Snapshot.objects.filter(volume_id=volume_id).update(status=SnapshotStatus.ERROR_DELETING)
         return
-    vol.status = VolumeStatus.DELETING
-    vol.save(update_fields=["status", "updated_at"])
-    vol.delete()  # soft delete
+    vol.delete()
 
 
-def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int) -> None:
+def volume_extend(ctx: RequestContext, vol: Volume, *, new_size: int, version: tuple[int, int] = (3, 0)) -> None:
+    """Cinder's ``os-extend``: an ``available`` volume grows offline; from 3.42 an ``in-use`` one
+    grows too and, once the backend grew it, each server it is attached to gets Nova's
+    ``volume-extended`` external event. The volume is ``extending`` meanwhile (claimed with a
+    compare-and-swap on its status). Raises InvalidVolume for another status, Invalid for a
+    ``new_size`` not above the current size."""
     _authorize(ctx, "volume:extend", vol.project_id)
-    if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE):
-        raise InvalidVolume(reason=f"Volume status must be 'available' or 'in-use' to extend, currently "
-                                   f"{vol.status}.")
+    expected = VolumeStatus.IN_USE if version >= EXTEND_IN_USE and vol.status == VolumeStatus.IN_USE \
+        else VolumeStatus.AVAILABLE
+    if vol.status != expected:
+        raise InvalidVolume(reason=f"Volume {vol.id} status must be {expected} to extend, currently {vol.status}.")
     if int(new_size) <= vol.size:
-        raise Invalid(f"New size for extend must be greater than current size. (current: {vol.size}, "
-                      f"extended: {new_size}).")
-    prior = vol.status
-    Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.EXTENDING, updated_at=timezone.now())
-    api_on_commit(lambda: rpc.volume_extend(volume_id=vol.id, new_size=int(new_size), prior_status=prior))
+        raise Invalid(f"Invalid input received: New size for extend must be greater than current size. "
+                      f"(current: {vol.size}, extended: {new_size}).")
+    quota_check(vol.project_id, gigabytes=int(new_size) - vol.size, volume_size=int(new_size))
+    claimed = Volume.objects.filter(pk=vol.pk, status=expected).update(status=VolumeStatus.EXTENDING,
+                                                                       updated_at=timezone.now())
+    if not claimed:
+        raise InvalidVolume(reason=f"Volume {vol.id} status must be {expected} to extend.")
+    api_on_commit(lambda: rpc.volume_extend(volume_id=vol.id, new_size=int(new_size), prior_status=expected))
 
 
 def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> None:

@@ -20,6 +20,7 @@ from cloudcore.core.policy import authorize
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import Snapshot, SnapshotStatus, Volume, VolumeStatus
+from .quotas import quota_check
 
 log = logging.getLogger(__name__)
 #: From this microversion a snapshot of an in-use volume needs no ``force``.
@@ -74,6 +75,7 @@ def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = N
     if volume.status not in allowed:
         raise Invalid(f"Invalid volume: Volume {volume.id} status must be available, but current status is: "
                       f"{volume.status}.")
+    quota_check(ctx.project_id or volume.project_id, snapshots=1, gigabytes=volume.size)
     snap = Snapshot.objects.create(volume=volume, name=name, description=description, size=volume.size,
                                    project_id=ctx.project_id or volume.project_id,
                                    user_id=ctx.user_id or volume.user_id, metadata=metadata or {})
@@ -153,7 +155,3 @@ def snapshot_for_new_volume(ctx: RequestContext, snapshot_id: str, size: int | N
         raise Invalid(f"Invalid input received: Volume size '{wanted}'GB cannot be smaller than the snapshot "
                       f"size {snap.size}GB. They must be >= original snapshot size.")
     return snap, wanted
-
-
-def volume_has_snapshots(volume: Volume) -> int:
-    return Snapshot.objects.filter(volume=volume).count()

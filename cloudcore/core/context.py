@@ -26,6 +26,11 @@ class RequestContext:
     project_name: str | None = None
     #: True for internal actors (workers, the conductor, manage.py commands).
     is_service: bool = False
+    #: The application credential the token was issued for, if any (Keystone's token
+    #: ``application_credential``), and whether it is restricted (it may then not manage
+    #: application credentials).
+    application_credential_id: str | None = None
+    application_credential_restricted: bool = False
 
     @property
     def is_project_admin(self) -> bool:

@@ -82,6 +82,7 @@ CHECKS: dict[str, Check] = {
     "project_member_or_admin": lambda a, t: _admin(a, t) or _project_member(a, t),
     "project_admin_or_admin": lambda a, t: _admin(a, t) or _project_admin(a, t),
     "admin_or_owner_user": lambda a, t: _admin(a, t) or _owner_user(a, t),
+    "owner_user": _owner_user,
 }
 
 

@@ -1,11 +1,12 @@
-"""Keystone v3 subset (DESIGN.md section 5): version discovery, tokens, catalog, projects, users,
-roles and role assignments, answering Keystone's documents and ``{"error": {...}}`` bodies.
+"""Keystone v3 subset (DESIGN.md section 5): version discovery, tokens (password, token and
+application credential methods), catalog, projects, users, application credentials, roles and
+role assignments, answering Keystone's documents and ``{"error": {...}}`` bodies.
 
 Thin views: they validate the request, call ``identity.services`` and present the result.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -16,8 +17,8 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
-from ..services import accounts, role_admin, roles, tokens
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Role, Token, User
+from ..services import accounts, app_credentials, groups, role_admin, roles, tokens
 from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
@@ -105,12 +106,16 @@ def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
     }
     if token.project is not None:
         project = token.project
-        role_list = Role.objects.filter(name__in=roles.roles_for(user=user, project=project))
+        role_list = Role.objects.filter(name__in=tokens.token_roles(token))
         body["project"] = {"id": project.id, "name": project.name, "domain": accounts.domain_ref(project.domain_id)}
         body["is_domain"] = False
         body["roles"] = [{"id": r.id, "name": r.name} for r in sorted(role_list, key=lambda r: r.name)]
         if with_catalog:
             body["catalog"] = catalog()
+    credential = token.application_credential
+    if credential is not None:
+        body["application_credential"] = {"id": credential.id, "name": credential.name,
+                                          "restricted": not credential.unrestricted}
     return {"token": body}
 
 
@@ -161,6 +166,11 @@ AUTH_SCHEMA = {
                         "methods": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                         "password": {"type": "object", "properties": {"user": _USER_REF}, "required": ["user"]},
                         "token": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                        "application_credential": {
+                            "type": "object",
+                            "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                           "secret": {"type": "string"}, "user": _USER_REF},
+                        },
                     },
                     "required": ["methods"],
                 },
@@ -179,25 +189,41 @@ AUTH_SCHEMA = {
 }
 
 
-def _authenticate(auth: dict[str, Any]) -> tuple[User, list[str], Token | None]:
+class Authenticated(NamedTuple):
+    user: User
+    methods: list[str]
+    credential: ApplicationCredential | None
+
+
+def _authenticate(auth: dict[str, Any]) -> Authenticated:
     identity = auth["identity"]
     methods = identity["methods"]
     if "password" in methods:
         if "password" not in identity:
             raise Invalid("Invalid input for field 'identity': 'password' is a required property")
-        return accounts.user_authenticate(identity["password"]["user"]), ["password"], None
+        return Authenticated(accounts.user_authenticate(identity["password"]["user"]), ["password"], None)
     if "token" in methods:
         if "token" not in identity:
             raise Invalid("Invalid input for field 'identity': 'token' is a required property")
         try:
             source = tokens.token_get_valid(identity["token"]["id"])
+            tokens.token_roles(source)
         except tokens.TokenNotFound:
             raise accounts.AuthFailed() from None
-        return source.user, list(source.methods) + (["token"] if "token" not in source.methods else []), source
+        # A token of an application credential stays one: same project, same roles.
+        return Authenticated(source.user, list(source.methods) + (["token"] if "token" not in source.methods else []),
+                             source.application_credential)
+    if "application_credential" in methods:
+        if "application_credential" not in identity:
+            raise Invalid("Invalid input for field 'identity': 'application_credential' is a required property")
+        credential = app_credentials.application_credential_authenticate(identity["application_credential"])
+        return Authenticated(credential.user, ["application_credential"], credential)
     raise accounts.AuthFailed("Attempted to authenticate with an unsupported method.")
 
 
-def _scope_project(user: User, scope: Any) -> Project | None:
+def _scope_project(user: User, scope: Any, credential: ApplicationCredential | None = None) -> Project | None:
+    if credential is not None:
+        return _credential_project(credential, scope)
     if not scope or scope == "unscoped":
         return None
     if "project" not in scope:
@@ -207,9 +233,23 @@ def _scope_project(user: User, scope: Any) -> Project | None:
         project = accounts.project_find(scope["project"])
     except (accounts.ProjectNotFound, accounts.DomainNotFound):
         raise accounts.AuthFailed() from None
-    if not project.enabled or not roles.assigned_roles(user=user, project=project):
+    if not project.enabled or not roles.roles_for(user=user, project=project):
         raise accounts.AuthFailed(f"User {user.id} has no access to project {project.id}")
     return project
+
+
+def _credential_project(credential: ApplicationCredential, scope: Any) -> Project:
+    """An application credential's tokens are scoped to its project, which the request may
+    only repeat."""
+    if scope and scope != "unscoped":
+        try:
+            asked = accounts.project_find(scope["project"]) if "project" in scope else None
+        except (accounts.ProjectNotFound, accounts.DomainNotFound):
+            asked = None
+        if asked is None or asked.id != credential.project_id:
+            raise app_credentials.ApplicationCredentialAuthError(
+                detail="Application credentials cannot request a scope.")
+    return credential.project
 
 
 class TokensView(IdentityView):
@@ -225,15 +265,16 @@ class TokensView(IdentityView):
             return []
         return super().get_permissions()
 
-    @extend_schema(request=dict, responses={201: dict}, summary="Issue a token (password or token method)")
+    @extend_schema(request=dict, responses={201: dict},
+                   summary="Issue a token (password, token or application_credential method)")
     def post(self, request: Request) -> Response:
         body = validate(request.data, AUTH_SCHEMA)["auth"]
-        user, methods, source = _authenticate(body)
-        project = _scope_project(user, body.get("scope"))
-        token = tokens.token_issue(user=user, project=project, methods=methods)
+        user, methods, credential = _authenticate(body)
+        project = _scope_project(user, body.get("scope"), credential)
+        token = tokens.token_issue(user=user, project=project, methods=methods, application_credential=credential)
         with_catalog = "nocatalog" not in request.query_params
         response = Response(present_token(token, with_catalog=with_catalog), status=201)
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     def _subject(self, request: Request) -> Token:
@@ -248,13 +289,14 @@ class TokensView(IdentityView):
     def get(self, request: Request) -> Response:
         token = self._subject(request)
         response = Response(present_token(token, with_catalog="nocatalog" not in request.query_params))
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     def head(self, request: Request) -> Response:
         token = self._subject(request)
+        tokens.token_roles(token)
         response = Response(status=200)
-        response["X-Subject-Token"] = token.id
+        response["X-Subject-Token"] = token.value
         return response
 
     @extend_schema(responses={204: None}, summary="Revoke a token")
@@ -537,6 +579,175 @@ class UserProjectsView(IdentityView):
         return Response({"projects": projects, "links": collection_links(f"/users/{user_id}/projects")})
 
 
+# --- application credentials ----------------------------------------------------------------------
+
+_ROLE_REF = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
+                   "name": {"type": "string", "minLength": 1, "maxLength": 255}},
+    "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+}
+APPLICATION_CREDENTIAL_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "description": {"type": ["string", "null"]},
+        "secret": {"type": ["string", "null"]},
+        "expires_at": {"type": ["string", "null"]},
+        "roles": {"type": "array", "items": _ROLE_REF},
+        "unrestricted": {"type": "boolean"},
+        "access_rules": {"type": "array", "maxItems": 0},
+    },
+    "required": ["name"],
+}
+APP_CRED_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+def present_application_credential(credential: ApplicationCredential, *, with_secret: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": credential.id, "name": credential.name, "description": credential.description,
+        "expires_at": credential.expires_at.strftime(APP_CRED_TIME_FORMAT) if credential.expires_at else None,
+        "project_id": credential.project_id,
+        "roles": [{"id": r.id, "name": r.name, "domain_id": r.domain_id}
+                  for r in sorted(credential.roles.all(), key=lambda r: r.name)],
+        "unrestricted": credential.unrestricted, "access_rules": [],
+        "links": {"self": v3_url(f"/users/{credential.user_id}/application_credentials/{credential.id}")},
+    }
+    if with_secret:
+        body["secret"] = credential.secret
+    return body
+
+
+class ApplicationCredentialsView(IdentityView):
+    """``/v3/users/{user_id}/application_credentials`` (access rules are not supported: a
+    credential may only carry an empty ``access_rules``)."""
+
+    @extend_schema(responses={200: dict}, summary="List a user's application credentials (filter: name)")
+    def get(self, request: Request, user_id: str) -> Response:
+        found = app_credentials.application_credential_list(actor=self.ctx, user_id=user_id,
+                                                            name=request.query_params.get("name"))
+        return Response({"application_credentials": [present_application_credential(c) for c in found],
+                         "links": collection_links(f"/users/{user_id}/application_credentials")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create an application credential")
+    def post(self, request: Request, user_id: str) -> Response:
+        data = validate(self.object_body("application_credential"), APPLICATION_CREDENTIAL_CREATE)
+        credential = app_credentials.application_credential_create(
+            actor=self.ctx, user_id=user_id, name=data["name"], description=data.get("description"),
+            secret=data.get("secret"), expires_at=data.get("expires_at"), roles=data.get("roles"),
+            unrestricted=data.get("unrestricted", False),
+        )
+        return Response({"application_credential": present_application_credential(credential, with_secret=True)},
+                        status=201)
+
+
+class ApplicationCredentialView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show an application credential")
+    def get(self, request: Request, user_id: str, application_credential_id: str) -> Response:
+        credential = app_credentials.application_credential_get(
+            actor=self.ctx, user_id=user_id, application_credential_id=application_credential_id)
+        return Response({"application_credential": present_application_credential(credential)})
+
+    @extend_schema(responses={204: None}, summary="Delete an application credential (and its tokens)")
+    def delete(self, request: Request, user_id: str, application_credential_id: str) -> Response:
+        app_credentials.application_credential_delete(
+            actor=self.ctx, user_id=user_id, application_credential_id=application_credential_id)
+        return Response(status=204)
+
+
+# --- groups -------------------------------------------------------------------------------------------
+
+GROUP_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "domain_id": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+    },
+    "required": ["name"],
+}
+GROUP_UPDATE = {**GROUP_CREATE, "required": [], "minProperties": 1}
+
+
+def present_group(group: Group) -> dict[str, Any]:
+    return {"id": group.id, "name": group.name, "domain_id": group.domain_id, "description": group.description,
+            "links": {"self": v3_url(f"/groups/{group.id}")}}
+
+
+class GroupsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List groups")
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "identity:list_groups")
+        qs = Group.objects.order_by("name")
+        for key in ("name", "domain_id"):
+            if key in request.query_params:
+                qs = qs.filter(**{key: request.query_params[key]})
+        return Response({"groups": [present_group(g) for g in qs], "links": collection_links("/groups")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a group")
+    def post(self, request: Request) -> Response:
+        data = validate(self.object_body("group"), GROUP_CREATE)
+        domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
+        group = groups.group_create(actor=self.ctx, name=data["name"], domain_id=domain_id,
+                                    description=data.get("description") or "")
+        return Response({"group": present_group(group)}, status=201)
+
+
+class GroupView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a group")
+    def get(self, request: Request, group_id: str) -> Response:
+        authorize(self.ctx, "identity:get_group")
+        return Response({"group": present_group(groups.group_get(group_id))})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a group")
+    def patch(self, request: Request, group_id: str) -> Response:
+        data = validate(self.object_body("group"), GROUP_UPDATE)
+        changes = {k: data[k] or "" for k in ("name", "description") if k in data}
+        return Response({"group": present_group(groups.group_update(actor=self.ctx, group_id=group_id, **changes))})
+
+    @extend_schema(responses={204: None}, summary="Delete a group")
+    def delete(self, request: Request, group_id: str) -> Response:
+        groups.group_delete(actor=self.ctx, group_id=group_id)
+        return Response(status=204)
+
+
+class GroupUsersView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List the users of a group")
+    def get(self, request: Request, group_id: str) -> Response:
+        members = groups.group_users(actor=self.ctx, group_id=group_id)
+        return Response({"users": [present_user(u) for u in members],
+                         "links": collection_links(f"/groups/{group_id}/users")})
+
+
+class GroupUserView(IdentityView):
+    @extend_schema(request=None, responses={204: None}, summary="Add a user to a group")
+    def put(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_add(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    @extend_schema(responses={204: None}, summary="Check that a user is in a group")
+    def get(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_check(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    def head(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_check(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+    @extend_schema(responses={204: None}, summary="Remove a user from a group")
+    def delete(self, request: Request, group_id: str, user_id: str) -> Response:
+        groups.group_user_remove(actor=self.ctx, group_id=group_id, user_id=user_id)
+        return Response(status=204)
+
+
+class UserGroupsView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="List the groups of a user")
+    def get(self, request: Request, user_id: str) -> Response:
+        found = groups.user_groups(actor=self.ctx, user_id=user_id)
+        return Response({"groups": [present_group(g) for g in found],
+                         "links": collection_links(f"/users/{user_id}/groups")})
+
+
 # --- roles and assignments ------------------------------------------------------------------------
 
 ROLE_CREATE = {
@@ -580,88 +791,106 @@ class RoleView(IdentityView):
         return Response(status=204)
 
 
-class ProjectUserRolesView(IdentityView):
-    @extend_schema(responses={200: dict}, summary="Roles of a user on a project")
-    def get(self, request: Request, project_id: str, user_id: str) -> Response:
-        authorize(self.ctx, "identity:list_grants", {"project_id": project_id})
-        project, user = accounts.project_get(project_id), accounts.user_get(user_id)
-        names = roles.assigned_roles(user=user, project=project)
-        qs = Role.objects.filter(name__in=names).order_by("name")
-        return Response({"roles": [present_role(r) for r in qs],
-                         "links": collection_links(f"/projects/{project_id}/users/{user_id}/roles")})
+def _grants_path(project_id: str, grantee: dict[str, str]) -> str:
+    kind, grantee_id = ("groups", grantee["group_id"]) if "group_id" in grantee else ("users", grantee["user_id"])
+    return f"/projects/{project_id}/{kind}/{grantee_id}/roles"
 
 
-class ProjectUserRoleView(IdentityView):
-    def _resolve(self, project_id: str, user_id: str, role_id: str) -> tuple[Project, User, Role]:
-        return accounts.project_get(project_id), accounts.user_get(user_id), accounts.role_get(role_id)
+class ProjectGrantsView(IdentityView):
+    """``/v3/projects/{p}/users/{u}/roles`` and ``/v3/projects/{p}/groups/{g}/roles``."""
+
+    @extend_schema(responses={200: dict}, summary="Roles of a user or a group on a project")
+    def get(self, request: Request, project_id: str, **grantee: str) -> Response:
+        found = role_admin.grant_list(actor=self.ctx, project_id=project_id, **grantee)
+        return Response({"roles": [present_role(r) for r in found],
+                         "links": collection_links(_grants_path(project_id, grantee))})
+
+
+class ProjectGrantView(IdentityView):
+    """``/v3/projects/{p}/users/{u}/roles/{r}`` and ``/v3/projects/{p}/groups/{g}/roles/{r}``."""
 
     @extend_schema(request=None, responses={204: None}, summary="Assign a role")
-    def put(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        role_admin.grant_create(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
+    def put(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_create(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
-
-    def _check(self, project_id: str, user_id: str, role_id: str) -> None:
-        authorize(self.ctx, "identity:check_grant", {"project_id": project_id})
-        project, user, role = self._resolve(project_id, user_id, role_id)
-        if role.name not in roles.assigned_roles(user=user, project=project):
-            raise roles.RoleNotFound(message=f"Could not find role assignment with role: {role.id}, "
-                                             f"user or group: {user.id}, project, domain, or system: {project.id}.")
 
     @extend_schema(responses={204: None}, summary="Check a role assignment")
-    def get(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        self._check(project_id, user_id, role_id)
+    def get(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_check(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
-    def head(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        self._check(project_id, user_id, role_id)
+    def head(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_check(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
     @extend_schema(responses={204: None}, summary="Unassign a role")
-    def delete(self, request: Request, project_id: str, user_id: str, role_id: str) -> Response:
-        role_admin.grant_revoke(actor=self.ctx, project_id=project_id, user_id=user_id, role_id=role_id)
+    def delete(self, request: Request, project_id: str, role_id: str, **grantee: str) -> Response:
+        role_admin.grant_revoke(actor=self.ctx, project_id=project_id, role_id=role_id, **grantee)
         return Response(status=204)
 
 
+def _assignment_entry(actor: User | Group, project: Project, role: Role, *, include_names: bool,
+                     via: Group | None = None) -> dict[str, Any]:
+    kind = "group" if isinstance(actor, Group) else "user"
+    granted_to, granted_id = ("group", via.id) if via is not None else (kind, actor.id)
+    entry: dict[str, Any] = {
+        "role": {"id": role.id}, kind: {"id": actor.id}, "scope": {"project": {"id": project.id}},
+        "links": {"assignment": v3_url(f"/projects/{project.id}/{granted_to}s/{granted_id}/roles/{role.id}")},
+    }
+    if via is not None:
+        entry["links"]["membership"] = v3_url(f"/groups/{via.id}/users/{actor.id}")
+    if include_names:
+        entry["role"]["name"] = role.name
+        entry[kind].update(name=actor.name, domain=accounts.domain_ref(actor.domain_id))
+        entry["scope"]["project"].update(name=project.name, domain=accounts.domain_ref(project.domain_id))
+    return entry
+
+
 class RoleAssignmentsView(IdentityView):
-    """``GET /v3/role_assignments`` with ``user.id``, ``scope.project.id``, ``role.id``,
-    ``effective`` (implied roles expanded) and ``include_names``."""
+    """``GET /v3/role_assignments`` with ``user.id``, ``group.id``, ``scope.project.id``,
+    ``role.id``, ``effective`` (implied roles and group memberships expanded into user
+    assignments) and ``include_names``."""
 
     @extend_schema(responses={200: dict}, summary="List role assignments")
     def get(self, request: Request) -> Response:
         params = request.query_params
-        user_filter = params.get("user.id")
+        user_filter, group_filter = params.get("user.id"), params.get("group.id")
         if not (user_filter and user_filter == self.ctx.user_id):
             authorize(self.ctx, "identity:list_role_assignments")
-        if "group.id" in params or "scope.domain.id" in params or "scope.system" in params:
+        if "scope.domain.id" in params or "scope.system" in params:
             return Response({"role_assignments": [], "links": collection_links("/role_assignments")})
         effective = "effective" in params
         include_names = "include_names" in params
-        users = User.objects.all()
+        users = User.objects.order_by("name")
         if user_filter:
             users = users.filter(id=user_filter)
+        groups_qs = Group.objects.order_by("name")
+        if group_filter:
+            groups_qs = groups_qs.filter(id=group_filter)
         projects = Project.objects.all()
         if params.get("scope.project.id"):
             projects = projects.filter(id=params["scope.project.id"])
         by_name = {r.name: r for r in Role.objects.all()}
         role_filter = params.get("role.id")
+
+        def picked(names: list[str] | set[str]) -> list[Role]:
+            found = [by_name[n] for n in roles.role_names() if n in names and n in by_name]
+            return [r for r in found if not role_filter or r.id == role_filter]
+
         out = []
         for project in projects.order_by("name"):
-            for user in users.order_by("name"):
-                names = (roles.roles_for if effective else roles.assigned_roles)(user=user, project=project)
-                for name in names:
-                    role = by_name.get(name)
-                    if role is None or (role_filter and role.id != role_filter):
-                        continue
-                    entry: dict[str, Any] = {
-                        "role": {"id": role.id}, "user": {"id": user.id},
-                        "scope": {"project": {"id": project.id}},
-                        "links": {"assignment": v3_url(f"/projects/{project.id}/users/{user.id}/roles/{role.id}")},
-                    }
-                    if include_names:
-                        entry["role"]["name"] = role.name
-                        entry["user"].update(name=user.name, domain=accounts.domain_ref(user.domain_id))
-                        entry["scope"]["project"].update(
-                            name=project.name, domain=accounts.domain_ref(project.domain_id))
-                    out.append(entry)
+            if not group_filter:
+                for user in users:
+                    names = (roles.roles_for if effective else roles.assigned_roles)(user=user, project=project)
+                    out += [_assignment_entry(user, project, r, include_names=include_names) for r in picked(names)]
+            if user_filter:
+                continue
+            for group in groups_qs:
+                names = roles.group_assigned_roles(group=group, project=project)
+                if not effective:
+                    out += [_assignment_entry(group, project, r, include_names=include_names) for r in picked(names)]
+                elif group_filter:
+                    for member in groups.group_members(group):
+                        out += [_assignment_entry(member, project, r, include_names=include_names, via=group)
+                                for r in picked(roles.with_implied(names))]
         return Response({"role_assignments": out, "links": collection_links("/role_assignments")})
-

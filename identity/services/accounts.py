@@ -18,8 +18,8 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from cloudcore.core.policy import authorize, members_group_name
 
-from ..models import DEFAULT_DOMAIN_ID, Project, Role, Token, User
-from .roles import RoleNotFound, assigned_roles
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
+from .roles import RoleNotFound, roles_for
 
 DEFAULT_DOMAIN_NAME = "Default"
 UNSET: Any = object()
@@ -154,7 +154,8 @@ def user_create(*, actor: RequestContext, name: str, password: str | None = None
 def user_update(*, actor: RequestContext, user_id: str, password: str | None = None,
                 default_project_id: str | None = UNSET, **changes: Any) -> User:
     """Change a user (``name``, ``email``, ``description``, ``enabled``, default project, password).
-    A new password or disabling revokes every token of the user.
+    A new password or disabling revokes every token of the user; disabling also deletes the user's
+    application credentials (as Keystone).
     Raises ``PolicyNotAuthorized`` (``identity:update_user``), ``UserNotFound``, ``ProjectNotFound``,
     ``IdentityConflict``."""
     authorize(actor, "identity:update_user", {"user_id": user_id})
@@ -189,6 +190,8 @@ def _user_write(user: User, *, password: str | None = None, **changes: Any) -> U
     if password is not None or changes.get("enabled") is False:
         # Keystone revokes a user's tokens when the password changes or the user is disabled.
         Token.objects.filter(user=user, revoked=False).update(revoked=True)
+    if changes.get("enabled") is False:
+        ApplicationCredential.objects.filter(user=user).delete()
     return user
 
 
@@ -220,13 +223,13 @@ def user_authenticate(ref: dict[str, Any]) -> User:
 
 
 def user_projects(user: User) -> list[Project]:
-    """Projects on which ``user`` holds any role."""
+    """Projects on which ``user`` holds any role (directly or through a group)."""
     from guardian.shortcuts import get_objects_for_user
 
     perms = [f"identity.role_{name}" for name in ("admin", "member", "reader")]
     projects = get_objects_for_user(user, perms, klass=Project, any_perm=True, with_superuser=False,
                                     accept_global_perms=False)
-    return [p for p in projects.order_by("name") if assigned_roles(user=user, project=p)]
+    return [p for p in projects.order_by("name") if roles_for(user=user, project=p)]
 
 
 def role_get(role_id: str) -> Role:

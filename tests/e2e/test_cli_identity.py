@@ -1,5 +1,6 @@
 """End to end: the real ``openstack`` CLI (python-openstackclient) against a live cloudcore web
-process (gunicorn) set up as ``make run`` does (migrate + demo_setup, clouds.yaml)."""
+process (gunicorn) set up as ``make run`` does (migrate + demo_setup, clouds.yaml); application
+credentials with the CLI's ``v3applicationcredential`` auth type and openstacksdk's."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,11 +70,16 @@ class WebCloud:
                 self.process.kill()
                 self.process.wait()
 
-    def openstack(self, *args: str, cloud: str = "cloudcore-demo") -> subprocess.CompletedProcess[str]:
+    def openstack(self, *args: str, cloud: str = "cloudcore-demo",
+                  check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``openstack <args>`` as ``cloud`` of clouds.yaml (none when empty: the arguments carry
+        the authentication); with ``check`` false, a failure is returned instead of asserted."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-        env.update(OS_CLIENT_CONFIG_FILE=str(self.var_dir / "clouds.yaml"), OS_CLOUD=cloud)
+        env.update(OS_CLIENT_CONFIG_FILE=str(self.var_dir / "clouds.yaml"))
+        if cloud:
+            env["OS_CLOUD"] = cloud
         result = subprocess.run([self.exe, *args], env=env, capture_output=True, text=True, timeout=180)
-        assert result.returncode == 0, (
+        assert result.returncode == 0 or not check, (
             f"openstack {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}\n"
             f"{self.log.read_text(errors='replace')[-3000:]}"
         )
@@ -80,6 +87,10 @@ class WebCloud:
 
     def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
         return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
+
+    @property
+    def auth_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/identity/v3"
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +157,77 @@ def test_admin_identity_and_flavor_commands(web_cloud: WebCloud) -> None:
     web_cloud.openstack("flavor", "delete", "e2e-private", cloud=admin)
     assert {e["Service Type"] for e in web_cloud.openstack_json("endpoint", "list", cloud=admin)} >= {
         "compute", "identity", "image", "network", "placement", "volumev3", "block-storage"}
+
+
+def test_application_credential_create_use_delete(web_cloud: WebCloud) -> None:
+    # given demo's application credential with the member role
+    created = web_cloud.openstack_json("application", "credential", "create", "--role", "member",
+                                       "--description", "e2e", "e2e-app")
+    assert created["Name"] == "e2e-app" and created["Secret"] and created["Unrestricted"] is False
+    assert [r["name"] for r in created["Roles"]] == ["member"]
+    demo_project = web_cloud.openstack_json("token", "issue")["project_id"]
+    assert created["Project ID"] == demo_project
+    listed = web_cloud.openstack_json("application", "credential", "list")
+    assert [c["Name"] for c in listed] == ["e2e-app"]
+    appcred = ("--os-auth-type", "v3applicationcredential", "--os-auth-url", web_cloud.auth_url,
+               "--os-identity-api-version", "3", "--os-region-name", "RegionOne",
+               "--os-application-credential-id", created["ID"], "--os-application-credential-secret",
+               created["Secret"])
+    # when the CLI authenticates with it alone, then it acts in demo's project
+    token = web_cloud.openstack_json(*appcred, "token", "issue", cloud="")
+    assert token["project_id"] == demo_project
+    assert web_cloud.openstack_json(*appcred, "server", "list", cloud="") == []
+    # a restricted credential cannot make another one
+    refused = web_cloud.openstack(*appcred, "application", "credential", "create", "child", cloud="", check=False)
+    assert refused.returncode != 0 and "not allowed for managing additional application credentials" in (
+        refused.stdout + refused.stderr)
+    # openstacksdk with auth_type=v3applicationcredential too
+    import openstack
+
+    conn = openstack.connect(auth_type="v3applicationcredential", auth_url=web_cloud.auth_url,
+                             application_credential_id=created["ID"],
+                             application_credential_secret=created["Secret"], region_name="RegionOne",
+                             identity_api_version="3")
+    try:
+        assert list(conn.compute.servers()) == []
+        assert conn.current_project_id == demo_project
+    finally:
+        conn.close()
+    # when it is deleted, then it authenticates no more
+    web_cloud.openstack("application", "credential", "delete", "e2e-app")
+    assert web_cloud.openstack_json("application", "credential", "list") == []
+    assert web_cloud.openstack(*appcred, "server", "list", cloud="", check=False).returncode != 0
+
+
+def test_token_revoke(web_cloud: WebCloud) -> None:
+    token = web_cloud.openstack_json("token", "issue")["id"]
+    request = urllib.request.Request(f"{web_cloud.auth_url}/auth/catalog", headers={"X-Auth-Token": token})
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.status == 200
+    web_cloud.openstack("token", "revoke", token)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)  # noqa: S310
+    assert refused.value.code == 401
+
+
+def test_group_with_a_project_role(web_cloud: WebCloud) -> None:
+    admin = "cloudcore-admin"
+    web_cloud.openstack_json("group", "create", "--description", "operators", "e2e-ops", cloud=admin)
+    web_cloud.openstack_json("user", "create", "--password", "gpw", "e2e-grouped", cloud=admin)
+    web_cloud.openstack("group", "add", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    contains = web_cloud.openstack("group", "contains", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    assert "e2e-grouped in group e2e-ops" in contains.stdout
+    web_cloud.openstack("role", "add", "--group", "e2e-ops", "--project", "demo", "reader", cloud=admin)
+    assignments = web_cloud.openstack_json("role", "assignment", "list", "--names", "--group", "e2e-ops",
+                                           cloud=admin)
+    assert [(a["Role"], a["Group"], a["Project"]) for a in assignments] == [
+        ("reader", "e2e-ops@Default", "demo@Default")]
+    # the member of the group holds the role: a token scoped to demo
+    token = web_cloud.openstack_json(
+        "--os-auth-type", "password", "--os-auth-url", web_cloud.auth_url, "--os-identity-api-version", "3",
+        "--os-username", "e2e-grouped", "--os-password", "gpw", "--os-project-name", "demo",
+        "--os-user-domain-name", "Default", "--os-project-domain-name", "Default", "token", "issue", cloud="")
+    assert token["project_id"]
+    web_cloud.openstack("role", "remove", "--group", "e2e-ops", "--project", "demo", "reader", cloud=admin)
+    web_cloud.openstack("group", "remove", "user", "e2e-ops", "e2e-grouped", cloud=admin)
+    web_cloud.openstack("group", "delete", "e2e-ops", cloud=admin)

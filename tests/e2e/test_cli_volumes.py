@@ -1,6 +1,7 @@
 """End to end (issue 7's "done when"): boot from volume with the openstack CLI, rebuild it with
 ``--reimage-boot-volume`` at 2.93 (a real volume worker does the reimage and posts
-``volume-reimaged``), and the documented 400 without 2.93."""
+``volume-reimaged``), and the documented 400 without 2.93; snapshots, volume types (admin create with
+properties, private types with project access, delete refused in use), clones and extend."""
 from __future__ import annotations
 
 import time
@@ -67,10 +68,49 @@ def test_volume_snapshots_with_the_cli(live_cloud: LiveCloud) -> None:
     assert restored["snapshot_id"] == snap["id"] and restored["size"] == 2
     # the source cannot go while the snapshot exists
     refused = cloud.openstack("volume", "delete", "snap-src", check=False)
-    assert refused.returncode != 0 and "dependent snapshots" in refused.stderr
+    assert refused.returncode != 0 and "have snapshots" in refused.stderr
     cloud.openstack("volume", "snapshot", "delete", "snap-1")
     deadline = time.monotonic() + 60
     while "snap-1" in {s["Name"] for s in cloud.openstack_json("volume", "snapshot", "list")}:
         assert time.monotonic() < deadline, cloud.tail(40)
         time.sleep(0.5)
     cloud.openstack("volume", "delete", "snap-src", "from-snap")
+
+
+def test_volume_types_clones_and_extend_with_the_cli(live_cloud: LiveCloud) -> None:
+    cloud, admin = live_cloud, "cloudcore-admin"
+    # given an admin's type with a property (the CLI posts the extra specs after the create)
+    cloud.openstack("volume", "type", "create", "--property", "tier=gold", "--description", "gold disks",
+                    "e2e-gold", cloud=admin)
+    shown = cloud.openstack_json("volume", "type", "show", "e2e-gold", cloud=admin)
+    assert "tier" in str(shown["properties"]) and shown["description"] == "gold disks"
+    # then a member may not create one
+    assert cloud.openstack("volume", "type", "create", "e2e-mine", check=False).returncode != 0
+    # when a member makes a volume of the type, it shows the type's name
+    cloud.openstack("volume", "create", "--size", "1", "--type", "e2e-gold", "typed")
+    assert wait_volume(cloud, "volume", "typed", "available")["type"] == "e2e-gold"
+    # and `volume set --size` extends it (offline)
+    cloud.openstack("volume", "set", "--size", "2", "typed")
+    deadline = time.monotonic() + 60
+    while (grown := wait_volume(cloud, "volume", "typed", "available"))["size"] != 2:
+        assert time.monotonic() < deadline, cloud.tail(40)
+        time.sleep(0.5)
+    # and a clone of it (--source) has its size and type
+    cloud.openstack("volume", "create", "--source", "typed", "typed-clone")
+    clone = wait_volume(cloud, "volume", "typed-clone", "available")
+    assert (clone["size"], clone["type"], clone["source_volid"]) == (2, "e2e-gold", grown["id"])
+    # and the type cannot be deleted while volumes use it
+    refused = cloud.openstack("volume", "type", "delete", "e2e-gold", cloud=admin, check=False)
+    assert refused.returncode != 0 and "still in use" in refused.stderr
+    # and a private type given to project demo is seen by demo, not by demo2
+    cloud.openstack("volume", "type", "create", "--private", "--project", "demo", "e2e-private", cloud=admin)
+    assert "e2e-private" in {t["Name"] for t in cloud.openstack_json("volume", "type", "list")}
+    assert "e2e-private" not in {t["Name"] for t in cloud.openstack_json("volume", "type", "list",
+                                                                          cloud="cloudcore-demo2")}
+    # once the volumes are gone the types go
+    cloud.openstack("volume", "delete", "typed", "typed-clone")
+    deadline = time.monotonic() + 60
+    while {"typed", "typed-clone"} & {v["Name"] for v in cloud.openstack_json("volume", "list")}:
+        assert time.monotonic() < deadline, cloud.tail(40)
+        time.sleep(0.5)
+    cloud.openstack("volume", "type", "delete", "e2e-gold", "e2e-private", cloud=admin)

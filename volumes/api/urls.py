@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import snapshots, views
+from . import quotas, snapshots, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -25,9 +25,15 @@ urlpatterns = [
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),
-    re_path(P + r"types/?$", views.TypesView.as_view()),
+    re_path(P + r"types/?$", types.TypesView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/?$", types.TypeExtraSpecsView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/(?P<key>[^/]+)/?$", types.TypeExtraSpecView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/action/?$", types.TypeActionView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/os-volume-type-access/?$", types.TypeAccessView.as_view()),
     re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
     re_path(P + r"limits/?$", views.LimitsView.as_view()),
-    re_path(P + r"types/(?P<type_id>[^/]+)/?$", views.TypeView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/defaults/?$", quotas.QuotaDefaultsView.as_view()),
+    re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/?$", quotas.QuotaSetView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/?$", types.TypeView.as_view()),
 ]

@@ -18,9 +18,9 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import services, snapshots
-from ..models import Volume, VolumeAttachment, VolumeType
-from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume
+from .. import quotas, services
+from ..models import Volume, VolumeAttachment
+from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
 
 def _base(request: Request) -> str:
@@ -42,12 +42,6 @@ def attachment_body(att: VolumeAttachment) -> dict[str, Any]:
             "detached_at": _ts(att.detach_time), "connection_info": att.connection_info or {}}
 
 
-def type_body(vt: VolumeType) -> dict[str, Any]:
-    return {"id": vt.id, "name": vt.name, "description": vt.description, "is_public": vt.is_public,
-            "extra_specs": vt.extra_specs or {}, "os-volume-type-access:is_public": vt.is_public,
-            "qos_specs_id": None}
-
-
 class VolumeVersionsView(PublicMixin, OpenStackAPIView):
     version_range = None
 
@@ -67,6 +61,14 @@ class VolumeAPIView(OpenStackAPIView):
     @property
     def v(self) -> tuple[int, int]:
         return (self.version[0], self.version[1])
+
+    def requested_action(self) -> tuple[str, Any]:
+        """The one action a ``/action`` body names, and its arguments (``{}`` for null)."""
+        body = self.body() or {}
+        if not isinstance(body, dict) or len(body) != 1:
+            raise Invalid("Invalid request body: exactly one action is expected.")
+        (action, args), = body.items()
+        return action, {} if args is None else args
 
     def authorize(self, rule: str, project_id: str | None = None) -> None:
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
@@ -144,10 +146,8 @@ class VolumesView(VolumeAPIView):
 
     def post(self, request: Request, **_kw: Any) -> Response:
         body = validate(self.body(), CREATE_SCHEMA)["volume"]
-        if body.get("source_volid"):
-            services.volume_get(self.ctx, body["source_volid"])  # 404 for an unknown volume
-        if body.get("source_volid") or body.get("backup_id"):
-            raise Invalid("Creating a volume from another volume or a backup is not supported.")
+        if body.get("backup_id"):
+            raise Invalid("Creating a volume from a backup is not supported.")
         size = body.get("size")
         if size is not None:
             try:
@@ -155,10 +155,6 @@ class VolumesView(VolumeAPIView):
             except (TypeError, ValueError):
                 raise Invalid(f"Invalid input received: Volume size '{size}' must be an integer and greater "
                               "than 0.") from None
-        if body.get("snapshot_id"):
-            _snap, size = snapshots.snapshot_for_new_volume(self.ctx, str(body["snapshot_id"]), size)
-            if body.get("imageRef"):
-                raise Invalid("Invalid input received: only one of snapshot_id and imageRef may be given.")
         zone = body.get("availability_zone")
         if zone and zone != VOLUME_ZONE:
             raise Invalid(f"Invalid input received: Availability zone '{zone}' is invalid.")
@@ -166,7 +162,7 @@ class VolumesView(VolumeAPIView):
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
                                      metadata=body.get("metadata"), volume_type=body.get("volume_type"),
-                                     snapshot_id=body.get("snapshot_id"))
+                                     snapshot_id=body.get("snapshot_id"), source_volid=body.get("source_volid"))
         return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 
@@ -192,26 +188,28 @@ class VolumeView(VolumeAPIView):
 
     def delete(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        services.volume_delete(self.ctx, vol)
+        cascade = request.query_params.get("cascade", "false").lower()
+        if cascade not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise Invalid(f"Invalid input received: Invalid value '{cascade}' for cascade.")
+        services.volume_delete(self.ctx, vol, cascade=cascade in ("true", "1", "yes", "on"))
         return Response(status=202)
 
 
+EXTEND_SCHEMA = {"type": "object", "required": ["new_size"], "additionalProperties": False, "properties": {
+    "new_size": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 1, "maximum": 0x7FFFFFFF}}}
+
+
 class VolumeActionView(VolumeAPIView):
-    """Volume actions: ``os-extend`` and, from 3.68, ``os-reimage`` (``image_id``,
-    ``reimage_reserved``). Reimaging destroys all data on the volume: every byte is replaced by
-    the image."""
+    """Volume actions: ``os-extend`` (of an ``in-use`` volume from 3.42) and, from 3.68,
+    ``os-reimage`` (``image_id``, ``reimage_reserved``). Reimaging destroys all data on the volume:
+    every byte is replaced by the image."""
 
     def post(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
-        body = self.body() or {}
-        if not isinstance(body, dict) or len(body) != 1:
-            raise Invalid("Invalid request body: exactly one action is expected.")
-        (action, args), = body.items()
-        args = args or {}
+        action, args = self.requested_action()
         if action == "os-extend":
-            if "new_size" not in args:
-                raise Invalid("Invalid input received: 'new_size' is required.")
-            services.volume_extend(self.ctx, vol, new_size=int(args["new_size"]))
+            validate(args, EXTEND_SCHEMA)
+            services.volume_extend(self.ctx, vol, new_size=int(args["new_size"]), version=self.v)
             return Response(status=202)
         if action == "os-set_bootable":
             validate(args, {"type": "object", "required": ["bootable"],
@@ -238,7 +236,8 @@ class VolumeActionView(VolumeAPIView):
             return Response({"os-volume_upload_image": {
                 "id": vol.id, "updated_at": _ts(vol.updated_at), "status": vol.status,
                 "display_description": vol.description, "size": vol.size,
-                "volume_type": type_body(vol.volume_type) if vol.volume_type else None, "image_id": image.id,
+                "volume_type": volume_type_body(self.ctx, vol.volume_type, access_extension=False)
+                if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
@@ -308,22 +307,6 @@ class AttachmentActionView(VolumeAPIView):
         return Response(status=204)
 
 
-class TypesView(VolumeAPIView):
-    def get(self, request: Request, **_kw: Any) -> Response:
-        services.default_volume_type()
-        return Response({"volume_types": [type_body(t) for t in VolumeType.objects.order_by("name")]})
-
-
-class TypeView(VolumeAPIView):
-    def get(self, request: Request, type_id: str, **_kw: Any) -> Response:
-        if type_id == "default":
-            return Response({"volume_type": type_body(services.default_volume_type())})
-        vt = VolumeType.objects.filter(pk=type_id).first()
-        if vt is None:
-            raise NotFound(f"Volume type {type_id} could not be found.")
-        return Response({"volume_type": type_body(vt)})
-
-
 _ = settings  # settings are read by the services
 
 
@@ -337,6 +320,10 @@ EXTENSIONS = (
     ("os-vol-tenant-attr", "VolumeTenantAttribute", "Expose the internal project_id as an attribute of a volume."),
     ("os-volume-actions", "VolumeActions", "Enable volume actions."),
     ("os-types-manage", "TypesManage", "Types manage support."),
+    ("os-types-extra-specs", "TypesExtraSpecs", "Type extra specs support."),
+    ("os-volume-type-access", "VolumeTypeAccess", "Volume type access support."),
+    ("os-quota-sets", "Quotas", "Quota management support."),
+    ("os-extended-snapshot-attributes", "ExtendedSnapshotAttributes", "Extended SnapshotAttributes support."),
 )
 
 
@@ -399,19 +386,17 @@ class VolumeMetadataItemView(VolumeAPIView):
         return Response(status=200)
 
 
-#: Cinder's default quotas; cloudcore keeps no volume quotas, so these are the limits shown.
-VOLUME_DEFAULT_LIMITS = {"maxTotalVolumes": 10, "maxTotalSnapshots": 10, "maxTotalVolumeGigabytes": 1000,
-                         "maxTotalBackups": 10, "maxTotalBackupGigabytes": 1000}
-
-
 class LimitsView(VolumeAPIView):
-    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the defaults and the
-    project's volumes and gigabytes; snapshots and backups do not exist here (0)."""
+    """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the project's block
+    storage quotas and what it uses (backups do not exist here: 0)."""
 
     def get(self, request: Request, **_kw: Any) -> Response:
         self.authorize("limits_extension:used_limits")
-        volumes = Volume.objects.filter(project_id=self.ctx.project_id)
-        absolute = {**VOLUME_DEFAULT_LIMITS, "totalVolumesUsed": volumes.count(),
-                    "totalGigabytesUsed": sum(volumes.values_list("size", flat=True)),
-                    "totalSnapshotsUsed": 0, "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
+        project = self.ctx.project_id or ""
+        hard, used = quotas.limits(project), quotas.usage(project)
+        absolute = {"maxTotalVolumes": hard["volumes"], "maxTotalSnapshots": hard["snapshots"],
+                    "maxTotalVolumeGigabytes": hard["gigabytes"], "maxTotalBackups": hard["backups"],
+                    "maxTotalBackupGigabytes": hard["backup_gigabytes"], "totalVolumesUsed": used["volumes"],
+                    "totalGigabytesUsed": used["gigabytes"], "totalSnapshotsUsed": used["snapshots"],
+                    "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
         return Response({"limits": {"rate": [], "absolute": absolute}})

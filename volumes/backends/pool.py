@@ -108,9 +108,17 @@ class DirPoolBackend:
 
     def copy_snapshot(self, snapshot_id: str, volume_id: str, size_gb: int) -> None:
         """A new volume starts with the snapshot's bytes, grown to its own size."""
+        self._copy_grown(self.snapshot_path(snapshot_id), volume_id, size_gb)
+
+    def copy_volume(self, source_volume_id: str, volume_id: str, size_gb: int) -> None:
+        """A clone starts with its source volume's bytes, grown to its own size."""
+        self._fault("clone")
+        self._copy_grown(self.path(source_volume_id), volume_id, size_gb)
+
+    def _copy_grown(self, source: Path, volume_id: str, size_gb: int) -> None:
         target = self.path(volume_id)
         tmp = target.with_suffix(".tmp")
-        shutil.copyfile(self.snapshot_path(snapshot_id), tmp)
+        shutil.copyfile(source, tmp)
         with open(tmp, "r+b") as fh:
             fh.truncate(size_gb * GiB)
         os.replace(tmp, target)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _ctx(user: User, project: Project) -> RequestContext:
-    return tokens.context_for_token(tokens.token_issue(user=user, project=project).id)[1]
+    return tokens.context_for_token(tokens.token_issue(user=user, project=project).value)[1]
 
 
 @pytest.fixture
@@ -116,11 +116,11 @@ def test_token_revoke_is_the_owners_or_an_admins(actors: dict[str, RequestContex
     token = tokens.token_issue(user=people["reader"], project=people["demo_project"])
     # when another member revokes it, then the policy refuses
     with pytest.raises(PolicyNotAuthorized, match="identity:revoke_token"):
-        tokens.token_revoke(actor=actors["member"], token_id=token.id)
-    assert not Token.objects.get(id=token.id).revoked
+        tokens.token_revoke(actor=actors["member"], token_id=token.value)
+    assert not Token.objects.get(id_hash=token.id_hash).revoked
     # when an admin does, then it is revoked
-    tokens.token_revoke(actor=actors["admin"], token_id=token.id)
-    assert Token.objects.get(id=token.id).revoked
+    tokens.token_revoke(actor=actors["admin"], token_id=token.value)
+    assert Token.objects.get(id_hash=token.id_hash).revoked
 
 
 def test_policy_rule_grants_need_the_operator_rule(actors: dict[str, RequestContext],

@@ -10,7 +10,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from identity.models import Token
+from identity.models import Token, token_digest
 
 from .conftest import issue, token_client
 
@@ -51,7 +51,9 @@ def test_password_token_by_names_scoped_to_project(people: dict[str, Any]) -> No
     assert sorted(r["name"] for r in body["roles"]) == ["member", "reader"]
     assert TIME_RE.match(body["expires_at"]) and TIME_RE.match(body["issued_at"])
     assert body["is_domain"] is False and body["audit_ids"]
-    assert Token.objects.filter(id=token_id).exists()
+    assert Token.objects.filter(id_hash=token_digest(token_id)).exists()
+    # only the hash is stored, never the token itself
+    assert not Token.objects.filter(id_hash=token_id).exists()
 
 
 def test_catalog_lists_every_service(people: dict[str, Any]) -> None:
@@ -129,12 +131,12 @@ def test_token_expires_after_configured_lifetime(people: dict[str, Any]) -> None
     # given a token lifetime of 60 s
     with override_settings(TOKEN_EXPIRATION=60):
         response = issue("demo", "demo-pw")
-    token = Token.objects.get(id=response["X-Subject-Token"])
+    token = Token.objects.get(id_hash=token_digest(response["X-Subject-Token"]))
     assert abs((token.expires_at - token.issued_at) - timedelta(seconds=60)) < timedelta(seconds=1)
-    client = token_client(token.id)
+    client = token_client(response["X-Subject-Token"])
     assert client.get("/identity/v3/auth/catalog").status_code == 200
     # when the clock passes the expiry
-    Token.objects.filter(id=token.id).update(expires_at=timezone.now() - timedelta(seconds=1))
+    Token.objects.filter(id_hash=token.id_hash).update(expires_at=timezone.now() - timedelta(seconds=1))
     # then the token is refused
     response = client.get("/identity/v3/auth/catalog")
     assert response.status_code == 401

@@ -183,9 +183,9 @@ def test_token_flush_keeps_live_tokens() -> None:
     user, project = make_identity("erin", project="demo", roles=["member"])
     live = token_issue(user=user, project=project)
     old = token_issue(user=user, project=project)
-    Token.objects.filter(id=old.id).update(expires_at=timezone.now() - timedelta(hours=2))
+    Token.objects.filter(id_hash=old.id_hash).update(expires_at=timezone.now() - timedelta(hours=2))
     out = StringIO()
     call_command("token_flush", "--dry-run", stdout=out)
     assert "1 expired" in out.getvalue()
     call_command("token_flush", stdout=StringIO())
-    assert list(Token.objects.values_list("id", flat=True)) == [live.id]
+    assert list(Token.objects.values_list("id_hash", flat=True)) == [live.id_hash]

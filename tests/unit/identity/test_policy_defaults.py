@@ -25,6 +25,7 @@ ALLOWED = {
     "project_member_or_admin": {"admin", "project_admin", "member"},
     "project_admin_or_admin": {"admin", "project_admin"},
     "admin_or_owner_user": {"admin", "member"},
+    "owner_user": {"member"},
     "project_reader": {"project_admin", "member", "reader"},
     "project_member": {"project_admin", "member"},
     "project_admin": {"project_admin"},

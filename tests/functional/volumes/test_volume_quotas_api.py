@@ -1,0 +1,80 @@
+"""Cinder's os-quota-sets for volumes, snapshots and gigabytes: show (with usage), defaults,
+update and reset by admins, and the limits enforced on volume create, snapshot create and extend
+with Cinder's 413."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.functional.volumes.test_volume_api import call
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+
+
+def _project_id(name: str) -> str:
+    from identity.models import Project
+
+    return str(Project.objects.get(name=name).id)
+
+
+def test_show_defaults_update_and_reset(bfv: Any) -> None:
+    admin, member = bfv.admin(), bfv.member()
+    demo = _project_id("demo")
+    path = f"/volume/v3/{demo}/os-quota-sets/{demo}"
+    # given the demo project with one 2 GiB volume and a snapshot of it
+    vid = call(member, "post", "/volume/v3/volumes", {"volume": {"size": 2}}).json()["volume"]["id"]
+    call(member, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": vid}})
+    # then the member reads its quotas: Cinder's defaults, per type too
+    shown = call(member, "get", path).json()["quota_set"]
+    assert shown["id"] == demo
+    assert {k: shown[k] for k in ("volumes", "snapshots", "gigabytes", "per_volume_gigabytes")} == {
+        "volumes": 10, "snapshots": 10, "gigabytes": 1000, "per_volume_gigabytes": -1}
+    assert shown["volumes___DEFAULT__"] == -1
+    assert call(member, "get", f"{path}/defaults").json()["quota_set"]["gigabytes"] == 1000
+    # and with usage=true each resource has limit/in_use/reserved (snapshots count in gigabytes)
+    used = call(member, "get", f"{path}?usage=true").json()["quota_set"]
+    assert used["volumes"] == {"limit": 10, "in_use": 1, "reserved": 0}
+    assert used["gigabytes"] == {"limit": 1000, "in_use": 4, "reserved": 0}
+    assert used["snapshots"]["in_use"] == 1 and used["volumes___DEFAULT__"]["in_use"] == 1
+    # and another project's quotas are not the member's to read; updates are the admin's
+    assert call(member, "get", f"/volume/v3/os-quota-sets/{_project_id('admin')}").status_code == 403
+    assert call(member, "put", path, {"quota_set": {"volumes": 20}}).status_code == 403
+    # when the admin updates them, the new limits read back (no id in the update's answer)
+    updated = call(admin, "put", path, {"quota_set": {"volumes": 5, "gigabytes": "50"}})
+    assert updated.status_code == 200, updated.content
+    assert "id" not in updated.json()["quota_set"] and updated.json()["quota_set"]["gigabytes"] == 50
+    assert call(member, "get", path).json()["quota_set"]["volumes"] == 5
+    # and bad keys, bad values and limits below usage are 400s
+    for body in ({"colour": 1}, {"volumes": -2}, {"volumes": "many"}, {"gigabytes": 3}):
+        refused = call(admin, "put", path, {"quota_set": body})
+        assert refused.status_code == 400, body
+    # when they are reset, the defaults are back
+    assert call(admin, "delete", path).status_code == 200
+    assert call(member, "get", path).json()["quota_set"]["volumes"] == 10
+
+
+def test_limits_are_enforced_with_413(bfv: Any) -> None:
+    admin, member = bfv.admin(), bfv.member()
+    demo = _project_id("demo")
+    call(admin, "put", f"/volume/v3/os-quota-sets/{demo}", {"quota_set": {"volumes": 1, "snapshots": 1,
+                                                                           "gigabytes": 3}})
+    vid = call(member, "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
+    # a second volume passes the volumes limit
+    refused = call(member, "post", "/volume/v3/volumes", {"volume": {"size": 1}})
+    assert refused.status_code == 413
+    message = refused.json()["overLimit"]["message"]
+    assert message == "Maximum number of volumes allowed (1) exceeded for quota 'volumes'."
+    # a snapshot fits (1 + 1 GiB), a second one does not
+    snap = {"snapshot": {"volume_id": vid}}
+    assert call(member, "post", "/volume/v3/snapshots", snap).status_code == 202
+    assert call(member, "post", "/volume/v3/snapshots", snap).status_code == 413
+    # growing the volume past the gigabytes is refused and leaves it as it was
+    grown = call(member, "post", f"/volume/v3/volumes/{vid}/action", {"os-extend": {"new_size": 3}})
+    assert grown.status_code == 413 and "gigabytes quota" in grown.json()["overLimit"]["message"]
+    shown = call(member, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert (shown["size"], shown["status"]) == (1, "available")
+    # and the limits view reports the same quotas and usage
+    absolute = call(member, "get", "/volume/v3/limits").json()["limits"]["absolute"]
+    assert (absolute["maxTotalVolumes"], absolute["totalVolumesUsed"], absolute["totalSnapshotsUsed"],
+            absolute["totalGigabytesUsed"]) == (1, 1, 1, 2)

@@ -1,0 +1,39 @@
+"""Cinder's ``/os-quota-sets/{project_id}``: show (``?usage=true`` for limit/in_use/reserved),
+update and delete (admins), and ``/os-quota-sets/{project_id}/defaults``."""
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cloudcore.core.api.validation import validate
+from cloudcore.core.exceptions import Invalid
+
+from .. import quotas
+from .views import VolumeAPIView
+
+UPDATE_SCHEMA = {"type": "object", "required": ["quota_set"], "properties": {"quota_set": {"type": "object"}}}
+
+
+class QuotaSetView(VolumeAPIView):
+    def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        flag = request.query_params.get("usage", "false").lower()
+        if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise Invalid(f"Invalid input received: Invalid value '{flag}' for usage.")
+        shown = quotas.quota_set_get(self.ctx, target_project, with_usage=flag in ("true", "1", "yes", "on"))
+        return Response({"quota_set": {"id": target_project, **shown}})
+
+    def put(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        values = validate(self.body(), UPDATE_SCHEMA)["quota_set"]
+        values.pop("tenant_id", None)  # older clients name the project in the body too
+        return Response({"quota_set": quotas.quota_set_update(self.ctx, target_project, values=values)})
+
+    def delete(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        quotas.quota_set_delete(self.ctx, target_project)
+        return Response(status=200)
+
+
+class QuotaDefaultsView(VolumeAPIView):
+    def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
+        return Response({"quota_set": {"id": target_project, **quotas.quota_defaults_get(self.ctx, target_project)}})

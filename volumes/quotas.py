@@ -1,0 +1,140 @@
+"""Block storage quotas (Cinder's ``os-quota-sets``): limits per project and resource, usage
+counted from the live rows, and the checks volume create, snapshot create and extend make.
+
+Resources: ``volumes``, ``snapshots``, ``gigabytes`` (volumes' and snapshots' sizes, Cinder's
+default ``no_snapshot_gb_quota = False``), ``per_volume_gigabytes``, ``backups``,
+``backup_gigabytes`` and ``groups`` (no backups or groups exist here: their usage is 0), and per
+volume type ``volumes_<type>``, ``snapshots_<type>``, ``gigabytes_<type>`` (shown and settable,
+default unlimited; only the project-wide limits are enforced). -1 is unlimited. Checks count the
+rows at the time of the request; two concurrent creates may both pass the last unit (no
+reservations, unlike Cinder).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Sum
+
+from cells.transactions import api_atomic
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import CloudcoreError, Invalid
+from cloudcore.core.policy import authorize
+
+from .models import Snapshot, Volume, VolumeQuota, VolumeType
+
+#: Cinder's default limits (``quota_volumes``, ``quota_snapshots``, ...)
+DEFAULTS: dict[str, int] = {"volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10,
+                            "backup_gigabytes": 1000, "groups": 10, "per_volume_gigabytes": -1}
+PER_TYPE = ("volumes", "snapshots", "gigabytes")
+MAX_LIMIT = 0x7FFFFFFF
+
+
+class OverQuota(CloudcoreError):
+    """Cinder's quota errors answer 413 (``overLimit``)."""
+
+    code = 413
+    message = "Quota exceeded for resources."
+
+
+def _target(project_id: str) -> dict[str, Any]:
+    return {"project_id": project_id}
+
+
+def defaults() -> dict[str, int]:
+    """Every resource's default, per-type ones included (one set per volume type)."""
+    out = dict(DEFAULTS)
+    for name in VolumeType.objects.order_by("name").values_list("name", flat=True):
+        out.update({f"{resource}_{name}": -1 for resource in PER_TYPE})
+    return out
+
+
+def limits(project_id: str) -> dict[str, int]:
+    stored = dict(VolumeQuota.objects.filter(project_id=project_id).values_list("resource", "hard_limit"))
+    return {key: stored.get(key, value) for key, value in defaults().items()}
+
+
+def usage(project_id: str) -> dict[str, int]:
+    volumes = Volume.objects.filter(project_id=project_id)
+    snapshots = Snapshot.objects.filter(project_id=project_id)
+    volume_gb = volumes.aggregate(total=Sum("size"))["total"] or 0
+    snapshot_gb = snapshots.aggregate(total=Sum("size"))["total"] or 0
+    used = dict.fromkeys(defaults(), 0)
+    used.update(volumes=volumes.count(), snapshots=snapshots.count(), gigabytes=volume_gb + snapshot_gb)
+    for vol in volumes.select_related("volume_type"):
+        if vol.volume_type is not None:
+            used[f"volumes_{vol.volume_type.name}"] = used.get(f"volumes_{vol.volume_type.name}", 0) + 1
+            used[f"gigabytes_{vol.volume_type.name}"] = used.get(f"gigabytes_{vol.volume_type.name}", 0) + vol.size
+    for snap in snapshots.select_related("volume__volume_type"):
+        vt = snap.volume.volume_type
+        if vt is not None:
+            used[f"snapshots_{vt.name}"] = used.get(f"snapshots_{vt.name}", 0) + 1
+            used[f"gigabytes_{vt.name}"] = used.get(f"gigabytes_{vt.name}", 0) + snap.size
+    return used
+
+
+def quota_set_get(ctx: RequestContext, project_id: str, *, with_usage: bool = False) -> dict[str, Any]:
+    """The project's limits (``{resource: limit}``), or with ``with_usage`` ``{resource: {"limit",
+    "in_use", "reserved"}}``. A reader of the project or an admin (``volume_extension:quotas:show``)."""
+    authorize(ctx, "volume_extension:quotas:show", _target(project_id))
+    hard = limits(project_id)
+    if not with_usage:
+        return hard
+    used = usage(project_id)
+    return {key: {"limit": value, "in_use": used.get(key, 0), "reserved": 0} for key, value in hard.items()}
+
+
+def quota_defaults_get(ctx: RequestContext, project_id: str) -> dict[str, int]:
+    authorize(ctx, "volume_extension:quotas:show", _target(project_id))
+    return defaults()
+
+
+def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, Any]) -> dict[str, int]:
+    """Set limits (admin). Raises Invalid for an unknown resource, a limit that is not an integer
+    from -1 up, or a limit below what the project uses now."""
+    authorize(ctx, "volume_extension:quotas:update", _target(project_id))
+    known = defaults()
+    bad = sorted(k for k in values if k not in known)
+    if bad:
+        raise Invalid(f"Bad key(s) in quota set: {','.join(bad)}")
+    parsed: dict[str, int] = {}
+    for key, raw in values.items():
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise Invalid(f"Invalid input received: {key} must be an integer.") from None
+        if isinstance(raw, bool) or not -1 <= value <= MAX_LIMIT:
+            raise Invalid(f"Invalid input received: {key} must be an integer between -1 and {MAX_LIMIT}.")
+        parsed[key] = value
+    used = usage(project_id)
+    with api_atomic():
+        for key, value in parsed.items():
+            if value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
+                raise Invalid(f"Invalid input received: Quota {key} limit must be equal or greater than existing "
+                              f"resources. Current usage is {used[key]} and the requested limit is {value}.")
+            VolumeQuota.objects.update_or_create(project_id=project_id, resource=key,
+                                                 defaults={"hard_limit": value})
+    return limits(project_id)
+
+
+def quota_set_delete(ctx: RequestContext, project_id: str) -> None:
+    """Back to the defaults (admin)."""
+    authorize(ctx, "volume_extension:quotas:delete", _target(project_id))
+    VolumeQuota.objects.filter(project_id=project_id).delete()
+
+
+def quota_check(project_id: str, *, volumes: int = 0, snapshots: int = 0, gigabytes: int = 0,
+                volume_size: int | None = None) -> None:
+    """Raise OverQuota (413, Cinder's messages) if adding the given amounts to what ``project_id``
+    uses would pass one of its limits; ``volume_size`` is checked against ``per_volume_gigabytes``."""
+    hard = limits(project_id)
+    per_volume = hard["per_volume_gigabytes"]
+    if volume_size is not None and per_volume != -1 and volume_size > per_volume:
+        raise OverQuota(f"Requested volume size {volume_size}G is larger than maximum allowed limit {per_volume}G.")
+    used = usage(project_id)
+    if volumes and hard["volumes"] != -1 and used["volumes"] + volumes > hard["volumes"]:
+        raise OverQuota(f"Maximum number of volumes allowed ({hard['volumes']}) exceeded for quota 'volumes'.")
+    if snapshots and hard["snapshots"] != -1 and used["snapshots"] + snapshots > hard["snapshots"]:
+        raise OverQuota(f"Maximum number of snapshots allowed ({hard['snapshots']}) exceeded")
+    if gigabytes and hard["gigabytes"] != -1 and used["gigabytes"] + gigabytes > hard["gigabytes"]:
+        raise OverQuota(f"Requested volume or snapshot exceeds allowed gigabytes quota. Requested {gigabytes}G, "
+                        f"quota is {hard['gigabytes']}G and {used['gigabytes']}G has been consumed.")
