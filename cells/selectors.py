@@ -71,3 +71,9 @@ def mapped_instance_uuids(instance_uuids: Iterable[str], *, live_only: bool = Fa
     if live_only:
         qs = qs.filter(queued_for_delete=False)
     return set(qs.values_list("instance_uuid", flat=True))
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+def cell0_get() -> CellMapping | None:
+    """cell0, where the servers that got no host are kept (None before it is mapped)."""
+    return CellMapping.objects.filter(uuid=CELL0_UUID).first()

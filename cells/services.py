@@ -172,3 +172,10 @@ def instance_mapping_set_cell(instance_uuid: str, cell: CellMapping | None) -> i
 def instance_mappings_queue_for_delete(instance_uuids: list[str]) -> int:
     """Mark servers' mappings queued for delete (the API side's delete, before the host's work)."""
     return InstanceMapping.objects.filter(instance_uuid__in=instance_uuids).update(queued_for_delete=True)
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+def instance_mapping_claim_cell(instance_uuid: str, cell: CellMapping) -> int:
+    """Point a server's mapping at ``cell`` only while it is in no cell yet (compare-and-swap);
+    returns how many mappings changed (0 or 1)."""
+    return InstanceMapping.objects.filter(instance_uuid=instance_uuid, cell__isnull=True).update(cell=cell)

@@ -16,71 +16,46 @@ to ERROR with MaxRetriesExceeded.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
+from cells.services import CellNotFound
 from cells.transactions import atomic
 from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NoValidHost
+from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
 from compute import rpc as compute_rpc
 from compute.exceptions import MaxRetriesExceeded
-from hosts.models import ComputeNode
+from hosts.selectors import compute_node_get
 from networks.secgroups import requested_groups_for_instance
-from scheduling.models import RequestSpec
 from scheduling.placement.services import allocations_delete, claim_allocation_request
 from scheduling.scheduler import select_destinations
 from scheduling.services.aggregates import host_availability_zone
+from scheduling.services.request_specs import request_spec_get, request_specs_get
 from servers.choices import TaskState, VmState
-from servers.models import BlockDeviceMapping, BuildRequest, Instance, Tag
+from servers.selectors import build_request_get, instance_get
 from servers.services import actions
 from servers.services.build_failure import build_error_out
-from servers.services.history import history_restore, open_action
+from servers.services.build_requests import (
+    build_request_bdms_and_tags_create,
+    build_request_delete,
+    instance_from_build_request,
+)
+from servers.services.guards import instance_task_state_set
+from servers.services.history import history_restore, open_action, rows_hard_delete
 from servers.services.notify import notify_instance
 from servers.services.volume_attachments import bdm_volumes_create
+
+if TYPE_CHECKING:
+    from servers.models import BuildRequest
 
 log = logging.getLogger(__name__)
 
 EVENT_SCHEDULE_AND_BUILD = "conductor_schedule_and_build_instances"
-
-_INSTANCE_FIELDS = {f.name for f in Instance._meta.get_fields() if getattr(f, "concrete", False)}
-
-
-def instance_from_build_request(br: BuildRequest, **overrides: Any) -> Instance:
-    """An unsaved Instance built from the BuildRequest's serialised instance."""
-    data = {k: v for k, v in br.instance.items() if k in _INSTANCE_FIELDS and k not in ("id",)}
-    if isinstance(data.get("created_at"), str):
-        data["created_at"] = parse_datetime(data["created_at"]) or timezone.now()
-    data.update(overrides)
-    return Instance(**data)
-
-
-def _store_bdms_and_tags(br: BuildRequest, instance_uuid: str) -> None:
-    for bdm in br.block_device_mappings or []:
-        BlockDeviceMapping.objects.create(
-            instance_uuid=instance_uuid,
-            source_type=bdm.get("source_type", "image"),
-            destination_type=bdm.get("destination_type", "local"),
-            boot_index=bdm.get("boot_index"),
-            device_name=bdm.get("device_name"),
-            delete_on_termination=bool(bdm.get("delete_on_termination", False)),
-            image_id=bdm.get("uuid") if bdm.get("source_type") == "image" else None,
-            volume_id=bdm.get("uuid") if bdm.get("source_type") == "volume" else None,
-            snapshot_id=bdm.get("uuid") if bdm.get("source_type") == "snapshot" else None,
-            volume_size=bdm.get("volume_size"),
-            volume_type=bdm.get("volume_type"),
-            disk_bus=bdm.get("disk_bus"),
-            device_type=bdm.get("device_type"),
-            guest_format=bdm.get("guest_format"),
-            tag=bdm.get("tag"),
-        )
-    for tag in br.tags or []:
-        Tag.objects.get_or_create(instance_uuid=instance_uuid, tag=tag)
 
 
 def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException) -> None:
@@ -90,11 +65,13 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
     ``error``. Skipped when the mapping already points at a cell. If the BuildRequest is gone
     (the user deleted the server meanwhile) the cell0 copy is removed again.
     """
-    cell0 = CellMapping.objects.get(uuid=CELL0_UUID)
-    mapping = InstanceMapping.objects.filter(instance_uuid=instance_uuid).first()
+    cell0 = cell0_get()
+    if cell0 is None:
+        raise CellNotFound(uuid="cell0")
+    mapping = instance_mapping_get(instance_uuid)
     if mapping is None or mapping.cell_id is not None:
         return
-    br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+    br = build_request_get(instance_uuid)
     if br is None:
         return
     pending = settings.USE_PENDING_STATE and isinstance(exc, NoValidHost)
@@ -109,14 +86,14 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
             ev = actions.event_start(ctx, instance_uuid=instance_uuid, event=EVENT_SCHEDULE_AND_BUILD)
             actions.event_finish(ev, exc=exc)
             actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
-            _store_bdms_and_tags(br, instance_uuid)
+            build_request_bdms_and_tags_create(br, instance_uuid)
             actions.fault_add(instance_uuid=instance_uuid, exc=exc, code=500)
     mapping.cell = cell0
     mapping.save(update_fields=["cell", "updated_at"])
-    deleted = BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()[0]
+    deleted = build_request_delete(instance_uuid)
     with target_cell(cell0):
         if not deleted:
-            Instance.all_objects.filter(uuid=instance_uuid).delete()
+            rows_hard_delete(instance_uuid)
             return
         notify_instance(ctx, "instance.update", instance, old_vm_state=VmState.BUILDING,
                         old_task_state=TaskState.SCHEDULING)
@@ -130,8 +107,7 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
 
 
 def _spec(instance_uuid: str) -> dict[str, Any]:
-    rs = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
-    return rs.spec if rs else {}
+    return request_spec_get(instance_uuid) or {}
 
 
 def _requested_networks(instance_uuid: str) -> Any:
@@ -153,11 +129,11 @@ def schedule_and_build_instances(
 ) -> None:
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
 
-    specs = {rs.instance_uuid: rs for rs in RequestSpec.objects.filter(instance_uuid__in=instance_uuids)}
-    live = [u for u in instance_uuids if u in specs and BuildRequest.objects.filter(instance_uuid=u).exists()]
+    specs = request_specs_get(instance_uuids)
+    live = [u for u in instance_uuids if u in specs and build_request_get(u) is not None]
     if not live:
         return
-    spec = dict(specs[live[0]].spec)
+    spec = dict(specs[live[0]])
     spec["num_instances"] = len(live)
     try:
         selections = select_destinations(ctx, spec, live, return_alternates=True)
@@ -179,8 +155,8 @@ def _place_instance(
     alternates: list[dict[str, Any]], admin_pass: str | None,
 ) -> None:
     host = selection["service_host"]
-    host_mapping = HostMapping.objects.select_related("cell").filter(host=host).first()
-    br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+    host_mapping = host_mapping_get(host)
+    br = build_request_get(instance_uuid)
     if host_mapping is None or br is None:
         allocations_delete(consumer_uuid=instance_uuid)
         if host_mapping is None and br is not None:
@@ -189,7 +165,7 @@ def _place_instance(
         return
     cell = host_mapping.cell
     with target_cell(cell):
-        node = ComputeNode.objects.filter(uuid=selection["compute_node_uuid"]).first()
+        node = compute_node_get(selection["compute_node_uuid"])
         instance = instance_from_build_request(
             br,
             vm_state=VmState.BUILDING,
@@ -206,14 +182,16 @@ def _place_instance(
             history_restore(br.history)
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
                 actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
-            _store_bdms_and_tags(br, instance_uuid)
-    mapping = InstanceMapping.objects.get(instance_uuid=instance_uuid)
+            build_request_bdms_and_tags_create(br, instance_uuid)
+    mapping = instance_mapping_get(instance_uuid)
+    if mapping is None:
+        raise InstanceNotFound(instance_id=instance_uuid)  # its mapping is gone (archived)
     mapping.cell = cell
     mapping.save(update_fields=["cell", "updated_at"])
-    if not BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()[0]:
+    if not build_request_delete(instance_uuid):
         # The user deleted the server while it was being scheduled.
         with target_cell(cell):
-            Instance.all_objects.filter(uuid=instance_uuid).delete()
+            rows_hard_delete(instance_uuid)
         allocations_delete(consumer_uuid=instance_uuid)
         return
     with target_cell(cell):
@@ -235,7 +213,7 @@ def reschedule_build(
     log.info("rescheduling the build of %s after attempt %s: %s", instance_uuid, attempt, reason)
     allocations_delete(consumer_uuid=instance_uuid)
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None or instance.task_state == TaskState.DELETING:
             return
         remaining = list(alternates)
@@ -246,12 +224,11 @@ def reschedule_build(
                 project_id=instance.project_id, user_id=instance.user_id,
             ):
                 continue
-            node = ComputeNode.objects.filter(uuid=alt["compute_node_uuid"]).first()
-            moved = (Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING)
-                     .update(host=alt["service_host"],
-                             node=alt.get("nodename") or (node.hypervisor_hostname if node else None),
-                             compute_id=node.id if node else None, task_state=TaskState.SCHEDULING,
-                             updated_at=timezone.now()))
+            node = compute_node_get(alt["compute_node_uuid"])
+            moved = instance_task_state_set(
+                instance, TaskState.SCHEDULING, host=alt["service_host"],
+                node=alt.get("nodename") or (node.hypervisor_hostname if node else None),
+                compute_id=node.id if node else None)
             if not moved:  # deleted while the claim was made
                 allocations_delete(consumer_uuid=instance_uuid)
                 return

@@ -13,28 +13,42 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping, InstanceMapping
-from cells.selectors import cell_list
+from cells.selectors import cell_list, instance_mapping_get
+from cells.services import instance_mapping_claim_cell
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError
+from cloudcore.core.exceptions import CloudcoreError, InstanceInvalidState
 from compute import rpc as compute_rpc
 from scheduling.placement.services import allocations_delete
 from servers.choices import MigrationStatus, TaskState, VmState
-from servers.models import BuildRequest, Instance, Migration
+from servers.selectors import (
+    build_request_uuids_created_before,
+    instance_get,
+    instances_idle_in,
+    instances_with_stale_task,
+    migration_get,
+    migration_unfinished_for,
+    migrations_with_status,
+)
 from servers.services import actions
+from servers.services.build_requests import build_request_delete
 from servers.services.cross_cell import source_cell_of
+from servers.services.guards import claim_task_state
 from servers.services.move_recovery import error_out_migration
 from servers.services.resize import confirm_due, resize_confirm
 from servers.services.shelve import offload_due
 
 from .build import bury_in_cell0
 from .cross_cell import cross_cell_failed
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+    from servers.models import Instance
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +58,19 @@ class TaskStateTimedOut(CloudcoreError):
 
 
 def _cells() -> list[CellMapping]:
-    return list(CellMapping.objects.exclude(uuid=CELL0_UUID))
+    return cell_list(cell0=False)
 
 
 def offload_shelved() -> int:
     count = 0
     for cell in _cells():
         with target_cell(cell):
-            for instance in Instance.objects.filter(vm_state=VmState.SHELVED, task_state__isnull=True):
+            for instance in instances_idle_in(VmState.SHELVED):
                 if not offload_due(instance, offload_time=settings.SHELVED_OFFLOAD_TIME):
                     continue
-                if not Instance.objects.filter(pk=instance.pk, task_state__isnull=True).update(
-                        task_state=TaskState.SHELVING_OFFLOADING):
+                try:
+                    claim_task_state(instance, "shelveOffload", new_task_state=TaskState.SHELVING_OFFLOADING)
+                except InstanceInvalidState:
                     continue
                 ctx = RequestContext.system()
                 actions.action_start(ctx, instance_uuid=instance.uuid, action="shelveOffload")
@@ -69,11 +84,11 @@ def confirm_resizes() -> int:
     count = 0
     for cell in _cells():
         with target_cell(cell):
-            for migration in Migration.objects.filter(status=MigrationStatus.FINISHED, hidden=False):
+            for migration in migrations_with_status(MigrationStatus.FINISHED):
                 if not confirm_due(migration, window=settings.RESIZE_CONFIRM_WINDOW):
                     continue
-                instance = Instance.objects.filter(uuid=migration.instance_uuid, vm_state=VmState.RESIZED).first()
-                if instance is None:
+                instance = instance_get(migration.instance_uuid)
+                if instance is None or instance.vm_state != VmState.RESIZED:
                     continue
                 try:
                     resize_confirm(actor=RequestContext.system(), instance=instance, cell=cell, migration=migration)
@@ -94,23 +109,19 @@ def reap_stale_task_states() -> int:
         with target_cell(cell):
             # A hidden copy (the other cell's half of a cross-cell move) is repaired with its
             # visible one.
-            stale = (Instance.objects.filter(task_state__isnull=False, hidden=False)
-                     .annotate(last_change=Coalesce("updated_at", "created_at"))
-                     .filter(last_change__lt=cutoff).exclude(task_state=TaskState.DELETING))
-            for instance in stale:
+            for instance in instances_with_stale_task(cutoff):
                 old_task = instance.task_state
-                if old_task == TaskState.UNSHELVING:
-                    updated = Instance.objects.filter(pk=instance.pk, task_state=old_task).update(
-                        task_state=None, vm_state=VmState.SHELVED_OFFLOADED, updated_at=timezone.now())
-                else:
-                    updated = Instance.objects.filter(pk=instance.pk, task_state=old_task).update(
-                        task_state=None, vm_state=VmState.ERROR, updated_at=timezone.now())
-                if updated:
-                    exc = TaskStateTimedOut(task_state=old_task, seconds=settings.TASK_STATE_TIMEOUT)
-                    if not _repair_interrupted(instance, cell, exc):
-                        actions.fault_add(instance_uuid=instance.uuid, code=500, host=instance.host, exc=exc)
-                    log.warning("reset server %s stuck in %s", instance.uuid, old_task)
-                    count += 1
+                vm_state = VmState.SHELVED_OFFLOADED if old_task == TaskState.UNSHELVING else VmState.ERROR
+                try:
+                    claim_task_state(instance, "reset", new_task_state=None, expected_task_states=(old_task,),
+                                     vm_state=vm_state)
+                except InstanceInvalidState:  # it moved on meanwhile
+                    continue
+                exc = TaskStateTimedOut(task_state=old_task, seconds=settings.TASK_STATE_TIMEOUT)
+                if not _repair_interrupted(instance, cell, exc):
+                    actions.fault_add(instance_uuid=instance.uuid, code=500, host=instance.host, exc=exc)
+                log.warning("reset server %s stuck in %s", instance.uuid, old_task)
+                count += 1
     return count + _bury_stale_build_requests(cutoff)
 
 
@@ -121,8 +132,9 @@ def _bury_stale_build_requests(cutoff: datetime) -> int:
     fault), as a failed scheduling is, and whatever allocations the scheduler claimed go."""
 
     count = 0
-    for uuid in BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True):
-        if not InstanceMapping.objects.filter(instance_uuid=uuid, cell__isnull=True).exists():
+    for uuid in build_request_uuids_created_before(cutoff):
+        mapping = instance_mapping_get(uuid)
+        if mapping is None or mapping.cell_id is not None:
             continue
         if any(_has_instance(cell, uuid) for cell in _cells()):
             continue  # created in its cell, not stale there yet: the cell loop repairs it
@@ -136,7 +148,7 @@ def _bury_stale_build_requests(cutoff: datetime) -> int:
 
 def _has_instance(cell: CellMapping, uuid: str) -> bool:
     with target_cell(cell):
-        return Instance.all_objects.filter(uuid=uuid).exists()
+        return instance_get(uuid, read_deleted=True) is not None
 
 
 def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -> bool:
@@ -153,10 +165,9 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
       port bindings go, the mapping stays on the source).
     """
 
-    InstanceMapping.objects.filter(instance_uuid=instance.uuid, cell__isnull=True).update(cell=cell)
-    BuildRequest.objects.filter(instance_uuid=instance.uuid).delete()
-    migration = (Migration.objects.filter(instance_uuid=instance.uuid, status__in=MigrationStatus.UNFINISHED)
-                 .order_by("-id").first())
+    instance_mapping_claim_cell(instance.uuid, cell)
+    build_request_delete(instance.uuid)
+    migration = migration_unfinished_for(instance.uuid)
     if migration is None:
         return False
     if migration.cross_cell_move:
@@ -175,4 +186,4 @@ def _repair_interrupted(instance: Instance, cell: CellMapping, exc: Exception) -
 
 def _has_migration(cell: CellMapping, migration_uuid: str) -> bool:
     with target_cell(cell):
-        return Migration.objects.filter(uuid=migration_uuid).exists()
+        return migration_get(migration_uuid) is not None

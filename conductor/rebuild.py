@@ -11,21 +11,23 @@ NoValidHost: the server goes to ERROR with the fault, the ``rebuild`` action fai
 from __future__ import annotations
 
 import logging
-from typing import Any
-
-from django.utils import timezone
+from typing import TYPE_CHECKING, Any
 
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NoValidHost
+from cloudcore.core.exceptions import InstanceInvalidState, NoValidHost
 from compute import rpc as compute_rpc
 from scheduling.request_spec import spec_for_rebuild_check
 from scheduling.scheduler import select_destinations
 from scheduling.services.request_specs import request_spec_get, request_spec_update
 from servers.choices import TaskState, VmState
-from servers.models import Instance
+from servers.selectors import instance_get
 from servers.services import actions
+from servers.services.guards import claim_task_state
 from servers.services.notify import notify_instance
+
+if TYPE_CHECKING:
+    from servers.models import Instance
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ def rebuild_instance(
     """Re-validate the host for a new image, then cast the rebuild to it (see module doc). A
     server no longer ``rebuilding`` (deleted meanwhile) is left alone."""
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None or instance.task_state != TaskState.REBUILDING:
             return
         if image_changed and instance.host:
@@ -68,10 +70,11 @@ def _check_host_accepts(ctx: RequestContext, instance: Instance, base: dict[str,
 
 def _error_out(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
     old_vm_state = instance.vm_state
-    if not Instance.objects.filter(pk=instance.pk, task_state=TaskState.REBUILDING).update(
-            vm_state=VmState.ERROR, task_state=None, updated_at=timezone.now()):
+    try:
+        claim_task_state(instance, "rebuild", new_task_state=None, expected_task_states=(TaskState.REBUILDING,),
+                         vm_state=VmState.ERROR)
+    except InstanceInvalidState:  # deleted meanwhile
         return
-    instance.vm_state, instance.task_state = VmState.ERROR, None
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_vm_state, old_task_state=TaskState.REBUILDING)

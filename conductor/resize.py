@@ -10,26 +10,31 @@ A destination in the same cell gets the migration's destination and the source h
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from cells.context import target_cell
-from cells.models import CellMapping, HostMapping
+from cells.selectors import host_mapping_get
 from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import NoValidHost
 from cloudcore.core.orchestration import Step, run_steps
 from compute import rpc as compute_rpc
-from hosts.models import ComputeNode
-from scheduling.models import RequestSpec
+from hosts.selectors import compute_node_get
 from scheduling.placement.services import allocations_delete
 from scheduling.request_spec import spec_for_move
 from scheduling.scheduler import select_destinations
+from scheduling.services.request_specs import request_spec_get
 from servers.choices import MigrationStatus, MigrationType, TaskState
-from servers.models import Instance, Migration
+from servers.selectors import instance_get, migration_get
 from servers.services import actions
 from servers.services.move_recovery import move_failed
 
 from .cross_cell import cross_cell_resize
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+    from servers.models import Instance, Migration
 
 
 class MoveContext:
@@ -47,13 +52,14 @@ class ScheduleStep(Step):
 
     def execute(self) -> None:
         inst, mig = self.move.instance, self.move.migration
-        row = RequestSpec.objects.filter(instance_uuid=inst.uuid).first()
-        base = dict(row.spec) if row else {}
+        base = request_spec_get(inst.uuid) or {}
         base.setdefault("project_id", inst.project_id)
         base.setdefault("user_id", inst.user_id)
         host_cell = None
         if self.host:
-            mapping = HostMapping.objects.select_related("cell").get(host=self.host)
+            mapping = host_mapping_get(self.host)
+            if mapping is None:
+                raise NoValidHost(reason=f"Host {self.host} is not mapped to any cell")
             host_cell = mapping.cell.uuid
         spec = spec_for_move(
             base, source_cell_uuid=self.move.cell.uuid, source_host=inst.host, flavor=mig.new_flavor,
@@ -76,8 +82,8 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
                     host: str | None, allow_cross_cell: bool) -> None:
     """Conductor: schedule the move and cast the source half to the source host."""
     with target_cell(cell_uuid) as cell:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        migration = Migration.objects.filter(uuid=migration_uuid).first()
+        instance = instance_get(instance_uuid)
+        migration = migration_get(migration_uuid)
         if instance is None or migration is None:
             return
         move = MoveContext(ctx, instance, migration, cell)
@@ -91,13 +97,14 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
             cross_cell_resize(ctx, instance=instance, migration=migration, selection=move.selection)
             return
 
-        node = ComputeNode.objects.filter(uuid=move.selection["compute_node_uuid"]).first()
+        node = compute_node_get(move.selection["compute_node_uuid"])
         migration.dest_compute = move.selection["service_host"]
         migration.dest_host = migration.dest_compute
         migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
         migration.dest_compute_id = node.id if node else None
         migration.status = MigrationStatus.MIGRATING
         migration.save()
-        Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
+        instance.task_state = TaskState.RESIZE_MIGRATING
+        instance.save(update_fields=["task_state"])
         compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
                                      cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)

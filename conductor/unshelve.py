@@ -9,13 +9,13 @@ from cells.context import target_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from compute import rpc as compute_rpc
-from hosts.models import ComputeNode
-from scheduling.models import RequestSpec
+from hosts.selectors import compute_node_get
 from scheduling.request_spec import spec_for_unshelve
 from scheduling.scheduler import select_destinations
 from scheduling.services.aggregates import host_availability_zone
+from scheduling.services.request_specs import request_spec_get
 from servers.choices import TaskState
-from servers.models import Instance
+from servers.selectors import instance_get
 from servers.services import actions
 
 log = logging.getLogger(__name__)
@@ -30,11 +30,10 @@ def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str
     Error ``schedule_instances`` event.
     """
     with target_cell(cell_uuid) as cell:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
+        instance = instance_get(instance_uuid)
         if instance is None or instance.task_state != TaskState.UNSHELVING:
             return
-        spec_row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
-        base = dict(spec_row.spec) if spec_row else {}
+        base = request_spec_get(instance_uuid) or {}
         spec = spec_for_unshelve(base, availability_zone=base.get("availability_zone"), host=host)
         # The server's rows live in this cell: it is unshelved onto a host of the same cell (Nova).
         spec["requested_destination"] = {**(spec.get("requested_destination") or {"host": None, "node": None}),
@@ -47,11 +46,12 @@ def unshelve_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str
         except Exception as exc:
             if not isinstance(exc, NoValidHost):
                 log.exception("unshelve scheduling of %s failed", instance_uuid)
-            Instance.objects.filter(pk=instance.pk).update(task_state=None)
+            instance.task_state = None
+            instance.save(update_fields=["task_state"])
             actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
             return
         chosen = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
-        node = ComputeNode.objects.filter(uuid=chosen["compute_node_uuid"]).first()
+        node = compute_node_get(chosen["compute_node_uuid"])
         instance.host = chosen["service_host"]
         instance.node = chosen.get("nodename") or (node.hypervisor_hostname if node else None)
         instance.compute_id = node.id if node else None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from cells import selectors as cell_selectors
 from cells.context import target_cell
@@ -23,7 +24,7 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 
-from .choices import VmState
+from .choices import MigrationStatus, TaskState, VmState
 from .models import (
     BlockDeviceMapping,
     BuildRequest,
@@ -469,6 +470,43 @@ def vif_preserved_port_ids(instance_uuid: str) -> set[str]:
     """The ports the user brought to the server (its live VIFs with ``preserve_on_delete``)."""
     return set(VirtualInterface.objects.filter(instance_uuid=instance_uuid, preserve_on_delete=True)
                .values_list("port_id", flat=True))
+
+
+# --- used by conductor/ ---------------------------------------------------------------------------
+# (the conductor's reads: the API database's BuildRequests, else the targeted cell; instance_get
+# and migration_get above serve it too)
+def build_request_get(instance_uuid: str) -> BuildRequest | None:
+    """The BuildRequest of a server not yet in a cell (API database), or None."""
+    return BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+
+
+def build_request_uuids_created_before(cutoff: datetime) -> list[str]:
+    """The servers whose BuildRequest (API database) was accepted before ``cutoff``."""
+    return list(BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True))
+
+
+def instances_idle_in(vm_state: str) -> list[Instance]:
+    """The live servers in ``vm_state`` with no task under way."""
+    return list(Instance.objects.filter(vm_state=vm_state, task_state__isnull=True))
+
+
+def instances_with_stale_task(cutoff: datetime) -> list[Instance]:
+    """The visible servers in a task_state (``deleting`` aside) not changed since ``cutoff`` (a
+    server never updated counts from its creation)."""
+    return list(Instance.objects.filter(task_state__isnull=False, hidden=False)
+                .annotate(last_change=Coalesce("updated_at", "created_at"))
+                .filter(last_change__lt=cutoff).exclude(task_state=TaskState.DELETING))
+
+
+def migrations_with_status(status: str) -> list[Migration]:
+    """The visible live migrations in ``status``."""
+    return list(Migration.objects.filter(status=status, hidden=False))
+
+
+def migration_unfinished_for(instance_uuid: str) -> Migration | None:
+    """The server's newest migration still under way (pre-migrating, migrating, post-migrating)."""
+    return (Migration.objects.filter(instance_uuid=instance_uuid, status__in=MigrationStatus.UNFINISHED)
+            .order_by("-id").first())
 
 
 # --- used by cross-cell ---

@@ -121,10 +121,11 @@ def writable_instance(actor: RequestContext, record: ServerRecord, method: str, 
     return record.instance
 
 
-# --- used by compute/ ---------------------------------------------------------------------------
-def instance_task_state_set(instance: Instance, task_state: str) -> bool:
-    """Set the server's task_state (compare-and-swap in the targeted cell) unless it is being
-    deleted; returns whether it was set. ``instance`` itself is left as it was read."""
+# --- used by compute/ and conductor/ -------------------------------------------------------------
+def instance_task_state_set(instance: Instance, task_state: str, **fields: object) -> bool:
+    """Set the server's task_state (and ``fields``) with a compare-and-swap in the targeted cell
+    unless it is being deleted; returns whether it was set. ``instance`` itself is left as it was
+    read."""
     updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
-        task_state=task_state, updated_at=timezone.now())
+        task_state=task_state, updated_at=timezone.now(), **fields)
     return bool(updated)

@@ -14,9 +14,8 @@ ports and host.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cells.models import CellMapping
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid
@@ -30,6 +29,9 @@ from .guards import check_not_locked, claim_task_state
 from .power import target
 from .rebuild_bfv import validate_volume_backed_rebuild
 from .rebuild_pending import server_rebuild_pending
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 REBUILD_STATES = [VmState.ACTIVE, VmState.STOPPED, VmState.ERROR]
 

@@ -9,13 +9,17 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudcore.core.exceptions import Conflict, Invalid
 from scheduling.placement import services as placement
-from volumes.models import Volume, VolumeStatus
+from volumes.choices import VolumeStatus
+from volumes.services import VolumeNotFound, volume_get
 
 from ..models import BlockDeviceMapping, Instance
+
+if TYPE_CHECKING:
+    from volumes.models import Volume
 
 REIMAGE_MIN_VERSION = (2, 93)
 TRAIT = "COMPUTE_REBUILD_BFV"
@@ -63,9 +67,19 @@ def host_supports_rebuild_bfv(instance: Instance) -> bool:
         return False
 
 
+def _volume(volume_id: str | None) -> Volume | None:
+    """The volume of a BDM, or None (no volume id, or the volume is gone)."""
+    if volume_id is None:
+        return None
+    try:
+        return volume_get(None, volume_id)
+    except VolumeNotFound:
+        return None
+
+
 def _check_volume_status(instance: Instance) -> None:
     for bdm in BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume"):
-        vol = Volume.objects.filter(pk=bdm.volume_id).first()
+        vol = _volume(bdm.volume_id)
         allowed = [VolumeStatus.IN_USE]
         if bdm.boot_index == 0 and instance.vm_state == "error":
             allowed.append(VolumeStatus.RESERVED)  # a failed reimage reset by an admin: the retry path
@@ -89,7 +103,7 @@ def validate_volume_backed_rebuild(*, instance: Instance, image: dict[str, Any],
     _check_volume_status(instance)
     reimage = (tuple(version) >= REIMAGE_MIN_VERSION) if reimage_boot_volume is None else bool(reimage_boot_volume)
     bdm = root_bdm(instance)
-    vol = Volume.objects.filter(pk=bdm.volume_id).first() if bdm is not None else None
+    vol = _volume(bdm.volume_id) if bdm is not None else None
     if not reimage:
         current = (vol.volume_image_metadata or {}).get("image_id") if vol is not None else None
         if image["id"] != current:
