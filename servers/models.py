@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cloudcore.core.exceptions import ObjectActionError
-from cloudcore.core.models import ApiModel, CellModel, SoftDeleteModel, TimestampedModel
+from cloudcore.core.models import ApiModel, CellModel, HardLimit, ProjectHardLimit, SoftDeleteModel, TimestampedModel
 
 from .choices import MigrationStatus, PowerState, VmState
 
@@ -93,23 +93,11 @@ class KeyPair(ApiModel, TimestampedModel):
         constraints = [models.UniqueConstraint(fields=["user_id", "name"], name="keypair_user_name")]
 
 
-class HardLimit(ApiModel, TimestampedModel):
-    """One resource's hard limit; -1 is unlimited."""
-
-    resource = models.CharField(max_length=255)
-    hard_limit = models.IntegerField()
-
-    class Meta:
-        abstract = True
-
-
-class QuotaLimit(HardLimit):
+class QuotaLimit(ProjectHardLimit):
     """A project's own hard limit for one resource (Nova's ``quotas`` table).
 
     A project without a row for a resource takes the ``default`` quota class's limit.
     """
-
-    project_id = models.CharField(max_length=255, db_index=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="quota_project_resource")]

@@ -5,7 +5,9 @@ Resources: ``volumes``, ``snapshots``, ``gigabytes`` (volumes' and snapshots' si
 default ``no_snapshot_gb_quota = False``), ``per_volume_gigabytes``, ``backups``,
 ``backup_gigabytes`` and ``groups`` (no backups or groups exist here: their usage is 0), and per
 volume type ``volumes_<type>``, ``snapshots_<type>``, ``gigabytes_<type>`` (shown and settable,
-default unlimited; only the project-wide limits are enforced). -1 is unlimited. Checks count the
+default unlimited; only the project-wide limits are enforced). -1 is unlimited. ``reserved`` and
+``allocated`` are always 0 (no reservations; nested quotas are gone from Cinder). An update below
+the usage is refused only with ``skip_validation: false`` (Cinder's default skips). Checks count the
 rows at the time of the request; two concurrent creates may both pass the last unit (no
 reservations, unlike Cinder).
 """
@@ -26,6 +28,8 @@ from .models import Snapshot, Volume, VolumeQuota, VolumeType
 DEFAULTS: dict[str, int] = {"volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10,
                             "backup_gigabytes": 1000, "groups": 10, "per_volume_gigabytes": -1}
 PER_TYPE = ("volumes", "snapshots", "gigabytes")
+#: Keys a quota set body may carry besides the resources (ignored, as Cinder).
+NON_QUOTA_KEYS = ("id", "tenant_id")
 MAX_LIMIT = 0x7FFFFFFF
 
 
@@ -74,13 +78,14 @@ def usage(project_id: str) -> dict[str, int]:
 
 def quota_set_get(ctx: RequestContext, project_id: str, *, with_usage: bool = False) -> dict[str, Any]:
     """The project's limits (``{resource: limit}``), or with ``with_usage`` ``{resource: {"limit",
-    "in_use", "reserved"}}``. A reader of the project or an admin (``volume_extension:quotas:show``)."""
+    "in_use", "reserved", "allocated"}}``. A reader of the project or an admin (``volume_extension:quotas:show``)."""
     authorize(ctx, "volume_extension:quotas:show", _target(project_id))
     hard = limits(project_id)
     if not with_usage:
         return hard
     used = usage(project_id)
-    return {key: {"limit": value, "in_use": used.get(key, 0), "reserved": 0} for key, value in hard.items()}
+    return {key: {"limit": value, "in_use": used.get(key, 0), "reserved": 0, "allocated": 0}
+            for key, value in hard.items()}
 
 
 def quota_defaults_get(ctx: RequestContext, project_id: str) -> dict[str, int]:
@@ -88,10 +93,17 @@ def quota_defaults_get(ctx: RequestContext, project_id: str) -> dict[str, int]:
     return defaults()
 
 
-def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, Any]) -> dict[str, int]:
-    """Set limits (admin). Raises Invalid for an unknown resource, a limit that is not an integer
-    from -1 up, or a limit below what the project uses now."""
+def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, Any],
+                     skip_validation: Any = True) -> dict[str, int]:
+    """Set limits (admin); the body's ``id`` and ``tenant_id`` are ignored. Raises Invalid for an
+    unknown resource, a limit that is not an integer from -1 up, a ``skip_validation`` that is not a
+    boolean, or (``skip_validation`` false) a limit below what the project uses now."""
     authorize(ctx, "volume_extension:quotas:update", _target(project_id))
+    flag = str(skip_validation).lower()
+    if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise Invalid(f"Invalid input received: Invalid value '{skip_validation}' for skip_validation.")
+    validate_usage = flag in ("false", "0", "no", "off")
+    values = {key: value for key, value in values.items() if key not in NON_QUOTA_KEYS}
     known = defaults()
     bad = sorted(k for k in values if k not in known)
     if bad:
@@ -108,7 +120,7 @@ def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, 
     used = usage(project_id)
     with api_atomic():
         for key, value in parsed.items():
-            if value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
+            if validate_usage and value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
                 raise Invalid(f"Invalid input received: Quota {key} limit must be equal or greater than existing "
                               f"resources. Current usage is {used[key]} and the requested limit is {value}.")
             VolumeQuota.objects.update_or_create(project_id=project_id, resource=key,
@@ -125,16 +137,17 @@ def quota_set_delete(ctx: RequestContext, project_id: str) -> None:
 def quota_check(project_id: str, *, volumes: int = 0, snapshots: int = 0, gigabytes: int = 0,
                 volume_size: int | None = None) -> None:
     """Raise OverQuota (413, Cinder's messages) if adding the given amounts to what ``project_id``
-    uses would pass one of its limits; ``volume_size`` is checked against ``per_volume_gigabytes``."""
+    uses would pass one of its limits; ``volume_size`` is checked against ``per_volume_gigabytes``
+    first, then ``gigabytes`` before the counts (Cinder reports its sorted overs, first one wins)."""
     hard = limits(project_id)
     per_volume = hard["per_volume_gigabytes"]
     if volume_size is not None and per_volume != -1 and volume_size > per_volume:
         raise OverQuota(f"Requested volume size {volume_size}G is larger than maximum allowed limit {per_volume}G.")
     used = usage(project_id)
+    if gigabytes and hard["gigabytes"] != -1 and used["gigabytes"] + gigabytes > hard["gigabytes"]:
+        raise OverQuota(f"Requested volume or snapshot exceeds allowed gigabytes quota. Requested {gigabytes}G, "
+                        f"quota is {hard['gigabytes']}G and {used['gigabytes']}G has been consumed.")
     if volumes and hard["volumes"] != -1 and used["volumes"] + volumes > hard["volumes"]:
         raise OverQuota(f"Maximum number of volumes allowed ({hard['volumes']}) exceeded for quota 'volumes'.")
     if snapshots and hard["snapshots"] != -1 and used["snapshots"] + snapshots > hard["snapshots"]:
         raise OverQuota(f"Maximum number of snapshots allowed ({hard['snapshots']}) exceeded")
-    if gigabytes and hard["gigabytes"] != -1 and used["gigabytes"] + gigabytes > hard["gigabytes"]:
-        raise OverQuota(f"Requested volume or snapshot exceeds allowed gigabytes quota. Requested {gigabytes}G, "
-                        f"quota is {hard['gigabytes']}G and {used['gigabytes']}G has been consumed.")

@@ -75,6 +75,26 @@ class SoftDeleteModel(TimestampedModel):
         self.save(update_fields=["deleted", "deleted_at"])
 
 
+class HardLimit(ApiModel, TimestampedModel):
+    """One resource's hard limit (a quota); -1 is unlimited. Each service's quota tables build on it."""
+
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class ProjectHardLimit(HardLimit):
+    """A project's own hard limit for one resource; a resource without a row takes its service's
+    default. Subclasses name their ``(project_id, resource)`` unique constraint."""
+
+    project_id = models.CharField(max_length=255, db_index=True)
+
+    class Meta:
+        abstract = True
+
+
 class NotificationRecord(ApiModel):
     """The last versioned notifications, kept for the web console (API database)."""
 

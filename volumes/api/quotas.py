@@ -25,9 +25,9 @@ class QuotaSetView(VolumeAPIView):
         return Response({"quota_set": {"id": target_project, **shown}})
 
     def put(self, request: Request, target_project: str, **_kw: Any) -> Response:
-        values = validate(self.body(), UPDATE_SCHEMA)["quota_set"]
-        values.pop("tenant_id", None)  # older clients name the project in the body too
-        return Response({"quota_set": quotas.quota_set_update(self.ctx, target_project, values=values)})
+        body = validate(self.body(), UPDATE_SCHEMA)
+        return Response({"quota_set": quotas.quota_set_update(self.ctx, target_project, values=body["quota_set"],
+                                                              skip_validation=body.get("skip_validation", True))})
 
     def delete(self, request: Request, target_project: str, **_kw: Any) -> Response:
         quotas.quota_set_delete(self.ctx, target_project)

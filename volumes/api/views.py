@@ -73,6 +73,13 @@ class VolumeAPIView(OpenStackAPIView):
     def authorize(self, rule: str, project_id: str | None = None) -> None:
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
 
+    def error_body(self, code: int, message: str) -> dict[str, Any]:
+        """Cinder's fault body; its quota errors (413) also say when to retry."""
+        body = super().error_body(code, message)
+        if code == 413:
+            body["overLimit"]["retryAfter"] = "0"
+        return body
+
 
 def _int_param(value: str | None, name: str) -> int | None:
     if value is None:

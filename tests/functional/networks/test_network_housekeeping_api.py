@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 NET = "/network/v2.0"
 NEUTRON_DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
-                    "security_group": 10, "security_group_rule": 100}
+                    "security_group": 10, "security_group_rule": 100, "subnetpool": -1, "rbac_policy": 10}
 
 
 def member(name: str = "alice", project: str = "demo") -> APIClient:

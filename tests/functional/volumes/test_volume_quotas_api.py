@@ -34,8 +34,8 @@ def test_show_defaults_update_and_reset(bfv: Any) -> None:
     assert call(member, "get", f"{path}/defaults").json()["quota_set"]["gigabytes"] == 1000
     # and with usage=true each resource has limit/in_use/reserved (snapshots count in gigabytes)
     used = call(member, "get", f"{path}?usage=true").json()["quota_set"]
-    assert used["volumes"] == {"limit": 10, "in_use": 1, "reserved": 0}
-    assert used["gigabytes"] == {"limit": 1000, "in_use": 4, "reserved": 0}
+    assert used["volumes"] == {"limit": 10, "in_use": 1, "reserved": 0, "allocated": 0}
+    assert used["gigabytes"] == {"limit": 1000, "in_use": 4, "reserved": 0, "allocated": 0}
     assert used["snapshots"]["in_use"] == 1 and used["volumes___DEFAULT__"]["in_use"] == 1
     # and another project's quotas are not the member's to read; updates are the admin's
     assert call(member, "get", f"/volume/v3/os-quota-sets/{_project_id('admin')}").status_code == 403
@@ -45,9 +45,10 @@ def test_show_defaults_update_and_reset(bfv: Any) -> None:
     assert updated.status_code == 200, updated.content
     assert "id" not in updated.json()["quota_set"] and updated.json()["quota_set"]["gigabytes"] == 50
     assert call(member, "get", path).json()["quota_set"]["volumes"] == 5
-    # and bad keys, bad values and limits below usage are 400s
-    for body in ({"colour": 1}, {"volumes": -2}, {"volumes": "many"}, {"gigabytes": 3}):
-        refused = call(admin, "put", path, {"quota_set": body})
+    # and bad keys, bad values and (with skip_validation false) limits below usage are 400s
+    for body in ({"quota_set": {"colour": 1}}, {"quota_set": {"volumes": -2}}, {"quota_set": {"volumes": "many"}},
+                 {"quota_set": {"gigabytes": 3}, "skip_validation": False}):
+        refused = call(admin, "put", path, body)
         assert refused.status_code == 400, body
     # when they are reset, the defaults are back
     assert call(admin, "delete", path).status_code == 200
