@@ -29,12 +29,12 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from cells.context import current_cell, target_cell
-from cells.models import CellMapping, InstanceMapping
+from cells.services import get_cell, instance_mapping_set_cell
 from cells.transactions import atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.orchestration import Step, run_steps
@@ -42,27 +42,39 @@ from compute import rpc as compute_rpc
 from compute.block_devices import attach_bdm  # Cinder calls with the host's connector, and the BDM row
 from compute.ops import finish_confirm
 from images import services as images
-from images.models import Image
-from networks.models import Port, PortBinding
-from networks.services import port_binding_activate, port_binding_create, port_binding_delete, ports_rebind_host
+from networks.selectors import ports_of_instance
+from networks.services import (
+    port_binding_activate,
+    port_binding_create,
+    port_binding_delete,
+    port_binding_ensure,
+    ports_rebind_host,
+)
 from scheduling.placement.services import allocations_delete
 from scheduling.services.aggregates import host_availability_zone
 from servers.choices import MigrationStatus, TaskState, VmState
-from servers.models import (
-    BlockDeviceMapping,
-    Instance,
-    InstanceAction,
-    InstanceActionEvent,
-    Migration,
-    Tag,
-    VirtualInterface,
-)
+from servers.selectors import bdms_of, instance_get, instance_get_in_cell, migration_get, migration_get_in_cell
 from servers.services import actions
-from servers.services.history import rows_hard_delete
+from servers.services.history import (
+    bdm_hard_delete,
+    bdm_restore,
+    bdm_rows,
+    instance_update,
+    migration_update,
+    migrations_hard_delete,
+    rows_hard_delete,
+    rows_restore,
+    rows_take,
+)
 from servers.services.move_recovery import allocations_back_to_server, move_failed
 from servers.services.notify import notify_instance
 from volumes import services as volumes
-from volumes.models import AttachStatus, VolumeAttachment
+from volumes.choices import AttachStatus
+from volumes.selectors import attachment_find
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+    from servers.models import BlockDeviceMapping, Instance, Migration
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +87,13 @@ def hard_delete_rows(instance_uuid: str, cell: CellMapping) -> None:
     hit the unique uuids)."""
 
     with target_cell(cell):
-        Migration._base_manager.filter(instance_uuid=instance_uuid).delete()
+        migrations_hard_delete(instance_uuid)
         rows_hard_delete(instance_uuid)
 
 
 def volume_bdms(instance_uuid: str) -> list[BlockDeviceMapping]:
-    """The server's volume BDMs in the targeted cell."""
-    return list(BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid, destination_type="volume",
-                                                  volume_id__isnull=False).order_by("id"))
+    """The server's volume BDMs that name a volume, in the targeted cell."""
+    return [bdm for bdm in bdms_of(instance_uuid, volumes_only=True) if bdm.volume_id is not None]
 
 
 def attachment_delete_quietly(attachment_id: str) -> None:
@@ -112,10 +123,9 @@ def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: st
                   action: str) -> None:
     """A confirm or revert that failed: in the targeted (mapped) cell the migration ends ``error``
     and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy."""
-    Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
-    Instance.all_objects.filter(uuid=instance_uuid).update(vm_state=VmState.ERROR, task_state=None,
-                                                           updated_at=timezone.now())
-    instance = Instance.all_objects.get(uuid=instance_uuid)
+    migration_update(migration_uuid, status=MigrationStatus.ERROR, updated_at=timezone.now())
+    instance_update(instance_uuid, vm_state=VmState.ERROR, task_state=None, updated_at=timezone.now())
+    instance = instance_get_in_cell(instance_uuid, read_deleted=True)
     actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
     notify(ctx, f"instance.{action}.error", instance, fault=exc)
@@ -124,15 +134,10 @@ def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: st
 def flip_to(instance_uuid: str, *, visible: CellMapping, hidden: CellMapping) -> None:
     """Show the server from ``visible``: that copy unhidden → mapping → the other copy hidden."""
     with target_cell(visible):
-        Instance.all_objects.filter(uuid=instance_uuid).update(hidden=False)
-    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=visible)
+        instance_update(instance_uuid, hidden=False)
+    instance_mapping_set_cell(instance_uuid, visible)
     with target_cell(hidden):
-        Instance.all_objects.filter(uuid=instance_uuid).update(hidden=True)
-
-
-def _delete_image(image_id: str) -> None:
-    Image.objects.filter(id=image_id).update(status="deleted", deleted=True, deleted_at=timezone.now())
-    images.image_data_path(image_id).unlink(missing_ok=True)
+        instance_update(instance_uuid, hidden=True)
 
 
 def _swap_for_placeholders(instance_uuid: str) -> None:
@@ -142,15 +147,15 @@ def _swap_for_placeholders(instance_uuid: str) -> None:
         placeholder = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=instance_uuid)
         if bdm.attachment_id:
             attachment_delete_quietly(bdm.attachment_id)
-        BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=placeholder.id, connection_info=None)
+        bdm.attachment_id, bdm.connection_info = placeholder.id, None
+        bdm.save(update_fields=["attachment_id", "connection_info"])
 
 
 def reconnect_source_volumes(ctx: RequestContext, instance: Instance) -> None:
     """In the targeted (source) cell: complete the BDMs' attachments on the source host again
     (after placeholders replaced them), so a recovered server has its volumes ``in-use``."""
     for bdm in volume_bdms(instance.uuid):
-        att = VolumeAttachment.objects.filter(pk=bdm.attachment_id, deleted=False).first() \
-            if bdm.attachment_id else None
+        att = attachment_find(bdm.attachment_id)
         if att is not None and att.attach_status == AttachStatus.ATTACHED and att.attached_host == instance.host:
             continue
         if att is None:
@@ -168,26 +173,26 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
     (a hard reboot then recovers it), otherwise only its task_state is cleared."""
     release_attachments(instance_uuid, target)
     hard_delete_rows(instance_uuid, target)
-    InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=source)
+    instance_mapping_set_cell(instance_uuid, source)
     if dest_host:
-        for port in Port.objects.filter(device_id=instance_uuid):
+        for port in ports_of_instance(instance_uuid):
             port_binding_delete(port.id, dest_host)
     if image_id:
-        _delete_image(image_id)
+        images.image_delete_internal(image_id)
     with target_cell(source):
-        instance = Instance.all_objects.get(uuid=instance_uuid)
+        instance = instance_get_in_cell(instance_uuid, read_deleted=True)
         ports_rebind_host(instance_uuid, instance.host)
         try:
             reconnect_source_volumes(ctx, instance)
         except Exception:
             log.exception("could not reconnect the volumes of %s on %s", instance_uuid, instance.host)
         allocations_back_to_server(instance, migration_uuid)
-        Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+        migration_update(migration_uuid, status=MigrationStatus.ERROR, updated_at=timezone.now())
         fields: dict[str, Any] = {"task_state": None, "hidden": False, "migration_context": None,
                                   "updated_at": timezone.now()}
         if guest_destroyed:
             fields["vm_state"] = VmState.ERROR
-        Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
+        instance_update(instance_uuid, **fields)
         actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
         actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
         notify(ctx, "instance.resize.error", instance, fault=exc)
@@ -198,34 +203,11 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
 
 def _copy_rows(instance_uuid: str, source: CellMapping, target: CellMapping) -> None:
     """The target cell gets a hidden copy of the server and everything that hangs off it."""
-    def rows(model: Any, **filters: Any) -> list[dict[str, Any]]:
-        fields = [f.attname for f in model._meta.concrete_fields if f.attname != "id"]
-        return list(model._base_manager.filter(**filters).values(*fields))
-
     with target_cell(source):
-        inst = rows(Instance, uuid=instance_uuid)[0]
-        bdms = rows(BlockDeviceMapping, instance_uuid=instance_uuid, deleted=False)
-        vifs = rows(VirtualInterface, instance_uuid=instance_uuid, deleted=False)
-        tags = rows(Tag, instance_uuid=instance_uuid)
-        migrations = rows(Migration, instance_uuid=instance_uuid)
-        acts = []
-        for action in InstanceAction.objects.filter(instance_uuid=instance_uuid):
-            fields = [f.attname for f in InstanceAction._meta.concrete_fields if f.attname != "id"]
-            events = [{f.attname: getattr(e, f.attname) for f in InstanceActionEvent._meta.concrete_fields
-                       if f.attname not in ("id", "action_id")} for e in action.events.all()]
-            acts.append(({k: getattr(action, k) for k in fields}, events))
-    inst.update(hidden=True, compute_id=None, host=None, node=None)
-
+        rows = rows_take(instance_uuid)
+    rows["instance"].update(hidden=True, compute_id=None, host=None, node=None)
     with target_cell(target), atomic(target):
-        Instance(**inst).save()
-        copies = ((BlockDeviceMapping, bdms), (VirtualInterface, vifs), (Tag, tags), (Migration, migrations))
-        for model, items in copies:
-            for item in items:
-                model._base_manager.create(**item)
-        for action, events in acts:
-            new = InstanceAction.objects.create(**action)
-            for event in events:
-                InstanceActionEvent.objects.create(action=new, **event)
+        rows_restore(rows)
 
 
 class TargetDBSetup(Step):
@@ -261,29 +243,28 @@ class PrepAtDest(Step):
     def execute(self) -> None:
         m, sel = self.move, self.move["selection"]
         dest_host = str(sel["service_host"])
-        for port in Port.objects.filter(device_id=m["instance_uuid"]):
+        for port in ports_of_instance(m["instance_uuid"]):
             port_binding_create(port.id, dest_host)
             self.ports.append(port.id)
         with target_cell(m["target"]):
             for bdm in volume_bdms(m["instance_uuid"]):
                 att = volumes.attachment_create(None, volume_id=str(bdm.volume_id), instance_uuid=bdm.instance_uuid)
                 self.attachments.append(att.id)
-                BlockDeviceMapping.objects.filter(pk=bdm.pk).update(attachment_id=att.id)
+                bdm.attachment_id = att.id
+                bdm.save(update_fields=["attachment_id"])
         claimed = compute_rpc.cross_cell_prep_at_dest(
             ctx=m["ctx"], host=dest_host, instance_uuid=m["instance_uuid"], cell_uuid=str(m["target"].uuid),
             migration_uuid=m["migration_uuid"], compute_node_uuid=str(sel["compute_node_uuid"]))
         with target_cell(m["target"]):
-            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
-                availability_zone=host_availability_zone(dest_host))
+            instance_update(m["instance_uuid"], availability_zone=host_availability_zone(dest_host))
         with target_cell(m["source"]):
-            source_migration = Migration.objects.get(uuid=m["migration_uuid"])
-            Migration.objects.filter(pk=source_migration.pk).update(
-                dest_compute=dest_host, dest_host=dest_host, dest_node=claimed.get("node"))
+            source_migration = migration_get_in_cell(m["migration_uuid"])
+            migration_update(source_migration.uuid, dest_compute=dest_host, dest_host=dest_host,
+                             dest_node=claimed.get("node"))
             self.source_context = True
-            Instance.all_objects.filter(uuid=m["instance_uuid"]).update(
-                migration_context={"migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
-                                   "old_host": source_migration.source_compute, "new_host": dest_host,
-                                   "cross_cell": True})
+            instance_update(m["instance_uuid"], migration_context={
+                "migration_id": source_migration.id, "migration_uuid": source_migration.uuid,
+                "old_host": source_migration.source_compute, "new_host": dest_host, "cross_cell": True})
         m["dest_host"] = dest_host
 
     def rollback(self) -> None:
@@ -296,7 +277,7 @@ class PrepAtDest(Step):
             attachment_delete_quietly(attachment_id)
         if self.source_context:
             with target_cell(self.move["source"]):
-                Instance.all_objects.filter(uuid=self.move["instance_uuid"]).update(migration_context=None)
+                instance_update(self.move["instance_uuid"], migration_context=None)
 
 
 class PrepAtSource(Step):
@@ -312,7 +293,7 @@ class PrepAtSource(Step):
     def execute(self) -> None:
         m, ctx = self.move, self.move["ctx"]
         with target_cell(m["source"]):
-            instance = Instance.objects.get(uuid=m["instance_uuid"])
+            instance = instance_get_in_cell(m["instance_uuid"])
         notify(ctx, "instance.resize.start", instance)
         image = None
         if not instance.is_volume_backed:
@@ -342,13 +323,13 @@ class PrepAtSource(Step):
         with target_cell(m["source"]):
             _swap_for_placeholders(instance.uuid)
             instance.refresh_from_db()
-        for port in Port.objects.filter(device_id=instance.uuid):
+        for port in ports_of_instance(instance.uuid):
             port_binding_activate(port.id, m["dest_host"])
         notify(ctx, "instance.resize.end", instance)
 
     def rollback(self) -> None:
         if self.move.get("image_id"):
-            _delete_image(self.move["image_id"])
+            images.image_delete_internal(self.move["image_id"])
 
 
 class FinishAtDest(Step):
@@ -363,13 +344,13 @@ class FinishAtDest(Step):
     def execute(self) -> None:
         m, ctx = self.move, self.move["ctx"]
         with target_cell(m["target"]):
-            instance = Instance.all_objects.get(uuid=m["instance_uuid"])
+            instance = instance_get_in_cell(m["instance_uuid"], read_deleted=True)
         notify(ctx, "instance.resize_finish.start", instance)
         compute_rpc.cross_cell_finish_at_dest(ctx=ctx, host=m["dest_host"], instance_uuid=m["instance_uuid"],
                                               cell_uuid=str(m["target"].uuid), migration_uuid=m["migration_uuid"],
                                               image_id=m.get("image_id"))
         if m.get("image_id"):
-            _delete_image(m.pop("image_id"))
+            images.image_delete_internal(m.pop("image_id"))
 
 
 def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,
@@ -377,7 +358,7 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
     """Conductor: the whole move, each host's part a synchronous call."""
     source = current_cell()
     assert source is not None
-    target = CellMapping.objects.get(uuid=selection["cell_uuid"])
+    target = get_cell(selection["cell_uuid"])
     migration.cross_cell_move = True  # saved first, for audit
     migration.save(update_fields=["cross_cell_move", "updated_at"])
     move: dict[str, Any] = {"ctx": ctx, "instance_uuid": instance.uuid, "migration_uuid": migration.uuid,
@@ -389,7 +370,7 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
         move_failed(ctx, instance, migration, exc)
         return
     notify(ctx, "instance.resize_prep.end", instance)
-    Instance.objects.filter(pk=instance.pk).update(task_state=TaskState.RESIZE_MIGRATING)
+    instance_update(instance.uuid, task_state=TaskState.RESIZE_MIGRATING)
     try:
         run_steps([PrepAtSource(move), FinishAtDest(move)])
     except Exception as exc:
@@ -405,7 +386,7 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
         return
     flip_to(instance.uuid, visible=target, hidden=source)
     with target_cell(target):
-        notify(ctx, "instance.resize_finish.end", Instance.objects.get(uuid=instance.uuid))
+        notify(ctx, "instance.resize_finish.end", instance_get_in_cell(instance.uuid))
 
 
 # --- confirm and revert (cast by the API side) ------------------------------------------------------
@@ -417,17 +398,17 @@ def confirm_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_u
     confirm run in-process by a delete or beat) and the source cell (volume placeholders, port
     bindings, the rows, hard-deleted), then finish the server in the target. A failure leaves the
     migration ``error`` and the server ERROR with a fault."""
-    source = CellMapping.objects.get(uuid=source_cell_uuid)
+    source = get_cell(source_cell_uuid)
     with target_cell(cell_uuid):
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        migration = Migration.objects.filter(uuid=migration_uuid).first()
+        instance = instance_get(instance_uuid)
+        migration = migration_get(migration_uuid)
         if instance is None or migration is None:
             return
         source_host = str(migration.source_compute)
         notify(ctx, "instance.resize_confirm.start", instance)
         try:
             with target_cell(source):
-                source_copy = Instance.all_objects.filter(uuid=instance_uuid, deleted=False).exists()
+                source_copy = instance_get(instance_uuid) is not None
             if source_copy and cast_to_source:
                 compute_rpc.destroy_guest(host=source_host, instance_uuid=instance_uuid)
             elif source_copy:
@@ -435,7 +416,7 @@ def confirm_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_u
                                                          cell_uuid=str(source.uuid), migration_uuid=migration_uuid)
             release_attachments(instance_uuid, source)
             if source_host != instance.host:
-                for port in Port.objects.filter(device_id=instance_uuid):
+                for port in ports_of_instance(instance_uuid):
                     port_binding_delete(port.id, source_host)
             hard_delete_rows(instance_uuid, source)
         except Exception as exc:
@@ -455,23 +436,21 @@ def reconcile_bdms(instance_uuid: str, *, source: CellMapping, target: CellMappi
     volume attached while resized) is recreated in the source with a fresh empty attachment; a
     BDM only in the source (a volume detached while resized) is deleted with its attachment."""
 
-    fields = [f.attname for f in BlockDeviceMapping._meta.concrete_fields if f.attname != "id"]
     with target_cell(target):
-        in_target = {b["uuid"]: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)
-                     .values(*fields)}
+        in_target = {row["uuid"]: row for row in bdm_rows(instance_uuid)}
     with target_cell(source):
-        in_source = {b.uuid: b for b in BlockDeviceMapping.objects.filter(instance_uuid=instance_uuid)}
+        in_source = {row["uuid"]: row for row in bdm_rows(instance_uuid)}
         for uuid, row in in_target.items():
             if uuid in in_source or row["destination_type"] != "volume" or not row["volume_id"]:
                 continue
             att = volumes.attachment_create(None, volume_id=row["volume_id"], instance_uuid=instance_uuid)
-            BlockDeviceMapping.objects.create(**{**row, "attachment_id": att.id, "connection_info": None})
-        for uuid, bdm in in_source.items():
+            bdm_restore({**row, "attachment_id": att.id, "connection_info": None})
+        for uuid, row in in_source.items():
             if uuid in in_target:
                 continue
-            if bdm.attachment_id:
-                attachment_delete_quietly(bdm.attachment_id)
-            BlockDeviceMapping.all_objects.filter(pk=bdm.pk).delete()
+            if row["attachment_id"]:
+                attachment_delete_quietly(row["attachment_id"])
+            bdm_hard_delete(uuid)
 
 
 def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, migration_uuid: str,
@@ -480,10 +459,10 @@ def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uu
     happens in the source cell), have the destination host destroy its guest, clean the
     destination (attachments, bindings, claim) and hard-delete the target rows; then the source
     host spawns the server again."""
-    source = CellMapping.objects.get(uuid=source_cell_uuid)
+    source = get_cell(source_cell_uuid)
     with target_cell(cell_uuid) as target:
-        instance = Instance.objects.filter(uuid=instance_uuid).first()
-        migration = Migration.objects.filter(uuid=migration_uuid).first()
+        instance = instance_get(instance_uuid)
+        migration = migration_get(migration_uuid)
     if instance is None or migration is None:
         return
     source_host, dest_host = str(migration.source_compute), str(instance.host)
@@ -492,15 +471,15 @@ def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uu
     try:
         reconcile_bdms(instance_uuid, source=source, target=target)
         with target_cell(source):
-            Migration.objects.filter(uuid=migration_uuid).update(status=MigrationStatus.REVERTING)
+            migration_update(migration_uuid, status=MigrationStatus.REVERTING)
             actions.action_start(ctx, instance_uuid=instance_uuid, action="revertResize")
         flip_to(instance_uuid, visible=source, hidden=target)
         flipped = True
         compute_rpc.cross_cell_revert_at_dest(ctx=ctx, host=dest_host, instance_uuid=instance_uuid,
                                               cell_uuid=str(target.uuid), migration_uuid=migration_uuid)
         release_attachments(instance_uuid, target)
-        for port in Port.objects.filter(device_id=instance_uuid):
-            PortBinding.objects.get_or_create(port=port, host=source_host)
+        for port in ports_of_instance(instance_uuid):
+            port_binding_ensure(port.id, source_host)
             port_binding_activate(port.id, source_host)
             port_binding_delete(port.id, dest_host)
         with target_cell(target):
@@ -515,6 +494,6 @@ def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uu
                           action="resize_revert")
         return
     with target_cell(source):
-        instance = Instance.objects.get(uuid=instance_uuid)
+        instance = instance_get_in_cell(instance_uuid)
         actions.action_finish(ctx, instance_uuid=instance_uuid)
         notify(ctx, "instance.resize_revert.end", instance)

@@ -149,3 +149,12 @@ def compute_node_get_any(uuid: str) -> ComputeNode | None:
 def compute_node_for_host(host: str | None, hypervisor_hostname: str | None) -> ComputeNode | None:
     """The live compute node ``hypervisor_hostname`` of ``host``, or None."""
     return ComputeNode.objects.filter(host=host, hypervisor_hostname=hypervisor_hostname).first()
+
+
+# --- used by cross-cell ---
+
+
+def compute_service_min_version() -> int | None:
+    """The lowest version of the nova-compute services in the targeted cell; None without any."""
+    versions = list(Service.objects.filter(binary=COMPUTE_BINARY).values_list("version", flat=True))
+    return min(versions) if versions else None

@@ -271,3 +271,13 @@ def copy_image_file(image_id: str, target: Path) -> None:
     """Copy an image's bytes to ``target`` (a guest disk or a volume)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(image_data_path(image_id), target)
+
+
+# --- used by cross-cell ---
+
+
+def image_delete_internal(image_id: str) -> None:
+    """Delete an image the cloud made for itself (a cross-cell move's ``<name>-resize-temp``) with
+    its data; no owner or protection check, and an image already gone is fine."""
+    Image.objects.filter(id=image_id).update(status=ImageStatus.DELETED, deleted=True, deleted_at=timezone.now())
+    image_data_path(image_id).unlink(missing_ok=True)

@@ -12,3 +12,11 @@ def network_find(network_id: str | None) -> Network | None:
 
 def port_find(port_id: str | None) -> Port | None:
     return Port.objects.filter(id=port_id).first() if port_id else None
+
+
+# --- used by cross-cell ---
+
+
+def ports_of_instance(instance_uuid: str) -> list[Port]:
+    """The ports whose ``device_id`` is the server."""
+    return list(Port.objects.filter(device_id=instance_uuid))

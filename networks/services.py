@@ -739,3 +739,13 @@ def port_binding_remove(ctx: RequestContext, port_id: str, host: str) -> None:
             Port.objects.filter(id=port.id).update(binding_host_id="", binding_vif_type="unbound")
         elif not deleted:
             raise PortBindingNotFound(port_id=port_id, host=host)
+
+
+# --- used by cross-cell ---
+
+
+def port_binding_ensure(port_id: str, host: str) -> PortBinding:
+    """The port's binding on ``host``, an INACTIVE one created if it has none (a revert's binding
+    back on the source host)."""
+    binding, _created = PortBinding.objects.get_or_create(port_id=port_id, host=host)
+    return binding

@@ -22,7 +22,7 @@ from cells import selectors as cell_selectors
 from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CellDown, Invalid, NotFound
+from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 
 from .choices import MigrationStatus, TaskState, VmState
 from .models import (
@@ -507,3 +507,24 @@ def migration_unfinished_for(instance_uuid: str) -> Migration | None:
     """The server's newest migration still under way (pre-migrating, migrating, post-migrating)."""
     return (Migration.objects.filter(instance_uuid=instance_uuid, status__in=MigrationStatus.UNFINISHED)
             .order_by("-id").first())
+
+
+# --- used by cross-cell ---
+# Reads in the targeted cell for the conductor's cross-cell move (``conductor.cross_cell``).
+
+
+def instance_get_in_cell(instance_uuid: str, *, read_deleted: bool = False) -> Instance:
+    """``instance_get`` (a hidden copy too), raising InstanceNotFound when the targeted cell has
+    no such row."""
+    instance = instance_get(instance_uuid, read_deleted=read_deleted)
+    if instance is None:
+        raise InstanceNotFound(instance_id=instance_uuid)
+    return instance
+
+
+def migration_get_in_cell(migration_uuid: str) -> Migration:
+    """``migration_get``, raising MigrationNotFound when the targeted cell has no such row."""
+    migration = migration_get(migration_uuid)
+    if migration is None:
+        raise MigrationNotFound(migration_id=migration_uuid)
+    return migration

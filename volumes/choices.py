@@ -1,4 +1,5 @@
-"""Volume states (Cinder's names), importable by the other apps without ``volumes.models``."""
+"""Volume and attachment states, as Cinder names them (not models: other apps import them from
+here)."""
 from __future__ import annotations
 
 
@@ -17,3 +18,13 @@ class VolumeStatus:
     DOWNLOADING = "downloading"
     UPLOADING = "uploading"
     MAINTENANCE = "maintenance"
+
+
+class AttachStatus:
+    ATTACHED = "attached"
+    ATTACHING = "attaching"
+    DETACHED = "detached"
+    RESERVED = "reserved"
+    DETACHING = "detaching"
+    ERROR_ATTACHING = "error_attaching"
+    ERROR_DETACHING = "error_detaching"

@@ -8,21 +8,13 @@ from django.db import models
 
 from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
 
-from .choices import VolumeStatus as VolumeStatus  # re-exported: the states live in choices
+# re-exported: the states were read as volumes.models' before they moved to choices.py
+from .choices import AttachStatus as AttachStatus
+from .choices import VolumeStatus as VolumeStatus
 
 
 def new_uuid() -> str:
     return str(uuidlib.uuid4())
-
-
-class AttachStatus:
-    ATTACHED = "attached"
-    ATTACHING = "attaching"
-    DETACHED = "detached"
-    RESERVED = "reserved"
-    DETACHING = "detaching"
-    ERROR_ATTACHING = "error_attaching"
-    ERROR_DETACHING = "error_detaching"
 
 
 class VolumeType(ApiModel, TimestampedModel):

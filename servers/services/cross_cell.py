@@ -10,19 +10,24 @@ needs the source compute up (409) and casts the conductor; a delete or beat conf
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from cells import selectors as cell_selectors
 from cells.context import target_cell
-from cells.models import CELL0_UUID, CellMapping, HostMapping
 from cells.scatter import scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict
 from cloudcore.core.policy import can
 from conductor import rpc as conductor_rpc
-from hosts.models import Service
+from hosts import selectors as host_selectors
 from hosts.services.servicegroup import service_is_up
 
 from ..choices import MigrationStatus
 from ..models import Instance, Migration
 from . import actions
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 RULE = "compute:servers:resize:cross_cell"
 MIN_COMPUTE_CROSS_CELL_RESIZE = 47
@@ -32,12 +37,15 @@ class SourceComputeDown(Conflict):
     message = "Compute service of host %(host)s is down; the resize cannot be confirmed now."
 
 
+class SourceHostNotMapped(Conflict):
+    message = "The source host %(host)s of the migration is not mapped to a cell."
+
+
 def min_compute_version() -> int:
     def per_cell(_cell: CellMapping) -> int | None:
-        versions = list(Service.objects.filter(binary="nova-compute").values_list("version", flat=True))
-        return min(versions) if versions else None
+        return host_selectors.compute_service_min_version()
 
-    found = [v for v in scatter_gather(per_cell, CellMapping.objects.exclude(uuid=CELL0_UUID)).values()
+    found = [v for v in scatter_gather(per_cell, cell_selectors.cell_list(cell0=False)).values()
              if isinstance(v, int)]  # a cell that failed or has no compute service has no say
     return min(found) if found else 0
 
@@ -48,7 +56,11 @@ def cross_cell_allowed(actor: RequestContext, instance: Instance) -> bool:
 
 
 def source_cell_of(migration: Migration) -> CellMapping:
-    return HostMapping.objects.select_related("cell").get(host=migration.source_compute).cell
+    """The cell of the migration's source host (SourceHostNotMapped if that host has no mapping)."""
+    mapping = cell_selectors.host_mapping_get(str(migration.source_compute))
+    if mapping is None:
+        raise SourceHostNotMapped(host=migration.source_compute)
+    return mapping.cell
 
 
 def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellMapping, migration: Migration,
@@ -57,8 +69,9 @@ def cross_cell_confirm(*, actor: RequestContext, instance: Instance, cell: CellM
     in this process, the source guest then destroyed by a cast); the conductor cleans the source."""
 
     source = source_cell_of(migration)
+    source_host = str(migration.source_compute)
     with target_cell(source):
-        service = Service.objects.filter(host=migration.source_compute, binary="nova-compute").first()
+        service = host_selectors.service_for_host(source_host)
         up = service is not None and service_is_up(service)
     if not up and not synchronous:
         raise SourceComputeDown(host=migration.source_compute)

@@ -13,6 +13,7 @@ from ..models import (
     InstanceAction,
     InstanceActionEvent,
     InstanceFault,
+    Migration,
     Tag,
     VirtualInterface,
 )
@@ -71,3 +72,75 @@ def rows_hard_delete(instance_uuid: str) -> None:
         model._base_manager.filter(instance_uuid=instance_uuid).delete()
     Tag.objects.filter(instance_uuid=instance_uuid).delete()
     Instance.all_objects.filter(uuid=instance_uuid).delete()
+
+
+# --- used by cross-cell ---
+# The rows of a server that moves between cells (``conductor.cross_cell``), in the targeted cell:
+# taken from the source as column dicts (ids left out), recreated in the target, and the
+# server's own columns and its migrations' written by the conductor while it drives the move.
+
+
+def _rows(model: Any, **filters: Any) -> list[dict[str, Any]]:
+    return list(model._base_manager.filter(**filters).values(*_fields(model)))
+
+
+def bdm_rows(instance_uuid: str) -> list[dict[str, Any]]:
+    """The server's live block devices as column dicts (ids left out)."""
+    return _rows(BlockDeviceMapping, instance_uuid=instance_uuid, deleted=False)
+
+
+def rows_take(instance_uuid: str) -> dict[str, Any]:
+    """The server and its live block devices, VIFs, tags, migrations and actions (with their
+    events), as column dicts: ``rows_restore`` recreates them in another cell."""
+    acts = []
+    for action in InstanceAction.objects.filter(instance_uuid=instance_uuid):
+        events = [{f: getattr(e, f) for f in _fields(InstanceActionEvent, ("action_id",))} for e in action.events.all()]
+        acts.append(({f: getattr(action, f) for f in _fields(InstanceAction)}, events))
+    return {
+        "instance": _rows(Instance, uuid=instance_uuid)[0],
+        "bdms": bdm_rows(instance_uuid),
+        "vifs": _rows(VirtualInterface, instance_uuid=instance_uuid, deleted=False),
+        "tags": _rows(Tag, instance_uuid=instance_uuid),
+        "migrations": _rows(Migration, instance_uuid=instance_uuid),
+        "actions": acts,
+    }
+
+
+def rows_restore(rows: dict[str, Any]) -> None:
+    """Create the rows ``rows_take`` took (the caller opens the targeted cell's transaction)."""
+    Instance(**rows["instance"]).save()
+    copies = (("bdms", BlockDeviceMapping), ("vifs", VirtualInterface), ("tags", Tag), ("migrations", Migration))
+    for key, model in copies:
+        for item in rows[key]:
+            model._base_manager.create(**item)
+    for action, events in rows["actions"]:
+        new = InstanceAction.objects.create(**action)
+        for event in events:
+            InstanceActionEvent.objects.create(action=new, **event)
+
+
+def bdm_restore(row: dict[str, Any]) -> BlockDeviceMapping:
+    """Create a block device from its column dict (``bdm_rows`` of another cell)."""
+    return BlockDeviceMapping.objects.create(**row)
+
+
+def bdm_hard_delete(bdm_uuid: str) -> None:
+    """Remove the block device ``bdm_uuid`` from the targeted cell."""
+    BlockDeviceMapping.all_objects.filter(uuid=bdm_uuid).delete()
+
+
+def migrations_hard_delete(instance_uuid: str) -> None:
+    """Remove the server's migrations from the targeted cell (it leaves the cell)."""
+    Migration._base_manager.filter(instance_uuid=instance_uuid).delete()
+
+
+def instance_update(instance_uuid: str, **fields: Any) -> int:
+    """Write ``fields`` on the server's row in the targeted cell (a hidden or deleted one too), in
+    one statement; the number of rows written."""
+    return Instance.all_objects.filter(uuid=instance_uuid).update(**fields)
+
+
+def migration_update(migration_uuid: str, **fields: Any) -> int:
+    """Write ``fields`` on the live migration ``migration_uuid`` in the targeted cell, in one
+    statement (the destination node with no compute id yet included); the number of rows written."""
+    return Migration.objects.filter(uuid=migration_uuid).update(**fields)
