@@ -66,7 +66,7 @@ def agent_cell() -> AgentCell | None:
 
 
 def _agent_for(cell: CellMapping) -> AgentCell:
-    from . import registry
+    from . import registry  # registry imports models: the router loads this module before apps are ready
 
     return AgentCell(mapping=cell, alias=registry.alias_for(cell))
 

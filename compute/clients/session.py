@@ -41,6 +41,8 @@ class _InProcessAdapter(requests.adapters.BaseAdapter):
 
         from django.test import Client
 
+        # The in-process transport is the tests' (SERVICE_TRANSPORT="inprocess"): a real compute
+        # agent never loads Django's test client nor the identity app's services.
         from cells.context import untargeted
         from cells.isolation import service_side
         from identity.services.service_user import service_user_ensure
