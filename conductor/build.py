@@ -25,7 +25,6 @@ from cells.context import target_cell
 from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
 from cells.services import CellNotFound
 from cells.transactions import atomic
-from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
 from compute import rpc as compute_rpc
@@ -47,7 +46,7 @@ from servers.services.build_requests import (
 )
 from servers.services.guards import instance_task_state_set
 from servers.services.history import history_restore, open_action, rows_hard_delete
-from servers.services.notify import notify_instance
+from servers.services.notify import notify_compute_task_error, notify_instance
 from servers.services.volume_attachments import bdm_volumes_create
 
 if TYPE_CHECKING:
@@ -98,12 +97,8 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
         notify_instance(ctx, "instance.update", instance, old_vm_state=VmState.BUILDING,
                         old_task_state=TaskState.SCHEDULING)
 
-    notifications.notify(
-        "compute_task.build_instances.error",
-        {"instance_uuid": instance_uuid, "state": vm_state, "reason": {"exception": type(exc).__name__,
-         "exception_message": str(exc)}, "request_spec": _spec(instance_uuid)},
-        priority="ERROR", publisher_id="nova-conductor", payload_name="ComputeTaskPayload",
-    )
+    notify_compute_task_error("build_instances", instance_uuid=instance_uuid, vm_state=vm_state, exc=exc,
+                              request_spec=_spec(instance_uuid))
 
 
 def _spec(instance_uuid: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from servers.choices import TaskState, VmState
 from servers.selectors import instance_get
 from servers.services import actions
 from servers.services.guards import claim_task_state
-from servers.services.notify import notify_instance
+from servers.services.notify import notify_compute_task_error, notify_instance
 
 if TYPE_CHECKING:
     from servers.models import Instance
@@ -78,3 +78,5 @@ def _error_out(ctx: RequestContext, instance: Instance, exc: BaseException) -> N
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_vm_state, old_task_state=TaskState.REBUILDING)
+    notify_compute_task_error("rebuild_server", instance_uuid=instance.uuid, vm_state=VmState.ERROR, exc=exc,
+                              request_spec=request_spec_get(instance.uuid) or {})

@@ -12,10 +12,12 @@ from django.utils import timezone
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from scheduling.placement.services import allocations_delete, allocations_move
+from scheduling.services.request_specs import request_spec_get
 
 from ..choices import MigrationStatus
 from ..models import Instance, Migration
 from . import actions
+from .notify import notify_compute_task_error
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, e
     Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+    notify_compute_task_error("migrate_server", instance_uuid=instance.uuid, vm_state=instance.vm_state, exc=exc,
+                              request_spec=request_spec_get(instance.uuid) or {})
 
 
 def error_out_migration(instance: Instance, migration: Migration, *,

@@ -138,3 +138,15 @@ def notify_instance(
         )
     except Exception:  # a notification must never fail the operation
         log.exception("could not emit %s", event_type)
+
+
+def notify_compute_task_error(task: str, *, instance_uuid: str, vm_state: str, exc: BaseException,
+                              request_spec: dict[str, Any]) -> None:
+    """The conductor's ``compute_task.<task>.error`` (``build_instances``, ``migrate_server``,
+    ``rebuild_server``): what failed, the state the server was left in and the request."""
+    notifications.notify(
+        f"compute_task.{task}.error",
+        {"instance_uuid": instance_uuid, "state": vm_state, "request_spec": request_spec,
+         "reason": {"exception": type(exc).__name__, "exception_message": str(exc)}},
+        priority="ERROR", publisher_id="nova-conductor", payload_name="ComputeTaskPayload",
+    )
