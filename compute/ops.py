@@ -244,17 +244,6 @@ def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
             "root_gb": int(flavor.get("root_gb", 0)), "ephemeral_gb": int(flavor.get("ephemeral_gb", 0))}
 
 
-@server_action("prep_resize", action="resize", notification="resize_prep", event="compute_prep_resize")
-def prep_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
-    """Destination host (Nova's ``prep_resize``): the scheduler's claim here stands, so the move is
-    accepted and the source host is asked to hand the server over."""
-
-    migration = _migration(migration_uuid)
-    _set(instance, task_state=TaskState.RESIZE_MIGRATING)
-    rpc.resize_at_source(ctx=ctx, host=str(migration.source_compute), instance_uuid=instance.uuid,
-                         cell_uuid=_cell_uuid(), migration_uuid=migration_uuid)
-
-
 @server_action("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
 def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
     """Source host: power the guest off and take it down (its disk goes with the move)."""

@@ -140,7 +140,7 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
 
 
 #: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)
-_MOVE_OPS = ("prep_resize", "resize_at_source", "finish_resize")
+_MOVE_OPS = ("resize_at_source", "finish_resize")
 
 
 def _move_op_failed(instance: Instance, migration_uuid: str) -> None:

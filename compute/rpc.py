@@ -213,12 +213,6 @@ def swap_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid
 
 # --- resize and cold migration within a cell ----------------------------------------------------
 
-def prep_resize(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, migration_uuid: str) -> None:
-    """To the destination of a same-cell move: accept it, then ask the source to hand over."""
-    _operation("prep_resize", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid)
-
-
 def resize_at_source(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
                      migration_uuid: str) -> None:
     _operation("resize_at_source", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,

@@ -4,9 +4,9 @@
 The move is a list of ``Step``s with rollback: the scheduler picks a destination (claiming its
 allocations); when scheduling or the move fails, the allocations go back to the server, the
 migration ends ``error`` and the server keeps its vm_state (task_state cleared, fault recorded).
-A destination in the same cell gets the migration's destination and is cast ``prep_resize``
-(which casts ``resize_at_source`` to the source host, as Nova's destination does); a
-destination in another cell hands the move over to ``conductor.cross_cell``.
+A destination in the same cell gets the migration's destination and the source host is cast
+``resize_at_source``; a destination in another cell hands the move over to
+``conductor.cross_cell``.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from scheduling.placement.services import allocations_delete
 from scheduling.request_spec import spec_for_move
 from scheduling.scheduler import select_destinations
 from scheduling.services.request_specs import request_spec_get
-from servers.choices import MigrationStatus, MigrationType
+from servers.choices import MigrationStatus, MigrationType, TaskState
 from servers.selectors import instance_get, migration_get
 from servers.services import actions
 from servers.services.move_recovery import move_failed
@@ -104,5 +104,7 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
         migration.dest_compute_id = node.id if node else None
         migration.status = MigrationStatus.MIGRATING
         migration.save()
-        compute_rpc.prep_resize(ctx=ctx, host=migration.dest_compute, instance_uuid=instance.uuid,
-                                cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
+        instance.task_state = TaskState.RESIZE_MIGRATING
+        instance.save(update_fields=["task_state"])
+        compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                     cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
