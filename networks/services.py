@@ -60,6 +60,15 @@ def _visible_networks(ctx: RequestContext) -> QuerySet[Network]:
     return qs
 
 
+def _subnet_networks(ctx: RequestContext) -> QuerySet[Network]:
+    """The networks whose subnets a project sees: its own and shared ones. An external network is
+    visible to every project but its subnets are not (Neutron's rule)."""
+    qs = Network.objects.all()
+    if not (ctx.is_admin or ctx.is_service):
+        qs = qs.filter(Q(project_id=ctx.project_id) | Q(shared=True))
+    return qs
+
+
 def network_get(ctx: RequestContext, net_id: str) -> Network:
     network = _visible_networks(ctx).filter(id=net_id).first()
     if network is None:
@@ -229,14 +238,14 @@ def subnet_update(ctx: RequestContext, subnet: Subnet, **changes: Any) -> Subnet
 
 
 def subnet_get(ctx: RequestContext, subnet_id: str) -> Subnet:
-    subnet = Subnet.objects.filter(id=subnet_id, network__in=_visible_networks(ctx)).first()
+    subnet = Subnet.objects.filter(id=subnet_id, network__in=_subnet_networks(ctx)).first()
     if subnet is None:
         raise SubnetNotFound(subnet_id=subnet_id)
     return subnet
 
 
 def subnet_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Subnet]:
-    qs = Subnet.objects.filter(network__in=_visible_networks(ctx)).order_by("created_at", "id")
+    qs = Subnet.objects.filter(network__in=_subnet_networks(ctx)).order_by("created_at", "id")
     for key in ("id", "name", "network_id", "cidr", "ip_version"):
         if filters.get(key):
             qs = qs.filter(**{key: filters[key]})

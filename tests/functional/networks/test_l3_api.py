@@ -63,9 +63,11 @@ def test_external_networks_are_admins_to_make_and_visible_to_every_project() -> 
     # when an admin makes one
     ext, ext_sub = public()
     assert ext["router:external"] is True and ext["shared"] is False
-    # then every project sees it and its subnet, and finds it by the router:external filter
+    # then every project sees it (not its subnets: Neutron's rule, Tempest checks it) and finds it
+    # by the router:external filter
     assert client.get(f"{NET}/networks/{ext['id']}").status_code == 200
-    assert client.get(f"{NET}/subnets/{ext_sub['id']}").status_code == 200
+    assert client.get(f"{NET}/subnets/{ext_sub['id']}").status_code == 404
+    assert client.get(f"{NET}/subnets", {"network_id": ext["id"]}).json()["subnets"] == []
     listed = client.get(f"{NET}/networks", {"router:external": "true"}).json()["networks"]
     assert [n["id"] for n in listed] == [ext["id"]]
     # but makes no port on it
