@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from cloudcore.core.api.versioned import ByVersion, present
+from cloudcore.core.api.versioned import ByVersion, present, timestamp
 from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import can
@@ -46,12 +46,6 @@ def _ts(value: Any) -> str | None:
         return value
     assert isinstance(value, datetime)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _ts_micro(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
 def base_url() -> str:
@@ -211,8 +205,8 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or ""),
     Field("config_drive", lambda v: v.data.get("config_drive") or ""),
     Field("key_name", _d("key_name")),
-    Field("OS-SRV-USG:launched_at", lambda v: _ts_micro(v.data.get("launched_at"))),
-    Field("OS-SRV-USG:terminated_at", lambda v: _ts_micro(v.data.get("terminated_at"))),
+    Field("OS-SRV-USG:launched_at", lambda v: timestamp(v.data.get("launched_at"))),
+    Field("OS-SRV-USG:terminated_at", lambda v: timestamp(v.data.get("terminated_at"))),
     Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin),
     Field("OS-EXT-SRV-ATTR:instance_name", lambda v: f"instance-{v.record.uuid}", when=_admin),
     Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin),
@@ -367,8 +361,8 @@ MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
     VField("dest_host", attrgetter("dest_host")),
     VField("old_instance_type_id", attrgetter("old_instance_type_id")),
     VField("new_instance_type_id", attrgetter("new_instance_type_id")),
-    VField("created_at", lambda m: _ts_micro(m.created_at)),
-    VField("updated_at", lambda m: _ts_micro(m.updated_at)),
+    VField("created_at", lambda m: timestamp(m.created_at)),
+    VField("updated_at", lambda m: timestamp(m.updated_at)),
     VField("migration_type", attrgetter("migration_type"), since=(2, 23)),
     VField("uuid", attrgetter("uuid"), since=(2, 59)),
     VField("user_id", attrgetter("user_id"), since=(2, 80)),
@@ -383,9 +377,9 @@ INSTANCE_ACTION_FIELDS: tuple[VField[InstanceAction], ...] = (
     VField("message", attrgetter("message")),
     VField("project_id", attrgetter("project_id")),
     VField("request_id", attrgetter("request_id")),
-    VField("start_time", lambda a: _ts_micro(a.start_time)),
+    VField("start_time", lambda a: timestamp(a.start_time)),
     VField("user_id", attrgetter("user_id")),
-    VField("updated_at", lambda a: _ts_micro(a.updated_at or a.start_time), since=(2, 58)),
+    VField("updated_at", lambda a: timestamp(a.updated_at or a.start_time), since=(2, 58)),
 )
 
 
@@ -403,8 +397,8 @@ class EventView:
 
 INSTANCE_ACTION_EVENT_FIELDS: tuple[VField[EventView], ...] = (
     VField("event", attrgetter("event.event")),
-    VField("start_time", lambda e: _ts_micro(e.event.start_time)),
-    VField("finish_time", lambda e: _ts_micro(e.event.finish_time)),
+    VField("start_time", lambda e: timestamp(e.event.start_time)),
+    VField("finish_time", lambda e: timestamp(e.event.finish_time)),
     VField("result", attrgetter("event.result")),
     VField("traceback", attrgetter("event.traceback"), when=attrgetter("with_host_details")),
     VField("hostId", lambda e: host_id(e.project_id, e.event.host), since=(2, 62)),

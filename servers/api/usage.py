@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.paging import page_of
 from cloudcore.core.api.validation import query_int
+from cloudcore.core.api.versioned import timestamp
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
@@ -44,12 +45,6 @@ def _when(raw: str | None) -> datetime:
         except ValueError:
             continue
     raise Invalid("Datetime is in invalid format")
-
-
-def _stamp(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def _hours(inst: Instance, start: datetime, stop: datetime) -> float:
@@ -84,14 +79,14 @@ class _ProjectUsage:
             "instance_id": inst.uuid, "name": inst.display_name, "hours": hours,
             "memory_mb": inst.memory_mb, "local_gb": local_gb, "vcpus": inst.vcpus,
             "tenant_id": inst.project_id, "flavor": inst.flavor_name,
-            "started_at": _stamp(inst.launched_at), "ended_at": _stamp(ended),
+            "started_at": timestamp(inst.launched_at), "ended_at": timestamp(ended),
             "state": "terminated" if inst.deleted else inst.vm_state,
             "uptime": int(((ended or now) - launched).total_seconds()),
         })
 
     def body(self, *, detailed: bool) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "tenant_id": self.tenant_id, "start": _stamp(self.start), "stop": _stamp(self.stop),
+            "tenant_id": self.tenant_id, "start": timestamp(self.start), "stop": timestamp(self.stop),
             "total_hours": self.hours, "total_local_gb_usage": self.gb,
             "total_memory_mb_usage": self.mb, "total_vcpus_usage": self.vcpus,
         }

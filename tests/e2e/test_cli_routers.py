@@ -3,26 +3,12 @@ network and subnet, a router with its gateway on the demo's external network ``p
 attached, a server on the network given a floating IP that ``server show`` lists, then the teardown."""
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from .cloud import LiveCloud
+from .test_cli_security_groups import wait_active
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
-
-
-def wait_active(cloud: LiveCloud, name: str, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name)
-        if shown["status"] in ("ACTIVE", "ERROR"):
-            break
-        time.sleep(0.5)
-    assert shown.get("status") == "ACTIVE", f"{name}: {shown.get('status')} {shown.get('fault')}\n{cloud.tail(30)}"
-    return shown
 
 
 def test_router_and_floating_ip_with_the_cli(live_cloud: LiveCloud) -> None:
