@@ -102,6 +102,13 @@ urlpatterns += [
 from . import security_groups as _security_groups  # noqa: E402
 
 urlpatterns += [
+    path("os-security-groups", _security_groups.SecurityGroupsView.as_view(), name="compute-security-groups"),
+    path("os-security-groups/<str:group_id>", _security_groups.SecurityGroupView.as_view(),
+         name="compute-security-group"),
+    path("os-security-group-rules", _security_groups.SecurityGroupRulesView.as_view(),
+         name="compute-security-group-rules"),
+    path("os-security-group-rules/<str:rule_id>", _security_groups.SecurityGroupRuleView.as_view(),
+         name="compute-security-group-rule"),
     path("servers/<str:server_id>/os-security-groups", _security_groups.ServerSecurityGroupsView.as_view(),
          name="compute-server-security-groups"),
 ]
