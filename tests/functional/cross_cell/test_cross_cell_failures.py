@@ -36,7 +36,6 @@ from tests.functional.cross_cell.test_cross_cell_scenarios import (  # noqa: F40
     resize_to_cell2,
     rows,
     set_cell_enabled,
-    temp_images,
     xcloud,
 )
 
@@ -74,11 +73,6 @@ def names_a_context(sql: str, params: tuple[Any, ...]) -> bool:
 def dest_bindings(sid: str) -> list[tuple[str, str]]:
     return sorted(PortBinding.objects.filter(port__device_id=sid, host__in=["compute3", "compute4"])
                   .values_list("host", "status"))
-
-
-def any_guest(cloud: Cloud, sid: str) -> Any:
-    """The server's domain on any host (every simulated host shares one test:/// connection)."""
-    return cloud.domain(sid)
 
 
 # --- item 8: prep at destination failing half-way -------------------------------------------------
@@ -144,10 +138,11 @@ def test_failure_right_after_the_prep_undoes_the_prep(xcloud: Cloud) -> None:
 
 
 def assert_destination_cleaned(cloud: Cloud, client: Any, sid: str, source_host: str) -> None:
-    """ERROR in the source cell with the mapping there; no guest of the server on any host; the
-    target cell's rows, the destination's bindings and allocations gone."""
+    """ERROR in the source cell with the mapping there; no guest of the server on any host (they
+    all share one test:/// connection); the target cell's rows, the destination's bindings and
+    allocations gone."""
     assert_rolled_back(cloud, client, sid, source_host, status="ERROR")
-    assert any_guest(cloud, sid) is None
+    assert cloud.domain(sid) is None
     assert providers(sid) == {node(cloud, source_host)}
     assert nothing_used_in_cell2(cloud)
 
@@ -182,7 +177,7 @@ def test_target_cell_write_failing_after_the_spawn_destroys_the_guest(xcloud: Cl
     sid, source_host = server["id"], xcloud.instance(server["id"]).host
     # when the destination's last write (its migration ``finished``) fails in the target cell
     with failing_write("cell2", "servers_migration", when=lambda sql, p: "finished" in p,
-                       then=lambda: any_guest(xcloud, sid) is not None) as fault:
+                       then=lambda: xcloud.domain(sid) is not None) as fault:
         resize_to_cell2(xcloud, client, sid, expect="ERROR")
     # then there was a guest on the destination at that moment; now there is none, nor a target
     # row, a binding or an allocation of the destination, nor the temporary image
@@ -205,7 +200,7 @@ def test_a_failed_flip_of_the_mapping_is_rolled_back(xcloud: Cloud, alias: str, 
     sid, source_host = server["id"], xcloud.instance(server["id"]).host
     # when the flip to the target cell fails half-way
     with failing_write(alias, table, when=when,
-                       then=lambda: (any_guest(xcloud, sid) is not None, rows(xcloud, "cell2", sid)["hidden"])
+                       then=lambda: (xcloud.domain(sid) is not None, rows(xcloud, "cell2", sid)["hidden"])
                        ) as fault:
         resize_to_cell2(xcloud, client, sid, expect="ERROR")
     # then the destination had finished (a guest, the target copy shown) when the flip failed
