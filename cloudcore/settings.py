@@ -196,6 +196,9 @@ CELERY_TASK_SERIALIZER = "json"
 # --- Compute options (Nova's names and defaults) ----------------------------------------------
 USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
+# Seconds a deleted server stays SOFT_DELETED (restorable) before the periodic reclaim deletes it;
+# 0: a delete is immediate (Nova's reclaim_instance_interval).
+RECLAIM_INSTANCE_INTERVAL = env_int("RECLAIM_INSTANCE_INTERVAL", 0, minimum=0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 # how long a host waits for a volume created for a block device to become available (checks, seconds)

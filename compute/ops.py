@@ -73,6 +73,24 @@ def power_off(ctx: RequestContext, instance: Instance) -> None:
     _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN)
 
 
+@server_action("soft_delete", action="delete", notification="soft_delete", event="compute_soft_delete_instance")
+def soft_delete(ctx: RequestContext, instance: Instance) -> None:
+    """Power the guest off and keep everything else (disks, ports, allocations): SOFT_DELETED."""
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    _set(instance, vm_state=VmState.SOFT_DELETED, task_state=None,
+         power_state=_power_state(driver, instance, PowerState.SHUTDOWN))
+
+
+@server_action("restore", action="restore", notification="restore", event="compute_restore_instance")
+def restore(ctx: RequestContext, instance: Instance) -> None:
+    """A soft-deleted server's guest is powered on again: ACTIVE."""
+    driver = driver_for(str(instance.host))
+    driver.power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None,
+         power_state=_power_state(driver, instance, PowerState.RUNNING))
+
+
 @server_action("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
 def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
     driver = driver_for(str(instance.host))

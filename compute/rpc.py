@@ -109,8 +109,19 @@ def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str
           security_groups=security_groups)
 
 
-def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
-    _send(TERMINATE_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                       action: str = "delete") -> None:
+    """``action``: the instance action the terminate's event is recorded on (``delete``, ``forceDelete``)."""
+    _send(TERMINATE_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          action=action)
+
+
+def soft_delete(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("soft_delete", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def restore(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("restore", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
 
 
 def destroy_guest(*, host: str, instance_uuid: str) -> None:

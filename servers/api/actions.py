@@ -22,9 +22,10 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
+from ..services import deferred_delete, power, rebuild, resize, security_groups, shelve
 from ..services import pause_suspend_rescue as pause_rescue
-from ..services import power, rebuild, resize, security_groups, shelve
 from ..services.create import _image, generate_password
+from ..services.delete import server_force_delete
 from ..services.password import server_set_password
 from ..services.reset_state import server_reset_state
 from ..services.snapshot import server_create_image
@@ -137,6 +138,8 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         "type": ["object", "null"], "properties": {"adminPass": {"type": "string"}, "rescue_image_ref": IMAGE_UUID},
         "additionalProperties": False}, "rescue"))),
     "unrescue": VersionedSchema(("2.1", None, _action({}, "unrescue"))),
+    "restore": VersionedSchema(("2.1", None, _action({}, "restore"))),
+    "forceDelete": VersionedSchema(("2.1", None, _action({}, "forceDelete"))),
     "trigger_crash_dump": VersionedSchema(("2.17", None, _action(NULL, "trigger_crash_dump"))),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
@@ -388,3 +391,14 @@ def _unrescue(view: ServerActionView, request: Any, instance: Instance, cell: An
 def _trigger_crash_dump(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                         body: dict[str, Any]) -> None:
     pause_rescue.server_trigger_crash_dump(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("restore")
+def _restore(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    deferred_delete.server_restore(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("forceDelete")
+def _force_delete(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                  body: dict[str, Any]) -> None:
+    server_force_delete(actor=view.ctx, instance=instance, cell=cell)
