@@ -347,7 +347,23 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
 def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
     """Upload the guest's disk to the queued snapshot image the API created (Glance activates
     it); on failure the image is deleted, as Nova does, and the server keeps running."""
+    _upload_snapshot(instance, image_id=image_id)
+    _set(instance, task_state=None)
 
+
+@server_action("backup", action="createBackup", notification="snapshot", event="compute_backup_instance")
+def backup(ctx: RequestContext, instance: Instance, image_id: str, backup_type: str, rotation: int) -> None:
+    """A snapshot as ``snapshot`` does, then the server's backups of ``backup_type`` beyond the
+    newest ``rotation`` are deleted (the new one counts; a rotation of 0 keeps none)."""
+    _upload_snapshot(instance, image_id=image_id)
+    _set(instance, task_state=None)
+    backups = glance.images_with_properties(image_type="backup", backup_type=backup_type,
+                                            instance_uuid=instance.uuid)  # newest first
+    for old in backups[rotation:]:
+        glance.image_delete(image_id=old.id)
+
+
+def _upload_snapshot(instance: Instance, *, image_id: str) -> None:
     glance.image_show(image_id=image_id)  # gone already (deleted by its owner): fail before the work
     _set(instance, task_state=TaskState.IMAGE_UPLOADING)
     try:
@@ -359,7 +375,6 @@ def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
             log.exception("could not delete the image %s of a failed snapshot", image_id)
         _set(instance, task_state=None)
         raise
-    _set(instance, task_state=None)
 
 
 def _snapshot_to(driver: Any, instance: Instance, *, image_id: str) -> None:

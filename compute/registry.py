@@ -128,7 +128,7 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
         instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
     elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
                                TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
-                               TaskState.IMAGE_UPLOADING):
+                               TaskState.IMAGE_UPLOADING, TaskState.IMAGE_BACKUP):
         instance.task_state = None  # the guest is as it was: only the task is given up
     elif instance.task_state is not None:
         instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone

@@ -154,6 +154,12 @@ def snapshot(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: s
     _operation("snapshot", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id)
 
 
+def backup(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, image_id: str, backup_type: str,
+           rotation: int) -> None:
+    _operation("backup", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id,
+               backup_type=backup_type, rotation=rotation)
+
+
 # --- pause, suspend, rescue, crash dump ---------------------------------------------------------
 
 def pause(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
