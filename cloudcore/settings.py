@@ -196,6 +196,9 @@ CELERY_TASK_SERIALIZER = "json"
 # --- Compute options (Nova's names and defaults) ----------------------------------------------
 USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
+# Seconds a deleted server stays SOFT_DELETED (restorable) before the periodic reclaim deletes it;
+# 0: a delete is immediate (Nova's reclaim_instance_interval).
+RECLAIM_INSTANCE_INTERVAL = env_int("RECLAIM_INSTANCE_INTERVAL", 0, minimum=0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 # how long a host waits for a volume created for a block device to become available (checks, seconds)
@@ -204,6 +207,8 @@ BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES_
 # How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
 # cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+# How long the API waits for a compute host's answer to a question (a guest's diagnostics).
+RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 # Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
 CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)

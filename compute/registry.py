@@ -1,7 +1,7 @@
 """The one registry of compute operations, dispatched by ``compute.tasks.run_operation_task``.
 
 An operation is a function ``fn(ctx, instance, **kwargs)`` in a ``compute`` module, tagged by one
-of the two decorators below. Tagging has no side effect: ``ComputeConfig.ready()`` registers the
+of the decorators below. Tagging has no side effect: ``ComputeConfig.ready()`` registers the
 tagged functions of the modules it names, once, so which operations exist never depends on which
 modules some earlier code happened to import.
 
@@ -9,6 +9,7 @@ modules some earlier code happened to import.
   (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
   never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
   gone) with a fault, and the migration of a failed same-cell move ends ``error``.
+- ``host_query``: a question the API asks the host and waits for (a guest's diagnostics).
 - ``move_step``: one host's step of a cross-cell move, called by the conductor
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
   returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
@@ -121,6 +122,23 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
     return tag
 
 
+def host_query(name: str) -> Callable[[Operation], Operation]:
+    """A read-only question to the host (``compute.rpc._call`` from the API, e.g. a guest's
+    diagnostics): no action, event or notification; its answer is returned, a failure is answered
+    ``{"failed": True, "message": ...}``."""
+    def tag(fn: Operation) -> Operation:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return {"answer": fn(ctx, instance, **kwargs)}
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                return {"failed": True, "message": str(exc) or type(exc).__name__}
+
+        return _tag(fn, name, run)
+
+    return tag
+
+
 def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
     instance.refresh_from_db()
     old = instance.vm_state
@@ -128,7 +146,7 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
         instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
     elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
                                TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
-                               TaskState.IMAGE_UPLOADING):
+                               TaskState.IMAGE_UPLOADING, TaskState.IMAGE_BACKUP):
         instance.task_state = None  # the guest is as it was: only the task is given up
     elif instance.task_state is not None:
         instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone

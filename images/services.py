@@ -136,6 +136,9 @@ def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | Non
     items = list(qs.order_by(*order))
     if filters.get("tag"):
         items = [i for i in items if filters["tag"] in (i.tags or [])]
+    if filters.get("properties"):
+        wanted = filters["properties"]
+        items = [i for i in items if all((i.properties or {}).get(k) == v for k, v in wanted.items())]
     if marker:
         ids = [i.id for i in items]
         if marker not in ids:

@@ -229,6 +229,17 @@ class TestVirtDriver:
         state, max_mem, mem, vcpus, _cpu = dom.info()
         return {"state": state, "max_mem_kb": max_mem, "mem_kb": mem, "num_cpu": vcpus}
 
+    def get_instance_diagnostics(self, instance: Any) -> dict[str, Any]:
+        from compute.virt import diagnostics
+
+        return diagnostics.standardized(self._domain(instance), hypervisor="test",
+                                        launched_at=getattr(instance, "launched_at", None))
+
+    def get_diagnostics(self, instance: Any) -> dict[str, Any]:
+        from compute.virt import diagnostics
+
+        return diagnostics.legacy(self._domain(instance))
+
 
 @dataclass
 class Cloud:

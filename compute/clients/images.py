@@ -74,6 +74,14 @@ def image_show(*, image_id: str) -> ImageInfo:
     return ImageInfo.from_body(expect(resp, 200, service=SERVICE).json())
 
 
+def images_with_properties(**properties: str) -> list[ImageInfo]:
+    """``GET /v2/images?<property>=<value>...``: the images with all of these custom properties,
+    newest first (the service user sees every project's)."""
+    resp = service_adapter(SERVICE).get("/v2/images", params={**properties, "sort_key": "created_at",
+                                                               "sort_dir": "desc"})
+    return [ImageInfo.from_body(body) for body in expect(resp, 200, service=SERVICE).json()["images"]]
+
+
 def snapshot_image_create(*, name: str, owner: str, instance_uuid: str, base: ImageInfo | None = None,
                           properties: dict[str, Any] | None = None) -> ImageInfo:
     """A queued private snapshot image owned by the server's project (``owner``: the service user

@@ -29,11 +29,9 @@ from django.conf import settings
 from images.services import image_data_path
 from servers.choices import PowerState
 
+from . import diagnostics
+from .diagnostics import LIBVIRT_POWER as _POWER
 from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
-
-# libvirt's domain states -> Nova's power states
-_POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
-          4: PowerState.SHUTDOWN, 5: PowerState.SHUTDOWN, 6: PowerState.CRASHED, 7: PowerState.SUSPENDED}
 
 libvirt.registerErrorHandler(lambda *_args: None, None)  # errors come back as exceptions, not stderr
 
@@ -153,6 +151,12 @@ class LibvirtDriver:
         except libvirt.libvirtError:
             raise InstanceNotFoundOnHypervisor(instance_uuid=instance.uuid, host=self.host) from None
 
+    def _virt_type(self) -> str:
+        """The domain type of real guests: ``kvm`` where /dev/kvm exists, else ``qemu`` (``auto``)."""
+        if self.virt_type == "auto":
+            return "kvm" if Path("/dev/kvm").exists() else "qemu"
+        return str(self.virt_type)
+
     def instance_dir(self, instance: Any) -> Path:
         return self.state_path / "instances" / str(instance.uuid)
 
@@ -172,9 +176,7 @@ class LibvirtDriver:
             if ramdisk:
                 boot += f"<initrd>{escape(ramdisk)}</initrd>"
             boot += "<cmdline>console=ttyS0</cmdline>"
-        virt_type = self.virt_type
-        if virt_type == "auto":
-            virt_type = "kvm" if Path("/dev/kvm").exists() else "qemu"
+        virt_type = self._virt_type()
         log = self.instance_dir(instance) / "console.log"
         disks = ""
         if disk is not None:
@@ -392,6 +394,16 @@ class LibvirtDriver:
         state, max_mem, mem, vcpus, _cpu = dom.info()
         return {"state": state, "power_state": _POWER.get(state, PowerState.NOSTATE), "max_mem_kb": max_mem,
                 "mem_kb": mem, "num_cpu": vcpus}
+
+    def get_instance_diagnostics(self, instance: Any) -> dict[str, Any]:
+        """Nova's standardized diagnostics of the guest (2.48+)."""
+        hypervisor = "test" if self.is_test else self._virt_type()
+        return diagnostics.standardized(self._domain(instance), hypervisor=hypervisor,
+                                        launched_at=getattr(instance, "launched_at", None))
+
+    def get_diagnostics(self, instance: Any) -> dict[str, Any]:
+        """libvirt's diagnostics of the guest as Nova answered them before 2.48."""
+        return diagnostics.legacy(self._domain(instance))
 
 
 class TriggerCrashDumpNotSupported(VirtDriverError):

@@ -84,6 +84,13 @@ class ImageVersionsView(PublicMixin, UnversionedAPIView):
         return Response({"versions": versions}, status=300 if request.path.rstrip("/").endswith("image") else 200)
 
 
+#: the query parameters of Glance's image list that are not custom property filters
+_LIST_PARAMS = frozenset({"name", "status", "owner", "visibility", "disk_format", "container_format", "tag", "id",
+                          "os_hidden", "limit", "marker", "sort_key", "sort_dir", "sort", "member_status",
+                          "protected", "size_min", "size_max", "created_at", "updated_at", "checksum",
+                          "os_hash_value"})
+
+
 class ImagesView(UnversionedAPIView):
     def get(self, request: Request) -> Response:
         q = request.query_params
@@ -97,6 +104,8 @@ class ImagesView(UnversionedAPIView):
                                                           "container_format", "tag", "id")}
         if q.get("os_hidden") is not None:
             filters["os_hidden"] = q["os_hidden"].lower() == "true"
+        # Glance: any other parameter filters on a custom property of that name
+        filters["properties"] = {k: q[k] for k in q if k not in _LIST_PARAMS}
         images = services.image_list(self.ctx, filters=filters, limit=limit, marker=q.get("marker"),
                                      sort_key=q.get("sort_key", "created_at"), sort_dir=q.get("sort_dir", "desc"))
         body: dict[str, Any] = {"images": [present(i) for i in images], "first": "/v2/images",

@@ -156,3 +156,11 @@ urlpatterns += [
     path("extensions", _server_info.ExtensionsView.as_view(), name="compute-extensions"),
     path("extensions/<str:alias>", _server_info.ExtensionView.as_view(), name="compute-extension"),
 ]
+
+# --- server diagnostics (servers/api/diagnostics.py, issue 18) ------------------------------------
+from . import diagnostics as _diagnostics  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/diagnostics", _diagnostics.ServerDiagnosticsView.as_view(),
+         name="compute-server-diagnostics"),
+]
