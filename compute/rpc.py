@@ -63,14 +63,14 @@ def _send(task_name: str, host: str | None, /, **kwargs: Any) -> None:
 
 
 def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
-          **kwargs: Any) -> dict[str, Any]:
-    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most
-    ``settings.LONG_RPC_TIMEOUT`` seconds; the message expires then, so a host that comes back
-    later does not run a step its caller has given up (and rolled back).
+          timeout: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most ``timeout``
+    seconds (default ``settings.LONG_RPC_TIMEOUT``); the message expires then, so a host that comes
+    back later does not run a step its caller has given up (and rolled back).
 
     Raises ``CallNotDelivered`` (never sent), ``CallTimedOut``, or ``CallFailed`` when the host
     answers ``{"failed": True, ...}``."""
-    timeout = settings.LONG_RPC_TIMEOUT
+    timeout = timeout or settings.LONG_RPC_TIMEOUT
     signature = current_app.signature(CALL_OPERATION, queue=queue_for(host), kwargs=dict(
         ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs))
     try:
@@ -209,6 +209,22 @@ def swap_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid
                 new_volume_id: str, new_attachment_id: str) -> None:
     _operation("swap_volume", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                bdm_uuid=bdm_uuid, new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)
+
+
+# --- interfaces (os-interface) ------------------------------------------------------------------
+
+def attach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str | None,
+                     network_id: str | None, fixed_ip: str | None, tag: str | None) -> dict[str, Any]:
+    """A call, as Nova's: the API waits (``settings.RPC_RESPONSE_TIMEOUT``) for the host to bind
+    ``port_id`` (or create a port on ``network_id``) and plug it; answers ``{"port_id"}``."""
+    return _call("attach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, port_id=port_id, network_id=network_id, fixed_ip=fixed_ip,
+                 tag=tag)
+
+
+def detach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str) -> None:
+    _operation("detach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               port_id=port_id)
 
 
 # --- resize and cold migration within a cell ----------------------------------------------------

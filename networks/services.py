@@ -518,6 +518,20 @@ def networks_available_to(*, project_id: str) -> list[Network]:
     return own + shared
 
 
+def port_brief(port: Port) -> dict[str, Any]:
+    """What the compute API shows of a server's port: id, network, MAC, status, fixed IPs."""
+    return {"id": port.id, "network_id": port.network_id, "mac_address": port.mac_address, "status": port.status,
+            "device_id": port.device_id,
+            "fixed_ips": [{"subnet_id": a.subnet_id, "ip_address": a.ip_address}
+                          for a in sorted(port.fixed_ips.all(), key=lambda a: a.id)]}
+
+
+def instance_ports_brief(instance_uuid: str) -> list[dict[str, Any]]:
+    """``port_brief`` of each port whose device is the server, in creation order."""
+    ports = Port.objects.filter(device_id=instance_uuid).prefetch_related("fixed_ips").order_by("created_at", "id")
+    return [port_brief(p) for p in ports]
+
+
 def port_create_for_instance(ctx: RequestContext, *, network_id: str, instance_uuid: str, host: str | None,
                              fixed_ip: str | None, project_id: str, zone: str | None = None) -> Port:
     system = RequestContext(user_id=ctx.user_id, project_id=project_id, roles=["admin"], is_admin=True,

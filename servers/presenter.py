@@ -420,6 +420,19 @@ VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
 )
 
 
+# --- os-interface ---------------------------------------------------------------------------------
+#: An interface is ``servers.services.interfaces``' dict of a port (``id``, ``network_id``,
+#: ``mac_address``, ``status``, ``fixed_ips``) with its VIF's ``tag`` (shown from 2.70).
+INTERFACE_ATTACHMENT_FIELDS: tuple[VField[dict[str, Any]], ...] = (
+    VField("fixed_ips", lambda i: [dict(f) for f in i["fixed_ips"]]),
+    VField("mac_addr", lambda i: i["mac_address"]),
+    VField("net_id", lambda i: i["network_id"]),
+    VField("port_id", lambda i: i["id"]),
+    VField("port_state", lambda i: i["status"]),
+    VField("tag", lambda i: i.get("tag"), since=(2, 70)),
+)
+
+
 # --- os-keypairs ----------------------------------------------------------------------------------
 def _ts_naive_micro(value: Any) -> str | None:
     return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None

@@ -186,6 +186,29 @@ VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
 )
 
 
+# --- /servers/{id}/os-interface -------------------------------------------------------------------
+def _interface_attach(tagged: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "net_id": {"type": "string", "format": "uuid"},
+        "port_id": {"type": "string", "format": "uuid"},
+        "fixed_ips": {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+            "type": "object", "required": ["ip_address"], "additionalProperties": False,
+            "properties": {"ip_address": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}}},
+    }
+    if tagged:
+        props["tag"] = _TAG
+    return {"type": "object", "additionalProperties": False, "properties": {
+        "interfaceAttachment": {"type": "object", "additionalProperties": False, "properties": props,
+                                "dependencies": {"fixed_ips": ["net_id"]}}}}
+
+
+#: The body is optional (no network named: the project's only one); 2.49 ``tag``.
+INTERFACE_ATTACH = VersionedSchema(
+    ("2.1", "2.48", _interface_attach(tagged=False)),
+    ("2.49", None, _interface_attach(tagged=True)),
+)
+
+
 # --- /os-keypairs ---------------------------------------------------------------------------------
 #: Query parameters: 2.10 ``user_id`` (admins act for another user), 2.35 paging.
 KEYPAIR_QUERY = Since({"user_id": (2, 10), "limit": (2, 35), "marker": (2, 35)})
