@@ -481,7 +481,8 @@ _FLAVOR_DESCRIPTION: VField[ShownFlavor] = VField("description", attrgetter("fla
 #: An entry of ``GET /flavors``.
 FLAVOR_BRIEF_FIELDS = (*_FLAVOR_BRIEF, _FLAVOR_DESCRIPTION)
 #: ``GET /flavors/detail`` entries and ``/flavors/{id}``: 2.55 ``description``, 2.61
-#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``.
+#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``; 2.102 drops
+#: ``rxtx_factor`` and ``OS-FLV-DISABLED:disabled``.
 FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     _FLAVOR_BRIEF[0], _FLAVOR_BRIEF[1],
     VField("ram", attrgetter("flavor.memory_mb")),
@@ -489,11 +490,11 @@ FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     VField("vcpus", attrgetter("flavor.vcpus")),
     _FLAVOR_BRIEF[2],
     VField("OS-FLV-EXT-DATA:ephemeral", attrgetter("flavor.ephemeral_gb")),
-    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled")),
+    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled"), until=(2, 101)),
     VField("os-flavor-access:is_public", attrgetter("flavor.is_public")),
     VField("swap", lambda f: f.flavor.swap or "", until=(2, 74)),
     VField("swap", attrgetter("flavor.swap"), since=(2, 75)),
-    VField("rxtx_factor", attrgetter("flavor.rxtx_factor")),
+    VField("rxtx_factor", attrgetter("flavor.rxtx_factor"), until=(2, 101)),
     _FLAVOR_DESCRIPTION,
     VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
            when=attrgetter("with_extra_specs")),

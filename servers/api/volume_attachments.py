@@ -1,5 +1,6 @@
 """``/servers/{id}/os-volume_attachments``: fields per microversion (2.70 ``tag``, 2.79
-``delete_on_termination``, 2.89 ``attachment_id``/``bdm_uuid`` and no ``id``)."""
+``delete_on_termination``, 2.89 ``attachment_id``/``bdm_uuid`` and no ``id``); from 2.101 the attach
+answers 202 with no body."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,7 +16,7 @@ from ..models import BlockDeviceMapping
 from ..presenter import VOLUME_ATTACHMENT_FIELDS
 from ..services import volume_attachments as service
 from ..services.power import target
-from .schemas import VOLUME_ATTACH, VOLUME_ATTACHMENT_UPDATE
+from .schemas import VOLUME_ATTACH, VOLUME_ATTACH_FEATURES, VOLUME_ATTACHMENT_UPDATE
 from .subresource import ServerSubresourceView
 
 
@@ -38,6 +39,8 @@ class VolumeAttachmentsView(ServerSubresourceView):
             bdm = service.volume_attach(actor=self.ctx, instance=record.instance, cell=record.cell,
                                         volume_id=body["volumeId"], device=body.get("device"), tag=body.get("tag"),
                                         delete_on_termination=bool(body.get("delete_on_termination", False)))
+        if VOLUME_ATTACH_FEATURES.has("accepted_no_body", self.v):
+            return Response(status=202)
         return Response({"volumeAttachment": render(bdm, self.v)})
 
 
