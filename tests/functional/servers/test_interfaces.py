@@ -163,3 +163,22 @@ def test_a_failed_plug_gives_the_port_back(cloud: Any) -> None:
     assert cloud.post(client, f"servers/{server['id']}/os-interface",
                       {"interfaceAttachment": {"net_id": net_id}}).status_code == 500
     assert Port.objects.filter(network_id=net_id).count() == before
+
+
+def test_deleting_the_server_keeps_the_users_attached_port_and_deletes_the_one_made_for_it(cloud: Any) -> None:
+    from networks.models import Port
+
+    # given a server with the user's port and a network's port attached
+    client = cloud.member()
+    server = _active_server(cloud, client, "if5")
+    net_id = _net(cloud, client)
+    port = _port(client, net_id)
+    path = f"servers/{server['id']}/os-interface"
+    assert cloud.post(client, path, {"interfaceAttachment": {"port_id": port["id"]}}).status_code == 200
+    made = cloud.post(client, path, {"interfaceAttachment": {"net_id": net_id}}).json()["interfaceAttachment"]
+    # when the server is deleted
+    assert cloud.delete(client, f"servers/{server['id']}").status_code == 204
+    # then the user's port stays, free, and the port made by the attach is gone
+    row = Port.objects.get(id=port["id"])
+    assert (row.device_id, row.binding_host_id) == ("", "")
+    assert not Port.objects.filter(id=made["port_id"]).exists()
