@@ -30,6 +30,14 @@ def _active_server(cloud: Any, client: Any, name: str) -> dict[str, Any]:
     return dict(server)
 
 
+def _server_with_a_free_port(cloud: Any, name: str) -> tuple[Any, dict[str, Any], str, dict[str, Any]]:
+    """A member's client, an active server, a network of the member's own and a free port on it."""
+    client = cloud.member()
+    server = _active_server(cloud, client, name)
+    net_id = _net(cloud, client)
+    return client, server, net_id, _port(client, net_id)
+
+
 def _actions(cloud: Any, client: Any, server_id: str) -> list[str]:
     listed = cloud.get(client, f"servers/{server_id}/os-instance-actions").json()["instanceActions"]
     return [a["action"] for a in listed]
@@ -39,10 +47,7 @@ def test_attach_a_port_list_show_and_detach_it(cloud: Any) -> None:
     from networks.models import Port
 
     # given an active server and a port of the user's own
-    client = cloud.member()
-    server = _active_server(cloud, client, "if1")
-    net_id = _net(cloud, client)
-    port = _port(client, net_id)
+    client, server, net_id, port = _server_with_a_free_port(cloud, "if1")
     path = f"servers/{server['id']}/os-interface"
     # when the port is attached with a tag (2.70: the tag is shown)
     attached = cloud.post(client, path, {"interfaceAttachment": {"port_id": port["id"], "tag": "nic2"}},
@@ -143,10 +148,7 @@ def test_attach_refusals(cloud: Any) -> None:
 def test_a_failed_plug_gives_the_port_back(cloud: Any) -> None:
     from networks.models import Port
 
-    client = cloud.member()
-    server = _active_server(cloud, client, "if4")
-    net_id = _net(cloud, client)
-    port = _port(client, net_id)
+    client, server, net_id, port = _server_with_a_free_port(cloud, "if4")
     host = cloud.instance(server["id"]).host
     # given the hypervisor fails the next hot-plug
     cloud.driver(host).fail_interface_attaches = 1
@@ -169,10 +171,7 @@ def test_deleting_the_server_keeps_the_users_attached_port_and_deletes_the_one_m
     from networks.models import Port
 
     # given a server with the user's port and a network's port attached
-    client = cloud.member()
-    server = _active_server(cloud, client, "if5")
-    net_id = _net(cloud, client)
-    port = _port(client, net_id)
+    client, server, net_id, port = _server_with_a_free_port(cloud, "if5")
     path = f"servers/{server['id']}/os-interface"
     assert cloud.post(client, path, {"interfaceAttachment": {"port_id": port["id"]}}).status_code == 200
     made = cloud.post(client, path, {"interfaceAttachment": {"net_id": net_id}}).json()["interfaceAttachment"]
