@@ -223,3 +223,17 @@ def test_2_102_name_filter_and_no_rxtx_factor_or_disabled(personas: Personas, fl
     del body["flavor"]["rxtx_factor"]
     made = admin_new.post("/compute/v2.1/flavors", body, format="json")
     assert made.status_code == 200 and "rxtx_factor" not in made.json()["flavor"], made.content
+
+
+def test_create_with_integer_id_and_string_sizes(personas: Personas, db: None) -> None:
+    """Clients (Tempest, older novaclient) send the id as a JSON number and sizes as strings."""
+    client = personas.client("admin")
+    response = client.post("/compute/v2.1/flavors", {"flavor": {"name": "n", "ram": "512", "vcpus": "2", "disk": 1,
+                                                                "id": 4242}}, format="json")
+    assert response.status_code == 200, response.content
+    shown = response.json()["flavor"]
+    assert (shown["id"], shown["ram"], shown["vcpus"]) == ("4242", 512, 2)
+    assert client.get("/compute/v2.1/flavors/4242").json()["flavor"]["name"] == "n"
+    boolean = client.post("/compute/v2.1/flavors", {"flavor": {"name": "m", "ram": 1, "vcpus": 1, "disk": 0,
+                                                               "id": True}}, format="json")
+    assert boolean.status_code == 400
