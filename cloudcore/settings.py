@@ -207,7 +207,8 @@ BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES_
 # How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
 # cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
-# How long the API waits for a compute host's answer to a question (a guest's diagnostics).
+# How long the API waits for a compute host's answer to a short call (Nova's rpc_response_timeout):
+# a guest's diagnostics, an interface attach.
 RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 # Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.

@@ -239,6 +239,22 @@ def swap_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid
                bdm_uuid=bdm_uuid, new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)
 
 
+# --- interfaces (os-interface) ------------------------------------------------------------------
+
+def attach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str | None,
+                     network_id: str | None, fixed_ip: str | None, tag: str | None) -> dict[str, Any]:
+    """A call, as Nova's: the API waits (``settings.RPC_RESPONSE_TIMEOUT``) for the host to bind
+    ``port_id`` (or create a port on ``network_id``) and plug it; answers ``{"port_id"}``."""
+    return _call("attach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, port_id=port_id, network_id=network_id, fixed_ip=fixed_ip,
+                 tag=tag)
+
+
+def detach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str) -> None:
+    _operation("detach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               port_id=port_id)
+
+
 # --- resize and cold migration within a cell ----------------------------------------------------
 
 def resize_at_source(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,

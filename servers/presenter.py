@@ -425,6 +425,19 @@ VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
 )
 
 
+# --- os-interface ---------------------------------------------------------------------------------
+#: An interface is ``servers.services.interfaces``' dict of a port (``id``, ``network_id``,
+#: ``mac_address``, ``status``, ``fixed_ips``) with its VIF's ``tag`` (shown from 2.70).
+INTERFACE_ATTACHMENT_FIELDS: tuple[VField[dict[str, Any]], ...] = (
+    VField("fixed_ips", lambda i: [dict(f) for f in i["fixed_ips"]]),
+    VField("mac_addr", lambda i: i["mac_address"]),
+    VField("net_id", lambda i: i["network_id"]),
+    VField("port_id", lambda i: i["id"]),
+    VField("port_state", lambda i: i["status"]),
+    VField("tag", lambda i: i.get("tag"), since=(2, 70)),
+)
+
+
 # --- os-keypairs ----------------------------------------------------------------------------------
 def _ts_naive_micro(value: Any) -> str | None:
     return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
@@ -473,7 +486,8 @@ _FLAVOR_DESCRIPTION: VField[ShownFlavor] = VField("description", attrgetter("fla
 #: An entry of ``GET /flavors``.
 FLAVOR_BRIEF_FIELDS = (*_FLAVOR_BRIEF, _FLAVOR_DESCRIPTION)
 #: ``GET /flavors/detail`` entries and ``/flavors/{id}``: 2.55 ``description``, 2.61
-#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``.
+#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``; 2.102 drops
+#: ``rxtx_factor`` and ``OS-FLV-DISABLED:disabled``.
 FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     _FLAVOR_BRIEF[0], _FLAVOR_BRIEF[1],
     VField("ram", attrgetter("flavor.memory_mb")),
@@ -481,11 +495,11 @@ FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     VField("vcpus", attrgetter("flavor.vcpus")),
     _FLAVOR_BRIEF[2],
     VField("OS-FLV-EXT-DATA:ephemeral", attrgetter("flavor.ephemeral_gb")),
-    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled")),
+    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled"), until=(2, 101)),
     VField("os-flavor-access:is_public", attrgetter("flavor.is_public")),
     VField("swap", lambda f: f.flavor.swap or "", until=(2, 74)),
     VField("swap", attrgetter("flavor.swap"), since=(2, 75)),
-    VField("rxtx_factor", attrgetter("flavor.rxtx_factor")),
+    VField("rxtx_factor", attrgetter("flavor.rxtx_factor"), until=(2, 101)),
     _FLAVOR_DESCRIPTION,
     VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
            when=attrgetter("with_extra_specs")),

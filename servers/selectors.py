@@ -474,6 +474,16 @@ def vif_preserved_port_ids(instance_uuid: str) -> set[str]:
                .values_list("port_id", flat=True))
 
 
+def vif_get(instance_uuid: str, port_id: str) -> VirtualInterface | None:
+    """The server's live VIF of ``port_id`` in the targeted cell, or None."""
+    return VirtualInterface.objects.filter(instance_uuid=instance_uuid, port_id=port_id).first()
+
+
+def vif_tags(instance_uuid: str) -> dict[str, str | None]:
+    """``{port id: tag}`` of the server's live VIFs in the targeted cell."""
+    return dict(VirtualInterface.objects.filter(instance_uuid=instance_uuid).values_list("port_id", "tag"))
+
+
 # --- used by conductor/ ---------------------------------------------------------------------------
 # (the conductor's reads: the API database's BuildRequests, else the targeted cell; instance_get
 # and migration_get above serve it too)

@@ -300,6 +300,15 @@ class LibvirtDriver:
     def detach_volume(self, *, instance: Any, connection_info: dict[str, Any], mountpoint: str, **_kw: Any) -> None:
         self._domain(instance)
 
+    def attach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        """The guest must exist. Guests here get no NIC devices (``_domain_xml`` defines none, on the test
+        driver and on qemu alike), so there is nothing to hot-plug: the port's binding is the attachment."""
+        self._domain(instance)
+
+    def detach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        """The guest must exist; no NIC device to unplug (see ``attach_interface``)."""
+        self._domain(instance)
+
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
         path = connection_info.get("data", {}).get("device_path")
         return bool(path) and Path(path).exists()

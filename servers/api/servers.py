@@ -422,7 +422,8 @@ class ServerView(ComputeAPIView):
         validate(body, schemas.update_schema(self.version))
         changes = body["server"]
         fields = {"name": "name", "description": "description", "hostname": "hostname",
-                  "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
+                  "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6",
+                  "pinned_availability_zone": "pinned_availability_zone"}
         record = update_svc.server_update(actor=self.ctx, record=record,
                                           **{arg: changes[key] for key, arg in fields.items() if key in changes})
         return Response({"server": present_updated_server(render([record], version=self.version, actor=self.ctx)[0],

@@ -77,6 +77,15 @@ urlpatterns += [
          _volume_attachments.VolumeAttachmentView.as_view(), name="compute-volume-attachment"),
 ]
 
+# --- os-interface (servers/api/interfaces.py) -----------------------------------------------------
+from . import interfaces as _interfaces  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-interface", _interfaces.InterfacesView.as_view(), name="compute-interfaces"),
+    path("servers/<str:server_id>/os-interface/<str:port_id>", _interfaces.InterfaceView.as_view(),
+         name="compute-interface"),
+]
+
 # --- ips (servers/api/ips.py) ---------------------------------------------------------------------
 from . import ips as _ips  # noqa: E402
 

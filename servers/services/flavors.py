@@ -89,6 +89,8 @@ def flavor_get_any(flavor_id: str) -> Flavor:
 @dataclass
 class FlavorFilters:
     is_public: bool | None = True
+    #: 2.102: flavors of exactly this name
+    name: str | None = None
     min_ram: int | None = None
     min_disk: int | None = None
     sort_key: str = "flavorid"
@@ -108,6 +110,8 @@ def flavor_list(actor: RequestContext, filters: FlavorFilters) -> list[Flavor]:
         qs = _visible(qs, actor.project_id)
     elif filters.is_public is False:
         qs = qs.filter(is_public=False)
+    if filters.name is not None:
+        qs = qs.filter(name=filters.name)
     if filters.min_ram is not None:
         qs = qs.filter(memory_mb__gte=filters.min_ram)
     if filters.min_disk is not None:
