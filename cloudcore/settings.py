@@ -252,6 +252,10 @@ QUOTA_ROUTER = env_int("QUOTA_ROUTER", 10, minimum=-1)
 QUOTA_FLOATINGIP = env_int("QUOTA_FLOATINGIP", 50, minimum=-1)
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
+#: operator overrides of policy rules' checks (``manage.py policy override``; OpenStack's policy.yaml)
+POLICY_FILE = Path(env_str("POLICY_FILE", str(VAR_DIR / "policy.yaml")))
+#: where volume backups are written (Cinder's posix backup driver's ``backup_posix_path``)
+BACKUP_DIR = Path(env_str("BACKUP_DIR", str(VAR_DIR / "backups")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
 LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the

@@ -26,6 +26,7 @@ from xml.sax.saxutils import escape
 import libvirt
 from django.conf import settings
 
+from images.formats import convert
 from images.services import image_data_path
 from servers.choices import PowerState
 
@@ -222,11 +223,7 @@ class LibvirtDriver:
             if image_meta and image_meta.get("path"):
                 disk = workdir / "disk"
                 if not disk.exists():
-                    source = Path(image_meta["path"])
-                    if source.exists():
-                        shutil.copyfile(source, disk)
-                    else:
-                        disk.write_bytes(b"")
+                    _disk_from_image(image_meta, disk)
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
             xml = self._domain_xml(instance, disk, image_meta, network_info or [])
@@ -348,11 +345,7 @@ class LibvirtDriver:
             rescue_disk = None
             if rescue_image_meta and rescue_image_meta.get("path"):
                 rescue_disk = workdir / "disk.rescue"
-                source = Path(rescue_image_meta["path"])
-                if source.exists():
-                    shutil.copyfile(source, rescue_disk)
-                else:
-                    rescue_disk.write_bytes(b"")
+                _disk_from_image(rescue_image_meta, rescue_disk)
             xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
             own_disk = workdir / "disk"
             if not self.is_test and own_disk.exists():
@@ -421,6 +414,19 @@ class TriggerCrashDumpNotSupported(VirtDriverError):
 
 class InstanceNotRunning(VirtDriverError):
     message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def _disk_from_image(image_meta: dict[str, Any], disk: Path) -> None:
+    """A guest's raw disk from its image: a qcow2 image is converted (Nova's default
+    ``force_raw_images``), so every disk the domain XML names is raw and a snapshot is raw too;
+    a raw image is copied. An image with no bytes on the store gives an empty disk."""
+    source = Path(image_meta["path"])
+    if not source.exists():
+        disk.write_bytes(b"")
+    elif image_meta.get("disk_format") == "qcow2":
+        convert(source, disk, source_format="qcow2", target_format="raw")
+    else:
+        shutil.copyfile(source, disk)
 
 
 def _undefine(dom: Any) -> None:
