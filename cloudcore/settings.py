@@ -248,6 +248,9 @@ IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
 LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
+# Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
+# turns it on for the demo cloud)
+FORCE_CONFIG_DRIVE = env_bool("FORCE_CONFIG_DRIVE", False)
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")

@@ -29,6 +29,8 @@ from django.conf import settings
 from images.services import image_data_path
 from servers.choices import PowerState
 
+from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
+from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
 
 # libvirt's domain states -> Nova's power states
@@ -161,10 +163,11 @@ class LibvirtDriver:
         name = escape(self.domain_name(instance))
         memory = max(int(instance.memory_mb or 64), 16)
         vcpus = max(int(instance.vcpus or 1), 1)
+        devices = self._config_drive_xml(instance)
         if self.is_test:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                     f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu><os><type>hvm</type></os>"
-                    f"<description>host={escape(self.host)}</description></domain>")
+                    f"<description>host={escape(self.host)}</description><devices>{devices}</devices></domain>")
         kernel, ramdisk = self._boot_files(instance)
         boot = "<boot dev='hd'/>"
         if kernel:
@@ -184,8 +187,26 @@ class LibvirtDriver:
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
-                f"<devices>{disks}<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
+                f"<devices>{disks}{devices}"
+                f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
                 "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+
+    def _config_drive_xml(self, instance: Any) -> str:
+        """The config drive spawn wrote, as a read-only IDE cdrom (``hdd``, as Nova attaches it on
+        the ``pc`` machine type), or nothing."""
+        drive = self.instance_dir(instance) / CONFIG_DRIVE_FILE
+        if not drive.exists():
+            return ""
+        return ("<disk type='file' device='cdrom'><driver name='qemu' type='raw'/>"
+                f"<source file='{escape(str(drive))}'/><target dev='hdd' bus='ide'/><readonly/></disk>")
+
+    def _write_config_drive(self, instance: Any, network_info: list[dict[str, Any]]) -> None:
+        """(Re)build the config drive from what the API says about the server now, when it gets one."""
+        drive = self.instance_dir(instance) / CONFIG_DRIVE_FILE
+        if config_drive_required(instance):
+            write_config_drive(config_drive_files(instance, network_info), drive)
+        else:
+            drive.unlink(missing_ok=True)
 
     def _boot_files(self, instance: Any) -> tuple[str | None, str | None]:
         """The kernel and ramdisk copies spawn left in the instance directory (direct kernel boot)."""
@@ -227,6 +248,7 @@ class LibvirtDriver:
                         disk.write_bytes(b"")
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
+            self._write_config_drive(instance, network_info or [])
             xml = self._domain_xml(instance, disk, image_meta, network_info or [])
             try:
                 try:
