@@ -24,6 +24,8 @@ from typing import Any
 import pycdlib
 from django.conf import settings
 
+from .driver import tap_name
+
 LABEL = "config-2"
 FILE_NAME = "disk.config"
 _LATEST = "openstack/latest"
@@ -65,7 +67,7 @@ def network_data(network_info: list[dict[str, Any]]) -> dict[str, Any]:
     links: list[dict[str, Any]] = []
     networks: list[dict[str, Any]] = []
     for vif in network_info:
-        link_id = f"tap{vif['id'][:11]}"
+        link_id = tap_name(vif["id"])
         net = vif.get("network") or {}
         links.append({"id": link_id, "vif_id": vif["id"], "type": "phy", "mtu": net.get("mtu"),
                       "ethernet_mac_address": vif["address"]})

@@ -31,7 +31,7 @@ from servers.choices import PowerState
 
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
-from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
+from .driver import InstanceNotFoundOnHypervisor, VirtDriverError, tap_name
 
 # libvirt's domain states -> Nova's power states
 _POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
@@ -163,7 +163,7 @@ class LibvirtDriver:
         name = escape(self.domain_name(instance))
         memory = max(int(instance.memory_mb or 64), 16)
         vcpus = max(int(instance.vcpus or 1), 1)
-        devices = self._config_drive_xml(instance)
+        devices = self._config_drive_xml(instance) + "".join(_interface_xml(vif) for vif in network_info)
         if self.is_test:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                     f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu><os><type>hvm</type></os>"
@@ -199,6 +199,33 @@ class LibvirtDriver:
             return ""
         return ("<disk type='file' device='cdrom'><driver name='qemu' type='raw'/>"
                 f"<source file='{escape(str(drive))}'/><target dev='hdd' bus='ide'/><readonly/></disk>")
+
+    def ensure_network(self, vif: dict[str, Any]) -> str:
+        """The libvirt network that carries the cloudcore network of ``vif``, defined, started and
+        autostarted if this daemon lacks it: isolated (no ``<forward>``, no address of the host on
+        its bridge), so its guests reach each other and nothing else. Hosts sharing one daemon
+        share it. Returns its name."""
+        net = vif.get("network") or {}
+        name = libvirt_network_name(str(net["id"]))
+        with self._lock:
+            try:
+                network = self.conn.networkLookupByName(name)
+            except libvirt.libvirtError:
+                mtu = f"<mtu size='{int(net['mtu'])}'/>" if net.get("mtu") else ""
+                xml = (f"<network><name>{name}</name><bridge name='{bridge_name(str(net['id']))}' stp='off'/>"
+                       f"{mtu}</network>")
+                try:
+                    network = self.conn.networkDefineXML(xml)
+                except libvirt.libvirtError:  # another host on this daemon defined it first
+                    network = self.conn.networkLookupByName(name)
+            try:
+                if not network.isActive():
+                    network.create()
+                network.setAutostart(1)
+            except libvirt.libvirtError as exc:
+                if not network.isActive():
+                    raise VirtDriverError(host=self.host, reason=f"network {name}: {exc}") from exc
+        return name
 
     def _write_config_drive(self, instance: Any, network_info: list[dict[str, Any]]) -> None:
         """(Re)build the config drive from what the API says about the server now, when it gets one."""
@@ -249,6 +276,8 @@ class LibvirtDriver:
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
             self._write_config_drive(instance, network_info or [])
+            for vif in network_info or []:
+                self.ensure_network(vif)
             xml = self._domain_xml(instance, disk, image_meta, network_info or [])
             try:
                 try:
@@ -422,6 +451,25 @@ class TriggerCrashDumpNotSupported(VirtDriverError):
 
 class InstanceNotRunning(VirtDriverError):
     message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def libvirt_network_name(network_id: str) -> str:
+    """The libvirt network of a cloudcore network."""
+    return f"cloudcore-{network_id}"
+
+
+def bridge_name(network_id: str) -> str:
+    """Its bridge: ``ccbr`` and the network id's first 11 hex digits (a Linux interface name has at
+    most 15 characters)."""
+    return "ccbr" + network_id.replace("-", "")[:11]
+
+
+def _interface_xml(vif: dict[str, Any]) -> str:
+    """A virtio NIC with the port's MAC on its network's libvirt network."""
+    network = libvirt_network_name(str((vif.get("network") or {})["id"]))
+    return (f"<interface type='network'><mac address='{escape(vif['address'])}'/>"
+            f"<source network='{escape(network)}'/><target dev='{escape(tap_name(vif['id']))}'/>"
+            "<model type='virtio'/></interface>")
 
 
 def _undefine(dom: Any) -> None:

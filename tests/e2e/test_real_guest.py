@@ -154,9 +154,10 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_real_guest_reads_its_config_drive(qemu_system: object) -> None:
+def test_real_guest_reads_its_config_drive_and_has_its_nic(qemu_system: object) -> None:
     """The guest mounts the drive the driver built (ISO9660 ``config-2`` on an IDE cdrom) and
-    prints its hostname, key and user data on the serial console."""
+    prints its hostname, key and user data on the serial console; its port is a virtio NIC with the
+    port's MAC, on the isolated libvirt network the driver defined for its network."""
     import base64
 
     from compute.virt.libvirt import LibvirtDriver
@@ -171,12 +172,24 @@ def test_real_guest_reads_its_config_drive(qemu_system: object) -> None:
             uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, display_name="cd guest", hostname="cd-guest-1",
             key_name="e2e", key_data=key, config_drive="True", availability_zone="az1", project_id="p1",
             launch_index=0, metadata={}, user_data=base64.b64encode(b"echo USERDATA-MARKER-7").decode())
-        driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},
-                     network_info=[])
+        net_id = str(uuid.uuid4())
+        vif = {"id": str(uuid.uuid4()), "address": "fa:16:3e:7e:57:01",
+               "network": {"id": net_id, "label": "e2e", "mtu": 1500, "subnets": [
+                   {"cidr": "10.9.0.0/24", "gateway": None, "ips": [{"address": "10.9.0.5", "type": "fixed",
+                                                                   "version": 4}]}]}}
         try:
-            log = wait_console(driver.instance_dir(guest) / "console.log", "GUEST-DONE")
+            driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},
+                         network_info=[vif])
+            try:
+                log = wait_console(driver.instance_dir(guest) / "console.log", "GUEST-DONE")
+            finally:
+                driver.destroy(instance=guest, destroy_disks=True)
         finally:
-            driver.destroy(instance=guest, destroy_disks=True)
+            with suppress(Exception):
+                network = driver.conn.networkLookupByName(f"cloudcore-{net_id}")
+                network.destroy()
+                network.undefine()
+        assert "GUEST-NIC fa:16:3e:7e:57:01" in log, log[-3000:]
         assert "GUEST-CONFIG-DRIVE" in log, log[-3000:]
         meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
         assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta

@@ -87,3 +87,20 @@ def test_no_config_drive_unless_asked_or_forced(libvirt_cloud: Cloud, settings: 
     shown = cloud.wait_for_status(member, server["id"], "ACTIVE")
     _driver, _instance, root = _domain_xml(cloud, server)
     assert root.findall("./devices/disk[@device='cdrom']") == [] and shown["config_drive"] == ""
+
+
+def test_each_port_is_a_nic_with_its_mac_on_the_networks_libvirt_network(libvirt_cloud: Cloud,
+                                                                        settings: Any) -> None:
+    # given a server on demo-net
+    settings.FORCE_CONFIG_DRIVE = False
+    cloud, member = libvirt_cloud, libvirt_cloud.member()
+    server = cloud.create_server(member, "nic", networks="demo-net")
+    shown = cloud.wait_for_status(member, server["id"], "ACTIVE")
+    # then its domain has one NIC, with the port's MAC, on demo-net's isolated libvirt network
+    driver, _instance, root = _domain_xml(cloud, server)
+    nics = root.findall("./devices/interface[@type='network']")
+    (port_mac,) = [a["OS-EXT-IPS-MAC:mac_addr"] for a in shown["addresses"]["demo-net"]]
+    assert [(n.find("mac").get("address"), n.find("source").get("network"))  # type: ignore[union-attr]
+            for n in nics] == [(port_mac, f"cloudcore-{cloud.network_id}")]
+    network = ET.fromstring(driver.conn.networkLookupByName(f"cloudcore-{cloud.network_id}").XMLDesc(0))
+    assert network.find("forward") is None and network.find("ip") is None

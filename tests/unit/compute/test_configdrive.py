@@ -107,3 +107,31 @@ def test_the_test_driver_attaches_the_drive_as_a_readonly_cdrom(tmp_path: Path, 
     settings.FORCE_CONFIG_DRIVE = True
     d.spawn(instance=plain, image_meta=None, network_info=[])
     assert len(_cdroms(d, plain)) == 1
+
+
+def test_a_nic_per_port_on_an_isolated_network_of_the_host(tmp_path: Path) -> None:
+    # given a host and two servers with a port each on one cloudcore network, one with two ports
+    d = _driver(tmp_path)
+    other_net = {"id": "net-2", "label": "other", "mtu": None, "subnets": []}
+    second = {"id": "9d0e8f7a-0000-1111-2222-333344445555", "address": "fa:16:3e:00:00:02", "network": other_net}
+    third = {**VIF, "id": "aaaabbbb-cccc-dddd-eeee-ffff00001111", "address": "fa:16:3e:00:00:03"}
+    one, two = server(config_drive=""), server(config_drive="")
+    # when they are spawned
+    d.spawn(instance=one, image_meta=None, network_info=[VIF, second])
+    d.spawn(instance=two, image_meta=None, network_info=[third])
+    # then each port is a virtio NIC with its MAC on its network's libvirt network
+    nics = ET.fromstring(d._domain(one).XMLDesc(0)).findall("./devices/interface[@type='network']")
+    assert [(n.find("mac").get("address"), n.find("source").get("network"),  # type: ignore[union-attr]
+             n.find("model").get("type")) for n in nics] == [  # type: ignore[union-attr]
+        ("fa:16:3e:12:34:56", "cloudcore-net-1", "virtio"), ("fa:16:3e:00:00:02", "cloudcore-net-2", "virtio")]
+    (nic,) = ET.fromstring(d._domain(two).XMLDesc(0)).findall("./devices/interface[@type='network']")
+    assert nic.find("source").get("network") == "cloudcore-net-1"  # type: ignore[union-attr]
+    # and the host defined one network per cloudcore network: started, autostarted, isolated
+    names = sorted(n.name() for n in d.conn.listAllNetworks() if n.name().startswith("cloudcore-"))
+    assert names == ["cloudcore-net-1", "cloudcore-net-2"]
+    network = d.conn.networkLookupByName("cloudcore-net-1")
+    assert network.isActive() and network.autostart()
+    net_xml = ET.fromstring(network.XMLDesc(0))
+    assert net_xml.find("forward") is None and net_xml.find("ip") is None
+    assert net_xml.find("bridge").get("name") == "ccbrnet1"  # type: ignore[union-attr]
+    assert net_xml.find("mtu").get("size") == "1450"  # type: ignore[union-attr]
