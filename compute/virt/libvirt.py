@@ -32,6 +32,7 @@ from servers.choices import PowerState
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .driver import InstanceNotFoundOnHypervisor, VirtDriverError, tap_name
+from .imagecache import cached_image, create_overlay, flatten, grow, image_format
 
 # libvirt's domain states -> Nova's power states
 _POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
@@ -179,10 +180,7 @@ class LibvirtDriver:
         if virt_type == "auto":
             virt_type = "kvm" if Path("/dev/kvm").exists() else "qemu"
         log = self.instance_dir(instance) / "console.log"
-        disks = ""
-        if disk is not None:
-            disks = ("<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-                     f"<source file='{escape(str(disk))}'/><target dev='vda' bus='virtio'/></disk>")
+        disks = self._disk_xml(instance, disk, "vda") if disk is not None else ""
         return (f"<domain type='{virt_type}'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
@@ -190,6 +188,45 @@ class LibvirtDriver:
                 f"<devices>{disks}{devices}"
                 f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
                 "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+
+    def _disk_xml(self, instance: Any, disk: Path, dev: str) -> str:
+        fmt = self._disk_formats(instance).get(disk.name, "raw")
+        return (f"<disk type='file' device='disk'><driver name='qemu' type='{fmt}'/>"
+                f"<source file='{escape(str(disk))}'/><target dev='{dev}' bus='virtio'/></disk>")
+
+    # -- disks: the image cache and qcow2 overlays (real hypervisors; imagecache) ----------------
+    def _disk_formats(self, instance: Any) -> dict[str, str]:
+        """``disk.info``: each disk file's format and the format of the image it came from (a
+        snapshot is written in that one), as Nova keeps it; a disk not named there is raw."""
+        info = self.instance_dir(instance) / "disk.info"
+        return json.loads(info.read_text()) if info.exists() else {}
+
+    def _create_disk(self, instance: Any, image_meta: dict[str, Any], name: str) -> Path:
+        """The instance disk ``name`` from the image: on a real hypervisor a qcow2 overlay on the
+        host's cached copy of the image, sized to the flavor's root disk (an existing one is only
+        grown: a resize); on the test driver, which never reads a disk, a plain copy of the image's
+        bytes (empty when the store has none)."""
+        workdir = self.instance_dir(instance)
+        disk = workdir / name
+        formats = self._disk_formats(instance)
+        root_gb = int(getattr(instance, "root_gb", 0) or 0)
+        if self.is_test:
+            if not disk.exists():
+                source = Path(image_meta["path"])
+                if source.exists():
+                    shutil.copyfile(source, disk)
+                else:
+                    disk.write_bytes(b"")
+                formats.update({name: "raw", f"{name}.image_format": image_format(image_meta)})
+        elif disk.exists() and formats.get(name) == "qcow2":
+            grow(disk, root_gb=root_gb, host=self.host)
+        else:
+            base = cached_image(self.state_path / "_base", image_meta, host=self.host)
+            disk.unlink(missing_ok=True)
+            create_overlay(base, image_format(image_meta), disk, root_gb=root_gb, host=self.host)
+            formats.update({name: "qcow2", f"{name}.image_format": image_format(image_meta)})
+        (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
+        return disk
 
     def _config_drive_xml(self, instance: Any) -> str:
         """The config drive spawn wrote, as a read-only IDE cdrom (``hdd``, as Nova attaches it on
@@ -266,13 +303,7 @@ class LibvirtDriver:
             workdir.mkdir(parents=True, exist_ok=True)
             disk = None
             if image_meta and image_meta.get("path"):
-                disk = workdir / "disk"
-                if not disk.exists():
-                    source = Path(image_meta["path"])
-                    if source.exists():
-                        shutil.copyfile(source, disk)
-                    else:
-                        disk.write_bytes(b"")
+                disk = self._create_disk(instance, image_meta, "disk")
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
             self._write_config_drive(instance, network_info or [])
@@ -329,9 +360,14 @@ class LibvirtDriver:
         dom.create()
 
     def snapshot(self, *, instance: Any, target_path: Path, **_kw: Any) -> None:
+        """The root disk as one standalone file in its image's format (a qcow2 overlay is
+        flattened with its cached base)."""
         self._domain(instance)
         disk = self.instance_dir(instance) / "disk"
-        if disk.exists():
+        formats = self._disk_formats(instance)
+        if disk.exists() and formats.get("disk") == "qcow2":
+            flatten(disk, Path(target_path), formats.get("disk.image_format", "qcow2"), host=self.host)
+        elif disk.exists():
             shutil.copyfile(disk, target_path)
         else:
             Path(target_path).write_bytes(b"")
@@ -387,18 +423,12 @@ class LibvirtDriver:
             (workdir / "unrescue.xml").write_text(dom.XMLDesc(0))
             rescue_disk = None
             if rescue_image_meta and rescue_image_meta.get("path"):
-                rescue_disk = workdir / "disk.rescue"
-                source = Path(rescue_image_meta["path"])
-                if source.exists():
-                    shutil.copyfile(source, rescue_disk)
-                else:
-                    rescue_disk.write_bytes(b"")
+                (workdir / "disk.rescue").unlink(missing_ok=True)
+                rescue_disk = self._create_disk(instance, rescue_image_meta, "disk.rescue")
             xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
             own_disk = workdir / "disk"
             if not self.is_test and own_disk.exists():
-                xml = xml.replace("<serial ", "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-                                  f"<source file='{escape(str(own_disk))}'/><target dev='vdb' bus='virtio'/>"
-                                  "</disk><serial ", 1)
+                xml = xml.replace("<serial ", self._disk_xml(instance, own_disk, "vdb") + "<serial ", 1)
             xml = xml.replace("</name>", "</name><title>rescue</title>", 1)
             try:
                 if dom.isActive():

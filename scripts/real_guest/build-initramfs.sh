@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
-# finds: its NICs' MAC addresses and, when a config drive (label config-2) is attached, its
+# finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
 # meta_data.json and user_data, each between BEGIN/END lines.
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
 # KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
@@ -15,7 +15,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat insmod ls; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head; do ln -s busybox "$WORK/bin/$tool"; done
 # in load order (each after what it depends on)
 MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
 drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
@@ -39,6 +39,7 @@ echo "$MARKER"
 for m in /modules/*.ko*; do [ -f "\$m" ] && insmod "\$m" 2>/dev/null; done
 sleep 2
 for nic in /sys/class/net/eth*; do [ -e "\$nic/address" ] && echo "GUEST-NIC \$(cat \$nic/address)"; done
+if [ -b /dev/vda ]; then echo "GUEST-DISK sectors=\$(cat /sys/block/vda/size) head=\$(head -c 32 /dev/vda | head -n 1)"; fi
 for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
   if [ -b "\$dev" ] && mount -t iso9660 -o ro "\$dev" /mnt 2>/dev/null; then
     echo "GUEST-CONFIG-DRIVE \$dev"

@@ -154,10 +154,11 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_real_guest_reads_its_config_drive_and_has_its_nic(qemu_system: object) -> None:
+def test_real_guest_on_a_qcow2_overlay_reads_its_config_drive_and_has_its_nic(qemu_system: object) -> None:
     """The guest mounts the drive the driver built (ISO9660 ``config-2`` on an IDE cdrom) and
     prints its hostname, key and user data on the serial console; its port is a virtio NIC with the
-    port's MAC, on the isolated libvirt network the driver defined for its network."""
+    port's MAC, on the isolated libvirt network the driver defined for its network; its root disk is
+    a qcow2 overlay on the host's cached copy of a qcow2 image, grown to the flavor's 1 GiB."""
     import base64
 
     from compute.virt.libvirt import LibvirtDriver
@@ -167,9 +168,14 @@ def test_real_guest_reads_its_config_drive_and_has_its_nic(qemu_system: object) 
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIRealGuestKey e2e@cloudcore"
     try:
         initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
+        raw = work / "image.raw"
+        raw.write_bytes(b"QCOW2-ROOT-MARKER\n" + bytes(1024 * 1024))
+        image = work / "image.qcow2"
+        subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
+        image.chmod(0o644)
         driver = LibvirtDriver(host="realguest", uri="qemu:///system", state_path=work / "state", virt_type="qemu")
         guest = SimpleNamespace(
-            uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, display_name="cd guest", hostname="cd-guest-1",
+            uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, root_gb=1, display_name="cd guest", hostname="cd-guest-1",
             key_name="e2e", key_data=key, config_drive="True", availability_zone="az1", project_id="p1",
             launch_index=0, metadata={}, user_data=base64.b64encode(b"echo USERDATA-MARKER-7").decode())
         net_id = str(uuid.uuid4())
@@ -178,8 +184,9 @@ def test_real_guest_reads_its_config_drive_and_has_its_nic(qemu_system: object) 
                    {"cidr": "10.9.0.0/24", "gateway": None, "ips": [{"address": "10.9.0.5", "type": "fixed",
                                                                    "version": 4}]}]}}
         try:
-            driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},
-                         network_info=[vif])
+            driver.spawn(instance=guest, network_info=[vif], image_meta={
+                "id": "qcow2-image", "path": str(image), "disk_format": "qcow2",
+                "kernel_path": str(_kernel()), "ramdisk_path": str(initrd)})
             try:
                 log = wait_console(driver.instance_dir(guest) / "console.log", "GUEST-DONE")
             finally:
@@ -190,6 +197,7 @@ def test_real_guest_reads_its_config_drive_and_has_its_nic(qemu_system: object) 
                 network.destroy()
                 network.undefine()
         assert "GUEST-NIC fa:16:3e:7e:57:01" in log, log[-3000:]
+        assert f"GUEST-DISK sectors={1024**3 // 512} head=QCOW2-ROOT-MARKER" in log, log[-3000:]
         assert "GUEST-CONFIG-DRIVE" in log, log[-3000:]
         meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
         assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta
