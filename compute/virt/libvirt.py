@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -160,11 +161,12 @@ class LibvirtDriver:
         return self.state_path / "instances" / str(instance.uuid)
 
     def _domain_xml(self, instance: Any, disk: Path | None, image_meta: dict[str, Any] | None,
-                    network_info: list[dict[str, Any]]) -> str:
+                    network_info: list[dict[str, Any]], block_device_info: dict[str, Any] | None = None) -> str:
         name = escape(self.domain_name(instance))
         memory = max(int(instance.memory_mb or 64), 16)
         vcpus = max(int(instance.vcpus or 1), 1)
-        devices = self._config_drive_xml(instance) + "".join(_interface_xml(vif) for vif in network_info)
+        devices = (volumes_xml(block_device_info, taken={"vda"} if disk is not None else set())
+                   + self._config_drive_xml(instance) + "".join(_interface_xml(vif) for vif in network_info))
         if self.is_test:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                     f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu><os><type>hvm</type></os>"
@@ -309,7 +311,7 @@ class LibvirtDriver:
             self._write_config_drive(instance, network_info or [])
             for vif in network_info or []:
                 self.ensure_network(vif)
-            xml = self._domain_xml(instance, disk, image_meta, network_info or [])
+            xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info)
             try:
                 try:
                     old = self.conn.lookupByName(self.domain_name(instance))
@@ -373,17 +375,31 @@ class LibvirtDriver:
             Path(target_path).write_bytes(b"")
 
     def attach_volume(self, *, instance: Any, connection_info: dict[str, Any], mountpoint: str, **_kw: Any) -> None:
+        """Add the volume's disk to the domain's definition and, when it runs, to the live guest."""
         dom = self._domain(instance)
         if self.is_test:
-            return  # the test driver keeps no devices; the attachment is bookkeeping only
-        path = connection_info.get("data", {}).get("device_path")
-        dev = mountpoint.rsplit("/", 1)[-1]
-        dom.attachDeviceFlags(f"<disk type='file' device='disk'><source file='{escape(str(path))}'/>"
-                              f"<target dev='{escape(dev)}' bus='virtio'/></disk>",
-                              libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+            return  # the test driver's domains take no device changes; the attachment is bookkeeping
+        dev = self._volume_target(dom, mountpoint)
+        self._guest_call(instance, lambda d: d.attachDeviceFlags(volume_disk_xml(connection_info, dev),
+                                                                 _config_and_live(d)))
 
     def detach_volume(self, *, instance: Any, connection_info: dict[str, Any], mountpoint: str, **_kw: Any) -> None:
-        self._domain(instance)
+        """Remove the volume's disk (found by its source) from the definition and the live guest."""
+        dom = self._domain(instance)
+        if self.is_test:
+            return
+        path = str(connection_info.get("data", {}).get("device_path"))
+        for disk in _domain_tree(dom).findall("./devices/disk"):
+            source = disk.find("source")
+            if source is not None and path in (source.get("file"), source.get("dev")):
+                self._guest_call(instance, lambda d, disk=disk: d.detachDeviceFlags(ET.tostring(disk, "unicode"),
+                                                                                      _config_and_live(d)))
+                return
+
+    def _volume_target(self, dom: Any, mountpoint: str) -> str:
+        """The volume's device name: its mountpoint's, or the next free one when that is taken."""
+        taken = {t.get("dev") for t in _domain_tree(dom).findall("./devices/disk/target")}
+        return next_free_target(mountpoint.rsplit("/", 1)[-1], {str(t) for t in taken if t})
 
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
         path = connection_info.get("data", {}).get("device_path")
@@ -500,6 +516,51 @@ def _interface_xml(vif: dict[str, Any]) -> str:
     return (f"<interface type='network'><mac address='{escape(vif['address'])}'/>"
             f"<source network='{escape(network)}'/><target dev='{escape(tap_name(vif['id']))}'/>"
             "<model type='virtio'/></interface>")
+
+
+def next_free_target(wanted: str, taken: set[str]) -> str:
+    """``wanted`` (``vdb``) unless taken, else the first free ``vd<letter>``."""
+    if wanted not in taken:
+        return wanted
+    return next(f"vd{c}" for c in "abcdefghijklmnopqrstuvwxyz" if f"vd{c}" not in taken)
+
+
+def volume_disk_xml(connection_info: dict[str, Any], dev: str) -> str:
+    """A volume as a raw virtio disk: a block device (an LVM or iSCSI volume) or a file (the
+    directory pool), with the volume id as its serial."""
+    data = connection_info.get("data") or {}
+    path = str(data.get("device_path") or "")
+    serial = f"<serial>{escape(str(connection_info.get('serial') or data.get('volume_id') or ''))}</serial>"
+    readonly = "<readonly/>" if data.get("access_mode") == "ro" else ""
+    if Path(path).is_block_device():
+        source = f"<disk type='block' device='disk'><driver name='qemu' type='raw'/><source dev='{escape(path)}'/>"
+    else:
+        source = f"<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{escape(path)}'/>"
+    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{readonly}</disk>"
+
+
+def volumes_xml(block_device_info: dict[str, Any] | None, *, taken: set[str]) -> str:
+    """The server's connected volumes (``block_device_info``), each at its mount device unless an
+    image disk already holds it (then the next free one)."""
+    out = []
+    used = set(taken)
+    for bdm in (block_device_info or {}).get("block_device_mapping") or []:
+        if not ((bdm.get("connection_info") or {}).get("data") or {}).get("device_path"):
+            continue
+        dev = next_free_target(str(bdm.get("mount_device") or "/dev/vdb").rsplit("/", 1)[-1], used)
+        used.add(dev)
+        out.append(volume_disk_xml(bdm["connection_info"], dev))
+    return "".join(out)
+
+
+def _domain_tree(dom: Any) -> ET.Element:
+    return ET.fromstring(dom.XMLDesc(0))  # noqa: S314 - libvirt's own description of the domain
+
+
+def _config_and_live(dom: Any) -> int:
+    """Change the persistent definition, and the running guest too when there is one."""
+    flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG
+    return flags | libvirt.VIR_DOMAIN_AFFECT_LIVE if dom.isActive() else flags
 
 
 def _undefine(dom: Any) -> None:

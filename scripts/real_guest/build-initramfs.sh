@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
 # finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
-# meta_data.json and user_data, each between BEGIN/END lines.
+# meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
+# lines (also of those hot-plugged in its first two minutes).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
 # KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
 # virtio drivers are copied from (the cloud kernel builds them as modules); without it the guest
@@ -15,7 +16,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat insmod ls head; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head seq; do ln -s busybox "$WORK/bin/$tool"; done
 # in load order (each after what it depends on)
 MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
 drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
@@ -50,7 +51,20 @@ for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
     break
   fi
 done
+report_volumes() {  # each virtio disk with a serial (a volume: the serial is its id) not reported yet
+  for blk in /sys/block/vd*; do
+    name=\${blk##*/}
+    case " \$SEEN " in *" \$name "*) continue ;; esac
+    SEEN="\$SEEN \$name"
+    serial=\$(cat \$blk/serial 2>/dev/null)
+    [ -n "\$serial" ] && echo "\$1 serial=\$serial head=\$(head -c 32 /dev/\$name | head -n 1)"
+  done
+}
+SEEN=""
+report_volumes GUEST-VOLUME
 echo "GUEST-DONE"
+# volumes attached to the running guest (hot-plugged) are reported as they appear
+for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done
 sleep 600
 INIT
 chmod +x "$WORK/init"

@@ -154,12 +154,16 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_real_guest_on_a_qcow2_overlay_reads_its_config_drive_and_has_its_nic(qemu_system: object) -> None:
+def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: object) -> None:
     """The guest mounts the drive the driver built (ISO9660 ``config-2`` on an IDE cdrom) and
     prints its hostname, key and user data on the serial console; its port is a virtio NIC with the
     port's MAC, on the isolated libvirt network the driver defined for its network; its root disk is
-    a qcow2 overlay on the host's cached copy of a qcow2 image, grown to the flavor's 1 GiB."""
+    a qcow2 overlay on the host's cached copy of a qcow2 image, grown to the flavor's 1 GiB; the
+    volume it was spawned with is a disk it reads, and one attached while it runs is hot-plugged
+    (then detached)."""
     import base64
+
+    import libvirt as libvirt_module
 
     from compute.virt.libvirt import LibvirtDriver
 
@@ -173,6 +177,15 @@ def test_real_guest_on_a_qcow2_overlay_reads_its_config_drive_and_has_its_nic(qe
         image = work / "image.qcow2"
         subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
         image.chmod(0o644)
+        volumes = {}
+        for name, marker in (("data-vol", b"VOLUME-DATA-MARKER"), ("hot-vol", b"HOTPLUG-MARKER")):
+            volumes[name] = work / f"volume-{name}"
+            volumes[name].write_bytes(marker + b"\n" + bytes(1024 * 1024))
+            volumes[name].chmod(0o644)
+
+        def connection(name: str) -> dict[str, object]:
+            return {"driver_volume_type": "file", "serial": name,
+                    "data": {"device_path": str(volumes[name]), "volume_id": name, "access_mode": "rw"}}
         driver = LibvirtDriver(host="realguest", uri="qemu:///system", state_path=work / "state", virt_type="qemu")
         guest = SimpleNamespace(
             uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, root_gb=1, display_name="cd guest", hostname="cd-guest-1",
@@ -186,9 +199,16 @@ def test_real_guest_on_a_qcow2_overlay_reads_its_config_drive_and_has_its_nic(qe
         try:
             driver.spawn(instance=guest, network_info=[vif], image_meta={
                 "id": "qcow2-image", "path": str(image), "disk_format": "qcow2",
-                "kernel_path": str(_kernel()), "ramdisk_path": str(initrd)})
+                "kernel_path": str(_kernel()), "ramdisk_path": str(initrd)}, block_device_info={
+                "block_device_mapping": [{"connection_info": connection("data-vol"), "mount_device": "/dev/vdb"}]})
             try:
-                log = wait_console(driver.instance_dir(guest) / "console.log", "GUEST-DONE")
+                console = driver.instance_dir(guest) / "console.log"
+                wait_console(console, "GUEST-DONE")
+                driver.attach_volume(instance=guest, connection_info=connection("hot-vol"), mountpoint="/dev/vdc")
+                log = wait_console(console, "GUEST-HOTPLUGGED serial=hot-vol head=HOTPLUG-MARKER", timeout=90)
+                driver.detach_volume(instance=guest, connection_info=connection("hot-vol"), mountpoint="/dev/vdc")
+                persistent = driver._domain(guest).XMLDesc(libvirt_module.VIR_DOMAIN_XML_INACTIVE)
+                assert str(volumes["hot-vol"]) not in persistent and str(volumes["data-vol"]) in persistent
             finally:
                 driver.destroy(instance=guest, destroy_disks=True)
         finally:
@@ -198,6 +218,7 @@ def test_real_guest_on_a_qcow2_overlay_reads_its_config_drive_and_has_its_nic(qe
                 network.undefine()
         assert "GUEST-NIC fa:16:3e:7e:57:01" in log, log[-3000:]
         assert f"GUEST-DISK sectors={1024**3 // 512} head=QCOW2-ROOT-MARKER" in log, log[-3000:]
+        assert "GUEST-VOLUME serial=data-vol head=VOLUME-DATA-MARKER" in log, log[-3000:]
         assert "GUEST-CONFIG-DRIVE" in log, log[-3000:]
         meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
         assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta
