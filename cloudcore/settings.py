@@ -216,6 +216,11 @@ PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)
 ALLOW_RESIZE_TO_SAME_HOST = env_bool("ALLOW_RESIZE_TO_SAME_HOST", False)
 SERVICE_DOWN_TIME = env_int("SERVICE_DOWN_TIME", 60, minimum=1)
 REPORT_INTERVAL = env_int("REPORT_INTERVAL", 10, minimum=1)
+# Nova's image cache manager: how often a compute host removes the cached images (<state_path>/_base)
+# no instance disk is based on, once unused for at least the minimum age (seconds; 0 = never)
+IMAGE_CACHE_MANAGER_INTERVAL = env_int("IMAGE_CACHE_MANAGER_INTERVAL", 2400, minimum=0)
+REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS = env_int("REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS", 86400,
+                                                     minimum=0)
 # Seconds a compute's resource tracker trusts its copy of its providers in placement before it
 # reads them again (0: never; a failed write still makes it read them again).
 RESOURCE_PROVIDER_ASSOCIATION_REFRESH = env_int("RESOURCE_PROVIDER_ASSOCIATION_REFRESH", 300, minimum=0)

@@ -2,7 +2,9 @@
 image cache (``<state_path>/_base/<image id>``, kept in the image's own format, raw or qcow2) and
 each instance's root disk is a qcow2 overlay on it (``qemu-img create -b <base> -F <format>``),
 sized to the flavor's root disk (never smaller than the image). A snapshot flattens the overlay
-into the image's format (``qemu-img convert``).
+into the image's format (``qemu-img convert``). A cached image no instance disk of the host is
+based on any more is removed by the compute host's periodic cleaner once it has been unused long
+enough (``clean_cache``; Nova's image cache manager).
 
 ``qemu-img`` (Debian's qemu-utils) does the work; its failures are ``VirtDriverError``.
 """
@@ -13,6 +15,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +96,20 @@ def grow(disk: Path, *, root_gb: int, host: str) -> None:
 def flatten(disk: Path, target: Path, fmt: str, *, host: str) -> None:
     """The disk with its backing chain, as one standalone file in ``fmt`` (a snapshot)."""
     _qemu_img("convert", "-f", "qcow2", "-O", fmt, str(disk), str(target), host=host)
+
+
+def clean_cache(cache_dir: Path, in_use: Iterable[Path], *, min_age_seconds: float) -> list[Path]:
+    """Remove the cached images no disk is based on and not used for ``min_age_seconds`` (their
+    last fetch or use); returns what was removed. Partial fetches older than that go too."""
+    if not cache_dir.is_dir():
+        return []
+    keep = {Path(p).resolve() for p in in_use}
+    now = time.time()
+    removed = []
+    for cached in cache_dir.iterdir():
+        if cached.resolve() in keep or not cached.is_file():
+            continue
+        if now - cached.stat().st_mtime >= min_age_seconds:
+            cached.unlink(missing_ok=True)
+            removed.append(cached)
+    return removed

@@ -33,7 +33,7 @@ from servers.choices import PowerState
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .driver import InstanceNotFoundOnHypervisor, VirtDriverError, tap_name
-from .imagecache import cached_image, create_overlay, flatten, grow, image_format
+from .imagecache import cached_image, clean_cache, create_overlay, flatten, grow, image_format
 
 # libvirt's domain states -> Nova's power states
 _POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
@@ -226,9 +226,22 @@ class LibvirtDriver:
             base = cached_image(self.state_path / "_base", image_meta, host=self.host)
             disk.unlink(missing_ok=True)
             create_overlay(base, image_format(image_meta), disk, root_gb=root_gb, host=self.host)
-            formats.update({name: "qcow2", f"{name}.image_format": image_format(image_meta)})
+            formats.update({name: "qcow2", f"{name}.image_format": image_format(image_meta),
+                            f"{name}.base": str(base)})
         (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
         return disk
+
+    def clean_image_cache(self, *, min_age_seconds: float) -> list[Path]:
+        """Remove the cached images that no instance disk on this host is based on any more (the
+        ``<disk>.base`` entries of every instance's ``disk.info``) once unused long enough."""
+        in_use = []
+        for info in (self.state_path / "instances").glob("*/disk.info"):
+            try:
+                entries = json.loads(info.read_text())
+            except (OSError, ValueError):
+                continue
+            in_use += [Path(v) for k, v in entries.items() if k.endswith(".base")]
+        return clean_cache(self.state_path / "_base", in_use, min_age_seconds=min_age_seconds)
 
     def _config_drive_xml(self, instance: Any) -> str:
         """The config drive spawn wrote, as a read-only IDE cdrom (``hdd``, as Nova attaches it on

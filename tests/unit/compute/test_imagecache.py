@@ -105,3 +105,26 @@ def test_the_driver_boots_an_overlay_declared_qcow2_and_snapshots_it_flat(tmp_pa
     inst.root_gb = 2
     d.spawn(instance=inst, image_meta=image, network_info=[])
     assert info(disk)["virtual-size"] == 2 * GiB
+
+
+def test_the_cleaner_removes_only_cached_images_no_disk_is_based_on_once_old_enough(tmp_path: Path) -> None:
+    import os
+
+    # given two images cached by two servers, the second server since deleted
+    node = write_test_node(tmp_path / "h1", hostname="h1", vcpus=2, memory_mb=2048, disk_gb=20)
+    d = DaemonDriver(host="h1", uri=f"test://{node}", state_path=tmp_path / "h1", virt_type="test")
+    images = [{"id": f"img-{n}", "path": str(raw_image(tmp_path / f"src-{n}")), "disk_format": "raw"}
+              for n in (1, 2)]
+    kept, gone = (SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=64, vcpus=1, root_gb=0, config_drive="")
+                  for _ in range(2))
+    d.spawn(instance=kept, image_meta=images[0], network_info=[])
+    d.spawn(instance=gone, image_meta=images[1], network_info=[])
+    d.destroy(instance=gone, destroy_disks=True)
+    cache = tmp_path / "h1" / "_base"
+    # when the cleaner runs before the unused image is old enough, nothing goes
+    assert d.clean_image_cache(min_age_seconds=3600) == []
+    # and once both are older than the minimum age, only the unused one goes
+    for cached in cache.iterdir():
+        os.utime(cached, (1, 1))
+    assert d.clean_image_cache(min_age_seconds=3600) == [cache / "img-2"]
+    assert sorted(p.name for p in cache.iterdir()) == ["img-1"]
