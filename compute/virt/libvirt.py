@@ -205,23 +205,25 @@ class LibvirtDriver:
 
     def _create_disk(self, instance: Any, image_meta: dict[str, Any], name: str) -> Path:
         """The instance disk ``name`` from the image: on a real hypervisor a qcow2 overlay on the
-        host's cached copy of the image, sized to the flavor's root disk (an existing one is only
-        grown: a resize); on the test driver, which never reads a disk, a plain copy of the image's
-        bytes (empty when the store has none)."""
+        host's cached copy of the image, sized to the flavor's root disk; on the test driver, which
+        never reads a disk, a plain copy of the image's bytes (empty when the store has none). An
+        existing disk is kept (a qcow2 one grown to the flavor: a resize)."""
         workdir = self.instance_dir(instance)
         disk = workdir / name
         formats = self._disk_formats(instance)
         root_gb = int(getattr(instance, "root_gb", 0) or 0)
-        if self.is_test:
-            if not disk.exists():
-                source = Path(image_meta["path"])
-                if source.exists():
-                    shutil.copyfile(source, disk)
-                else:
-                    disk.write_bytes(b"")
-                formats.update({name: "raw", f"{name}.image_format": image_format(image_meta)})
-        elif disk.exists() and formats.get(name) == "qcow2":
-            grow(disk, root_gb=root_gb, host=self.host)
+        if disk.exists():
+            if formats.get(name) == "qcow2":
+                grow(disk, root_gb=root_gb, host=self.host)
+            else:
+                formats.setdefault(name, "raw")  # a plain copy (the test driver's, or an older host's): kept
+        elif self.is_test:
+            source = Path(image_meta["path"])
+            if source.exists():
+                shutil.copyfile(source, disk)
+            else:
+                disk.write_bytes(b"")
+            formats.update({name: "raw", f"{name}.image_format": image_format(image_meta)})
         else:
             base = cached_image(self.state_path / "_base", image_meta, host=self.host)
             disk.unlink(missing_ok=True)
