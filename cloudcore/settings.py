@@ -222,6 +222,11 @@ PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)
 ALLOW_RESIZE_TO_SAME_HOST = env_bool("ALLOW_RESIZE_TO_SAME_HOST", False)
 SERVICE_DOWN_TIME = env_int("SERVICE_DOWN_TIME", 60, minimum=1)
 REPORT_INTERVAL = env_int("REPORT_INTERVAL", 10, minimum=1)
+# Nova's image cache manager: how often a compute host removes the cached images (<state_path>/_base)
+# no instance disk is based on, once unused for at least the minimum age (seconds; 0 = never)
+IMAGE_CACHE_MANAGER_INTERVAL = env_int("IMAGE_CACHE_MANAGER_INTERVAL", 2400, minimum=0)
+REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS = env_int("REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS", 86400,
+                                                     minimum=0)
 # Seconds a compute's resource tracker trusts its copy of its providers in placement before it
 # reads them again (0: never; a failed write still makes it read them again).
 RESOURCE_PROVIDER_ASSOCIATION_REFRESH = env_int("RESOURCE_PROVIDER_ASSOCIATION_REFRESH", 300, minimum=0)
@@ -258,6 +263,9 @@ POLICY_FILE = Path(env_str("POLICY_FILE", str(VAR_DIR / "policy.yaml")))
 BACKUP_DIR = Path(env_str("BACKUP_DIR", str(VAR_DIR / "backups")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
 LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
+# Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
+# turns it on for the demo cloud)
+FORCE_CONFIG_DRIVE = env_bool("FORCE_CONFIG_DRIVE", False)
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")

@@ -22,6 +22,7 @@ from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.selectors import MigrationNotFound, instance_get, migration_get
 
 from . import rpc
+from .block_devices import block_device_info
 from .build import image_meta
 from .clients import images as glance
 from .clients import networks as neutron
@@ -99,7 +100,7 @@ def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
-                     block_device_info=None, admin_password=None)
+                     block_device_info=block_device_info(instance), admin_password=None)
     else:
         driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
@@ -174,7 +175,7 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     try:
         driver.spawn(instance=instance, image_meta=image_meta(image_id),
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
-                     block_device_info=None, admin_password=None)
+                     block_device_info=block_device_info(instance), admin_password=None)
     except Exception:
         placement.allocations_delete(consumer_uuid=instance.uuid)
         neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
@@ -204,7 +205,7 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
     _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
     driver.spawn(instance=instance, image_meta=image_meta(image_id),
                  network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=None, admin_password=admin_pass)
+                 block_device_info=block_device_info(instance), admin_password=admin_pass)
     if was_stopped:
         driver.power_off(instance=instance)
         _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN,
@@ -238,7 +239,7 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     driver = driver_for(str(instance.host))
     driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                  network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=None, admin_password=None)
+                 block_device_info=block_device_info(instance), admin_password=None)
     if powered_off:
         driver.power_off(instance=instance)
         return PowerState.SHUTDOWN

@@ -19,6 +19,12 @@ class InstanceNotFoundOnHypervisor(VirtDriverError):
     message = "Instance %(instance_uuid)s could not be found on hypervisor %(host)s."
 
 
+def tap_name(port_id: str) -> str:
+    """A port's device name in the guest's host (and its link id in ``network_data.json``): ``tap``
+    and the port id's first 11 characters, as Nova names it."""
+    return f"tap{port_id[:11]}"
+
+
 class VirtDriver(Protocol):
     host: str
     capabilities: dict[str, bool]
