@@ -419,8 +419,8 @@ class LibvirtDriver:
         return next_free_target(mountpoint.rsplit("/", 1)[-1], {str(t) for t in taken if t})
 
     def attach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
-        """The guest must exist. Its NICs are those of the ports it had when it was defined (a restart
-        picks up an attached port); hot-plugging into a running guest is not done yet."""
+        """The guest must exist. Its NICs come from its ports when its domain is defined; hot-plugging a
+        port into a running guest is not done yet."""
         self._domain(instance)
 
     def detach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
