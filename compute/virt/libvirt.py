@@ -27,7 +27,8 @@ from xml.sax.saxutils import escape
 import libvirt
 from django.conf import settings
 
-from images.services import image_data_path
+from images.formats import convert
+from images.services import SNAPSHOT_DISK_FORMAT, image_data_path
 from servers.choices import PowerState
 
 from . import diagnostics
@@ -221,7 +222,9 @@ class LibvirtDriver:
                 formats.setdefault(name, "raw")  # a plain copy (the test driver's, or an older host's): kept
         elif self.is_test:
             source = Path(image_meta["path"])
-            if source.exists():
+            if source.exists() and image_format(image_meta) == "qcow2":
+                convert(source, disk, source_format="qcow2", target_format="raw")  # what a snapshot reads
+            elif source.exists():
                 shutil.copyfile(source, disk)
             else:
                 disk.write_bytes(b"")
@@ -379,13 +382,14 @@ class LibvirtDriver:
         dom.create()
 
     def snapshot(self, *, instance: Any, target_path: Path, **_kw: Any) -> None:
-        """The root disk as one standalone file in its image's format (a qcow2 overlay is
-        flattened with its cached base)."""
+        """The root disk as one standalone file in the format snapshots are declared with
+        (``SNAPSHOT_DISK_FORMAT``, raw: the image service checks the upload against it); a qcow2
+        overlay is flattened with its cached base."""
         self._domain(instance)
         disk = self.instance_dir(instance) / "disk"
         formats = self._disk_formats(instance)
         if disk.exists() and formats.get("disk") == "qcow2":
-            flatten(disk, Path(target_path), formats.get("disk.image_format", "qcow2"), host=self.host)
+            flatten(disk, Path(target_path), SNAPSHOT_DISK_FORMAT, host=self.host)
         elif disk.exists():
             shutil.copyfile(disk, target_path)
         else:

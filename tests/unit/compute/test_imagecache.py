@@ -97,10 +97,10 @@ def test_the_driver_boots_an_overlay_declared_qcow2_and_snapshots_it_flat(tmp_pa
     (xml_disk,) = ET.fromstring(d._domain(inst).XMLDesc(0)).findall("./devices/disk[@device='disk']")
     assert xml_disk.find("driver").get("type") == "qcow2"  # type: ignore[union-attr]
     assert xml_disk.find("source").get("file") == str(disk)  # type: ignore[union-attr]
-    # and a snapshot is one standalone file in the image's format
+    # and a snapshot is one standalone raw file (the format snapshot images are declared with)
     snap = tmp_path / "snap"
     d.snapshot(instance=inst, target_path=snap)
-    assert info(snap)["format"] == "qcow2" and "backing-filename" not in info(snap)
+    assert info(snap)["format"] == "raw" and "backing-filename" not in info(snap)
     # and a resize to a bigger flavor grows the same disk
     inst.root_gb = 2
     d.spawn(instance=inst, image_meta=image, network_info=[])
