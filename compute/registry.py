@@ -9,6 +9,9 @@ modules some earlier code happened to import.
   (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
   never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
   gone) with a fault, and the migration of a failed same-cell move ends ``error``.
+- ``host_call``: a read the API waits for (``compute.rpc._call``), e.g. a guest's console log:
+  no action, event or notification; its answer is returned, a failure answered
+  ``{"failed": True, "message": ..., "code": ...}`` (``code``: the domain error's HTTP code).
 - ``move_step``: one host's step of a cross-cell move, called by the conductor
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
   returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
@@ -115,6 +118,21 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
                         "message": str(exc) or type(exc).__name__}
             actions.event_finish(ev)
             return dict(answer or {})
+
+        return _tag(fn, name, run)
+
+    return tag
+
+
+def host_call(name: str) -> Callable[[Operation], Operation]:
+    def tag(fn: Operation) -> Operation:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return dict(fn(ctx, instance, **kwargs) or {})
+            except Exception as exc:
+                log.info("%s of %s failed: %s", name, instance.uuid, exc)
+                return {"failed": True, "message": str(exc) or type(exc).__name__,
+                        "code": int(getattr(exc, "code", 500) or 500)}
 
         return _tag(fn, name, run)
 

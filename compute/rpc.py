@@ -63,14 +63,14 @@ def _send(task_name: str, host: str | None, /, **kwargs: Any) -> None:
 
 
 def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
-          **kwargs: Any) -> dict[str, Any]:
-    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most
-    ``settings.LONG_RPC_TIMEOUT`` seconds; the message expires then, so a host that comes back
-    later does not run a step its caller has given up (and rolled back).
+          timeout: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most ``timeout``
+    seconds (``settings.LONG_RPC_TIMEOUT`` by default); the message expires then, so a host that
+    comes back later does not run a step its caller has given up (and rolled back).
 
     Raises ``CallNotDelivered`` (never sent), ``CallTimedOut``, or ``CallFailed`` when the host
     answers ``{"failed": True, ...}``."""
-    timeout = settings.LONG_RPC_TIMEOUT
+    timeout = timeout or settings.LONG_RPC_TIMEOUT
     signature = current_app.signature(CALL_OPERATION, queue=queue_for(host), kwargs=dict(
         ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs))
     try:
@@ -173,6 +173,23 @@ def unrescue(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: s
 
 def trigger_crash_dump(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
     _operation("trigger_crash_dump", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+# --- consoles: calls from the API, which waits at most settings.RPC_RESPONSE_TIMEOUT ------------
+
+def get_console_output(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                       length: int | None) -> dict[str, Any]:
+    """The guest's serial console log, its last ``length`` lines (None: all): ``{"output"}``."""
+    return _call("get_console_output", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, length=length)
+
+
+def get_console_connection(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                           console_type: str) -> dict[str, Any]:
+    """Where the console proxy reaches the guest's console of ``console_type`` (``novnc``,
+    ``serial``, ...): ``{"host", "port", "internal_access_path"}``."""
+    return _call("get_console_connection", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, console_type=console_type)
 
 
 # --- shelve -------------------------------------------------------------------------------------

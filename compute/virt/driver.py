@@ -19,6 +19,18 @@ class InstanceNotFoundOnHypervisor(VirtDriverError):
     message = "Instance %(instance_uuid)s could not be found on hypervisor %(host)s."
 
 
+class ConsoleTypeUnavailable(VirtDriverError):
+    """The guest has no console of this kind (not configured, or the guest is not running)."""
+
+    code = 400
+    message = "Unavailable console type %(console_type)s."
+
+
+class ConsoleNotAvailable(VirtDriverError):
+    code = 404
+    message = "Guest does not have a console available."
+
+
 class VirtDriver(Protocol):
     host: str
     capabilities: dict[str, bool]
@@ -44,5 +56,8 @@ class VirtDriver(Protocol):
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool: ...
     def list_instance_uuids(self) -> list[str]: ...
     def get_info(self, instance: Any) -> dict[str, Any]: ...
+    def get_console_output(self, *, instance: Any) -> bytes: ...
+    def get_vnc_console(self, *, instance: Any) -> dict[str, Any]: ...
+    def get_serial_console(self, *, instance: Any) -> dict[str, Any]: ...
     def get_available_resource(self) -> dict[str, Any]: ...
     def get_host_uptime(self) -> str: ...

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 import libvirt
@@ -29,7 +30,7 @@ from django.conf import settings
 from images.services import image_data_path
 from servers.choices import PowerState
 
-from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
+from .driver import ConsoleNotAvailable, ConsoleTypeUnavailable, InstanceNotFoundOnHypervisor, VirtDriverError
 
 # libvirt's domain states -> Nova's power states
 _POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
@@ -185,7 +186,15 @@ class LibvirtDriver:
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
                 f"<devices>{disks}<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
-                "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+                "<console type='file'><target type='serial' port='0'/></console>"
+                f"{self._graphics_xml()}</devices></domain>")
+
+    @staticmethod
+    def _graphics_xml() -> str:
+        """A VNC server for the guest (Nova's vnc.enabled), on a port libvirt picks."""
+        if not settings.VNC_ENABLED:
+            return ""
+        return f"<graphics type='vnc' autoport='yes' listen='{escape(settings.VNC_SERVER_LISTEN)}'/>"
 
     def _boot_files(self, instance: Any) -> tuple[str | None, str | None]:
         """The kernel and ramdisk copies spawn left in the instance directory (direct kernel boot)."""
@@ -240,6 +249,8 @@ class LibvirtDriver:
                 dom.create()
             except libvirt.libvirtError as exc:
                 raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+            if self.is_test:
+                self._write_boot_log(instance)
 
     def destroy(self, *, instance: Any, destroy_disks: bool = True, block_device_info: Any = None, **_kw: Any) -> None:
         with self._lock:
@@ -387,6 +398,59 @@ class LibvirtDriver:
                 raise InstanceNotRunning(instance_uuid=instance.uuid, host=self.host) from exc
             raise VirtDriverError(host=self.host, reason=str(exc)) from exc
 
+    # -- consoles ------------------------------------------------------------------------------
+    def _write_boot_log(self, instance: Any) -> None:
+        """The test driver's guest "boots": it writes a few serial console lines of its own, as a
+        real guest's kernel and init would (``console.log``, where a real guest's serial goes)."""
+        name = getattr(instance, "hostname", "") or getattr(instance, "display_name", "") or "guest"
+        lines = [f"[    0.000000] Linux version 6.1.0-cloudcore-test (cloudcore test driver on {self.host})",
+                 "[    0.000000] Command line: console=ttyS0",
+                 f"[    0.412000] cloudcore-test: instance {instance.uuid}",
+                 "[    1.020000] Run /init as init process",
+                 f"{name} login: "]
+        with (self.instance_dir(instance) / "console.log").open("a") as log:
+            log.write("\n".join(lines) + "\n")
+
+    def get_console_output(self, *, instance: Any, **_kw: Any) -> bytes:
+        """The guest's serial console log, whole (the caller tails it)."""
+        self._domain(instance)
+        log = self.instance_dir(instance) / "console.log"
+        try:
+            return log.read_bytes()
+        except OSError:
+            raise ConsoleNotAvailable(host=self.host, reason="no console log") from None
+
+    def _test_console_port(self, instance: Any, offset: int) -> int:
+        """The test driver runs no console server: its guests' consoles are at fixed ports derived
+        from the uuid (nothing listens there unless a test stands a server up)."""
+        return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
+
+    def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
+                 attribute: str) -> dict[str, Any]:
+        """``{"host", "port"}`` of a running guest's console, as the console proxy reaches it: on a
+        real guest the port its domain XML names (``attribute`` of the element at ``path``)."""
+        dom = self._domain(instance)
+        if not enabled or not dom.isActive():
+            raise ConsoleTypeUnavailable(host=self.host, console_type=console_type)
+        if self.is_test:
+            port = self._test_console_port(instance, test_offset)
+        else:
+            port = _xml_int(dom.XMLDesc(0), path, attribute)
+        if not port or port < 0:
+            raise ConsoleTypeUnavailable(host=self.host, console_type=console_type)
+        return {"host": settings.CONSOLE_PROXYCLIENT_ADDRESS, "port": port, "internal_access_path": None}
+
+    def get_vnc_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        """The guest's VNC server (``<graphics type='vnc'>``, its port chosen by libvirt)."""
+        return self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
+                             path="./devices/graphics[@type='vnc']", attribute="port")
+
+    def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        """The guest's first TCP serial port (``<serial type='tcp'>``); a guest whose serial port
+        is its log file only (the default domain here) has none."""
+        return self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
+                             path="./devices/serial[@type='tcp']/source", attribute="service")
+
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self._domain(instance)
         state, max_mem, mem, vcpus, _cpu = dom.info()
@@ -400,6 +464,15 @@ class TriggerCrashDumpNotSupported(VirtDriverError):
 
 class InstanceNotRunning(VirtDriverError):
     message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def _xml_int(xml: str, path: str, attribute: str) -> int | None:
+    """An integer attribute of the first element at ``path`` of a domain's XML, or None."""
+    element = ElementTree.fromstring(xml).find(path)  # noqa: S314  (libvirt's own XML)
+    try:
+        return int(element.get(attribute, "")) if element is not None else None
+    except ValueError:
+        return None
 
 
 def _undefine(dom: Any) -> None:

@@ -142,3 +142,13 @@ urlpatterns += [
     path("extensions", _server_info.ExtensionsView.as_view(), name="compute-extensions"),
     path("extensions/<str:alias>", _server_info.ExtensionView.as_view(), name="compute-extension"),
 ]
+
+# --- remote consoles and console tokens (servers/api/consoles.py, issue 18) ---------------------
+from . import consoles as _consoles  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/remote-consoles", _consoles.RemoteConsolesView.as_view(),
+         name="compute-server-remote-consoles"),
+    path("os-console-auth-tokens/<str:console_token>", _consoles.ConsoleAuthTokenView.as_view(),
+         name="compute-console-auth-token"),
+]

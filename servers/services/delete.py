@@ -33,6 +33,7 @@ from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, VirtualInterface
 from ..selectors import ServerRecord
 from . import actions
+from .consoles import console_tokens_delete_for_instance
 from .guards import record_target
 from .notify import notify_instance
 from .resize import resize_confirm_for_delete
@@ -123,6 +124,7 @@ def mark_deleted(instance: Instance) -> None:
 def _unmap(instance_uuid: str) -> None:
     instance_mappings_queue_for_delete([instance_uuid])
     request_specs_delete([instance_uuid])
+    console_tokens_delete_for_instance(instance_uuid)  # a console must not outlive its server
 
 
 # --- used by compute/ ---------------------------------------------------------------------------
