@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from pathlib import Path
 
@@ -269,6 +270,13 @@ VNC_SERVER_LISTEN = env_str("VNC_SERVER_LISTEN", "127.0.0.1")
 # Nova's serial console is off by default; cloudcore's is on (issue 18: a guest's serial console
 # is reachable through the proxy).
 SERIAL_CONSOLE_ENABLED = env_bool("SERIAL_CONSOLE_ENABLED", True)
+# where a real guest's serial TCP server listens on its host (Nova's serial_console.proxyclient_address
+# side) and the ports it may take (Nova's serial_console.port_range, "low:high")
+SERIAL_CONSOLE_LISTEN = env_str("SERIAL_CONSOLE_LISTEN", "127.0.0.1")
+_serial_range = env_str("SERIAL_CONSOLE_PORT_RANGE", "10000:20000")
+if not re.fullmatch(r"\d+:\d+", _serial_range) or int(_serial_range.split(":")[0]) > int(_serial_range.split(":")[1]):
+    raise ImproperlyConfigured(f"CLOUDCORE_SERIAL_CONSOLE_PORT_RANGE={_serial_range!r} is not low:high")
+SERIAL_CONSOLE_PORT_RANGE = (int(_serial_range.split(":")[0]), int(_serial_range.split(":")[1]))
 # The console proxies run_cloud starts (websockify with cloudcore's token plugin).
 NOVNCPROXY_HOST = env_str("NOVNCPROXY_HOST", "127.0.0.1")
 NOVNCPROXY_PORT = env_int("NOVNCPROXY_PORT", 6080, minimum=1)

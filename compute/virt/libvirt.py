@@ -13,9 +13,11 @@ lists the domains whose ``<description>`` says ``host=<its name>``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -185,9 +187,37 @@ class LibvirtDriver:
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
-                f"<devices>{disks}<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
-                "<console type='file'><target type='serial' port='0'/></console>"
-                f"{self._graphics_xml()}</devices></domain>")
+                f"<devices>{disks}{self._serial_xml(log)}{self._graphics_xml()}</devices></domain>")
+
+    def _serial_xml(self, log: Path) -> str:
+        """The guest's serial port: with the serial console on (settings.SERIAL_CONSOLE_ENABLED) a
+        TCP server on a free port of ``SERIAL_CONSOLE_PORT_RANGE`` for the serial proxy, its output
+        also logged to ``console.log`` (virtlogd); otherwise the log file only."""
+        if not settings.SERIAL_CONSOLE_ENABLED:
+            return (f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
+                    "<console type='file'><target type='serial' port='0'/></console>")
+        port = self._free_serial_port()
+        return (f"<serial type='tcp'><source mode='bind' host='{escape(settings.SERIAL_CONSOLE_LISTEN)}' "
+                f"service='{port}'/><protocol type='raw'/><log file='{escape(str(log))}' append='on'/>"
+                "<target port='0'/></serial>")
+
+    def _free_serial_port(self) -> int:
+        """A port of the range that no domain of this daemon names and nothing listens on."""
+        taken = set()
+        for dom in self.conn.listAllDomains():
+            with contextlib.suppress(libvirt.libvirtError):
+                taken.add(_xml_int(dom.XMLDesc(0), "./devices/serial[@type='tcp']/source", "service"))
+        low, high = settings.SERIAL_CONSOLE_PORT_RANGE
+        for port in range(low, high + 1):
+            if port in taken:
+                continue
+            with socket.socket() as probe:
+                try:
+                    probe.bind((settings.SERIAL_CONSOLE_LISTEN, port))
+                except OSError:
+                    continue
+            return port
+        raise VirtDriverError(host=self.host, reason=f"no free serial console port in {low}:{high}")
 
     @staticmethod
     def _graphics_xml() -> str:

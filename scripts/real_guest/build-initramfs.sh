@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build a tiny initramfs whose /init prints a marker on the serial console and powers off.
+# Build a tiny initramfs whose /init prints a marker on the serial console, then answers each line
+# typed on it with "<MARKER>-ECHO <line>" (a serial console to talk to through the console proxy).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER]
 # Needs busybox-static (the Makefile's real-guest packages).
 set -euo pipefail
@@ -17,7 +18,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 echo "$MARKER" > /dev/ttyS0 2>/dev/null || echo "$MARKER"
-sleep 600
+while true; do
+  if read -r line < /dev/ttyS0; then echo "$MARKER-ECHO \$line" > /dev/ttyS0; else sleep 1; fi
+done
 INIT
 chmod +x "$WORK/init"
 (cd "$WORK" && find . | cpio -o -H newc 2>/dev/null | gzip -9 > "$OUT")
