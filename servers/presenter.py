@@ -292,13 +292,18 @@ def basic_addresses(addresses: dict[str, list[dict[str, Any]]]) -> dict[str, lis
             for label, entries in addresses.items()}
 
 
-def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
+def present_updated_server(body: dict[str, Any], *, version: Version, rebuild: bool = False) -> dict[str, Any]:
     """The answer to ``PUT /servers/{id}`` and to a rebuild: the detail body, reduced before 2.75
-    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes)."""
+    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes), but for
+    what earlier microversions added to these answers: a rebuild's ``key_name`` from 2.54, and
+    ``server_groups`` in both from 2.71."""
     if version >= UPDATE_FULL_SINCE:
         return body
+    kept = {"key_name"} if rebuild and version >= (2, 54) else set()
+    if version >= (2, 71):
+        kept.add("server_groups")
     reduced = {k: v for k, v in body.items()
-               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+               if k in kept or (k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES))}
     if "addresses" in reduced:
         reduced["addresses"] = basic_addresses(reduced["addresses"])
     return reduced

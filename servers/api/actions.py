@@ -292,7 +292,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version)
+    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
+                                    rebuild=True)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 
