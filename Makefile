@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PIP := .venv/bin/pip
-APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev chromium \
+APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev chromium novnc \
 	qemu-system-x86 qemu-utils libvirt-daemon-system busybox-static linux-image-cloud-amd64
 PGPORT ?= 55432
 REDIS_PORT ?= 56379

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from pathlib import Path
 
@@ -274,6 +275,39 @@ DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")
 # database); a cell not named here: its cell mapping's URL
 DEMO_COMPUTE_DATABASES = url_map(env_str("DEMO_COMPUTE_DATABASES", ""))
 PUBLIC_URL = env_str("PUBLIC_URL", "http://127.0.0.1:8000")
+
+# --- Consoles (Nova's [vnc], [serial_console] and [consoleauth] options) -------------------------
+# A console token lives this many seconds (Nova's consoleauth.token_ttl).
+CONSOLE_TOKEN_TTL = env_int("CONSOLE_TOKEN_TTL", 600, minimum=1)
+# The address the console proxy reaches a compute host's guest consoles on (Nova's
+# vnc.server_proxyclient_address / serial_console.proxyclient_address) and the one a guest's VNC
+# server listens on (vnc.server_listen).
+CONSOLE_PROXYCLIENT_ADDRESS = env_str("CONSOLE_PROXYCLIENT_ADDRESS", "127.0.0.1")
+VNC_ENABLED = env_bool("VNC_ENABLED", True)
+VNC_SERVER_LISTEN = env_str("VNC_SERVER_LISTEN", "127.0.0.1")
+# Nova's serial console is off by default; cloudcore's is on (issue 18: a guest's serial console
+# is reachable through the proxy).
+SERIAL_CONSOLE_ENABLED = env_bool("SERIAL_CONSOLE_ENABLED", True)
+# where a real guest's serial TCP server listens on its host (Nova's serial_console.proxyclient_address
+# side) and the ports it may take (Nova's serial_console.port_range, "low:high")
+SERIAL_CONSOLE_LISTEN = env_str("SERIAL_CONSOLE_LISTEN", "127.0.0.1")
+_serial_range = env_str("SERIAL_CONSOLE_PORT_RANGE", "10000:20000")
+if not re.fullmatch(r"\d+:\d+", _serial_range) or int(_serial_range.split(":")[0]) > int(_serial_range.split(":")[1]):
+    raise ImproperlyConfigured(f"CLOUDCORE_SERIAL_CONSOLE_PORT_RANGE={_serial_range!r} is not low:high")
+SERIAL_CONSOLE_PORT_RANGE = (int(_serial_range.split(":")[0]), int(_serial_range.split(":")[1]))
+# The console proxies run_cloud starts (websockify with cloudcore's token plugin).
+NOVNCPROXY_HOST = env_str("NOVNCPROXY_HOST", "127.0.0.1")
+NOVNCPROXY_PORT = env_int("NOVNCPROXY_PORT", 6080, minimum=1)
+SERIALPROXY_HOST = env_str("SERIALPROXY_HOST", "127.0.0.1")
+SERIALPROXY_PORT = env_int("SERIALPROXY_PORT", 6083, minimum=1)
+# The URLs handed to clients (a token is appended): Nova's vnc.novncproxy_base_url and
+# serial_console.base_url.
+NOVNCPROXY_BASE_URL = env_str("NOVNCPROXY_BASE_URL", f"http://127.0.0.1:{NOVNCPROXY_PORT}/vnc_lite.html")
+SERIALPROXY_BASE_URL = env_str("SERIALPROXY_BASE_URL", f"ws://127.0.0.1:{SERIALPROXY_PORT}/")
+# noVNC's web client, served by the VNC proxy (Debian's novnc package)
+NOVNC_WEB_DIR = env_str("NOVNC_WEB_DIR", "/usr/share/novnc")
+# How long the API waits for a compute host to answer a console request (Nova's rpc_response_timeout).
+RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 # The service user compute agents authenticate as (compute.clients); its password defaults to one
 # derived from SECRET_KEY, which every process of a deployment shares.
 SERVICE_USER_NAME = env_str("SERVICE_USER_NAME", "cloudcore-service")

@@ -29,7 +29,7 @@ from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
-from .registry import allocations_back_to_server, host_query, runner_for, server_action
+from .registry import allocations_back_to_server, host_call, runner_for, server_action
 
 if TYPE_CHECKING:
     from servers.models import Instance, Migration
@@ -386,7 +386,7 @@ def _snapshot_to(driver: Any, instance: Instance, *, image_id: str) -> None:
         glance.image_upload(image_id=image_id, source=target)
 
 
-@host_query("get_diagnostics")
+@host_call("get_diagnostics")
 def get_diagnostics(ctx: RequestContext, instance: Instance, standardized: bool = True) -> dict[str, Any]:
     """The guest's diagnostics from the virt driver: Nova's standardized shape (2.48+) or the
     driver's own (below)."""

@@ -11,7 +11,9 @@ modules some earlier code happened to import.
   gone) with a fault, and the migration of a failed same-cell move ends ``error``. Cast, nobody
   reads its answer; called (an interface attach), its answer is the operation's dict, or
   ``failure_answer`` when it failed.
-- ``host_query``: a question the API asks the host and waits for (a guest's diagnostics).
+- ``host_call``: a read the API waits for (``compute.rpc._call``), e.g. a guest's console log:
+  no action, event or notification; its answer is returned, a failure answered
+  ``{"failed": True, "message": ..., "code": ...}`` (``code``: the domain error's HTTP code).
 - ``move_step``: one host's step of a cross-cell move, called by the conductor
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
   returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
@@ -131,17 +133,15 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
     return tag
 
 
-def host_query(name: str) -> Callable[[Operation], Operation]:
-    """A read-only question to the host (``compute.rpc._call`` from the API, e.g. a guest's
-    diagnostics): no action, event or notification; its answer is returned, a failure is answered
-    ``{"failed": True, "message": ...}``."""
+def host_call(name: str) -> Callable[[Operation], Operation]:
     def tag(fn: Operation) -> Operation:
         def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
             try:
-                return {"answer": fn(ctx, instance, **kwargs)}
+                return dict(fn(ctx, instance, **kwargs) or {})
             except Exception as exc:
-                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
-                return {"failed": True, "message": str(exc) or type(exc).__name__}
+                log.info("%s of %s failed: %s", name, instance.uuid, exc)
+                return {"failed": True, "message": str(exc) or type(exc).__name__,
+                        "code": int(getattr(exc, "code", 500) or 500)}
 
         return _tag(fn, name, run)
 

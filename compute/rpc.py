@@ -168,7 +168,7 @@ def get_diagnostics(*, ctx: RequestContext, host: str, instance_uuid: str, cell_
     diagnostics, Nova's standardized shape or the driver's own."""
     answer = _call("get_diagnostics", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                    timeout=settings.RPC_RESPONSE_TIMEOUT, standardized=standardized)
-    return dict(answer["answer"])
+    return dict(answer)
 
 
 # --- pause, suspend, rescue, crash dump ---------------------------------------------------------
@@ -201,6 +201,23 @@ def unrescue(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: s
 
 def trigger_crash_dump(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
     _operation("trigger_crash_dump", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+# --- consoles: calls from the API, which waits at most settings.RPC_RESPONSE_TIMEOUT ------------
+
+def get_console_output(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                       length: int | None) -> dict[str, Any]:
+    """The guest's serial console log, its last ``length`` lines (None: all): ``{"output"}``."""
+    return _call("get_console_output", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, length=length)
+
+
+def get_console_connection(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                           console_type: str) -> dict[str, Any]:
+    """Where the console proxy reaches the guest's console of ``console_type`` (``novnc``,
+    ``serial``, ...): ``{"host", "port", "internal_access_path"}``."""
+    return _call("get_console_connection", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, console_type=console_type)
 
 
 # --- shelve -------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ def setup(out: Callable[[str], None]) -> None:
 def processes(env: dict[str, str]) -> list:
     """The conductor worker (build orchestration, DESIGN.md section 1). A thread pool: a
     cross-cell move holds its thread while it waits for a compute host's answer (up to
-    ``LONG_RPC_TIMEOUT``), and the other threads go on with builds, moves and beat's work."""
+    ``LONG_RPC_TIMEOUT``), and the other threads go on with builds, moves and beat's work.
+    Beat, and the two console proxies (``manage.py console_proxy``: VNC and serial)."""
     import sys
 
     from django.conf import settings
@@ -42,4 +43,6 @@ def processes(env: dict[str, str]) -> list:
                     queues=["conductor"]),
         DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
                              "--schedule", beat_schedule]),
+        DemoProcess("novncproxy", [sys.executable, "manage.py", "console_proxy", "--kind", "novnc"]),
+        DemoProcess("serialproxy", [sys.executable, "manage.py", "console_proxy", "--kind", "serial"]),
     ]

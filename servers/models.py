@@ -1,7 +1,8 @@
 """Servers and everything that hangs off them.
 
 Cell database: Instance, BlockDeviceMapping, Migration, InstanceAction(+Event), InstanceFault,
-Tag, VirtualInterface, InstanceEventRecord. API database: Flavor (+extra specs, access), KeyPair, BuildRequest.
+Tag, VirtualInterface, InstanceEventRecord. API database: Flavor (+extra specs, access), KeyPair, BuildRequest,
+ConsoleAuthToken.
 Rows that move between cells keep their uuid; cross-database references are uuid columns.
 """
 from __future__ import annotations
@@ -91,6 +92,29 @@ class KeyPair(ApiModel, TimestampedModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user_id", "name"], name="keypair_user_name")]
+
+
+class ConsoleAuthToken(ApiModel):
+    """A console token handed out with a console URL (Nova's ``console_auth_tokens``).
+
+    Only the token's SHA-256 is stored. It lives in the API database, not the server's cell (where
+    Nova keeps it): the console proxies serve the whole cloud and look a token up without knowing
+    its cell, and the compute hosts that answer where a console listens never write the API
+    database (the API service writes the row). A token is good until ``expires``.
+    """
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    console_type = models.CharField(max_length=16)
+    host = models.CharField(max_length=255)
+    port = models.IntegerField()
+    internal_access_path = models.CharField(max_length=255, null=True, blank=True)
+    instance_uuid = models.CharField(max_length=36, db_index=True)
+    access_url_base = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires = models.DateTimeField(db_index=True)
+
+    def is_expired(self) -> bool:
+        return self.expires <= timezone.now()
 
 
 class QuotaLimit(ProjectHardLimit):

@@ -46,6 +46,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError
+from compute.virt.driver import ConsoleNotAvailable, ConsoleTypeUnavailable
 
 DEFAULT_VERSION = "2.90"
 
@@ -77,6 +78,9 @@ class TestVirtDriver:
     ``fail_destroys``, ``fail_power_offs``, ``fail_snapshots``, ``fail_pauses``, ``fail_rescues`` and
     ``fail_interface_attaches`` likewise for those calls;
     ``fail_volume_connects``: how many next ``can_connect_volume`` checks answer False.
+    Consoles: each spawned guest "prints" a boot log (``console_logs``, appended to by tests);
+    its VNC and serial consoles are at ``console_ports[(uuid, "novnc"|"serial")]`` (default 5900 /
+    10000) on 127.0.0.1.
     """
 
     __test__ = False  # not a pytest test class
@@ -100,6 +104,8 @@ class TestVirtDriver:
         self.crash_dumps: list[str] = []
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
+        self.console_logs: dict[str, bytes] = {}
+        self.console_ports: dict[tuple[str, str], int] = {}
 
     #: the simulated host's size (set by Cloud.add_host)
     resources: dict[str, int] = {}  # noqa: RUF012 - replaced per instance
@@ -131,6 +137,8 @@ class TestVirtDriver:
         dom = self.conn.defineXML(xml)
         dom.create()
         self.spawned.append(instance.uuid)
+        self.console_logs[instance.uuid] = (f"[    0.000000] booting {instance.uuid} on {self.host}\n"
+                                            "[    1.000000] Run /init as init process\nlogin: ").encode()
 
     def _inject(self, counter: str, what: str) -> None:
         if getattr(self, counter):
@@ -237,6 +245,24 @@ class TestVirtDriver:
             self.fail_volume_connects -= 1
             return False
         return bool(connection_info)
+
+    def get_console_output(self, *, instance: Any, **_kw: Any) -> bytes:
+        self._domain(instance)
+        if instance.uuid not in self.console_logs:
+            raise ConsoleNotAvailable(host=self.host, reason="no log")
+        return self.console_logs[instance.uuid]
+
+    def _console(self, instance: Any, console_type: str, default_port: int) -> dict[str, Any]:
+        if not self._domain(instance).isActive():
+            raise ConsoleTypeUnavailable(host=self.host, console_type=console_type)
+        return {"host": "127.0.0.1", "port": self.console_ports.get((instance.uuid, console_type), default_port),
+                "internal_access_path": None}
+
+    def get_vnc_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        return self._console(instance, "novnc", 5900)
+
+    def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        return self._console(instance, "serial", 10000)
 
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self.conn.lookupByName(self.domain_name(instance))

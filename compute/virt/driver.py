@@ -25,6 +25,18 @@ def tap_name(port_id: str) -> str:
     return f"tap{port_id[:11]}"
 
 
+class ConsoleTypeUnavailable(VirtDriverError):
+    """The guest has no console of this kind (not configured, or the guest is not running)."""
+
+    code = 400
+    message = "Unavailable console type %(console_type)s."
+
+
+class ConsoleNotAvailable(VirtDriverError):
+    code = 404
+    message = "Guest does not have a console available."
+
+
 class VirtDriver(Protocol):
     host: str
     capabilities: dict[str, bool]
@@ -54,5 +66,8 @@ class VirtDriver(Protocol):
     def get_info(self, instance: Any) -> dict[str, Any]: ...
     def get_instance_diagnostics(self, instance: Any) -> dict[str, Any]: ...
     def get_diagnostics(self, instance: Any) -> dict[str, Any]: ...
+    def get_console_output(self, *, instance: Any) -> bytes: ...
+    def get_vnc_console(self, *, instance: Any) -> dict[str, Any]: ...
+    def get_serial_console(self, *, instance: Any) -> dict[str, Any]: ...
     def get_available_resource(self) -> dict[str, Any]: ...
     def get_host_uptime(self) -> str: ...

@@ -13,15 +13,18 @@ lists the domains whose ``<description>`` says ``host=<its name>``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 import libvirt
@@ -35,7 +38,13 @@ from . import diagnostics
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .diagnostics import LIBVIRT_POWER as _POWER
-from .driver import InstanceNotFoundOnHypervisor, VirtDriverError, tap_name
+from .driver import (
+    ConsoleNotAvailable,
+    ConsoleTypeUnavailable,
+    InstanceNotFoundOnHypervisor,
+    VirtDriverError,
+    tap_name,
+)
 from .imagecache import cached_image, clean_cache, create_overlay, flatten, grow, image_format
 
 libvirt.registerErrorHandler(lambda *_args: None, None)  # errors come back as exceptions, not stderr
@@ -190,9 +199,44 @@ class LibvirtDriver:
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
-                f"<devices>{disks}{devices}"
-                f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
-                "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+                f"<devices>{disks}{devices}{self._serial_xml(log)}{self._graphics_xml()}</devices></domain>")
+
+    def _serial_xml(self, log: Path) -> str:
+        """The guest's serial port: with the serial console on (settings.SERIAL_CONSOLE_ENABLED) a
+        TCP server on a free port of ``SERIAL_CONSOLE_PORT_RANGE`` for the serial proxy, its output
+        also logged to ``console.log`` (virtlogd); otherwise the log file only."""
+        if not settings.SERIAL_CONSOLE_ENABLED:
+            return (f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
+                    "<console type='file'><target type='serial' port='0'/></console>")
+        port = self._free_serial_port()
+        return (f"<serial type='tcp'><source mode='bind' host='{escape(settings.SERIAL_CONSOLE_LISTEN)}' "
+                f"service='{port}'/><protocol type='raw'/><log file='{escape(str(log))}' append='on'/>"
+                "<target port='0'/></serial>")
+
+    def _free_serial_port(self) -> int:
+        """A port of the range that no domain of this daemon names and nothing listens on."""
+        taken = set()
+        for dom in self.conn.listAllDomains():
+            with contextlib.suppress(libvirt.libvirtError):
+                taken.add(_xml_int(dom.XMLDesc(0), "./devices/serial[@type='tcp']/source", "service"))
+        low, high = settings.SERIAL_CONSOLE_PORT_RANGE
+        for port in range(low, high + 1):
+            if port in taken:
+                continue
+            with socket.socket() as probe:
+                try:
+                    probe.bind((settings.SERIAL_CONSOLE_LISTEN, port))
+                except OSError:
+                    continue
+            return port
+        raise VirtDriverError(host=self.host, reason=f"no free serial console port in {low}:{high}")
+
+    @staticmethod
+    def _graphics_xml() -> str:
+        """A VNC server for the guest (Nova's vnc.enabled), on a port libvirt picks."""
+        if not settings.VNC_ENABLED:
+            return ""
+        return f"<graphics type='vnc' autoport='yes' listen='{escape(settings.VNC_SERVER_LISTEN)}'/>"
 
     def _disk_xml(self, instance: Any, disk: Path, dev: str) -> str:
         fmt = self._disk_formats(instance).get(disk.name, "raw")
@@ -344,6 +388,8 @@ class LibvirtDriver:
                 dom.create()
             except libvirt.libvirtError as exc:
                 raise VirtDriverError(host=self.host, reason=str(exc)) from exc
+            if self.is_test:
+                self._write_boot_log(instance)
 
     def destroy(self, *, instance: Any, destroy_disks: bool = True, block_device_info: Any = None, **_kw: Any) -> None:
         with self._lock:
@@ -514,6 +560,59 @@ class LibvirtDriver:
                 raise InstanceNotRunning(instance_uuid=instance.uuid, host=self.host) from exc
             raise VirtDriverError(host=self.host, reason=str(exc)) from exc
 
+    # -- consoles ------------------------------------------------------------------------------
+    def _write_boot_log(self, instance: Any) -> None:
+        """The test driver's guest "boots": it writes a few serial console lines of its own, as a
+        real guest's kernel and init would (``console.log``, where a real guest's serial goes)."""
+        name = getattr(instance, "hostname", "") or getattr(instance, "display_name", "") or "guest"
+        lines = [f"[    0.000000] Linux version 6.1.0-cloudcore-test (cloudcore test driver on {self.host})",
+                 "[    0.000000] Command line: console=ttyS0",
+                 f"[    0.412000] cloudcore-test: instance {instance.uuid}",
+                 "[    1.020000] Run /init as init process",
+                 f"{name} login: "]
+        with (self.instance_dir(instance) / "console.log").open("a") as log:
+            log.write("\n".join(lines) + "\n")
+
+    def get_console_output(self, *, instance: Any, **_kw: Any) -> bytes:
+        """The guest's serial console log, whole (the caller tails it)."""
+        self._domain(instance)
+        log = self.instance_dir(instance) / "console.log"
+        try:
+            return log.read_bytes()
+        except OSError:
+            raise ConsoleNotAvailable(host=self.host, reason="no console log") from None
+
+    def _test_console_port(self, instance: Any, offset: int) -> int:
+        """The test driver runs no console server: its guests' consoles are at fixed ports derived
+        from the uuid (nothing listens there unless a test stands a server up)."""
+        return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
+
+    def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
+                 attribute: str) -> dict[str, Any]:
+        """``{"host", "port"}`` of a running guest's console, as the console proxy reaches it: on a
+        real guest the port its domain XML names (``attribute`` of the element at ``path``)."""
+        dom = self._domain(instance)
+        if not enabled or not dom.isActive():
+            raise ConsoleTypeUnavailable(host=self.host, console_type=console_type)
+        if self.is_test:
+            port = self._test_console_port(instance, test_offset)
+        else:
+            port = _xml_int(dom.XMLDesc(0), path, attribute)
+        if not port or port < 0:
+            raise ConsoleTypeUnavailable(host=self.host, console_type=console_type)
+        return {"host": settings.CONSOLE_PROXYCLIENT_ADDRESS, "port": port, "internal_access_path": None}
+
+    def get_vnc_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        """The guest's VNC server (``<graphics type='vnc'>``, its port chosen by libvirt)."""
+        return self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
+                             path="./devices/graphics[@type='vnc']", attribute="port")
+
+    def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
+        """The guest's first TCP serial port (``<serial type='tcp'>``); a guest whose serial port
+        is its log file only (the default domain here) has none."""
+        return self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
+                             path="./devices/serial[@type='tcp']/source", attribute="service")
+
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self._domain(instance)
         state, max_mem, mem, vcpus, _cpu = dom.info()
@@ -601,6 +700,15 @@ def _config_and_live(dom: Any) -> int:
     """Change the persistent definition, and the running guest too when there is one."""
     flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG
     return flags | libvirt.VIR_DOMAIN_AFFECT_LIVE if dom.isActive() else flags
+
+
+def _xml_int(xml: str, path: str, attribute: str) -> int | None:
+    """An integer attribute of the first element at ``path`` of a domain's XML, or None."""
+    element = ElementTree.fromstring(xml).find(path)  # noqa: S314  (libvirt's own XML)
+    try:
+        return int(element.get(attribute, "")) if element is not None else None
+    except ValueError:
+        return None
 
 
 def _undefine(dom: Any) -> None:

@@ -2,7 +2,8 @@
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
 # finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
 # meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
-# lines (also of those hot-plugged in its first two minutes).
+# lines (also of those hot-plugged in its first two minutes); then it answers each line typed on
+# its serial console with "<MARKER>-ECHO <line>" (a console to talk to through the console proxy).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
 # KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
 # virtio drivers are copied from (the cloud kernel builds them as modules); without it the guest
@@ -64,8 +65,10 @@ SEEN=""
 report_volumes GUEST-VOLUME
 echo "GUEST-DONE"
 # volumes attached to the running guest (hot-plugged) are reported as they appear
-for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done
-sleep 600
+(for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done) &
+while true; do
+  if read -r line < /dev/ttyS0; then echo "$MARKER-ECHO \$line" > /dev/ttyS0; else sleep 1; fi
+done
 INIT
 chmod +x "$WORK/init"
 (cd "$WORK" && find . | cpio -o -H newc 2>/dev/null | gzip -9 > "$OUT")

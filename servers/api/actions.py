@@ -22,7 +22,7 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
-from ..services import deferred_delete, power, rebuild, resize, security_groups, shelve
+from ..services import consoles, deferred_delete, power, rebuild, resize, security_groups, shelve
 from ..services import pause_suspend_rescue as pause_rescue
 from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
@@ -60,6 +60,11 @@ REBUILD_BASE: dict[str, Any] = {
     "required": ["imageRef"],
     "additionalProperties": False,
 }
+
+
+def _console_action(key: str, types: list[str]) -> dict[str, Any]:
+    return _action({"type": "object", "properties": {"type": {"type": "string", "enum": types}},
+                    "required": ["type"], "additionalProperties": False}, key)
 
 
 def _rebuild(extra: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -149,6 +154,16 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "restore": VersionedSchema(("2.1", None, _action({}, "restore"))),
     "forceDelete": VersionedSchema(("2.1", None, _action({}, "forceDelete"))),
     "trigger_crash_dump": VersionedSchema(("2.17", None, _action(NULL, "trigger_crash_dump"))),
+    # Nova's schema: -1 (or null) is the whole log; a string of digits is taken as its number
+    "os-getConsoleOutput": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {"length": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$",
+                                                    "minimum": -1}},
+        "additionalProperties": False}, "os-getConsoleOutput"))),
+    # the old console actions, replaced by POST /servers/{id}/remote-consoles at 2.6
+    "os-getVNCConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getVNCConsole", ["novnc", "xvpvnc"]))),
+    "os-getSPICEConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getSPICEConsole", ["spice-html5"]))),
+    "os-getRDPConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getRDPConsole", ["rdp-html5"]))),
+    "os-getSerialConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getSerialConsole", ["serial"]))),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
@@ -425,3 +440,29 @@ def _restore(view: ServerActionView, request: Any, instance: Instance, cell: Any
 def _force_delete(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                   body: dict[str, Any]) -> None:
     server_force_delete(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("os-getConsoleOutput")
+def _console_output(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                    body: dict[str, Any]) -> Response:
+    length = body.get("length")
+    output = consoles.server_console_output(actor=view.ctx, instance=instance, cell=cell,
+                                            length=None if length is None else int(length))
+    return Response({"output": output}, status=200)
+
+
+def _old_console(protocol: str, key: str) -> Handler:
+    def handler(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                body: dict[str, Any]) -> Response:
+        url = consoles.server_remote_console(actor=view.ctx, instance=instance, cell=cell, protocol=protocol,
+                                             console_type=body["type"])
+        return Response({"console": {"type": body["type"], "url": url}}, status=200)
+
+    handler.__name__ = f"_{protocol}_console"
+    return handles(key)(handler)
+
+
+_vnc_console = _old_console("vnc", "os-getVNCConsole")
+_spice_console = _old_console("spice", "os-getSPICEConsole")
+_rdp_console = _old_console("rdp", "os-getRDPConsole")
+_serial_console = _old_console("serial", "os-getSerialConsole")

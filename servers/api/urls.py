@@ -173,3 +173,13 @@ urlpatterns += [
     path("servers/<str:server_id>/diagnostics", _diagnostics.ServerDiagnosticsView.as_view(),
          name="compute-server-diagnostics"),
 ]
+
+# --- remote consoles and console tokens (servers/api/consoles.py, issue 18) ---------------------
+from . import consoles as _consoles  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/remote-consoles", _consoles.RemoteConsolesView.as_view(),
+         name="compute-server-remote-consoles"),
+    path("os-console-auth-tokens/<str:console_token>", _consoles.ConsoleAuthTokenView.as_view(),
+         name="compute-console-auth-token"),
+]

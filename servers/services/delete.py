@@ -36,6 +36,7 @@ from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, VirtualInterface
 from ..selectors import ServerRecord
 from . import actions
+from .consoles import console_tokens_delete_for_instance
 from .deferred_delete import can_soft_delete, host_is_up, server_soft_delete
 from .guards import check_not_locked, check_state, record_target
 from .notify import notify_instance
@@ -158,6 +159,7 @@ def mark_deleted(instance: Instance) -> None:
 def _unmap(instance_uuid: str) -> None:
     instance_mappings_queue_for_delete([instance_uuid])
     request_specs_delete([instance_uuid])
+    console_tokens_delete_for_instance(instance_uuid)  # a console must not outlive its server
 
 
 # --- used by compute/ ---------------------------------------------------------------------------

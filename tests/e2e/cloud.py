@@ -129,6 +129,9 @@ def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
         "CLOUDCORE_DEMO_PASSWORD": "demo-secret",
         "CLOUDCORE_SECRET_KEY": "e2e-only-secret",
         "DJANGO_SETTINGS_MODULE": "cloudcore.settings",
+        # the console proxies: ports of their own, so that clouds up at once do not fight over them
+        "CLOUDCORE_NOVNCPROXY_PORT": str(free_port()),
+        "CLOUDCORE_SERIALPROXY_PORT": str(free_port()),
     })
     # Real PostgreSQL / Redis when make test started them (see the Makefile); SQLite otherwise.
     # The fixture that creates fresh PostgreSQL databases passes CLOUDCORE_DATABASE_URL in ``extra``.

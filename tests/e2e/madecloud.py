@@ -51,7 +51,9 @@ class MadeCloud(LiveCloud):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CLOUDCORE_", "MAKE", "MFLAGS", "DJANGO_", "PYTEST_"))}
         env.update({"CLOUDCORE_BIND": f"127.0.0.1:{port}", "CLOUDCORE_ADMIN_PASSWORD": ADMIN_PASSWORD,
-                    "CLOUDCORE_DEMO_PASSWORD": DEMO_PASSWORD})
+                    "CLOUDCORE_DEMO_PASSWORD": DEMO_PASSWORD,
+                    # the console proxies' own ports (another cloud of the suite may hold 6080/6083)
+                    "CLOUDCORE_NOVNCPROXY_PORT": str(free_port()), "CLOUDCORE_SERIALPROXY_PORT": str(free_port())})
         cloud = cls(var_dir=root / "var", port=port, env=env)
         cloud.root = root
         return cloud

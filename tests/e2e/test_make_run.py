@@ -23,7 +23,8 @@ from .traffic import connect, run_traffic, wait_no_leaks
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 SOAK_SECONDS = float(os.environ.get("CLOUDCORE_SOAK_SECONDS", "300"))
-CLOUD_PROCESSES = {"redis", "web", "conductor", "beat", "volume", "compute1", "compute2", "compute3", "compute4"}
+CLOUD_PROCESSES = {"redis", "web", "conductor", "beat", "volume", "compute1", "compute2", "compute3", "compute4",
+                   "novncproxy", "serialproxy"}
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -223,5 +224,53 @@ def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: ob
         meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
         assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta
         assert "USERDATA-MARKER-7" in log.split("BEGIN user_data", 1)[1]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def talk_to_serial(host: str, port: int, line: str, timeout: float = 60) -> bytes:
+    """Type ``line`` on a guest's serial console (a TCP server) and read until the guest's
+    initramfs answers it (``<MARKER>-ECHO <line>``); what was read."""
+    wanted = f"{MARKER}-ECHO {line}".encode()
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host, port), timeout=5) as conn:
+        while time.monotonic() < deadline and wanted not in seen:
+            conn.sendall(f"{line}\n".encode())
+            stop = time.monotonic() + 3
+            while time.monotonic() < stop and wanted not in seen:
+                with suppress(TimeoutError):
+                    seen += conn.recv(4096)
+    assert wanted in seen, seen[-2000:]
+    return seen
+
+
+def test_real_guest_serial_console_is_a_tcp_port_with_its_log(qemu_system: object) -> None:
+    from compute.virt.libvirt import LibvirtDriver
+
+    work = Path(tempfile.mkdtemp(prefix="cloudcore-guest-", dir="/var/tmp"))
+    work.chmod(0o755)
+    try:
+        initrd = build_initramfs(work / "initrd.gz")
+        driver = LibvirtDriver(host="realguest", uri="qemu:///system", state_path=work / "state", virt_type="qemu")
+        guest = SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=192, vcpus=1)
+        driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},
+                     network_info=[])
+        try:
+            # given the guest booted: its marker is in the console log (virtlogd keeps it)
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and MARKER.encode() not in driver.get_console_output(instance=guest):
+                time.sleep(0.5)
+            assert MARKER.encode() in driver.get_console_output(instance=guest)
+            # then its serial console is a TCP port on the host, and the guest answers what is typed
+            serial = driver.get_serial_console(instance=guest)
+            assert serial["host"] == "127.0.0.1" and 10000 <= serial["port"] <= 20000
+            talk_to_serial(serial["host"], serial["port"], "hello-serial")
+            # and what went over it is in the log too
+            assert f"{MARKER}-ECHO hello-serial".encode() in driver.get_console_output(instance=guest)
+            # its VNC server is where the domain says
+            assert driver.get_vnc_console(instance=guest)["port"] >= 5900
+        finally:
+            driver.destroy(instance=guest, destroy_disks=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

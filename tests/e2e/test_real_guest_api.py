@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from .cloud import LiveCloud, free_port, make_env
+from .test_cli_consoles import open_console, token_of
 from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -141,6 +143,26 @@ class RealCloud:
             time.sleep(0.5)
         tail = console.read_bytes()[-3000:] if console.exists() else b"(no console log)"
         pytest.fail(f"no marker on {host}'s serial console of {server_id}:\n{tail!r}")
+
+
+def talk_through_proxy(proxy_port: int, token: str, line: str, timeout: float = 60) -> None:
+    """Type ``line`` on the guest's serial console through the console proxy (a websocket) and read
+    until the guest's initramfs answers it."""
+    wanted = f"{MARKER}-ECHO {line}".encode()
+    seen = b""
+    ws = open_console(proxy_port, token)
+    ws.socket.settimeout(3)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and wanted not in seen:
+            ws.send(f"{line}\n".encode())
+            stop = time.monotonic() + 3
+            while time.monotonic() < stop and wanted not in seen:
+                with suppress(TimeoutError):
+                    seen += ws.recv() or b""
+    finally:
+        ws.close()
+    assert wanted in seen, seen[-2000:]
 
 
 def _demo_domains(libvirt: Any) -> list[str]:
@@ -282,6 +304,13 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert "<domain type='qemu'" in xml or 'type="qemu"' in xml.split(">", 1)[0]  # TCG
     assert str(real.state(host) / "instances" / server_id / "kernel") in xml
     real.wait_marker(host, server_id)
+
+    # consoles: the log through the API, and the guest's serial console through the serial proxy
+    assert MARKER in demo.call("POST", f"/servers/{server_id}/action", {"os-getConsoleOutput": {}})["output"]
+    url = demo.call("POST", f"/servers/{server_id}/remote-consoles",
+                    {"remote_console": {"protocol": "serial", "type": "serial"}})["remote_console"]["url"]
+    assert url.startswith(f"ws://127.0.0.1:{real.cloud.env['CLOUDCORE_SERIALPROXY_PORT']}/?token=")
+    talk_through_proxy(int(real.cloud.env["CLOUDCORE_SERIALPROXY_PORT"]), token_of(url), "via-the-proxy")
 
     # stop / start: the domain goes down and comes back, printing the marker again
     demo.action(server_id, {"os-stop": None})

@@ -9,7 +9,8 @@ import pytest
 
 from cloudcore.core.exceptions import InvalidNodeConfiguration
 from compute import identity
-from compute.virt.driver import InstanceNotFoundOnHypervisor, VirtDriverError
+from compute.consoles import tail_lines
+from compute.virt.driver import ConsoleTypeUnavailable, InstanceNotFoundOnHypervisor, VirtDriverError
 from compute.virt.libvirt import LibvirtDriver, write_test_node
 from servers.choices import PowerState
 
@@ -161,3 +162,35 @@ def test_a_suspended_guest_is_destroyed_with_its_managed_save(tmp_path: Path) ->
     d.suspend(instance=inst)
     d.destroy(instance=inst, destroy_disks=True)
     assert d.list_instance_uuids() == []
+
+
+def test_consoles_of_a_test_driver_guest(tmp_path: Path) -> None:
+    # given a guest spawned on the test driver
+    d = driver(tmp_path)
+    inst, other = server(hostname="vm-a"), server(hostname="vm-b")
+    d.spawn(instance=inst, image_meta=None, network_info=[])
+    d.spawn(instance=other, image_meta=None, network_info=[])
+    # then its console log is the boot it "printed": its own uuid, its host, its login prompt
+    log = d.get_console_output(instance=inst).decode()
+    assert f"instance {inst.uuid}" in log and "on h1" in log and log.endswith("vm-a login: \n")
+    assert inst.uuid not in d.get_console_output(instance=other).decode()
+    # its VNC and serial consoles are at fixed ports derived from its uuid
+    vnc, serial = d.get_vnc_console(instance=inst), d.get_serial_console(instance=inst)
+    assert vnc["host"] == serial["host"] == "127.0.0.1"
+    n = int(inst.uuid.replace("-", ""), 16) % 10000
+    assert (vnc["port"], serial["port"]) == (20000 + n, 30000 + n)
+    # a stopped guest has no console to open; a guest that is gone has no log
+    d.power_off(instance=inst)
+    with pytest.raises(ConsoleTypeUnavailable):
+        d.get_vnc_console(instance=inst)
+    d.destroy(instance=inst, destroy_disks=True)
+    with pytest.raises(InstanceNotFoundOnHypervisor):
+        d.get_console_output(instance=inst)
+
+
+def test_console_log_tail() -> None:
+    log = b"one\ntwo\nthree"
+    assert tail_lines(log, None) == log
+    assert tail_lines(log, 0) == b""
+    assert tail_lines(log, 2) == b"two\nthree"
+    assert tail_lines(log, 10) == log

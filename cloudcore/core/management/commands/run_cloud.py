@@ -115,6 +115,8 @@ class Command(BaseCommand):
             f"  compute API     {base}/compute/v2.1",
             f"  identity API    {base}/identity/v3",
             f"  Django admin    {base}/admin/",
+            f"  VNC proxy       {settings.NOVNCPROXY_BASE_URL} (noVNC; console tokens)",
+            f"  serial proxy    {settings.SERIALPROXY_BASE_URL} (console tokens)",
             f"  broker          {_masked(settings.CELERY_BROKER_URL)}",
             f"  credentials     {settings.VAR_DIR / 'credentials.txt'}",
             f"  clouds.yaml     {settings.VAR_DIR / 'clouds.yaml'}",
