@@ -98,8 +98,10 @@ def normalize(values: list[float]) -> list[float]:
 
 def weigh_hosts(
     hosts: Iterable[HostState], request: RequestView, weighers: Iterable[BaseWeigher] = DEFAULT_WEIGHERS,
+    scores: dict[int, dict[str, float]] | None = None,
 ) -> list[HostState]:
-    """Set ``host.weight`` on each host and return them best first (stable for equal weights)."""
+    """Set ``host.weight`` on each host and return them best first (stable for equal weights).
+    ``scores`` receives each weigher's share per host (``{id(host): {weigher: share}}``)."""
     hosts = list(hosts)
     for host in hosts:
         host.weight = 0.0
@@ -109,4 +111,6 @@ def weigh_hosts(
             continue
         for host, value in zip(hosts, normalize(weigher.raws(hosts, request)), strict=True):
             host.weight += multiplier * value
+            if scores is not None:
+                scores.setdefault(id(host), {})[weigher.name] = multiplier * value
     return sorted(hosts, key=lambda h: -h.weight)

@@ -214,6 +214,81 @@ class ProviderCache:
         return AllocationCandidates(requests, summaries)
 
 
+    def shortfall(
+        self, *, resources: Mapping[str, int], required_traits: Iterable[str] = (),
+        forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None,
+        provider_uuids: Iterable[str] | None = None, nearest: int = 20,
+    ) -> dict[str, Any]:
+        """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``,
+        asked just before: the copy is not refreshed again, so both answers read one state):
+        ``providers`` looked at; per resource class the amount ``requested``, how many providers
+        are ``short_on`` it and the ``most_free`` on a provider that is not otherwise excluded
+        (traits, aggregates; on any provider when all are); per trait how many providers lack a
+        required one / have a forbidden one; how many are ``outside_aggregates``; and the
+        ``nearest`` providers (fewest problems first, then smallest shortage) with what each lacks.
+        No query."""
+        wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
+        checks = sorted(wanted.items())
+        required, forbidden = set(required_traits), set(forbidden_traits)
+        groups = [set(any_of) for any_of in member_of or []]
+        only = set(provider_uuids) if provider_uuids is not None else None
+        per_rc = {rc: {"requested": n, "short_on": 0, "most_free": 0, "most_free_any": 0} for rc, n in checks}
+        missing_count: dict[str, int] = {}
+        forbidden_count: dict[str, int] = {}
+        outside_count = total = 0
+        any_eligible = False
+        ranked: list[tuple[int, float, dict[str, Any]]] = []
+        with self._lock:
+            for pid in self._order:
+                rp = self._providers[pid]
+                if only is not None and rp.uuid not in only:
+                    continue
+                total += 1
+                missing = sorted(required - rp.traits)
+                present = sorted(forbidden & rp.traits)
+                outside = bool(groups) and not all(group & rp.aggregates for group in groups)
+                eligible = not (missing or present or outside)
+                any_eligible = any_eligible or eligible
+                short: dict[str, int] = {}
+                for rc, n in checks:
+                    inv, used = rp.inventories.get(rc), rp.used.get(rc, 0)
+                    free = max(capacity(inv.total, inv.reserved, inv.allocation_ratio) - used, 0) if inv else 0
+                    facts = per_rc[rc]
+                    facts["most_free_any"] = max(facts["most_free_any"], free)
+                    if eligible:
+                        facts["most_free"] = max(facts["most_free"], free)
+                    if inv is None or not inv.can_take(n, used):
+                        facts["short_on"] += 1
+                        short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
+                for trait in missing:
+                    missing_count[trait] = missing_count.get(trait, 0) + 1
+                for trait in present:
+                    forbidden_count[trait] = forbidden_count.get(trait, 0) + 1
+                outside_count += outside
+                problems = len(short) + len(missing) + len(present) + outside
+                if problems:
+                    relative = sum(short[rc] / wanted[rc] for rc in short)
+                    ranked.append((problems, relative, {
+                        "uuid": rp.uuid, "short": short, "missing_traits": missing, "forbidden_traits": present,
+                        "outside_aggregates": outside}))
+        for facts in per_rc.values():
+            most_free_any = facts.pop("most_free_any")
+            if not any_eligible:  # every provider excluded for traits or aggregates: what any had
+                facts["most_free"] = most_free_any
+        ranked.sort(key=lambda p: (p[0], p[1]))
+        return {
+            "providers": total, "resources": {rc: f for rc, f in per_rc.items() if f["short_on"]},
+            "traits_missing": missing_count, "traits_forbidden": forbidden_count,
+            "outside_aggregates": outside_count, "nearest": [p[2] for p in ranked[:nearest]],
+        }
+
+    def summaries(self, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Provider summaries (as in allocation candidates) of ``uuids`` known to the copy."""
+        wanted = set(uuids)
+        with self._lock:
+            return {rp.uuid: rp.summary() for rp in self._providers.values() if rp.uuid in wanted}
+
+
 def keep_out_of_collections(size: int) -> None:
     """After loading a big long-lived copy, move every live object out of the cyclic garbage
     collector's generations (``gc.freeze``, after one full collection so that no garbage is
