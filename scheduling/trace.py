@@ -32,7 +32,7 @@ RESULT_NO_VALID_HOST = "no_valid_host"
 
 
 def host_limit() -> int:
-    return int(getattr(settings, "SCHEDULER_TRACE_HOSTS", 20))
+    return int(settings.SCHEDULER_TRACE_HOSTS)
 
 
 def resource_words(rc: str, amount: int) -> tuple[str, str]:
