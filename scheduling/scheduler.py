@@ -359,11 +359,11 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
     for index, consumer in enumerate(consumers):
-        scores: dict[int, dict[str, float]] | None = {} if index == 0 else None
-        ordered = group.order(weigh_hosts([h for h in hosts if h.fits(wanted) and group.allows(h.host)], request,
-                                          scores=scores))
+        scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
+        weighed = [h for h in hosts if h.fits(wanted) and group.allows(h.host)]
+        ordered = group.order(weigh_hosts(weighed, request, scores=scores))
         if scores is not None:
-            trace.weighed(ordered, scores)
+            trace.weighed(weighed, ordered, scores)
         picked = None
         for host in ordered:
             if consumer is None or not claim or placement.claim_allocation_request(

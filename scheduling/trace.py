@@ -96,11 +96,17 @@ class SchedulingTrace:
             "more": max(len(out) - limit, 0),
         })
 
-    def weighed(self, ordered: list[Any], scores: dict[int, dict[str, float]]) -> None:
+    def weighed(self, weighed: list[Any], ordered: list[Any], scores: dict[str, tuple[float, list[float]]]) -> None:
+        """The best ``host_limit()`` of ``ordered`` with each weigher's share (``scores`` as
+        ``weigh_hosts`` fills it, over ``weighed``, the hosts in the order they were weighed)."""
         limit = host_limit()
+        best = ordered[:limit]
+        wanted = {id(h) for h in best}
+        position = {id(h): i for i, h in enumerate(weighed) if id(h) in wanted}
         self.weights = [{"host": h.host, "node": h.nodename, "weight": round(h.weight, 6),
-                         "scores": {k: round(v, 6) for k, v in scores.get(id(h), {}).items()}}
-                        for h in ordered[:limit]]
+                         "scores": {name: round(multiplier * values[position[id(h)]], 6)
+                                    for name, (multiplier, values) in scores.items()}}
+                        for h in best]
         self.weights_more = max(len(ordered) - limit, 0)
 
     def selected(self, consumer: str | None, host: Any, alternates: list[Any]) -> None:

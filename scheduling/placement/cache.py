@@ -19,6 +19,7 @@ both on the same data.
 from __future__ import annotations
 
 import gc
+import heapq
 import random
 import threading
 from collections.abc import Iterable, Mapping
@@ -232,33 +233,38 @@ class ProviderCache:
         required, forbidden = set(required_traits), set(forbidden_traits)
         groups = [set(any_of) for any_of in member_of or []]
         only = set(provider_uuids) if provider_uuids is not None else None
-        per_rc = {rc: {"requested": n, "short_on": 0, "most_free": 0, "most_free_any": 0} for rc, n in checks}
+        short_on = [0] * len(checks)
+        most_free = [0] * len(checks)
+        most_free_any = [0] * len(checks)
         missing_count: dict[str, int] = {}
         forbidden_count: dict[str, int] = {}
         outside_count = total = 0
         any_eligible = False
-        ranked: list[tuple[int, float, dict[str, Any]]] = []
+        #: (problems, relative shortage, provider id, short, missing traits, forbidden traits, outside)
+        ranked: list[tuple[int, float, int, dict[str, int], Any, Any, bool]] = []
+        no_traits: frozenset[str] = frozenset()
         with self._lock:
             for pid in self._order:
                 rp = self._providers[pid]
                 if only is not None and rp.uuid not in only:
                     continue
                 total += 1
-                missing = sorted(required - rp.traits)
-                present = sorted(forbidden & rp.traits)
+                missing = required - rp.traits if required else no_traits
+                present = forbidden & rp.traits if forbidden else no_traits
                 outside = bool(groups) and not all(group & rp.aggregates for group in groups)
                 eligible = not (missing or present or outside)
                 any_eligible = any_eligible or eligible
                 short: dict[str, int] = {}
-                for rc, n in checks:
-                    inv, used = rp.inventories.get(rc), rp.used.get(rc, 0)
+                inventories, usage = rp.inventories, rp.used
+                for index, (rc, n) in enumerate(checks):
+                    inv, used = inventories.get(rc), usage.get(rc, 0)
                     free = max(capacity(inv.total, inv.reserved, inv.allocation_ratio) - used, 0) if inv else 0
-                    facts = per_rc[rc]
-                    facts["most_free_any"] = max(facts["most_free_any"], free)
-                    if eligible:
-                        facts["most_free"] = max(facts["most_free"], free)
+                    if free > most_free_any[index]:
+                        most_free_any[index] = free
+                    if eligible and free > most_free[index]:
+                        most_free[index] = free
                     if inv is None or not inv.can_take(n, used):
-                        facts["short_on"] += 1
+                        short_on[index] += 1
                         short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
                 for trait in missing:
                     missing_count[trait] = missing_count.get(trait, 0) + 1
@@ -267,19 +273,21 @@ class ProviderCache:
                 outside_count += outside
                 problems = len(short) + len(missing) + len(present) + outside
                 if problems:
-                    relative = sum(short[rc] / wanted[rc] for rc in short)
-                    ranked.append((problems, relative, {
-                        "uuid": rp.uuid, "short": short, "missing_traits": missing, "forbidden_traits": present,
-                        "outside_aggregates": outside}))
-        for facts in per_rc.values():
-            most_free_any = facts.pop("most_free_any")
-            if not any_eligible:  # every provider excluded for traits or aggregates: what any had
-                facts["most_free"] = most_free_any
-        ranked.sort(key=lambda p: (p[0], p[1]))
+                    relative = sum(short[rc] / wanted[rc] for rc in short) if short else 0.0
+                    ranked.append((problems, relative, pid, short, missing, present, outside))
+            best = heapq.nsmallest(nearest, ranked)  # ties: by provider id (unique), never the dicts
+            uuid_of = {p[2]: self._providers[p[2]].uuid for p in best}
+        if not any_eligible:  # every provider excluded for traits or aggregates: what any had
+            most_free = most_free_any
         return {
-            "providers": total, "resources": {rc: f for rc, f in per_rc.items() if f["short_on"]},
+            "providers": total,
+            "resources": {rc: {"requested": n, "short_on": short_on[i], "most_free": most_free[i]}
+                          for i, (rc, n) in enumerate(checks) if short_on[i]},
             "traits_missing": missing_count, "traits_forbidden": forbidden_count,
-            "outside_aggregates": outside_count, "nearest": [p[2] for p in ranked[:nearest]],
+            "outside_aggregates": outside_count,
+            "nearest": [{"uuid": uuid_of[pid], "short": short, "missing_traits": sorted(missing),
+                         "forbidden_traits": sorted(present), "outside_aggregates": outside}
+                        for _p, _r, pid, short, missing, present, outside in best],
         }
 
     def summaries(self, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
