@@ -93,6 +93,9 @@ urlpatterns += [
     path("images", _images.ImagesView.as_view(), name="compute-images"),
     path("images/detail", _images.ImagesDetailView.as_view(), name="compute-images-detail"),
     path("images/<str:image_id>", _images.ImageView.as_view(), name="compute-image"),
+    path("images/<str:image_id>/metadata", _images.ImageMetadataView.as_view(), name="compute-image-metadata"),
+    path("images/<str:image_id>/metadata/<str:key>", _images.ImageMetadataItemView.as_view(),
+         name="compute-image-metadata-item"),
 ]
 
 # --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
