@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PIP := .venv/bin/pip
 APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev chromium \
-	qemu-system-x86 libvirt-daemon-system busybox-static linux-image-cloud-amd64
+	qemu-system-x86 qemu-utils libvirt-daemon-system busybox-static linux-image-cloud-amd64
 PGPORT ?= 55432
 REDIS_PORT ?= 56379
 PG_URL := postgres://postgres@127.0.0.1:$(PGPORT)

@@ -196,6 +196,9 @@ CELERY_TASK_SERIALIZER = "json"
 # --- Compute options (Nova's names and defaults) ----------------------------------------------
 USE_PENDING_STATE = env_bool("USE_PENDING_STATE", False)
 SHELVED_OFFLOAD_TIME = env_int("SHELVED_OFFLOAD_TIME", 0)
+# Seconds a deleted server stays SOFT_DELETED (restorable) before the periodic reclaim deletes it;
+# 0: a delete is immediate (Nova's reclaim_instance_interval).
+RECLAIM_INSTANCE_INTERVAL = env_int("RECLAIM_INSTANCE_INTERVAL", 0, minimum=0)
 CROSS_CELL_MOVE_WEIGHT_MULTIPLIER = env_float("CROSS_CELL_MOVE_WEIGHT_MULTIPLIER", 1000000.0)
 REIMAGE_TIMEOUT_PER_GB = env_int("REIMAGE_TIMEOUT_PER_GB", 20, minimum=1)
 # how long a host waits for a volume created for a block device to become available (checks, seconds)
@@ -204,6 +207,9 @@ BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL = env_int("BLOCK_DEVICE_ALLOCATE_RETRIES_
 # How long the conductor waits for a compute host's answer to a synchronous call (the steps of a
 # cross-cell move); a result nobody read is dropped after twice that.
 LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
+# How long the API waits for a compute host's answer to a short call (Nova's rpc_response_timeout):
+# a guest's diagnostics, an interface attach.
+RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 # Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
 CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
@@ -216,6 +222,11 @@ PERIODIC_INTERVAL = env_int("PERIODIC_INTERVAL", 60, minimum=1)
 ALLOW_RESIZE_TO_SAME_HOST = env_bool("ALLOW_RESIZE_TO_SAME_HOST", False)
 SERVICE_DOWN_TIME = env_int("SERVICE_DOWN_TIME", 60, minimum=1)
 REPORT_INTERVAL = env_int("REPORT_INTERVAL", 10, minimum=1)
+# Nova's image cache manager: how often a compute host removes the cached images (<state_path>/_base)
+# no instance disk is based on, once unused for at least the minimum age (seconds; 0 = never)
+IMAGE_CACHE_MANAGER_INTERVAL = env_int("IMAGE_CACHE_MANAGER_INTERVAL", 2400, minimum=0)
+REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS = env_int("REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS", 86400,
+                                                     minimum=0)
 # Seconds a compute's resource tracker trusts its copy of its providers in placement before it
 # reads them again (0: never; a failed write still makes it read them again).
 RESOURCE_PROVIDER_ASSOCIATION_REFRESH = env_int("RESOURCE_PROVIDER_ASSOCIATION_REFRESH", 300, minimum=0)
@@ -246,8 +257,15 @@ QUOTA_ROUTER = env_int("QUOTA_ROUTER", 10, minimum=-1)
 QUOTA_FLOATINGIP = env_int("QUOTA_FLOATINGIP", 50, minimum=-1)
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
+#: operator overrides of policy rules' checks (``manage.py policy override``; OpenStack's policy.yaml)
+POLICY_FILE = Path(env_str("POLICY_FILE", str(VAR_DIR / "policy.yaml")))
+#: where volume backups are written (Cinder's posix backup driver's ``backup_posix_path``)
+BACKUP_DIR = Path(env_str("BACKUP_DIR", str(VAR_DIR / "backups")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
 LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
+# Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
+# turns it on for the demo cloud)
+FORCE_CONFIG_DRIVE = env_bool("FORCE_CONFIG_DRIVE", False)
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")

@@ -10,7 +10,7 @@ class ComputeConfig(AppConfig):
 
     def ready(self) -> None:
         # In ready(): these modules import models, which cannot load before the app registry.
-        from . import block_devices, cross_cell, ops, pause_suspend_rescue, registry
+        from . import block_devices, cross_cell, interfaces, ops, pause_suspend_rescue, registry
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 
-        registry.register_modules([ops, block_devices, cross_cell, pause_suspend_rescue])
+        registry.register_modules([ops, block_devices, cross_cell, pause_suspend_rescue, interfaces])

@@ -47,8 +47,7 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
     cinder.attachment_complete(attachment_id=att.id)
     bdm.connection_info = att.connection_info
     bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
-    return {"connection_info": att.connection_info, "mount_device": bdm.device_name, "boot_index": bdm.boot_index,
-            "delete_on_termination": bdm.delete_on_termination}
+    return _driver_view(bdm)
 
 
 def _await_volume_created(instance: Instance, bdm: BlockDeviceMapping) -> None:
@@ -68,12 +67,31 @@ def _await_volume_created(instance: Instance, bdm: BlockDeviceMapping) -> None:
                                   reason=f"Volume {vol.id} did not finish being created (status {vol.status}).")
 
 
+def _boot_order(bdm: BlockDeviceMapping) -> tuple[bool, int]:
+    return (bdm.boot_index is None or bdm.boot_index < 0, bdm.boot_index or 0)
+
+
+def _driver_view(bdm: BlockDeviceMapping) -> dict[str, Any]:
+    return {"connection_info": bdm.connection_info, "mount_device": bdm.device_name, "boot_index": bdm.boot_index,
+            "delete_on_termination": bdm.delete_on_termination}
+
+
+def block_device_info(instance: Instance) -> dict[str, Any]:
+    """The virt driver's view of the server's volumes already connected to this host (their
+    BDMs' ``connection_info``), root first: what every spawn after the build (reboot, rebuild,
+    unshelve, moves) gives the driver so that the guest keeps its volumes (Nova's
+    ``_get_instance_block_device_info``)."""
+    bdms = sorted((b for b in bdms_of(instance.uuid, volumes_only=True) if b.connection_info), key=_boot_order)
+    mapping = [_driver_view(b) for b in bdms]
+    return {"block_device_mapping": mapping,
+            "root_device_name": str(mapping[0]["mount_device"]) if mapping else "/dev/vda"}
+
+
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
     """Attach every volume BDM (waiting for the volumes the cloud creates). Raises
     BuildAbortException on a volume error."""
 
-    bdms = sorted(bdms_of(instance.uuid, volumes_only=True),
-                  key=lambda b: (b.boot_index is None or b.boot_index < 0, b.boot_index or 0))
+    bdms = sorted(bdms_of(instance.uuid, volumes_only=True), key=_boot_order)
     mapping = []
     for index, bdm in enumerate(bdms):
         if not bdm.device_name:

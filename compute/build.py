@@ -34,6 +34,7 @@ from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .exceptions import BuildAbortException
+from .virt.configdrive import config_drive_required
 
 if TYPE_CHECKING:
     from servers.models import Instance
@@ -147,6 +148,10 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
     block_device_info = prep_block_devices(ctx, instance)
     _set_task(ctx, instance, TaskState.SPAWNING)
+    if config_drive_required(instance) and not instance.config_drive:
+        # forced by the operator: the API then shows the drive the guest gets, as Nova does
+        instance.config_drive = "True"
+        instance.save(update_fields=["config_drive", "updated_at"])
     vifs = neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,

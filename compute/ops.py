@@ -22,13 +22,14 @@ from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.selectors import MigrationNotFound, instance_get, migration_get
 
 from . import rpc
+from .block_devices import block_device_info
 from .build import image_meta
 from .clients import images as glance
 from .clients import networks as neutron
 from .clients import placement
 from .drivers import driver_for
 from .rebuild_bfv import rebuild_volume_backed, rebuild_volume_backed_keep_volume
-from .registry import allocations_back_to_server, runner_for, server_action
+from .registry import allocations_back_to_server, host_query, runner_for, server_action
 
 if TYPE_CHECKING:
     from servers.models import Instance, Migration
@@ -73,6 +74,24 @@ def power_off(ctx: RequestContext, instance: Instance) -> None:
     _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN)
 
 
+@server_action("soft_delete", action="delete", notification="soft_delete", event="compute_soft_delete_instance")
+def soft_delete(ctx: RequestContext, instance: Instance) -> None:
+    """Power the guest off and keep everything else (disks, ports, allocations): SOFT_DELETED."""
+    driver = driver_for(str(instance.host))
+    driver.power_off(instance=instance)
+    _set(instance, vm_state=VmState.SOFT_DELETED, task_state=None,
+         power_state=_power_state(driver, instance, PowerState.SHUTDOWN))
+
+
+@server_action("restore", action="restore", notification="restore", event="compute_restore_instance")
+def restore(ctx: RequestContext, instance: Instance) -> None:
+    """A soft-deleted server's guest is powered on again: ACTIVE."""
+    driver = driver_for(str(instance.host))
+    driver.power_on(instance=instance)
+    _set(instance, vm_state=VmState.ACTIVE, task_state=None,
+         power_state=_power_state(driver, instance, PowerState.RUNNING))
+
+
 @server_action("reboot", action="reboot", notification="reboot", event="compute_reboot_instance")
 def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
     driver = driver_for(str(instance.host))
@@ -81,7 +100,7 @@ def reboot(ctx: RequestContext, instance: Instance, hard: bool = False) -> None:
 
         driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
-                     block_device_info=None, admin_password=None)
+                     block_device_info=block_device_info(instance), admin_password=None)
     else:
         driver.reboot(instance=instance, reboot_type="HARD" if hard else "SOFT")
     _set(instance, vm_state=VmState.ACTIVE, task_state=None, power_state=PowerState.RUNNING)
@@ -156,7 +175,7 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     try:
         driver.spawn(instance=instance, image_meta=image_meta(image_id),
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
-                     block_device_info=None, admin_password=None)
+                     block_device_info=block_device_info(instance), admin_password=None)
     except Exception:
         placement.allocations_delete(consumer_uuid=instance.uuid)
         neutron.ports_rebind_host(instance_uuid=instance.uuid, host=None)
@@ -186,7 +205,7 @@ def rebuild(ctx: RequestContext, instance: Instance, image_id: str, admin_pass: 
     _set(instance, task_state=TaskState.REBUILD_SPAWNING, image_ref=image_id)
     driver.spawn(instance=instance, image_meta=image_meta(image_id),
                  network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=None, admin_password=admin_pass)
+                 block_device_info=block_device_info(instance), admin_password=admin_pass)
     if was_stopped:
         driver.power_off(instance=instance)
         _set(instance, vm_state=VmState.STOPPED, task_state=None, power_state=PowerState.SHUTDOWN,
@@ -220,7 +239,7 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     driver = driver_for(str(instance.host))
     driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                  network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=None, admin_password=None)
+                 block_device_info=block_device_info(instance), admin_password=None)
     if powered_off:
         driver.power_off(instance=instance)
         return PowerState.SHUTDOWN
@@ -329,7 +348,23 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
 def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
     """Upload the guest's disk to the queued snapshot image the API created (Glance activates
     it); on failure the image is deleted, as Nova does, and the server keeps running."""
+    _upload_snapshot(instance, image_id=image_id)
+    _set(instance, task_state=None)
 
+
+@server_action("backup", action="createBackup", notification="snapshot", event="compute_backup_instance")
+def backup(ctx: RequestContext, instance: Instance, image_id: str, backup_type: str, rotation: int) -> None:
+    """A snapshot as ``snapshot`` does, then the server's backups of ``backup_type`` beyond the
+    newest ``rotation`` are deleted (the new one counts; a rotation of 0 keeps none)."""
+    _upload_snapshot(instance, image_id=image_id)
+    _set(instance, task_state=None)
+    backups = glance.images_with_properties(image_type="backup", backup_type=backup_type,
+                                            instance_uuid=instance.uuid)  # newest first
+    for old in backups[rotation:]:
+        glance.image_delete(image_id=old.id)
+
+
+def _upload_snapshot(instance: Instance, *, image_id: str) -> None:
     glance.image_show(image_id=image_id)  # gone already (deleted by its owner): fail before the work
     _set(instance, task_state=TaskState.IMAGE_UPLOADING)
     try:
@@ -341,7 +376,6 @@ def snapshot(ctx: RequestContext, instance: Instance, image_id: str) -> None:
             log.exception("could not delete the image %s of a failed snapshot", image_id)
         _set(instance, task_state=None)
         raise
-    _set(instance, task_state=None)
 
 
 def _snapshot_to(driver: Any, instance: Instance, *, image_id: str) -> None:
@@ -350,3 +384,13 @@ def _snapshot_to(driver: Any, instance: Instance, *, image_id: str) -> None:
         target = Path(tmp) / "snapshot"
         driver.snapshot(instance=instance, target_path=target)
         glance.image_upload(image_id=image_id, source=target)
+
+
+@host_query("get_diagnostics")
+def get_diagnostics(ctx: RequestContext, instance: Instance, standardized: bool = True) -> dict[str, Any]:
+    """The guest's diagnostics from the virt driver: Nova's standardized shape (2.48+) or the
+    driver's own (below)."""
+    driver = driver_for(str(instance.host))
+    if standardized:
+        return dict(driver.get_instance_diagnostics(instance))
+    return dict(driver.get_diagnostics(instance))

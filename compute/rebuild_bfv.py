@@ -26,11 +26,10 @@ from django.utils import timezone
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError
 from servers.choices import PowerState, TaskState, VmState
-from servers.selectors import bdms_of
 from servers.services.external_events import expect_event, wait_for_event
 from servers.services.rebuild_bfv import root_bdm
 
-from .block_devices import attach_bdm, prep_block_devices
+from .block_devices import attach_bdm, block_device_info, prep_block_devices
 from .clients import images as glance
 from .clients import networks as neutron
 from .clients import volumes as cinder
@@ -61,12 +60,8 @@ def reimage_timeout(image_size: int) -> int:
 def _respawn(ctx: RequestContext, instance: Instance, driver: Any, was_stopped: bool) -> None:
     """Bring the guest back on its unchanged volume (the rollback of a refused volume call)."""
 
-    bdi = {"block_device_mapping": [
-        {"connection_info": b.connection_info, "mount_device": b.device_name, "boot_index": b.boot_index}
-        for b in bdms_of(instance.uuid, volumes_only=True)],
-        "root_device_name": "/dev/vda"}
     driver.spawn(instance=instance, image_meta=None, network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=bdi, admin_password=None)
+                 block_device_info=block_device_info(instance), admin_password=None)
     if was_stopped:
         driver.power_off(instance=instance)
 

@@ -1,14 +1,17 @@
 """The one registry of compute operations, dispatched by ``compute.tasks.run_operation_task``.
 
 An operation is a function ``fn(ctx, instance, **kwargs)`` in a ``compute`` module, tagged by one
-of the two decorators below. Tagging has no side effect: ``ComputeConfig.ready()`` registers the
+of the decorators below. Tagging has no side effect: ``ComputeConfig.ready()`` registers the
 tagged functions of the modules it names, once, so which operations exist never depends on which
 modules some earlier code happened to import.
 
 - ``server_action``: a whole server action on its host: ``instance.<notification>.start/end``
   (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
   never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
-  gone) with a fault, and the migration of a failed same-cell move ends ``error``.
+  gone) with a fault, and the migration of a failed same-cell move ends ``error``. Cast, nobody
+  reads its answer; called (an interface attach), its answer is the operation's dict, or
+  ``failure_answer`` when it failed.
+- ``host_query``: a question the API asks the host and waits for (a guest's diagnostics).
 - ``move_step``: one host's step of a cross-cell move, called by the conductor
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
   returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
@@ -36,8 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Operation = Callable[..., None]
-Runner = Callable[..., None]
+Operation = Callable[..., Any]
+Runner = Callable[..., Any]
 
 _TAG = "compute_operation"
 _operations: dict[str, Runner] = {}
@@ -78,25 +81,33 @@ def names() -> list[str]:
 
 def server_action(name: str, *, action: str, notification: str, event: str) -> Callable[[Operation], Operation]:
     def tag(fn: Operation) -> Operation:
-        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> None:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
             notify_instance(ctx, f"instance.{notification}.start", instance)
             try:
                 with actions.wrap_event(ctx, instance_uuid=instance.uuid, event=event, host=instance.host,
                                         action_name=action):
-                    fn(ctx, instance, **kwargs)
+                    answer = fn(ctx, instance, **kwargs)
             except Exception as exc:
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc)
                 drop_broken_connections()  # e.g. the cell database went away: reconnect to record it
                 _failed(ctx, instance, exc, notification)
                 if name in _MOVE_OPS:
                     _move_op_failed(instance, kwargs["migration_uuid"])
-                return
+                return failure_answer(exc)
             actions.action_finish(ctx, instance_uuid=instance.uuid)
             notify_instance(ctx, f"instance.{notification}.end", instance)
+            return dict(answer or {})
 
         return _tag(fn, name, run)
 
     return tag
+
+
+def failure_answer(exc: BaseException) -> dict[str, Any]:
+    """What a caller waiting on a failed operation gets (``compute.rpc._call`` raises CallFailed
+    with it): the message, the error's ``details`` and the HTTP ``code`` of a domain error."""
+    return {**dict(getattr(exc, "details", None) or {}), "failed": True, "message": str(exc) or type(exc).__name__,
+            "code": int(getattr(exc, "code", 500) or 500)}
 
 
 def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Operation]:
@@ -111,10 +122,26 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc, exc_info=True)
                 drop_broken_connections()
                 actions.event_finish(ev, exc=exc)
-                return {**dict(getattr(exc, "details", None) or {}), "failed": True,
-                        "message": str(exc) or type(exc).__name__}
+                return failure_answer(exc)
             actions.event_finish(ev)
             return dict(answer or {})
+
+        return _tag(fn, name, run)
+
+    return tag
+
+
+def host_query(name: str) -> Callable[[Operation], Operation]:
+    """A read-only question to the host (``compute.rpc._call`` from the API, e.g. a guest's
+    diagnostics): no action, event or notification; its answer is returned, a failure is answered
+    ``{"failed": True, "message": ...}``."""
+    def tag(fn: Operation) -> Operation:
+        def run(ctx: RequestContext, instance: Instance, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return {"answer": fn(ctx, instance, **kwargs)}
+            except Exception as exc:
+                log.warning("%s of %s failed: %s", name, instance.uuid, exc)
+                return {"failed": True, "message": str(exc) or type(exc).__name__}
 
         return _tag(fn, name, run)
 
@@ -128,7 +155,7 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
         instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
     elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
                                TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
-                               TaskState.IMAGE_UPLOADING):
+                               TaskState.IMAGE_UPLOADING, TaskState.IMAGE_BACKUP):
         instance.task_state = None  # the guest is as it was: only the task is given up
     elif instance.task_state is not None:
         instance.vm_state, instance.task_state = VmState.ERROR, None  # the guest may be gone

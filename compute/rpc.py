@@ -6,7 +6,9 @@ queue (``compute.<host>``). Messages are sent by Celery task name (``compute.*``
 depend on this module only. The ``ctx`` is the acting request context; ids go over the wire, never
 rows. Most are casts (fire and forget). The cross-cell steps are calls (``_call``): the conductor
 waits for the host's answer, at most ``settings.LONG_RPC_TIMEOUT`` seconds (Nova's
-``long_rpc_timeout``); a host never calls back synchronously (casts only), so no wait can deadlock.
+``long_rpc_timeout``); the API asks a host for a guest's diagnostics the same way, for at most
+``RPC_RESPONSE_TIMEOUT``. A host never calls back synchronously (casts only), so no wait can
+deadlock.
 
 Casts are sent at once; a caller that writes rows the host will read sends after its commit
 (``transaction.on_commit``).
@@ -63,14 +65,14 @@ def _send(task_name: str, host: str | None, /, **kwargs: Any) -> None:
 
 
 def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
-          **kwargs: Any) -> dict[str, Any]:
-    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most
-    ``settings.LONG_RPC_TIMEOUT`` seconds; the message expires then, so a host that comes back
-    later does not run a step its caller has given up (and rolled back).
+          timeout: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    """Run operation ``op`` on ``host`` and wait for its answer (a dict), at most ``timeout``
+    seconds (``settings.LONG_RPC_TIMEOUT`` unless given); the message expires then, so a host that
+    comes back later does not run a step its caller has given up (and rolled back).
 
     Raises ``CallNotDelivered`` (never sent), ``CallTimedOut``, or ``CallFailed`` when the host
     answers ``{"failed": True, ...}``."""
-    timeout = settings.LONG_RPC_TIMEOUT
+    timeout = timeout or settings.LONG_RPC_TIMEOUT
     signature = current_app.signature(CALL_OPERATION, queue=queue_for(host), kwargs=dict(
         ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs))
     try:
@@ -78,8 +80,8 @@ def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str,
     except OperationalError as exc:  # kombu's: the broker could not be reached
         raise CallNotDelivered(op=op, host=host, reason=exc) from exc
     try:
-        # The caller is itself a Celery task (the conductor): waiting on another worker's task is
-        # what this is for; the hosts never call the conductor back synchronously.
+        # The caller is a Celery task itself (the conductor) or the API: waiting on another worker's
+        # task is what this is for; the hosts never call the conductor back synchronously.
         answer = result.get(timeout=timeout, disable_sync_subtasks=False)
     except CeleryTimeoutError:
         raise CallTimedOut(host=host, op=op, timeout=timeout) from None
@@ -109,8 +111,19 @@ def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str
           security_groups=security_groups)
 
 
-def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
-    _send(TERMINATE_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                       action: str = "delete") -> None:
+    """``action``: the instance action the terminate's event is recorded on (``delete``, ``forceDelete``)."""
+    _send(TERMINATE_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          action=action)
+
+
+def soft_delete(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("soft_delete", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+
+
+def restore(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:
+    _operation("restore", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid)
 
 
 def destroy_guest(*, host: str, instance_uuid: str) -> None:
@@ -141,6 +154,21 @@ def rebuild(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: st
 
 def snapshot(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, image_id: str) -> None:
     _operation("snapshot", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id)
+
+
+def backup(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, image_id: str, backup_type: str,
+           rotation: int) -> None:
+    _operation("backup", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id,
+               backup_type=backup_type, rotation=rotation)
+
+
+def get_diagnostics(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                    standardized: bool) -> dict[str, Any]:
+    """A call from the API (it waits at most ``RPC_RESPONSE_TIMEOUT`` seconds): the guest's
+    diagnostics, Nova's standardized shape or the driver's own."""
+    answer = _call("get_diagnostics", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                   timeout=settings.RPC_RESPONSE_TIMEOUT, standardized=standardized)
+    return dict(answer["answer"])
 
 
 # --- pause, suspend, rescue, crash dump ---------------------------------------------------------
@@ -209,6 +237,22 @@ def swap_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid
                 new_volume_id: str, new_attachment_id: str) -> None:
     _operation("swap_volume", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                bdm_uuid=bdm_uuid, new_volume_id=new_volume_id, new_attachment_id=new_attachment_id)
+
+
+# --- interfaces (os-interface) ------------------------------------------------------------------
+
+def attach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str | None,
+                     network_id: str | None, fixed_ip: str | None, tag: str | None) -> dict[str, Any]:
+    """A call, as Nova's: the API waits (``settings.RPC_RESPONSE_TIMEOUT``) for the host to bind
+    ``port_id`` (or create a port on ``network_id``) and plug it; answers ``{"port_id"}``."""
+    return _call("attach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, port_id=port_id, network_id=network_id, fixed_ip=fixed_ip,
+                 tag=tag)
+
+
+def detach_interface(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, port_id: str) -> None:
+    _operation("detach_interface", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               port_id=port_id)
 
 
 # --- resize and cold migration within a cell ----------------------------------------------------

@@ -47,9 +47,11 @@ def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell
 
 
 @shared_task(name=rpc.TERMINATE_INSTANCE, acks_late=True, time_limit=1800)
-def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str) -> None:
+def terminate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
+                            action: str = "delete") -> None:
     with _as_agent(cell_uuid):
-        terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid)
+        terminate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                           action=action)
 
 
 @shared_task(name=rpc.RUN_OPERATION, acks_late=True, time_limit=3600, soft_time_limit=3500)

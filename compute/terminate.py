@@ -21,7 +21,7 @@ from .drivers import driver_for
 log = logging.getLogger(__name__)
 
 
-def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str) -> None:
+def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, action: str = "delete") -> None:
     with target_cell(cell_uuid):
         instance = instance_get(instance_uuid)
         if instance is None:
@@ -29,7 +29,7 @@ def terminate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: st
         notify_instance(ctx, "instance.delete.start", instance,
                         network_info=lambda: neutron.network_info(instance_uuid=instance_uuid))
         with actions.wrap_event(ctx, instance_uuid=instance_uuid, event="compute_terminate_instance",
-                                host=instance.host, action_name="delete"):
+                                host=instance.host, action_name=action):
             if instance.host:
                 driver_for(instance.host).destroy(instance=instance, destroy_disks=True)
             deallocate_networks(ctx, instance)

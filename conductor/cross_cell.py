@@ -13,11 +13,13 @@ in another cell) is a list of ``Step``s with rollback:
 3. ``PrepAtDest``: inactive port bindings and empty volume attachments for the destination, then
    the destination host is called: it checks each volume can be connected there and claims the
    node (migration context); the migration context is mirrored into the source copy;
-4. ``PrepAtSource``: a ``<name>-resize-temp`` image (not for a volume-backed server); the source
-   host is called: power off, snapshot into a file (uploaded here), destroy the guest keeping its
-   disks; then the source attachments become placeholders and the destination bindings active;
+4. ``PrepAtSource``: task_state ``resize_migrating``; a ``<name>-resize-temp`` image (not for a
+   volume-backed server); the source host is called: power off, snapshot into a file (uploaded
+   here), destroy the guest keeping its disks; then the source attachments become placeholders
+   and the destination bindings active;
 5. ``FinishAtDest``: the destination host is called: spawn; then the temporary image goes and the
-   conductor flips the instance mapping to the target cell (target shown, source hidden).
+   conductor flips the instance mapping to the target cell (target shown, source hidden); a
+   failure of the call or of the flip has the destination destroy its guest.
 
 A failure in 2-3 rolls the steps back and gives the move back to the server (vm_state kept); in
 4-5 ``cross_cell_failed`` undoes the move, the server ERROR once its source guest was destroyed.
@@ -281,7 +283,8 @@ class PrepAtDest(Step):
 
 
 class PrepAtSource(Step):
-    """The ``<name>-resize-temp`` image (image-backed servers); the source host powers off,
+    """task_state ``resize_migrating``; the ``<name>-resize-temp`` image (image-backed servers);
+    the source host powers off,
     snapshots into a file and destroys the guest; the file becomes the image's data, the source
     attachments placeholders, the destination's port bindings the active ones."""
 
@@ -292,7 +295,9 @@ class PrepAtSource(Step):
 
     def execute(self) -> None:
         m, ctx = self.move, self.move["ctx"]
+        m["guest_destroyed"] = False
         with target_cell(m["source"]):
+            instance_update(m["instance_uuid"], task_state=TaskState.RESIZE_MIGRATING)
             instance = instance_get_in_cell(m["instance_uuid"])
         notify(ctx, "instance.resize.start", instance)
         image = None
@@ -300,7 +305,6 @@ class PrepAtSource(Step):
             image = images.image_snapshot_create(ctx, name=f"{instance.display_name}-resize-temp",
                                                  instance_uuid=instance.uuid)
             m["image_id"] = image.id
-        m["guest_destroyed"] = False
         try:
             answer = compute_rpc.cross_cell_prep_at_source(
                 ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(m["source"].uuid),
@@ -334,23 +338,40 @@ class PrepAtSource(Step):
 
 class FinishAtDest(Step):
     """The destination host spawns the server from the hidden copy (VERIFY_RESIZE there); the
-    temporary image goes."""
+    temporary image goes; the conductor flips the mapping to the target cell (``flip_to``).
+
+    Rollback (also of a half-done execute: the host failed after its spawn, the call timed out,
+    the flip failed): the destination host destroys whatever guest it has of the server, with its
+    disks. ``cross_cell_failed`` then removes the target cell's rows, the destination's
+    attachments, bindings and allocations, and points the mapping back at the source."""
 
     name = "finish resize at destination"
 
     def __init__(self, move: dict[str, Any]) -> None:
         self.move = move
+        self.called = False
 
     def execute(self) -> None:
         m, ctx = self.move, self.move["ctx"]
         with target_cell(m["target"]):
             instance = instance_get_in_cell(m["instance_uuid"], read_deleted=True)
         notify(ctx, "instance.resize_finish.start", instance)
+        self.called = True
         compute_rpc.cross_cell_finish_at_dest(ctx=ctx, host=m["dest_host"], instance_uuid=m["instance_uuid"],
                                               cell_uuid=str(m["target"].uuid), migration_uuid=m["migration_uuid"],
                                               image_id=m.get("image_id"))
         if m.get("image_id"):
             images.image_delete_internal(m.pop("image_id"))
+        flip_to(m["instance_uuid"], visible=m["target"], hidden=m["source"])
+
+    def rollback(self) -> None:
+        if not self.called:
+            return
+        try:
+            compute_rpc.destroy_guest(host=self.move["dest_host"], instance_uuid=self.move["instance_uuid"])
+        except Exception:
+            log.exception("could not have %s destroy its guest of %s", self.move["dest_host"],
+                          self.move["instance_uuid"])
 
 
 def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Migration,
@@ -370,7 +391,6 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
         move_failed(ctx, instance, migration, exc)
         return
     notify(ctx, "instance.resize_prep.end", instance)
-    instance_update(instance.uuid, task_state=TaskState.RESIZE_MIGRATING)
     try:
         run_steps([PrepAtSource(move), FinishAtDest(move)])
     except Exception as exc:
@@ -384,7 +404,6 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
                           target=target, dest_host=move["dest_host"], exc=exc,
                           guest_destroyed=move.get("guest_destroyed", True))
         return
-    flip_to(instance.uuid, visible=target, hidden=source)
     with target_cell(target):
         notify(ctx, "instance.resize_finish.end", instance_get_in_cell(instance.uuid))
 

@@ -4,6 +4,9 @@
   (0 offloads at shelve time, -1 never);
 - ``confirm_resizes``: resizes waiting in VERIFY_RESIZE longer than ``RESIZE_CONFIRM_WINDOW``
   (0 = never) are confirmed by a cast to the source host, as a user's confirm is;
+- ``reclaim_soft_deleted``: servers SOFT_DELETED longer than ``RECLAIM_INSTANCE_INTERVAL`` (0 =
+  never) are deleted for good, as a user's delete is (the conductor, not the host, runs it: the
+  delete also drops the server's mapping and request spec in the API database);
 - ``reap_stale_task_states``: a server stuck in a task_state for longer than
   ``TASK_STATE_TIMEOUT`` (a worker died mid-operation) is errored out with a fault, or, for an
   unshelve, put back to SHELVED_OFFLOADED; a server that never reached a cell (its BuildRequest
@@ -38,6 +41,8 @@ from servers.selectors import (
 from servers.services import actions
 from servers.services.build_requests import build_request_delete
 from servers.services.cross_cell import source_cell_of
+from servers.services.deferred_delete import reclaim_due
+from servers.services.delete import server_reclaim
 from servers.services.guards import claim_task_state
 from servers.services.move_recovery import error_out_migration
 from servers.services.resize import confirm_due, resize_confirm
@@ -94,6 +99,21 @@ def confirm_resizes() -> int:
                     resize_confirm(actor=RequestContext.system(), instance=instance, cell=cell, migration=migration)
                 except CloudcoreError as exc:  # e.g. the source compute of a cross-cell move is down: next time
                     log.warning("could not confirm the resize of %s yet: %s", instance.uuid, exc)
+                    continue
+                count += 1
+    return count
+
+
+def reclaim_soft_deleted() -> int:
+    count = 0
+    for cell in _cells():
+        with target_cell(cell):
+            for instance in instances_idle_in(VmState.SOFT_DELETED):
+                if not reclaim_due(instance, interval=settings.RECLAIM_INSTANCE_INTERVAL):
+                    continue
+                try:
+                    server_reclaim(actor=RequestContext.system(), instance=instance, cell=cell)
+                except InstanceInvalidState:  # deleted or restored meanwhile
                     continue
                 count += 1
     return count

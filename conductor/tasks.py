@@ -95,6 +95,7 @@ def compute_host_started_task(*, host: str, cell_uuid: str) -> None:
 @shared_task(name="servers.periodic", queue=rpc.QUEUE, time_limit=600)
 @on_service_side
 def servers_periodic_task() -> dict[str, int]:
-    """Beat: offload shelved servers, confirm old resizes, reap stale task_states."""
+    """Beat: offload shelved servers, confirm old resizes, reclaim old soft-deleted servers, reap
+    stale task_states."""
     return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
-            "reaped": periodic.reap_stale_task_states()}
+            "reclaimed": periodic.reclaim_soft_deleted(), "reaped": periodic.reap_stale_task_states()}

@@ -48,9 +48,9 @@ class TokenAdmin(admin.ModelAdmin):
 class PolicyRuleAdmin(admin.ModelAdmin):
     """Every rule of the registry with its default check, description and current grants."""
 
-    list_display = ("codename", "default_check", "description", "grants")
+    list_display = ("codename", "default_check", "override", "description", "grants")
     search_fields = ("codename",)
-    readonly_fields = ("codename", "default_check", "description", "operations", "grants")
+    readonly_fields = ("codename", "default_check", "override", "description", "operations", "grants")
     fields = readonly_fields
 
     def get_queryset(self, request: HttpRequest) -> Any:
@@ -67,6 +67,11 @@ class PolicyRuleAdmin(admin.ModelAdmin):
     def default_check(self, obj: PolicyRule) -> str:
         rule = self._rule(obj)
         return rule.check if rule else "(not registered)"
+
+    @admin.display(description="override (policy file)")
+    def override(self, obj: PolicyRule) -> str:
+        rule = self._rule(obj)
+        return rule.effective_check if rule and rule.effective_check != rule.check else ""
 
     @admin.display(description="description")
     def description(self, obj: PolicyRule) -> str:

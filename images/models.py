@@ -5,7 +5,7 @@ import uuid as uuidlib
 
 from django.db import models
 
-from cloudcore.core.models import ApiModel, SoftDeleteModel
+from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
 
 
 def new_uuid() -> str:
@@ -16,6 +16,7 @@ class ImageStatus:
     QUEUED = "queued"
     SAVING = "saving"
     UPLOADING = "uploading"
+    IMPORTING = "importing"
     ACTIVE = "active"
     KILLED = "killed"
     DELETED = "deleted"
@@ -49,7 +50,9 @@ class Image(ApiModel, SoftDeleteModel):
         return f"{self.name} ({self.id})"
 
 
-class ImageMember(ApiModel):
+class ImageMember(ApiModel, TimestampedModel):
+    """A project an image is shared with: ``pending`` until that project accepts (or rejects) it."""
+
     image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="members")
     member = models.CharField(max_length=255)
     status = models.CharField(max_length=20, default="pending")

@@ -1,8 +1,10 @@
 """Glance's slice: image records (API database) and their bytes (files under IMAGE_STORE_DIR).
 
 Visibility as Glance: ``public`` and ``community`` images are seen by everyone, ``private`` and
-``shared`` only by their owner's project (and ``shared`` by accepted members); cloud admins see
-all. Uploads stream to ``<store>/<id>`` while computing the md5 checksum and the sha512 multihash.
+``shared`` only by their owner's project (and ``shared`` by its members: in lists once they
+accepted); cloud admins see all. Uploads stream to ``<store>/<id>.part``; the bytes are inspected
+against the declared ``disk_format`` (``formats``), hashed (md5 checksum, sha512 multihash) and
+moved into place. ``glance-direct`` import stages them under ``<store>/staging/<id>`` first.
 """
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ from django.utils import timezone
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
 
-from .models import Image, ImageStatus
+from . import formats
+from .models import Image, ImageMember, ImageStatus
 
 DISK_FORMATS = ("ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop")
 CONTAINER_FORMATS = ("ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed")
 VISIBILITIES = ("public", "private", "shared", "community")
+MEMBER_STATUSES = ("pending", "accepted", "rejected")
+#: The format of a server snapshot's bytes: the virt driver's guest disks are raw (a qcow2 image is
+#: converted when a guest is spawned from it, as Nova does with ``force_raw_images``).
+SNAPSHOT_DISK_FORMAT = "raw"
 #: Top-level image attributes a client may set; anything else is a custom property.
 SETTABLE = {"name", "visibility", "protected", "os_hidden", "min_disk", "min_ram", "disk_format",
             "container_format", "tags"}
@@ -40,15 +47,21 @@ def image_data_path(image_id: str) -> Path:
     return Path(settings.IMAGE_STORE_DIR) / str(image_id)
 
 
-def _visible(ctx: RequestContext, qs: QuerySet[Image]) -> QuerySet[Image]:
+def _visible(ctx: RequestContext, qs: QuerySet[Image],
+             member_statuses: tuple[str, ...] = MEMBER_STATUSES) -> QuerySet[Image]:
+    """``qs`` narrowed to what ``ctx`` sees: public and community images, its own, and shared
+    images it is a member of with one of ``member_statuses`` (any for a show, ``accepted`` for a
+    list, as Glance). Cloud admins see everything."""
     if ctx.is_admin:
         return qs
     return qs.filter(Q(visibility__in=["public", "community"]) | Q(owner=ctx.project_id)
-                     | Q(visibility="shared", members__member=ctx.project_id, members__status="accepted")).distinct()
+                     | Q(visibility="shared", members__member=ctx.project_id,
+                         members__status__in=member_statuses)).distinct()
 
 
 def image_get(ctx: RequestContext, image_id: str) -> Image:
-    """The image if ``ctx`` may see it; ImageNotFound (404) otherwise."""
+    """The image if ``ctx`` may see it (a member of a shared image may, before accepting it:
+    that is how it finds the image to accept); ImageNotFound (404) otherwise."""
     image = _visible(ctx, Image.objects.filter(id=image_id)).first()
     if image is None:
         raise ImageNotFound(image_id=image_id)
@@ -125,7 +138,11 @@ def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | Non
         raise Invalid(f"Invalid sort key: {sort_key}.")
     if sort_dir not in ("asc", "desc"):
         raise Invalid(f"Invalid sort direction: {sort_dir}")
-    qs = _visible(ctx, Image.objects.all())
+    member_status = filters.get("member_status") or "accepted"
+    if member_status not in (*MEMBER_STATUSES, "all"):
+        raise Invalid(f"Invalid status value: {member_status}")
+    qs = _visible(ctx, Image.objects.all(),
+                  MEMBER_STATUSES if member_status == "all" else (member_status,))
     for key in ("name", "status", "owner", "disk_format", "container_format", "id"):
         if filters.get(key):
             qs = qs.filter(**{key: filters[key]})
@@ -144,6 +161,9 @@ def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | Non
     items = list(qs.order_by(*order))
     if filters.get("tag"):
         items = [i for i in items if filters["tag"] in (i.tags or [])]
+    if filters.get("properties"):
+        wanted = filters["properties"]
+        items = [i for i in items if all((i.properties or {}).get(k) == v for k, v in wanted.items())]
     if marker:
         ids = [i.id for i in items]
         if marker not in ids:
@@ -184,37 +204,113 @@ def image_update(ctx: RequestContext, image: Image, changes: Iterable[tuple[str,
     return image
 
 
-def image_upload(ctx: RequestContext | None, image: Image, chunks: Iterable[bytes]) -> Image:
-    """Store the image's bytes: queued → saving → active, with size, checksum and multihash."""
-    if ctx is not None:
-        _check_owner(ctx, image)
-    if image.status not in (ImageStatus.QUEUED, ImageStatus.SAVING):
-        raise Conflict(f"Image status transition from {image.status} to saving is not allowed")
-    if not image.disk_format or not image.container_format:
-        raise Invalid("Properties disk_format, container_format must be set prior to saving data.")
-    updated = Image.objects.filter(pk=image.pk, status=ImageStatus.QUEUED).update(status=ImageStatus.SAVING)
-    if not updated and image.status != ImageStatus.SAVING:
-        raise Conflict("Image is being uploaded by another request.")
-    path = image_data_path(image.id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _claim(image: Image, *, source: str, target: str) -> None:
+    """Move ``image`` from ``source`` to ``target`` status with a compare-and-swap update, so two
+    concurrent uploads (or stage and upload) cannot both write its bytes."""
+    if not Image.objects.filter(pk=image.pk, status=source).update(status=target):
+        raise Conflict(f"Image status transition from {image.status} to {target} is not allowed")
+    image.status = target
+
+
+def _receive(chunks: Iterable[bytes], target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as fh:
+        for chunk in chunks:
+            fh.write(chunk)
+
+
+def _store(image: Image, received: Path) -> Image:
+    """Make the bytes at ``received`` the image's data: inspect them against the declared
+    ``disk_format`` (ImageFormatMismatch / ImageUnsafe, see ``formats``), hash them (md5 checksum,
+    sha512 multihash), move them into the store and activate the image."""
+    found = formats.inspect(received, image.disk_format)
     md5, sha512, size = hashlib.md5(usedforsecurity=False), hashlib.sha512(), 0
-    tmp = path.with_suffix(".part")
-    try:
-        with open(tmp, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-                md5.update(chunk)
-                sha512.update(chunk)
-                size += len(chunk)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
-        raise
-    image.status, image.size, image.virtual_size = ImageStatus.ACTIVE, size, size
+    with open(received, "rb") as fh:
+        while block := fh.read(1024 * 1024):
+            md5.update(block)
+            sha512.update(block)
+            size += len(block)
+    received.replace(image_data_path(image.id))
+    image.status, image.size = ImageStatus.ACTIVE, size
+    image.virtual_size = found.virtual_size if found else size
     image.checksum, image.os_hash_algo, image.os_hash_value = md5.hexdigest(), "sha512", sha512.hexdigest()
     image.save()
     return image
+
+
+def _require_formats(image: Image) -> None:
+    if not image.disk_format or not image.container_format:
+        raise Invalid("Properties disk_format, container_format must be set prior to saving data.")
+
+
+def image_upload(ctx: RequestContext | None, image: Image, chunks: Iterable[bytes]) -> Image:
+    """Store the image's bytes: queued → saving → active, with size, checksum and multihash.
+
+    The content is inspected before the image activates; bytes that are not the declared
+    ``disk_format`` (or an unsafe qcow2) are discarded with a 400 and the image stays queued."""
+    if ctx is not None:
+        _check_owner(ctx, image)
+    _require_formats(image)
+    _claim(image, source=ImageStatus.QUEUED, target=ImageStatus.SAVING)
+    tmp = image_data_path(image.id).with_suffix(".part")
+    try:
+        _receive(chunks, tmp)
+        return _store(image, tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
+        image.status = ImageStatus.QUEUED
+        raise
+
+
+# --- interoperable image import (glance-direct only: web-download is out of reach here) ---
+
+IMPORT_METHODS = ("glance-direct",)
+
+
+def staging_path(image_id: str) -> Path:
+    return Path(settings.IMAGE_STORE_DIR) / "staging" / str(image_id)
+
+
+def image_stage(ctx: RequestContext, image: Image, chunks: Iterable[bytes]) -> Image:
+    """``PUT /v2/images/{id}/stage``: keep the bytes in the staging area (queued → uploading);
+    ``image_import`` makes them the image's data."""
+    _check_owner(ctx, image)
+    _claim(image, source=ImageStatus.QUEUED, target=ImageStatus.UPLOADING)
+    target = staging_path(image.id)
+    try:
+        _receive(chunks, target)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
+        raise
+    image.size = target.stat().st_size
+    image.save(update_fields=["size", "updated_at"])
+    return image
+
+
+def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
+    """``POST /v2/images/{id}/import`` with ``glance-direct``: the staged bytes are inspected and
+    stored (uploading → importing → active), in this request. Content that is not the declared
+    format is refused (400) like an upload, its staged bytes dropped and the image queued again."""
+    _check_owner(ctx, image)
+    name = method.get("name") if isinstance(method, dict) else None
+    if name not in IMPORT_METHODS:
+        raise Invalid(f"Import method {name} is not valid." if name else "Import request requires a 'method' field.")
+    if image.status != ImageStatus.UPLOADING or not staging_path(image.id).is_file():
+        raise Conflict("Image needs to be staged before 'glance-direct' method can be used")
+    for field in ("disk_format", "container_format"):
+        if not getattr(image, field):
+            raise Conflict(f"'{field}' needs to be set before import")
+    _claim(image, source=ImageStatus.UPLOADING, target=ImageStatus.IMPORTING)
+    staged = staging_path(image.id)
+    try:
+        return _store(image, staged)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED, size=None)
+        image.status, image.size = ImageStatus.QUEUED, None
+        raise
 
 
 def image_activate_from_file(image: Image, source: Path) -> Image:
@@ -247,15 +343,20 @@ def image_delete(ctx: RequestContext, image: Image) -> None:
         image.deleted_at = timezone.now()
         image.save(update_fields=["status", "deleted", "deleted_at", "updated_at"])
     image_data_path(image.id).unlink(missing_ok=True)
+    staging_path(image.id).unlink(missing_ok=True)
 
 
 def image_snapshot_create(ctx: RequestContext, *, name: str, instance_uuid: str,
                           properties: dict[str, Any] | None = None, base: Image | None = None) -> Image:
-    """A queued snapshot image owned by the server's project (createImage, shelve, resize-temp)."""
+    """A queued snapshot image owned by the server's project (createImage, shelve, resize-temp).
+
+    Its ``disk_format`` is ``SNAPSHOT_DISK_FORMAT`` whatever the base image's: that is what the
+    compute uploads (its guest disks are raw, see ``compute.virt.libvirt``), and the upload is
+    inspected like any other."""
     props = {"instance_uuid": instance_uuid, "image_type": "snapshot", **(properties or {})}
     return Image.objects.create(
         name=name, owner=ctx.project_id, visibility="private", status=ImageStatus.QUEUED,
-        disk_format=(base.disk_format if base else "raw") or "raw",
+        disk_format=SNAPSHOT_DISK_FORMAT,
         container_format=(base.container_format if base else "bare") or "bare",
         min_disk=base.min_disk if base else 0, min_ram=base.min_ram if base else 0,
         properties={k: str(v) for k, v in props.items()},
@@ -289,3 +390,63 @@ def image_delete_internal(image_id: str) -> None:
     its data; no owner or protection check, and an image already gone is fine."""
     Image.objects.filter(id=image_id).update(status=ImageStatus.DELETED, deleted=True, deleted_at=timezone.now())
     image_data_path(image_id).unlink(missing_ok=True)
+
+
+# --- members: sharing a ``shared`` image with other projects (Glance's image members) ---
+
+
+class ImageMemberNotFound(NotFound):
+    message = "%(member_id)s is not a member of image %(image_id)s"
+
+
+def _shared_only(image: Image) -> None:
+    if image.visibility != "shared":
+        raise Forbidden("Only shared images have members.")
+
+
+def image_member_create(ctx: RequestContext, image: Image, *, member: Any) -> ImageMember:
+    """The image's owner shares it with project ``member`` (status ``pending`` until that project
+    accepts). Only ``shared`` images have members (403); a second membership is a 409."""
+    _check_owner(ctx, image)
+    _shared_only(image)
+    if not isinstance(member, str) or not member or len(member) > 255:
+        raise Invalid("Member to be added not specified")
+    with transaction.atomic():
+        if image.members.filter(member=member).exists():
+            raise Conflict(f"Member {member} is duplicated for image {image.id}")
+        return ImageMember.objects.create(image=image, member=member)
+
+
+def image_member_list(ctx: RequestContext, image: Image) -> list[ImageMember]:
+    """The owner (or an admin) sees every member; a member sees only its own membership."""
+    _shared_only(image)
+    qs = image.members.order_by("created_at", "member")
+    if not (ctx.is_admin or image.owner == ctx.project_id):
+        qs = qs.filter(member=ctx.project_id)
+    return list(qs)
+
+
+def image_member_get(ctx: RequestContext, image: Image, member_id: str) -> ImageMember:
+    found = [m for m in image_member_list(ctx, image) if m.member == member_id]
+    if not found:
+        raise ImageMemberNotFound(member_id=member_id, image_id=image.id)
+    return found[0]
+
+
+def image_member_update(ctx: RequestContext, image: Image, member_id: str, *, status: Any) -> ImageMember:
+    """The member project accepts, rejects or puts back to pending its membership; nobody else
+    may (not even the owner: whether a shared image shows in a project's list is its choice)."""
+    membership = image_member_get(ctx, image, member_id)
+    if member_id != ctx.project_id:
+        raise Forbidden("You are not permitted to modify 'status' on this image member.")
+    if status not in MEMBER_STATUSES:
+        raise Invalid(f"Invalid status: {status!r}; must be one of {', '.join(MEMBER_STATUSES)}.")
+    membership.status = status
+    membership.save(update_fields=["status", "updated_at"])
+    return membership
+
+
+def image_member_delete(ctx: RequestContext, image: Image, member_id: str) -> None:
+    """The owner stops sharing the image with ``member_id``."""
+    _check_owner(ctx, image)
+    image_member_get(ctx, image, member_id).delete()

@@ -290,6 +290,18 @@ def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None, *, allow_gateway
     raise IpAddressGenerationFailure(net_id=subnet.network_id)
 
 
+#: Neutron's ``binding:vnic_type`` values.
+VNIC_TYPES = ("normal", "direct", "macvtap", "baremetal", "direct-physical", "virtio-forwarder", "smart-nic", "vdpa",
+              "remote-managed", "accelerator-direct", "accelerator-direct-physical")
+
+
+def vnic_type_valid(value: Any) -> str:
+    """``value`` if it is one of Neutron's vnic types, else 400 (Invalid)."""
+    if value not in VNIC_TYPES:
+        raise Invalid(f"Invalid input for binding:vnic_type. Reason: '{value}' is not in {list(VNIC_TYPES)}.")
+    return str(value)
+
+
 def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_ips: list[dict[str, str]] | None = None,
                 device_id: str = "", device_owner: str = "", admin_state_up: bool = True,
                 binding_host_id: str = "", project_id: str | None = None, mac_address: str | None = None,
@@ -312,6 +324,11 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
     binding_profile = secgroups.binding_profile(binding_profile)
     if binding_profile:
         authorize(ctx, "create_port:binding:profile", {"project_id": owner})
+    if binding_host_id:
+        authorize(ctx, "create_port:binding:host_id", {"project_id": owner})
+    if binding_vnic_type != "normal":
+        authorize(ctx, "create_port:binding:vnic_type", {"project_id": owner})
+    binding_vnic_type = vnic_type_valid(binding_vnic_type)
     groups = secgroups.groups_for_port(project_id=owner, requested=security_groups,
                                        port_security=port_security_enabled, device_owner=device_owner)
     if not device_owner.startswith("network:"):
@@ -434,10 +451,12 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     if "port_security_enabled" in changes:
         port.port_security_enabled = secgroups.as_bool(changes["port_security_enabled"], "port_security_enabled")
     if "binding:host_id" in changes:
+        authorize(ctx, "update_port:binding:host_id", {"project_id": port.project_id})
         port.binding_host_id = changes["binding:host_id"] or ""
         port.binding_vif_type = "ovs" if port.binding_host_id else "unbound"
     if "binding:vnic_type" in changes:
-        port.binding_vnic_type = str(changes["binding:vnic_type"] or "normal")
+        authorize(ctx, "update_port:binding:vnic_type", {"project_id": port.project_id})
+        port.binding_vnic_type = vnic_type_valid(changes["binding:vnic_type"] or "normal")
     if "binding:profile" in changes:
         authorize(ctx, "update_port:binding:profile", {"project_id": port.project_id})
         created = (port.binding_profile or {}).get(CREATED_BY_COMPUTE)
@@ -497,6 +516,20 @@ def networks_available_to(*, project_id: str) -> list[Network]:
     shared = list(Network.objects.filter(shared=True, external=False).exclude(project_id=project_id)
                   .order_by("created_at"))
     return own + shared
+
+
+def port_brief(port: Port) -> dict[str, Any]:
+    """What the compute API shows of a server's port: id, network, MAC, status, fixed IPs."""
+    return {"id": port.id, "network_id": port.network_id, "mac_address": port.mac_address, "status": port.status,
+            "device_id": port.device_id,
+            "fixed_ips": [{"subnet_id": a.subnet_id, "ip_address": a.ip_address}
+                          for a in sorted(port.fixed_ips.all(), key=lambda a: a.id)]}
+
+
+def instance_ports_brief(instance_uuid: str) -> list[dict[str, Any]]:
+    """``port_brief`` of each port whose device is the server, in creation order."""
+    ports = Port.objects.filter(device_id=instance_uuid).prefetch_related("fixed_ips").order_by("created_at", "id")
+    return [port_brief(p) for p in ports]
 
 
 def port_create_for_instance(ctx: RequestContext, *, network_id: str, instance_uuid: str, host: str | None,

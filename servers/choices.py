@@ -32,6 +32,7 @@ class TaskState:
     IMAGE_SNAPSHOT_PENDING = "image_snapshot_pending"
     IMAGE_PENDING_UPLOAD = "image_pending_upload"
     IMAGE_UPLOADING = "image_uploading"
+    IMAGE_BACKUP = "image_backup"
     UPDATING_PASSWORD = "updating_password"
     RESIZE_PREP = "resize_prep"
     RESIZE_MIGRATING = "resize_migrating"

@@ -292,13 +292,18 @@ def basic_addresses(addresses: dict[str, list[dict[str, Any]]]) -> dict[str, lis
             for label, entries in addresses.items()}
 
 
-def present_updated_server(body: dict[str, Any], *, version: Version) -> dict[str, Any]:
+def present_updated_server(body: dict[str, Any], *, version: Version, rebuild: bool = False) -> dict[str, Any]:
     """The answer to ``PUT /servers/{id}`` and to a rebuild: the detail body, reduced before 2.75
-    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes)."""
+    (no extended attributes, and the basic address view: no ``OS-EXT-IPS`` attributes), but for
+    what earlier microversions added to these answers: a rebuild's ``key_name`` from 2.54, and
+    ``server_groups`` in both from 2.71."""
     if version >= UPDATE_FULL_SINCE:
         return body
+    kept = {"key_name"} if rebuild and version >= (2, 54) else set()
+    if version >= (2, 71):
+        kept.add("server_groups")
     reduced = {k: v for k, v in body.items()
-               if k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES)}
+               if k in kept or (k not in _UPDATE_HIDDEN and not k.startswith(_UPDATE_HIDDEN_PREFIXES))}
     if "addresses" in reduced:
         reduced["addresses"] = basic_addresses(reduced["addresses"])
     return reduced
@@ -420,6 +425,19 @@ VOLUME_ATTACHMENT_FIELDS: tuple[VField[BlockDeviceMapping], ...] = (
 )
 
 
+# --- os-interface ---------------------------------------------------------------------------------
+#: An interface is ``servers.services.interfaces``' dict of a port (``id``, ``network_id``,
+#: ``mac_address``, ``status``, ``fixed_ips``) with its VIF's ``tag`` (shown from 2.70).
+INTERFACE_ATTACHMENT_FIELDS: tuple[VField[dict[str, Any]], ...] = (
+    VField("fixed_ips", lambda i: [dict(f) for f in i["fixed_ips"]]),
+    VField("mac_addr", lambda i: i["mac_address"]),
+    VField("net_id", lambda i: i["network_id"]),
+    VField("port_id", lambda i: i["id"]),
+    VField("port_state", lambda i: i["status"]),
+    VField("tag", lambda i: i.get("tag"), since=(2, 70)),
+)
+
+
 # --- os-keypairs ----------------------------------------------------------------------------------
 def _ts_naive_micro(value: Any) -> str | None:
     return value.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
@@ -468,7 +486,8 @@ _FLAVOR_DESCRIPTION: VField[ShownFlavor] = VField("description", attrgetter("fla
 #: An entry of ``GET /flavors``.
 FLAVOR_BRIEF_FIELDS = (*_FLAVOR_BRIEF, _FLAVOR_DESCRIPTION)
 #: ``GET /flavors/detail`` entries and ``/flavors/{id}``: 2.55 ``description``, 2.61
-#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``.
+#: ``extra_specs`` (policy permitting), 2.75 a zero ``swap`` is ``0`` instead of ``""``; 2.102 drops
+#: ``rxtx_factor`` and ``OS-FLV-DISABLED:disabled``.
 FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     _FLAVOR_BRIEF[0], _FLAVOR_BRIEF[1],
     VField("ram", attrgetter("flavor.memory_mb")),
@@ -476,11 +495,11 @@ FLAVOR_FIELDS: tuple[VField[ShownFlavor], ...] = (
     VField("vcpus", attrgetter("flavor.vcpus")),
     _FLAVOR_BRIEF[2],
     VField("OS-FLV-EXT-DATA:ephemeral", attrgetter("flavor.ephemeral_gb")),
-    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled")),
+    VField("OS-FLV-DISABLED:disabled", attrgetter("flavor.disabled"), until=(2, 101)),
     VField("os-flavor-access:is_public", attrgetter("flavor.is_public")),
     VField("swap", lambda f: f.flavor.swap or "", until=(2, 74)),
     VField("swap", attrgetter("flavor.swap"), since=(2, 75)),
-    VField("rxtx_factor", attrgetter("flavor.rxtx_factor")),
+    VField("rxtx_factor", attrgetter("flavor.rxtx_factor"), until=(2, 101)),
     _FLAVOR_DESCRIPTION,
     VField("extra_specs", lambda f: {s.key: s.value for s in f.flavor.extra_specs.all()}, since=(2, 61),
            when=attrgetter("with_extra_specs")),

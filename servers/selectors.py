@@ -448,12 +448,14 @@ def instance_get(instance_uuid: str, *, read_deleted: bool = False) -> Instance 
 
 def instance_usage_on_node(compute_id: int) -> dict[str, int]:
     """What the live servers of compute node ``compute_id`` use: ``vcpus``, ``memory_mb`` and
-    ``root_gb`` summed over those not offloaded, ``running`` the ACTIVE ones."""
-    live = Instance.objects.filter(compute_id=compute_id, deleted=False)
-    used = live.exclude(vm_state=VmState.SHELVED_OFFLOADED).aggregate(
-        vcpus=Sum("vcpus"), memory_mb=Sum("memory_mb"), root_gb=Sum("root_gb"))
+    ``root_gb`` summed over those not offloaded, ``running`` how many they are (Nova's
+    ``running_vms`` counts every server the node tracks, whatever its vm_state: a stopped one, or
+    one in VERIFY_RESIZE on the destination of a move and its source copy on the source)."""
+    on_node = Instance.objects.filter(compute_id=compute_id, deleted=False).exclude(
+        vm_state__in=(VmState.SHELVED_OFFLOADED, VmState.DELETED))
+    used = on_node.aggregate(vcpus=Sum("vcpus"), memory_mb=Sum("memory_mb"), root_gb=Sum("root_gb"))
     return {"vcpus": used["vcpus"] or 0, "memory_mb": used["memory_mb"] or 0, "root_gb": used["root_gb"] or 0,
-            "running": live.filter(vm_state=VmState.ACTIVE).count()}
+            "running": on_node.count()}
 
 
 def migration_get(migration_uuid: str) -> Migration | None:
@@ -479,6 +481,16 @@ def vif_preserved_port_ids(instance_uuid: str) -> set[str]:
     """The ports the user brought to the server (its live VIFs with ``preserve_on_delete``)."""
     return set(VirtualInterface.objects.filter(instance_uuid=instance_uuid, preserve_on_delete=True)
                .values_list("port_id", flat=True))
+
+
+def vif_get(instance_uuid: str, port_id: str) -> VirtualInterface | None:
+    """The server's live VIF of ``port_id`` in the targeted cell, or None."""
+    return VirtualInterface.objects.filter(instance_uuid=instance_uuid, port_id=port_id).first()
+
+
+def vif_tags(instance_uuid: str) -> dict[str, str | None]:
+    """``{port id: tag}`` of the server's live VIFs in the targeted cell."""
+    return dict(VirtualInterface.objects.filter(instance_uuid=instance_uuid).values_list("port_id", "tag"))
 
 
 # --- used by conductor/ ---------------------------------------------------------------------------

@@ -74,8 +74,8 @@ class TestVirtDriver:
     """A virt driver over libvirt's test driver for one simulated host.
 
     Fault hooks: ``fail_spawns`` (int, how many next spawns fail), ``fail_spawn_reason``;
-    ``fail_destroys``, ``fail_power_offs``, ``fail_snapshots``, ``fail_pauses`` and ``fail_rescues``
-    likewise for those calls;
+    ``fail_destroys``, ``fail_power_offs``, ``fail_snapshots``, ``fail_pauses``, ``fail_rescues`` and
+    ``fail_interface_attaches`` likewise for those calls;
     ``fail_volume_connects``: how many next ``can_connect_volume`` checks answer False.
     """
 
@@ -91,6 +91,9 @@ class TestVirtDriver:
         self.fail_volume_connects = 0
         self.fail_pauses = 0
         self.fail_rescues = 0
+        self.fail_interface_attaches = 0
+        #: the ports plugged by attach_interface, per server (detach_interface unplugs them)
+        self.plugged: dict[str, list[str]] = {}
         #: what rescue kept: the guest's own XML, the rescue image booted; NMIs sent
         self.unrescue_xml: dict[str, str] = {}
         self.rescue_images: dict[str, str | None] = {}
@@ -218,6 +221,17 @@ class TestVirtDriver:
         self._domain(instance)  # the guest must exist
         Path(target_path).write_bytes(b"snapshot of " + instance.uuid.encode())
 
+    def attach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        self._inject("fail_interface_attaches", "interface attach")
+        self._domain(instance)  # the guest must exist
+        self.plugged.setdefault(instance.uuid, []).append(vif["id"])
+
+    def detach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        self._domain(instance)
+        plugged = self.plugged.get(instance.uuid, [])
+        if vif["id"] in plugged:  # a port of the build was never hot-plugged
+            plugged.remove(vif["id"])
+
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
         if self.fail_volume_connects:
             self.fail_volume_connects -= 1
@@ -228,6 +242,17 @@ class TestVirtDriver:
         dom = self.conn.lookupByName(self.domain_name(instance))
         state, max_mem, mem, vcpus, _cpu = dom.info()
         return {"state": state, "max_mem_kb": max_mem, "mem_kb": mem, "num_cpu": vcpus}
+
+    def get_instance_diagnostics(self, instance: Any) -> dict[str, Any]:
+        from compute.virt import diagnostics
+
+        return diagnostics.standardized(self._domain(instance), hypervisor="test",
+                                        launched_at=getattr(instance, "launched_at", None))
+
+    def get_diagnostics(self, instance: Any) -> dict[str, Any]:
+        from compute.virt import diagnostics
+
+        return diagnostics.legacy(self._domain(instance))
 
 
 @dataclass

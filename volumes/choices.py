@@ -18,6 +18,9 @@ class VolumeStatus:
     DOWNLOADING = "downloading"
     UPLOADING = "uploading"
     MAINTENANCE = "maintenance"
+    BACKING_UP = "backing-up"
+    RESTORING_BACKUP = "restoring-backup"
+    ERROR_RESTORING = "error_restoring"
 
 
 class AttachStatus:
@@ -28,3 +31,12 @@ class AttachStatus:
     DETACHING = "detaching"
     ERROR_ATTACHING = "error_attaching"
     ERROR_DETACHING = "error_detaching"
+
+
+class BackupStatus:
+    CREATING = "creating"
+    AVAILABLE = "available"
+    RESTORING = "restoring"
+    DELETING = "deleting"
+    ERROR = "error"
+    ERROR_DELETING = "error_deleting"

@@ -10,6 +10,7 @@ from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
 
 # re-exported: the states were read as volumes.models' before they moved to choices.py
 from .choices import AttachStatus as AttachStatus
+from .choices import BackupStatus
 from .choices import VolumeStatus as VolumeStatus
 
 
@@ -125,3 +126,30 @@ class VolumeQuota(ApiModel, TimestampedModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project_id", "resource"], name="volumes_quota_unique")]
+
+
+
+class Backup(ApiModel, SoftDeleteModel):
+    """A copy of a volume's bytes kept outside the storage pool (Cinder's backup, its posix driver:
+    a file under ``BACKUP_DIR``); it outlives its volume and can be restored into a new volume or
+    over an existing one. ``volume_id`` is a plain reference: the volume may be deleted since."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume_id = models.CharField(max_length=36, db_index=True)
+    snapshot_id = models.CharField(max_length=36, null=True, blank=True)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    size = models.IntegerField()
+    status = models.CharField(max_length=32, default=BackupStatus.CREATING, db_index=True)
+    fail_reason = models.TextField(null=True, blank=True)
+    container = models.CharField(max_length=255, null=True, blank=True)
+    availability_zone = models.CharField(max_length=255, default="nova")
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+    metadata = models.JSONField(default=dict)
+    #: The volume's status when the backup started (a volume is ``backing-up`` meanwhile).
+    volume_prior_status = models.CharField(max_length=32, null=True, blank=True)
+    data_timestamp = models.DateTimeField(null=True, blank=True)
+
+    class Meta(SoftDeleteModel.Meta):
+        ordering = ["-created_at", "id"]

@@ -92,3 +92,19 @@ for _name, _check, _desc, _ops in [
      [("DELETE", "/os-quota-sets/{project_id}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_B = "/backups/{backup_id}"
+for _name, _check, _desc, _ops in [
+    ("backup:create", _OWNER, "Create a backup of a volume.", [("POST", "/backups")]),
+    ("backup:get_all", _READER, "List backups.", [("GET", "/backups"), ("GET", "/backups/detail")]),
+    ("backup:get", _READER, "Show a backup.", [("GET", _B)]),
+    ("backup:delete", _OWNER, "Delete a backup.", [("DELETE", _B)]),
+    ("backup:force_delete", "admin", "Delete a backup whatever its status.",
+     [("POST", f"{_B}/action (os-force_delete)")]),
+    ("backup:restore", _OWNER, "Restore a backup into a new or an existing volume.", [("POST", f"{_B}/restore")]),
+    ("backup:backup_project_attribute", "admin", "Add 'os-backup-project-attr:project_id' to backup responses.",
+     [("GET", _B), ("GET", "/backups/detail")]),
+    ("volume_extension:hosts", "admin", "List the block storage hosts and show a host's volumes and snapshots.",
+     [("GET", "/os-hosts"), ("GET", "/os-hosts/{host_name}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -10,7 +10,7 @@ from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import can
 
-from .models import Snapshot, Volume, VolumeType
+from .models import Backup, Snapshot, Volume, VolumeType
 from .types import visible_extra_specs
 
 #: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
@@ -86,6 +86,45 @@ SNAPSHOT_FIELDS: tuple[Field[ShownSnapshot], ...] = (
     Field("group_snapshot_id", lambda v: None, since=(3, 14)),
     Field("user_id", lambda v: v.snapshot.user_id, since=(3, 41)),
     Field("consumes_quota", lambda v: True, since=(3, 65)),
+)
+
+
+@dataclass(frozen=True)
+class ShownBackup:
+    backup: Backup
+    base_url: str
+    #: The actor may see the owner (``backup:backup_project_attribute``, admins).
+    admin: bool = False
+    #: Show and list detail; create and the plain list show only id, name and links (Cinder).
+    extended: bool = True
+
+
+def _backup(name: str) -> Field[ShownBackup]:
+    return Field(name, lambda v: getattr(v.backup, name), when=lambda v: v.extended)
+
+
+#: A backup (``{"backup": ...}``): 3.18 the owner for admins, 3.43 ``metadata``, 3.56 ``user_id``.
+BACKUP_FIELDS: tuple[Field[ShownBackup], ...] = (
+    _backup("availability_zone"), _backup("container"),
+    Field("created_at", lambda v: _ts(v.backup.created_at), when=lambda v: v.extended),
+    Field("data_timestamp", lambda v: _ts(v.backup.data_timestamp or v.backup.created_at),
+          when=lambda v: v.extended),
+    _backup("description"), _backup("fail_reason"),
+    Field("has_dependent_backups", lambda v: False, when=lambda v: v.extended),
+    Field("id", lambda v: v.backup.id),
+    Field("is_incremental", lambda v: False, when=lambda v: v.extended),
+    Field("links", lambda v: [{"rel": "self",
+                               "href": f"{v.base_url}/v3/{v.backup.project_id}/backups/{v.backup.id}"}]),
+    Field("name", lambda v: v.backup.name),
+    Field("object_count", lambda v: 1 if v.backup.status == "available" else 0, when=lambda v: v.extended),
+    _backup("size"), _backup("snapshot_id"), _backup("status"),
+    Field("updated_at", lambda v: _ts(v.backup.updated_at or v.backup.created_at), when=lambda v: v.extended),
+    _backup("volume_id"),
+    Field("os-backup-project-attr:project_id", lambda v: v.backup.project_id, since=(3, 18),
+          when=lambda v: v.extended and v.admin),
+    Field("metadata", lambda v: v.backup.metadata or {}, since=(3, 43), when=lambda v: v.extended),
+    Field("user_id", lambda v: v.backup.user_id, since=(3, 56), when=lambda v: v.extended),
+    Field("encryption_key_id", lambda v: None, since=(3, 64), when=lambda v: v.extended),
 )
 
 

@@ -3,7 +3,7 @@ counted from the live rows, and the checks volume create, snapshot create and ex
 
 Resources: ``volumes``, ``snapshots``, ``gigabytes`` (volumes' and snapshots' sizes, Cinder's
 default ``no_snapshot_gb_quota = False``), ``per_volume_gigabytes``, ``backups``,
-``backup_gigabytes`` and ``groups`` (no backups or groups exist here: their usage is 0), and per
+``backup_gigabytes`` (counted from the live backups) and ``groups`` (none exist here: 0), and per
 volume type ``volumes_<type>``, ``snapshots_<type>``, ``gigabytes_<type>`` (shown and settable,
 default unlimited; only the project-wide limits are enforced). -1 is unlimited. ``reserved`` and
 ``allocated`` are always 0 (no reservations; nested quotas are gone from Cinder). An update below
@@ -22,7 +22,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Invalid
 from cloudcore.core.policy import authorize
 
-from .models import Snapshot, Volume, VolumeQuota, VolumeType
+from .models import Backup, Snapshot, Volume, VolumeQuota, VolumeType
 
 #: Cinder's default limits (``quota_volumes``, ``quota_snapshots``, ...)
 DEFAULTS: dict[str, int] = {"volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10,
@@ -64,6 +64,8 @@ def usage(project_id: str) -> dict[str, int]:
     snapshot_gb = snapshots.aggregate(total=Sum("size"))["total"] or 0
     used = dict.fromkeys(defaults(), 0)
     used.update(volumes=volumes.count(), snapshots=snapshots.count(), gigabytes=volume_gb + snapshot_gb)
+    backups = Backup.objects.filter(project_id=project_id)
+    used.update(backups=backups.count(), backup_gigabytes=backups.aggregate(total=Sum("size"))["total"] or 0)
     for vol in volumes.select_related("volume_type"):
         if vol.volume_type is not None:
             used[f"volumes_{vol.volume_type.name}"] = used.get(f"volumes_{vol.volume_type.name}", 0) + 1
@@ -135,7 +137,7 @@ def quota_set_delete(ctx: RequestContext, project_id: str) -> None:
 
 
 def quota_check(project_id: str, *, volumes: int = 0, snapshots: int = 0, gigabytes: int = 0,
-                volume_size: int | None = None) -> None:
+                volume_size: int | None = None, backups: int = 0, backup_gigabytes: int = 0) -> None:
     """Raise OverQuota (413, Cinder's messages) if adding the given amounts to what ``project_id``
     uses would pass one of its limits; ``volume_size`` is checked against ``per_volume_gigabytes``
     first, then ``gigabytes`` before the counts (Cinder reports its sorted overs, first one wins)."""
@@ -151,3 +153,9 @@ def quota_check(project_id: str, *, volumes: int = 0, snapshots: int = 0, gigaby
         raise OverQuota(f"Maximum number of volumes allowed ({hard['volumes']}) exceeded for quota 'volumes'.")
     if snapshots and hard["snapshots"] != -1 and used["snapshots"] + snapshots > hard["snapshots"]:
         raise OverQuota(f"Maximum number of snapshots allowed ({hard['snapshots']}) exceeded")
+    limit, consumed = hard["backup_gigabytes"], used["backup_gigabytes"]
+    if backup_gigabytes and limit != -1 and consumed + backup_gigabytes > limit:
+        raise OverQuota(f"Requested backup exceeds allowed Backup gigabytes quota. Requested {backup_gigabytes}G, "
+                        f"quota is {limit}G and {consumed}G has been consumed.")
+    if backups and hard["backups"] != -1 and used["backups"] + backups > hard["backups"]:
+        raise OverQuota(f"Maximum number of backups allowed ({hard['backups']}) exceeded")

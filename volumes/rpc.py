@@ -39,3 +39,15 @@ def snapshot_create(*, snapshot_id: str) -> None:
 
 def snapshot_delete(*, snapshot_id: str) -> None:
     _cast("volumes.snapshot_delete_task", snapshot_id=snapshot_id)
+
+
+def backup_create(*, backup_id: str) -> None:
+    _cast("volumes.backup_create_task", backup_id=backup_id)
+
+
+def backup_delete(*, backup_id: str) -> None:
+    _cast("volumes.backup_delete_task", backup_id=backup_id)
+
+
+def backup_restore(*, backup_id: str, volume_id: str) -> None:
+    _cast("volumes.backup_restore_task", backup_id=backup_id, volume_id=volume_id)

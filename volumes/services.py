@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
@@ -20,6 +23,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 from images import services as images
+from images.formats import convert
 from images.services import ImageNotFound, image_data_path, image_get_internal
 from servers.services.external_events import server_external_events_create
 
@@ -32,6 +36,8 @@ from .types import default_volume_type, volume_type_find
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
+#: Image formats an upload-to-image converts the (raw) volume into, with qemu-img's name for each.
+CONVERTIBLE = {"qcow2": "qcow2", "vmdk": "vmdk", "vdi": "vdi", "vhdx": "vhdx", "vhd": "vpc"}
 #: From this microversion an ``in-use`` volume may be extended (Cinder's ``VOLUME_EXTEND_INUSE``).
 EXTEND_IN_USE = (3, 42)
 
@@ -147,7 +153,13 @@ def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str,
         raise Invalid(f"Invalid volume: Volume {vol.id} status must be available{' or in-use' if force else ''}, "
                       f"but current status is: {vol.status}.")
     image = images.image_create(ctx, name=image_name, disk_format=disk_format, container_format=container_format)
-    return images.image_activate_from_file(image, get_backend().path(vol.id))
+    source = get_backend().path(vol.id)
+    if disk_format not in CONVERTIBLE:
+        return images.image_activate_from_file(image, source)
+    with tempfile.TemporaryDirectory() as tmp:  # the volume is raw: write the format asked for, as Cinder does
+        converted = Path(tmp) / "image"
+        convert(source, converted, source_format="raw", target_format=CONVERTIBLE[disk_format])
+        return images.image_activate_from_file(image, converted)
 
 
 def volume_set_bootable(ctx: RequestContext, vol: Volume, *, bootable: bool) -> Volume:
@@ -242,6 +254,22 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     return vol
 
 
+def _copy_image(vol: Volume, image_id: str) -> None:
+    """Write an image's bytes into the volume; a qcow2 image is converted to raw first (a volume
+    holds a raw disk), as Cinder does."""
+    source = image_data_path(image_id)
+    if image_get_internal(image_id).disk_format != "qcow2":
+        get_backend().copy_image(vol.id, source, vol.size)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "raw"
+        try:
+            convert(source, raw, source_format="qcow2", target_format="raw")
+        except subprocess.CalledProcessError as exc:
+            raise VolumeBackendError(f"image {image_id} could not be converted: {exc.stderr!r}") from exc
+        get_backend().copy_image(vol.id, raw, vol.size)
+
+
 def volume_create_backend(volume_id: str) -> None:
     """The volume worker's half of a create: allocate the file, copy the image's bytes."""
     vol = Volume.objects.get(pk=volume_id)
@@ -253,7 +281,7 @@ def volume_create_backend(volume_id: str) -> None:
         elif vol.source_volid:
             backend.copy_volume(vol.source_volid, vol.id, vol.size)
         if vol.image_id:
-            backend.copy_image(vol.id, image_data_path(vol.image_id), vol.size)
+            _copy_image(vol, vol.image_id)
             vol.bootable = True
         vol.status = VolumeStatus.AVAILABLE
     except (VolumeBackendError, OSError) as exc:
@@ -503,7 +531,7 @@ def volume_reimage_backend(volume_id: str, image_id: str, prior_status: str) -> 
     vol = Volume.objects.get(pk=volume_id)
     try:
         image = image_get_internal(image_id)
-        get_backend().copy_image(vol.id, image_data_path(image_id), vol.size)
+        _copy_image(vol, image_id)
     except Exception as exc:
         log.warning("reimage of volume %s failed: %s", volume_id, exc)
         Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR, updated_at=timezone.now())

@@ -20,6 +20,7 @@ from cloudcore.core.policy import authorize
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import Snapshot, SnapshotStatus, Volume, VolumeStatus
+from .owned import owned_get, owned_list
 from .quotas import quota_check
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,8 @@ def _target(snap: Snapshot | Volume) -> dict[str, Any]:
 
 
 def _visible(ctx: RequestContext, snapshot_id: str) -> Snapshot:
-    snap = Snapshot.objects.select_related("volume").filter(pk=snapshot_id).first()
-    if snap is None or not (ctx.is_admin or snap.project_id == ctx.project_id):
+    snap = owned_get(ctx, Snapshot.objects.select_related("volume"), snapshot_id)
+    if snap is None:
         raise SnapshotNotFound(snapshot_id=snapshot_id)
     return snap
 
@@ -55,13 +56,8 @@ def snapshot_get(ctx: RequestContext, snapshot_id: str) -> Snapshot:
 def snapshot_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict[str, str] | None = None,
                   limit: int | None = None, offset: int = 0) -> list[Snapshot]:
     authorize(ctx, "volume:get_all_snapshots", {"project_id": ctx.project_id, "user_id": ctx.user_id})
-    qs = Snapshot.objects.all()
-    if not (all_tenants and ctx.is_admin):
-        qs = qs.filter(project_id=ctx.project_id)
-    for key in ("name", "status", "volume_id"):
-        if (filters or {}).get(key):
-            qs = qs.filter(**{key: (filters or {})[key]})
-    return list(qs[offset:offset + limit] if limit is not None else qs[offset:])
+    return owned_list(ctx, Snapshot.objects.all(), all_tenants=all_tenants, filters=filters, limit=limit,
+                      offset=offset)
 
 
 def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = None, description: str | None = None,

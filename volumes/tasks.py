@@ -5,7 +5,7 @@ from celery import shared_task
 
 from cells.isolation import on_service_side
 
-from . import services, snapshots
+from . import backups, services, snapshots
 
 
 @shared_task(name="volumes.volume_create_task", queue="volume", time_limit=3600)
@@ -42,3 +42,21 @@ def snapshot_create_task(*, snapshot_id: str) -> None:
 @on_service_side
 def snapshot_delete_task(*, snapshot_id: str) -> None:
     snapshots.snapshot_delete_backend(snapshot_id)
+
+
+@shared_task(name="volumes.backup_create_task", queue="volume", time_limit=3600)
+@on_service_side
+def backup_create_task(*, backup_id: str) -> None:
+    backups.backup_create_backend(backup_id)
+
+
+@shared_task(name="volumes.backup_delete_task", queue="volume", time_limit=600)
+@on_service_side
+def backup_delete_task(*, backup_id: str) -> None:
+    backups.backup_delete_backend(backup_id)
+
+
+@shared_task(name="volumes.backup_restore_task", queue="volume", time_limit=3600)
+@on_service_side
+def backup_restore_task(*, backup_id: str, volume_id: str) -> None:
+    backups.backup_restore_backend(backup_id, volume_id)

@@ -16,7 +16,15 @@ codename is the rule name, on the ``identity.Project`` content type) can be gran
 - for one project alone (to the project's members group, ``project-members:<id>``, which holds
   every user with a role on the project): the rule passes for every member, for that project's
   resources.
-A grant only ever widens a default; it never takes a right away.
+A grant only ever widens a rule; it never takes a right away.
+
+Taking a right away is an override of the rule's check in the policy file (``POLICY_FILE``,
+``<var>/policy.yaml`` by default; OpenStack's ``policy.yaml``): ``rule: check`` with a check of
+``CHECKS`` (or oslo.policy's ``"!"`` for nobody and ``""`` / ``"@"`` for anyone), written by
+``manage.py policy override``. The override replaces the rule's default, so it narrows
+(``os_compute_api:servers:create: admin``) as well as widens; grants still widen on top of it, for
+the users, groups and projects they name. Every process re-reads the file when it changes (one
+``stat`` per check, no database query); an unknown check in the file denies (fail closed).
 
 The kernel knows the Project model only by its content type's natural key
 (``GRANT_CONTENT_TYPE``) and the user model through ``AUTH_USER_MODEL``: it sits below
@@ -25,8 +33,11 @@ The kernel knows the Project model only by its content type's natural key
 """
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudcore.core.context import RequestContext
@@ -35,6 +46,8 @@ from cloudcore.core.exceptions import PolicyNotAuthorized
 if TYPE_CHECKING:
     from django.contrib.auth.models import Group, Permission
     from django.contrib.contenttypes.models import ContentType
+
+log = logging.getLogger(__name__)
 
 Target = dict[str, Any]
 Check = Callable[[RequestContext, Target], bool]
@@ -86,6 +99,10 @@ CHECKS: dict[str, Check] = {
 }
 
 
+#: oslo.policy's spellings of "nobody" and "anyone", accepted in the policy file.
+CHECK_ALIASES = {"!": "nobody", "": "any", "@": "any"}
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -95,6 +112,15 @@ class Rule:
 
     def default_allows(self, actor: RequestContext, target: Target) -> bool:
         return CHECKS[self.check](actor, target)
+
+    @property
+    def effective_check(self) -> str:
+        """The check in force: the policy file's override of this rule, else its default."""
+        return overrides().get(self.name, self.check)
+
+    def check_allows(self, actor: RequestContext, target: Target) -> bool:
+        """Does the check in force (override or default) allow ``actor`` on ``target``?"""
+        return CHECKS[self.effective_check](actor, target)
 
 
 _REGISTRY: dict[str, Rule] = {}
@@ -162,12 +188,13 @@ def _target(actor: RequestContext, target: Target | None) -> Target:
 
 
 def can(actor: RequestContext, rule: str, target: Target | None = None) -> bool:
-    """Does ``rule`` allow ``actor`` to act on ``target``? Defaults first, then grants."""
+    """Does ``rule`` allow ``actor`` to act on ``target``? Its check (the policy file's override,
+    else the default) first, then grants."""
     definition = get_rule(rule)
     resolved = _target(actor, target)
     if actor.is_service:
         return True
-    if definition.default_allows(actor, resolved):
+    if definition.check_allows(actor, resolved):
         return True
     return granted(actor, rule, resolved)
 
@@ -176,6 +203,73 @@ def authorize(actor: RequestContext, rule: str, target: Target | None = None) ->
     """Raise PolicyNotAuthorized (403) unless ``can``."""
     if not can(actor, rule, target):
         raise PolicyNotAuthorized(action=rule)
+
+
+# --- overrides: the policy file -------------------------------------------------------------
+
+
+def policy_file() -> Path:
+    from django.conf import settings
+
+    return Path(settings.POLICY_FILE)
+
+
+#: (the file's identity: path, inode, mtime, size) and the overrides read from it.
+_FILE_CACHE: tuple[tuple[Any, ...], dict[str, str]] = ((), {})
+
+
+def _read_overrides(path: Path) -> dict[str, str]:
+    import yaml
+
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        log.error("policy file %s is not a mapping of rule: check; every rule it may name is denied", path)
+        return dict.fromkeys((r.name for r in rules()), "nobody")
+    out: dict[str, str] = {}
+    for name, check in data.items():
+        spelled = CHECK_ALIASES.get(str(check).strip(), str(check).strip()) if check is not None else "any"
+        if spelled not in CHECKS:
+            log.error("policy file %s: unknown check %r for %s; the rule is denied", path, check, name)
+            spelled = "nobody"
+        out[str(name)] = spelled
+    return out
+
+
+def overrides() -> dict[str, str]:
+    """The policy file's ``{rule: check}`` overrides (empty without a file), re-read when the
+    file changes."""
+    global _FILE_CACHE
+    path = policy_file()
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return {}
+    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    if _FILE_CACHE[0] != key:
+        _FILE_CACHE = (key, _read_overrides(path))
+    return _FILE_CACHE[1]
+
+
+def override_set(rule: str, check: str | None) -> None:
+    """Override ``rule``'s check in the policy file (``None``: back to its default). The file is
+    replaced atomically, so a process reading it never sees half of it."""
+    import yaml
+
+    get_rule(rule)
+    spelled = CHECK_ALIASES.get(check, check) if check is not None else None
+    if spelled is not None and spelled not in CHECKS:
+        raise ValueError(f"unknown check {check!r}; one of {', '.join(sorted(CHECKS))}")
+    path = policy_file()
+    current = dict(overrides())
+    if spelled is None:
+        current.pop(rule, None)
+    else:
+        current[rule] = spelled
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("# cloudcore policy overrides (rule: check), written by manage.py policy override\n"
+                   + (yaml.safe_dump(dict(sorted(current.items())), default_flow_style=False) if current else ""))
+    os.replace(tmp, path)
 
 
 # --- grants through django-guardian ---------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudcore.core.exceptions import NotFound
-from images.services import image_data_path
+from images.services import SNAPSHOT_DISK_FORMAT, image_data_path
 
 from .session import expect, service_adapter
 
@@ -74,6 +74,14 @@ def image_show(*, image_id: str) -> ImageInfo:
     return ImageInfo.from_body(expect(resp, 200, service=SERVICE).json())
 
 
+def images_with_properties(**properties: str) -> list[ImageInfo]:
+    """``GET /v2/images?<property>=<value>...``: the images with all of these custom properties,
+    newest first (the service user sees every project's)."""
+    resp = service_adapter(SERVICE).get("/v2/images", params={**properties, "sort_key": "created_at",
+                                                               "sort_dir": "desc"})
+    return [ImageInfo.from_body(body) for body in expect(resp, 200, service=SERVICE).json()["images"]]
+
+
 def snapshot_image_create(*, name: str, owner: str, instance_uuid: str, base: ImageInfo | None = None,
                           properties: dict[str, Any] | None = None) -> ImageInfo:
     """A queued private snapshot image owned by the server's project (``owner``: the service user
@@ -82,7 +90,7 @@ def snapshot_image_create(*, name: str, owner: str, instance_uuid: str, base: Im
     body = {
         **{k: str(v) for k, v in props.items()},
         "name": name, "owner": owner, "visibility": "private",
-        "disk_format": (base.disk_format if base else None) or "raw",
+        "disk_format": SNAPSHOT_DISK_FORMAT,  # what the driver writes, whatever the base image's format
         "container_format": (base.container_format if base else None) or "bare",
         "min_disk": base.min_disk if base else 0, "min_ram": base.min_ram if base else 0,
     }

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -29,11 +30,12 @@ from django.conf import settings
 from images.services import image_data_path
 from servers.choices import PowerState
 
-from .driver import InstanceNotFoundOnHypervisor, VirtDriverError
-
-# libvirt's domain states -> Nova's power states
-_POWER = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING, 3: PowerState.PAUSED,
-          4: PowerState.SHUTDOWN, 5: PowerState.SHUTDOWN, 6: PowerState.CRASHED, 7: PowerState.SUSPENDED}
+from . import diagnostics
+from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
+from .configdrive import config_drive_files, config_drive_required, write_config_drive
+from .diagnostics import LIBVIRT_POWER as _POWER
+from .driver import InstanceNotFoundOnHypervisor, VirtDriverError, tap_name
+from .imagecache import cached_image, clean_cache, create_overlay, flatten, grow, image_format
 
 libvirt.registerErrorHandler(lambda *_args: None, None)  # errors come back as exceptions, not stderr
 
@@ -153,18 +155,26 @@ class LibvirtDriver:
         except libvirt.libvirtError:
             raise InstanceNotFoundOnHypervisor(instance_uuid=instance.uuid, host=self.host) from None
 
+    def _virt_type(self) -> str:
+        """The domain type of real guests: ``kvm`` where /dev/kvm exists, else ``qemu`` (``auto``)."""
+        if self.virt_type == "auto":
+            return "kvm" if Path("/dev/kvm").exists() else "qemu"
+        return str(self.virt_type)
+
     def instance_dir(self, instance: Any) -> Path:
         return self.state_path / "instances" / str(instance.uuid)
 
     def _domain_xml(self, instance: Any, disk: Path | None, image_meta: dict[str, Any] | None,
-                    network_info: list[dict[str, Any]]) -> str:
+                    network_info: list[dict[str, Any]], block_device_info: dict[str, Any] | None = None) -> str:
         name = escape(self.domain_name(instance))
         memory = max(int(instance.memory_mb or 64), 16)
         vcpus = max(int(instance.vcpus or 1), 1)
+        devices = (volumes_xml(block_device_info, taken={"vda"} if disk is not None else set())
+                   + self._config_drive_xml(instance) + "".join(_interface_xml(vif) for vif in network_info))
         if self.is_test:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                     f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu><os><type>hvm</type></os>"
-                    f"<description>host={escape(self.host)}</description></domain>")
+                    f"<description>host={escape(self.host)}</description><devices>{devices}</devices></domain>")
         kernel, ramdisk = self._boot_files(instance)
         boot = "<boot dev='hd'/>"
         if kernel:
@@ -172,20 +182,114 @@ class LibvirtDriver:
             if ramdisk:
                 boot += f"<initrd>{escape(ramdisk)}</initrd>"
             boot += "<cmdline>console=ttyS0</cmdline>"
-        virt_type = self.virt_type
-        if virt_type == "auto":
-            virt_type = "kvm" if Path("/dev/kvm").exists() else "qemu"
+        virt_type = self._virt_type()
         log = self.instance_dir(instance) / "console.log"
-        disks = ""
-        if disk is not None:
-            disks = ("<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-                     f"<source file='{escape(str(disk))}'/><target dev='vda' bus='virtio'/></disk>")
+        disks = self._disk_xml(instance, disk, "vda") if disk is not None else ""
         return (f"<domain type='{virt_type}'><name>{name}</name><uuid>{instance.uuid}</uuid>"
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
-                f"<devices>{disks}<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
+                f"<devices>{disks}{devices}"
+                f"<serial type='file'><source path='{escape(str(log))}'/><target port='0'/></serial>"
                 "<console type='file'><target type='serial' port='0'/></console></devices></domain>")
+
+    def _disk_xml(self, instance: Any, disk: Path, dev: str) -> str:
+        fmt = self._disk_formats(instance).get(disk.name, "raw")
+        return (f"<disk type='file' device='disk'><driver name='qemu' type='{fmt}'/>"
+                f"<source file='{escape(str(disk))}'/><target dev='{dev}' bus='virtio'/></disk>")
+
+    # -- disks: the image cache and qcow2 overlays (real hypervisors; imagecache) ----------------
+    def _disk_formats(self, instance: Any) -> dict[str, str]:
+        """``disk.info``: each disk file's format and the format of the image it came from (a
+        snapshot is written in that one), as Nova keeps it; a disk not named there is raw."""
+        info = self.instance_dir(instance) / "disk.info"
+        return json.loads(info.read_text()) if info.exists() else {}
+
+    def _create_disk(self, instance: Any, image_meta: dict[str, Any], name: str) -> Path:
+        """The instance disk ``name`` from the image: on a real hypervisor a qcow2 overlay on the
+        host's cached copy of the image, sized to the flavor's root disk; on the test driver, which
+        never reads a disk, a plain copy of the image's bytes (empty when the store has none). An
+        existing disk is kept (a qcow2 one grown to the flavor: a resize)."""
+        workdir = self.instance_dir(instance)
+        disk = workdir / name
+        formats = self._disk_formats(instance)
+        root_gb = int(getattr(instance, "root_gb", 0) or 0)
+        if disk.exists():
+            if formats.get(name) == "qcow2":
+                grow(disk, root_gb=root_gb, host=self.host)
+            else:
+                formats.setdefault(name, "raw")  # a plain copy (the test driver's, or an older host's): kept
+        elif self.is_test:
+            source = Path(image_meta["path"])
+            if source.exists():
+                shutil.copyfile(source, disk)
+            else:
+                disk.write_bytes(b"")
+            formats.update({name: "raw", f"{name}.image_format": image_format(image_meta)})
+        else:
+            base = cached_image(self.state_path / "_base", image_meta, host=self.host)
+            disk.unlink(missing_ok=True)
+            create_overlay(base, image_format(image_meta), disk, root_gb=root_gb, host=self.host)
+            formats.update({name: "qcow2", f"{name}.image_format": image_format(image_meta),
+                            f"{name}.base": str(base)})
+        (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
+        return disk
+
+    def clean_image_cache(self, *, min_age_seconds: float) -> list[Path]:
+        """Remove the cached images that no instance disk on this host is based on any more (the
+        ``<disk>.base`` entries of every instance's ``disk.info``) once unused long enough."""
+        in_use = []
+        for info in (self.state_path / "instances").glob("*/disk.info"):
+            try:
+                entries = json.loads(info.read_text())
+            except (OSError, ValueError):
+                continue
+            in_use += [Path(v) for k, v in entries.items() if k.endswith(".base")]
+        return clean_cache(self.state_path / "_base", in_use, min_age_seconds=min_age_seconds)
+
+    def _config_drive_xml(self, instance: Any) -> str:
+        """The config drive spawn wrote, as a read-only IDE cdrom (``hdd``, as Nova attaches it on
+        the ``pc`` machine type), or nothing."""
+        drive = self.instance_dir(instance) / CONFIG_DRIVE_FILE
+        if not drive.exists():
+            return ""
+        return ("<disk type='file' device='cdrom'><driver name='qemu' type='raw'/>"
+                f"<source file='{escape(str(drive))}'/><target dev='hdd' bus='ide'/><readonly/></disk>")
+
+    def ensure_network(self, vif: dict[str, Any]) -> str:
+        """The libvirt network that carries the cloudcore network of ``vif``, defined, started and
+        autostarted if this daemon lacks it: isolated (no ``<forward>``, no address of the host on
+        its bridge), so its guests reach each other and nothing else. Hosts sharing one daemon
+        share it. Returns its name."""
+        net = vif.get("network") or {}
+        name = libvirt_network_name(str(net["id"]))
+        with self._lock:
+            try:
+                network = self.conn.networkLookupByName(name)
+            except libvirt.libvirtError:
+                mtu = f"<mtu size='{int(net['mtu'])}'/>" if net.get("mtu") else ""
+                xml = (f"<network><name>{name}</name><bridge name='{bridge_name(str(net['id']))}' stp='off'/>"
+                       f"{mtu}</network>")
+                try:
+                    network = self.conn.networkDefineXML(xml)
+                except libvirt.libvirtError:  # another host on this daemon defined it first
+                    network = self.conn.networkLookupByName(name)
+            try:
+                if not network.isActive():
+                    network.create()
+                network.setAutostart(1)
+            except libvirt.libvirtError as exc:
+                if not network.isActive():
+                    raise VirtDriverError(host=self.host, reason=f"network {name}: {exc}") from exc
+        return name
+
+    def _write_config_drive(self, instance: Any, network_info: list[dict[str, Any]]) -> None:
+        """(Re)build the config drive from what the API says about the server now, when it gets one."""
+        drive = self.instance_dir(instance) / CONFIG_DRIVE_FILE
+        if config_drive_required(instance):
+            write_config_drive(config_drive_files(instance, network_info), drive)
+        else:
+            drive.unlink(missing_ok=True)
 
     def _boot_files(self, instance: Any) -> tuple[str | None, str | None]:
         """The kernel and ramdisk copies spawn left in the instance directory (direct kernel boot)."""
@@ -218,16 +322,13 @@ class LibvirtDriver:
             workdir.mkdir(parents=True, exist_ok=True)
             disk = None
             if image_meta and image_meta.get("path"):
-                disk = workdir / "disk"
-                if not disk.exists():
-                    source = Path(image_meta["path"])
-                    if source.exists():
-                        shutil.copyfile(source, disk)
-                    else:
-                        disk.write_bytes(b"")
+                disk = self._create_disk(instance, image_meta, "disk")
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
-            xml = self._domain_xml(instance, disk, image_meta, network_info or [])
+            self._write_config_drive(instance, network_info or [])
+            for vif in network_info or []:
+                self.ensure_network(vif)
+            xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info)
             try:
                 try:
                     old = self.conn.lookupByName(self.domain_name(instance))
@@ -278,24 +379,52 @@ class LibvirtDriver:
         dom.create()
 
     def snapshot(self, *, instance: Any, target_path: Path, **_kw: Any) -> None:
+        """The root disk as one standalone file in its image's format (a qcow2 overlay is
+        flattened with its cached base)."""
         self._domain(instance)
         disk = self.instance_dir(instance) / "disk"
-        if disk.exists():
+        formats = self._disk_formats(instance)
+        if disk.exists() and formats.get("disk") == "qcow2":
+            flatten(disk, Path(target_path), formats.get("disk.image_format", "qcow2"), host=self.host)
+        elif disk.exists():
             shutil.copyfile(disk, target_path)
         else:
             Path(target_path).write_bytes(b"")
 
     def attach_volume(self, *, instance: Any, connection_info: dict[str, Any], mountpoint: str, **_kw: Any) -> None:
+        """Add the volume's disk to the domain's definition and, when it runs, to the live guest."""
         dom = self._domain(instance)
         if self.is_test:
-            return  # the test driver keeps no devices; the attachment is bookkeeping only
-        path = connection_info.get("data", {}).get("device_path")
-        dev = mountpoint.rsplit("/", 1)[-1]
-        dom.attachDeviceFlags(f"<disk type='file' device='disk'><source file='{escape(str(path))}'/>"
-                              f"<target dev='{escape(dev)}' bus='virtio'/></disk>",
-                              libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+            return  # the test driver's domains take no device changes; the attachment is bookkeeping
+        dev = self._volume_target(dom, mountpoint)
+        self._guest_call(instance, lambda d: d.attachDeviceFlags(volume_disk_xml(connection_info, dev),
+                                                                 _config_and_live(d)))
 
     def detach_volume(self, *, instance: Any, connection_info: dict[str, Any], mountpoint: str, **_kw: Any) -> None:
+        """Remove the volume's disk (found by its source) from the definition and the live guest."""
+        dom = self._domain(instance)
+        if self.is_test:
+            return
+        path = str(connection_info.get("data", {}).get("device_path"))
+        for disk in _domain_tree(dom).findall("./devices/disk"):
+            source = disk.find("source")
+            if source is not None and path in (source.get("file"), source.get("dev")):
+                self._guest_call(instance, lambda d, disk=disk: d.detachDeviceFlags(ET.tostring(disk, "unicode"),
+                                                                                      _config_and_live(d)))
+                return
+
+    def _volume_target(self, dom: Any, mountpoint: str) -> str:
+        """The volume's device name: its mountpoint's, or the next free one when that is taken."""
+        taken = {t.get("dev") for t in _domain_tree(dom).findall("./devices/disk/target")}
+        return next_free_target(mountpoint.rsplit("/", 1)[-1], {str(t) for t in taken if t})
+
+    def attach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        """The guest must exist. Its NICs come from its ports when its domain is defined; hot-plugging a
+        port into a running guest is not done yet."""
+        self._domain(instance)
+
+    def detach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
+        """The guest must exist; the NIC goes with the next definition of the domain (see ``attach_interface``)."""
         self._domain(instance)
 
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
@@ -336,18 +465,12 @@ class LibvirtDriver:
             (workdir / "unrescue.xml").write_text(dom.XMLDesc(0))
             rescue_disk = None
             if rescue_image_meta and rescue_image_meta.get("path"):
-                rescue_disk = workdir / "disk.rescue"
-                source = Path(rescue_image_meta["path"])
-                if source.exists():
-                    shutil.copyfile(source, rescue_disk)
-                else:
-                    rescue_disk.write_bytes(b"")
+                (workdir / "disk.rescue").unlink(missing_ok=True)
+                rescue_disk = self._create_disk(instance, rescue_image_meta, "disk.rescue")
             xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
             own_disk = workdir / "disk"
             if not self.is_test and own_disk.exists():
-                xml = xml.replace("<serial ", "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-                                  f"<source file='{escape(str(own_disk))}'/><target dev='vdb' bus='virtio'/>"
-                                  "</disk><serial ", 1)
+                xml = xml.replace("<serial ", self._disk_xml(instance, own_disk, "vdb") + "<serial ", 1)
             xml = xml.replace("</name>", "</name><title>rescue</title>", 1)
             try:
                 if dom.isActive():
@@ -393,6 +516,16 @@ class LibvirtDriver:
         return {"state": state, "power_state": _POWER.get(state, PowerState.NOSTATE), "max_mem_kb": max_mem,
                 "mem_kb": mem, "num_cpu": vcpus}
 
+    def get_instance_diagnostics(self, instance: Any) -> dict[str, Any]:
+        """Nova's standardized diagnostics of the guest (2.48+)."""
+        hypervisor = "test" if self.is_test else self._virt_type()
+        return diagnostics.standardized(self._domain(instance), hypervisor=hypervisor,
+                                        launched_at=getattr(instance, "launched_at", None))
+
+    def get_diagnostics(self, instance: Any) -> dict[str, Any]:
+        """libvirt's diagnostics of the guest as Nova answered them before 2.48."""
+        return diagnostics.legacy(self._domain(instance))
+
 
 class TriggerCrashDumpNotSupported(VirtDriverError):
     message = "Triggering crash dump is not supported on %(host)s"
@@ -400,6 +533,70 @@ class TriggerCrashDumpNotSupported(VirtDriverError):
 
 class InstanceNotRunning(VirtDriverError):
     message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def libvirt_network_name(network_id: str) -> str:
+    """The libvirt network of a cloudcore network."""
+    return f"cloudcore-{network_id}"
+
+
+def bridge_name(network_id: str) -> str:
+    """Its bridge: ``ccbr`` and the network id's first 11 hex digits (a Linux interface name has at
+    most 15 characters)."""
+    return "ccbr" + network_id.replace("-", "")[:11]
+
+
+def _interface_xml(vif: dict[str, Any]) -> str:
+    """A virtio NIC with the port's MAC on its network's libvirt network."""
+    network = libvirt_network_name(str((vif.get("network") or {})["id"]))
+    return (f"<interface type='network'><mac address='{escape(vif['address'])}'/>"
+            f"<source network='{escape(network)}'/><target dev='{escape(tap_name(vif['id']))}'/>"
+            "<model type='virtio'/></interface>")
+
+
+def next_free_target(wanted: str, taken: set[str]) -> str:
+    """``wanted`` (``vdb``) unless taken, else the first free ``vd<letter>``."""
+    if wanted not in taken:
+        return wanted
+    return next(f"vd{c}" for c in "abcdefghijklmnopqrstuvwxyz" if f"vd{c}" not in taken)
+
+
+def volume_disk_xml(connection_info: dict[str, Any], dev: str) -> str:
+    """A volume as a raw virtio disk: a block device (an LVM or iSCSI volume) or a file (the
+    directory pool), with the volume id as its serial."""
+    data = connection_info.get("data") or {}
+    path = str(data.get("device_path") or "")
+    serial = f"<serial>{escape(str(connection_info.get('serial') or data.get('volume_id') or ''))}</serial>"
+    readonly = "<readonly/>" if data.get("access_mode") == "ro" else ""
+    if Path(path).is_block_device():
+        source = f"<disk type='block' device='disk'><driver name='qemu' type='raw'/><source dev='{escape(path)}'/>"
+    else:
+        source = f"<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{escape(path)}'/>"
+    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{readonly}</disk>"
+
+
+def volumes_xml(block_device_info: dict[str, Any] | None, *, taken: set[str]) -> str:
+    """The server's connected volumes (``block_device_info``), each at its mount device unless an
+    image disk already holds it (then the next free one)."""
+    out = []
+    used = set(taken)
+    for bdm in (block_device_info or {}).get("block_device_mapping") or []:
+        if not ((bdm.get("connection_info") or {}).get("data") or {}).get("device_path"):
+            continue
+        dev = next_free_target(str(bdm.get("mount_device") or "/dev/vdb").rsplit("/", 1)[-1], used)
+        used.add(dev)
+        out.append(volume_disk_xml(bdm["connection_info"], dev))
+    return "".join(out)
+
+
+def _domain_tree(dom: Any) -> ET.Element:
+    return ET.fromstring(dom.XMLDesc(0))  # noqa: S314 - libvirt's own description of the domain
+
+
+def _config_and_live(dom: Any) -> int:
+    """Change the persistent definition, and the running guest too when there is one."""
+    flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG
+    return flags | libvirt.VIR_DOMAIN_AFFECT_LIVE if dom.isActive() else flags
 
 
 def _undefine(dom: Any) -> None:

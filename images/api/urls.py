@@ -10,6 +10,11 @@ urlpatterns = [
     path("v2/images", views.ImagesView.as_view()),
     path("v2/images/<str:image_id>", views.ImageView.as_view()),
     path("v2/images/<str:image_id>/file", views.ImageFileView.as_view()),
+    path("v2/images/<str:image_id>/stage", views.ImageStageView.as_view()),
+    path("v2/images/<str:image_id>/import", views.ImageImportView.as_view()),
+    path("v2/images/<str:image_id>/members", views.ImageMembersView.as_view()),
+    path("v2/images/<str:image_id>/members/<str:member_id>", views.ImageMemberView.as_view()),
     path("v2/images/<str:image_id>/tags/<str:tag>", views.ImageTagView.as_view()),
-    re_path(r"^v2/schemas/(?P<kind>image|images)$", views.ImageSchemaView.as_view()),
+    path("v2/info/import", views.ImportInfoView.as_view()),
+    re_path(r"^v2/schemas/(?P<kind>image|images|member|members)$", views.ImageSchemaView.as_view()),
 ]

@@ -1,5 +1,6 @@
 """Glance v2 subset: ``/image/`` versions, ``/image/v2/images`` CRUD, data upload/download,
-json-patch updates, tags and the image schema (what python-openstackclient/openstacksdk use)."""
+``glance-direct`` import (stage, import, ``/v2/info/import``), members, json-patch updates, tags
+and the image and member schemas (what python-openstackclient/openstacksdk use)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
 from .. import services
-from ..models import Image
+from ..models import Image, ImageMember
 
 PATCH_MEDIA = "application/openstack-images-v2.1-json-patch"
 #: Glance's older patch format: ``{"replace": "/name", "value": ...}`` instead of ``op``/``path``
@@ -84,6 +85,13 @@ class ImageVersionsView(PublicMixin, UnversionedAPIView):
         return Response({"versions": versions}, status=300 if request.path.rstrip("/").endswith("image") else 200)
 
 
+#: the query parameters of Glance's image list that are not custom property filters
+_LIST_PARAMS = frozenset({"name", "status", "owner", "visibility", "disk_format", "container_format", "tag", "id",
+                          "os_hidden", "limit", "marker", "sort_key", "sort_dir", "sort", "member_status",
+                          "protected", "size_min", "size_max", "created_at", "updated_at", "checksum",
+                          "os_hash_value"})
+
+
 class ImagesView(UnversionedAPIView):
     def get(self, request: Request) -> Response:
         q = request.query_params
@@ -94,9 +102,11 @@ class ImagesView(UnversionedAPIView):
         if limit is not None and limit < 0:
             raise Invalid("limit param must be positive")
         filters: dict[str, Any] = {k: q.get(k) for k in ("name", "status", "owner", "visibility", "disk_format",
-                                                          "container_format", "tag", "id")}
+                                                          "container_format", "tag", "id", "member_status")}
         if q.get("os_hidden") is not None:
             filters["os_hidden"] = q["os_hidden"].lower() == "true"
+        # Glance: any other parameter filters on a custom property of that name
+        filters["properties"] = {k: q[k] for k in q if k not in _LIST_PARAMS}
         images = services.image_list(self.ctx, filters=filters, limit=limit, marker=q.get("marker"),
                                      sort_key=q.get("sort_key", "created_at"), sort_dir=q.get("sort_dir", "desc"))
         body: dict[str, Any] = {"images": [present(i) for i in images], "first": "/v2/images",
@@ -134,18 +144,18 @@ class ImageView(UnversionedAPIView):
         return Response(status=204)
 
 
+def _body_chunks(request: Request) -> Any:
+    """The request body, streamed in 1 MiB blocks (an image is never held whole in memory)."""
+    stream = request._request
+    while block := stream.read(1024 * 1024):
+        yield block
+
+
 class ImageFileView(UnversionedAPIView):
     parser_classes = [RawParser]
 
     def put(self, request: Request, image_id: str) -> Response:
-        image = services.image_get(self.ctx, image_id)
-        stream = request._request
-
-        def chunks() -> Any:
-            while block := stream.read(1024 * 1024):
-                yield block
-
-        services.image_upload(self.ctx, image, chunks())
+        services.image_upload(self.ctx, services.image_get(self.ctx, image_id), _body_chunks(request))
         return Response(status=204)
 
     def get(self, request: Request, image_id: str) -> Any:
@@ -156,6 +166,64 @@ class ImageFileView(UnversionedAPIView):
             response["Content-MD5"] = image.checksum
         response["x-openstack-request-id"] = getattr(request._request, "request_id", "")
         return response
+
+
+class ImageStageView(UnversionedAPIView):
+    parser_classes = [RawParser]
+
+    def put(self, request: Request, image_id: str) -> Response:
+        services.image_stage(self.ctx, services.image_get(self.ctx, image_id), _body_chunks(request))
+        return Response(status=204)
+
+
+class ImageImportView(UnversionedAPIView):
+    def post(self, request: Request, image_id: str) -> Response:
+        image = services.image_get(self.ctx, image_id)
+        body = request.data if isinstance(request.data, dict) else {}
+        services.image_import(self.ctx, image, method=body.get("method"))
+        return Response(status=202)
+
+
+class ImportInfoView(UnversionedAPIView):
+    """``GET /v2/info/import``: the import methods this cloud offers (glance-direct only)."""
+
+    def get(self, request: Request) -> Response:
+        return Response({"import-methods": {"description": "Import methods available.", "type": "array",
+                                            "value": list(services.IMPORT_METHODS)}})
+
+
+def present_member(member: ImageMember) -> dict[str, Any]:
+    return {"image_id": member.image_id, "member_id": member.member, "status": member.status,
+            "created_at": _ts(member.created_at), "updated_at": _ts(member.updated_at or member.created_at),
+            "schema": "/v2/schemas/member"}
+
+
+class ImageMembersView(UnversionedAPIView):
+    def get(self, request: Request, image_id: str) -> Response:
+        members = services.image_member_list(self.ctx, services.image_get(self.ctx, image_id))
+        return Response({"members": [present_member(m) for m in members], "schema": "/v2/schemas/members"})
+
+    def post(self, request: Request, image_id: str) -> Response:
+        body = request.data if isinstance(request.data, dict) else {}
+        member = services.image_member_create(self.ctx, services.image_get(self.ctx, image_id),
+                                              member=body.get("member"))
+        return Response(present_member(member))
+
+
+class ImageMemberView(UnversionedAPIView):
+    def get(self, request: Request, image_id: str, member_id: str) -> Response:
+        image = services.image_get(self.ctx, image_id)
+        return Response(present_member(services.image_member_get(self.ctx, image, member_id)))
+
+    def put(self, request: Request, image_id: str, member_id: str) -> Response:
+        body = request.data if isinstance(request.data, dict) else {}
+        member = services.image_member_update(self.ctx, services.image_get(self.ctx, image_id), member_id,
+                                              status=body.get("status"))
+        return Response(present_member(member))
+
+    def delete(self, request: Request, image_id: str, member_id: str) -> Response:
+        services.image_member_delete(self.ctx, services.image_get(self.ctx, image_id), member_id)
+        return Response(status=204)
 
 
 class ImageTagView(UnversionedAPIView):
@@ -188,8 +256,24 @@ IMAGE_SCHEMA = {
 }
 
 
+MEMBER_SCHEMA = {
+    "name": "member",
+    "properties": {
+        "image_id": {"type": "string"}, "member_id": {"type": "string"},
+        "status": {"type": "string", "enum": list(services.MEMBER_STATUSES)},
+        "created_at": {"type": "string"}, "updated_at": {"type": "string"}, "schema": {"type": "string"},
+    },
+}
+
+
 class ImageSchemaView(UnversionedAPIView):
     def get(self, request: Request, kind: str) -> Response:
+        if kind == "member":
+            return Response(MEMBER_SCHEMA)
+        if kind == "members":
+            return Response({"name": "members", "properties": {"members": {"type": "array", "items": MEMBER_SCHEMA},
+                                                              "schema": {"type": "string"}},
+                             "links": [{"rel": "describedby", "href": "{schema}"}]})
         if kind == "images":
             return Response({"name": "images", "properties": {"images": {"type": "array", "items": IMAGE_SCHEMA}},
                              "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"}]})

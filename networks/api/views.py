@@ -10,7 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
+from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
+from cloudcore.core.policy import can
 
 from .. import l3, quotas, secgroups, services
 from ..models import Network, Port, PortBinding, Subnet
@@ -46,8 +48,13 @@ def present_subnet(s: Subnet) -> dict[str, Any]:
     }
 
 
-def present_port(p: Port) -> dict[str, Any]:
-    return {
+#: The port binding attributes Neutron shows only to admins (``get_port:binding:*`` rules).
+ADMIN_BINDING_ATTRIBUTES = ("binding:host_id", "binding:vif_type", "binding:vif_details", "binding:profile")
+
+
+def present_port(p: Port, ctx: RequestContext) -> dict[str, Any]:
+    """Neutron's port body; the binding attributes the ``get_port:binding:*`` rules deny ``ctx`` are left out."""
+    body: dict[str, Any] = {
         "id": p.id, "name": p.name, "network_id": p.network_id, "tenant_id": p.project_id, "project_id": p.project_id,
         "mac_address": p.mac_address, "admin_state_up": p.admin_state_up, "status": p.status,
         "device_id": p.device_id, "device_owner": p.device_owner,
@@ -61,6 +68,11 @@ def present_port(p: Port) -> dict[str, Any]:
         "created_at": _ts(p.created_at),
         "updated_at": _ts(p.updated_at or p.created_at), "revision_number": 1,
     }
+    target = {"project_id": p.project_id}
+    for key in ADMIN_BINDING_ATTRIBUTES:
+        if not can(ctx, f"get_port:{key}", target):
+            del body[key]
+    return body
 
 
 class NeutronView(UnversionedAPIView):
@@ -225,7 +237,7 @@ class PortsView(NeutronView):
     def get(self, request: Request) -> Response:
         filters = {**self._filters(), "fixed_ips": self.request.query_params.getlist("fixed_ips")}
         ports = services.port_list(self.ctx, filters=filters)
-        return Response({"ports": [self._fields(present_port(p)) for p in ports]})
+        return Response({"ports": [self._fields(present_port(p, self.ctx)) for p in ports]})
 
     def post(self, request: Request) -> Response:
         data = request.data
@@ -235,8 +247,8 @@ class PortsView(NeutronView):
                 raise Invalid("Invalid input: each entry of 'ports' must be a JSON object.")
             with transaction.atomic():
                 ports = [self._create(item) for item in data["ports"]]
-            return Response({"ports": [present_port(p) for p in ports]}, status=201)
-        return Response({"port": present_port(self._create(self._resource("port")))}, status=201)
+            return Response({"ports": [present_port(p, self.ctx) for p in ports]}, status=201)
+        return Response({"port": present_port(self._create(self._resource("port")), self.ctx)}, status=201)
 
     def _create(self, body: dict[str, Any]) -> Port:
         _known_attributes(body, PORT_CREATE_ATTRIBUTES)
@@ -260,13 +272,13 @@ class PortsView(NeutronView):
 
 class PortView(NeutronView):
     def get(self, request: Request, port_id: str) -> Response:
-        return Response({"port": self._fields(present_port(services.port_get(self.ctx, port_id)))})
+        return Response({"port": self._fields(present_port(services.port_get(self.ctx, port_id), self.ctx))})
 
     def put(self, request: Request, port_id: str) -> Response:
         body = self._resource("port")
         _known_attributes(body, PORT_UPDATE_ATTRIBUTES)
         port = services.port_update(self.ctx, services.port_get(self.ctx, port_id), **body)
-        return Response({"port": present_port(port)})
+        return Response({"port": present_port(port, self.ctx)})
 
     def delete(self, request: Request, port_id: str) -> Response:
         services.port_delete(self.ctx, services.port_get(self.ctx, port_id))

@@ -29,9 +29,11 @@ def _rule(action: str) -> str:
 def aggregate_by_api_id(aggregate_id: str) -> Aggregate:
     """The live aggregate of a URL id: ``Invalid`` (400) unless it is an integer,
     ``AggregateNotFound`` (404)."""
-    if not aggregate_id.isdigit():
-        raise Invalid("Invalid input received: id must be an integer.")
-    return aggregates.aggregate_get(int(aggregate_id))
+    try:
+        number = int(aggregate_id)  # any integer, negative ones too (then simply not found)
+    except ValueError:
+        raise Invalid("Invalid input received: id must be an integer.") from None
+    return aggregates.aggregate_get(number)
 
 
 def aggregate_create(*, actor: RequestContext, name: str, availability_zone: str | None = None) -> Aggregate:

@@ -1,22 +1,70 @@
 #!/usr/bin/env bash
-# Build a tiny initramfs whose /init prints a marker on the serial console and powers off.
-#   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER]
-# Needs busybox-static (the Makefile's real-guest packages).
+# Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
+# finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
+# meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
+# lines (also of those hot-plugged in its first two minutes).
+#   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
+# KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
+# virtio drivers are copied from (the cloud kernel builds them as modules); without it the guest
+# only prints the marker. Needs busybox-static (the Makefile's real-guest packages).
 set -euo pipefail
-OUT=${1:?usage: $0 OUT_FILE [MARKER]}
+OUT=${1:?usage: $0 OUT_FILE [MARKER] [KERNEL_VERSION]}
 MARKER=${2:-CLOUDCORE-GUEST-OK}
+KVER=${3:-}
 BUSYBOX=$(command -v busybox || echo /bin/busybox)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev"
+mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head seq; do ln -s busybox "$WORK/bin/$tool"; done
+# in load order (each after what it depends on)
+MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
+drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
+drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci
+net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/block/virtio_blk"
+n=0
+if [ -n "$KVER" ] && [ -d "/lib/modules/$KVER/kernel" ]; then
+  for m in $MODULES; do
+    for f in "/lib/modules/$KVER/kernel/$m.ko" "/lib/modules/$KVER/kernel/$m.ko.xz"; do
+      if [ -f "$f" ]; then n=$((n + 1)); cp "$f" "$WORK/modules/$(printf %02d $n)-$(basename "$f")"; fi
+    done
+  done
+fi
 cat > "$WORK/init" <<INIT
 #!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
-echo "$MARKER" > /dev/ttyS0 2>/dev/null || echo "$MARKER"
+[ -c /dev/ttyS0 ] && exec >/dev/ttyS0 2>&1
+echo "$MARKER"
+for m in /modules/*.ko*; do [ -f "\$m" ] && insmod "\$m" 2>/dev/null; done
+sleep 2
+for nic in /sys/class/net/eth*; do [ -e "\$nic/address" ] && echo "GUEST-NIC \$(cat \$nic/address)"; done
+if [ -b /dev/vda ]; then echo "GUEST-DISK sectors=\$(cat /sys/block/vda/size) head=\$(head -c 32 /dev/vda | head -n 1)"; fi
+for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
+  if [ -b "\$dev" ] && mount -t iso9660 -o ro "\$dev" /mnt 2>/dev/null; then
+    echo "GUEST-CONFIG-DRIVE \$dev"
+    echo "BEGIN meta_data.json"; cat /mnt/openstack/latest/meta_data.json; echo; echo "END meta_data.json"
+    if [ -f /mnt/openstack/latest/user_data ]; then
+      echo "BEGIN user_data"; cat /mnt/openstack/latest/user_data; echo; echo "END user_data"
+    fi
+    break
+  fi
+done
+report_volumes() {  # each virtio disk with a serial (a volume: the serial is its id) not reported yet
+  for blk in /sys/block/vd*; do
+    name=\${blk##*/}
+    case " \$SEEN " in *" \$name "*) continue ;; esac
+    SEEN="\$SEEN \$name"
+    serial=\$(cat \$blk/serial 2>/dev/null)
+    [ -n "\$serial" ] && echo "\$1 serial=\$serial head=\$(head -c 32 /dev/\$name | head -n 1)"
+  done
+}
+SEEN=""
+report_volumes GUEST-VOLUME
+echo "GUEST-DONE"
+# volumes attached to the running guest (hot-plugged) are reported as they appear
+for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done
 sleep 600
 INIT
 chmod +x "$WORK/init"

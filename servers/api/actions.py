@@ -22,12 +22,13 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
+from ..services import deferred_delete, power, rebuild, resize, security_groups, shelve
 from ..services import pause_suspend_rescue as pause_rescue
-from ..services import power, rebuild, resize, security_groups, shelve
 from ..services.create import _image, generate_password
+from ..services.delete import server_force_delete
 from ..services.password import server_set_password
 from ..services.reset_state import server_reset_state
-from ..services.snapshot import server_create_image
+from ..services.snapshot import server_create_backup, server_create_image
 from .servers import get_server, render
 
 NULL = {"type": "null"}
@@ -126,6 +127,14 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
             "name": {"type": "string", "minLength": 1, "maxLength": 255},
             "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}}},
         "required": ["name"], "additionalProperties": False}, "createImage"))),
+    "createBackup": VersionedSchema(("2.1", None, _action({
+        "type": "object", "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 255},
+            "backup_type": {"type": "string"},
+            # Nova's non-negative integer: a number or a string of digits
+            "rotation": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 0},
+            "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}}},
+        "required": ["name", "backup_type", "rotation"], "additionalProperties": False}, "createBackup"))),
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
@@ -137,6 +146,8 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         "type": ["object", "null"], "properties": {"adminPass": {"type": "string"}, "rescue_image_ref": IMAGE_UUID},
         "additionalProperties": False}, "rescue"))),
     "unrescue": VersionedSchema(("2.1", None, _action({}, "unrescue"))),
+    "restore": VersionedSchema(("2.1", None, _action({}, "restore"))),
+    "forceDelete": VersionedSchema(("2.1", None, _action({}, "forceDelete"))),
     "trigger_crash_dump": VersionedSchema(("2.17", None, _action(NULL, "trigger_crash_dump"))),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
@@ -151,7 +162,7 @@ ACTION_ARGS: dict[str, Since] = {
     "lock": Since({"locked_reason": (2, 73)}),
     "unshelve": Since({"availability_zone": (2, 77), "host": (2, 77)}),
 }
-#: 2.45: createImage answers ``{"image_id": ...}`` instead of a ``Location`` header.
+#: 2.45: createImage and createBackup answer ``{"image_id": ...}`` instead of a ``Location`` header.
 ACTION_FEATURES = Since({"create_image_body": (2, 45)})
 #: 2.87: a volume-backed server may be rescued (stable device rescue).
 RESCUE_FEATURES = Since({"volume_backed": (2, 87)})
@@ -277,7 +288,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
                            version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
     record = get_server(view.ctx, instance.uuid, version=view.version)
-    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version)
+    server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
+                                    rebuild=True)
     server["adminPass"] = admin_pass
     return Response({"server": server}, status=202)
 
@@ -310,14 +322,28 @@ def _revert(view: ServerActionView, request: Any, instance: Instance, cell: Any,
 @handles("createImage")
 def _create_image(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                   body: dict[str, Any]) -> Response:
-
-
     image_id = server_create_image(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
-                                  metadata=body.get("metadata") or {})
+                                   metadata=body.get("metadata") or {})
+    return _image_created(view, image_id)
+
+
+@handles("createBackup")
+def _create_backup(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                   body: dict[str, Any]) -> Response:
+    """Below 2.45 the ``Location`` header names the backup only when the rotation keeps one (Nova)."""
+    rotation = int(body["rotation"])
+    image_id = server_create_backup(actor=view.ctx, instance=instance, cell=cell, name=body["name"],
+                                    backup_type=body["backup_type"], rotation=rotation,
+                                    metadata=body.get("metadata") or {})
+    return _image_created(view, image_id, location=rotation > 0)
+
+
+def _image_created(view: ServerActionView, image_id: str, *, location: bool = True) -> Response:
     if ACTION_FEATURES.has("create_image_body", view.version):
         return Response({"image_id": image_id}, status=202)
     response = Response(status=202)
-    response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"
+    if location:
+        response["Location"] = f"{settings.PUBLIC_URL.rstrip('/')}/image/v2/images/{image_id}"
     return response
 
 
@@ -388,3 +414,14 @@ def _unrescue(view: ServerActionView, request: Any, instance: Instance, cell: An
 def _trigger_crash_dump(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                         body: dict[str, Any]) -> None:
     pause_rescue.server_trigger_crash_dump(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("restore")
+def _restore(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    deferred_delete.server_restore(actor=view.ctx, instance=instance, cell=cell)
+
+
+@handles("forceDelete")
+def _force_delete(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                  body: dict[str, Any]) -> None:
+    server_force_delete(actor=view.ctx, instance=instance, cell=cell)

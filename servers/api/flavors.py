@@ -2,7 +2,8 @@
 
 Response shapes per microversion live in ``servers.presenter.FLAVOR_FIELDS``: 2.55 adds
 ``description`` (and ``PUT /flavors/{id}``), 2.61 ``extra_specs`` in flavor bodies (policy
-permitting), 2.75 turns a zero ``swap`` from ``""`` into ``0`` and rejects unknown query parameters.
+permitting), 2.75 turns a zero ``swap`` from ``""`` into ``0`` and rejects unknown query parameters,
+2.102 adds the list's ``name`` filter and drops ``rxtx_factor`` and ``OS-FLV-DISABLED:disabled``.
 """
 from __future__ import annotations
 
@@ -66,9 +67,11 @@ def _create_schema(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_NO_RXTX = {k: v for k, v in _FLAVOR_PROPS.items() if k != "rxtx_factor"}
 FLAVOR_CREATE = VersionedSchema(
     ("2.1", "2.54", _create_schema(_FLAVOR_PROPS)),
-    ("2.55", None, _create_schema({**_FLAVOR_PROPS, "description": _DESCRIPTION})),
+    ("2.55", "2.101", _create_schema({**_FLAVOR_PROPS, "description": _DESCRIPTION})),
+    ("2.102", None, _create_schema({**_NO_RXTX, "description": _DESCRIPTION})),
 )
 FLAVOR_UPDATE = {
     "type": "object",
@@ -116,9 +119,10 @@ class FlavorAPIView(ComputeAPIView):
 class FlavorListMixin(FlavorAPIView):
     def list_flavors(self, request: Request) -> tuple[list[Flavor], int | None]:
         params = request.query_params
+        name_filter = FLAVOR_FEATURES.has("name_filter", self.version)
         if FLAVOR_FEATURES.has("strict_query", self.version):
-            reject_unknown_params(params, LIST_PARAMS)
-        filters = svc.FlavorFilters()
+            reject_unknown_params(params, (*LIST_PARAMS, "name") if name_filter else LIST_PARAMS)
+        filters = svc.FlavorFilters(name=params.get("name") if name_filter else None)
         if self.ctx.is_admin:
             raw = params.get("is_public")
             if raw is None:

@@ -3,7 +3,8 @@
 ``create_schema(version)`` and ``update_schema(version)`` return the JSON schema the body of
 ``POST /servers`` / ``PUT /servers/{id}`` must match at ``version``: fields appear at the
 microversion Nova added them (2.19 description, 2.32 network tags, 2.37 required ``networks``,
-2.52 tags, 2.74 host/hypervisor_hostname, 2.90 hostname).
+2.52 tags, 2.74 host/hypervisor_hostname, 2.90 hostname, 2.104 ``pinned_availability_zone`` in
+``PUT``).
 """
 from __future__ import annotations
 
@@ -122,6 +123,8 @@ def update_schema(version: Version) -> dict[str, Any]:
         server["description"] = _DESCRIPTION
     if version >= (2, 90):
         server["hostname"] = _HOSTNAME
+    if version >= (2, 104):
+        server["pinned_availability_zone"] = {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
     return {
         "type": "object",
         "properties": {"server": {"type": "object", "properties": server, "additionalProperties": False}},
@@ -177,12 +180,37 @@ VOLUME_ATTACH = VersionedSchema(
     ("2.49", "2.78", _attachment({**_ATTACH_BASE, **_ATTACH_TAG})),
     ("2.79", None, _attachment({**_ATTACH_BASE, **_ATTACH_TAG, "delete_on_termination": {"type": "boolean"}})),
 )
+#: 2.101: the attach answers 202 with no body (the host completes it).
+VOLUME_ATTACH_FEATURES = Since({"accepted_no_body": (2, 101)})
 _SWAP_BASE: dict[str, Any] = {"volumeId": {"type": "string"}, "id": {}, "serverId": {}, "device": {}}
 #: ``PUT`` (swap, and from 2.85 the other attachment fields, of which only delete_on_termination may change).
 VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
     ("2.1", "2.84", {**_attachment(_SWAP_BASE), "additionalProperties": True}),
     ("2.85", None, {**_attachment({**_SWAP_BASE, "delete_on_termination": {"type": "boolean"}, "tag": {},
                                    "attachment_id": {}, "bdm_uuid": {}}), "additionalProperties": True}),
+)
+
+
+# --- /servers/{id}/os-interface -------------------------------------------------------------------
+def _interface_attach(tagged: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "net_id": {"type": "string", "format": "uuid"},
+        "port_id": {"type": "string", "format": "uuid"},
+        "fixed_ips": {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+            "type": "object", "required": ["ip_address"], "additionalProperties": False,
+            "properties": {"ip_address": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}}},
+    }
+    if tagged:
+        props["tag"] = _TAG
+    return {"type": "object", "additionalProperties": False, "properties": {
+        "interfaceAttachment": {"type": "object", "additionalProperties": False, "properties": props,
+                                "dependencies": {"fixed_ips": ["net_id"]}}}}
+
+
+#: The body is optional (no network named: the project's only one); 2.49 ``tag``.
+INTERFACE_ATTACH = VersionedSchema(
+    ("2.1", "2.48", _interface_attach(tagged=False)),
+    ("2.49", None, _interface_attach(tagged=True)),
 )
 
 
@@ -194,8 +222,9 @@ KEYPAIR_FEATURES = Since({"strict_query": (2, 75), "import_only": (2, 92)})
 
 
 # --- /flavors -------------------------------------------------------------------------------------
-#: 2.55 ``PUT /flavors/{id}`` (description); 2.75 unknown list query parameters are a 400.
-FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75)})
+#: 2.55 ``PUT /flavors/{id}`` (description); 2.75 unknown list query parameters are a 400; 2.102 the
+#: list's ``name`` filter (and no ``rxtx_factor`` on create).
+FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75), "name_filter": (2, 102)})
 
 
 # --- /servers list and show -----------------------------------------------------------------------

@@ -217,8 +217,8 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
         out["all_tenants"] = value == "" or as_bool(value)
     if "tenant_id" in out and "project_id" not in out:
         out["project_id"] = out.pop("tenant_id")
-    if out.get("project_id") and admin and "all_tenants" not in out:
-        out["all_tenants"] = True
+    # without all_tenants the list is the caller's project whatever project_id says (Nova, and
+    # Tempest's test_list_servers_by_admin_with_specified_tenant)
     if "deleted" in out:
         out["deleted"] = as_bool(out["deleted"])
     if out.get("ip") or out.get("ip6"):
@@ -262,8 +262,9 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     records = result.records
     if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
-    if detail:
-        body: dict[str, Any] = {"servers": render(records, version=version, actor=actor)}
+    if detail:  # server_groups (2.71) is shown by GET /servers/{id} only, not in lists
+        body: dict[str, Any] = {"servers": [{k: v for k, v in server.items() if k != "server_groups"}
+                                            for server in render(records, version=version, actor=actor)]}
     else:
         body = {"servers": [
             {"id": r.uuid, "status": "UNKNOWN", "links": links("servers", r.uuid)} if r.down_cell
@@ -421,7 +422,8 @@ class ServerView(ComputeAPIView):
         validate(body, schemas.update_schema(self.version))
         changes = body["server"]
         fields = {"name": "name", "description": "description", "hostname": "hostname",
-                  "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6"}
+                  "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6",
+                  "pinned_availability_zone": "pinned_availability_zone"}
         record = update_svc.server_update(actor=self.ctx, record=record,
                                           **{arg: changes[key] for key, arg in fields.items() if key in changes})
         return Response({"server": present_updated_server(render([record], version=self.version, actor=self.ctx)[0],

@@ -77,6 +77,15 @@ urlpatterns += [
          _volume_attachments.VolumeAttachmentView.as_view(), name="compute-volume-attachment"),
 ]
 
+# --- os-interface (servers/api/interfaces.py) -----------------------------------------------------
+from . import interfaces as _interfaces  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/os-interface", _interfaces.InterfacesView.as_view(), name="compute-interfaces"),
+    path("servers/<str:server_id>/os-interface/<str:port_id>", _interfaces.InterfaceView.as_view(),
+         name="compute-interface"),
+]
+
 # --- ips (servers/api/ips.py) ---------------------------------------------------------------------
 from . import ips as _ips  # noqa: E402
 
@@ -155,4 +164,12 @@ urlpatterns += [
     path("servers/<str:server_id>/topology", _server_info.ServerTopologyView.as_view(), name="compute-server-topology"),
     path("extensions", _server_info.ExtensionsView.as_view(), name="compute-extensions"),
     path("extensions/<str:alias>", _server_info.ExtensionView.as_view(), name="compute-extension"),
+]
+
+# --- server diagnostics (servers/api/diagnostics.py, issue 18) ------------------------------------
+from . import diagnostics as _diagnostics  # noqa: E402
+
+urlpatterns += [
+    path("servers/<str:server_id>/diagnostics", _diagnostics.ServerDiagnosticsView.as_view(),
+         name="compute-server-diagnostics"),
 ]

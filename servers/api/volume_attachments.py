@@ -1,5 +1,6 @@
 """``/servers/{id}/os-volume_attachments``: fields per microversion (2.70 ``tag``, 2.79
-``delete_on_termination``, 2.89 ``attachment_id``/``bdm_uuid`` and no ``id``)."""
+``delete_on_termination``, 2.89 ``attachment_id``/``bdm_uuid`` and no ``id``); from 2.101 the attach
+answers 202 with no body."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,34 +10,21 @@ from rest_framework.response import Response
 
 from cells.context import target_cell
 from cloudcore.core.api.versioned import present
-from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.policy import authorize
 
 from ..models import BlockDeviceMapping
 from ..presenter import VOLUME_ATTACHMENT_FIELDS
-from ..selectors import ServerNotFound, server_get
 from ..services import volume_attachments as service
 from ..services.power import target
-from .schemas import VOLUME_ATTACH, VOLUME_ATTACHMENT_UPDATE
+from .schemas import VOLUME_ATTACH, VOLUME_ATTACH_FEATURES, VOLUME_ATTACHMENT_UPDATE
+from .subresource import ServerSubresourceView
 
 
 def render(bdm: BlockDeviceMapping, version: tuple[int, int]) -> dict[str, Any]:
     return present(VOLUME_ATTACHMENT_FIELDS, bdm, version)
 
 
-class _Base(ComputeAPIView):
-    @property
-    def v(self) -> tuple[int, int]:
-        return (self.version[0], self.version[1])
-
-    def server(self, server_id: str) -> Any:
-        record = server_get(self.ctx, server_id)
-        if record.instance is None or record.cell is None:
-            raise ServerNotFound(instance_id=server_id)
-        return record
-
-
-class VolumeAttachmentsView(_Base):
+class VolumeAttachmentsView(ServerSubresourceView):
     def get(self, request: Request, server_id: str) -> Response:
         record = self.server(server_id)
         authorize(self.ctx, "os_compute_api:os-volumes-attachments:index", target(record.instance))
@@ -51,10 +39,12 @@ class VolumeAttachmentsView(_Base):
             bdm = service.volume_attach(actor=self.ctx, instance=record.instance, cell=record.cell,
                                         volume_id=body["volumeId"], device=body.get("device"), tag=body.get("tag"),
                                         delete_on_termination=bool(body.get("delete_on_termination", False)))
+        if VOLUME_ATTACH_FEATURES.has("accepted_no_body", self.v):
+            return Response(status=202)
         return Response({"volumeAttachment": render(bdm, self.v)})
 
 
-class VolumeAttachmentView(_Base):
+class VolumeAttachmentView(ServerSubresourceView):
     def get(self, request: Request, server_id: str, volume_id: str) -> Response:
         record = self.server(server_id)
         authorize(self.ctx, "os_compute_api:os-volumes-attachments:show", target(record.instance))

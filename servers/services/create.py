@@ -28,6 +28,7 @@ from conductor import rpc as conductor_rpc
 from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
 from scheduling.services.request_specs import request_spec_create
+from volumes import selectors as volume_selectors
 
 from ..models import BuildRequest, Flavor, KeyPair
 from .external import (
@@ -201,6 +202,19 @@ def _user_data(user_data: str | None) -> str | None:
     return user_data
 
 
+class VolumeNotBootable(Invalid):
+    message = "Block Device %(id)s is not bootable."
+
+
+def _check_root_volume(volume_id: str) -> None:
+    """A server booted from an existing volume needs a bootable one (Nova checks it before the 202)."""
+    volume = volume_selectors.volume_find(volume_id)
+    if volume is None:
+        raise Invalid(f"Block Device Mapping is Invalid: failed to get volume {volume_id}.")
+    if not volume.bootable:
+        raise VolumeNotBootable(id=volume_id)
+
+
 def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
     return any(
         b.get("boot_index") in (0, "0") and b.get("destination_type") == "volume" for b in bdms
@@ -282,6 +296,8 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
         root = next(b for b in request.block_device_mapping if b.get("boot_index") in (0, "0"))
         if root.get("source_type") == "image" and root.get("uuid"):
             image = _image(actor, str(root["uuid"]))
+        if root.get("source_type") == "volume" and root.get("uuid"):
+            _check_root_volume(str(root["uuid"]))
     if image is not None:
         _check_image_fits(flavor, image, volume_backed)
     if request.min_count > request.max_count:

@@ -5,6 +5,9 @@
 - No host (cell0, PENDING, failed build) or host down: deleted locally in its cell.
 - On a host: task_state ``deleting`` is claimed with a compare-and-swap, an action ``delete``
   recorded, and ``terminate_instance_task`` cast to ``compute.<host>``.
+- With ``RECLAIM_INSTANCE_INTERVAL`` on, a launched server is soft-deleted instead
+  (``deferred_delete``); ``forceDelete`` (action ``forceDelete``) and the periodic reclaim of old
+  soft-deleted servers delete for good as above.
 
 Either way the API side queues the mapping for delete and drops the request spec (as Nova's API
 does once it has cast the terminate): the host's terminate touches only its own cell. The server
@@ -13,7 +16,9 @@ stays visible from its cell until the host has marked it deleted.
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,8 +28,6 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
-from hosts.selectors import compute_services
-from hosts.services.servicegroup import service_is_up
 from networks.services import ports_release
 from scheduling.placement.services import allocations_delete
 from scheduling.services.request_specs import request_specs_delete
@@ -33,20 +36,21 @@ from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, VirtualInterface
 from ..selectors import ServerRecord
 from . import actions
-from .guards import record_target
+from .deferred_delete import can_soft_delete, host_is_up, server_soft_delete
+from .guards import check_not_locked, check_state, record_target
 from .notify import notify_instance
+from .power import target
 from .resize import resize_confirm_for_delete
 
-
-def _host_is_up(instance: Instance) -> bool:
-    service = compute_services([str(instance.host)]).get(str(instance.host))
-    return service is not None and service_is_up(service)
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
 def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = False) -> None:
-    """Delete the server of ``record`` (see module doc). Raises InstanceIsLocked (409) for a
-    server locked by someone who may not override it, InstanceInvalidState (409) while another
-    delete is running."""
+    """Delete the server of ``record`` (see module doc); with ``RECLAIM_INSTANCE_INTERVAL`` on, a
+    launched server is soft-deleted instead (``deferred_delete``) unless ``force``. Raises
+    InstanceIsLocked (409) for a server locked by someone who may not override it,
+    InstanceInvalidState (409) while another delete is running."""
     authorize(actor, "os_compute_api:servers:delete", record_target(record))
     if record.build_request is not None:
         _delete_build_request(record.uuid)
@@ -59,24 +63,55 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
         if instance.vm_state == VmState.RESIZED:
             resize_confirm_for_delete(actor=actor, instance=instance, cell=record.cell)
             instance.refresh_from_db()
-        claimed = (
-            Instance.objects.filter(pk=instance.pk)
-            .exclude(task_state=TaskState.DELETING)
-            .update(task_state=TaskState.DELETING, updated_at=timezone.now())
-        )
-        if not claimed:
-            raise InstanceInvalidState(method="delete", instance_uuid=instance.uuid, attr="task_state",
-                                       state=TaskState.DELETING)
-        old_task_state = instance.task_state
-        instance.task_state = TaskState.DELETING
-        actions.action_start(actor, instance_uuid=instance.uuid, action="delete")
-        notify_instance(actor, "instance.update", instance, old_task_state=old_task_state)
-        _unmap(instance.uuid)
-        if not instance.host or not _host_is_up(instance):
-            local_delete(actor, instance)
+        if settings.RECLAIM_INSTANCE_INTERVAL > 0 and not force and can_soft_delete(instance):
+            server_soft_delete(actor=actor, instance=instance, cell=record.cell)
             return
-        transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
-                                      instance_uuid=instance.uuid, cell_uuid=str(record.cell.uuid)))
+        _terminate(actor, instance, record.cell, action="delete")
+
+
+def server_force_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
+    """``forceDelete``: delete now, whatever the vm_state (a SOFT_DELETED server above all), when
+    no task is under way. Raises Forbidden (policy), InstanceIsLocked or InstanceInvalidState (409)."""
+    authorize(actor, "os_compute_api:os-deferred-delete:force", target(instance))
+    check_not_locked(actor, instance)
+    check_state(instance, "force_delete")
+    if instance.vm_state == VmState.RESIZED:
+        resize_confirm_for_delete(actor=actor, instance=instance, cell=cell)
+        instance.refresh_from_db()
+    _terminate(actor, instance, cell, action="forceDelete")
+
+
+def server_reclaim(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
+    """The periodic reclaim of a server SOFT_DELETED for longer than ``RECLAIM_INSTANCE_INTERVAL``
+    (``conductor.periodic``): deleted for good, as a user's delete is."""
+    _terminate(actor, instance, cell, action="delete", only_soft_deleted=True)
+
+
+def _terminate(actor: RequestContext, instance: Instance, cell: CellMapping, *, action: str,
+               only_soft_deleted: bool = False) -> None:
+    """Claim ``deleting`` (``only_soft_deleted``: only from SOFT_DELETED with no task), record
+    ``action``, unmap, then delete in the cell (no host, or its host down) or cast the terminate to
+    the host once the cell write commits."""
+    rows = Instance.objects.filter(pk=instance.pk)
+    if only_soft_deleted:
+        rows = rows.filter(vm_state=VmState.SOFT_DELETED, task_state__isnull=True)
+    claimed = (
+        rows.exclude(task_state=TaskState.DELETING)
+        .update(task_state=TaskState.DELETING, updated_at=timezone.now())
+    )
+    if not claimed:
+        raise InstanceInvalidState(method="delete", instance_uuid=instance.uuid, attr="task_state",
+                                   state=TaskState.DELETING)
+    old_task_state = instance.task_state
+    instance.task_state = TaskState.DELETING
+    actions.action_start(actor, instance_uuid=instance.uuid, action=action)
+    notify_instance(actor, "instance.update", instance, old_task_state=old_task_state)
+    _unmap(instance.uuid)
+    if not instance.host or not host_is_up(instance):
+        local_delete(actor, instance)
+        return
+    transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
+                                  instance_uuid=instance.uuid, cell_uuid=str(cell.uuid), action=action))
 
 
 def _delete_build_request(instance_uuid: str) -> None:

@@ -15,14 +15,21 @@ from networks.secgroups import (
     security_groups_of_instances,
 )
 from networks.services import (
+    PortInUse,
     addresses_for_instances,
+    instance_ports_brief,
     instance_uuids_with_ip,
+    network_get,
     network_info,
+    networks_available_to,
+    port_brief,
+    port_get,
 )
 
 __all__ = [
     "addresses_for_instances", "image_data_path", "image_get", "image_get_internal", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
     "instance_security_groups_request", "security_group_find", "security_groups_of_instances",
-    "SecurityGroupNotFoundByNameOrId",
+    "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",
+    "port_brief", "port_get",
 ]

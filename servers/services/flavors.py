@@ -97,6 +97,8 @@ def flavor_find(ref: str) -> Flavor:
 @dataclass
 class FlavorFilters:
     is_public: bool | None = True
+    #: 2.102: flavors of exactly this name
+    name: str | None = None
     min_ram: int | None = None
     min_disk: int | None = None
     sort_key: str = "flavorid"
@@ -116,6 +118,8 @@ def flavor_list(actor: RequestContext, filters: FlavorFilters) -> list[Flavor]:
         qs = _visible(qs, actor.project_id)
     elif filters.is_public is False:
         qs = qs.filter(is_public=False)
+    if filters.name is not None:
+        qs = qs.filter(name=filters.name)
     if filters.min_ram is not None:
         qs = qs.filter(memory_mb__gte=filters.min_ram)
     if filters.min_disk is not None:

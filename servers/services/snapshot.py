@@ -1,9 +1,12 @@
-"""``createImage``: a snapshot of an image-backed server's disk, uploaded to the image service.
+"""``createImage`` and ``createBackup``: a snapshot of an image-backed server's disk, uploaded to
+the image service.
 
 The image record (queued, owned by the server's project, ``image_type`` snapshot, the server's
 uuid and base image in its properties plus the request's metadata) is created at once so its id
 can be answered; the compute host writes the bytes (task_state ``image_snapshot`` →
-``image_uploading``) and the image becomes active.
+``image_uploading``) and the image becomes active. A backup is the same with ``image_type``
+backup and its ``backup_type`` (task_state ``image_backup``); the host then rotates the server's
+backups of that type (``compute.ops.backup``).
 """
 from __future__ import annotations
 
@@ -31,14 +34,42 @@ class VolumeBackedSnapshotNotSupported(Invalid):
     message = "Creating an image of a volume-backed server is not supported by this cloud."
 
 
+class VolumeBackedBackupNotSupported(Invalid):
+    message = "Backup is not supported for volume-backed instances."
+
+
 def server_create_image(*, actor: RequestContext, instance: Instance, cell: CellMapping, name: str,
                         metadata: dict[str, Any]) -> str:
     """Returns the new image's id."""
     authorize(actor, "os_compute_api:servers:create_image", target(instance))
+    image_id = _queue_image(actor, instance, method="createImage", task_state=TaskState.IMAGE_SNAPSHOT,
+                            name=name, properties=metadata, error=VolumeBackedSnapshotNotSupported())
+    cast(compute_rpc.snapshot, actor=actor, instance=instance, cell=cell, image_id=image_id)
+    return image_id
+
+
+def server_create_backup(*, actor: RequestContext, instance: Instance, cell: CellMapping, name: str,
+                         backup_type: str, rotation: int, metadata: dict[str, Any]) -> str:
+    """``createBackup``: a snapshot image (``image_type`` backup, ``backup_type``) of the server in
+    task_state ``image_backup``; the host then deletes the oldest backups of that type beyond
+    ``rotation`` (0: all of them, the new one too). Returns the new image's id."""
+    authorize(actor, "os_compute_api:os-create-backup", target(instance))
+    image_id = _queue_image(actor, instance, method="createBackup", task_state=TaskState.IMAGE_BACKUP, name=name,
+                            properties={**metadata, "image_type": "backup", "backup_type": backup_type},
+                            error=VolumeBackedBackupNotSupported())
+    cast(compute_rpc.backup, actor=actor, instance=instance, cell=cell, image_id=image_id, backup_type=backup_type,
+         rotation=rotation)
+    return image_id
+
+
+def _queue_image(actor: RequestContext, instance: Instance, *, method: str, task_state: str, name: str,
+                 properties: dict[str, Any], error: Invalid) -> str:
+    """Refuse a locked or volume-backed server (``error``), claim ``task_state``, create the queued
+    image owned by the server's project and record the action ``method``; returns the image's id."""
     check_not_locked(actor, instance)
     if instance.is_volume_backed:
-        raise VolumeBackedSnapshotNotSupported()
-    claim_task_state(instance, "createImage", new_task_state=TaskState.IMAGE_SNAPSHOT, vm_states=SNAPSHOT_STATES)
+        raise error
+    claim_task_state(instance, method, new_task_state=task_state, vm_states=SNAPSHOT_STATES)
     try:
         base = image_get_internal(instance.image_ref)
     except Exception:  # the base image may have been deleted since the boot
@@ -47,7 +78,6 @@ def server_create_image(*, actor: RequestContext, instance: Instance, cell: Cell
                                is_admin=actor.is_admin, request_id=actor.request_id)
     image = image_snapshot_create(owner_ctx, name=name, instance_uuid=instance.uuid, base=base,
                                   properties={"base_image_ref": instance.image_ref, "user_id": instance.user_id,
-                                              **metadata})
-    actions.action_start(actor, instance_uuid=instance.uuid, action="createImage")
-    cast(compute_rpc.snapshot, actor=actor, instance=instance, cell=cell, image_id=image.id)
-    return image.id
+                                              **properties})
+    actions.action_start(actor, instance_uuid=instance.uuid, action=method)
+    return str(image.id)

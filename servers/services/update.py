@@ -1,4 +1,5 @@
-"""``PUT /servers/{id}``: rename a server, change its description, hostname or access IPs.
+"""``PUT /servers/{id}``: rename a server, change its description, hostname or access IPs, and (2.104)
+unpin it from its availability zone or pin it to the zone it is in.
 
 A server still waiting to be scheduled lives as a BuildRequest in the API database: the change is
 written into the BuildRequest's instance blob there, so the Instance row created from it later
@@ -13,7 +14,9 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
+from scheduling.services.request_specs import request_spec_update
 
 from ..models import BuildRequest, Instance
 from ..selectors import ServerRecord, server_get
@@ -32,6 +35,7 @@ def server_update(
     hostname: str = UNSET,
     access_ip_v4: str | None = UNSET,
     access_ip_v6: str | None = UNSET,
+    pinned_availability_zone: str | None = UNSET,
 ) -> ServerRecord:
     """Write the given fields (the ones left ``UNSET`` keep their value) and return ``record``
     holding the new values.
@@ -40,9 +44,14 @@ def server_update(
     up with ``server_get``). Any vm_state and task_state is accepted, as in Nova.
     Side effects: one UPDATE of the BuildRequest (API DB) or of the Instance row (its cell);
     ``instance.update`` notification when an Instance row changed.
-    Raises: ``PolicyNotAuthorized`` (``os_compute_api:servers:update``).
+    ``pinned_availability_zone`` (2.104) is the zone written into the server's request spec (API DB):
+    None unpins the server (moves may then leave its zone); a name pins it, and must be the zone the
+    server is in (Nova allows only these two transitions), else 400.
+    Raises: ``PolicyNotAuthorized`` (``os_compute_api:servers:update``), ``Invalid``.
     """
     authorize(actor, "os_compute_api:servers:update", record_target(record))
+    if pinned_availability_zone is not UNSET:
+        _pin(record, pinned_availability_zone)
     columns = {"display_name": name, "display_description": description, "hostname": hostname,
                "access_ip_v4": access_ip_v4, "access_ip_v6": access_ip_v6}
     changes = {column: value for column, value in columns.items() if value is not UNSET}
@@ -63,3 +72,15 @@ def server_update(
             notify_instance(actor, "instance.update", instance)
     record.instance = instance
     return record
+
+
+class InvalidPin(Invalid):
+    message = ("Server %(uuid)s can only be pinned to the availability zone it is in (%(current)s), "
+               "not %(requested)s.")
+
+
+def _pin(record: ServerRecord, zone: str | None) -> None:
+    current = record.instance.availability_zone if record.instance is not None else None
+    if zone is not None and zone != current:
+        raise InvalidPin(uuid=record.uuid, current=current, requested=zone)
+    request_spec_update(record.uuid, availability_zone=zone)

@@ -17,3 +17,9 @@ def vifs_delete(instance_uuid: str) -> int:
     """Remove the server's live VIF rows in the targeted cell (its ports are freed); returns how many."""
     deleted, _ = VirtualInterface.objects.filter(instance_uuid=instance_uuid).delete()
     return deleted
+
+
+def vif_delete(instance_uuid: str, port_id: str) -> int:
+    """Remove the server's live VIF row of ``port_id`` in the targeted cell (its port is freed)."""
+    deleted, _ = VirtualInterface.objects.filter(instance_uuid=instance_uuid, port_id=port_id).delete()
+    return deleted

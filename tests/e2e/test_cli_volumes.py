@@ -114,3 +114,29 @@ def test_volume_types_clones_and_extend_with_the_cli(live_cloud: LiveCloud) -> N
         assert time.monotonic() < deadline, cloud.tail(40)
         time.sleep(0.5)
     cloud.openstack("volume", "type", "delete", "e2e-gold", "e2e-private", cloud=admin)
+
+
+def test_volume_backups_with_the_cli(live_cloud: LiveCloud) -> None:
+    cloud = live_cloud
+    try:
+        # given a volume, backed up by the volume worker into the cloud's backup directory
+        cloud.openstack("volume", "create", "--size", "1", "backup-src")
+        wait_volume(cloud, "volume", "backup-src", "available")
+        cloud.openstack("volume", "backup", "create", "--name", "bk-1", "backup-src")
+        backup = wait_volume(cloud, "backup", "bk-1", "available")
+        assert backup["size"] == 1 and backup["volume_id"] == cloud.openstack_json("volume", "show",
+                                                                                  "backup-src")["id"]
+        assert (cloud.var_dir / "backups" / f"backup-{backup['id']}").is_file()
+        # when it is restored into a new volume, that volume comes up available
+        cloud.openstack("volume", "backup", "restore", "bk-1", "from-backup")
+        restored = wait_volume(cloud, "volume", "from-backup", "available")
+        assert restored["size"] == 1
+        # and the backup can then go
+        cloud.openstack("volume", "backup", "delete", "bk-1")
+        deadline = time.monotonic() + 60
+        while "bk-1" in {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")}:
+            assert time.monotonic() < deadline, cloud.tail(40)
+            time.sleep(0.5)
+    finally:
+        cloud.openstack("volume", "backup", "delete", "bk-1", check=False)
+        cloud.openstack("volume", "delete", "backup-src", "from-backup", check=False)

@@ -93,11 +93,14 @@ def _stop_pid(pid: int, timeout: float = 15) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def build_initramfs(target: Path, marker: str = MARKER) -> Path:
+def build_initramfs(target: Path, marker: str = MARKER, *, with_drivers: bool = False) -> Path:
     """A tiny busybox initramfs whose /init prints ``marker`` on the serial console (world-readable:
-    qemu runs as its own user under qemu:///system)."""
-    subprocess.run([str(ROOT / "scripts/real_guest/build-initramfs.sh"), str(target), marker], check=True,
-                   capture_output=True, timeout=60)
+    qemu runs as its own user under qemu:///system); ``with_drivers``: with the kernel's cdrom,
+    iso9660 and virtio modules, so that it also prints its NICs and its config drive."""
+    argv = [str(ROOT / "scripts/real_guest/build-initramfs.sh"), str(target), marker]
+    if with_drivers:
+        argv.append(kernel_path().name.removeprefix("vmlinuz-"))
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
     target.chmod(0o644)
     return target
 
@@ -114,6 +117,17 @@ def qemu_system() -> Iterator[object]:
         yield libvirt
 
 
+def wait_console(console: Path, needle: str, timeout: float = 180) -> str:
+    """The serial log once it contains ``needle`` (fails the test with its tail otherwise)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if console.exists() and needle.encode() in console.read_bytes():
+            return console.read_bytes().decode(errors="replace")
+        time.sleep(0.5)
+    tail = console.read_bytes()[-3000:] if console.exists() else b""
+    pytest.fail(f"no {needle!r} on the serial console:\n{tail!r}")
+
+
 def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
     from compute.virt.libvirt import LibvirtDriver
     from servers.choices import PowerState
@@ -127,15 +141,7 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
         driver.spawn(instance=guest, image_meta={"kernel_path": str(_kernel()), "ramdisk_path": str(initrd)},
                      network_info=[])
         try:
-            console = driver.instance_dir(guest) / "console.log"
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                if console.exists() and MARKER.encode() in console.read_bytes():
-                    break
-                time.sleep(0.5)
-            else:
-                tail = console.read_bytes()[-3000:] if console.exists() else b""
-                pytest.fail(f"no marker on the serial console:\n{tail!r}")
+            wait_console(driver.instance_dir(guest) / "console.log", MARKER)
             assert driver.get_info(guest)["power_state"] == PowerState.RUNNING
             driver.power_off(instance=guest)
             assert driver.get_info(guest)["power_state"] == PowerState.SHUTDOWN
@@ -144,5 +150,78 @@ def test_real_guest_boots_prints_marker_and_powers(qemu_system: object) -> None:
         finally:
             driver.destroy(instance=guest, destroy_disks=True)
         assert guest.uuid not in driver.list_instance_uuids()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: object) -> None:
+    """The guest mounts the drive the driver built (ISO9660 ``config-2`` on an IDE cdrom) and
+    prints its hostname, key and user data on the serial console; its port is a virtio NIC with the
+    port's MAC, on the isolated libvirt network the driver defined for its network; its root disk is
+    a qcow2 overlay on the host's cached copy of a qcow2 image, grown to the flavor's 1 GiB; the
+    volume it was spawned with is a disk it reads, and one attached while it runs is hot-plugged
+    (then detached)."""
+    import base64
+
+    import libvirt as libvirt_module
+
+    from compute.virt.libvirt import LibvirtDriver
+
+    work = Path(tempfile.mkdtemp(prefix="cloudcore-guest-", dir="/var/tmp"))
+    work.chmod(0o755)
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIRealGuestKey e2e@cloudcore"
+    try:
+        initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
+        raw = work / "image.raw"
+        raw.write_bytes(b"QCOW2-ROOT-MARKER\n" + bytes(1024 * 1024))
+        image = work / "image.qcow2"
+        subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
+        image.chmod(0o644)
+        volumes = {}
+        for name, marker in (("data-vol", b"VOLUME-DATA-MARKER"), ("hot-vol", b"HOTPLUG-MARKER")):
+            volumes[name] = work / f"volume-{name}"
+            volumes[name].write_bytes(marker + b"\n" + bytes(1024 * 1024))
+            volumes[name].chmod(0o644)
+
+        def connection(name: str) -> dict[str, object]:
+            return {"driver_volume_type": "file", "serial": name,
+                    "data": {"device_path": str(volumes[name]), "volume_id": name, "access_mode": "rw"}}
+        driver = LibvirtDriver(host="realguest", uri="qemu:///system", state_path=work / "state", virt_type="qemu")
+        guest = SimpleNamespace(
+            uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, root_gb=1, display_name="cd guest", hostname="cd-guest-1",
+            key_name="e2e", key_data=key, config_drive="True", availability_zone="az1", project_id="p1",
+            launch_index=0, metadata={}, user_data=base64.b64encode(b"echo USERDATA-MARKER-7").decode())
+        net_id = str(uuid.uuid4())
+        vif = {"id": str(uuid.uuid4()), "address": "fa:16:3e:7e:57:01",
+               "network": {"id": net_id, "label": "e2e", "mtu": 1500, "subnets": [
+                   {"cidr": "10.9.0.0/24", "gateway": None, "ips": [{"address": "10.9.0.5", "type": "fixed",
+                                                                   "version": 4}]}]}}
+        try:
+            driver.spawn(instance=guest, network_info=[vif], image_meta={
+                "id": "qcow2-image", "path": str(image), "disk_format": "qcow2",
+                "kernel_path": str(_kernel()), "ramdisk_path": str(initrd)}, block_device_info={
+                "block_device_mapping": [{"connection_info": connection("data-vol"), "mount_device": "/dev/vdb"}]})
+            try:
+                console = driver.instance_dir(guest) / "console.log"
+                wait_console(console, "GUEST-DONE")
+                driver.attach_volume(instance=guest, connection_info=connection("hot-vol"), mountpoint="/dev/vdc")
+                log = wait_console(console, "GUEST-HOTPLUGGED serial=hot-vol head=HOTPLUG-MARKER", timeout=90)
+                driver.detach_volume(instance=guest, connection_info=connection("hot-vol"), mountpoint="/dev/vdc")
+                persistent = driver._domain(guest).XMLDesc(libvirt_module.VIR_DOMAIN_XML_INACTIVE)
+                assert str(volumes["hot-vol"]) not in persistent and str(volumes["data-vol"]) in persistent
+            finally:
+                driver.destroy(instance=guest, destroy_disks=True)
+        finally:
+            with suppress(Exception):
+                network = driver.conn.networkLookupByName(f"cloudcore-{net_id}")
+                network.destroy()
+                network.undefine()
+        assert "GUEST-NIC fa:16:3e:7e:57:01" in log, log[-3000:]
+        assert f"GUEST-DISK sectors={1024**3 // 512} head=QCOW2-ROOT-MARKER" in log, log[-3000:]
+        assert "GUEST-VOLUME serial=data-vol head=VOLUME-DATA-MARKER" in log, log[-3000:]
+        assert "GUEST-CONFIG-DRIVE" in log, log[-3000:]
+        meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
+        assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta
+        assert "USERDATA-MARKER-7" in log.split("BEGIN user_data", 1)[1]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -175,6 +175,31 @@ def _remove_domains(libvirt: Any, names: list[str]) -> None:
         conn.close()
 
 
+def _cloudcore_networks(libvirt: Any) -> set[str]:
+    """The libvirt networks compute hosts define for cloudcore networks (``cloudcore-<id>``)."""
+    conn = libvirt.open("qemu:///system")
+    try:
+        return {n.name() for n in conn.listAllNetworks() if n.name().startswith("cloudcore-")}
+    finally:
+        conn.close()
+
+
+def _remove_networks(libvirt: Any, names: set[str]) -> None:
+    """Stop and undefine them (the bridge goes with them)."""
+    conn = libvirt.open("qemu:///system")
+    try:
+        for name in names:
+            try:
+                network = conn.networkLookupByName(name)
+                if network.isActive():
+                    network.destroy()
+                network.undefine()
+            except libvirt.libvirtError:
+                pass
+    finally:
+        conn.close()
+
+
 @pytest.fixture(scope="module")
 def real_cloud() -> Iterator[RealCloud]:
     with system_libvirt() as libvirt:
@@ -185,6 +210,7 @@ def real_cloud() -> Iterator[RealCloud]:
         # qemu runs as its own user and reads the kernel/ramdisk copies and disks under the state path
         work = Path(tempfile.mkdtemp(prefix="cloudcore-realapi-", dir="/var/tmp"))
         work.chmod(0o755)
+        networks_before = _cloudcore_networks(libvirt)
         port = free_port()
         env = make_env(work, port, CLOUDCORE_DEMO_LIBVIRT_URI="qemu:///system", CLOUDCORE_LIBVIRT_VIRT_TYPE="qemu",
                        CLOUDCORE_SHELVED_OFFLOAD_TIME="-1")
@@ -206,6 +232,8 @@ def real_cloud() -> Iterator[RealCloud]:
                 _remove_domains(libvirt, _demo_domains(libvirt))  # whatever a failed step left running
             finally:
                 cloud.stop()
+                # the isolated networks the hosts defined for this run's cloud (its own network ids)
+                _remove_networks(libvirt, _cloudcore_networks(libvirt) - networks_before)
                 shutil.rmtree(work, ignore_errors=True)
 
 

@@ -13,6 +13,7 @@ from cloudcore.core.exceptions import Invalid, NotFound
 
 from .. import services, snapshots
 from ..models import Snapshot
+from ..owned import LIST_FILTERS
 from ..presenter import SNAPSHOT_FIELDS, ShownSnapshot
 from .views import VolumeAPIView, _int_param
 
@@ -50,7 +51,7 @@ class SnapshotsView(SnapshotAPIView):
         params = request.query_params
         snaps = snapshots.snapshot_list(
             self.ctx, all_tenants=bool(params.get("all_tenants")),
-            filters={k: params[k] for k in ("name", "status", "volume_id") if k in params},
+            filters={k: params[k] for k in LIST_FILTERS if k in params},
             limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0)
         if detail:
             return Response({"snapshots": [self.shown(s) for s in snaps]})

@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import quotas, snapshots, types, views
+from . import backups, quotas, snapshots, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -22,6 +22,13 @@ urlpatterns = [
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/(?P<key>[^/]+)/?$",
             snapshots.SnapshotMetadataItemView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/?$", snapshots.SnapshotView.as_view()),
+    re_path(P + r"backups/?$", backups.BackupsView.as_view()),
+    re_path(P + r"backups/detail/?$", backups.BackupsDetailView.as_view()),
+    re_path(P + r"backups/(?P<backup_id>[^/]+)/restore/?$", backups.BackupRestoreView.as_view()),
+    re_path(P + r"backups/(?P<backup_id>[^/]+)/action/?$", backups.BackupActionView.as_view()),
+    re_path(P + r"backups/(?P<backup_id>[^/]+)/?$", backups.BackupView.as_view()),
+    re_path(P + r"os-hosts/?$", backups.HostsView.as_view()),
+    re_path(P + r"os-hosts/(?P<host_name>[^/]+)/?$", backups.HostView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/action/?$", views.AttachmentActionView.as_view()),
     re_path(P + r"attachments/(?P<attachment_id>[^/]+)/?$", views.AttachmentView.as_view()),

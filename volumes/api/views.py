@@ -331,6 +331,9 @@ EXTENSIONS = (
     ("os-volume-type-access", "VolumeTypeAccess", "Volume type access support."),
     ("os-quota-sets", "Quotas", "Quota management support."),
     ("os-extended-snapshot-attributes", "ExtendedSnapshotAttributes", "Extended SnapshotAttributes support."),
+    ("backups", "Backups", "Backups support."),
+    ("os-backup-project-attr", "BackupProjectAttribute", "Expose the project_id of a backup as an attribute."),
+    ("os-hosts", "Hosts", "Admin-only host administration."),
 )
 
 
@@ -395,7 +398,7 @@ class VolumeMetadataItemView(VolumeAPIView):
 
 class LimitsView(VolumeAPIView):
     """``GET /limits`` (what ``openstack limits show`` reads next to Nova's): the project's block
-    storage quotas and what it uses (backups do not exist here: 0)."""
+    storage quotas and what it uses."""
 
     def get(self, request: Request, **_kw: Any) -> Response:
         self.authorize("limits_extension:used_limits")
@@ -405,5 +408,5 @@ class LimitsView(VolumeAPIView):
                     "maxTotalVolumeGigabytes": hard["gigabytes"], "maxTotalBackups": hard["backups"],
                     "maxTotalBackupGigabytes": hard["backup_gigabytes"], "totalVolumesUsed": used["volumes"],
                     "totalGigabytesUsed": used["gigabytes"], "totalSnapshotsUsed": used["snapshots"],
-                    "totalBackupsUsed": 0, "totalBackupGigabytesUsed": 0}
+                    "totalBackupsUsed": used["backups"], "totalBackupGigabytesUsed": used["backup_gigabytes"]}
         return Response({"limits": {"rate": [], "absolute": absolute}})

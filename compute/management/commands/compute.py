@@ -159,7 +159,18 @@ class Command(BaseCommand):
 
     def _heartbeat(self, cell: CellMapping, service_id: int, node_id: int, driver: Any) -> None:
         last_audit = 0.0
+        last_cache_clean = time.monotonic()
         while True:
+            interval = settings.IMAGE_CACHE_MANAGER_INTERVAL
+            if interval and time.monotonic() - last_cache_clean >= interval and hasattr(driver, "clean_image_cache"):
+                last_cache_clean = time.monotonic()
+                try:
+                    removed = driver.clean_image_cache(
+                        min_age_seconds=settings.REMOVE_UNUSED_ORIGINAL_MINIMUM_AGE_SECONDS)
+                    if removed:
+                        log.info("image cache: removed %s", ", ".join(p.name for p in removed))
+                except Exception:
+                    log.exception("image cache cleaning failed")
             try:
                 with target_cell(cell):
                     service_heartbeat(service_id)

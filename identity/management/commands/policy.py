@@ -1,8 +1,10 @@
 """``manage.py policy list | show RULE | grant RULE [--user U | --group G] [--project P] | revoke ...
-| check RULE --user U --project P [--target-project T]``
+| override RULE (CHECK | --reset) | check RULE --user U --project P [--target-project T]``
 
-A thin wrapper over ``cloudcore.core.policy``: a grant widens a rule's default for a user or group,
-globally or for one project; ``--project`` alone grants it to every member of that project.
+A thin wrapper over ``cloudcore.core.policy``: a grant widens a rule for a user or group, globally
+or for one project; ``--project`` alone grants it to every member of that project. An override
+replaces the rule's default check in the policy file, so it can take a right away
+(``override os_compute_api:servers:create admin``) as well as give one.
 """
 from __future__ import annotations
 
@@ -35,6 +37,11 @@ class Command(BaseCommand):
             who.add_argument("--group", help="group name")
             p.add_argument("--project", help="project name or id (alone: every member of the project)")
             p.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+        override = sub.add_parser("override", help="replace a rule's default check (narrow or widen it)")
+        override.add_argument("rule")
+        override.add_argument("check", nargs="?", help=f"one of: {', '.join(sorted(policy.CHECKS))}")
+        override.add_argument("--reset", action="store_true", help="back to the rule's default")
+        override.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
         check = sub.add_parser("check", help="would the rule pass for a user scoped to a project?")
         check.add_argument("rule")
         check.add_argument("--user", required=True, help="user name or id")
@@ -50,6 +57,8 @@ class Command(BaseCommand):
                 self._show(self._rule(options["rule"]))
             elif action == "check":
                 self._check(self._rule(options["rule"]), options)
+            elif action == "override":
+                self._override(self._rule(options["rule"]), options)
             else:
                 self._change(action, self._rule(options["rule"]), options)
         except NotFound as exc:
@@ -66,11 +75,16 @@ class Command(BaseCommand):
             if rule.name.startswith(prefix):
                 grants = len(policy.grants_of(rule.name))
                 extra = f"  [{grants} grant{'s' if grants != 1 else ''}]" if grants else ""
-                self.stdout.write(f"{rule.name:<60} {rule.check}{extra}")
+                check = rule.effective_check
+                if check != rule.check:
+                    extra = f"  (overridden; default {rule.check}){extra}"
+                self.stdout.write(f"{rule.name:<60} {check}{extra}")
 
     def _show(self, rule: policy.Rule) -> None:
         self.stdout.write(f"rule:        {rule.name}")
         self.stdout.write(f"default:     {rule.check}")
+        if rule.effective_check != rule.check:
+            self.stdout.write(f"override:    {rule.effective_check} (in {policy.policy_file()})")
         self.stdout.write(f"description: {rule.description}")
         for method, path in rule.operations:
             self.stdout.write(f"operation:   {method} {path}")
@@ -97,6 +111,19 @@ class Command(BaseCommand):
         fn(rule.name, user=user, group=group, project=project)
         self.stdout.write(f"{rule.name} {verb} {holder}{scope}")
 
+    def _override(self, rule: policy.Rule, options: dict[str, Any]) -> None:
+        check = None if options["reset"] else options.get("check")
+        if check is None and not options["reset"]:
+            raise CommandError("override needs a check or --reset")
+        if check is not None and policy.CHECK_ALIASES.get(check, check) not in policy.CHECKS:
+            raise CommandError(f"Unknown check {check!r}; one of: {', '.join(sorted(policy.CHECKS))}")
+        said = f"{rule.name} back to its default {rule.check}" if check is None else f"{rule.name} now checks {check}"
+        if options.get("dry_run"):
+            self.stdout.write(f"(dry run) {said}")
+            return
+        policy.override_set(rule.name, check)
+        self.stdout.write(f"{said} (in {policy.policy_file()})")
+
     def _check(self, rule: policy.Rule, options: dict[str, Any]) -> None:
         user = policy_admin.find_user(options["user"])
         project = policy_admin.find_project(options["project"])
@@ -105,9 +132,11 @@ class Command(BaseCommand):
         actor = RequestContext(user_id=user.id, project_id=project.id, roles=roles,
                                is_admin="admin" in roles and is_admin_project(project))
         resource = {"project_id": target.id, "user_id": user.id}
-        by_default = rule.default_allows(actor, resource)
+        by_check = rule.check_allows(actor, resource)
         by_grant = policy.granted(actor, rule.name, resource)
-        verdict = "allowed" if by_default or by_grant else "denied"
-        reason = "by its default" if by_default else "by a grant" if by_grant else f"(default {rule.check})"
+        overridden = rule.effective_check != rule.check
+        verdict = "allowed" if by_check or by_grant else "denied"
+        reason = ("by its override" if overridden else "by its default") if by_check else \
+            "by a grant" if by_grant else f"({'override' if overridden else 'default'} {rule.effective_check})"
         self.stdout.write(f"{rule.name}: {verdict} {reason} for user {user.name} with roles "
                           f"{roles or 'none'} on project {project.name}, resource of project {target.name}")

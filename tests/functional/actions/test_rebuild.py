@@ -100,7 +100,7 @@ def test_rebuild_of_a_pending_server_without_room_stays_pending(cloud: Cloud, se
     assert cloud.cell_of(server["id"]) == "cell0"
 
 
-@pytest.mark.parametrize(("version", "reduced"), [("2.74", True), ("2.75", False)])
+@pytest.mark.parametrize(("version", "reduced"), [("2.53", True), ("2.74", True), ("2.75", False)])
 def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, reduced: bool) -> None:
     # given a server
     client = cloud.member()
@@ -110,9 +110,12 @@ def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, redu
     # then before 2.75 the body has none of the extended attributes (Nova's, and Tempest's schema); from 2.75 all
     body = response.json()["server"]
     extended = {"OS-EXT-AZ:availability_zone", "OS-EXT-STS:vm_state", "OS-SRV-USG:launched_at", "config_drive",
-                "key_name", "security_groups", "os-extended-volumes:volumes_attached"}
+                "security_groups", "os-extended-volumes:volumes_attached"}
     assert response.status_code == 202 and body["adminPass"]
     assert (extended & set(body)) == (set() if reduced else extended)
+    # but key_name is in a rebuild's answer from 2.54, server_groups from 2.71
+    assert ("key_name" in body) is (version >= "2.54")
+    assert ("server_groups" in body) is (version >= "2.71")
     address = next(iter(body["addresses"].values()))[0]
     assert ("OS-EXT-IPS:type" not in address) is reduced
 

@@ -86,6 +86,7 @@ def test_aggregate_errors(personas: Personas, hosts: dict[str, Any]) -> None:
                       format="json").status_code == 404
     # unknown aggregate: 404; bad bodies: 400
     assert admin.get(f"{AGG}/999").status_code == 404
+    assert admin.get(f"{AGG}/-1").status_code == 404 and admin.delete(f"{AGG}/-1").status_code == 404
     not_integer = admin.get(f"{AGG}/abc")
     assert not_integer.status_code == 400
     assert not_integer.json()["badRequest"]["message"] == "Invalid input received: id must be an integer."

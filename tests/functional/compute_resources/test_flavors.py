@@ -199,6 +199,32 @@ def test_disabled_flavors_listed_for_admins_only(personas: Personas, flavors: li
     assert admin_ids == ["1", "2", "3"]
 
 
+def test_2_102_name_filter_and_no_rxtx_factor_or_disabled(personas: Personas, flavors: list[Flavor]) -> None:
+    # at 2.101 the flavor still carries rxtx_factor and OS-FLV-DISABLED:disabled, and name is not a filter
+    old = personas.client("member", "2.101")
+    assert {"rxtx_factor", "OS-FLV-DISABLED:disabled"} <= set(old.get("/compute/v2.1/flavors/1").json()["flavor"])
+    assert old.get("/compute/v2.1/flavors?name=m1.small").status_code == 400
+    # at 2.102 both are gone, from show and detail alike, and name filters the list
+    new = personas.client("member", "2.102")
+    shown = new.get("/compute/v2.1/flavors/1").json()["flavor"]
+    assert not {"rxtx_factor", "OS-FLV-DISABLED:disabled"} & set(shown)
+    detail = new.get("/compute/v2.1/flavors/detail").json()["flavors"]
+    assert detail and not any({"rxtx_factor", "OS-FLV-DISABLED:disabled"} & set(f) for f in detail)
+    assert [f["id"] for f in new.get("/compute/v2.1/flavors?name=m1.small").json()["flavors"]] == ["2"]
+    assert new.get("/compute/v2.1/flavors/detail?name=nope").json()["flavors"] == []
+    assert new.get("/compute/v2.1/flavors?bogus=1").status_code == 400
+    # creating with rxtx_factor: accepted at 2.101, a 400 at 2.102
+    body = {"flavor": {"name": "rx", "ram": 64, "vcpus": 1, "disk": 1, "rxtx_factor": 2.0}}
+    admin_old, admin_new = personas.client("admin", "2.101"), personas.client("admin", "2.102")
+    made = admin_old.post("/compute/v2.1/flavors", body, format="json")
+    assert made.status_code == 200 and made.json()["flavor"]["rxtx_factor"] == 2.0, made.content
+    body["flavor"]["name"] = "rx2"
+    assert admin_new.post("/compute/v2.1/flavors", body, format="json").status_code == 400
+    del body["flavor"]["rxtx_factor"]
+    made = admin_new.post("/compute/v2.1/flavors", body, format="json")
+    assert made.status_code == 200 and "rxtx_factor" not in made.json()["flavor"], made.content
+
+
 def test_create_with_integer_id_and_string_sizes(personas: Personas, db: None) -> None:
     """Clients (Tempest, older novaclient) send the id as a JSON number and sizes as strings."""
     client = personas.client("admin")

@@ -558,7 +558,7 @@ def resize_onto_compute3_only(cloud: Cloud, client: Any, server_id: str, *,
     set_cell_enabled(cloud, "cell1", True)
 
 
-def test_prep_at_destination_failure_deletes_attachments_and_tries_no_alternate(xcloud: Cloud) -> None:
+def test_prep_at_destination_binding_failure_tries_no_alternate(xcloud: Cloud) -> None:
     from networks.models import Port, PortBinding
     from volumes.models import Volume
 
@@ -572,36 +572,17 @@ def test_prep_at_destination_failure_deletes_attachments_and_tries_no_alternate(
     PortBinding.objects.create(port=port, host="compute3", status="INACTIVE")
     # when resized with compute3 the only host open (cell2 open, cell1 closed)
     resize_onto_compute3_only(xcloud, client, sid)
-    # then the move failed at the destination without an alternate; attachments created for it
-    # are gone (the binding that was there before stays)
-    assert_rolled_back(xcloud, client, sid, source_host, status="ACTIVE", bindings_left=1)
-    assert [(a.attach_status, a.attached_host) for a in live_attachments(root)] == [("attached", source_host)]
-    assert Volume.objects.get(pk=root).status == "in-use"
+    # then the move failed in the prep at the destination (compute3 was scheduled, its binding
+    # refused), without an alternate (the binding that was there before stays); failures later
+    # in the prep: test_cross_cell_failures
+    from servers.models import InstanceFault
 
-
-def test_prep_at_destination_failing_half_way_undoes_its_own_work(xcloud: Cloud) -> None:
-    """PrepAtDest fails after it made a volume attachment and one port's inactive binding on the
-    destination: the step's own rollback removes both (not only the completed steps' rollbacks)."""
-    from networks.models import Port, PortBinding
-    from volumes.models import Volume
-
-    client = xcloud.member()
-    # given a volume-backed server with two ports, the second already bound on compute3
-    server = boot(xcloud, client, volume_backed=True,
-                  networks=[{"uuid": xcloud.network_id}, {"uuid": xcloud.network_id}])
-    sid, source_host = server["id"], xcloud.instance(server["id"]).host
     with target_cell(xcloud.cells["cell1"]):
-        root = BlockDeviceMapping.objects.get(instance_uuid=sid).volume_id
-    ports = list(Port.objects.filter(device_id=sid))
-    assert len(ports) == 2
-    PortBinding.objects.create(port=ports[1], host="compute3", status="INACTIVE")
-    # when resized with compute3 the only host open: the first port's binding is made, the
-    # second's fails
-    resize_onto_compute3_only(xcloud, client, sid)
-    # then the move is rolled back: only the binding that was there before is left on compute3,
-    # and the root volume has only its attachment on the source host
+        faults = list(InstanceFault.objects.filter(instance_uuid=sid).values_list("message", flat=True))
+    assert faults == [f"Binding for port {port.id} on host compute3 already exists."]
+    events = [n["event_type"] for n in xcloud.notifications()]
+    assert "instance.resize_prep.start" in events and "instance.resize_prep.end" not in events
     assert_rolled_back(xcloud, client, sid, source_host, status="ACTIVE", bindings_left=1)
-    assert list(PortBinding.objects.filter(host="compute3").values_list("port_id", flat=True)) == [ports[1].id]
     assert [(a.attach_status, a.attached_host) for a in live_attachments(root)] == [("attached", source_host)]
     assert Volume.objects.get(pk=root).status == "in-use"
 

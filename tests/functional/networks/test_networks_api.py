@@ -153,3 +153,36 @@ def test_subnet_host_routes_and_update_as_neutron() -> None:
     unknown_on_create = client.post("/network/v2.0/subnets", {"subnet": {
         "network_id": net["id"], "cidr": "192.168.31.0/24", "flavour": "x"}}, format="json")
     assert unknown_on_create.status_code == 400
+
+
+def test_port_binding_attributes_are_shown_to_admins_only_and_set_by_admins_only() -> None:
+    # given a member's port on the member's network
+    client = member()
+    net, _ = make_net(client)
+    created = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"]}}, format="json")
+    assert created.status_code == 201, created.content
+    port = created.json()["port"]
+    # then the member sees binding:vnic_type but none of the admin-only binding attributes
+    assert port["binding:vnic_type"] == "normal"
+    hidden = {"binding:host_id", "binding:vif_type", "binding:vif_details", "binding:profile"}
+    assert not hidden & set(port)
+    assert not hidden & set(client.get(f"/network/v2.0/ports/{port['id']}").json()["port"])
+    assert not hidden & set(client.get("/network/v2.0/ports").json()["ports"][0])
+    # when the member tries to bind it to a host: 403, on create as on update
+    denied = client.put(f"/network/v2.0/ports/{port['id']}", {"port": {"binding:host_id": "h1"}}, format="json")
+    assert denied.status_code == 403, denied.content
+    denied = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"], "binding:host_id": "h1"}},
+                         format="json")
+    assert denied.status_code == 403, denied.content
+    # the member may choose a valid vnic type, not an unknown one
+    ok = client.put(f"/network/v2.0/ports/{port['id']}", {"port": {"binding:vnic_type": "direct"}}, format="json")
+    assert ok.status_code == 200 and ok.json()["port"]["binding:vnic_type"] == "direct"
+    bad = client.put(f"/network/v2.0/ports/{port['id']}", {"port": {"binding:vnic_type": "bogus"}}, format="json")
+    assert bad.status_code == 400, bad.content
+    # when an admin binds it, the admin sees every binding attribute
+    admin = admin_client()
+    bound = admin.put(f"/network/v2.0/ports/{port['id']}", {"port": {"binding:host_id": "h1"}}, format="json")
+    assert bound.status_code == 200, bound.content
+    shown = admin.get(f"/network/v2.0/ports/{port['id']}").json()["port"]
+    assert (shown["binding:host_id"], shown["binding:vif_type"], shown["binding:vif_details"],
+            shown["binding:profile"]) == ("h1", "ovs", {}, {})

@@ -176,8 +176,12 @@ def test_a_host_without_a_running_compute_driver_fails_over_not_500(cloud):
 
 
 def test_boot_from_volume_is_passed_through_to_the_build(cloud):
-    # given a boot-from-volume request (the volume service attaches it; until then the build aborts)
+    # given a boot-from-volume request of a bootable volume (no real volume service behind it here)
+    from volumes.models import Volume
+
     client = cloud.member()
+    Volume.objects.create(id="11111111-2222-3333-4444-555555555555", name="root", size=1, status="available",
+                          bootable=True, project_id="p", user_id="u")
     bdm = [{"boot_index": 0, "uuid": "11111111-2222-3333-4444-555555555555", "source_type": "volume",
             "destination_type": "volume", "delete_on_termination": False}]
     server = cloud.create_server(client, "bfv", image=None, block_device_mapping_v2=bdm)
@@ -191,3 +195,18 @@ def test_boot_from_volume_is_passed_through_to_the_build(cloud):
         assert BlockDeviceMapping.objects.filter(instance_uuid=server["id"], boot_index=0,
                                                  volume_id=bdm[0]["uuid"]).exists()
     assert cloud.show(client, server["id"])["status"] in ("ACTIVE", "ERROR")
+
+
+def test_boot_from_a_missing_or_non_bootable_volume_is_400(cloud):
+    from volumes.models import Volume
+
+    client = cloud.member()
+    plain = Volume.objects.create(name="data", size=1, status="available", bootable=False,
+                                  project_id="p", user_id="u")
+    for volume_id, words in ((str(plain.id), "is not bootable"), ("99999999-2222-3333-4444-555555555555",
+                                                                  "failed to get volume")):
+        bdm = [{"boot_index": 0, "uuid": volume_id, "source_type": "volume", "destination_type": "volume"}]
+        response = cloud.post(client, "servers", {"server": {"name": "x", "flavorRef": "1",
+                                                             "block_device_mapping_v2": bdm, "networks": "none"}},
+                              version="2.37")
+        assert response.status_code == 400 and words in response.json()["badRequest"]["message"], response.content

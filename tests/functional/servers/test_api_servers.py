@@ -153,6 +153,11 @@ def test_projects_are_isolated_and_admin_sees_all_tenants(cloud):
     assert [s["id"] for s in listed] == [mine["id"]]
     assert listed[0]["OS-EXT-SRV-ATTR:host"] in cloud.hosts
     assert cloud.get(admin, "servers/detail").json()["servers"] == []
+    # and without all_tenants a project filter does not widen the admin's list (Nova ignores it)
+    for query in (f"tenant_id={listed[0]['tenant_id']}", f"project_id={listed[0]['tenant_id']}"):
+        assert cloud.get(admin, f"servers/detail?{query}").json()["servers"] == [], query
+    assert [s["id"] for s in cloud.get(admin, f"servers/detail?all_tenants=1&tenant_id={listed[0]['tenant_id']}")
+            .json()["servers"]] == [mine["id"]]
     # and a member asking for all_tenants is refused
     assert cloud.get(other, "servers?all_tenants=1").status_code == 403
 
@@ -180,6 +185,8 @@ def test_show_shape_per_microversion(cloud):
                 "trusted_image_certificates"):
         assert key in v2100, key
     assert "properties" in v2100["image"]
+    listed = cloud.get(client, "servers/detail", version="2.100").json()["servers"][0]
+    assert "server_groups" not in listed and "scheduler_hints" in listed  # server_groups: show only
     admin = cloud.show(cloud.admin(), sid, version="2.16")
     assert admin["host_status"] == "UP"
     assert admin["OS-EXT-SRV-ATTR:instance_name"] == f"instance-{sid}"

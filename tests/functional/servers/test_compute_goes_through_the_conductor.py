@@ -175,7 +175,8 @@ def test_delete_in_verify_resize_confirms_without_compute_work_in_the_api(cloud,
     # source host and the terminate to the destination host
     assert recorder.tasks == [
         ("compute.destroy_guest", {"host": migration.source_compute, "instance_uuid": server["id"]}),
-        ("compute.terminate_instance", {"ctx": ANY, "instance_uuid": server["id"], "cell_uuid": ANY}),
+        ("compute.terminate_instance", {"ctx": ANY, "instance_uuid": server["id"], "cell_uuid": ANY,
+                                        "action": "delete"}),
     ]
     # and the move was confirmed: the migration's claim and the server's are gone, no guest is left
     with target_cell(cloud.cell_of(server["id"])):

@@ -234,3 +234,32 @@ def test_a_reader_may_look_but_every_write_is_refused_by_the_service(bfv: Any) -
         refused = call(reader, method, path, body)
         assert refused.status_code == 403, (method, path, refused.content)
     assert call(member, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["name"] == "owned"
+
+
+def test_qcow2_images_in_and_out_of_volumes(bfv: Any, tmp_path: Any) -> None:
+    import subprocess
+
+    from images.models import Image
+    from images.services import image_data_path
+    from volumes.backends import get_backend
+
+    # given a qcow2 image whose guest disk starts with a marker
+    raw = tmp_path / "disk.raw"
+    raw.write_bytes(IMAGE_B)
+    qcow2 = tmp_path / "disk.qcow2"
+    subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(qcow2)],  # noqa: S607
+                   check=True, capture_output=True)
+    image = Image.objects.create(name="q", status="active", visibility="public", disk_format="qcow2",
+                                 container_format="bare", size=qcow2.stat().st_size, owner="admin")
+    image_data_path(image.id).write_bytes(qcow2.read_bytes())
+    client = bfv.member()
+    # when a volume is made from it, the volume holds the guest disk (converted), not the qcow2 file
+    vid = _make(client, "from-qcow2", imageRef=image.id)
+    assert get_backend().path(vid).read_bytes()[:len(IMAGE_B)] == IMAGE_B
+    # and uploading the volume as qcow2 gives a real qcow2 image (inspected like any upload)
+    up = call(client, "post", f"/volume/v3/volumes/{vid}/action",
+              {"os-volume_upload_image": {"image_name": "back", "disk_format": "qcow2"}})
+    assert up.status_code == 202, up.content
+    back = Image.objects.get(id=up.json()["os-volume_upload_image"]["image_id"])
+    assert back.status == "active" and back.disk_format == "qcow2" and back.virtual_size == 1024 ** 3
+    assert image_data_path(back.id).read_bytes()[:4] == b"QFI\xfb"

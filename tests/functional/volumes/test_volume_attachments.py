@@ -117,3 +117,20 @@ def test_swap_volume_copies_data_and_releases_the_old_volume(bfv: Any) -> None:
     other = new_volume(bfv, client)
     bfv.post(client, path, {"volumeAttachment": {"volumeId": other}})
     assert bfv.put(admin, f"{path}/{new}", {"volumeAttachment": {"volumeId": other}}).status_code == 400
+
+
+def test_attach_answers_202_without_a_body_from_2_101(bfv: Any) -> None:
+    from volumes.models import Volume
+
+    client = bfv.member()
+    server = bfv.create_server(client, "vm101")
+    path = f"servers/{server['id']}/os-volume_attachments"
+    # at 2.100 the attach answers 200 with the attachment
+    first = new_volume(bfv, client)
+    old = bfv.post(client, path, {"volumeAttachment": {"volumeId": first}}, version="2.100")
+    assert old.status_code == 200 and old.json()["volumeAttachment"]["volumeId"] == first
+    # at 2.101 it answers 202 with no body, and the volume is attached all the same
+    second = new_volume(bfv, client)
+    new = bfv.post(client, path, {"volumeAttachment": {"volumeId": second}}, version="2.101")
+    assert new.status_code == 202 and not new.content, new.content
+    assert Volume.objects.get(pk=second).status == "in-use"

@@ -59,6 +59,26 @@ def test_spawn_power_reboot_snapshot_destroy(tmp_path: Path) -> None:
         d.get_info(inst)
 
 
+def test_a_qcow2_image_spawns_a_raw_disk_and_snapshots_raw(tmp_path: Path) -> None:
+    import subprocess
+
+    # given a qcow2 image holding a guest disk that starts with a marker
+    raw = tmp_path / "guest.raw"
+    raw.write_bytes(b"GUEST-DISK" + bytes(65536 - 10))  # whole sectors: qemu-img keeps the size
+    image = tmp_path / "image.qcow2"
+    subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(image)],  # noqa: S607
+                   check=True, capture_output=True)
+    d, inst = driver(tmp_path), server()
+    # when a guest is spawned from it
+    d.spawn(instance=inst, image_meta={"path": str(image), "disk_format": "qcow2"}, network_info=[])
+    # then its disk is the raw guest disk (converted, as Nova's force_raw_images), and so is a snapshot
+    disk = (d.instance_dir(inst) / "disk").read_bytes()
+    assert disk.startswith(b"GUEST-DISK") and len(disk) == raw.stat().st_size
+    snap = tmp_path / "snap"
+    d.snapshot(instance=inst, target_path=snap)
+    assert snap.read_bytes() == disk
+
+
 def test_identity_file_read_write(tmp_path: Path) -> None:
     assert identity.read_node_uuid(tmp_path) is None
     value = str(uuid.uuid4())

@@ -45,6 +45,7 @@ class Command(BaseCommand):
         env.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")
         env.setdefault("CLOUDCORE_PUBLIC_URL", f"http://{bind}")
         env.setdefault("CLOUDCORE_VAR_DIR", str(settings.VAR_DIR))
+        env.setdefault("CLOUDCORE_FORCE_CONFIG_DRIVE", "true")  # the demo's guests all get a config drive
         supervisor = Supervisor(cwd=Path(settings.BASE_DIR), say=self.stdout.write, warn=self.stderr.write,
                                 on_death=_requeue_unacked)
         stopping = False
