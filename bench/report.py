@@ -121,6 +121,16 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
     else:
         not_measured.append("scheduler time (scheduler not run or failed)")
 
+    if trace := _ok(results, "scheduling_trace"):
+        for row in trace["rows"]:
+            slug = _slug(row["case"])
+            _figure(figures, f"scheduling_trace_ms_{slug}_{row['hosts']}", row["trace_ms"], "ms",
+                    f"scheduling trace cost per request ({row['case']}) with {row['hosts']} hosts")
+            _figure(figures, f"scheduling_trace_share_{slug}_{row['hosts']}", row["share_pct"], "%",
+                    f"scheduling trace share of select_destinations ({row['case']}) with {row['hosts']} hosts")
+    else:
+        not_measured.append("scheduling trace cost (scheduling_trace not run or failed)")
+
     if move := _ok(results, "cross_cell_resize"):
         for key, label in (("confirm", "resize + confirm"), ("revert", "resize + revert")):
             r = move[key]

@@ -321,6 +321,8 @@ SERVICE_TRANSPORT = env_str("SERVICE_TRANSPORT", "http")
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
 MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)
 RANDOMIZE_ALLOCATION_CANDIDATES = env_bool("RANDOMIZE_ALLOCATION_CANDIDATES", False)
+# cloudcore (issue 22): how many hosts a scheduling trace names per filter, weighing and shortfall
+SCHEDULER_TRACE_HOSTS = env_int("SCHEDULER_TRACE_HOSTS", 20, minimum=1)
 RAM_WEIGHT_MULTIPLIER = env_float("RAM_WEIGHT_MULTIPLIER", 1.0)
 DISK_WEIGHT_MULTIPLIER = env_float("DISK_WEIGHT_MULTIPLIER", 1.0)
 CPU_WEIGHT_MULTIPLIER = env_float("CPU_WEIGHT_MULTIPLIER", 1.0)

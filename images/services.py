@@ -68,6 +68,14 @@ def image_get(ctx: RequestContext, image_id: str) -> Image:
     return image
 
 
+def image_find(ctx: RequestContext, ref: str) -> Image:
+    """The image ``ref`` names (its id, else its name) if ``ctx`` may see it; ImageNotFound."""
+    image = _visible(ctx, Image.objects.filter(Q(id=ref) | Q(name=ref))).order_by("-created_at").first()
+    if image is None:
+        raise ImageNotFound(image_id=ref)
+    return image
+
+
 def image_get_internal(image_id: str) -> Image:
     image = Image.objects.filter(id=image_id).first()
     if image is None:

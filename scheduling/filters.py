@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from hosts.services.servicegroup import service_is_up
 
 from .host_state import HostState, RequestView
+from .trace import SchedulingTrace
 
 
 class BaseFilter:
@@ -19,6 +21,10 @@ class BaseFilter:
 
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         raise NotImplementedError
+
+    def reason(self, host: HostState, request: RequestView) -> str:
+        """Why ``host`` does not pass (asked only of hosts that did not, for the trace)."""
+        return "rejected"
 
 
 class ComputeFilter(BaseFilter):
@@ -32,6 +38,15 @@ class ComputeFilter(BaseFilter):
             return False
         return host.service_up if host.service_up is not None else service_is_up(service)
 
+    def reason(self, host: HostState, request: RequestView) -> str:
+        service = host.service
+        if service is None:
+            return "no nova-compute service"
+        if service.disabled:
+            why = getattr(service, "disabled_reason", None)
+            return f"service disabled ({why})" if why else "service disabled"
+        return "service forced down" if getattr(service, "forced_down", False) else "service down"
+
 
 class AvailabilityZoneFilter(BaseFilter):
     """The host is in the requested zone (its zone aggregate's, or the default zone)."""
@@ -41,6 +56,9 @@ class AvailabilityZoneFilter(BaseFilter):
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         zone = request.availability_zone
         return not zone or zone in host.availability_zone.split(",")
+
+    def reason(self, host: HostState, request: RequestView) -> str:
+        return f"in {host.availability_zone}, {request.availability_zone} requested"
 
 
 class RequestedDestinationFilter(BaseFilter):
@@ -56,6 +74,13 @@ class RequestedDestinationFilter(BaseFilter):
         cell = request.destination_cell
         return not cell or cell in (host.cell_uuid, host.cell_name)
 
+    def reason(self, host: HostState, request: RequestView) -> str:
+        if request.destination_host and host.host != request.destination_host:
+            return f"host {request.destination_host} requested"
+        if request.destination_node and host.nodename != request.destination_node:
+            return f"node {request.destination_node} requested"
+        return f"in cell {host.cell_name or host.cell_uuid}, cell {request.destination_cell} requested"
+
 
 class SourceCellFilter(BaseFilter):
     """A move that may not cross cells stays in the instance's cell."""
@@ -65,6 +90,9 @@ class SourceCellFilter(BaseFilter):
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         source = request.source_cell
         return not source or request.allow_cross_cell_move or host.cell_uuid == source
+
+    def reason(self, host: HostState, request: RequestView) -> str:
+        return f"in cell {host.cell_name or host.cell_uuid}, the move may not leave cell {request.source_cell}"
 
 
 _ARCH_ALIASES = {"i386": "i686", "i486": "i686", "i586": "i686", "amd64": "x86_64", "x64": "x86_64",
@@ -92,6 +120,12 @@ class ImagePropertiesFilter(BaseFilter):
             if wanted_hv not in _HV_COMPATIBLE.get(host.hypervisor_type.lower(), {host.hypervisor_type.lower()}):
                 return False
         return True
+
+    def reason(self, host: HostState, request: RequestView) -> str:
+        props = request.image_props
+        arch = props.get("hw_architecture") or props.get("architecture")
+        hv_type = props.get("img_hv_type") or props.get("hypervisor_type")
+        return f"host {host.cpu_arch}/{host.hypervisor_type}, image wants {arch or 'any'}/{hv_type or 'any'}"
 
 
 AGGREGATE_SCOPE = "aggregate_instance_extra_specs"
@@ -145,6 +179,17 @@ class AggregateInstanceExtraSpecsFilter(BaseFilter):
                 return False
         return True
 
+    def reason(self, host: HostState, request: RequestView) -> str:
+        for key, requirement in request.extra_specs.items():
+            scope, _, rest = key.partition(":")
+            if rest and scope != AGGREGATE_SCOPE:
+                continue
+            values = host.aggregate_metadata.get(rest or key)
+            if not values or not any(extra_spec_matches(v, requirement) for v in values):
+                return f"aggregate metadata {rest or key}={','.join(sorted(values or [])) or '(none)'}, " \
+                       f"flavor wants {requirement}"
+        return "rejected"
+
 
 DEFAULT_FILTERS: tuple[BaseFilter, ...] = (
     ComputeFilter(), AvailabilityZoneFilter(), RequestedDestinationFilter(), SourceCellFilter(),
@@ -154,28 +199,54 @@ DEFAULT_FILTERS: tuple[BaseFilter, ...] = (
 
 def filter_hosts(
     hosts: Iterable[HostState], request: RequestView, filters: Iterable[BaseFilter] = DEFAULT_FILTERS,
-    log: list[str] | None = None,
+    log: list[str] | None = None, trace: SchedulingTrace | None = None,
 ) -> list[HostState]:
     """Ignored hosts out; forced hosts/nodes (when any match) skip the filters, as in Nova;
-    everything else through every filter in order. ``log`` collects "<filter>: n -> m" lines."""
+    everything else through every filter in order. ``log`` collects "<filter>: n -> m" lines;
+    ``trace`` records each step with the hosts it rejected and why."""
     remaining = list(hosts)
     ignore = {h.lower() for h in request.ignore_hosts}
     if ignore:
-        remaining = [h for h in remaining if h.host.lower() not in ignore]
+        remaining = _step(remaining, "ignore_hosts", lambda h: h.host.lower() not in ignore,
+                          lambda h: "in ignore_hosts", trace)
     force_hosts = {h.lower() for h in request.force_hosts}
     force_nodes = {n.lower() for n in request.force_nodes}
     if force_hosts or force_nodes:
-        forced = [h for h in remaining
-                  if (not force_hosts or h.host.lower() in force_hosts)
-                  and (not force_nodes or h.nodename.lower() in force_nodes)]
+        before = len(remaining)
+        forced = _step(remaining, "forced hosts/nodes",
+                       lambda h: (not force_hosts or h.host.lower() in force_hosts)
+                       and (not force_nodes or h.nodename.lower() in force_nodes),
+                       lambda h: "not a forced host/node", trace)
         if log is not None:
-            log.append(f"forced hosts/nodes: {len(remaining)} -> {len(forced)}")
+            log.append(f"forced hosts/nodes: {before} -> {len(forced)}")
         return forced
     for flt in filters:
         before = len(remaining)
-        remaining = [h for h in remaining if flt.host_passes(h, request)]
+        remaining = _step(remaining, flt.name, partial(flt.host_passes, request=request),
+                          partial(flt.reason, request=request), trace)
         if log is not None:
             log.append(f"{flt.name}: {before} -> {len(remaining)}")
         if not remaining:
             break
     return remaining
+
+
+def _step(hosts: list[HostState], name: str, passes: Callable[[HostState], bool],
+          reason: Callable[[HostState], str], trace: SchedulingTrace | None) -> list[HostState]:
+    if trace is None:
+        return [h for h in hosts if passes(h)]
+    kept: list[HostState] = []
+    out: list[HostState] = []
+    for host in hosts:
+        (kept if passes(host) else out).append(host)
+    trace.filtered(name, len(hosts), out, reason)
+    return kept
+
+
+def rejections(hosts: Iterable[HostState], request: RequestView,
+               filters: Iterable[BaseFilter] = DEFAULT_FILTERS) -> dict[int, list[str]]:
+    """``{id(host): ["<filter>: <reason>", ...]}`` with every filter each host fails (not only the
+    first): what the dry run needs to say which single change would let a host in."""
+    filters = list(filters)
+    return {id(h): [f"{f.name}: {f.reason(h, request)}" for f in filters if not f.host_passes(h, request)]
+            for h in hosts}

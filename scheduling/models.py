@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid as uuidlib
 
 from django.db import models
+from django.utils import timezone
 
 from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
 
@@ -151,3 +152,19 @@ class RequestSpec(ApiModel, TimestampedModel):
 
     instance_uuid = models.CharField(max_length=36, unique=True)
     spec = models.JSONField(default=dict)
+
+
+class SchedulingTraceRecord(ApiModel):
+    """The trace of one scheduling decision (``scheduling.trace``) for one instance: kept with the
+    request (``request_id`` is the request context's, as on the instance action) so that admins
+    can ask why a server went where it went, or nowhere."""
+
+    instance_uuid = models.CharField(max_length=36, db_index=True)
+    request_id = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    result = models.CharField(max_length=32)
+    message = models.CharField(max_length=255, blank=True, default="")
+    trace = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["instance_uuid", "request_id"])]

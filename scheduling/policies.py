@@ -1,4 +1,5 @@
-"""Placement policy rules (Placement's names; every default is admin only)."""
+"""Placement policy rules (Placement's names; every default is admin only), and cloudcore's own
+scheduling explanation rules (admin only by default: traces name hosts)."""
 from __future__ import annotations
 
 from cloudcore.core.policy import register
@@ -55,6 +56,15 @@ RULES: list[tuple[str, str, list[tuple[str, str]]]] = [
      [("POST", "/allocations")]),
     ("placement:allocation_candidates:list", "List allocation candidates", [("GET", "/allocation_candidates")]),
     ("placement:usages", "Show the usages of a project (and user)", [("GET", "/usages")]),
+]
+
+RULES += [
+    ("cloudcore:os-scheduling-explanation:show",
+     "Show the trace of a server's scheduling decision (cloudcore)",
+     [("GET", "/servers/{server_id}/os-scheduling-explanation")]),
+    ("cloudcore:os-scheduling-explanation:dry_run",
+     "Ask whether a request would fit now, where, and what to change (cloudcore)",
+     [("POST", "/os-scheduling-explanation")]),
 ]
 
 for _name, _description, _operations in RULES:

@@ -50,6 +50,8 @@ from .models import AggregateMetadata
 from .placement import services as placement
 from .placement.cache import provider_cache
 from .services.aggregates import AZ_KEY, aggregate_uuids_for_zone
+from .services.traces import trace_record_save
+from .trace import SchedulingTrace, host_limit
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -202,10 +204,16 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
     return states
 
 
-def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, int]]:
-    """Host states of the compute nodes placement says can take one instance of ``request``."""
+def _candidate_hosts(request: RequestView, trace: SchedulingTrace | None = None,
+                     ) -> tuple[list[HostState], dict[str, int]]:
+    """Host states of the compute nodes placement says can take one instance of ``request``.
+    ``trace`` records the placement request, the candidate count and, when there is none, the
+    shortfall (from the provider copy, no query)."""
+    trace = trace if trace is not None else SchedulingTrace()
     cells = _schedulable_cells(request)
+    trace.request = _request_facts(request)
     if not cells:
+        trace.placement = {"candidates": 0, "error": "No enabled cell can take the request."}
         return [], {}
     hosts = set(request.force_hosts) | ({request.destination_host} if request.destination_host else set())
     nodes = set(request.force_nodes) | ({request.destination_node} if request.destination_node else set())
@@ -217,7 +225,36 @@ def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, i
         if narrowed else None
     wanted = request.resources()
     if request.is_rebuild:
-        return _host_states(view, preloaded if preloaded is not None else list(view.nodes), None, {}), {}
+        hosts = _host_states(view, preloaded if preloaded is not None else list(view.nodes), None, {})
+        trace.placement = {"candidates": len(hosts), "rebuild_check": True}
+        return hosts, {}
+    query = _placement_query(request)
+    if query is None:
+        trace.placement = {"candidates": 0, "shortfall": {"unknown_zone": request.availability_zone}}
+        return [], wanted
+    required, forbidden, member_of = query
+    try:
+        found = placement.allocation_candidates(
+            copy=provider_cache, resources=wanted, required_traits=required, forbidden_traits=forbidden,
+            member_of=member_of, limit=None if preloaded is not None else max_placement_results(),
+            provider_uuids=preloaded,
+            randomize=bool(getattr(settings, "RANDOMIZE_ALLOCATION_CANDIDATES", False)),
+        )
+    except placement.PlacementInvalid as exc:
+        log.info("placement refused the request: %s", exc)
+        trace.placement = {"candidates": 0, "error": str(exc)}
+        return [], wanted
+    trace.placement = {"candidates": len(found.allocation_requests)}
+    if not found.allocation_requests:
+        trace.placement["shortfall"] = placement_shortfall(view, wanted, query, preloaded)
+    requests = {next(iter(r["allocations"])): r for r in found.allocation_requests}
+    rows = preloaded if preloaded is not None else [u for u in found.provider_summaries if u in view.nodes]
+    return _host_states(view, rows, found.provider_summaries, requests), wanted
+
+
+def _placement_query(request: RequestView) -> tuple[set[str], set[str], list[list[str]]] | None:
+    """(required traits, forbidden traits, member_of) of the request; None when it names an
+    availability zone that has no aggregate and is not the default one (nothing can match)."""
     required, forbidden = request.traits()
     forbidden.add(DISABLED_TRAIT)
     member_of = request.destination_aggregates()
@@ -227,20 +264,35 @@ def _candidate_hosts(request: RequestView) -> tuple[list[HostState], dict[str, i
         if zone_aggregates:
             member_of.append(zone_aggregates)
         elif zone != settings.DEFAULT_AVAILABILITY_ZONE:
-            return [], wanted
-    try:
-        found = placement.allocation_candidates(
-            copy=provider_cache, resources=wanted, required_traits=required, forbidden_traits=forbidden - required,
-            member_of=member_of, limit=None if preloaded is not None else max_placement_results(),
-            provider_uuids=preloaded,
-            randomize=bool(getattr(settings, "RANDOMIZE_ALLOCATION_CANDIDATES", False)),
-        )
-    except placement.PlacementInvalid as exc:
-        log.info("placement refused the request: %s", exc)
-        return [], wanted
-    requests = {next(iter(r["allocations"])): r for r in found.allocation_requests}
-    rows = preloaded if preloaded is not None else [u for u in found.provider_summaries if u in view.nodes]
-    return _host_states(view, rows, found.provider_summaries, requests), wanted
+            return None
+    return required, forbidden - required, member_of
+
+
+def _request_facts(request: RequestView) -> dict[str, Any]:
+    required, forbidden = request.traits()
+    return {
+        "resources": request.resources(), "required_traits": sorted(required), "forbidden_traits": sorted(forbidden),
+        "availability_zone": request.availability_zone, "num_instances": int(request.spec.get("num_instances") or 1),
+        "destination": {k: v for k, v in request.destination.items() if v} or None,
+        "force_hosts": request.force_hosts, "ignore_hosts": request.ignore_hosts,
+    }
+
+
+def placement_shortfall(view: _CellsView, wanted: dict[str, int],
+                        query: tuple[set[str], set[str], list[list[str]]], preloaded: list[str] | None,
+                        nearest: int | None = None) -> dict[str, Any]:
+    """Why placement offered no candidate (``ProviderCache.shortfall`` over the providers of the
+    schedulable cells' nodes), the nearest providers named by their host."""
+    required, forbidden, member_of = query
+    shortfall = provider_cache.shortfall(
+        resources=wanted, required_traits=required, forbidden_traits=forbidden, member_of=member_of,
+        provider_uuids=preloaded if preloaded is not None else list(view.nodes),
+        nearest=nearest if nearest is not None else host_limit())
+    for near in shortfall["nearest"]:
+        facts = view.nodes.get(near["uuid"])
+        near["host"] = facts.node.host if facts else near["uuid"]
+        near["node"] = facts.node.hypervisor_hostname if facts else None
+    return shortfall
 
 
 # --- notifications ---------------------------------------------------------------------------------
@@ -272,15 +324,33 @@ def select_destinations(
     """One list per instance: ``[chosen, *alternates]`` (alternates only with
     ``return_alternates``; all in the chosen host's cell). The chosen host's allocations are
     claimed in placement for the instance uuid (no claim when ``instance_uuids`` is empty, nor for
-    a rebuild check). Raises NoValidHost. Emits ``scheduler.select_destinations.start/end``."""
+    a rebuild check). Raises NoValidHost, whose reason names the shortfall in words without host
+    names and whose ``trace`` holds the whole trace. Emits
+    ``scheduler.select_destinations.start/end`` (the end's payload carries the trace summary).
+    Writes one ``SchedulingTraceRecord`` per instance uuid (one statement)."""
     request = RequestView(spec)
     payload = _payload(spec, instance_uuids)
     _notify("scheduler.select_destinations.start", payload)
+    trace = SchedulingTrace()
+    request_id = str(ctx_attr(ctx, "request_id") or "")
+    try:
+        results = _select(ctx, spec, request, instance_uuids, return_alternates, trace)
+    except NoValidHost as exc:
+        exc.trace = trace.to_dict()  # type: ignore[attr-defined]
+        trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
+        raise
+    trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
+    _notify("scheduler.select_destinations.end", {**payload, "scheduling_trace": trace.summary()})
+    return results
+
+
+def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids: list[str],
+            return_alternates: bool, trace: SchedulingTrace) -> list[list[Selection]]:
     consumers: list[str | None] = list(instance_uuids) or [None] * int(spec.get("num_instances") or 1)
-    hosts, wanted = _candidate_hosts(request)
+    hosts, wanted = _candidate_hosts(request, trace)
     steps: list[str] = [f"placement: {len(hosts)} candidates"]
-    hosts = filter_hosts(hosts, request, log=steps)
-    hosts = _hint_hosts_filter(hosts, request, steps)
+    hosts = filter_hosts(hosts, request, log=steps, trace=trace)
+    hosts = _hint_hosts_filter(hosts, request, steps, trace)
     group = GroupPlacement.of(spec, exclude=instance_uuids)
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
@@ -288,8 +358,12 @@ def select_destinations(
     claimed: list[str] = []
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
-    for consumer in consumers:
-        ordered = group.order(weigh_hosts([h for h in hosts if h.fits(wanted) and group.allows(h.host)], request))
+    for index, consumer in enumerate(consumers):
+        scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
+        weighed = [h for h in hosts if h.fits(wanted) and group.allows(h.host)]
+        ordered = group.order(weigh_hosts(weighed, request, scores=scores))
+        if scores is not None:
+            trace.weighed(weighed, ordered, scores)
         picked = None
         for host in ordered:
             if consumer is None or not claim or placement.claim_allocation_request(
@@ -299,11 +373,22 @@ def select_destinations(
             ):
                 picked = host
                 break
+            trace.claims_failed.append(host.host)
         if picked is None:
             for done in claimed:
                 placement.allocations_delete(consumer_uuid=done)
             log.info("no valid host for %s: %s", instance_uuids, "; ".join(steps))
-            raise NoValidHost(reason=NOT_ENOUGH_HOSTS)
+            if hosts:
+                trace.unplaced = {"index": index, "count": len(consumers), "group_policy": group.policy
+                                  if group.policy in ("affinity", "anti-affinity")
+                                  and any(h.fits(wanted) for h in hosts) else None}
+            reason = NOT_ENOUGH_HOSTS
+            words = trace.user_reason()
+            if words:
+                reason = f"{NOT_ENOUGH_HOSTS} {words}"
+            error = NoValidHost(reason=reason)
+            trace.failed(str(error))
+            raise error
         if consumer is not None and claim:
             claimed.append(consumer)
         group.place(picked.host)
@@ -322,7 +407,8 @@ def select_destinations(
             if host.cell_uuid == picked.cell_uuid and id(host) not in taken and host.fits(wanted) \
                     and group.allows(host.host):
                 results[index].append(Selection.from_host(host))
-    _notify("scheduler.select_destinations.end", payload)
+    for consumer, picked, selection_list in zip(consumers, chosen, results, strict=True):
+        trace.selected(consumer, picked, selection_list[1:])
     return results
 
 
@@ -364,7 +450,8 @@ class GroupPlacement:
             self.counts[host] = self.counts.get(host, 0) + 1
 
 
-def _hint_hosts_filter(hosts: list[HostState], request: RequestView, steps: list[str]) -> list[HostState]:
+def _hint_hosts_filter(hosts: list[HostState], request: RequestView, steps: list[str],
+                       trace: SchedulingTrace | None = None) -> list[HostState]:
     """SameHostFilter / DifferentHostFilter: the hints name servers; their hosts decide."""
     for hint, keep in (("same_host", True), ("different_host", False)):
         wanted = request.hints.get(hint)
@@ -372,8 +459,13 @@ def _hint_hosts_filter(hosts: list[HostState], request: RequestView, steps: list
             continue
         named = set(hosts_of([wanted] if isinstance(wanted, str) else list(wanted)).values())
         before = len(hosts)
+        name = "SameHostFilter" if keep else "DifferentHostFilter"
+        out = [h for h in hosts if (h.host in named) != keep]
         hosts = [h for h in hosts if (h.host in named) == keep]
-        steps.append(f"{'SameHostFilter' if keep else 'DifferentHostFilter'}: {before} -> {len(hosts)}")
+        if trace is not None:
+            trace.filtered(name, before, out, lambda h, keep=keep: "no server named by same_host here" if keep
+                           else "runs a server named by different_host")
+        steps.append(f"{name}: {before} -> {len(hosts)}")
     return hosts
 
 

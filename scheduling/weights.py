@@ -98,8 +98,11 @@ def normalize(values: list[float]) -> list[float]:
 
 def weigh_hosts(
     hosts: Iterable[HostState], request: RequestView, weighers: Iterable[BaseWeigher] = DEFAULT_WEIGHERS,
+    scores: dict[str, tuple[float, list[float]]] | None = None,
 ) -> list[HostState]:
-    """Set ``host.weight`` on each host and return them best first (stable for equal weights)."""
+    """Set ``host.weight`` on each host and return them best first (stable for equal weights).
+    ``scores`` receives, per weigher, its multiplier and the normalised values in the order of
+    ``hosts`` (a host's share is their product; kept as lists: no work per host)."""
     hosts = list(hosts)
     for host in hosts:
         host.weight = 0.0
@@ -107,6 +110,9 @@ def weigh_hosts(
         multiplier = weigher.multiplier()
         if not multiplier:
             continue
-        for host, value in zip(hosts, normalize(weigher.raws(hosts, request)), strict=True):
+        values = normalize(weigher.raws(hosts, request))
+        for host, value in zip(hosts, values, strict=True):
             host.weight += multiplier * value
+        if scores is not None:
+            scores[weigher.name] = (multiplier, values)
     return sorted(hosts, key=lambda h: -h.weight)

@@ -395,21 +395,30 @@ def instances_active_between(start: datetime, stop: datetime, *, project_id: str
     return sorted(found, key=lambda i: (i.created_at, i.uuid))
 
 
-def hosts_of(instance_uuids: Iterable[str]) -> dict[str, str]:
-    """``{instance_uuid: host}`` of those servers that are on a host (read in their cells)."""
-    wanted = list(instance_uuids)
+def _instance_column(instance_uuids: Iterable[str], column: str) -> dict[str, str]:
+    """``{instance_uuid: column}`` of those servers whose ``column`` is set (read in their cells)."""
     by_cell: dict[str, tuple[CellMapping, list[str]]] = {}
-    for uuid in wanted:
+    for uuid in instance_uuids:
         mapping = cell_selectors.instance_mapping_get(uuid)
         if mapping is not None and mapping.cell is not None and not mapping.queued_for_delete:
             by_cell.setdefault(mapping.cell.uuid, (mapping.cell, []))[1].append(uuid)
     found: dict[str, str] = {}
     for cell, uuids in by_cell.values():
         with target_cell(cell):
-            for uuid, host in Instance.objects.filter(uuid__in=uuids, host__isnull=False).exclude(host="") \
-                    .values_list("uuid", "host"):
-                found[uuid] = str(host)
+            for uuid, value in Instance.objects.filter(uuid__in=uuids, **{f"{column}__isnull": False}) \
+                    .exclude(**{column: ""}).values_list("uuid", column):
+                found[uuid] = str(value)
     return found
+
+
+def hosts_of(instance_uuids: Iterable[str]) -> dict[str, str]:
+    """``{instance_uuid: host}`` of those servers that are on a host (read in their cells)."""
+    return _instance_column(instance_uuids, "host")
+
+
+def names_of(instance_uuids: Iterable[str]) -> dict[str, str]:
+    """``{instance_uuid: display name}`` of those servers that have one (read in their cells)."""
+    return _instance_column(instance_uuids, "display_name")
 
 
 def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[str, int]:

@@ -1,7 +1,9 @@
-"""Compute API routes owned by scheduling: os-aggregates, os-availability-zone (under /compute/v2.1/)."""
+"""Compute API routes owned by scheduling: os-aggregates, os-availability-zone, and cloudcore's
+scheduling explanation (under /compute/v2.1/)."""
 from django.urls import path
 
 from . import compute_views as views
+from . import explain_views
 
 urlpatterns: list = [
     path("os-aggregates", views.AggregatesView.as_view(), name="compute-aggregates"),
@@ -11,4 +13,8 @@ urlpatterns: list = [
     path("os-availability-zone", views.AvailabilityZonesView.as_view(), name="compute-availability-zones"),
     path("os-availability-zone/detail", views.AvailabilityZonesDetailView.as_view(),
          name="compute-availability-zones-detail"),
+    path("servers/<str:server_id>/os-scheduling-explanation",
+         explain_views.ServerSchedulingExplanationView.as_view(), name="compute-server-scheduling-explanation"),
+    path("os-scheduling-explanation", explain_views.SchedulingDryRunView.as_view(),
+         name="compute-scheduling-dry-run"),
 ]

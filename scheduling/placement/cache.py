@@ -19,6 +19,7 @@ both on the same data.
 from __future__ import annotations
 
 import gc
+import heapq
 import random
 import threading
 from collections.abc import Iterable, Mapping
@@ -212,6 +213,88 @@ class ProviderCache:
             summaries = {rp.uuid: rp.summary() for rp in found}
         requests = [{"allocations": {rp.uuid: {"resources": dict(wanted)}}} for rp in found]
         return AllocationCandidates(requests, summaries)
+
+
+    def shortfall(
+        self, *, resources: Mapping[str, int], required_traits: Iterable[str] = (),
+        forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None,
+        provider_uuids: Iterable[str] | None = None, nearest: int = 20,
+    ) -> dict[str, Any]:
+        """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``,
+        asked just before: the copy is not refreshed again, so both answers read one state):
+        ``providers`` looked at; per resource class the amount ``requested``, how many providers
+        are ``short_on`` it and the ``most_free`` on a provider that is not otherwise excluded
+        (traits, aggregates; on any provider when all are); per trait how many providers lack a
+        required one / have a forbidden one; how many are ``outside_aggregates``; and the
+        ``nearest`` providers (fewest problems first, then smallest shortage) with what each lacks.
+        No query."""
+        wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
+        checks = sorted(wanted.items())
+        required, forbidden = set(required_traits), set(forbidden_traits)
+        groups = [set(any_of) for any_of in member_of or []]
+        only = set(provider_uuids) if provider_uuids is not None else None
+        short_on = [0] * len(checks)
+        most_free = [0] * len(checks)
+        most_free_any = [0] * len(checks)
+        missing_count: dict[str, int] = {}
+        forbidden_count: dict[str, int] = {}
+        outside_count = total = 0
+        any_eligible = False
+        #: (problems, relative shortage, provider id, short, missing traits, forbidden traits, outside)
+        ranked: list[tuple[int, float, int, dict[str, int], Any, Any, bool]] = []
+        no_traits: frozenset[str] = frozenset()
+        with self._lock:
+            for pid in self._order:
+                rp = self._providers[pid]
+                if only is not None and rp.uuid not in only:
+                    continue
+                total += 1
+                missing = required - rp.traits if required else no_traits
+                present = forbidden & rp.traits if forbidden else no_traits
+                outside = bool(groups) and not all(group & rp.aggregates for group in groups)
+                eligible = not (missing or present or outside)
+                any_eligible = any_eligible or eligible
+                short: dict[str, int] = {}
+                inventories, usage = rp.inventories, rp.used
+                for index, (rc, n) in enumerate(checks):
+                    inv, used = inventories.get(rc), usage.get(rc, 0)
+                    free = max(capacity(inv.total, inv.reserved, inv.allocation_ratio) - used, 0) if inv else 0
+                    if free > most_free_any[index]:
+                        most_free_any[index] = free
+                    if eligible and free > most_free[index]:
+                        most_free[index] = free
+                    if inv is None or not inv.can_take(n, used):
+                        short_on[index] += 1
+                        short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
+                for trait in missing:
+                    missing_count[trait] = missing_count.get(trait, 0) + 1
+                for trait in present:
+                    forbidden_count[trait] = forbidden_count.get(trait, 0) + 1
+                outside_count += outside
+                problems = len(short) + len(missing) + len(present) + outside
+                if problems:
+                    relative = sum(short[rc] / wanted[rc] for rc in short) if short else 0.0
+                    ranked.append((problems, relative, pid, short, missing, present, outside))
+            best = heapq.nsmallest(nearest, ranked)  # ties: by provider id (unique), never the dicts
+            uuid_of = {p[2]: self._providers[p[2]].uuid for p in best}
+        if not any_eligible:  # every provider excluded for traits or aggregates: what any had
+            most_free = most_free_any
+        return {
+            "providers": total,
+            "resources": {rc: {"requested": n, "short_on": short_on[i], "most_free": most_free[i]}
+                          for i, (rc, n) in enumerate(checks) if short_on[i]},
+            "traits_missing": missing_count, "traits_forbidden": forbidden_count,
+            "outside_aggregates": outside_count,
+            "nearest": [{"uuid": uuid_of[pid], "short": short, "missing_traits": sorted(missing),
+                         "forbidden_traits": sorted(present), "outside_aggregates": outside}
+                        for _p, _r, pid, short, missing, present, outside in best],
+        }
+
+    def summaries(self, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Provider summaries (as in allocation candidates) of ``uuids`` known to the copy."""
+        wanted = set(uuids)
+        with self._lock:
+            return {rp.uuid: rp.summary() for rp in self._providers.values() if rp.uuid in wanted}
 
 
 def keep_out_of_collections(size: int) -> None:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
+from scheduling.trace import failure_details
 
 from ..models import InstanceAction, InstanceActionEvent, InstanceFault
 
@@ -75,7 +76,7 @@ def event_finish(
     ev.result = RESULT_ERROR if exc is not None else RESULT_SUCCESS
     if exc is not None:
         ev.traceback = "".join(tb.format_exception(exc))[-65000:]
-        ev.details = details or str(exc)[:1000]
+        ev.details = details or failure_details(exc) or str(exc)[:1000]
         InstanceAction.all_objects.filter(pk=ev.action_id).update(message="Error")
     # An update, not a save: a cross-cell move may have hard-deleted this cell's copy meanwhile.
     InstanceActionEvent.all_objects.filter(pk=ev.pk).update(

@@ -17,6 +17,7 @@ from cells.selectors import cell_list
 from cells.transactions import atomic
 from hosts.services.archive import deleted_rows_purge
 from scheduling.services.request_specs import request_specs_delete
+from scheduling.services.traces import trace_records_delete
 
 from ..models import (
     BlockDeviceMapping,
@@ -86,6 +87,7 @@ def archive_deleted_rows(*, max_rows: int = 1000, cells: list[CellMapping] | Non
     if result.instance_uuids:
         result.count("instance_mappings", cell_services.instance_mappings_delete(result.instance_uuids)[0])
         result.count("request_specs", request_specs_delete(result.instance_uuids)[0])
+        result.count("scheduling_traces", trace_records_delete(result.instance_uuids))
         result.count("build_requests",
                      BuildRequest.objects.filter(instance_uuid__in=result.instance_uuids).delete()[0])
     return result

@@ -86,6 +86,14 @@ def flavor_get_any(flavor_id: str) -> Flavor:
     return flavor
 
 
+def flavor_find(ref: str) -> Flavor:
+    """The flavor ``ref`` names (its flavor id, else its name), for operators; FlavorNotFound."""
+    flavor = Flavor.objects.filter(flavorid=ref).first() or Flavor.objects.filter(name=ref).first()
+    if flavor is None:
+        raise FlavorNotFound(flavor_id=ref)
+    return flavor
+
+
 @dataclass
 class FlavorFilters:
     is_public: bool | None = True

@@ -7,6 +7,7 @@ from typing import Any
 
 from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
+from scheduling.trace import failure_summary
 
 from ..models import Instance
 from .external import network_info
@@ -144,9 +145,12 @@ def notify_compute_task_error(task: str, *, instance_uuid: str, vm_state: str, e
                               request_spec: dict[str, Any]) -> None:
     """The conductor's ``compute_task.<task>.error`` (``build_instances``, ``migrate_server``,
     ``rebuild_server``): what failed, the state the server was left in and the request."""
+    payload: dict[str, Any] = {"instance_uuid": instance_uuid, "state": vm_state, "request_spec": request_spec,
+                               "reason": {"exception": type(exc).__name__, "exception_message": str(exc)}}
+    summary = failure_summary(exc)
+    if summary is not None:  # cloudcore: where the shortfall is, for the PENDING seed's external service
+        payload["scheduling_trace"] = summary
     notifications.notify(
-        f"compute_task.{task}.error",
-        {"instance_uuid": instance_uuid, "state": vm_state, "request_spec": request_spec,
-         "reason": {"exception": type(exc).__name__, "exception_message": str(exc)}},
+        f"compute_task.{task}.error", payload,
         priority="ERROR", publisher_id="nova-conductor", payload_name="ComputeTaskPayload",
     )

@@ -104,6 +104,13 @@ class LiveCloud:
             )
         return result
 
+    def manage(self, *args: str, timeout: float = 180.0) -> str:
+        """Run ``manage.py`` against this cloud (its environment: same databases); its stdout."""
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
+                                text=True, timeout=timeout)
+        assert result.returncode == 0, f"manage.py {' '.join(args[:2])} failed:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
     def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
         return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
 

@@ -61,12 +61,6 @@ class FaultCloud(LiveCloud):
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     argv: dict[str, list[str]] = field(default_factory=dict)
 
-    def manage(self, *args: str, timeout: float = 180.0) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                                text=True, timeout=timeout)
-        assert result.returncode == 0, f"manage.py {' '.join(args[:2])} failed:\n{result.stdout}\n{result.stderr}"
-        return result.stdout
-
     def start(self, timeout: float = 240.0) -> None:
         self.manage("migrate", "--verbosity", "0")
         self.manage("demo_setup")

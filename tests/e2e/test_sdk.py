@@ -172,10 +172,10 @@ def pending_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveClou
         yield cloud
 
 
-def test_pending_at_2_105_and_error_at_2_104(pending_cloud: LiveCloud) -> None:
-    admin, demo = connect(pending_cloud, "cloudcore-admin"), connect(pending_cloud)
-    flavor = admin.compute.create_flavor(name="sdk.huge", ram=512, vcpus=1, disk=5000)
-    server = demo.compute.create_server(name="sdk-nohost", flavor_id=flavor.id,
+def boot_without_host(admin: Any, demo: Any, name: str, disk: int) -> tuple[Any, Any, dict[str, Any]]:
+    """(flavor, server, its body at 2.105 once out of BUILD) of a server asking ``disk`` GB."""
+    flavor = admin.compute.create_flavor(name=f"sdk.{name}", ram=512, vcpus=1, disk=disk)
+    server = demo.compute.create_server(name=f"sdk-{name}", flavor_id=flavor.id,
                                         image_id=demo.image.find_image("tiny").id, networks="none")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -183,10 +183,47 @@ def test_pending_at_2_105_and_error_at_2_104(pending_cloud: LiveCloud) -> None:
         if body["status"] != "BUILD":
             break
         time.sleep(0.5)
+    return flavor, server, body
+
+
+def test_pending_at_2_105_and_error_at_2_104(pending_cloud: LiveCloud) -> None:
+    admin, demo = connect(pending_cloud, "cloudcore-admin"), connect(pending_cloud)
+    flavor, server, body = boot_without_host(admin, demo, "nohost", 5000)
     assert body["status"] == "PENDING" and body["OS-EXT-STS:vm_state"] == "pending"
     older = raw(demo, "get", f"/servers/{server.id}", "2.104").json()["server"]
     assert older["status"] == "ERROR" and older["OS-EXT-STS:vm_state"] == "error"
     assert "No valid host was found" in older["fault"]["message"]
+    demo.compute.delete_server(server)
+    demo.compute.wait_for_delete(server, wait=60)
+    admin.compute.delete_flavor(flavor)
+
+
+def test_pending_server_explained_through_the_api_and_the_command(pending_cloud: LiveCloud) -> None:
+    """Issue 22: the PENDING server's fault names the shortfall without host names; the admin
+    reads the trace (cloudcore's os-scheduling-explanation), dry-runs the request, and
+    ``manage.py scheduler explain`` says the same."""
+    admin, demo = connect(pending_cloud, "cloudcore-admin"), connect(pending_cloud)
+    flavor, server, body = boot_without_host(admin, demo, "explain", 6000)
+    assert body["status"] == "PENDING"
+    message = body["fault"]["message"]
+    assert message.startswith("No valid host was found.") and "Not enough disk: needs 6000 GB" in message
+    assert "compute" not in message
+    assert raw(demo, "get", f"/servers/{server.id}/os-scheduling-explanation", "2.105").status_code == 403
+    explained = raw(admin, "get", f"/servers/{server.id}/os-scheduling-explanation", "2.105").json()
+    trace = explained["scheduling_explanation"]["trace"]
+    assert trace["result"] == "no_valid_host" and trace["placement"]["candidates"] == 0
+    assert trace["placement"]["shortfall"]["resources"]["DISK_GB"]["short_on"] == 4
+    assert {n["host"] for n in trace["placement"]["shortfall"]["nearest"]} == {
+        "compute1", "compute2", "compute3", "compute4"}
+    dry = raw(admin, "post", "/os-scheduling-explanation", "2.105",
+              json={"explain": {"server_id": server.id}}).json()["scheduling_dry_run"]
+    assert dry["fits"] is False and dry["suggestions"]
+    fits = raw(admin, "post", "/os-scheduling-explanation", "2.105",
+               json={"explain": {"flavorRef": "m1.tiny"}}).json()["scheduling_dry_run"]
+    assert fits["fits"] is True and fits["hosts"]
+    text = pending_cloud.manage("scheduler", "explain", server.id)
+    assert "Not enough disk: needs 6000 GB" in text and "DISK_GB: 6000 requested, short on 4 providers" in text
+    assert pending_cloud.manage("scheduler", "explain", "--flavor", "m1.tiny").startswith("fits now on: compute")
     demo.compute.delete_server(server)
     demo.compute.wait_for_delete(server, wait=60)
     admin.compute.delete_flavor(flavor)

@@ -64,6 +64,8 @@ MATRIX: dict[str, Callable[[World], Call]] = {
     "os_compute_api:os-keypairs:show": lambda w: Call("get", f"{C}/os-keypairs/mine"),
     "os_compute_api:os-keypairs:delete": lambda w: Call("delete", f"{C}/os-keypairs/mine"),
     "os_compute_api:limits": lambda w: Call("get", f"{C}/limits"),
+    "cloudcore:os-scheduling-explanation:dry_run": lambda w: Call(
+        "post", f"{C}/os-scheduling-explanation", {"explain": {"flavorRef": "1"}}),
     "os_compute_api:os-aggregates:index": lambda w: Call("get", f"{C}/os-aggregates"),
     "os_compute_api:os-aggregates:create": lambda w: Call(
         "post", f"{C}/os-aggregates", {"aggregate": {"name": "new", "availability_zone": "az9"}}),

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from cells.models import HostMapping
 from scheduling.placement import services as placement
+from tests.cloud import cloud  # noqa: F401 - the in-process test cloud (explanation API tests)
 from tests.factories import ComputeNodeFactory, ServiceFactory
 
 

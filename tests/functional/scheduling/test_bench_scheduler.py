@@ -46,3 +46,19 @@ def test_where_the_time_goes_times_each_step_and_puts_them_back(cells):
     assert len(steps) == len(scenario.PHASES) + 2
     assert steps["total"] > 0 and steps["filters"] > 0 and steps["claim in placement"] > 0
     assert (scheduler_module.filter_hosts, placement.allocation_candidates) == before
+
+
+def test_the_trace_scenario_times_its_parts(cells):
+    from bench.scenarios import scheduling_trace as trace_scenario
+
+    env = SimpleNamespace(cells=cells)
+    scenario.populate(env, 10)
+    placed = trace_scenario._row(10, "placed", scenario.where_the_time_goes(2, trace_scenario.PARTS))
+    failed = trace_scenario._row(10, "no valid host", scenario.where_the_time_goes(
+        2, trace_scenario.PARTS, trace_scenario._impossible_spec()))
+    parts = {p["step"]: p["ms"] for p in placed["parts"]}
+    assert parts["trace: record insert (one statement)"] > 0 and parts["trace: weights of the best hosts"] > 0
+    shortfall = "trace: shortfall over every provider (no valid host only)"
+    assert parts[shortfall] == 0
+    assert {p["step"]: p["ms"] for p in failed["parts"]}[shortfall] > 0
+    assert 0 < placed["share_pct"] < 100 and placed["trace_ms"] < placed["total_ms"]

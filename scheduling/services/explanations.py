@@ -1,0 +1,56 @@
+"""Scheduling explanations for operators (issue 22): the stored trace of a server's decision, and
+the dry run of a request (a flavor, image, zone and hints, or a server's own request spec). What
+the API view and ``manage.py scheduler explain`` call; policy is the caller's (both are admin)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import NotFound
+from images.services import image_find
+from servers.selectors import names_of
+from servers.services.flavors import flavor_find
+
+from ..explain import dry_run_spec, explain_request
+from ..trace import trace_text
+from .request_specs import request_spec_get
+from .traces import trace_record_get
+
+
+class SchedulingTraceNotFound(NotFound):
+    message = "No scheduling trace is kept for server %(server)s."
+
+
+def server_explanation(*, instance_uuid: str, request_id: str | None = None) -> dict[str, Any]:
+    """The latest stored trace of the server (of ``request_id`` when given), with its text.
+    Raises SchedulingTraceNotFound (404)."""
+    record = trace_record_get(instance_uuid=instance_uuid, request_id=request_id)
+    if record is None:
+        raise SchedulingTraceNotFound(server=instance_uuid)
+    return {
+        "server_id": instance_uuid, "request_id": record.request_id,
+        "created_at": record.created_at.replace(tzinfo=None).isoformat(), "result": record.result,
+        "message": record.message or None, "trace": record.trace, "text": trace_text(record.trace),
+    }
+
+
+def server_dry_run(*, instance_uuid: str) -> dict[str, Any]:
+    """The dry run of the server's own request spec (one instance): would it fit now?"""
+    spec = request_spec_get(instance_uuid)
+    if spec is None:
+        raise NotFound(f"Server {instance_uuid} has no request spec.")
+    return explain_request(spec={**spec, "num_instances": 1}, server_names=names_of)
+
+
+def request_dry_run(*, actor: RequestContext, flavor_ref: str, image_ref: str | None = None,
+                    availability_zone: str | None = None, hints: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The dry run of booting one server with that flavor (id or name), image (id or name), zone
+    and scheduler hints. Raises FlavorNotFound / ImageNotFound (404)."""
+    flavor = flavor_find(flavor_ref.rstrip("/").rsplit("/", 1)[-1])
+    image: dict[str, Any] | None = None
+    if image_ref:
+        found = image_find(actor, image_ref.rstrip("/").rsplit("/", 1)[-1])
+        image = {"id": found.id, "name": found.name, "properties": dict(found.properties or {})}
+    spec = dry_run_spec(flavor=flavor.as_dict(), image=image, availability_zone=availability_zone,
+                        hints=dict(hints or {}), project_id=actor.project_id, user_id=actor.user_id)
+    return explain_request(spec=spec, server_names=names_of)
