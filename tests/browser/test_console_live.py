@@ -166,7 +166,11 @@ def test_member_cannot_see_another_projects_servers(page: Any, live_server: Any,
     other_user, other_project = make_identity("olga", project="other", roles=["member"], password="pw")
     hidden = live_cloud.create_server(auth_client(other_user, other_project), "olgas-secret")
     demo_user, demo_project = make_identity("demo", project="demo", roles=["member"], password="pw")
-    live_cloud.create_server(auth_client(demo_user, demo_project), "demos-own")
+    demo = auth_client(demo_user, demo_project)
+    live_cloud.create_server(demo, "demos-own")
+    # and a key pair in each
+    for client, name in ((auth_client(other_user, other_project), "olgas-key"), (demo, "demos-key")):
+        assert live_cloud.post(client, "os-keypairs", {"keypair": {"name": name}}, version="2.1").status_code == 200
     # when demo's member looks at the servers page
     login(page, live_server.url, "demo", "pw")
     page.goto(live_server.url + "/servers/")
@@ -177,3 +181,15 @@ def test_member_cannot_see_another_projects_servers(page: Any, live_server: Any,
     assert response.status == 404
     assert "olgas-secret" not in page.content()
     shot(page, "live-member-404")
+    # and the project page lists demo's own things only, every section answered by its API
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/resources/")
+        _styled(page)
+        assert "demos-own" in page.locator("#servers").inner_text()
+        assert "demos-key" in page.locator("#keypairs").inner_text()
+        assert "demo-net" in page.locator("#networks").inner_text()
+        assert "default" in page.locator("#security-groups").inner_text()
+        assert page.locator("#volumes").count() == 1 and page.locator("main .error").count() == 0
+        assert "olgas-secret" not in page.content() and "olgas-key" not in page.content()
+        shot(page, f"live-project-{width}")
