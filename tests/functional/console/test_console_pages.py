@@ -126,3 +126,23 @@ def test_hosts_page_shows_identity_refusals(cells: dict, settings: object) -> No
     client = login("admin", "admin", ["admin"])
     body = client.get("/hosts/").content.decode()
     assert "Start-up refusals" in body and "compute9" in body and "my host is" in body
+
+
+def test_overview_draws_migrations_in_flight_with_progress(cells: dict) -> None:
+    from tests.factories import MigrationFactory
+
+    # given a resize moving in cell1, a live migration half copied in cell2, and a finished move
+    moving = MigrationFactory(cell=cells["cell1"], status="migrating", source_compute="c1", dest_compute="c2")
+    live = MigrationFactory(cell=cells["cell2"], status="migrating", migration_type="live-migration",
+                            memory_total=1000, memory_processed=500)
+    done = MigrationFactory(cell=cells["cell1"], status="confirmed")
+    client = login("admin", "admin", ["admin"])
+    # then the overview's in-flight table lists the two moving ones with their progress
+    body = client.get("/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="overview-live").content.decode()
+    table = body[body.index('id="moves-in-flight"'):]
+    assert moving.instance_uuid[:12] in table and live.instance_uuid[:12] in table
+    assert done.instance_uuid[:12] not in table
+    assert 'aria-valuenow="50"' in table  # memory copied, for the live migration
+    assert 'aria-valuenow="43"' in table  # step 3 of 6, for the resize
+    # and while something moves the region polls every 2 s
+    assert 'hx-trigger="every 2s"' in body
