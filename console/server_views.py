@@ -76,11 +76,14 @@ def _create_choices(request: HttpRequest) -> dict[str, Any]:
         out["images"] = images.data.get("images", []) if images.ok and images.data else []
     except Exception:  # the image API may not be served; the form then asks for an id
         out["images"] = []
-    try:
-        nets = call(request, "GET", "/network/v2.0/networks", service="network")
-        out["networks"] = nets.data.get("networks", []) if nets.ok and nets.data else []
-    except Exception:
-        out["networks"] = []
+    for key, path in (("networks", "/network/v2.0/networks"), ("security_groups", "/network/v2.0/security-groups")):
+        try:
+            found = call(request, "GET", path, service="network")
+            out[key] = found.data.get(key, []) if found.ok and found.data else []
+        except Exception:  # the network API may not be served
+            out[key] = []
+    keypairs = call(request, "GET", f"{BASE}/os-keypairs")
+    out["keypairs"] = [k["keypair"] for k in (keypairs.data or {}).get("keypairs", [])] if keypairs.ok else []
     return out
 
 
@@ -95,6 +98,11 @@ def server_create(request: HttpRequest) -> HttpResponse:
     }
     if request.POST.get("availability_zone"):
         server["availability_zone"] = request.POST["availability_zone"]
+    if request.POST.get("key_name"):
+        server["key_name"] = request.POST["key_name"]
+    groups = [g for g in request.POST.getlist("security_group") if g]
+    if groups:
+        server["security_groups"] = [{"name": g} for g in groups]
     result = call(request, "POST", f"{BASE}/servers", {"server": server})
     if result.ok:
         server_id = result.data["server"]["id"]

@@ -193,3 +193,28 @@ def test_member_cannot_see_another_projects_servers(page: Any, live_server: Any,
         assert page.locator("#volumes").count() == 1 and page.locator("main .error").count() == 0
         assert "olgas-secret" not in page.content() and "olgas-key" not in page.content()
         shot(page, f"live-project-{width}")
+
+
+def test_member_launches_with_a_key_pair_and_a_security_group(page: Any, live_server: Any, live_cloud: Cloud) -> None:
+    # given a member with a key pair and a security group of their own
+    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
+    client = auth_client(user, project)
+    assert live_cloud.post(client, "os-keypairs", {"keypair": {"name": "demos-key"}}, version="2.1").status_code == 200
+    group = client.post("/network/v2.0/security-groups", {"security_group": {"name": "web"}}, format="json")
+    assert group.status_code == 201, group.content
+    login(page, live_server.url, "demo", "pw")
+    # when they launch from the form choosing both
+    page.goto(live_server.url + "/servers/")
+    form = page.locator("form[action='/servers/new/']")
+    form.locator("input[name=name]").fill("keyed")
+    form.locator("select[name=key_name]").select_option("demos-key")
+    form.locator("select[name=security_group]").select_option("web")
+    form.locator("button").click()
+    # then the server page shows it running with that key pair, and the API has the group on it
+    page.wait_for_url("**/servers/*/")
+    assert page.locator("h1 .status").inner_text() == "ACTIVE"
+    assert "demos-key" in page.locator("#server-live").inner_text()
+    server_id = page.url.rstrip("/").rsplit("/", 1)[1]
+    shown = live_cloud.show(client, server_id)
+    assert shown["key_name"] == "demos-key" and {"name": "web"} in shown["security_groups"]
+    shot(page, "live-server-launched-keyed")
