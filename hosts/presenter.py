@@ -5,6 +5,7 @@ Ids are integers below 2.53 and uuids from 2.53 (the nested ``service`` of a hyp
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,14 @@ def _detail(v: ShownNode) -> bool:
     return v.detail
 
 
+def _cpu_info_object(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _stat(name: str) -> Field[ShownNode]:
     return Field(name, lambda v: getattr(v.cn.node, name), until=(2, 87), when=_detail)
 
@@ -75,7 +84,10 @@ NODE_FIELDS: tuple[Field[ShownNode], ...] = (
     Field("service", lambda v: _service(v, "uuid"), since=UUID_IDS, when=_detail),
     *(_stat(name) for name in ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used", "local_gb_used",
                                "free_ram_mb", "free_disk_gb", "current_workload", "running_vms",
-                               "disk_available_least", "cpu_info")),
+                               "disk_available_least")),
+    # a JSON string before 2.28, the object it holds from 2.28
+    Field("cpu_info", lambda v: v.cn.node.cpu_info, until=(2, 27), when=_detail),
+    Field("cpu_info", lambda v: _cpu_info_object(v.cn.node.cpu_info), since=(2, 28), until=(2, 87), when=_detail),
     Field("uptime", lambda v: v.cn.node.host_uptime if v.up else None, since=(2, 88), when=_detail),
     Field("servers", lambda v: v.servers, when=lambda v: v.servers is not None),
 )

@@ -99,27 +99,34 @@ def group_members_changed(*, group: Group, projects: list[Project] | None = None
             membership_changed(user=user, project=project)
 
 
-def inherited_roles(*, user: User, project: Project) -> list[str]:
-    """Roles ``user`` holds on ``project`` through the Keystone groups it is a member of."""
-    perms = set(
+def _group_role_codenames(*, user: User, project: Project) -> set[str]:
+    return set(
         GroupObjectPermission.objects.filter(
             group__user=user, group__keystone_group__isnull=False, object_pk=str(project.pk),
             content_type=ContentType.objects.get_for_model(Project),
         ).values_list("permission__codename", flat=True)
     )
+
+
+def _user_role_codenames(*, user: User, project: Project) -> set[str]:
+    # Direct user object permissions only: guardian's get_perms would give a Django superuser
+    # every role on every project.
+    return set(
+        UserObjectPermission.objects.filter(
+            user=user, object_pk=str(project.pk), content_type=ContentType.objects.get_for_model(Project)
+        ).values_list("permission__codename", flat=True)
+    )
+
+
+def inherited_roles(*, user: User, project: Project) -> list[str]:
+    """Roles ``user`` holds on ``project`` through the Keystone groups it is a member of."""
+    perms = _group_role_codenames(user=user, project=project)
     return [name for name in role_names() if f"role_{name}" in perms]
 
 
 def assigned_roles(*, user: User, project: Project) -> list[str]:
     """Roles directly assigned (no implication, no group)."""
-    # Direct user object permissions only: guardian's get_perms would give a Django superuser
-    # every role on every project.
-
-    perms = set(
-        UserObjectPermission.objects.filter(
-            user=user, object_pk=str(project.pk), content_type=ContentType.objects.get_for_model(Project)
-        ).values_list("permission__codename", flat=True)
-    )
+    perms = _user_role_codenames(user=user, project=project)
     return [name for name in role_names() if f"role_{name}" in perms]
 
 
@@ -134,9 +141,11 @@ def with_implied(names: list[str]) -> set[str]:
 def roles_for(*, user: User, project: Project) -> list[str]:
     """Effective roles of ``user`` on ``project`` (through groups and implied roles included), in
     a stable order."""
-    direct = assigned_roles(user=user, project=project)
-    effective = with_implied(direct + inherited_roles(user=user, project=project))
-    return [name for name in role_names() if name in effective]
+    # Checked on every request: one read of the role table, not one per source of roles.
+    names = role_names()
+    perms = _user_role_codenames(user=user, project=project) | _group_role_codenames(user=user, project=project)
+    effective = with_implied([name for name in names if f"role_{name}" in perms])
+    return [name for name in names if name in effective]
 
 
 def membership_changed(*, user: User, project: Project) -> None:

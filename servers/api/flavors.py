@@ -40,7 +40,9 @@ _INT_POS = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1, 
 _INT_NON_NEG = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 0, "maximum": 2147483647}
 _FLAVOR_PROPS: dict[str, Any] = {
     "name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)[\S ]*(?<!\s)$"},
-    "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
+    # a number is taken too (clients send integer ids) and kept as its decimal string
+    "id": {"type": ["string", "number", "null"], "minLength": 1, "maxLength": 255,
+           "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$"},
     "ram": _INT_POS,
     "vcpus": _INT_POS,
     "disk": _INT_NON_NEG,
@@ -90,6 +92,13 @@ FLAVOR_ACTION = {
 }
 
 LIST_PARAMS = ("is_public", "minRam", "minDisk", "limit", "marker", "sort_key", "sort_dir")
+
+
+def _flavor_id(value: str | float | None) -> str | None:
+    """The id a client asked for, as the string the flavor is stored and shown under."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return None if value is None else str(value)
 
 
 def _spec_str(value: Any) -> str:
@@ -150,7 +159,7 @@ class FlavorsView(FlavorListMixin):
     def post(self, request: Request) -> Response:
         data = FLAVOR_CREATE.validate(self.body(), self.version)["flavor"]
         flavor = svc.flavor_create(
-            actor=self.ctx, name=data["name"].strip(), flavorid=data.get("id"), memory_mb=int(data["ram"]),
+            actor=self.ctx, name=data["name"].strip(), flavorid=_flavor_id(data.get("id")), memory_mb=int(data["ram"]),
             vcpus=int(data["vcpus"]), root_gb=int(data["disk"]),
             ephemeral_gb=int(data.get("OS-FLV-EXT-DATA:ephemeral") or 0), swap=int(data.get("swap") or 0),
             rxtx_factor=float(data.get("rxtx_factor", 1.0)),

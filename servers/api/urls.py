@@ -93,12 +93,26 @@ urlpatterns += [
     path("images", _images.ImagesView.as_view(), name="compute-images"),
     path("images/detail", _images.ImagesDetailView.as_view(), name="compute-images-detail"),
     path("images/<str:image_id>", _images.ImageView.as_view(), name="compute-image"),
+    path("images/<str:image_id>/metadata", _images.ImageMetadataView.as_view(), name="compute-image-metadata"),
+    path("images/<str:image_id>/metadata/<str:key>", _images.ImageMetadataItemView.as_view(),
+         name="compute-image-metadata-item"),
 ]
 
 # --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
+from . import networks_proxy as _networks_proxy  # noqa: E402
 from . import security_groups as _security_groups  # noqa: E402
 
 urlpatterns += [
+    path("os-networks", _networks_proxy.NetworksView.as_view(), name="compute-networks"),
+    path("os-networks/<str:network_id>", _networks_proxy.NetworkView.as_view(), name="compute-network"),
+    path("os-networks/<str:network_id>/action", _networks_proxy.NetworkView.as_view()),
+    path("os-security-groups", _security_groups.SecurityGroupsView.as_view(), name="compute-security-groups"),
+    path("os-security-groups/<str:group_id>", _security_groups.SecurityGroupView.as_view(),
+         name="compute-security-group"),
+    path("os-security-group-rules", _security_groups.SecurityGroupRulesView.as_view(),
+         name="compute-security-group-rules"),
+    path("os-security-group-rules/<str:rule_id>", _security_groups.SecurityGroupRuleView.as_view(),
+         name="compute-security-group-rule"),
     path("servers/<str:server_id>/os-security-groups", _security_groups.ServerSecurityGroupsView.as_view(),
          name="compute-server-security-groups"),
 ]

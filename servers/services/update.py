@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import authorize
 
-from ..models import Instance
-from ..selectors import ServerRecord
+from ..models import BuildRequest, Instance
+from ..selectors import ServerRecord, server_get
 from .guards import record_target
 from .notify import notify_instance
 
@@ -47,8 +49,10 @@ def server_update(
     if record.build_request is not None:
         br = record.build_request
         br.instance.update(changes)
-        br.save(update_fields=["instance", "updated_at"])
-        return record
+        if BuildRequest.objects.filter(id=br.id).update(instance=br.instance, updated_at=timezone.now()):
+            return record
+        # scheduled meanwhile: the BuildRequest is gone and the Instance row in its cell holds the server
+        record = server_get(actor, record.uuid)
     assert record.cell is not None
     with target_cell(record.cell):
         instance = Instance.objects.get(uuid=record.uuid)

@@ -32,14 +32,22 @@ from .cloud import ROOT, LiveCloud, _pg_params, pg_connect
 SERVICES_SCRIPT = ROOT / "scripts" / "services.sh"
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2) -> Any:
-    """Poll ``check`` until it returns something truthy; that value is returned."""
+class ServerFailed(Exception):
+    """A server went to ERROR while a test waited for another status."""
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2,
+             fatal: type[BaseException] | None = None) -> Any:
+    """Poll ``check`` until it returns something truthy; that value is returned. An exception of
+    type ``fatal`` ends the wait at once; any other is taken for a fault in progress."""
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None
     while time.monotonic() < deadline:
         try:
             value = check()
         except Exception as exc:  # noqa: BLE001 - a fault is in progress: keep polling
+            if fatal is not None and isinstance(exc, fatal):
+                raise
             last_exc, value = exc, None
         if value:
             return value
@@ -155,6 +163,7 @@ class Api:
         assert response.status_code == 201, response.text
         self.token = response.headers["X-Subject-Token"]
         self.base = f"{cloud.url}/compute/v2.1"
+        self.cloud = cloud
 
     def call(self, method: str, path: str, body: Any = None, version: str = "2.79",
              expect: int | tuple[int, ...] | None = None) -> requests.Response:
@@ -169,11 +178,23 @@ class Api:
         return self.call("GET", f"/servers/{server_id}", expect=200).json()["server"]
 
     def wait_status(self, server_id: str, *wanted: str, timeout: float = 90) -> dict[str, Any]:
+        """Poll until the server shows one of ``wanted`` with no task; an unwanted ERROR fails at once,
+        and either failure says what the server last showed and what every process last logged."""
+        last: dict[str, Any] = {}
+
         def check() -> dict[str, Any] | None:
-            shown = self.server(server_id)
+            shown = last["server"] = self.server(server_id)
+            if shown["status"] == "ERROR" and "ERROR" not in wanted:
+                raise ServerFailed(shown)
             return shown if shown["status"] in wanted and not shown.get("OS-EXT-STS:task_state") else None
 
-        return wait_for(f"{server_id} in {wanted}", check, timeout)
+        try:
+            return wait_for(f"{server_id} in {wanted}", check, timeout, fatal=ServerFailed)
+        except (AssertionError, ServerFailed) as exc:
+            shown = last.get("server", {})
+            summary = {key: shown.get(key) for key in ("status", "OS-EXT-STS:task_state", "OS-EXT-STS:vm_state",
+                                                       "OS-EXT-SRV-ATTR:host", "fault", "updated")}
+            raise AssertionError(f"{exc}; the server last showed {summary}\n{self.cloud.tail(25)}") from None
 
 
 # --- the databases -----------------------------------------------------------------------------

@@ -166,6 +166,9 @@ def servers(env: Env) -> dict[str, str]:
     """The servers the scenarios move, booted together up front (all ACTIVE)."""
     wanted = {"resize-conductor": "compute1", "xcell-redis": "compute1", "xcell-compute": "compute1",
               "resize-pg": "compute1", "bystander": "compute3"}
+    wait_for("compute1 up (restarted by an earlier scenario)", lambda: any(
+        s["host"] == "compute1" and s["state"] == "up"
+        for s in env.admin.call("GET", "/os-services?binary=nova-compute").json()["services"]), timeout=120)
     env.services("disabled", "compute2", "compute3", "compute4")
     try:  # no zone in their request specs: they may move to the other cell's zone
         ids = {name: env.boot(f"f-{name}", None) for name in wanted if name != "bystander"}

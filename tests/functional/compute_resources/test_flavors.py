@@ -197,3 +197,17 @@ def test_disabled_flavors_listed_for_admins_only(personas: Personas, flavors: li
     assert [f["id"] for f in personas.client("member").get("/compute/v2.1/flavors").json()["flavors"]] == ["1", "3"]
     admin_ids = [f["id"] for f in personas.client("admin").get("/compute/v2.1/flavors/detail").json()["flavors"]]
     assert admin_ids == ["1", "2", "3"]
+
+
+def test_create_with_integer_id_and_string_sizes(personas: Personas, db: None) -> None:
+    """Clients (Tempest, older novaclient) send the id as a JSON number and sizes as strings."""
+    client = personas.client("admin")
+    response = client.post("/compute/v2.1/flavors", {"flavor": {"name": "n", "ram": "512", "vcpus": "2", "disk": 1,
+                                                                "id": 4242}}, format="json")
+    assert response.status_code == 200, response.content
+    shown = response.json()["flavor"]
+    assert (shown["id"], shown["ram"], shown["vcpus"]) == ("4242", 512, 2)
+    assert client.get("/compute/v2.1/flavors/4242").json()["flavor"]["name"] == "n"
+    boolean = client.post("/compute/v2.1/flavors", {"flavor": {"name": "m", "ram": 1, "vcpus": 1, "disk": 0,
+                                                               "id": True}}, format="json")
+    assert boolean.status_code == 400

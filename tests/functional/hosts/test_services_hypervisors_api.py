@@ -85,6 +85,9 @@ def test_hypervisors_list_detail_show_per_microversion(cloud: Cloud) -> None:
     assert {h["state"] for h in listed} == {"up"}
     detail = cloud.get(admin, "os-hypervisors/detail", version="2.87").json()["hypervisors"]
     assert "vcpus" in detail[0] and "service" in detail[0]
+    assert isinstance(detail[0]["cpu_info"], dict)  # an object from 2.28, a JSON string before
+    old = cloud.get(admin, "os-hypervisors/detail", version="2.27").json()["hypervisors"]
+    assert isinstance(old[0]["cpu_info"], str)
     modern = cloud.get(admin, "os-hypervisors/detail", version="2.88").json()["hypervisors"]
     assert "vcpus" not in modern[0]
     node_uuid = cloud.hosts[host]["node_uuid"]

@@ -14,7 +14,7 @@ from cells.context import target_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceIsLocked, PolicyNotAuthorized
 from identity.services.tokens import context_for_token
-from servers.models import Instance, Tag
+from servers.models import BuildRequest, Instance, Tag
 from servers.selectors import ServerRecord, server_get
 from servers.services import metadata, tags, update
 from tests.conftest import ALL_DATABASES
@@ -55,6 +55,19 @@ def test_server_update_writes_the_instance_row(cloud):
     assert (row.display_name, row.display_description) == ("renamed", "about")
     assert record.instance is not None and record.instance.display_name == "renamed"
     assert cloud.notifications("instance.update")
+
+
+def test_server_update_of_a_server_scheduled_meanwhile_writes_the_instance_row(cloud):
+    # given a record read while the server was still a BuildRequest, whose row the conductor has
+    # since deleted (the server was scheduled: its Instance row now lives in a cell)
+    member, _, server_id = _active_server(cloud)
+    live = server_get(member, server_id)
+    stale = ServerRecord(uuid=server_id, build_request=BuildRequest(id=10**9, instance={"display_name": "vm1"},
+                                                                      project_id=live.project_id))
+    # when the member renames it through that record
+    record = update.server_update(actor=member, record=stale, name="renamed-late")
+    # then the change lands on the Instance row (no 500, nothing lost)
+    assert _row(record).display_name == "renamed-late"
 
 
 def test_server_update_refused_by_policy_writes_nothing(cloud):
