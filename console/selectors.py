@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.db.models import QuerySet
+
 from cells import selectors as cell_selectors
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.models import NotificationRecord
@@ -18,6 +20,7 @@ from servers.status import status_from_state
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
+    from servers.models import Migration
 
 
 @dataclass
@@ -30,17 +33,52 @@ class CellStatus:
     error: str = ""
 
 
+LABELS = {"VCPU": "vCPU", "MEMORY_MB": "RAM", "DISK_GB": "Disk"}
+UNITS = {"VCPU": "", "MEMORY_MB": " MB", "DISK_GB": " GB"}
+
+
 @dataclass
 class Capacity:
-    """Used/total of one resource class on a provider (total = (total - reserved) * ratio)."""
+    """One resource class on a provider: ``used`` of ``total`` (= (inventory - reserved) x ratio),
+    with ``reserved`` (the inventory's reserved amount) drawn beside them as a third segment."""
 
     resource_class: str
     used: int
     total: int
+    reserved: int = 0
+
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self.used)
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.resource_class, self.resource_class)
+
+    @property
+    def unit(self) -> str:
+        return UNITS.get(self.resource_class, "")
 
     @property
     def percent(self) -> int:
+        """Used share of the capacity (what the colour warns about)."""
         return min(100, round(100 * self.used / self.total)) if self.total else 0
+
+    def _share(self, amount: int) -> float:
+        whole = self.used + self.reserved + self.free
+        return round(100 * amount / whole, 2) if whole else 0.0
+
+    @property
+    def used_width(self) -> float:
+        return self._share(self.used)
+
+    @property
+    def reserved_width(self) -> float:
+        return self._share(self.reserved)
+
+    @property
+    def free_width(self) -> float:
+        return self._share(self.free)
 
 
 @dataclass
@@ -77,7 +115,8 @@ def host_capacities() -> list[HostCapacity]:
     cells = cell_selectors.host_cell_names()
     hosts = [
         HostCapacity(root.name, root.uuid, cells.get(root.name) or "",
-                     [Capacity(rc, used, total) for rc, (used, total) in root.resources.items()])
+                     [Capacity(rc, used, total, root.reserved.get(rc, 0))
+                      for rc, (used, total) in root.resources.items()])
         for root in placement_selectors.root_provider_usages()
     ]
     for host in hosts:
@@ -94,6 +133,7 @@ def cell_capacities(hosts: list[HostCapacity]) -> dict[str, list[Capacity]]:
             agg = per.setdefault(cap.resource_class, Capacity(cap.resource_class, 0, 0))
             agg.used += cap.used
             agg.total += cap.total
+            agg.reserved += cap.reserved
     return {cell: list(per.values()) for cell, per in sorted(totals.items())}
 
 
@@ -178,12 +218,71 @@ def host_rows() -> list[HostRow]:
     return sorted(rows, key=lambda r: (r.cell, r.host))
 
 
-def notifications(event_type: str | None = None, limit: int = 100) -> list[Any]:
+def notifications(event_type: str | None = None) -> QuerySet[NotificationRecord]:
+    """Recorded notifications, newest first (the model's order), lazily: the page slices it."""
     qs = NotificationRecord.objects.all()
     if event_type:
         qs = qs.filter(event_type__startswith=event_type)
-    return list(qs[:limit])
+    return qs
 
 
 def notification_types() -> list[str]:
     return sorted(set(NotificationRecord.objects.values_list("event_type", flat=True).distinct()))
+
+
+@dataclass
+class Share:
+    """One row of a distribution bar: ``n`` of the whole, as a width in percent."""
+
+    label: str
+    n: int
+    percent: float
+
+
+def distribution(counts: dict[str, int]) -> list[Share]:
+    """Counts as bar widths relative to the largest (so the biggest bar spans the track)."""
+    top = max(counts.values(), default=0)
+    return [Share(label, n, round(100 * n / top, 1) if top else 0.0) for label, n in counts.items()]
+
+
+#: the steps a move walks through, for a progress figure (Nova's migration statuses in order)
+MIGRATION_STEPS = ("accepted", "pre-migrating", "migrating", "post-migrating", "finished", "confirming")
+
+
+@dataclass
+class MovingServer:
+    uuid: str
+    instance_uuid: str
+    migration_type: str
+    status: str
+    source: str
+    dest: str
+    cell: str
+    created_at: Any
+    percent: int
+
+
+def _step_percent(migration: Migration) -> int:
+    """Live migrations report copied memory; other moves count their finished steps."""
+    if migration.memory_total:
+        return min(100, round(100 * (migration.memory_processed or 0) / migration.memory_total))
+    step = MIGRATION_STEPS.index(migration.status) if migration.status in MIGRATION_STEPS else 0
+    return round(100 * (step + 1) / (len(MIGRATION_STEPS) + 1))
+
+
+def migrations_in_flight() -> list[MovingServer]:
+    """Every cell's migrations still under way (a cross-cell move shows once, from its target
+    cell's copy when both answer), newest first."""
+    def per_cell(cell: CellMapping) -> list[MovingServer]:
+        return [
+            MovingServer(m.uuid, m.instance_uuid, m.migration_type, m.status, m.source_compute or "",
+                         m.dest_compute or "", cell.name or cell.uuid, m.created_at, _step_percent(m))
+            for m in server_selectors.migrations_in_flight()
+        ]
+
+    seen: dict[str, MovingServer] = {}
+    for result in scatter_gather(per_cell, cell_selectors.cell_list(cell0=False)).values():
+        if not failed(result):
+            for moving in result:  # type: ignore[union-attr]
+                seen[moving.uuid] = moving
+    return sorted(seen.values(), key=lambda m: m.created_at, reverse=True)

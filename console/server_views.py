@@ -11,7 +11,9 @@ from django.views.decorators.http import require_POST
 
 from cells import selectors as cell_selectors
 from cloudcore.core import policy
+from servers.choices import MigrationStatus
 
+from . import tables
 from .auth import console_view
 from .compute_client import call
 from .views import _page
@@ -21,25 +23,44 @@ FILTERS = ("name", "status", "host", "project_id", "availability_zone")
 BUSY = {"BUILD", "REBUILD", "RESIZE", "MIGRATING", "REBOOT", "HARD_REBOOT", "REVERT_RESIZE"}
 
 
+
+#: the columns a console table sorts by, as the compute API's sort_key
+SORT_KEYS = {"name": "display_name", "status": "vm_state", "host": "host", "az": "availability_zone",
+             "project": "project_id", "created": "created_at"}
+PAGE_SIZE = 50
+
+
 @console_view()
 def server_list(request: HttpRequest) -> HttpResponse:
+    """Filtered, sorted and paged by the compute API itself (sort_key/sort_dir, limit/marker), so
+    a page costs the same at 10,000 servers as at ten."""
     ctx = request.ctx  # type: ignore[attr-defined]
     params: dict[str, str] = {k: request.GET[k] for k in FILTERS if request.GET.get(k)}
     if ctx.is_admin:
         params["all_tenants"] = "1"
+    sort = request.GET.get("sort", "")
+    params["sort_key"] = SORT_KEYS.get(sort, "created_at")
+    params["sort_dir"] = "asc" if request.GET.get("dir") == "asc" else "desc"
+    params["limit"] = str(PAGE_SIZE)
+    if request.GET.get("marker"):
+        params["marker"] = request.GET["marker"]
     result = call(request, "GET", f"{BASE}/servers/detail?{urlencode(params)}")
     servers = result.data.get("servers", []) if result.ok and result.data else []
+    next_marker = servers[-1]["id"] if len(servers) == PAGE_SIZE else None
     cell_filter = request.GET.get("cell", "")
     if cell_filter:
         servers = [s for s in servers if _cell_of(s["id"]) == cell_filter]
     for s in servers:
         s["busy"] = s.get("status") in BUSY
-    return _page(request, "console/servers.html", {
+    context = {
         "servers": servers, "error": None if result.ok else result.message,
         "filters": {k: request.GET.get(k, "") for k in (*FILTERS, "cell")},
         "any_busy": any(s["busy"] for s in servers),
-        "create": _create_choices(request),
-    })
+        "next_marker": next_marker, "paged": bool(request.GET.get("marker")),
+    }
+    if request.headers.get("HX-Request") != "true":
+        context["create"] = _create_choices(request)
+    return _page(request, "console/servers.html", context, fragments={"server-table": "console/_server_table.html"})
 
 
 def _cell_of(server_id: str) -> str:
@@ -55,11 +76,14 @@ def _create_choices(request: HttpRequest) -> dict[str, Any]:
         out["images"] = images.data.get("images", []) if images.ok and images.data else []
     except Exception:  # the image API may not be served; the form then asks for an id
         out["images"] = []
-    try:
-        nets = call(request, "GET", "/network/v2.0/networks", service="network")
-        out["networks"] = nets.data.get("networks", []) if nets.ok and nets.data else []
-    except Exception:
-        out["networks"] = []
+    for key, path in (("networks", "/network/v2.0/networks"), ("security_groups", "/network/v2.0/security-groups")):
+        try:
+            found = call(request, "GET", path, service="network")
+            out[key] = found.data.get(key, []) if found.ok and found.data else []
+        except Exception:  # the network API may not be served
+            out[key] = []
+    keypairs = call(request, "GET", f"{BASE}/os-keypairs")
+    out["keypairs"] = [k["keypair"] for k in (keypairs.data or {}).get("keypairs", [])] if keypairs.ok else []
     return out
 
 
@@ -74,6 +98,11 @@ def server_create(request: HttpRequest) -> HttpResponse:
     }
     if request.POST.get("availability_zone"):
         server["availability_zone"] = request.POST["availability_zone"]
+    if request.POST.get("key_name"):
+        server["key_name"] = request.POST["key_name"]
+    groups = [g for g in request.POST.getlist("security_group") if g]
+    if groups:
+        server["security_groups"] = [{"name": g} for g in groups]
     result = call(request, "POST", f"{BASE}/servers", {"server": server})
     if result.ok:
         server_id = result.data["server"]["id"]
@@ -92,35 +121,51 @@ def _allowed(ctx: Any, rule: str, server: dict[str, Any]) -> bool:
 
 @console_view()
 def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
+    """The server, its fault explained when it is PENDING or ERROR, the actions that apply, and
+    its instance actions and events as a timeline; ``#server-live`` is polled by htmx (every 2 s
+    while a task runs) and answered with just that fragment."""
     ctx = request.ctx  # type: ignore[attr-defined]
     result = call(request, "GET", f"{BASE}/servers/{server_id}")
     if not result.ok:
         return _page(request, "console/error.html", {"message": result.message}, status=result.status)
     server = result.data["server"]
-    actions = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions")
-    events = []
-    if actions.ok and actions.data:
-        for act in actions.data.get("instanceActions", [])[:10]:
-            detail = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions/{act['request_id']}")
-            if detail.ok and detail.data:
-                act = detail.data.get("instanceAction", act)
-            events.append(act)
-    volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
-    migrations = call(request, "GET", f"{BASE}/servers/{server_id}/migrations") if ctx.is_admin else None
-    all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
     status = server.get("status")
     can = {name: _allowed(ctx, rule, server) for name, rule in ACTION_RULES.items()}
+    volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
+    all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
+    choices = _create_choices(request)
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
-        "actions": events,
+        "troubled": status in TROUBLED or bool(server.get("fault")),
+        "timeline": _timeline(request, server_id, busy=status in BUSY),
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
-        "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok
-        else ((migrations.data or {}).get("migrations", []) if migrations and migrations.ok else []),
+        "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok else [],
         "can": can,
-        "flavors": (call(request, "GET", f"{BASE}/flavors").data or {}).get("flavors", []),
+        "flavors": choices["flavors"],
         "hosts": _hosts(request) if ctx.is_admin or can.get("unshelve_to_host") else [],
-        "images": _create_choices(request)["images"],
-    })
+        "images": choices["images"],
+    }, fragments={"server-live": "console/_server_live.html"})
+
+
+#: statuses whose page leads with the fault and the ways out (rebuild, reset state, delete)
+TROUBLED = {"ERROR", "PENDING"}
+
+
+def _timeline(request: HttpRequest, server_id: str, *, busy: bool, limit: int = 10) -> list[dict[str, Any]]:
+    """The newest ``limit`` instance actions, each with its events in order and a ``state`` for the
+    timeline's dot: ``running`` while an event has not finished (or, for the newest action of a
+    busy server, before its first event starts), ``error`` when one failed."""
+    listed = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions?limit={limit}")
+    out: list[dict[str, Any]] = []
+    for act in (listed.data or {}).get("instanceActions", [])[:limit] if listed.ok else []:
+        detail = call(request, "GET", f"{BASE}/servers/{server_id}/os-instance-actions/{act['request_id']}")
+        if detail.ok and detail.data:
+            act = detail.data.get("instanceAction", act)
+        events = sorted(act.get("events", []), key=lambda e: e.get("start_time") or "")
+        failed = bool(act.get("message")) or any((e.get("result") or "").lower() == "error" for e in events)
+        running = any(not e.get("finish_time") for e in events) or (busy and not out and not events)
+        out.append({**act, "events": events, "state": "error" if failed else "running" if running else "done"})
+    return out
 
 
 def _hosts(request: HttpRequest) -> list[str]:
@@ -211,17 +256,24 @@ def server_action(request: HttpRequest, server_id: str) -> HttpResponse:
 def migrations(request: HttpRequest) -> HttpResponse:
     result = call(request, "GET", f"{BASE}/os-migrations")
     items = result.data.get("migrations", []) if result.ok and result.data else []
-    running = {"pre-migrating", "migrating", "post-migrating", "confirming", "reverting", "accepted", "queued"}
+    running = set(MigrationStatus.IN_FLIGHT)
     cells = cell_selectors.host_cell_names()
     for m in items:
         m["busy"] = m.get("status") in running
         m["source_cell"] = cells.get(m.get("source_compute") or "", "")
         m["dest_cell"] = cells.get(m.get("dest_compute") or "", "")
         m["cross_cell"] = bool(m["source_cell"] and m["dest_cell"] and m["source_cell"] != m["dest_cell"])
+    items = tables.sort_rows(request, items, MIGRATION_SORT)
     return _page(request, "console/migrations.html", {
-        "items": items, "error": None if result.ok else result.message,
+        "page_obj": tables.paginate(request, items), "error": None if result.ok else result.message,
         "any_busy": any(m["busy"] for m in items),
-    })
+    }, fragments={"migration-table": "console/_migration_table.html"})
+
+
+MIGRATION_SORT = {
+    "type": lambda m: m.get("migration_type") or "", "status": lambda m: m.get("status") or "",
+    "source": lambda m: m.get("source_compute") or "", "dest": lambda m: m.get("dest_compute") or "",
+    "updated": lambda m: m.get("updated_at") or m.get("created_at") or ""}
 
 
 @require_POST

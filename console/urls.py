@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import server_views, views
+from . import project_views, server_views, views
 
 app_name = "console"
 
@@ -9,6 +9,7 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("project/", views.switch_project, name="switch-project"),
+    path("resources/", project_views.project_resources, name="project-resources"),
     path("hosts/", views.hosts, name="hosts"),
     path("hosts/action/", server_views.host_action, name="host-action"),
     path("servers/", server_views.server_list, name="servers"),

@@ -23,7 +23,7 @@ from compute.management.commands.compute import refusals
 from identity import selectors as identity_selectors
 from identity.services import policy_admin
 
-from . import selectors
+from . import selectors, tables
 from .auth import SESSION_PROJECT, console_view, projects_of
 
 if TYPE_CHECKING:
@@ -69,7 +69,14 @@ def switch_project(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(_safe_next(request.POST.get("next")))
 
 
-def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200,
+          fragments: dict[str, str] | None = None) -> HttpResponse:
+    """Render a console page; an htmx poll (``HX-Request``) aimed at one of the page's live
+    ``fragments`` (element id -> partial template) gets just that partial, so live regions update
+    without reloading the page and without the rest of the page's queries being shown twice."""
+    target = request.headers.get("HX-Target", "")
+    if fragments and request.headers.get("HX-Request") == "true" and target in fragments:
+        return render(request, fragments[target], {"ctx": request.ctx, **context})  # type: ignore[attr-defined]
     user = cast("User", request.user)  # console views require a logged-in user
     base = {"ctx": request.ctx, "projects": projects_of(user)}  # type: ignore[attr-defined]
     return render(request, template, {**base, **context}, status=status)
@@ -78,21 +85,40 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any], status: 
 @console_view()
 def overview(request: HttpRequest) -> HttpResponse:
     ctx = request.ctx  # type: ignore[attr-defined]
-    hosts = selectors.host_capacities() if ctx.is_admin else []
+    if not ctx.is_admin:
+        return _page(request, "console/overview.html", {})
+    hosts = selectors.host_capacities()
+    cells = selectors.cell_statuses()
+    by_status = selectors.servers_by_status()
     return _page(request, "console/overview.html", {
-        "cells": selectors.cell_statuses() if ctx.is_admin else [],
+        "cells": cells,
+        "cells_up": sum(1 for c in cells if c.up),
         "hosts": hosts,
         "cell_capacity": selectors.cell_capacities(hosts),
-        "by_status": selectors.servers_by_status() if ctx.is_admin else {},
-        "failures": selectors.recent_failures() if ctx.is_admin else [],
-        "supervised": restarted_processes() if ctx.is_admin else [],
-    })
+        "by_status": by_status,
+        "distributions": [
+            ("Servers by status", "servers-by-status", selectors.distribution(by_status), "status", "No servers yet."),
+            ("Servers by cell", "servers-by-cell", selectors.distribution({c.name: c.servers for c in cells if c.up}),
+             "cell", "No cell answers."),
+        ],
+        "server_total": sum(by_status.values()),
+        "moving": selectors.migrations_in_flight(),
+        "failures": selectors.recent_failures(),
+        "supervised": restarted_processes(),
+    }, fragments={"overview-live": "console/_overview_live.html"})
+
+
+HOST_SORT = {"host": lambda r: r.host, "cell": lambda r: r.cell, "binary": lambda r: r.binary,
+             "state": lambda r: r.up, "status": lambda r: r.disabled, "seen": lambda r: r.last_seen_up}
 
 
 @console_view(admin=True)
 def hosts(request: HttpRequest) -> HttpResponse:
-    return _page(request, "console/hosts.html", {"rows": selectors.host_rows(), "refusals": refusals(),
-                                                 "supervised": restarted_processes()})
+    capacity = {h.name: h for h in selectors.host_capacities()}
+    rows = tables.sort_rows(request, selectors.host_rows(), HOST_SORT)
+    return _page(request, "console/hosts.html", {
+        "rows": [(r, capacity.get(r.host)) for r in rows], "refusals": refusals(),
+        "supervised": restarted_processes()})
 
 
 @console_view(admin=True)
@@ -100,12 +126,18 @@ def policy_page(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     rules = [r for r in policy.rules() if query in r.name] if query else policy.rules()
     return _page(request, "console/policy.html", {
-        "rules": [(r, policy.grants_of(r.name)) for r in rules],
+        "page_obj": _with_grants(tables.paginate(request, rules)),
         "q": query,
         "users": identity_selectors.user_list(),
         "groups": Group.objects.exclude(name__startswith="project-members:").order_by("name"),
         "all_projects": identity_selectors.project_list(),
     })
+
+
+def _with_grants(page: Any) -> Any:
+    """Each rule of the page with its grants (looked up for the shown rules only)."""
+    page.object_list = [(r, policy.grants_of(r.name)) for r in page.object_list]
+    return page
 
 
 @require_POST
@@ -132,7 +164,7 @@ def policy_change(request: HttpRequest) -> HttpResponse:
 def notifications(request: HttpRequest) -> HttpResponse:
     event_type = request.GET.get("event_type") or None
     return _page(request, "console/notifications.html", {
-        "items": selectors.notifications(event_type),
+        "page_obj": tables.paginate(request, selectors.notifications(event_type)),
         "types": selectors.notification_types(),
         "event_type": event_type or "",
     })

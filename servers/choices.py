@@ -94,6 +94,8 @@ class MigrationStatus:
     ACCEPTED = "accepted"
     #: a move in these states is still under way: it never ends by itself if its worker died
     UNFINISHED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING)
+    #: every step a move passes through while it is moving (what consoles draw as in flight)
+    IN_FLIGHT = (ACCEPTED, PRE_MIGRATING, MIGRATING, POST_MIGRATING, CONFIRMING, REVERTING)
 
 
 class MigrationType:

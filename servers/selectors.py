@@ -524,6 +524,12 @@ def migrations_with_status(status: str) -> list[Migration]:
     return list(Migration.objects.filter(status=status, hidden=False))
 
 
+def migrations_in_flight() -> list[Migration]:
+    """The targeted cell's visible migrations still moving (queued, accepted or one of the
+    pre-/post-/migrating steps, confirming or reverting), newest first."""
+    return list(Migration.objects.filter(status__in=MigrationStatus.IN_FLIGHT, hidden=False).order_by("-created_at"))
+
+
 def migration_unfinished_for(instance_uuid: str) -> Migration | None:
     """The server's newest migration still under way (pre-migrating, migrating, post-migrating)."""
     return (Migration.objects.filter(instance_uuid=instance_uuid, status__in=MigrationStatus.UNFINISHED)

@@ -10,11 +10,13 @@ from ..models import Allocation, Inventory, ResourceProvider
 
 @dataclass
 class ProviderUsage:
-    """A root provider (a compute node) and, per resource class, (used, capacity)."""
+    """A root provider (a compute node) and, per resource class, (used, capacity); ``reserved``
+    holds the inventory's reserved amount per resource class (kept out of the capacity)."""
 
     name: str
     uuid: str
     resources: dict[str, tuple[int, int]] = field(default_factory=dict)
+    reserved: dict[str, int] = field(default_factory=dict)
 
 
 def root_provider_usages() -> list[ProviderUsage]:
@@ -31,4 +33,5 @@ def root_provider_usages() -> list[ProviderUsage]:
         roots[inv.resource_provider_id].resources[name] = (
             used.get((inv.resource_provider_id, name), 0), int((inv.total - inv.reserved) * inv.allocation_ratio),
         )
+        roots[inv.resource_provider_id].reserved[name] = inv.reserved
     return list(roots.values())

@@ -80,12 +80,15 @@ def test_the_cloud_runs_redis_as_its_broker_under_var(made_cloud: MadeCloud) -> 
 def test_console_is_served_styled_and_live(made_cloud: MadeCloud, browser: Any) -> None:
     # given an admin logged in to the console of the cloud make run started (gunicorn, not a test server)
     page = _console_page(browser, made_cloud, "/")
-    # then the stylesheet applied (a colour only console.css sets) and the live-refresh script ran
+    # then both stylesheets applied (a colour only console.css sets, a variable only Bootstrap
+    # defines) and htmx and the console's script ran
     header_bg = page.evaluate("getComputedStyle(document.querySelector('header.top')).backgroundColor")
     assert header_bg == "rgb(24, 33, 58)", header_bg
+    assert page.evaluate("getComputedStyle(document.body).getPropertyValue('--bs-primary').trim()") == "#0d6efd"
     assert page.evaluate("document.documentElement.getAttribute('data-console-js')") == "live"
-    css = page.request.get(f"{made_cloud.url}/static/console/console.css")
-    assert css.status == 200 and css.headers["content-type"].startswith("text/css")
+    for path in ("console/console.css", "vendor/bootstrap-5.3.9/bootstrap.min.css"):
+        css = page.request.get(f"{made_cloud.url}/static/{path}")
+        assert css.status == 200 and css.headers["content-type"].startswith("text/css"), path
     shot(page, "make-run-overview")
     page.context.close()
 

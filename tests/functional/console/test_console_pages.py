@@ -41,6 +41,31 @@ def test_admin_sees_overview_with_cells(cells: dict) -> None:
     assert "cloud admin" in body
 
 
+def test_an_htmx_poll_gets_only_its_fragment(cells: dict) -> None:
+    client = login("admin", "admin", ["admin"])
+    # given the overview, whose live region polls itself
+    page = client.get("/").content.decode()
+    assert 'id="overview-live"' in page and 'hx-trigger="every' in page and "<html" in page
+    # when htmx polls it, the answer is that region alone (no page around it)
+    poll = client.get("/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="overview-live").content.decode()
+    assert poll.lstrip().startswith('<div id="overview-live"') and "<html" not in poll
+    assert "Capacity per cell" in poll
+    # and an htmx request for an unknown target gets the whole page
+    assert "<html" in client.get("/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="nope").content.decode()
+
+
+def test_notifications_are_paged_on_the_server(cells: dict) -> None:
+    from cloudcore.core.models import NotificationRecord
+
+    client = login("admin", "admin", ["admin"])
+    NotificationRecord.objects.bulk_create(
+        NotificationRecord(event_type="test.event", publisher_id="p", priority="INFO", payload={"n": i})
+        for i in range(60))
+    first = client.get("/notifications/").content.decode()
+    assert "page 1 of 2" in first and "page=2" in first
+    assert "page 2 of 2" in client.get("/notifications/?page=2").content.decode()
+
+
 @pytest.mark.parametrize("page", ["/hosts/", "/policy/", "/notifications/", "/migrations/"])
 def test_member_cannot_reach_admin_pages(page: str, cells: dict) -> None:
     client = login("demo", "demo", ["member"])
@@ -101,3 +126,23 @@ def test_hosts_page_shows_identity_refusals(cells: dict, settings: object) -> No
     client = login("admin", "admin", ["admin"])
     body = client.get("/hosts/").content.decode()
     assert "Start-up refusals" in body and "compute9" in body and "my host is" in body
+
+
+def test_overview_draws_migrations_in_flight_with_progress(cells: dict) -> None:
+    from tests.factories import MigrationFactory
+
+    # given a resize moving in cell1, a live migration half copied in cell2, and a finished move
+    moving = MigrationFactory(cell=cells["cell1"], status="migrating", source_compute="c1", dest_compute="c2")
+    live = MigrationFactory(cell=cells["cell2"], status="migrating", migration_type="live-migration",
+                            memory_total=1000, memory_processed=500)
+    done = MigrationFactory(cell=cells["cell1"], status="confirmed")
+    client = login("admin", "admin", ["admin"])
+    # then the overview's in-flight table lists the two moving ones with their progress
+    body = client.get("/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="overview-live").content.decode()
+    table = body[body.index('id="moves-in-flight"'):]
+    assert moving.instance_uuid[:12] in table and live.instance_uuid[:12] in table
+    assert done.instance_uuid[:12] not in table
+    assert 'aria-valuenow="50"' in table  # memory copied, for the live migration
+    assert 'aria-valuenow="43"' in table  # step 3 of 6, for the resize
+    # and while something moves the region polls every 2 s
+    assert 'hx-trigger="every 2s"' in body

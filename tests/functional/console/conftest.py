@@ -1,0 +1,1 @@
+from tests.cloud import cloud  # noqa: F401
