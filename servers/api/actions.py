@@ -306,6 +306,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
                                     rebuild=True)
     server["adminPass"] = admin_pass
+    if view.version >= (2, 57):  # the rebuild answer carries the server's user data from 2.57 (Nova)
+        server["user_data"] = (changes["user_data"] if "user_data" in changes else instance.user_data) or None
     return Response({"server": server}, status=202)
 
 

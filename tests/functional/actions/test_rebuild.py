@@ -57,6 +57,8 @@ def test_rebuild_fields_per_microversion(cloud: Cloud, version: str, field: str,
     response = cloud.action(client, server["id"], {"rebuild": {"imageRef": cloud.image_id, field: value}},
                             version=version)
     assert response.status_code == code, response.content
+    if field == "user_data" and code == 202:  # the answer carries what the server now has
+        assert response.json()["server"]["user_data"] == value
 
 
 def test_rebuild_errors(cloud: Cloud) -> None:
@@ -116,6 +118,7 @@ def test_rebuild_response_is_reduced_before_275(cloud: Cloud, version: str, redu
     # but key_name is in a rebuild's answer from 2.54, server_groups from 2.71
     assert ("key_name" in body) is (version >= "2.54")
     assert ("server_groups" in body) is (version >= "2.71")
+    assert ("user_data" in body) is (version >= "2.57")  # None here: the server has none
     address = next(iter(body["addresses"].values()))[0]
     assert ("OS-EXT-IPS:type" not in address) is reduced
 
