@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
-from cloudcore.core.api.validation import UUID, VersionedSchema
+from cloudcore.core.api.validation import METADATA, UUID, VersionedSchema
 from cloudcore.core.api.versioned import Since
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
@@ -51,7 +51,7 @@ REBUILD_BASE: dict[str, Any] = {
         "imageRef": {"type": "string", "minLength": 1},
         "name": {"type": "string", "minLength": 1, "maxLength": 255},
         "adminPass": {"type": "string"},
-        "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}},
+        "metadata": METADATA,
         "preserve_ephemeral": {"type": "boolean"},
         "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
         "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
@@ -130,7 +130,7 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "createImage": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 255},
-            "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}}},
+            "metadata": METADATA},
         "required": ["name"], "additionalProperties": False}, "createImage"))),
     "createBackup": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {
@@ -138,7 +138,7 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
             "backup_type": {"type": "string"},
             # Nova's non-negative integer: a number or a string of digits
             "rotation": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 0},
-            "metadata": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 255}}},
+            "metadata": METADATA},
         "required": ["name", "backup_type", "rotation"], "additionalProperties": False}, "createBackup"))),
     "changePassword": VersionedSchema(("2.1", None, _action({
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],

@@ -31,5 +31,12 @@ def test_create_image_location_below_2_45_and_errors(cloud: Cloud) -> None:
     response = cloud.action(client, server["id"], {"createImage": {"name": "snap"}}, version="2.44")
     assert response.status_code == 202 and "/image/v2/images/" in response["Location"]
     assert cloud.action(client, server["id"], {"createImage": {}}).status_code == 400
+    # metadata keys follow Nova's metadata schema (1-255 of letters, digits and "-_:. "), for
+    # createImage, createBackup and rebuild alike
+    for bad in ({"": "v"}, {"k" * 256: "v"}, {"a/b": "v"}, {"k": 1}):
+        for action in ({"createImage": {"name": "x", "metadata": bad}},
+                       {"createBackup": {"name": "x", "backup_type": "daily", "rotation": 1, "metadata": bad}},
+                       {"rebuild": {"imageRef": cloud.image_id, "metadata": bad}}):
+            assert cloud.action(client, server["id"], action).status_code == 400, (action, bad)
     cloud.action(client, server["id"], {"shelve": None})
     assert cloud.action(client, server["id"], {"createImage": {"name": "x"}}).status_code == 409
