@@ -144,6 +144,7 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
     "pause": VersionedSchema(("2.1", None, _action({}, "pause"))),
+    "injectNetworkInfo": VersionedSchema(("2.1", None, _action(NULL, "injectNetworkInfo"))),
     "unpause": VersionedSchema(("2.1", None, _action({}, "unpause"))),
     "suspend": VersionedSchema(("2.1", None, _action({}, "suspend"))),
     "resume": VersionedSchema(("2.1", None, _action({}, "resume"))),
@@ -233,6 +234,12 @@ def _stop(view: ServerActionView, request: Any, instance: Instance, cell: Any, b
 @handles("reboot")
 def _reboot(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
     power.server_reboot(actor=view.ctx, instance=instance, cell=cell, hard=body["type"].upper() == "HARD")
+
+
+@handles("injectNetworkInfo")
+def _inject_network_info(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                         body: dict[str, Any]) -> None:
+    power.server_inject_network_info(actor=view.ctx, instance=instance)
 
 
 @handles("lock")

@@ -83,6 +83,17 @@ def server_reboot(*, actor: RequestContext, instance: Instance, cell: CellMappin
     cast(compute_rpc.reboot, actor=actor, instance=instance, cell=cell, hard=hard)
 
 
+def server_inject_network_info(*, actor: RequestContext, instance: Instance) -> None:
+    """``injectNetworkInfo`` (admin): Nova asks the host's driver to push the network settings into
+    the guest; no driver here keeps any in the guest to update (a guest reads its network from the
+    config drive when it boots, as with Nova's libvirt driver, whose injection does nothing), so the
+    request is checked (policy, a host) and accepted."""
+    authorize(actor, "os_compute_api:os-admin-actions:inject_network_info", target(instance))
+    if not instance.host:
+        raise InstanceInvalidState(method="inject_network_info", instance_uuid=instance.uuid, attr="host",
+                                   state=None)
+
+
 def server_lock(*, actor: RequestContext, instance: Instance, reason: str | None = None) -> None:
     authorize(actor, "os_compute_api:os-lock-server:lock", target(instance))
     owner = actor.project_id == instance.project_id and not actor.is_admin

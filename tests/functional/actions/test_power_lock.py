@@ -146,3 +146,12 @@ def test_domain_lookup_helper_raises_for_missing(cloud: Cloud) -> None:
     assert cloud.domain("no-such-uuid") is None
     with pytest.raises(libvirt.libvirtError):
         cloud.driver("compute1").conn.lookupByName("instance-none")
+
+
+def test_inject_network_info_is_admin_only_and_accepted(cloud: Cloud) -> None:
+    client = cloud.member()
+    server = cloud.create_server(client, "vm1")
+    assert cloud.action(client, server["id"], {"injectNetworkInfo": None}).status_code == 403
+    assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": None}).status_code == 202
+    assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": {"x": 1}}).status_code == 400
+    assert cloud.show(client, server["id"])["status"] == "ACTIVE"
