@@ -110,8 +110,15 @@ urlpatterns += [
 # --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
 from . import networks_proxy as _networks_proxy  # noqa: E402
 from . import security_groups as _security_groups  # noqa: E402
+from . import volumes_proxy as _volumes_proxy  # noqa: E402
 
 urlpatterns += [
+    path("os-volumes", _volumes_proxy.VolumesView.as_view(), name="compute-volumes"),
+    path("os-volumes/detail", _volumes_proxy.VolumesDetailView.as_view(), name="compute-volumes-detail"),
+    path("os-volumes/<str:volume_id>", _volumes_proxy.VolumeView.as_view(), name="compute-volume"),
+    path("os-snapshots", _volumes_proxy.SnapshotsView.as_view(), name="compute-snapshots"),
+    path("os-snapshots/detail", _volumes_proxy.SnapshotsDetailView.as_view(), name="compute-snapshots-detail"),
+    path("os-snapshots/<str:snapshot_id>", _volumes_proxy.SnapshotView.as_view(), name="compute-snapshot"),
     path("os-networks", _networks_proxy.NetworksView.as_view(), name="compute-networks"),
     path("os-networks/<str:network_id>", _networks_proxy.NetworkView.as_view(), name="compute-network"),
     path("os-networks/<str:network_id>/action", _networks_proxy.NetworkView.as_view()),
