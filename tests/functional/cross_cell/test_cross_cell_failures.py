@@ -67,7 +67,8 @@ def failing_write(alias: str, table: str, *, when: Callable[[str, tuple[Any, ...
 
 
 def names_a_context(sql: str, params: tuple[Any, ...]) -> bool:
-    return '"migration_context"' in sql and any(isinstance(p, str) and "cross_cell" in p for p in params)
+    # a JSON parameter is a string on SQLite, an adapter holding the value (``adapted``) on PostgreSQL
+    return '"migration_context"' in sql and any("cross_cell" in str(getattr(p, "adapted", p)) for p in params)
 
 
 def dest_bindings(sid: str) -> list[tuple[str, str]]:
