@@ -144,7 +144,8 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         "type": "object", "properties": {"adminPass": {"type": "string"}}, "required": ["adminPass"],
         "additionalProperties": False}, "changePassword"))),
     "pause": VersionedSchema(("2.1", None, _action({}, "pause"))),
-    "injectNetworkInfo": VersionedSchema(("2.1", None, _action(NULL, "injectNetworkInfo"))),
+    # Nova does not validate this action's body: null and {} (what clients send) are both taken
+    "injectNetworkInfo": VersionedSchema(("2.1", None, _action({"type": ["null", "object"]}, "injectNetworkInfo"))),
     "unpause": VersionedSchema(("2.1", None, _action({}, "unpause"))),
     "suspend": VersionedSchema(("2.1", None, _action({}, "suspend"))),
     "resume": VersionedSchema(("2.1", None, _action({}, "resume"))),
@@ -313,7 +314,9 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
                                     rebuild=True)
     server["adminPass"] = admin_pass
-    if view.version >= (2, 57):  # the rebuild answer carries the server's user data from 2.57 (Nova)
+    if view.version >= (2, 57):  # the rebuild answer carries the server's user data from 2.57 (Nova), as
+        # ``user_data``, not as the admin's extended attribute of show
+        server.pop("OS-EXT-SRV-ATTR:user_data", None)
         server["user_data"] = (changes["user_data"] if "user_data" in changes else instance.user_data) or None
     return Response({"server": server}, status=202)
 

@@ -153,5 +153,6 @@ def test_inject_network_info_is_admin_only_and_accepted(cloud: Cloud) -> None:
     server = cloud.create_server(client, "vm1")
     assert cloud.action(client, server["id"], {"injectNetworkInfo": None}).status_code == 403
     assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": None}).status_code == 202
-    assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": {"x": 1}}).status_code == 400
+    assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": {}}).status_code == 202  # Tempest's body
+    assert cloud.action(cloud.admin(), server["id"], {"injectNetworkInfo": "x"}).status_code == 400
     assert cloud.show(client, server["id"])["status"] == "ACTIVE"

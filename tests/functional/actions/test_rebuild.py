@@ -59,6 +59,9 @@ def test_rebuild_fields_per_microversion(cloud: Cloud, version: str, field: str,
     assert response.status_code == code, response.content
     if field == "user_data" and code == 202:  # the answer carries what the server now has
         assert response.json()["server"]["user_data"] == value
+        as_admin = cloud.action(cloud.admin(), server["id"], {"rebuild": {"imageRef": cloud.image_id}},
+                                version="2.75").json()["server"]
+        assert as_admin["user_data"] == value and "OS-EXT-SRV-ATTR:user_data" not in as_admin
 
 
 def test_rebuild_errors(cloud: Cloud) -> None:
