@@ -15,13 +15,8 @@ from cloudcore.core.policy import authorize
 from scheduling.services.aggregates import host_availability_zone
 from servers import selectors as server_selectors
 
+from ..selectors import COMPUTE_BINARY
 from .services_admin import CellNode, node_list, service_list, service_update
-
-COMPUTE = "nova-compute"
-
-
-class ComputeHostNotFound(NotFound):
-    message = "Compute host %(host)s could not be found."
 
 
 class HostNotFound(NotFound):
@@ -44,7 +39,7 @@ def host_list(*, actor: RequestContext, zone: str | None = None) -> list[HostEnt
     ``zone`` keeps those in that zone (an empty one keeps all)."""
     authorize(actor, "os_compute_api:os-hosts:list")
     entries = [HostEntry(cs.service.host, _topic(cs.service.binary),
-                         host_availability_zone(cs.service.host) if cs.service.binary == COMPUTE else "internal")
+                         host_availability_zone(cs.service.host) if cs.service.binary == COMPUTE_BINARY else "internal")
                for cs in service_list()]
     return [e for e in entries if not zone or e.zone == zone]
 
@@ -95,7 +90,7 @@ def host_update(*, actor: RequestContext, host: str, status: str | None,
     out = {"host": host}
     if status is not None:
         enabled = status.lower() == "enable"
-        service_update(actor=actor, host=host, binary=COMPUTE, status="enabled" if enabled else "disabled")
+        service_update(actor=actor, host=host, binary=COMPUTE_BINARY, status="enabled" if enabled else "disabled")
         out["status"] = "enabled" if enabled else "disabled"
     return out
 

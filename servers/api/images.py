@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
-from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.api.views import ComputeAPIView, ComputeProxyAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from images import services as images
 
@@ -52,12 +52,7 @@ def image_body(image: Image) -> dict[str, Any]:
 _PROPERTY_FILTERS = {"server", "type"}
 
 
-class _ProxyView(ComputeAPIView):
-    #: Nova's image proxy is gone from 2.36.
-    available_until = (2, 35)
-
-
-class ImagesView(_ProxyView):
+class ImagesView(ComputeProxyAPIView):
     detail = False
 
     def get(self, request: Request) -> Response:
@@ -84,7 +79,7 @@ class ImagesDetailView(ImagesView):
     detail = True
 
 
-class ImageView(_ProxyView):
+class ImageView(ComputeProxyAPIView):
     def get(self, request: Request, image_id: str) -> Response:
         return Response({"image": image_body(_image(self, image_id))})
 
@@ -119,7 +114,7 @@ def _set_properties(view: ComputeAPIView, image: Image, wanted: dict[str, str]) 
     return dict(images.image_update(view.ctx, image, changes).properties or {})
 
 
-class ImageMetadataView(_ProxyView):
+class ImageMetadataView(ComputeProxyAPIView):
     def get(self, request: Request, image_id: str) -> Response:
         return Response({"metadata": dict(_image(self, image_id).properties or {})})
 
@@ -136,7 +131,7 @@ class ImageMetadataView(_ProxyView):
         return Response({"metadata": _set_properties(self, _image(self, image_id), dict(body["metadata"]))})
 
 
-class ImageMetadataItemView(_ProxyView):
+class ImageMetadataItemView(ComputeProxyAPIView):
     def get(self, request: Request, image_id: str, key: str) -> Response:
         properties = _image(self, image_id).properties or {}
         if key not in properties:

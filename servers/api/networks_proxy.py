@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.api.views import ComputeProxyAPIView
 from cloudcore.core.exceptions import CloudcoreError, NotFound
 from cloudcore.core.policy import authorize
 from networks import services as networks
@@ -49,8 +49,8 @@ def network_body(network: Network, *, admin: bool) -> dict[str, Any]:
     return body
 
 
-class _ProxyView(ComputeAPIView):
-    available_until = (2, 35)
+class _ProxyView(ComputeProxyAPIView):
+    """The nova-network writes are gone (410)."""
 
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         raise Gone()

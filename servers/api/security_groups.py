@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import query_int, validate
-from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.api.paging import offset_page
+from cloudcore.core.api.validation import validate
+from cloudcore.core.api.views import ComputeAPIView, ComputeProxyAPIView
 
 from ..services import security_group_proxy as proxy
 from ..services.security_groups import server_security_groups
@@ -55,19 +56,12 @@ _RULE = {"type": "object", "properties": {"security_group_rule": {"type": "objec
          "required": ["security_group_rule"]}
 
 
-class _ProxyView(ComputeAPIView):
-    available_until = (2, 35)
-
-
-class SecurityGroupsView(_ProxyView):
+class SecurityGroupsView(ComputeProxyAPIView):
     def get(self, request: Request) -> Response:
         all_tenants = request.query_params.get("all_tenants", "0").lower() not in ("0", "false", "no", "off")
         groups = proxy.group_list(actor=self.ctx, all_tenants="all_tenants" in request.query_params and all_tenants)
-        bad = "Invalid input for query parameters %(name)s. Value: %(value)s."
-        offset = query_int(request.query_params, "offset", invalid=bad, default=0) or 0
-        limit = query_int(request.query_params, "limit", invalid=bad)
-        groups = groups[offset:offset + limit if limit is not None else None]
-        return Response({"security_groups": [present_nova_security_group(g) for g in groups]})
+        return Response({"security_groups": [present_nova_security_group(g)
+                                             for g in offset_page(groups, request.query_params)]})
 
     def post(self, request: Request) -> Response:
         body = self.body()
@@ -77,7 +71,7 @@ class SecurityGroupsView(_ProxyView):
         return Response({"security_group": present_nova_security_group(group)})
 
 
-class SecurityGroupView(_ProxyView):
+class SecurityGroupView(ComputeProxyAPIView):
     def get(self, request: Request, group_id: str) -> Response:
         return Response({"security_group": present_nova_security_group(
             proxy.group_get(actor=self.ctx, group_id=group_id))})
@@ -95,7 +89,7 @@ class SecurityGroupView(_ProxyView):
         return Response(status=202)
 
 
-class SecurityGroupRulesView(_ProxyView):
+class SecurityGroupRulesView(ComputeProxyAPIView):
     def post(self, request: Request) -> Response:
         body = self.body()
         validate(body, _RULE)
@@ -103,7 +97,7 @@ class SecurityGroupRulesView(_ProxyView):
         return Response({"security_group_rule": present_nova_rule(rule)})
 
 
-class SecurityGroupRuleView(_ProxyView):
+class SecurityGroupRuleView(ComputeProxyAPIView):
     def delete(self, request: Request, rule_id: str) -> Response:
         proxy.rule_delete(actor=self.ctx, rule_id=rule_id)
         return Response(status=202)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import METADATA, query_int, validate
-from cloudcore.core.api.views import ComputeAPIView
+from cloudcore.core.api.paging import offset_page
+from cloudcore.core.api.validation import METADATA, validate
+from cloudcore.core.api.views import ComputeProxyAPIView
 from cloudcore.core.policy import authorize
 from volumes import services as volumes
 from volumes import snapshots
@@ -31,7 +32,6 @@ SNAPSHOT_CREATE = {"type": "object", "properties": {"snapshot": {
         "display_name": _TEXT, "display_description": _TEXT},
     "required": ["volume_id"], "additionalProperties": False}}, "required": ["snapshot"],
     "additionalProperties": False}
-_BAD_QUERY = "Invalid input for query parameters %(name)s. Value: %(value)s."
 
 
 def _ts(value: Any) -> str | None:
@@ -53,14 +53,7 @@ def snapshot_body(snap: Snapshot) -> dict[str, Any]:
             "createdAt": _ts(snap.created_at), "displayName": snap.name, "displayDescription": snap.description}
 
 
-def _page(request: Request, items: list[Any]) -> list[Any]:
-    offset = query_int(request.query_params, "offset", invalid=_BAD_QUERY, default=0) or 0
-    limit = query_int(request.query_params, "limit", invalid=_BAD_QUERY)
-    return items[offset:offset + limit if limit is not None else None]
-
-
-class _ProxyView(ComputeAPIView):
-    available_until = (2, 35)
+class _ProxyView(ComputeProxyAPIView):
 
     def rule(self, name: str) -> None:
         authorize(self.ctx, f"os_compute_api:os-volumes:{name}", {"project_id": self.ctx.project_id})
@@ -72,7 +65,7 @@ class VolumesView(_ProxyView):
     def get(self, request: Request) -> Response:
         self.rule("detail" if self.detail else "list")
         found = volumes.volume_list(self.ctx)
-        return Response({"volumes": [volume_body(v) for v in _page(request, found)]})
+        return Response({"volumes": [volume_body(v) for v in offset_page(found, request.query_params)]})
 
     def post(self, request: Request) -> Response:
         self.rule("create")
@@ -107,7 +100,7 @@ class SnapshotsView(_ProxyView):
     def get(self, request: Request) -> Response:
         self.rule("snapshots:detail" if self.detail else "snapshots:list")
         found = snapshots.snapshot_list(self.ctx)
-        return Response({"snapshots": [snapshot_body(s) for s in _page(request, found)]})
+        return Response({"snapshots": [snapshot_body(s) for s in offset_page(found, request.query_params)]})
 
     def post(self, request: Request) -> Response:
         self.rule("snapshots:create")

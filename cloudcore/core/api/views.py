@@ -150,6 +150,13 @@ class ComputeAPIView(OpenStackAPIView):
             raise NotFound("The resource could not be found.")
 
 
+class ComputeProxyAPIView(ComputeAPIView):
+    """Nova's proxies of the other services (``/images``, ``/os-networks``, ``/os-volumes``,
+    ``/os-security-groups``, ...): gone from 2.36 (404), as in Nova."""
+
+    available_until = (2, 35)
+
+
 class UnversionedAPIView(OpenStackAPIView):
     version_range = None
 

@@ -30,7 +30,12 @@ def test_group_crud_and_rules(cloud: Cloud) -> None:
     # the network service sees the same group and rule
     neutron = cloud.get(client, f"/network/v2.0/security-groups/{group['id']}").json()["security_group"]
     assert any(r["port_range_min"] == 22 and r["direction"] == "ingress" for r in neutron["security_group_rules"])
-    assert group["id"] in [g["id"] for g in cloud.get(client, "os-security-groups").json()["security_groups"]]
+    listed = cloud.get(client, "os-security-groups").json()["security_groups"]
+    assert group["id"] in [g["id"] for g in listed]
+    # offset/limit paging (the old APIs' paging); a bad value is 400
+    assert [g["id"] for g in cloud.get(client, "os-security-groups?offset=1&limit=1").json()["security_groups"]] == [
+        listed[1]["id"]]
+    assert cloud.get(client, "os-security-groups?limit=x").status_code == 400
     updated = cloud.put(client, f"os-security-groups/{group['id']}",
                         {"security_group": {"name": "web2", "description": "x"}}).json()["security_group"]
     assert updated["name"] == "web2"
