@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
 # finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
-# meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
-# lines (also of those hot-plugged in its first two minutes); then it answers each line typed on
+# meta_data.json and user_data, each between BEGIN/END lines (the first port's fixed IP from network_data.json
+# then goes on its first NIC: "GUEST-IP <ip>"), and its volumes' serials and first
+# lines (also of those hot-plugged in its first two minutes); a line "CLOUDCORE-PING <ip>" in the user data
+# makes it ping that address every second and print "GUEST-PING <n> <ip> ok|fail"; then it answers each line typed on
 # its serial console with "<MARKER>-ECHO <line>" (a console to talk to through the console proxy).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
 # KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
@@ -17,7 +19,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat insmod ls head seq; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head seq grep cut ifconfig ping; do ln -s busybox "$WORK/bin/$tool"; done
 # in load order (each after what it depends on)
 MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
 drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
@@ -48,6 +50,14 @@ for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
     echo "BEGIN meta_data.json"; cat /mnt/openstack/latest/meta_data.json; echo; echo "END meta_data.json"
     if [ -f /mnt/openstack/latest/user_data ]; then
       echo "BEGIN user_data"; cat /mnt/openstack/latest/user_data; echo; echo "END user_data"
+      PING_TARGET=\$(grep -o 'CLOUDCORE-PING [0-9.]*' /mnt/openstack/latest/user_data | head -n 1 | cut -d' ' -f2)
+    fi
+    # the first port's fixed IP (network_data.json) on the first NIC
+    IP=\$(grep -o '"ip_address": "[0-9.]*"' /mnt/openstack/latest/network_data.json | head -n 1 | cut -d'"' -f4)
+    MASK=\$(grep -o '"netmask": "[0-9.]*"' /mnt/openstack/latest/network_data.json | head -n 1 | cut -d'"' -f4)
+    if [ -n "\$IP" ] && [ -e /sys/class/net/eth0 ]; then
+      ifconfig lo 127.0.0.1 up
+      ifconfig eth0 "\$IP" netmask "\${MASK:-255.255.255.0}" up && echo "GUEST-IP \$IP"
     fi
     break
   fi
@@ -64,6 +74,14 @@ report_volumes() {  # each virtio disk with a serial (a volume: the serial is it
 SEEN=""
 report_volumes GUEST-VOLUME
 echo "GUEST-DONE"
+# user data "CLOUDCORE-PING <ip>": ping it every second for ever, each result numbered on the console
+if [ -n "\$PING_TARGET" ]; then
+  (n=0; while true; do
+    n=\$((n + 1))
+    if ping -c 1 -W 2 "\$PING_TARGET" >/dev/null 2>&1; then r=ok; else r=fail; fi
+    echo "GUEST-PING \$n \$PING_TARGET \$r"; sleep 1
+  done) &
+fi
 # volumes attached to the running guest (hot-plugged) are reported as they appear
 (for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done) &
 while true; do
