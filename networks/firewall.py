@@ -38,19 +38,22 @@ def groups_of_ports(port_ids: Iterable[str]) -> set[str]:
 
 
 def port_filters_changed(*, groups: Iterable[str] = (), members_of: Iterable[str] = (),
-                         ports: Iterable[str] = ()) -> None:
+                         ports: Iterable[str] = (), new_port: str | None = None) -> None:
     """After the current transaction commits, tell the compute hosts whose servers' port filters
-    the change touches (see the module docstring) to redefine them."""
+    the change touches (see the module docstring) to redefine them. ``new_port``: a port just made,
+    whose own filter its host defines when it plugs it (no refresh is cast for it)."""
     changed = (set(groups), set(members_of), set(ports))
     if any(changed):
-        transaction.on_commit(lambda: _cast_refreshes(*changed))
+        transaction.on_commit(lambda: _cast_refreshes(*changed, new_port=new_port))
 
 
-def _cast_refreshes(groups: set[str], members_of: set[str], ports: set[str]) -> None:
+def _cast_refreshes(groups: set[str], members_of: set[str], ports: set[str], *, new_port: str | None) -> None:
     referring = set(SecurityGroupRule.objects.filter(remote_group_id__in=members_of)
                     .values_list("security_group_id", flat=True)) if members_of else set()
     concerned = (Port.objects.filter(Q(security_groups__id__in=groups | referring) | Q(id__in=ports))
                  .filter(device_owner__startswith="compute:").exclude(binding_host_id="").exclude(device_id=""))
+    if new_port:
+        concerned = concerned.exclude(id=new_port)
     servers: dict[str, set[str]] = defaultdict(set)
     for host, device_id in concerned.values_list("binding_host_id", "device_id").distinct():
         servers[host].add(device_id)

@@ -362,7 +362,7 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
         for item in requested:
             _allocate(port, _subnet_for(network, item), item.get("ip_address"), allow_gateway_ip=allow_gateway_ip)
         port.security_groups.set(groups)
-        port_filters_changed(members_of=[g.id for g in groups])
+        port_filters_changed(members_of=[g.id for g in groups], new_port=port.id)
     return port
 
 
