@@ -16,7 +16,7 @@ from servers.choices import MigrationStatus
 from . import tables
 from .auth import console_view
 from .compute_client import call
-from .views import _page
+from .views import _page, api_outcome
 
 BASE = "/compute/v2.1"
 FILTERS = ("name", "status", "host", "project_id", "availability_zone")
@@ -291,10 +291,6 @@ def host_action(request: HttpRequest) -> HttpResponse:
     }
     if op not in bodies:
         messages.error(request, f"Unknown host action {op!r}.")
-    else:
-        result = call(request, "PUT", f"{BASE}/os-services/{service}", bodies[op])
-        if result.ok:
-            messages.success(request, f"{op.replace('_', ' ').capitalize()}: done.")
-        else:
-            messages.error(request, f"{op.replace('_', ' ').capitalize()} refused: {result.message}")
-    return HttpResponseRedirect(reverse("console:hosts"))
+        return HttpResponseRedirect(reverse("console:hosts"))
+    return api_outcome(request, call(request, "PUT", f"{BASE}/os-services/{service}", bodies[op]),
+                       op.replace("_", " ").capitalize(), reverse("console:hosts"))
