@@ -33,6 +33,7 @@ def v21_document() -> dict[str, Any]:
 
 class ComputeVersionsView(PublicMixin, ComputeAPIView):
     """``GET /compute/``: v2.0 (supported) then v2.1 (current)."""
+    query_parameters = None
 
     def get(self, request: Request) -> Response:
         v20 = {
@@ -44,6 +45,7 @@ class ComputeVersionsView(PublicMixin, ComputeAPIView):
 
 class ComputeVersionView(PublicMixin, ComputeAPIView):
     """``GET /compute/v2.1/``."""
+    query_parameters = None
 
     def get(self, request: Request) -> Response:
         doc = v21_document()
@@ -56,6 +58,7 @@ class ComputeVersionView(PublicMixin, ComputeAPIView):
 
 class ComputeNotFoundView(ComputeAPIView):
     """Any compute path nobody serves: Nova's 404 fault (a missing extension), never HTML."""
+    query_parameters = None
 
     def dispatch_missing(self) -> None:
         raise NotFound("The resource could not be found.")
