@@ -19,7 +19,7 @@ from identity import selectors as identity_selectors
 
 from . import tables
 from .auth import console_view
-from .compute_client import APIResult, call
+from .compute_client import APIResult, call, form_number
 from .views import _page, api_outcome
 
 BASE = "/compute/v2.1"
@@ -90,26 +90,17 @@ def flavors(request: HttpRequest) -> HttpResponse:
         "all_projects": identity_selectors.project_list()})
 
 
-def _number(value: str) -> int | float | str:
-    """A form field as the number the API expects (the API explains what is not a number)."""
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            continue
-    return value
-
-
 @require_POST
 @console_view(admin=True)
 def flavor_create(request: HttpRequest) -> HttpResponse:
     post = request.POST
-    flavor: dict[str, Any] = {"name": post.get("name", "").strip(), "vcpus": _number(post.get("vcpus", "")),
-                              "ram": _number(post.get("ram", "")), "disk": _number(post.get("disk", "0") or "0"),
+    flavor: dict[str, Any] = {"name": post.get("name", "").strip(), "vcpus": form_number(post.get("vcpus", "")),
+                              "ram": form_number(post.get("ram", "")),
+                              "disk": form_number(post.get("disk", "0") or "0"),
                               "os-flavor-access:is_public": not post.get("private")}
     for field in ("OS-FLV-EXT-DATA:ephemeral", "swap"):
         if post.get(field, "").strip():
-            flavor[field] = _number(post[field].strip())
+            flavor[field] = form_number(post[field].strip())
     if post.get("id", "").strip():
         flavor["id"] = post["id"].strip()
     if post.get("description", "").strip():

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import operator_views, project_views, server_views, views
+from . import launch_views, operator_views, project_views, server_views, views
 
 app_name = "console"
 
@@ -13,7 +13,7 @@ urlpatterns = [
     path("hosts/", views.hosts, name="hosts"),
     path("hosts/action/", server_views.host_action, name="host-action"),
     path("servers/", server_views.server_list, name="servers"),
-    path("servers/new/", server_views.server_create, name="server-create"),
+    path("servers/new/", launch_views.server_launch, name="server-create"),
     path("servers/<str:server_id>/", server_views.server_detail, name="server"),
     path("servers/<str:server_id>/action/", server_views.server_action, name="server-action"),
     path("migrations/", server_views.migrations, name="migrations"),

@@ -5,20 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from tests.apihelpers import make_identity
+
+from .conftest import login
 
 pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
 
 PAGES = ["/quotas/", "/flavors/", "/aggregates/", "/server-groups/"]
-
-
-def login(name: str, project: str, roles: list[str]) -> Client:
-    make_identity(name, project=project, roles=roles, password="pw")
-    client = Client()
-    assert client.post("/login/", {"username": name, "password": "pw"}).status_code == 302
-    return client
 
 
 def messages_of(response: Any) -> str:
