@@ -96,6 +96,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "cells_up": sum(1 for c in cells if c.up),
         "hosts": hosts,
         "cell_capacity": selectors.cell_capacities(hosts),
+        "usage": selectors.usage_chart(request.GET.get("usage") or "cloud"),
         "by_status": by_status,
         "distributions": [
             ("Servers by status", "servers-by-status", selectors.distribution(by_status), "status", "No servers yet."),
