@@ -24,9 +24,11 @@ from .views import _page, api_outcome
 
 BASE = "/compute/v2.1"
 
-#: the quota resources the console edits, in the order the table shows them (newest microversion)
-QUOTA_RESOURCES = ("instances", "cores", "ram", "key_pairs", "metadata_items", "server_groups",
-                   "server_group_members")
+#: the quota resources the console edits (newest microversion), with their column headings
+QUOTA_LABELS = {"instances": "Instances", "cores": "vCPUs", "ram": "RAM (MB)", "key_pairs": "Key pairs",
+                "metadata_items": "Metadata items", "server_groups": "Server groups",
+                "server_group_members": "Group members"}
+QUOTA_RESOURCES = tuple(QUOTA_LABELS)
 
 
 def _listed(result: APIResult, key: str) -> list[dict[str, Any]]:
@@ -51,7 +53,7 @@ def quotas(request: HttpRequest) -> HttpResponse:
         rows.append((project, [(name, detail.get(name, {})) for name in QUOTA_RESOURCES]))
     page.object_list = rows
     return _page(request, "console/quotas.html", {
-        "page_obj": page, "resources": QUOTA_RESOURCES, "error": error,
+        "page_obj": page, "labels": QUOTA_LABELS, "error": error,
         "editing": request.GET.get("edit", "")})
 
 
