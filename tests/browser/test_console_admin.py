@@ -3,7 +3,6 @@ form, grant the cross-cell rule, and check a member is kept out of admin pages. 
 1280 and 390 px."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +12,7 @@ from django.utils import timezone
 from cloudcore.core import policy
 from scheduling.services.usage_samples import placement_usage_sample_take
 from tests.apihelpers import auth_client, make_identity
-from tests.cloud import Cloud, build_cloud
+from tests.cloud import Cloud
 
 from .conftest import login, shot
 
@@ -47,32 +46,25 @@ def test_admin_pages_render(page: Any, live_server: Any, cells: dict) -> None:
     assert overflow <= 1
 
 
-@pytest.fixture
-def ops_cloud(cells: dict) -> Iterator[Cloud]:
-    cloud = build_cloud(cells)
-    yield cloud
-    cloud.teardown()
-
-
 def _overflow(page: Any) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
 
 
 @pytest.mark.parametrize("page", [1280, 390], indirect=True)
-def test_operator_pages_and_the_launch_form_render(page: Any, live_server: Any, ops_cloud: Cloud) -> None:
+def test_operator_pages_and_the_launch_form_render(page: Any, live_server: Any, live_cloud: Cloud) -> None:
     admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
     user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
     width = page.viewport_size["width"]
     # given some of everything the operator pages list, and two usage samples around a boot
     admin = auth_client(admin_user, admin_project)
     member = auth_client(user, project)
-    ops_cloud.post(admin, "os-aggregates", {"aggregate": {"name": "fast-ssd", "availability_zone": "az1"}})
-    ops_cloud.post(admin, "flavors", {"flavor": {"name": "c1.private", "vcpus": 2, "ram": 1024, "disk": 10,
+    live_cloud.post(admin, "os-aggregates", {"aggregate": {"name": "fast-ssd", "availability_zone": "az1"}})
+    live_cloud.post(admin, "flavors", {"flavor": {"name": "c1.private", "vcpus": 2, "ram": 1024, "disk": 10,
                                                  "os-flavor-access:is_public": False}})
-    ops_cloud.post(member, "os-server-groups", {"server_group": {"name": "web", "policy": "anti-affinity"}},
+    live_cloud.post(member, "os-server-groups", {"server_group": {"name": "web", "policy": "anti-affinity"}},
                    version="2.64")
     placement_usage_sample_take(now=timezone.now() - timedelta(minutes=20))
-    ops_cloud.create_server(member, "web1", availability_zone="az1")
+    live_cloud.create_server(member, "web1", availability_zone="az1")
     placement_usage_sample_take(force=True)
     login(page, live_server.url, "admin", "pw")
     # then each page renders with its heading, is photographed, and nothing overflows sideways
