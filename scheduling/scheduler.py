@@ -208,7 +208,7 @@ def _candidate_hosts(request: RequestView, trace: SchedulingTrace | None = None,
                      ) -> tuple[list[HostState], dict[str, int]]:
     """Host states of the compute nodes placement says can take one instance of ``request``.
     ``trace`` records the placement request, the candidate count and, when there is none, the
-    shortfall (from the provider copy, no query)."""
+    shortfall (from the provider copy: one statement to check it is fresh)."""
     trace = trace if trace is not None else SchedulingTrace()
     cells = _schedulable_cells(request)
     trace.request = _request_facts(request)
