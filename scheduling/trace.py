@@ -65,6 +65,8 @@ FILTER_WORDS: dict[str, str] = {
     "forced hosts/nodes": "The forced host cannot take it.",
     "SameHostFilter": "The host of the server named by same_host cannot take it.",
     "DifferentHostFilter": "Every host with room runs a server named by different_host.",
+    "ServerGroupAffinityFilter": "The server group's affinity policy cannot be met by the hosts with room.",
+    "ServerGroupAntiAffinityFilter": "The server group's anti-affinity policy cannot be met by the hosts with room.",
 }
 
 
