@@ -320,6 +320,11 @@ SERVICE_TRANSPORT = env_str("SERVICE_TRANSPORT", "http")
 
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
 MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)
+# The console's placement-usage chart: the resource audit samples placement's usage at most once
+# per PLACEMENT_USAGE_SAMPLE_INTERVAL seconds (0: at every audit), keeping the newest
+# PLACEMENT_USAGE_SAMPLES_KEPT samples (288 at five minutes is a day).
+PLACEMENT_USAGE_SAMPLE_INTERVAL = env_int("PLACEMENT_USAGE_SAMPLE_INTERVAL", 300, minimum=0)
+PLACEMENT_USAGE_SAMPLES_KEPT = env_int("PLACEMENT_USAGE_SAMPLES_KEPT", 288, minimum=2)
 RANDOMIZE_ALLOCATION_CANDIDATES = env_bool("RANDOMIZE_ALLOCATION_CANDIDATES", False)
 # cloudcore (issue 22): how many hosts a scheduling trace names per filter, weighing and shortfall
 SCHEDULER_TRACE_HOSTS = env_int("SCHEDULER_TRACE_HOSTS", 20, minimum=1)
