@@ -119,6 +119,7 @@ def formatted_base(cache_dir: Path, *, size_gb: int, fs_format: str, host: str) 
         os.utime(base)
         return base
     cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir.chmod(0o755)
     fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".fetch-")
     os.close(fd)
     try:

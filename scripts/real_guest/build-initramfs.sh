@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
-# finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
+# finds: its NICs' MAC addresses, its root disk's size and first line, each virtio disk's size
+# (GUEST-BLOCK) and, when a config drive (label config-2) is attached, its
 # meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
 # lines (also of those hot-plugged in its first two minutes); then it answers each line typed on
 # its serial console with "<MARKER>-ECHO <line>" (a console to talk to through the console proxy).
@@ -42,6 +43,7 @@ for m in /modules/*.ko*; do [ -f "\$m" ] && insmod "\$m" 2>/dev/null; done
 sleep 2
 for nic in /sys/class/net/eth*; do [ -e "\$nic/address" ] && echo "GUEST-NIC \$(cat \$nic/address)"; done
 if [ -b /dev/vda ]; then echo "GUEST-DISK sectors=\$(cat /sys/block/vda/size) head=\$(head -c 32 /dev/vda | head -n 1)"; fi
+for blk in /sys/block/vd*; do [ -e "\$blk/size" ] && echo "GUEST-BLOCK \${blk##*/} sectors=\$(cat \$blk/size)"; done
 for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
   if [ -b "\$dev" ] && mount -t iso9660 -o ro "\$dev" /mnt 2>/dev/null; then
     echo "GUEST-CONFIG-DRIVE \$dev"
