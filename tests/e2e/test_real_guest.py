@@ -106,6 +106,16 @@ def build_initramfs(target: Path, marker: str = MARKER, *, with_drivers: bool = 
     return target
 
 
+def qcow2_image(work: Path, marker: bytes) -> Path:
+    """A 1 MiB qcow2 image (world-readable) whose first line is ``marker``."""
+    raw = work / "image.raw"
+    raw.write_bytes(marker + b"\n" + bytes(1024 * 1024))
+    image = work / "image.qcow2"
+    subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
+    image.chmod(0o644)
+    return image
+
+
 def kernel_path() -> Path:
     kernel = _kernel()
     assert kernel is not None
@@ -173,11 +183,7 @@ def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: ob
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIRealGuestKey e2e@cloudcore"
     try:
         initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
-        raw = work / "image.raw"
-        raw.write_bytes(b"QCOW2-ROOT-MARKER\n" + bytes(1024 * 1024))
-        image = work / "image.qcow2"
-        subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
-        image.chmod(0o644)
+        image = qcow2_image(work, b"QCOW2-ROOT-MARKER")
         volumes = {}
         for name, marker in (("data-vol", b"VOLUME-DATA-MARKER"), ("hot-vol", b"HOTPLUG-MARKER")):
             volumes[name] = work / f"volume-{name}"
@@ -242,11 +248,7 @@ def test_real_guest_local_disks_and_a_move_to_another_host_keep_their_data(qemu_
     work.chmod(0o755)
     try:
         initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
-        raw = work / "image.raw"
-        raw.write_bytes(b"IMAGE-ROOT-MARKER\n" + bytes(1024 * 1024))
-        image = work / "image.qcow2"
-        subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
-        image.chmod(0o644)
+        image = qcow2_image(work, b"IMAGE-ROOT-MARKER")
         meta = {"id": "move-image", "path": str(image), "disk_format": "qcow2", "kernel_path": str(_kernel()),
                 "ramdisk_path": str(initrd)}
         local = {"block_device_mapping": [], "root_device_name": "/dev/vda",
