@@ -56,6 +56,12 @@ def test_delete_on_termination_volume_goes_with_the_server(bfv: Any) -> None:
     path = f"servers/{server['id']}/os-volume_attachments"
     bfv.post(client, path, {"volumeAttachment": {"volumeId": keep}}, version="2.79")
     bfv.post(client, path, {"volumeAttachment": {"volumeId": drop, "delete_on_termination": True}}, version="2.79")
+    # the list pages with limit and offset, as Nova's does
+    every = bfv.get(client, path).json()["volumeAttachments"]
+    assert len(every) == 2
+    assert bfv.get(client, f"{path}?limit=1&offset=1").json()["volumeAttachments"] == every[1:]
+    first = bfv.get(client, f"{path}?limit=1", version="2.102").json()["volumeAttachments"]
+    assert [a["volumeId"] for a in first] == [every[0]["volumeId"]]
     assert bfv.delete(client, f"servers/{server['id']}").status_code == 204
     assert Volume.objects.get(pk=keep).status == "available"
     assert not Volume.objects.filter(pk=drop).exists()
