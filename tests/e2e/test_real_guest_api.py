@@ -51,6 +51,7 @@ class Api:
     cloud: LiveCloud
     name: str
     token: str = ""
+    microversion: str = MICROVERSION
 
     def __post_init__(self) -> None:
         auth = yaml.safe_load(self.cloud.clouds_yaml.read_text())["clouds"][self.name]["auth"]
@@ -68,7 +69,7 @@ class Api:
             f"{self.cloud.url}/compute/v2.1{path}", method=method,
             data=None if body is None else json.dumps(body).encode(),
             headers={"X-Auth-Token": self.token, "Content-Type": "application/json", "Accept": "application/json",
-                     "OpenStack-API-Version": f"compute {MICROVERSION}"})
+                     "OpenStack-API-Version": f"compute {self.microversion}"})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - the local cloud
                 status, raw = response.status, response.read()
@@ -259,30 +260,37 @@ def real_cloud() -> Iterator[RealCloud]:
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _upload_images(real: RealCloud) -> str:
-    """kernel (aki), ramdisk (ari) and a small raw root disk naming them; returns the root image id."""
-    files = real.work / "upload"
+def _upload_images(real: RealCloud, *, heads: tuple[bytes, ...] = (b"CLOUDCORE-REAL-ROOT",),
+                   with_drivers: bool = False, name: str = "real") -> list[str]:
+    """kernel (aki), ramdisk (ari; ``with_drivers``: the initramfs that loads the virtio and cdrom
+    drivers) and a small raw root disk naming them per first line of ``heads``; returns the root
+    images' ids."""
+    files = real.work / f"upload-{name}"
     files.mkdir()
-    initrd = build_initramfs(files / "initrd.gz")
-    root = files / "root.img"
-    root.write_bytes(b"CLOUDCORE-REAL-ROOT\n".ljust(1024 * 1024, b"\0"))
+    initrd = build_initramfs(files / "initrd.gz", with_drivers=with_drivers)
     cli = real.cloud.openstack_json
     kernel = cli("image", "create", "--disk-format", "aki", "--container-format", "aki", "--file",
-                 str(kernel_path()), "real-kernel")
+                 str(kernel_path()), f"{name}-kernel")
     ramdisk = cli("image", "create", "--disk-format", "ari", "--container-format", "ari", "--file", str(initrd),
-                  "real-ramdisk")
-    image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
-                "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}", "real-root")
-    shown = cli("image", "show", image["id"])
-    assert shown["status"] == "active"
-    assert shown["properties"]["kernel_id"] == kernel["id"]
-    return str(image["id"])
+                  f"{name}-ramdisk")
+    images = []
+    for index, head in enumerate(heads):
+        root = files / f"root-{index}.img"
+        root.write_bytes((head + b"\n").ljust(1024 * 1024, b"\0"))
+        image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
+                    "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}",
+                    f"{name}-root-{index}")
+        shown = cli("image", "show", image["id"])
+        assert shown["status"] == "active"
+        assert shown["properties"]["kernel_id"] == kernel["id"]
+        images.append(str(image["id"]))
+    return images
 
 
 def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     real = real_cloud
     started = time.monotonic()
-    image_id = _upload_images(real)
+    (image_id,) = _upload_images(real)
     demo, admin = Api(real.cloud, "cloudcore-demo"), Api(real.cloud, "cloudcore-demo-admin")
     cloud_admin = Api(real.cloud, "cloudcore-admin")  # sees OS-EXT-SRV-ATTR:host
 
@@ -352,3 +360,54 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert real.domain(server_id) is None
     assert not (real.state(other) / "instances" / server_id).exists()
     assert time.monotonic() - started < 600
+
+
+def _wait_console(real: RealCloud, host: str, server_id: str, needle: str, timeout: float = 180) -> str:
+    console = real.console(host, server_id)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if console.exists() and needle.encode() in console.read_bytes():
+            return console.read_bytes().decode(errors="replace")
+        time.sleep(0.5)
+    tail = console.read_bytes()[-3000:] if console.exists() else b"(no console log)"
+    pytest.fail(f"no {needle!r} on {host}'s serial console of {server_id}:\n{tail!r}")
+
+
+def test_real_volume_backed_guest_writes_its_volume_and_a_2_93_rebuild_reimages_it(real_cloud: RealCloud) -> None:
+    """Issue 17 item 12 on real QEMU: a server booted from a volume made from an image (direct
+    kernel boot with the image's kernel and ramdisk) writes a marker on its root volume (its user
+    data, run by the guest's init); the marker is there after a hard reboot; a rebuild at 2.93 with
+    another image reimages the volume, and the guest then reads that image's first line on it."""
+    import base64
+
+    real = real_cloud
+    first, second = _upload_images(real, heads=(b"BFV-FIRST-IMAGE", b"BFV-REIMAGED-IMAGE"), with_drivers=True,
+                                   name="bfv")
+    script = b"#!/bin/sh\necho VOLUME-WRITTEN-BY-GUEST | dd of=/dev/vda conv=notrunc\nsync\n"
+    demo = Api(real.cloud, "cloudcore-demo", microversion="2.93")
+    cloud_admin = Api(real.cloud, "cloudcore-admin")
+    server_id = demo.call("POST", "/servers", {"server": {
+        "name": "bfv-guest", "flavorRef": "1", "networks": "auto", "config_drive": True,
+        "user_data": base64.b64encode(script).decode(),
+        "block_device_mapping_v2": [{"boot_index": 0, "uuid": first, "source_type": "image",
+                                     "destination_type": "volume", "volume_size": 1,
+                                     "delete_on_termination": True}]}})["server"]["id"]
+    try:
+        host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        assert "GUEST-DISK sectors=" in log and "head=BFV-FIRST-IMAGE" in log, log[-3000:]
+        # the guest's write is on the volume: the next boot reads it
+        real.console(host, server_id).write_bytes(b"")
+        demo.action(server_id, {"reboot": {"type": "HARD"}})
+        demo.wait_status(server_id, "ACTIVE")
+        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        assert "head=VOLUME-WRITTEN-BY-GUEST" in log, log[-3000:]
+        # a 2.93 rebuild reimages the root volume with the second image
+        real.console(host, server_id).write_bytes(b"")
+        demo.action(server_id, {"rebuild": {"imageRef": second}})
+        host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        assert "head=BFV-REIMAGED-IMAGE" in log and "head=VOLUME-WRITTEN-BY-GUEST" not in log, log[-3000:]
+    finally:
+        demo.call("DELETE", f"/servers/{server_id}")
+        demo.wait_gone(server_id)
