@@ -30,7 +30,7 @@ import yaml
 
 from .cloud import LiveCloud, free_port, make_env
 from .test_cli_consoles import open_console, token_of
-from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt
+from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt, wait_console
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -362,17 +362,6 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert time.monotonic() - started < 600
 
 
-def _wait_console(real: RealCloud, host: str, server_id: str, needle: str, timeout: float = 180) -> str:
-    console = real.console(host, server_id)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if console.exists() and needle.encode() in console.read_bytes():
-            return console.read_bytes().decode(errors="replace")
-        time.sleep(0.5)
-    tail = console.read_bytes()[-3000:] if console.exists() else b"(no console log)"
-    pytest.fail(f"no {needle!r} on {host}'s serial console of {server_id}:\n{tail!r}")
-
-
 def test_real_volume_backed_guest_writes_its_volume_and_a_2_93_rebuild_reimages_it(real_cloud: RealCloud) -> None:
     """Issue 17 item 12 on real QEMU: a server booted from a volume made from an image (direct
     kernel boot with the image's kernel and ramdisk) writes a marker on its root volume (its user
@@ -394,20 +383,75 @@ def test_real_volume_backed_guest_writes_its_volume_and_a_2_93_rebuild_reimages_
                                      "delete_on_termination": True}]}})["server"]["id"]
     try:
         host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
-        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
         assert "GUEST-DISK sectors=" in log and "head=BFV-FIRST-IMAGE" in log, log[-3000:]
         # the guest's write is on the volume: the next boot reads it
         real.console(host, server_id).write_bytes(b"")
         demo.action(server_id, {"reboot": {"type": "HARD"}})
         demo.wait_status(server_id, "ACTIVE")
-        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
         assert "head=VOLUME-WRITTEN-BY-GUEST" in log, log[-3000:]
         # a 2.93 rebuild reimages the root volume with the second image
         real.console(host, server_id).write_bytes(b"")
         demo.action(server_id, {"rebuild": {"imageRef": second}})
         host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
-        log = _wait_console(real, host, server_id, "GUEST-USER-DATA-RAN")
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
         assert "head=BFV-REIMAGED-IMAGE" in log and "head=VOLUME-WRITTEN-BY-GUEST" not in log, log[-3000:]
     finally:
         demo.call("DELETE", f"/servers/{server_id}")
         demo.wait_gone(server_id)
+
+
+def test_real_volume_backed_guest_keeps_its_volume_data_across_a_cross_cell_resize(real_cloud: RealCloud) -> None:
+    """Issue 17 item 12 on real QEMU: a volume-backed server in cell1 writes a marker on its root
+    volume; resized into cell2 (the rule granted to the demo project, cell1's hosts disabled), the
+    guest on a cell2 host reads the marker from the same volume; the resize is then confirmed."""
+    import base64
+    import subprocess
+    import sys
+
+    from .cloud import ROOT
+
+    real = real_cloud
+    (image,) = _upload_images(real, heads=(b"BFV-XC-IMAGE",), with_drivers=True, name="xc")
+    script = b"#!/bin/sh\necho CROSS-CELL-MARKER | dd of=/dev/vda conv=notrunc\nsync\n"
+    demo, cloud_admin = Api(real.cloud, "cloudcore-demo"), Api(real.cloud, "cloudcore-admin")
+    flavor = cloud_admin.call("POST", "/flavors", {"flavor": {"name": "xc.bfv", "ram": 384, "vcpus": 1,
+                                                              "disk": 1}})["flavor"]["id"]
+    granted = subprocess.run([sys.executable, "manage.py", "policy", "grant", "compute:servers:resize:cross_cell",
+                              "--project", "demo"], cwd=ROOT, env=real.cloud.env, capture_output=True, text=True)
+    assert granted.returncode == 0, granted.stderr
+
+    def services(action: str, *hosts: str) -> None:
+        for host in hosts:
+            real.cloud.openstack("compute", "service", "set", f"--{action}", host, "nova-compute",
+                                 cloud="cloudcore-admin")
+
+    server_id = ""
+    services("disable", "compute3", "compute4")
+    try:
+        server_id = demo.call("POST", "/servers", {"server": {
+            "name": "xc-guest", "flavorRef": "1", "networks": "auto", "config_drive": True,
+            "user_data": base64.b64encode(script).decode(),
+            "block_device_mapping_v2": [{"boot_index": 0, "uuid": image, "source_type": "image",
+                                         "destination_type": "volume", "volume_size": 1,
+                                         "delete_on_termination": True}]}})["server"]["id"]
+        source = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        assert source in ("compute1", "compute2")
+        log = wait_console(real.console(source, server_id), "GUEST-USER-DATA-RAN")
+        assert "head=BFV-XC-IMAGE" in log, log[-3000:]
+        # into cell2
+        services("enable", "compute3", "compute4")
+        services("disable", "compute1", "compute2")
+        demo.action(server_id, {"resize": {"flavorRef": flavor}})
+        dest = cloud_admin.wait_status(server_id, "VERIFY_RESIZE", timeout=300)["OS-EXT-SRV-ATTR:host"]
+        assert dest in ("compute3", "compute4")
+        log = wait_console(real.console(dest, server_id), "GUEST-USER-DATA-RAN")
+        assert "head=CROSS-CELL-MARKER" in log, log[-3000:]
+        demo.action(server_id, {"confirmResize": None})
+        demo.wait_status(server_id, "ACTIVE")
+    finally:
+        services("enable", "compute1", "compute2", "compute3", "compute4")
+        if server_id:
+            demo.call("DELETE", f"/servers/{server_id}")
+            demo.wait_gone(server_id)
