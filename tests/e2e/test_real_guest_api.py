@@ -362,25 +362,30 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert time.monotonic() - started < 600
 
 
+def _boot_from_volume(api: Api, name: str, image: str, user_data: bytes) -> str:
+    """A server (m1.tiny, a config drive with ``user_data``) on a 1 GiB volume made from ``image``."""
+    import base64
+
+    return str(api.call("POST", "/servers", {"server": {
+        "name": name, "flavorRef": "1", "networks": "auto", "config_drive": True,
+        "user_data": base64.b64encode(user_data).decode(),
+        "block_device_mapping_v2": [{"boot_index": 0, "uuid": image, "source_type": "image",
+                                     "destination_type": "volume", "volume_size": 1,
+                                     "delete_on_termination": True}]}})["server"]["id"])
+
+
 def test_real_volume_backed_guest_writes_its_volume_and_a_2_93_rebuild_reimages_it(real_cloud: RealCloud) -> None:
     """Issue 17 item 12 on real QEMU: a server booted from a volume made from an image (direct
     kernel boot with the image's kernel and ramdisk) writes a marker on its root volume (its user
     data, run by the guest's init); the marker is there after a hard reboot; a rebuild at 2.93 with
     another image reimages the volume, and the guest then reads that image's first line on it."""
-    import base64
-
     real = real_cloud
     first, second = _upload_images(real, heads=(b"BFV-FIRST-IMAGE", b"BFV-REIMAGED-IMAGE"), with_drivers=True,
                                    name="bfv")
     script = b"#!/bin/sh\necho VOLUME-WRITTEN-BY-GUEST | dd of=/dev/vda conv=notrunc\nsync\n"
     demo = Api(real.cloud, "cloudcore-demo", microversion="2.93")
     cloud_admin = Api(real.cloud, "cloudcore-admin")
-    server_id = demo.call("POST", "/servers", {"server": {
-        "name": "bfv-guest", "flavorRef": "1", "networks": "auto", "config_drive": True,
-        "user_data": base64.b64encode(script).decode(),
-        "block_device_mapping_v2": [{"boot_index": 0, "uuid": first, "source_type": "image",
-                                     "destination_type": "volume", "volume_size": 1,
-                                     "delete_on_termination": True}]}})["server"]["id"]
+    server_id = _boot_from_volume(demo, "bfv-guest", first, script)
     try:
         host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
         log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
@@ -406,7 +411,6 @@ def test_real_volume_backed_guest_keeps_its_volume_data_across_a_cross_cell_resi
     """Issue 17 item 12 on real QEMU: a volume-backed server in cell1 writes a marker on its root
     volume; resized into cell2 (the rule granted to the demo project, cell1's hosts disabled), the
     guest on a cell2 host reads the marker from the same volume; the resize is then confirmed."""
-    import base64
     import subprocess
     import sys
 
@@ -430,12 +434,7 @@ def test_real_volume_backed_guest_keeps_its_volume_data_across_a_cross_cell_resi
     server_id = ""
     services("disable", "compute3", "compute4")
     try:
-        server_id = demo.call("POST", "/servers", {"server": {
-            "name": "xc-guest", "flavorRef": "1", "networks": "auto", "config_drive": True,
-            "user_data": base64.b64encode(script).decode(),
-            "block_device_mapping_v2": [{"boot_index": 0, "uuid": image, "source_type": "image",
-                                         "destination_type": "volume", "volume_size": 1,
-                                         "delete_on_termination": True}]}})["server"]["id"]
+        server_id = _boot_from_volume(demo, "xc-guest", image, script)
         source = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
         assert source in ("compute1", "compute2")
         log = wait_console(real.console(source, server_id), "GUEST-USER-DATA-RAN")
