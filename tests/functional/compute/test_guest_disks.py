@@ -42,6 +42,14 @@ def _block_device_info(server_id: str) -> dict[str, Any]:
         return block_device_info(Instance.objects.get(uuid=server_id))
 
 
+def _nics_and_cdroms(cloud: Cloud, server_id: str) -> tuple[list[str], int]:
+    """The guest's NIC MACs and how many cdroms (config drives) its domain has."""
+    instance = cloud.instance(server_id)
+    root = ET.fromstring(cloud.driver(instance.host)._domain(instance).XMLDesc(0))
+    macs = [m.get("address", "") for m in root.findall("./devices/interface/mac")]
+    return macs, len(root.findall("./devices/disk[@device='cdrom']"))
+
+
 def _instance_dir(cloud: Cloud, server_id: str) -> Path:
     instance = cloud.instance(server_id)
     return cloud.driver(instance.host).instance_dir(instance)  # type: ignore[attr-defined,no-any-return]
@@ -100,10 +108,14 @@ def test_a_hard_reboot_and_stop_start_keep_the_local_disks_data(libvirt_cloud: C
     assert _marked(workdir / "disk") and _marked(workdir / "disk.local")
 
 
-def test_a_resize_to_another_host_moves_the_disks_and_confirm_drops_the_source_copy(libvirt_cloud: Cloud) -> None:
-    # given a server with bytes of its own on its root and ephemeral disks
+def test_a_resize_to_another_host_moves_the_disks_and_confirm_drops_the_source_copy(libvirt_cloud: Cloud,
+                                                                                   settings: Any) -> None:
+    # given a server (with a config drive and a port) with bytes of its own on its root and ephemeral disks
+    settings.FORCE_CONFIG_DRIVE = True
     cloud, member = libvirt_cloud, libvirt_cloud.member()
     server = _server(cloud, member, _flavor("small", ephemeral_gb=1, swap=64))
+    macs, cdroms = _nics_and_cdroms(cloud, server["id"])
+    assert len(macs) == 1 and cdroms == 1
     source = cloud.instance(server["id"]).host
     source_dir = _instance_dir(cloud, server["id"])
     _mark(source_dir / "disk")
@@ -119,6 +131,8 @@ def test_a_resize_to_another_host_moves_the_disks_and_confirm_drops_the_source_c
     assert dest_dir != source_dir
     disks = _disks(cloud, server["id"])
     assert _marked(dest_dir / "disk") and _marked(disks["vdb"]) and disks["vdc"] == dest_dir / "disk.swap"
+    # with the same NIC (its port's MAC) and its config drive
+    assert _nics_and_cdroms(cloud, server["id"]) == (macs, 1)
     # the source keeps its copy until the resize is confirmed
     kept = source_dir.parent / f"{server['id']}_resize"
     assert not source_dir.exists() and _marked(kept / "disk")
