@@ -97,6 +97,14 @@ def local_device_names(instance: Instance) -> set[str]:
     return names | ({str(local["swap"]["device_name"])} if local["swap"] else set())
 
 
+def connect_unconnected_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Connect to this host the volumes attached while the server had none (shelved offloaded):
+    their attachments have no connection yet."""
+    for bdm in bdms_of(instance.uuid, volumes_only=True):
+        if bdm.volume_id and not bdm.connection_info:
+            attach_bdm(ctx, instance, bdm)
+
+
 def block_device_info(instance: Instance) -> dict[str, Any]:
     """The virt driver's view of the server's volumes already connected to this host (their
     BDMs' ``connection_info``), root first, and of its flavor's local disks (``local_disks``):
