@@ -267,6 +267,9 @@ LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or a
 # Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
 # turns it on for the demo cloud)
 FORCE_CONFIG_DRIVE = env_bool("FORCE_CONFIG_DRIVE", False)
+# Nova's [DEFAULT]default_ephemeral_format: the file system (mkfs type, e.g. ext4) a flavor's
+# ephemeral disk is created with on a real hypervisor; empty = the disk is left blank (unformatted)
+DEFAULT_EPHEMERAL_FORMAT = env_str("DEFAULT_EPHEMERAL_FORMAT", "")
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")

@@ -354,8 +354,10 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 "root_gb": flavor.root_gb,
                 "ephemeral_gb": flavor.ephemeral_gb,
                 "image_ref": "" if volume_backed or image is None else image["id"],
-                "kernel_id": str(image_props.get("kernel_id", "")) if not volume_backed else "",
-                "ramdisk_id": str(image_props.get("ramdisk_id", "")) if not volume_backed else "",
+                # inherited from the boot image, also when it is copied into the root volume (Nova
+                # reads them from the volume's image metadata): a direct kernel boot needs them
+                "kernel_id": str(image_props.get("kernel_id", "")),
+                "ramdisk_id": str(image_props.get("ramdisk_id", "")),
                 "key_name": request.key_name,
                 "key_data": key_data,
                 "user_data": user_data,
