@@ -47,7 +47,7 @@ from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError
 from compute.virt.driver import ConsoleNotAvailable, ConsoleTypeUnavailable
-from tests.guest_consoles import SerialLine, VncScreen
+from compute.virt.testconsoles import SerialLine, VncScreen
 
 DEFAULT_VERSION = "2.90"
 
@@ -143,7 +143,7 @@ class TestVirtDriver:
                                             "[    1.000000] Run /init as init process\nlogin: ").encode()
 
     def serve_consoles(self, instance_uuid: str, name: str = "guest") -> None:
-        """Stand up the guest's serial line and VNC screen (tests/guest_consoles.py) and point its
+        """Stand up the guest's serial line and VNC screen (compute/virt/testconsoles.py) and point its
         console ports at them; ``stop_consoles`` (Cloud.teardown) takes them down."""
         def append(data: bytes) -> None:
             self.console_logs[instance_uuid] = self.console_logs.get(instance_uuid, b"") + data

@@ -7,7 +7,7 @@ The path is the real one but for the guest: the console page asks the compute AP
 websockify with cloudcore's token plugin (``servers.console_proxy``, in a thread of this process
 so it sees the test databases). libvirt's test driver runs no guest, so the guest's serial line
 and VNC server are the test driver's models of them (``TestVirtDriver.serve_consoles``,
-tests/guest_consoles.py). Photographed at 1280 and 390 px."""
+compute/virt/testconsoles.py). Photographed at 1280 and 390 px."""
 from __future__ import annotations
 
 import threading
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from websockify.websocketproxy import LibProxyServer
 
+from compute.virt.testconsoles import COLOUR, SCREEN
 from servers.console_proxy import ConsoleTokenPlugin
 from tests.apihelpers import auth_client, make_identity
 from tests.cloud import Cloud, build_cloud
-from tests.guest_consoles import COLOUR, SCREEN
 
 from .conftest import login, shot
 

@@ -1,19 +1,21 @@
-"""The consoles a test-driver guest would have on a real host, as TCP servers on 127.0.0.1.
+"""The consoles a guest of libvirt's test driver would have on a real host, as TCP servers.
 
-libvirt's test driver runs no guest, so nothing listens where its guests' consoles are. A test that
-drives a console end to end (browser → console proxy → guest) stands these up for a guest with
-``TestVirtDriver.serve_consoles`` (tests/cloud.py), which points the guest's console ports at them:
+libvirt's test driver runs no guest, so nothing would listen where its guests' consoles are: the
+libvirt driver in test mode (``LibvirtDriver.get_serial_console`` / ``get_vnc_console``) stands
+these up at the ports it hands out, as QEMU would have at the guest's start, and stops them when
+the guest stops; the in-process test driver (tests/cloud.py ``serve_consoles``) uses them too.
 
 - ``SerialLine``: the guest's first serial port as libvirt exposes it (``<serial type='tcp'>``
-  in bind mode, raw protocol, its output also logged): the guest's output is its console log
-  (``TestVirtDriver.console_logs``); a client that attaches gets what the guest has printed so far
-  (the test guest printed its boot before anyone could attach), then the guest's tty echoes what
-  is typed, and the echo is logged too, as virtlogd would.
+  in bind mode, raw protocol, its output also logged): the guest's output is its console log; a
+  client that attaches gets what the guest has printed so far (the test guest printed its boot
+  before anyone could attach), then the guest's tty echoes what is typed, and the echo is logged
+  too, as virtlogd would.
 - ``VncScreen``: a VNC server as QEMU's (RFB 3.8, security type None, raw encoding) with a
   fixed screen: ``SCREEN`` pixels of ``COLOUR``, named after the guest.
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -25,10 +27,11 @@ COLOUR = (31, 111, 235)
 
 
 class _TCPConsole:
-    """A listening socket on a free port of 127.0.0.1; each client is served in its own thread."""
+    """A listening socket on ``host``:``port`` (0: a free one); each client is served in its own
+    thread. Raises ``OSError`` when the port is taken."""
 
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.server = socket.create_server((host, port))
         self.port = int(self.server.getsockname()[1])
         self.clients: list[socket.socket] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
@@ -54,21 +57,23 @@ class _TCPConsole:
         raise NotImplementedError
 
     def close(self) -> None:
+        # shutdown wakes the thread blocked in accept(); close alone would leave it listening
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
         for conn in self.clients:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             conn.close()
 
 
 class SerialLine(_TCPConsole):
     """``read_log()`` is the guest's output so far; ``append_log(data)`` logs what it prints."""
 
-    def __init__(self, read_log: Callable[[], bytes], append_log: Callable[[bytes], None]) -> None:
+    def __init__(self, read_log: Callable[[], bytes], append_log: Callable[[bytes], None], host: str = "127.0.0.1",
+                 port: int = 0) -> None:
         self.read_log, self.append_log = read_log, append_log
-        super().__init__()
+        super().__init__(host, port)
 
     def serve(self, conn: socket.socket) -> None:
         conn.sendall(self.read_log())
@@ -91,10 +96,10 @@ def _recv_exact(conn: socket.socket, size: int) -> bytes:
 class VncScreen(_TCPConsole):
     """An RFB 3.8 server: no authentication, one screen of one colour, raw rectangles."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, host: str = "127.0.0.1", port: int = 0) -> None:
         self.name = name.encode()
         self.updates = 0
-        super().__init__()
+        super().__init__(host, port)
 
     def serve(self, conn: socket.socket) -> None:
         width, height = SCREEN
