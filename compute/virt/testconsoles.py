@@ -32,17 +32,22 @@ class _TCPConsole:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = socket.create_server((host, port))
+        # blocking, whatever socket.setdefaulttimeout a host process set (kombu does): a console
+        # waits for its client as long as the guest runs
+        self.server.settimeout(None)
         self.port = int(self.server.getsockname()[1])
         self.clients: list[socket.socket] = []
+        self.closed = False
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
     def _accept(self) -> None:
-        while True:
+        while not self.closed:
             try:
                 conn, _ = self.server.accept()
             except OSError:
-                return
+                continue  # closed (the loop ends) or a client that gave up mid-handshake
+            conn.settimeout(None)
             self.clients.append(conn)
             threading.Thread(target=self._serve_safely, args=(conn,), daemon=True).start()
 
@@ -58,6 +63,7 @@ class _TCPConsole:
 
     def close(self) -> None:
         # shutdown wakes the thread blocked in accept(); close alone would leave it listening
+        self.closed = True
         with contextlib.suppress(OSError):
             self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
