@@ -164,6 +164,7 @@ ACTION_RULES = {
     "lock": "os_compute_api:os-lock-server:lock",
     "create_image": "os_compute_api:servers:create_image",
     "migrate": "os_compute_api:os-migrate-server:migrate",
+    "console": "os_compute_api:os-remote-consoles",
 }
 
 

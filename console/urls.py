@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import launch_views, operator_views, project_views, server_views, views
+from . import launch_views, operator_views, project_views, remote_consoles, server_views, views
 
 app_name = "console"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("servers/new/", launch_views.server_launch, name="server-create"),
     path("servers/<str:server_id>/", server_views.server_detail, name="server"),
     path("servers/<str:server_id>/action/", server_views.server_action, name="server-action"),
+    path("servers/<str:server_id>/console/<str:kind>/", remote_consoles.server_console, name="server-console"),
     path("migrations/", server_views.migrations, name="migrations"),
     path("policy/", views.policy_page, name="policy"),
     path("policy/change/", views.policy_change, name="policy-change"),

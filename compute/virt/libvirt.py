@@ -34,7 +34,7 @@ from images.formats import convert
 from images.services import SNAPSHOT_DISK_FORMAT, image_data_path
 from servers.choices import PowerState
 
-from . import diagnostics
+from . import diagnostics, testconsoles
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .diagnostics import LIBVIRT_POWER as _POWER
@@ -102,6 +102,8 @@ class LibvirtDriver:
         self.uri = uri
         self.state_path = Path(state_path)
         self._lock = threading.RLock()
+        #: test mode: the guests' console servers (compute/virt/testconsoles.py), by (uuid, type)
+        self._test_consoles: dict[tuple[str, str], Any] = {}
         try:
             self.conn = libvirt.open(uri)
         except libvirt.libvirtError as exc:
@@ -509,6 +511,7 @@ class LibvirtDriver:
 
     def destroy(self, *, instance: Any, destroy_disks: bool = True, block_device_info: Any = None, **_kw: Any) -> None:
         with self._lock:
+            self._stop_test_consoles(instance)
             try:
                 dom = self.conn.lookupByName(self.domain_name(instance))
                 if dom.isActive():
@@ -520,6 +523,7 @@ class LibvirtDriver:
                 shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
 
     def power_off(self, *, instance: Any, **_kw: Any) -> None:
+        self._stop_test_consoles(instance)
         dom = self._domain(instance)
         if dom.isActive():
             dom.destroy()
@@ -699,8 +703,8 @@ class LibvirtDriver:
             raise ConsoleNotAvailable(host=self.host, reason="no console log") from None
 
     def _test_console_port(self, instance: Any, offset: int) -> int:
-        """The test driver runs no console server: its guests' consoles are at fixed ports derived
-        from the uuid (nothing listens there unless a test stands a server up)."""
+        """The test driver's guests' consoles are at fixed ports derived from the uuid, where
+        ``get_serial_console`` / ``get_vnc_console`` stand up their models (testconsoles)."""
         return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
 
     def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
@@ -720,14 +724,48 @@ class LibvirtDriver:
 
     def get_vnc_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
         """The guest's VNC server (``<graphics type='vnc'>``, its port chosen by libvirt)."""
-        return self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
-                             path="./devices/graphics[@type='vnc']", attribute="port")
+        where = self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
+                              path="./devices/graphics[@type='vnc']", attribute="port")
+        if self.is_test:
+            name = getattr(instance, "display_name", "") or "guest"
+            self._serve_test_console(instance, "novnc", lambda: testconsoles.VncScreen(
+                name, host=settings.VNC_SERVER_LISTEN, port=where["port"]))
+        return where
 
     def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
         """The guest's first TCP serial port (``<serial type='tcp'>``); a guest whose serial port
         is its log file only (the default domain here) has none."""
-        return self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
-                             path="./devices/serial[@type='tcp']/source", attribute="service")
+        where = self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
+                              path="./devices/serial[@type='tcp']/source", attribute="service")
+        if self.is_test:
+            log = self.instance_dir(instance) / "console.log"
+
+            def append(data: bytes) -> None:
+                with log.open("ab") as out:
+                    out.write(data)
+
+            self._serve_test_console(instance, "serial", lambda: testconsoles.SerialLine(
+                lambda: log.read_bytes() if log.exists() else b"", append, host=settings.SERIAL_CONSOLE_LISTEN,
+                port=where["port"]))
+        return where
+
+    def _serve_test_console(self, instance: Any, console_type: str, start: Any) -> None:
+        """A test guest's console server, started the first time its console is asked for (QEMU
+        would have opened it when the guest started); a port already taken is left to its owner."""
+        with self._lock:
+            if (instance.uuid, console_type) in self._test_consoles:
+                return
+            try:
+                self._test_consoles[(instance.uuid, console_type)] = start()
+            except OSError:
+                pass  # something else listens there: the console proxy will reach that
+
+    def _stop_test_consoles(self, instance: Any) -> None:
+        """The guest stopped: so do its console servers (test mode)."""
+        for console_type in ("novnc", "serial"):
+            server = self._test_consoles.pop((instance.uuid, console_type), None)
+            if server is not None:
+                server.close()
 
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self._domain(instance)
