@@ -704,7 +704,9 @@ class LibvirtDriver:
 
     def _test_console_port(self, instance: Any, offset: int) -> int:
         """The test driver's guests' consoles are at fixed ports derived from the uuid, where
-        ``get_serial_console`` / ``get_vnc_console`` stand up their models (testconsoles)."""
+        ``get_serial_console`` / ``get_vnc_console`` stand up their models (testconsoles): VNC in
+        20000-29999, serial in 10000-19999, both below Linux's ephemeral range (32768 up), so no
+        client socket of another process can hold one."""
         return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
 
     def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
@@ -735,7 +737,7 @@ class LibvirtDriver:
     def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
         """The guest's first TCP serial port (``<serial type='tcp'>``); a guest whose serial port
         is its log file only (the default domain here) has none."""
-        where = self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
+        where = self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=-10000,
                               path="./devices/serial[@type='tcp']/source", attribute="service")
         if self.is_test:
             log = self.instance_dir(instance) / "console.log"
