@@ -204,3 +204,12 @@ class PolicyRule(Permission):
         proxy = True
         verbose_name = "policy rule"
         verbose_name_plural = "policy rules"
+
+
+class IdentityChangeStamp(ApiModel):
+    """One row (id 1) whose ``seq`` grows with every identity change that can end a validated
+    token (revocation, user, project, role, group or credential change): every API process
+    compares it with the value its token cache was filled under (``services.token_cache``)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    seq = models.BigIntegerField(default=0)
