@@ -65,6 +65,13 @@ def memoized(key: Any, read: Callable[[], T]) -> T:
     return scope.memo[key]  # type: ignore[no-any-return]
 
 
+def remember(key: Any, value: Any) -> None:
+    """Memoise ``value`` under ``key`` (what a write just stored; nothing outside a scope)."""
+    scope = _current.get()
+    if scope is not None:
+        scope.memo[key] = value
+
+
 def forget(key: Any) -> None:
     """Drop a memoised read of the current scope (after a write that changes it)."""
     scope = _current.get()
