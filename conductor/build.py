@@ -41,6 +41,7 @@ from servers.services import actions
 from servers.services.build_failure import build_error_out
 from servers.services.build_requests import (
     build_request_bdms_and_tags_create,
+    build_request_creates_volumes,
     build_request_delete,
     instance_from_build_request,
 )
@@ -186,8 +187,9 @@ def _place_instance(
             rows_hard_delete(instance_uuid)
         allocations_delete(consumer_uuid=instance_uuid)
         return
-    with target_cell(cell):
-        bdm_volumes_create(instance)
+    if build_request_creates_volumes(br):  # else there is nothing to look for
+        with target_cell(cell):
+            bdm_volumes_create(instance)
     # the spec read before scheduling: nothing in between changes it
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
