@@ -30,7 +30,7 @@ def _connect_token_cache() -> None:
     from django.apps import apps
     from django.db.models.signals import m2m_changed, post_delete, post_save
 
-    from .models import ApplicationCredential, Token, User
+    from .models import ApplicationCredential, User
     from .services import token_cache
 
     # per model: a delete receiver on every model would cost other models their fast deletes
@@ -38,8 +38,7 @@ def _connect_token_cache() -> None:
         model = apps.get_model(app_label, model_name)
         post_save.connect(token_cache.on_save, sender=model,
                           dispatch_uid=f"identity-token-cache-save-{app_label}-{model_name}")
-        if model is not Token:
-            post_delete.connect(token_cache.on_delete, sender=model,
-                                dispatch_uid=f"identity-token-cache-delete-{app_label}-{model_name}")
-    for through in (User.groups.through, User.user_permissions.through, ApplicationCredential.roles.through):
+        post_delete.connect(token_cache.on_delete, sender=model,
+                            dispatch_uid=f"identity-token-cache-delete-{app_label}-{model_name}")
+    for through in (User.groups.through, ApplicationCredential.roles.through):
         m2m_changed.connect(token_cache.on_m2m, sender=through, dispatch_uid=f"identity-token-cache-{through.__name__}")

@@ -207,9 +207,10 @@ class PolicyRule(Permission):
 
 
 class IdentityChangeStamp(ApiModel):
-    """One row (id 1) whose ``seq`` grows with every identity change that can end a validated
-    token (revocation, user, project, role, group or credential change): every API process
-    compares it with the value its token cache was filled under (``services.token_cache``)."""
+    """Counters of the changes that can change a token's roles: ``key`` a user id (a grant to
+    or from that user, its groups) or ``*`` (anything else: a group's grants, a role). Every API
+    process compares them with the values its token cache was filled under
+    (``services.token_cache``)."""
 
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    key = models.CharField(primary_key=True, max_length=64)
     seq = models.BigIntegerField(default=0)

@@ -96,7 +96,6 @@ def token_revoke(*, actor: RequestContext, token_id: str) -> None:
     authorize(actor, "identity:revoke_token", {"user_id": token.user_id, "project_id": token.project_id})
     if not Token.objects.filter(id_hash=token.id_hash, revoked=False).update(revoked=True):
         raise TokenNotFound(token_id=token_id)
-    token_cache.identity_changed()
 
 
 def is_admin_project(project: Project | None) -> bool:

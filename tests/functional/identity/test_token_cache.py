@@ -86,7 +86,7 @@ def test_a_role_removed_by_another_process_is_seen(alice: Any) -> None:
     # when another process removes the role: the grant row goes and it bumps the shared stamp
     # (this process's memory is left as it was)
     UserObjectPermission.objects.filter(user=user, permission__codename="role_admin").update(object_pk="gone")
-    IdentityChangeStamp.objects.filter(id=1).update(seq=F("seq") + 1)
+    IdentityChangeStamp.objects.filter(key=user.id).update(seq=F("seq") + 1)
     # then this process's next request has the role no more
     assert context_for_token(token)[1].roles == ["member", "reader"]
 
@@ -100,12 +100,29 @@ def test_a_token_revoked_behind_the_cache_is_refused(alice: Any) -> None:
         context_for_token(token)
 
 
-def test_a_new_token_does_not_end_the_others(alice: Any, django_assert_num_queries: Any) -> None:
+def test_a_new_token_or_another_users_grant_does_not_end_the_others(alice: Any,
+                                                                     django_assert_num_queries: Any) -> None:
     user, project, token = alice
     context_for_token(token)
     token_issue(user=user, project=project)
+    make_identity("bob", project="demo", roles=["admin"])  # a new user, granted a role
     with django_assert_num_queries(1):
         context_for_token(token)
+
+
+def test_a_group_losing_a_role_is_seen_by_its_members(alice: Any) -> None:
+    from cloudcore.core.context import RequestContext
+    from identity.services.groups import group_create, group_user_add
+    from identity.services.roles import group_role_assign, group_role_unassign
+
+    user, project, token = alice
+    admin = RequestContext.system()
+    group = group_create(actor=admin, name="ops")
+    group_user_add(actor=admin, group_id=group.id, user_id=user.id)
+    group_role_assign(group=group, project=project, role="admin")
+    assert "admin" in context_for_token(token)[1].roles
+    group_role_unassign(group=group, project=project, role="admin")
+    assert context_for_token(token)[1].roles == ["member", "reader"]
 
 
 def test_entries_end_with_the_ttl_and_the_bound(alice: Any, monkeypatch: pytest.MonkeyPatch,
