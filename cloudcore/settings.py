@@ -66,6 +66,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # One scope per outermost request: reads memoised and writes batched for the whole request
+    # (the in-process calls and eager tasks it makes included).
+    "cloudcore.core.scope.RequestScopeMiddleware",
     # Serves /static/ under gunicorn too (collected into STATIC_ROOT by run_cloud).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -241,6 +244,10 @@ RESERVED_HOST_MEMORY_MB = env_int("RESERVED_HOST_MEMORY_MB", 512, minimum=0)
 RESERVED_HOST_DISK_MB = env_int("RESERVED_HOST_DISK_MB", 0, minimum=0)
 RESERVED_HOST_CPUS = env_int("RESERVED_HOST_CPUS", 0, minimum=0)
 TOKEN_EXPIRATION = env_int("TOKEN_EXPIRATION", 3600, minimum=1)
+# How long a validated token (its user, project and roles) is reused without reading it again;
+# any identity change (revocation, role, user, project, credential) ends it in every process at
+# the next request (identity.services.token_cache); 0 turns the cache off.
+TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 300, minimum=0)
 ADMIN_PROJECT_NAME = env_str("ADMIN_PROJECT_NAME", "admin")
 NOTIFICATIONS_ENABLED = env_bool("NOTIFICATIONS_ENABLED", True)
 NOTIFICATIONS_KEEP = env_int("NOTIFICATIONS_KEEP", 2000, minimum=0)

@@ -247,12 +247,14 @@ def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: i
     """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
     when not even ``min_count`` fit (Nova's multi-create semantics)."""
     limits = quota_limits(project_id)
-    usage = quota_usage(project_id)
+    per_server = {"instances": 1, "cores": flavor.vcpus, "ram": flavor.memory_mb}
+    limited = [r for r, n in per_server.items() if limits[r] >= 0 and n > 0]
     count = max_count
-    for resource, used, per_server in (("instances", usage.instances, 1), ("cores", usage.cores, flavor.vcpus),
-                                       ("ram", usage.ram, flavor.memory_mb)):
-        if limits[resource] >= 0 and per_server > 0:
-            count = min(count, (limits[resource] - used) // per_server)
+    if limited:  # nothing to count when no limit applies (the cloud's quotas unlimited)
+        usage = quota_usage(project_id)
+        used = {"instances": usage.instances, "cores": usage.cores, "ram": usage.ram}
+        for resource in limited:
+            count = min(count, (limits[resource] - used[resource]) // per_server[resource])
     if count < min_count:
         quota_check(project_id=project_id, instances=min_count, cores=min_count * flavor.vcpus,
                     ram=min_count * flavor.memory_mb)
