@@ -14,8 +14,8 @@ from tests.cloud import (
 
 @pytest.fixture
 def libvirt_cloud(cells: dict[str, Any], tmp_path: Path) -> Iterator[Cloud]:
-    """The test cloud with cloudcore's own libvirt driver on the test driver for each host (as the
-    embedded default runs it), each host with its own node definition and state path."""
+    """The test cloud with cloudcore's own libvirt driver on the test driver, each host with its
+    own node and state path (``tmp_path/<host>``)."""
     def factory(host: str) -> LibvirtDriver:
         node = write_test_node(tmp_path / host, hostname=host, vcpus=4, memory_mb=8192, disk_gb=40)
         return LibvirtDriver(host=host, uri=f"test://{node}", state_path=tmp_path / host)
