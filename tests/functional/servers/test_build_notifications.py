@@ -46,7 +46,7 @@ def test_no_valid_host_emits_build_instances_error(cloud):
     record = NotificationRecord.objects.get(event_type="compute_task.build_instances.error")
     assert record.priority == "ERROR"
     data = record.payload["payload"]["nova_object.data"]
-    assert data["reason"]["exception"] == "NoValidHost" and data["state"] == "error"
+    assert data["reason"]["nova_object.data"]["exception"] == "NoValidHost" and data["state"] == "error"
 
 
 def test_spawn_failure_emits_instance_create_error(cloud):
@@ -54,7 +54,7 @@ def test_spawn_failure_emits_instance_create_error(cloud):
         cloud.driver(host).fail_spawns = 1
     cloud.create_server(cloud.member(), "n3", availability_zone="az1")
     record = NotificationRecord.objects.get(event_type="instance.create.error")
-    fault = record.payload["payload"]["nova_object.data"]["fault"]
+    fault = record.payload["payload"]["nova_object.data"]["fault"]["nova_object.data"]
     assert fault["exception"] == "MaxRetriesExceeded"
     assert fault["exception_message"].startswith("Exceeded maximum number of retries.")
 
@@ -121,6 +121,6 @@ def test_a_build_put_in_pending_tells_the_external_service_what_it_needs(cloud, 
     assert update["state_update"]["state"] == "pending" and update["state_update"]["old_state"] == "building"
     assert update["flavor"]["nova_object.data"]["memory_mb"] == 30000
     (error,) = data("compute_task.build_instances.error")
-    assert error["state"] == "pending" and error["reason"]["exception"] == "NoValidHost"
-    assert "No valid host was found" in error["reason"]["exception_message"]
+    assert error["state"] == "pending" and error["reason"]["nova_object.data"]["exception"] == "NoValidHost"
+    assert "No valid host was found" in error["reason"]["nova_object.data"]["exception_message"]
     assert error["request_spec"]["flavor"]["memory_mb"] == 30000 and error["request_spec"]["availability_zone"] == "az1"
