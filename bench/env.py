@@ -180,3 +180,44 @@ def count_queries() -> Iterator[QueryCounter]:
         for alias in list(connections.settings):
             stack.enter_context(connections[alias].execute_wrapper(wrapper_for(alias)))
         yield counter
+
+
+#: the step of a boot a statement belongs to: the first whose code is on the stack
+_STEPS = (
+    ("token validation", "identity/auth.py"),
+    ("notifications", "cloudcore/core/notifications.py"),
+    ("scheduler and placement", "scheduling/scheduler.py"),
+    ("compute host", "compute/"),
+    ("conductor", "conductor/"),
+    ("API", "servers/api/"),
+)
+
+
+@contextlib.contextmanager
+def sql_by_step() -> Iterator[dict[str, int]]:
+    """Statements on every connection while active, counted by the step of the request whose
+    code issued them (``_STEPS``: the first one found on the stack; "other" when none, e.g. a
+    test helper's own query)."""
+    import traceback
+
+    from django.db import connections
+
+    root = str(Path(__file__).resolve().parent.parent) + os.sep
+    steps: dict[str, int] = {}
+
+    def step_of() -> str:
+        files = [f.filename[len(root):] for f in traceback.extract_stack() if f.filename.startswith(root)]
+        for step, marker in _STEPS:
+            if any(f.startswith(marker) for f in files):
+                return step
+        return "other"
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        step = step_of()
+        steps[step] = steps.get(step, 0) + 1
+        return execute(sql, params, many, context)
+
+    with contextlib.ExitStack() as stack:
+        for alias in list(connections.settings):
+            stack.enter_context(connections[alias].execute_wrapper(wrapper))
+        yield steps

@@ -256,6 +256,10 @@ def render_markdown(data: dict[str, Any]) -> str:
                f"{boot['sql_per_boot']:.0f} SQL statements per boot).", ""]
         md += _table(["servers", "boots/s", "SQL/boot", f"detail page of {boot['page']} ms", "SQL/page"],
                      [[r["servers"], r["boot_per_s"], r["boot_q"], r["page_ms"], r["page_q"]] for r in boot["rows"]])
+        if steps := boot.get("sql_per_boot_by_step"):
+            md += ["", "Where the SQL of one boot goes (statements by the step issuing them; \"other\" is the "
+                   "bench's own flavor lookup):", ""]
+            md += _table(["step", "statements"], [[step, n] for step, n in steps.items()])
     else:
         md += _failed(results, "boot_and_list")
 

@@ -44,7 +44,9 @@ def _resolve(cell: CellMapping | str) -> CellMapping:
         return agent.mapping
     if isinstance(cell, CellMapping):
         return cell
-    found = CellMapping.objects.filter(uuid=cell).first() or CellMapping.objects.filter(name=cell).first()
+    from .selectors import cell_find
+
+    found = cell_find(cell)
     if found is None:
         raise CellNotFound(cell=cell)
     return found

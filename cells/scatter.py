@@ -16,6 +16,7 @@ from django.db import connections
 
 from .context import target_cell
 from .models import CellMapping
+from .selectors import all_cells
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,7 +51,7 @@ def scatter_gather(
     timeout: float | None = None,
 ) -> dict[str, T | CellFailure]:
     """Call ``fn(cell)`` with each cell targeted; return ``{cell_uuid: result or CellFailure}``."""
-    cell_list = list(cells) if cells is not None else list(CellMapping.objects.all())
+    cell_list = list(cells) if cells is not None else all_cells()
     if timeout is None:
         timeout = settings.CELL_TIMEOUT
     results: dict[str, Any] = {}

@@ -7,18 +7,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cloudcore.core import scope
+
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
+
+CELLS_KEY = "cells.all"
+
+
+def all_cells() -> list[CellMapping]:
+    """Every cell in id order, read once per outermost request (``cloudcore.core.scope``; a
+    cell saved or deleted meanwhile is read again: ``CellsConfig.ready``)."""
+    return list(scope.memoized(CELLS_KEY, lambda: list(CellMapping.objects.order_by("id"))))
 
 
 def cell_list(*, cell0: bool = True, enabled_only: bool = False, by_name: bool = False) -> list[CellMapping]:
     """Every cell in id order (name order ``by_name``); without ``cell0`` the cells that hold
     hosts only; with ``enabled_only`` the cells not disabled (the scheduler's)."""
-    qs = CellMapping.objects.order_by("name" if by_name else "id")
-    if not cell0:
-        qs = qs.exclude(uuid=CELL0_UUID)
-    if enabled_only:
-        qs = qs.filter(disabled=False)
-    return list(qs)
+    if by_name:  # the database's order of names (NULLs included), off the request paths
+        qs = CellMapping.objects.order_by("name")
+        if not cell0:
+            qs = qs.exclude(uuid=CELL0_UUID)
+        if enabled_only:
+            qs = qs.filter(disabled=False)
+        return list(qs)
+    return [c for c in all_cells() if (cell0 or c.uuid != CELL0_UUID) and not (enabled_only and c.disabled)]
+
+
+def cell_find(cell: str) -> CellMapping | None:
+    """The cell of uuid ``cell``, else the first of name ``cell``, else None."""
+    cells = all_cells()
+    return next((c for c in cells if c.uuid == cell), None) or next((c for c in cells if c.name == cell), None)
 
 
 def host_mapping_get(host: str) -> HostMapping | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError, Invalid, NotFound
 
@@ -165,8 +166,9 @@ def instance_mappings_delete(instance_uuids: list[str]) -> tuple[int, dict[str, 
 
 
 def instance_mapping_set_cell(instance_uuid: str, cell: CellMapping | None) -> int:
-    """Point a server's mapping at ``cell`` (None: back to "not in a cell yet", a BuildRequest)."""
-    return InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=cell)
+    """Point a server's mapping at ``cell`` (None: back to "not in a cell yet", a BuildRequest);
+    returns how many mappings changed (0: the server has none)."""
+    return InstanceMapping.objects.filter(instance_uuid=instance_uuid).update(cell=cell, updated_at=timezone.now())
 
 
 def instance_mappings_queue_for_delete(instance_uuids: list[str]) -> int:

@@ -66,6 +66,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # One scope per outermost request: reads memoised and writes batched for the whole request
+    # (the in-process calls and eager tasks it makes included).
+    "cloudcore.core.scope.RequestScopeMiddleware",
     # Serves /static/ under gunicorn too (collected into STATIC_ROOT by run_cloud).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -241,6 +244,10 @@ RESERVED_HOST_MEMORY_MB = env_int("RESERVED_HOST_MEMORY_MB", 512, minimum=0)
 RESERVED_HOST_DISK_MB = env_int("RESERVED_HOST_DISK_MB", 0, minimum=0)
 RESERVED_HOST_CPUS = env_int("RESERVED_HOST_CPUS", 0, minimum=0)
 TOKEN_EXPIRATION = env_int("TOKEN_EXPIRATION", 3600, minimum=1)
+# How long a validated token (its user, project and roles) is reused without reading it again;
+# any identity change (revocation, role, user, project, credential) ends it in every process at
+# the next request (identity.services.token_cache); 0 turns the cache off.
+TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 300, minimum=0)
 ADMIN_PROJECT_NAME = env_str("ADMIN_PROJECT_NAME", "admin")
 NOTIFICATIONS_ENABLED = env_bool("NOTIFICATIONS_ENABLED", True)
 NOTIFICATIONS_KEEP = env_int("NOTIFICATIONS_KEEP", 2000, minimum=0)
@@ -267,6 +274,9 @@ LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or a
 # Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
 # turns it on for the demo cloud)
 FORCE_CONFIG_DRIVE = env_bool("FORCE_CONFIG_DRIVE", False)
+# Nova's [DEFAULT]default_ephemeral_format: the file system (mkfs type, e.g. ext4) a flavor's
+# ephemeral disk is created with on a real hypervisor; empty = the disk is left blank (unformatted)
+DEFAULT_EPHEMERAL_FORMAT = env_str("DEFAULT_EPHEMERAL_FORMAT", "")
 # libvirt URI of the demo compute hosts (run_cloud): empty = each its own simulated host on the
 # test driver; e.g. qemu:///system = real guests, the four hosts sharing that one daemon
 DEMO_LIBVIRT_URI = env_str("DEMO_LIBVIRT_URI", "")
@@ -320,6 +330,11 @@ SERVICE_TRANSPORT = env_str("SERVICE_TRANSPORT", "http")
 
 # --- Scheduler (scheduling app; Nova's [scheduler]/[filter_scheduler] options) ---------------------
 MAX_PLACEMENT_RESULTS = env_int("MAX_PLACEMENT_RESULTS", 1000, minimum=1)
+# The console's placement-usage chart: the resource audit samples placement's usage at most once
+# per PLACEMENT_USAGE_SAMPLE_INTERVAL seconds (0: at every audit), keeping the newest
+# PLACEMENT_USAGE_SAMPLES_KEPT samples (288 at five minutes is a day).
+PLACEMENT_USAGE_SAMPLE_INTERVAL = env_int("PLACEMENT_USAGE_SAMPLE_INTERVAL", 300, minimum=0)
+PLACEMENT_USAGE_SAMPLES_KEPT = env_int("PLACEMENT_USAGE_SAMPLES_KEPT", 288, minimum=2)
 RANDOMIZE_ALLOCATION_CANDIDATES = env_bool("RANDOMIZE_ALLOCATION_CANDIDATES", False)
 # cloudcore (issue 22): how many hosts a scheduling trace names per filter, weighing and shortfall
 SCHEDULER_TRACE_HOSTS = env_int("SCHEDULER_TRACE_HOSTS", 20, minimum=1)

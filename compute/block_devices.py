@@ -76,6 +76,27 @@ def _driver_view(bdm: BlockDeviceMapping) -> dict[str, Any]:
             "delete_on_termination": bdm.delete_on_termination}
 
 
+def local_disks(instance: Instance) -> dict[str, Any]:
+    """The flavor's local disks as Nova's block device info names them: the ephemeral disk
+    (``ephemerals``, ``/dev/vdb``, formatted with ``DEFAULT_EPHEMERAL_FORMAT`` or left blank when
+    that is unset) and then the swap disk (``swap``, the next device, blank), right after the root
+    disk (``/dev/vda``, an image's disk or the root volume)."""
+    ephemeral_gb = int(instance.ephemeral_gb or 0)
+    swap_mb = int((instance.flavor or {}).get("swap") or 0)
+    names = iter(_device_name(i) for i in range(1, 26))
+    ephemerals = [{"device_name": next(names), "size": ephemeral_gb, "disk_bus": "virtio", "device_type": "disk",
+                   "guest_format": settings.DEFAULT_EPHEMERAL_FORMAT or None}] if ephemeral_gb else []
+    swap = {"device_name": next(names), "swap_size": swap_mb, "disk_bus": "virtio"} if swap_mb else None
+    return {"ephemerals": ephemerals, "swap": swap}
+
+
+def local_device_names(instance: Instance) -> set[str]:
+    """The devices the flavor's ephemeral and swap disks take (volumes are named after them)."""
+    local = local_disks(instance)
+    names = {str(e["device_name"]) for e in local["ephemerals"]}
+    return names | ({str(local["swap"]["device_name"])} if local["swap"] else set())
+
+
 def connect_unconnected_volumes(ctx: RequestContext, instance: Instance) -> None:
     """Connect to this host the volumes attached while the server had none (shelved offloaded):
     their attachments have no connection yet."""
@@ -86,13 +107,13 @@ def connect_unconnected_volumes(ctx: RequestContext, instance: Instance) -> None
 
 def block_device_info(instance: Instance) -> dict[str, Any]:
     """The virt driver's view of the server's volumes already connected to this host (their
-    BDMs' ``connection_info``), root first: what every spawn after the build (reboot, rebuild,
-    unshelve, moves) gives the driver so that the guest keeps its volumes (Nova's
-    ``_get_instance_block_device_info``)."""
+    BDMs' ``connection_info``), root first, and of its flavor's local disks (``local_disks``):
+    what every spawn after the build (reboot, rebuild, unshelve, moves) gives the driver so that
+    the guest keeps its volumes (Nova's ``_get_instance_block_device_info``)."""
     bdms = sorted((b for b in bdms_of(instance.uuid, volumes_only=True) if b.connection_info), key=_boot_order)
     mapping = [_driver_view(b) for b in bdms]
     return {"block_device_mapping": mapping,
-            "root_device_name": str(mapping[0]["mount_device"]) if mapping else "/dev/vda"}
+            "root_device_name": str(mapping[0]["mount_device"]) if mapping else "/dev/vda", **local_disks(instance)}
 
 
 def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any]:
@@ -101,9 +122,12 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
 
     bdms = sorted(bdms_of(instance.uuid, volumes_only=True), key=_boot_order)
     mapping = []
-    for index, bdm in enumerate(bdms):
+    local = local_device_names(instance)
+    names = iter(name for name in map(_device_name, range(26)) if name not in local)
+    for bdm in bdms:
+        name = next(names)
         if not bdm.device_name:
-            bdm.device_name = _device_name(index)
+            bdm.device_name = name
             bdm.save(update_fields=["device_name", "updated_at"])
         try:
             _await_volume_created(instance, bdm)
@@ -113,7 +137,7 @@ def prep_block_devices(ctx: RequestContext, instance: Instance) -> dict[str, Any
         except Exception as exc:
             raise BuildAbortException(instance_uuid=instance.uuid, reason=str(exc)) from exc
     root = "/dev/vda" if not mapping else str(mapping[0]["mount_device"])
-    return {"block_device_mapping": mapping, "root_device_name": root}
+    return {"block_device_mapping": mapping, "root_device_name": root, **local_disks(instance)}
 
 
 def detach_all_volumes(ctx: RequestContext, instance: Instance) -> None:

@@ -266,22 +266,27 @@ def _apply_flavor(instance: Instance, flavor: dict[str, Any]) -> dict[str, Any]:
 
 @server_action("resize_at_source", action="resize", notification="resize", event="compute_resize_instance")
 def resize_at_source(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
-    """Source host: power the guest off and take it down (its disk goes with the move)."""
+    """Source host: power the guest off and take it down; its disks go with the move (a driver
+    that moves disks keeps them for the destination and names where in the RPC message)."""
 
     migration = _migration(migration_uuid)
     driver = driver_for(str(instance.host))
     driver.power_off(instance=instance)
-    driver.destroy(instance=instance, destroy_disks=False)
+    migrate = getattr(driver, "migrate_disk_and_power_off", None)
+    disk_source = migrate(instance=instance) if migrate is not None else None
+    if migrate is None:
+        driver.destroy(instance=instance, destroy_disks=False)
     migration.status = MigrationStatus.POST_MIGRATING
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, task_state=TaskState.RESIZE_MIGRATED, power_state=PowerState.SHUTDOWN)
     rpc.finish_resize(ctx=ctx, host=str(migration.dest_compute), instance_uuid=instance.uuid, cell_uuid=_cell_uuid(),
-                      migration_uuid=migration_uuid)
+                      migration_uuid=migration_uuid, disk_source=disk_source)
 
 
 @server_action("finish_resize", action="resize", notification="resize_finish", event="compute_finish_resize")
-def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) -> None:
-    """Destination host: the server takes the new flavor here and waits in VERIFY_RESIZE."""
+def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str, disk_source: str | None = None) -> None:
+    """Destination host: the server takes the new flavor here, on the disks copied from
+    ``disk_source`` (when the source named one), and waits in VERIFY_RESIZE."""
 
     migration = _migration(migration_uuid)
     old_vm_state = (instance.system_metadata or {}).get("old_vm_state", VmState.ACTIVE)
@@ -294,6 +299,9 @@ def finish_resize(ctx: RequestContext, instance: Instance, migration_uuid: str) 
     instance.migration_context = {"migration_id": migration.id, "migration_uuid": migration.uuid,
                                   "old_host": migration.source_compute, "new_host": migration.dest_compute}
     instance.save()
+    finish_migration = getattr(driver_for(str(instance.host)), "finish_migration", None)
+    if disk_source and finish_migration is not None:
+        finish_migration(instance=instance, disk_source=disk_source)
     power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     migration.status = MigrationStatus.FINISHED
     migration.save(update_fields=["status", "updated_at"])
@@ -306,7 +314,12 @@ def confirm_resize(ctx: RequestContext, instance: Instance, migration_uuid: str)
 
     migration = _migration(migration_uuid)
     try:
-        driver_for(str(migration.source_compute)).destroy(instance=instance, destroy_disks=True)
+        source = driver_for(str(migration.source_compute))
+        confirm = getattr(source, "confirm_migration", None)
+        if confirm is not None:  # the guest is down there already; its kept disks go
+            confirm(instance=instance)
+        else:
+            source.destroy(instance=instance, destroy_disks=True)
     except Exception:  # the source may already be gone; the confirm must still finish
         log.warning("could not clean %s on %s", instance.uuid, migration.source_compute)
     placement.allocations_delete(consumer_uuid=migration.uuid)
@@ -338,6 +351,9 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
     migration = _migration(migration_uuid)
     sysmeta = dict(instance.system_metadata or {})
     old_vm_state = sysmeta.pop("old_vm_state", VmState.ACTIVE)
+    finish_revert = getattr(driver_for(str(instance.host)), "finish_revert_migration", None)
+    if finish_revert is not None:  # the disks kept at the move are the guest's again
+        finish_revert(instance=instance)
     power = _spawn_here(instance, powered_off=old_vm_state == VmState.STOPPED)
     migration.status = MigrationStatus.REVERTED
     migration.save(update_fields=["status", "updated_at"])

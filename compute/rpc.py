@@ -281,9 +281,12 @@ def resize_at_source(*, ctx: RequestContext, host: str, instance_uuid: str, cell
 
 
 def finish_resize(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
-                  migration_uuid: str) -> None:
+                  migration_uuid: str, disk_source: str | None = None) -> None:
+    """``disk_source``: where the source host kept the instance's disks for the destination to
+    copy (its ``migrate_disk_and_power_off``), when its driver moves disks."""
+    extra = {"disk_source": disk_source} if disk_source else {}
     _operation("finish_resize", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
-               migration_uuid=migration_uuid)
+               migration_uuid=migration_uuid, **extra)
 
 
 def confirm_resize(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
-from cells.services import CellNotFound
+from cells.services import CellNotFound, instance_mapping_set_cell
 from cells.transactions import atomic
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
@@ -41,6 +41,7 @@ from servers.services import actions
 from servers.services.build_failure import build_error_out
 from servers.services.build_requests import (
     build_request_bdms_and_tags_create,
+    build_request_creates_volumes,
     build_request_delete,
     instance_from_build_request,
 )
@@ -142,12 +143,12 @@ def schedule_and_build_instances(
         chosen = _selection_fields(selection_list[0])
         alternates = [_selection_fields(s) for s in selection_list[1:]]
         _place_instance(ctx, instance_uuid=instance_uuid, selection=chosen, alternates=alternates,
-                        admin_pass=admin_pass)
+                        admin_pass=admin_pass, spec=specs[instance_uuid])
 
 
 def _place_instance(
     ctx: RequestContext, *, instance_uuid: str, selection: dict[str, Any],
-    alternates: list[dict[str, Any]], admin_pass: str | None,
+    alternates: list[dict[str, Any]], admin_pass: str | None, spec: dict[str, Any],
 ) -> None:
     host = selection["service_host"]
     host_mapping = host_mapping_get(host)
@@ -178,22 +179,21 @@ def _place_instance(
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
                 actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             build_request_bdms_and_tags_create(br, instance_uuid)
-    mapping = instance_mapping_get(instance_uuid)
-    if mapping is None:
+    if not instance_mapping_set_cell(instance_uuid, cell):
         raise InstanceNotFound(instance_id=instance_uuid)  # its mapping is gone (archived)
-    mapping.cell = cell
-    mapping.save(update_fields=["cell", "updated_at"])
     if not build_request_delete(instance_uuid):
         # The user deleted the server while it was being scheduled.
         with target_cell(cell):
             rows_hard_delete(instance_uuid)
         allocations_delete(consumer_uuid=instance_uuid)
         return
-    with target_cell(cell):
-        bdm_volumes_create(instance)
+    if build_request_creates_volumes(br):  # else there is nothing to look for
+        with target_cell(cell):
+            bdm_volumes_create(instance)
+    # the spec read before scheduling: nothing in between changes it
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
-                                       requested_networks=_requested_networks(instance_uuid),
+                                       requested_networks=spec.get("requested_networks", "auto"),
                                        security_groups=requested_groups_for_instance(instance_uuid))
 
 

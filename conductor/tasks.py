@@ -9,6 +9,7 @@ from celery import shared_task
 from cells.isolation import on_service_side
 from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
+from scheduling.services.usage_samples import placement_usage_sample_take
 
 from . import periodic, rpc
 from .build import reschedule_build, schedule_and_build_instances
@@ -96,6 +97,7 @@ def compute_host_started_task(*, host: str, cell_uuid: str) -> None:
 @on_service_side
 def servers_periodic_task() -> dict[str, int]:
     """Beat: offload shelved servers, confirm old resizes, reclaim old soft-deleted servers, reap
-    stale task_states."""
+    stale task_states, and sample placement's usage for the console's chart when one is due."""
     return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
-            "reclaimed": periodic.reclaim_soft_deleted(), "reaped": periodic.reap_stale_task_states()}
+            "reclaimed": periodic.reclaim_soft_deleted(), "reaped": periodic.reap_stale_task_states(),
+            "usage_sampled": int(placement_usage_sample_take() is not None)}

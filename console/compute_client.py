@@ -48,6 +48,16 @@ class APIResult:
         return f"HTTP {self.status}"
 
 
+def form_number(value: str) -> int | float | str:
+    """A form field as the number an API expects (left as text when it is none: the API explains)."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
+
+
 def _token(request: HttpRequest) -> str:
     user = cast("User", request.user)  # console views require a logged-in user
     project_id = request.session.get(SESSION_PROJECT)

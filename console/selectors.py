@@ -14,7 +14,9 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.models import NotificationRecord
 from hosts import selectors as host_selectors
 from hosts.services.servicegroup import service_is_up
+from scheduling.models import STANDARD_RESOURCE_CLASSES
 from scheduling.placement import selectors as placement_selectors
+from scheduling.services import usage_samples
 from servers import selectors as server_selectors
 from servers.status import status_from_state
 
@@ -37,8 +39,22 @@ LABELS = {"VCPU": "vCPU", "MEMORY_MB": "RAM", "DISK_GB": "Disk"}
 UNITS = {"VCPU": "", "MEMORY_MB": " MB", "DISK_GB": " GB"}
 
 
+class ResourceClassNamed:
+    """A label and a unit for the ``resource_class`` of a dataclass row (``vCPU``, `` MB``)."""
+
+    resource_class: str
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.resource_class, self.resource_class)
+
+    @property
+    def unit(self) -> str:
+        return UNITS.get(self.resource_class, "")
+
+
 @dataclass
-class Capacity:
+class Capacity(ResourceClassNamed):
     """One resource class on a provider: ``used`` of ``total`` (= (inventory - reserved) x ratio),
     with ``reserved`` (the inventory's reserved amount) drawn beside them as a third segment."""
 
@@ -50,14 +66,6 @@ class Capacity:
     @property
     def free(self) -> int:
         return max(0, self.total - self.used)
-
-    @property
-    def label(self) -> str:
-        return LABELS.get(self.resource_class, self.resource_class)
-
-    @property
-    def unit(self) -> str:
-        return UNITS.get(self.resource_class, "")
 
     @property
     def percent(self) -> int:
@@ -286,3 +294,62 @@ def migrations_in_flight() -> list[MovingServer]:
             for moving in result:  # type: ignore[union-attr]
                 seen[moving.uuid] = moving
     return sorted(seen.values(), key=lambda m: m.created_at, reverse=True)
+
+
+# --- placement usage over time (the overview's chart) -------------------------------------------
+
+CHART_W, CHART_H = 300, 100
+
+
+@dataclass
+class UsageSeries(ResourceClassNamed):
+    """One resource class of one scope over the kept samples, as SVG ``points`` in a
+    ``CHART_W`` x ``CHART_H`` box (y grows down): ``used`` and ``capacity`` polylines and a
+    ``dots`` entry (x, y, title) per sample for the used line."""
+
+    resource_class: str
+    used: str
+    capacity: str
+    dots: list[tuple[float, float, str]]
+    latest_used: int
+    latest_capacity: int
+    top: int
+
+
+@dataclass
+class UsageChart:
+    scope: str
+    scopes: list[str]
+    series: list[UsageSeries]
+    samples: int
+    first: Any = None
+    last: Any = None
+
+
+def usage_chart(scope: str = usage_samples.CLOUD) -> UsageChart:
+    """The kept placement-usage samples of ``scope`` (the cloud or a cell's name) as one series
+    per resource class (VCPU, RAM, disk), time on x (proportional), 0..max(capacity, used) on y."""
+    samples = usage_samples.placement_usage_samples()
+    scopes = sorted({s for sample in samples for s in sample.usage if s != usage_samples.CLOUD})
+    chosen = [s for s in samples if scope in s.usage]
+    if not chosen:
+        return UsageChart(scope, [usage_samples.CLOUD, *scopes], [], 0)
+    t0, t1 = chosen[0].taken_at, chosen[-1].taken_at
+    span = (t1 - t0).total_seconds()
+
+    def x(sample: Any) -> float:
+        return round(CHART_W * (sample.taken_at - t0).total_seconds() / span, 1) if span else CHART_W / 2
+
+    series = []
+    for rc in STANDARD_RESOURCE_CLASSES:
+        pairs = [(sample, *sample.usage[scope].get(rc, [0, 0])) for sample in chosen]
+        top = max(1, *(max(used, cap) for _, used, cap in pairs))
+
+        def y(value: int, top: int = top) -> float:
+            return round(CHART_H - CHART_H * value / top, 1)
+
+        dots = [(x(s), y(used), f"{s.taken_at:%Y-%m-%d %H:%M} · {used} of {cap}") for s, used, cap in pairs]
+        series.append(UsageSeries(
+            rc, " ".join(f"{dx},{dy}" for dx, dy, _ in dots),
+            " ".join(f"{x(s)},{y(cap)}" for s, _, cap in pairs), dots, pairs[-1][1], pairs[-1][2], top))
+    return UsageChart(scope, [usage_samples.CLOUD, *scopes], series, len(chosen), t0, t1)

@@ -16,7 +16,7 @@ from servers.choices import MigrationStatus
 from . import tables
 from .auth import console_view
 from .compute_client import call
-from .views import _page
+from .views import _page, api_outcome
 
 BASE = "/compute/v2.1"
 FILTERS = ("name", "status", "host", "project_id", "availability_zone")
@@ -59,7 +59,7 @@ def server_list(request: HttpRequest) -> HttpResponse:
         "next_marker": next_marker, "paged": bool(request.GET.get("marker")),
     }
     if request.headers.get("HX-Request") != "true":
-        context["create"] = _create_choices(request)
+        context["create"] = create_choices(request)
     return _page(request, "console/servers.html", context, fragments={"server-table": "console/_server_table.html"})
 
 
@@ -68,7 +68,7 @@ def _cell_of(server_id: str) -> str:
     return (mapping.cell.name or "") if mapping and mapping.cell else ""
 
 
-def _create_choices(request: HttpRequest) -> dict[str, Any]:
+def create_choices(request: HttpRequest) -> dict[str, Any]:
     flavors = call(request, "GET", f"{BASE}/flavors")
     out: dict[str, Any] = {"flavors": flavors.data.get("flavors", []) if flavors.ok and flavors.data else []}
     try:
@@ -85,31 +85,6 @@ def _create_choices(request: HttpRequest) -> dict[str, Any]:
     keypairs = call(request, "GET", f"{BASE}/os-keypairs")
     out["keypairs"] = [k["keypair"] for k in (keypairs.data or {}).get("keypairs", [])] if keypairs.ok else []
     return out
-
-
-@require_POST
-@console_view()
-def server_create(request: HttpRequest) -> HttpResponse:
-    server: dict[str, Any] = {
-        "name": request.POST.get("name", "").strip(),
-        "flavorRef": request.POST.get("flavor", ""),
-        "imageRef": request.POST.get("image", ""),
-        "networks": [{"uuid": request.POST["network"]}] if request.POST.get("network") else "auto",
-    }
-    if request.POST.get("availability_zone"):
-        server["availability_zone"] = request.POST["availability_zone"]
-    if request.POST.get("key_name"):
-        server["key_name"] = request.POST["key_name"]
-    groups = [g for g in request.POST.getlist("security_group") if g]
-    if groups:
-        server["security_groups"] = [{"name": g} for g in groups]
-    result = call(request, "POST", f"{BASE}/servers", {"server": server})
-    if result.ok:
-        server_id = result.data["server"]["id"]
-        messages.success(request, f"Server {server['name']} accepted; it is being built.")
-        return HttpResponseRedirect(reverse("console:server", args=[server_id]))
-    messages.error(request, f"Could not create the server: {result.message}")
-    return HttpResponseRedirect(reverse("console:servers"))
 
 
 def _allowed(ctx: Any, rule: str, server: dict[str, Any]) -> bool:
@@ -133,7 +108,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     can = {name: _allowed(ctx, rule, server) for name, rule in ACTION_RULES.items()}
     volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
     all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
-    choices = _create_choices(request)
+    choices = create_choices(request)
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
         "troubled": status in TROUBLED or bool(server.get("fault")),
@@ -189,6 +164,7 @@ ACTION_RULES = {
     "lock": "os_compute_api:os-lock-server:lock",
     "create_image": "os_compute_api:servers:create_image",
     "migrate": "os_compute_api:os-migrate-server:migrate",
+    "console": "os_compute_api:os-remote-consoles",
 }
 
 
@@ -291,10 +267,6 @@ def host_action(request: HttpRequest) -> HttpResponse:
     }
     if op not in bodies:
         messages.error(request, f"Unknown host action {op!r}.")
-    else:
-        result = call(request, "PUT", f"{BASE}/os-services/{service}", bodies[op])
-        if result.ok:
-            messages.success(request, f"{op.replace('_', ' ').capitalize()}: done.")
-        else:
-            messages.error(request, f"{op.replace('_', ' ').capitalize()} refused: {result.message}")
-    return HttpResponseRedirect(reverse("console:hosts"))
+        return HttpResponseRedirect(reverse("console:hosts"))
+    return api_outcome(request, call(request, "PUT", f"{BASE}/os-services/{service}", bodies[op]),
+                       op.replace("_", " ").capitalize(), reverse("console:hosts"))

@@ -25,6 +25,7 @@ from identity.services import policy_admin
 
 from . import selectors, tables
 from .auth import SESSION_PROJECT, console_view, projects_of
+from .compute_client import APIResult
 
 if TYPE_CHECKING:
     from identity.models import User
@@ -95,6 +96,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "cells_up": sum(1 for c in cells if c.up),
         "hosts": hosts,
         "cell_capacity": selectors.cell_capacities(hosts),
+        "usage": selectors.usage_chart(request.GET.get("usage") or "cloud"),
         "by_status": by_status,
         "distributions": [
             ("Servers by status", "servers-by-status", selectors.distribution(by_status), "status", "No servers yet."),
@@ -168,6 +170,16 @@ def notifications(request: HttpRequest) -> HttpResponse:
         "types": selectors.notification_types(),
         "event_type": event_type or "",
     })
+
+
+def api_outcome(request: HttpRequest, result: APIResult, what: str, target: str) -> HttpResponse:
+    """Report one write made through an API in words (``<what>: done.``, or ``<what> refused:`` and
+    the API's fault message) and go back to ``target``."""
+    if result.ok:
+        messages.success(request, f"{what}: done.")
+    else:
+        messages.error(request, f"{what} refused: {result.message}")
+    return HttpResponseRedirect(target)
 
 
 def domain_error_message(exc: CloudcoreError) -> str:

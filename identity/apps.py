@@ -20,3 +20,25 @@ class IdentityConfig(AppConfig):
         from . import policies  # noqa: F401  - registers identity's rules once the app registry is ready
 
         post_migrate.connect(_sync_policy_permissions, sender=self, dispatch_uid="identity-policy-permissions")
+        _connect_token_cache()
+
+
+def _connect_token_cache() -> None:
+    """Identity writes end the validated tokens of every process (``services.token_cache``). A
+    signal rather than a call in each service: Django admin and guardian's helpers write these
+    rows too, and a token cache that misses one of them would keep a revoked right alive."""
+    from django.apps import apps
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+
+    from .models import ApplicationCredential, User
+    from .services import token_cache
+
+    # per model: a delete receiver on every model would cost other models their fast deletes
+    for app_label, model_name in token_cache.WATCHED:
+        model = apps.get_model(app_label, model_name)
+        post_save.connect(token_cache.on_save, sender=model,
+                          dispatch_uid=f"identity-token-cache-save-{app_label}-{model_name}")
+        post_delete.connect(token_cache.on_delete, sender=model,
+                            dispatch_uid=f"identity-token-cache-delete-{app_label}-{model_name}")
+    for through in (User.groups.through, ApplicationCredential.roles.through):
+        m2m_changed.connect(token_cache.on_m2m, sender=through, dispatch_uid=f"identity-token-cache-{through.__name__}")

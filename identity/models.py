@@ -204,3 +204,13 @@ class PolicyRule(Permission):
         proxy = True
         verbose_name = "policy rule"
         verbose_name_plural = "policy rules"
+
+
+class IdentityChangeStamp(ApiModel):
+    """Counters of the changes that can change a token's roles: ``key`` a user id (a grant to
+    or from that user, its groups) or ``*`` (anything else: a group's grants, a role). Every API
+    process compares them with the values its token cache was filled under
+    (``services.token_cache``)."""
+
+    key = models.CharField(primary_key=True, max_length=64)
+    seq = models.BigIntegerField(default=0)

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
@@ -588,18 +589,27 @@ def security_group_find(ctx: RequestContext, name_or_id: str, *, project_id: str
 
 
 def instance_security_groups_request(instance_uuid: str, group_ids: list[str]) -> None:
-    """Record the groups a server asked for; the ports made for it (``port_create_for_instance``) get them."""
-    InstanceSecurityGroups.objects.update_or_create(instance_uuid=instance_uuid,
-                                                    defaults={"security_group_ids": list(group_ids)})
+    """Record the groups a server asked for; the ports made for it (``port_create_for_instance``) get them.
+    One upsert (no savepoint inside the server's create transaction); the request that records
+    them reads them back from memory (``cloudcore.core.scope``)."""
+    InstanceSecurityGroups.objects.bulk_create(
+        [InstanceSecurityGroups(instance_uuid=instance_uuid, security_group_ids=list(group_ids))],
+        update_conflicts=True, unique_fields=["instance_uuid"], update_fields=["security_group_ids"])
+    scope.remember(("networks.requested-groups", instance_uuid), list(group_ids))
 
 
 def requested_groups_for_instance(instance_uuid: str) -> list[str] | None:
-    row = InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).first()
-    return None if row is None else list(row.security_group_ids)
+    def read() -> list[str] | None:
+        row = InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).first()
+        return None if row is None else list(row.security_group_ids)
+
+    groups = scope.memoized(("networks.requested-groups", instance_uuid), read)
+    return None if groups is None else list(groups)
 
 
 def instance_security_groups_forget(instance_uuid: str) -> None:
     InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).delete()
+    scope.forget(("networks.requested-groups", instance_uuid))
 
 
 def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Iterable[str] = ()

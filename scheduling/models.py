@@ -168,3 +168,13 @@ class SchedulingTraceRecord(ApiModel):
 
     class Meta:
         indexes = [models.Index(fields=["instance_uuid", "request_id"])]
+
+
+class PlacementUsageSample(ApiModel):
+    """Placement's usage at one moment, taken by the control plane's periodic audit
+    (``scheduling.services.usage_samples``) for the console's chart: ``usage`` maps a scope
+    (``"cloud"`` or a cell's name) to ``{resource class: [used, capacity]}`` for VCPU, MEMORY_MB
+    and DISK_GB. Only the newest ``PLACEMENT_USAGE_SAMPLES_KEPT`` rows are kept."""
+
+    taken_at = models.DateTimeField(default=timezone.now, db_index=True)
+    usage = models.JSONField(default=dict)

@@ -47,6 +47,7 @@ from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError
 from compute.virt.driver import ConsoleNotAvailable, ConsoleTypeUnavailable
+from compute.virt.testconsoles import SerialLine, VncScreen
 
 DEFAULT_VERSION = "2.90"
 
@@ -80,7 +81,7 @@ class TestVirtDriver:
     ``fail_volume_connects``: how many next ``can_connect_volume`` checks answer False.
     Consoles: each spawned guest "prints" a boot log (``console_logs``, appended to by tests);
     its VNC and serial consoles are at ``console_ports[(uuid, "novnc"|"serial")]`` (default 5900 /
-    10000) on 127.0.0.1.
+    10000) on 127.0.0.1, where nothing listens unless ``serve_consoles`` stands them up.
     """
 
     __test__ = False  # not a pytest test class
@@ -106,6 +107,7 @@ class TestVirtDriver:
         self.spawned: list[str] = []
         self.console_logs: dict[str, bytes] = {}
         self.console_ports: dict[tuple[str, str], int] = {}
+        self.console_servers: list[Any] = []
 
     #: the simulated host's size (set by Cloud.add_host)
     resources: dict[str, int] = {}  # noqa: RUF012 - replaced per instance
@@ -139,6 +141,23 @@ class TestVirtDriver:
         self.spawned.append(instance.uuid)
         self.console_logs[instance.uuid] = (f"[    0.000000] booting {instance.uuid} on {self.host}\n"
                                             "[    1.000000] Run /init as init process\nlogin: ").encode()
+
+    def serve_consoles(self, instance_uuid: str, name: str = "guest") -> None:
+        """Stand up the guest's serial line and VNC screen (compute/virt/testconsoles.py) and point its
+        console ports at them; ``stop_consoles`` (Cloud.teardown) takes them down."""
+        def append(data: bytes) -> None:
+            self.console_logs[instance_uuid] = self.console_logs.get(instance_uuid, b"") + data
+
+        serial = SerialLine(lambda: self.console_logs.get(instance_uuid, b""), append)
+        vnc = VncScreen(name)
+        self.console_servers += [serial, vnc]
+        self.console_ports[(instance_uuid, "serial")] = serial.port
+        self.console_ports[(instance_uuid, "novnc")] = vnc.port
+
+    def stop_consoles(self) -> None:
+        for server in self.console_servers:
+            server.close()
+        self.console_servers.clear()
 
     def _inject(self, counter: str, what: str) -> None:
         if getattr(self, counter):
@@ -345,8 +364,10 @@ class Cloud:
 
         from compute.drivers import unregister_driver
 
-        for host in list(self.drivers):
+        for host, driver in list(self.drivers.items()):
             unregister_driver(host)
+            if hasattr(driver, "stop_consoles"):
+                driver.stop_consoles()
         conn = libvirt_connection()
         for dom in conn.listAllDomains():
             if dom.name().startswith("instance-"):

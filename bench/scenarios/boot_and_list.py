@@ -34,6 +34,16 @@ def _list(cloud: Any, client: Any, path: str) -> tuple[float, int, int]:
     return time.perf_counter() - started, counter.total, len(response.json()["servers"])
 
 
+def _boot_steps(cloud: Any, client: Any, name: str) -> dict[str, int]:
+    """The statements of one boot by the step that issued them (``bench.env.sql_by_step``), most
+    first ("other": the test helper's flavor lookup)."""
+    from bench.env import sql_by_step
+
+    with sql_by_step() as steps:
+        cloud.create_server(client, name, networks="none")
+    return dict(sorted(steps.items(), key=lambda item: (-item[1], item[0])))
+
+
 def run(env: Any) -> dict[str, Any]:
     from django.conf import settings
 
@@ -74,6 +84,8 @@ def run(env: Any) -> dict[str, Any]:
                 "boot_q": statistics.median(queries), "page_q": page_q, "page_ms": page_s * 1000,
                 "page_n": page_n, "brief_q": brief_q, "brief_ms": brief_s * 1000,
             })
+        sql_steps = _boot_steps(cloud, client, f"bench-{booted:05d}")
+        booted += 1
     finally:
         cloud.teardown()
     print(f"   {hosts} hosts in 2 cells; list pages of {PAGE}")
@@ -86,10 +98,12 @@ def run(env: Any) -> dict[str, Any]:
     page_growth = rows[-1]["page_q"] - rows[0]["page_q"]
     print(f"   SQL per boot {'does not grow' if boot_growth <= 0 else f'GROWS by {boot_growth}'}, "
           f"SQL per detail page {'does not grow' if page_growth <= 0 else f'GROWS by {page_growth}'} with N")
+    print("   SQL of one more boot by step: " + ", ".join(f"{step} {n}" for step, n in sql_steps.items()))
     return {
         "hosts": hosts, "cells": 2, "page": PAGE, "rows": rows, "boots": booted,
         "boot_per_s": booted / boot_seconds if boot_seconds else 0.0,
         "boot_ms_median": statistics.median(all_times) * 1000, "sql_per_boot": statistics.median(all_queries),
+        "sql_per_boot_by_step": sql_steps,
         "method": "POST /servers through the API (DRF test client), build inline with eager tasks, libvirt "
                   "test:///default driver, networks=none, one server per request, sequential",
     }

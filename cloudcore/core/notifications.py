@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from cloudcore.celery import app
 
+from . import scope
 from .models import NotificationRecord
 
 log = logging.getLogger(__name__)
@@ -81,11 +82,26 @@ def _publish(message: dict[str, Any]) -> None:
         log.exception("could not publish notification %s", message["event_type"])
 
 
+_PENDING_KEY = "notifications.pending"
+
+
 def _record(message: dict[str, Any]) -> None:
-    NotificationRecord.objects.create(
-        event_type=message["event_type"], priority=message["priority"],
-        publisher_id=message["publisher_id"], payload=message,
-    )
+    """Store ``message`` for the console: at once, or with the others of the same outermost
+    request in one INSERT when it ends (``cloudcore.core.scope``; same rows, same order, each
+    with the time it was emitted)."""
+    row = NotificationRecord(event_type=message["event_type"], priority=message["priority"],
+                             publisher_id=message["publisher_id"], timestamp=timezone.now(), payload=message)
+    pending: list[NotificationRecord] = scope.memoized(_PENDING_KEY, list)
+    pending.append(row)
+    if not scope.at_exit(_PENDING_KEY, lambda: _store(pending)):
+        _store(pending)
+
+
+def _store(rows: list[NotificationRecord]) -> None:
+    if not rows:
+        return
+    NotificationRecord.objects.bulk_create(rows)
+    rows.clear()
     keep = settings.NOTIFICATIONS_KEEP
     if keep and NotificationRecord.objects.count() > keep * 1.2:
         cutoff = NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1]

@@ -62,17 +62,34 @@ def cached_image(cache_dir: Path, image_meta: dict[str, Any], *, host: str) -> P
     source = Path(str(image_meta.get("path") or ""))
     if not source.is_file():
         raise VirtDriverError(host=host, reason=f"the data of image {image_meta['id']} is missing ({source})")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    cache_dir.chmod(0o755)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".fetch-")
+    return fetch_into_cache(source, cached)
+
+
+def fetch_into_cache(source: Path, cached: Path) -> Path:
+    """Copy ``source`` to ``cached`` (a file of the cache) unless it is there; a partial copy
+    never shows under the final name."""
+    if cached.exists():
+        os.utime(cached)
+        return cached
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.parent.chmod(0o755)
+    fd, tmp = tempfile.mkstemp(dir=cached.parent, prefix=".fetch-")
     os.close(fd)
     try:
-        shutil.copyfile(source, tmp)
+        copy_sparse(source, Path(tmp))
         Path(tmp).chmod(0o644)  # the hypervisor reads it as the overlays' backing file
         os.replace(tmp, cached)
     finally:
         Path(tmp).unlink(missing_ok=True)
     return cached
+
+
+def copy_sparse(source: Path, target: Path) -> None:
+    """Copy a disk file keeping its holes (a blank raw disk stays small), as ``cp --sparse``."""
+    done = subprocess.run(["cp", "--sparse=always", str(source), str(target)], capture_output=True, text=True,
+                          timeout=600, check=False)
+    if done.returncode != 0:
+        shutil.copyfile(source, target)
 
 
 def create_overlay(base: Path, base_format: str, target: Path, *, root_gb: int, host: str) -> None:
@@ -85,6 +102,43 @@ def create_overlay(base: Path, base_format: str, target: Path, *, root_gb: int, 
     _qemu_img("create", "-q", "-f", "qcow2", "-b", str(base), "-F", base_format, str(target),
               str(max(size, image_size)), host=host)
     target.chmod(0o644)
+
+
+def create_blank(target: Path, *, size_bytes: int, host: str) -> None:
+    """An empty qcow2 disk of ``size_bytes`` (a blank ephemeral or swap disk)."""
+    _qemu_img("create", "-q", "-f", "qcow2", str(target), str(size_bytes), host=host)
+    target.chmod(0o644)
+
+
+def formatted_base(cache_dir: Path, *, size_gb: int, fs_format: str, host: str) -> Path:
+    """A raw file system of ``size_gb`` made with ``mkfs -t fs_format`` in the image cache
+    (``ephemeral_<size>_<format>``, as Nova caches its formatted ephemeral bases), made once per
+    host; instance ephemeral disks are qcow2 overlays on it."""
+    base = cache_dir / f"ephemeral_{size_gb}_{fs_format}"
+    if base.exists():
+        os.utime(base)
+        return base
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir.chmod(0o755)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".fetch-")
+    os.close(fd)
+    try:
+        os.truncate(tmp, size_gb * GiB)
+        done = subprocess.run(["mkfs", "-t", fs_format, *(["-F"] if fs_format.startswith("ext") else []),
+                               "-L", "ephemeral0", tmp], capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            raise VirtDriverError(host=host, reason=f"mkfs -t {fs_format}: {done.stderr.strip()}")
+        Path(tmp).chmod(0o644)
+        os.replace(tmp, base)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return base
+
+
+def rebase(disk: Path, base: Path, base_format: str, *, host: str) -> None:
+    """Point a qcow2 overlay copied from another host at this host's cached copy of its image
+    (same bytes, so an unsafe rebase: only the header changes)."""
+    _qemu_img("rebase", "-u", "-f", "qcow2", "-b", str(base), "-F", base_format, str(disk), host=host)
 
 
 def grow(disk: Path, *, root_gb: int, host: str) -> None:

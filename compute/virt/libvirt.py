@@ -34,7 +34,7 @@ from images.formats import convert
 from images.services import SNAPSHOT_DISK_FORMAT, image_data_path
 from servers.choices import PowerState
 
-from . import diagnostics
+from . import diagnostics, testconsoles
 from .configdrive import FILE_NAME as CONFIG_DRIVE_FILE
 from .configdrive import config_drive_files, config_drive_required, write_config_drive
 from .diagnostics import LIBVIRT_POWER as _POWER
@@ -45,9 +45,26 @@ from .driver import (
     VirtDriverError,
     tap_name,
 )
-from .imagecache import cached_image, clean_cache, create_overlay, flatten, grow, image_format
+from .imagecache import (
+    GiB,
+    cached_image,
+    clean_cache,
+    copy_sparse,
+    create_blank,
+    create_overlay,
+    fetch_into_cache,
+    flatten,
+    formatted_base,
+    grow,
+    image_format,
+    rebase,
+)
 
 libvirt.registerErrorHandler(lambda *_args: None, None)  # errors come back as exceptions, not stderr
+MiB = 1024**2
+#: files of an instance directory a move leaves behind: the rescue's, and the serial log (the
+#: destination's guest writes its own)
+NOT_MOVED = frozenset({"disk.rescue", "unrescue.xml", "console.log"})
 
 
 def write_hypervisor_sidecar(state_path: Path, *, hostname: str, disk_gb: int | None = None) -> Path:
@@ -85,6 +102,8 @@ class LibvirtDriver:
         self.uri = uri
         self.state_path = Path(state_path)
         self._lock = threading.RLock()
+        #: test mode: the guests' console servers (compute/virt/testconsoles.py), by (uuid, type)
+        self._test_consoles: dict[tuple[str, str], Any] = {}
         try:
             self.conn = libvirt.open(uri)
         except libvirt.libvirtError as exc:
@@ -175,11 +194,14 @@ class LibvirtDriver:
         return self.state_path / "instances" / str(instance.uuid)
 
     def _domain_xml(self, instance: Any, disk: Path | None, image_meta: dict[str, Any] | None,
-                    network_info: list[dict[str, Any]], block_device_info: dict[str, Any] | None = None) -> str:
+                    network_info: list[dict[str, Any]], block_device_info: dict[str, Any] | None = None,
+                    local_disks: list[tuple[Path, str]] | None = None) -> str:
         name = escape(self.domain_name(instance))
         memory = max(int(instance.memory_mb or 64), 16)
         vcpus = max(int(instance.vcpus or 1), 1)
-        devices = (volumes_xml(block_device_info, taken={"vda"} if disk is not None else set())
+        taken = ({"vda"} if disk is not None else set()) | {dev for _path, dev in local_disks or []}
+        devices = ("".join(self._disk_xml(instance, path, dev) for path, dev in local_disks or [])
+                   + volumes_xml(block_device_info, taken=taken)
                    + self._config_drive_xml(instance) + "".join(_interface_xml(vif) for vif in network_info))
         if self.is_test:
             return (f"<domain type='test'><name>{name}</name><uuid>{instance.uuid}</uuid>"
@@ -282,6 +304,101 @@ class LibvirtDriver:
         (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
         return disk
 
+    def _create_local_disks(self, instance: Any, block_device_info: dict[str, Any] | None) -> list[tuple[Path, str]]:
+        """The flavor's ephemeral (``disk.local``) and swap (``disk.swap``) disks that
+        ``block_device_info`` names, with their devices: on a real hypervisor qcow2 disks, blank, or
+        for an ephemeral disk with a file system (``guest_format``) an overlay on a formatted base
+        in the image cache; on the test driver sparse raw files of the size. An existing disk is
+        kept with its data (a reboot, a move)."""
+        info = block_device_info or {}
+        wanted = [("disk.local" if i == 0 else f"disk.eph{i}", str(e["device_name"]), int(e["size"]) * GiB,
+                   e.get("guest_format")) for i, e in enumerate(info.get("ephemerals") or [])]
+        if info.get("swap"):
+            wanted.append(("disk.swap", str(info["swap"]["device_name"]), int(info["swap"]["swap_size"]) * MiB, None))
+        if not wanted:
+            return []
+        workdir = self.instance_dir(instance)
+        formats = self._disk_formats(instance)
+        disks = []
+        for name, device, size, fs_format in wanted:
+            disk = workdir / name
+            if disk.exists():
+                pass
+            elif self.is_test:
+                with disk.open("wb") as blank:
+                    blank.truncate(size)
+                formats[name] = "raw"
+            elif fs_format:
+                base = formatted_base(self.state_path / "_base", size_gb=size // GiB, fs_format=str(fs_format),
+                                      host=self.host)
+                create_overlay(base, "raw", disk, root_gb=size // GiB, host=self.host)
+                formats.update({name: "qcow2", f"{name}.image_format": "raw", f"{name}.base": str(base)})
+            else:
+                create_blank(disk, size_bytes=size, host=self.host)
+                formats[name] = "qcow2"
+            disks.append((disk, device.rsplit("/", 1)[-1]))
+        (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
+        return disks
+
+    # -- moves: the instance directory goes with the server -------------------------------------
+    def resize_dir(self, instance: Any) -> Path:
+        """Where the source of a move keeps the instance directory until confirm or revert."""
+        return self.state_path / "instances" / f"{instance.uuid}_resize"
+
+    def migrate_disk_and_power_off(self, *, instance: Any, **_kw: Any) -> str:
+        """Source of a cold migration or resize (also to this same host): take the guest down and
+        keep its instance directory as ``<uuid>_resize``, as Nova's libvirt driver does (a revert
+        returns to it, a confirm removes it). Returns its path: the destination copies the disks
+        from there (``finish_migration``)."""
+        with self._lock:
+            self.destroy(instance=instance, destroy_disks=False)
+            workdir, kept = self.instance_dir(instance), self.resize_dir(instance)
+            shutil.rmtree(kept, ignore_errors=True)
+            if workdir.exists():
+                workdir.rename(kept)
+            else:
+                kept.mkdir(parents=True)
+            return str(kept)
+
+    def finish_migration(self, *, instance: Any, disk_source: str, **_kw: Any) -> None:
+        """Destination of a move: copy the disks (and ``disk.info``, the kernel and ramdisk) from
+        the source's kept directory ``disk_source`` into this host's instance directory. Nova's
+        source copies them over ssh/rsync; the hosts here share one machine, so the destination
+        reads the path the source named in its RPC message, and each host writes only its own
+        directories. A qcow2 disk is re-pointed at this host's image cache (its base copied from
+        the source's cache when this one lacks it). The spawn that follows keeps these disks."""
+        source = Path(disk_source)
+        workdir = self.instance_dir(instance)
+        with self._lock:
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir(parents=True)
+            for item in source.iterdir():
+                if item.is_file() and item.name not in NOT_MOVED:
+                    copy_sparse(item, workdir / item.name)
+            formats = self._disk_formats(instance)
+            for name, fmt in list(formats.items()):
+                old_base = formats.get(f"{name}.base")
+                if fmt != "qcow2" or not old_base or not (workdir / name).exists():
+                    continue
+                base = fetch_into_cache(Path(old_base), self.state_path / "_base" / Path(old_base).name)
+                rebase(workdir / name, base, formats.get(f"{name}.image_format", "raw"), host=self.host)
+                formats[f"{name}.base"] = str(base)
+            if formats:
+                (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
+
+    def confirm_migration(self, *, instance: Any, **_kw: Any) -> None:
+        """Source of a confirmed move: the kept directory goes (the guest was taken down already)."""
+        shutil.rmtree(self.resize_dir(instance), ignore_errors=True)
+
+    def finish_revert_migration(self, *, instance: Any, **_kw: Any) -> None:
+        """Source of a reverted move: the kept directory is the instance's again (the spawn that
+        follows finds the disks as they were before the move)."""
+        with self._lock:
+            kept = self.resize_dir(instance)
+            if kept.exists():
+                shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
+                kept.rename(self.instance_dir(instance))
+
     def clean_image_cache(self, *, min_age_seconds: float) -> list[Path]:
         """Remove the cached images that no instance disk on this host is based on any more (the
         ``<disk>.base`` entries of every instance's ``disk.info``) once unused long enough."""
@@ -372,10 +489,11 @@ class LibvirtDriver:
                 disk = self._create_disk(instance, image_meta, "disk")
             if not self.is_test:
                 self._fetch_boot_files(instance, image_meta)
+            local_disks = self._create_local_disks(instance, block_device_info)
             self._write_config_drive(instance, network_info or [])
             for vif in network_info or []:
                 self.ensure_network(vif)
-            xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info)
+            xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info, local_disks)
             try:
                 try:
                     old = self.conn.lookupByName(self.domain_name(instance))
@@ -393,6 +511,7 @@ class LibvirtDriver:
 
     def destroy(self, *, instance: Any, destroy_disks: bool = True, block_device_info: Any = None, **_kw: Any) -> None:
         with self._lock:
+            self._stop_test_consoles(instance)
             try:
                 dom = self.conn.lookupByName(self.domain_name(instance))
                 if dom.isActive():
@@ -404,6 +523,7 @@ class LibvirtDriver:
                 shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
 
     def power_off(self, *, instance: Any, **_kw: Any) -> None:
+        self._stop_test_consoles(instance)
         dom = self._domain(instance)
         if dom.isActive():
             dom.destroy()
@@ -583,8 +703,10 @@ class LibvirtDriver:
             raise ConsoleNotAvailable(host=self.host, reason="no console log") from None
 
     def _test_console_port(self, instance: Any, offset: int) -> int:
-        """The test driver runs no console server: its guests' consoles are at fixed ports derived
-        from the uuid (nothing listens there unless a test stands a server up)."""
+        """The test driver's guests' consoles are at fixed ports derived from the uuid, where
+        ``get_serial_console`` / ``get_vnc_console`` stand up their models (testconsoles): VNC in
+        20000-29999, serial in 10000-19999, both below Linux's ephemeral range (32768 up), so no
+        client socket of another process can hold one."""
         return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
 
     def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
@@ -604,14 +726,48 @@ class LibvirtDriver:
 
     def get_vnc_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
         """The guest's VNC server (``<graphics type='vnc'>``, its port chosen by libvirt)."""
-        return self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
-                             path="./devices/graphics[@type='vnc']", attribute="port")
+        where = self._console(instance, "novnc", enabled=settings.VNC_ENABLED, test_offset=0,
+                              path="./devices/graphics[@type='vnc']", attribute="port")
+        if self.is_test:
+            name = getattr(instance, "display_name", "") or "guest"
+            self._serve_test_console(instance, "novnc", lambda: testconsoles.VncScreen(
+                name, host=settings.VNC_SERVER_LISTEN, port=where["port"]))
+        return where
 
     def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
         """The guest's first TCP serial port (``<serial type='tcp'>``); a guest whose serial port
         is its log file only (the default domain here) has none."""
-        return self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=10000,
-                             path="./devices/serial[@type='tcp']/source", attribute="service")
+        where = self._console(instance, "serial", enabled=settings.SERIAL_CONSOLE_ENABLED, test_offset=-10000,
+                              path="./devices/serial[@type='tcp']/source", attribute="service")
+        if self.is_test:
+            log = self.instance_dir(instance) / "console.log"
+
+            def append(data: bytes) -> None:
+                with log.open("ab") as out:
+                    out.write(data)
+
+            self._serve_test_console(instance, "serial", lambda: testconsoles.SerialLine(
+                lambda: log.read_bytes() if log.exists() else b"", append, host=settings.SERIAL_CONSOLE_LISTEN,
+                port=where["port"]))
+        return where
+
+    def _serve_test_console(self, instance: Any, console_type: str, start: Any) -> None:
+        """A test guest's console server, started the first time its console is asked for (QEMU
+        would have opened it when the guest started); a port already taken is left to its owner."""
+        with self._lock:
+            if (instance.uuid, console_type) in self._test_consoles:
+                return
+            try:
+                self._test_consoles[(instance.uuid, console_type)] = start()
+            except OSError:
+                pass  # something else listens there: the console proxy will reach that
+
+    def _stop_test_consoles(self, instance: Any) -> None:
+        """The guest stopped: so do its console servers (test mode)."""
+        for console_type in ("novnc", "serial"):
+            server = self._test_consoles.pop((instance.uuid, console_type), None)
+            if server is not None:
+                server.close()
 
     def get_info(self, instance: Any) -> dict[str, Any]:
         dom = self._domain(instance)

@@ -20,6 +20,7 @@ from cloudcore.core.exceptions import NotFound, Unauthorized
 from cloudcore.core.policy import authorize
 
 from ..models import ApplicationCredential, Project, Token, User, token_digest
+from . import token_cache
 from .roles import roles_for, with_implied
 
 
@@ -59,7 +60,10 @@ def token_find(value: str) -> Token | None:
 
 def token_get_valid(token_id: str) -> Token:
     """The live token of the string ``token_id``; TokenNotFound (404) if unknown, expired or revoked."""
-    token = token_find(token_id)
+    return _valid(token_find(token_id), token_id)
+
+
+def _valid(token: Token | None, token_id: str) -> Token:
     if token is None or not token.is_valid() or not token.user.enabled:
         raise TokenNotFound(token_id=token_id)
     if token.project is not None and not token.project.enabled:
@@ -99,10 +103,14 @@ def is_admin_project(project: Project | None) -> bool:
 
 
 def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[User, RequestContext]:
-    """The acting user and RequestContext of a token; Unauthorized (401) if it is not valid."""
+    """The acting user and RequestContext of a token; Unauthorized (401) if it is not valid.
+    One statement when its roles are remembered (``token_cache``)."""
     try:
-        token = token_get_valid(token_id)
-        roles = token_roles(token)
+        token = _valid(token_cache.token_read(token_id), token_id)
+        roles = token_cache.roles_of(token)
+        if roles is None:
+            roles = token_roles(token)
+            token_cache.remember(token, roles)
     except TokenNotFound:
         raise Unauthorized() from None
     credential = token.application_credential

@@ -14,7 +14,9 @@ def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], 
     body: dict[str, Any] = trace.to_dict()
     rows = [SchedulingTraceRecord(instance_uuid=uuid, request_id=request_id or "", result=trace.result,
                                   message=trace.message[:255], trace=body) for uuid in instance_uuids]
-    if rows:
+    if len(rows) == 1:  # one INSERT, not bulk_create's transaction around it
+        rows[0].save()
+    elif rows:
         SchedulingTraceRecord.objects.bulk_create(rows)
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build a tiny initramfs whose /init prints a marker on the serial console, then what the guest
-# finds: its NICs' MAC addresses, its root disk's size and first line and, when a config drive (label config-2) is attached, its
-# meta_data.json and user_data, each between BEGIN/END lines, and its volumes' serials and first
+# finds: its NICs' MAC addresses, its root disk's size and first line, each virtio disk's size
+# (GUEST-BLOCK) and, when a config drive (label config-2) is attached, its
+# meta_data.json and user_data, each between BEGIN/END lines (user data that is a #!/bin/sh
+# script is then run: GUEST-USER-DATA-RAN), and its volumes' serials and first
 # lines (also of those hot-plugged in its first two minutes); then it answers each line typed on
 # its serial console with "<MARKER>-ECHO <line>" (a console to talk to through the console proxy).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
@@ -17,7 +19,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat insmod ls head seq; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head seq dd sync; do ln -s busybox "$WORK/bin/$tool"; done
 # in load order (each after what it depends on)
 MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
 drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
@@ -42,12 +44,17 @@ for m in /modules/*.ko*; do [ -f "\$m" ] && insmod "\$m" 2>/dev/null; done
 sleep 2
 for nic in /sys/class/net/eth*; do [ -e "\$nic/address" ] && echo "GUEST-NIC \$(cat \$nic/address)"; done
 if [ -b /dev/vda ]; then echo "GUEST-DISK sectors=\$(cat /sys/block/vda/size) head=\$(head -c 32 /dev/vda | head -n 1)"; fi
+for blk in /sys/block/vd*; do [ -e "\$blk/size" ] && echo "GUEST-BLOCK \${blk##*/} sectors=\$(cat \$blk/size)"; done
 for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
   if [ -b "\$dev" ] && mount -t iso9660 -o ro "\$dev" /mnt 2>/dev/null; then
     echo "GUEST-CONFIG-DRIVE \$dev"
     echo "BEGIN meta_data.json"; cat /mnt/openstack/latest/meta_data.json; echo; echo "END meta_data.json"
     if [ -f /mnt/openstack/latest/user_data ]; then
       echo "BEGIN user_data"; cat /mnt/openstack/latest/user_data; echo; echo "END user_data"
+      # a shell script as user data runs (what cloud-init does with one), after the reports above
+      if [ "\$(head -c 9 /mnt/openstack/latest/user_data)" = "#!/bin/sh" ]; then
+        sh /mnt/openstack/latest/user_data; echo "GUEST-USER-DATA-RAN rc=\$?"
+      fi
     fi
     break
   fi

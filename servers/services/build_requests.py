@@ -25,6 +25,13 @@ def instance_from_build_request(br: BuildRequest, **overrides: Any) -> Instance:
     return Instance(**data)
 
 
+def build_request_creates_volumes(br: BuildRequest) -> bool:
+    """Does the server ask the cloud to create a volume (a block device from an image or blank,
+    to a volume: ``volume_attachments.bdm_volumes_create``'s work)?"""
+    return any(bdm.get("destination_type", "local") == "volume"
+               and bdm.get("source_type", "image") in ("image", "blank") for bdm in br.block_device_mappings or [])
+
+
 def build_request_bdms_and_tags_create(br: BuildRequest, instance_uuid: str) -> None:
     """Create the requested block device mappings and tags of the server in the targeted cell."""
     for bdm in br.block_device_mappings or []:

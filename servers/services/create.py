@@ -247,12 +247,14 @@ def _allowed_count(project_id: str, flavor: Flavor, min_count: int, max_count: i
     """As many servers as the quota leaves room for, up to ``max_count``; QuotaExceeded (403)
     when not even ``min_count`` fit (Nova's multi-create semantics)."""
     limits = quota_limits(project_id)
-    usage = quota_usage(project_id)
+    per_server = {"instances": 1, "cores": flavor.vcpus, "ram": flavor.memory_mb}
+    limited = [r for r, n in per_server.items() if limits[r] >= 0 and n > 0]
     count = max_count
-    for resource, used, per_server in (("instances", usage.instances, 1), ("cores", usage.cores, flavor.vcpus),
-                                       ("ram", usage.ram, flavor.memory_mb)):
-        if limits[resource] >= 0 and per_server > 0:
-            count = min(count, (limits[resource] - used) // per_server)
+    if limited:  # nothing to count when no limit applies (the cloud's quotas unlimited)
+        usage = quota_usage(project_id)
+        used = {"instances": usage.instances, "cores": usage.cores, "ram": usage.ram}
+        for resource in limited:
+            count = min(count, (limits[resource] - used[resource]) // per_server[resource])
     if count < min_count:
         quota_check(project_id=project_id, instances=min_count, cores=min_count * flavor.vcpus,
                     ram=min_count * flavor.memory_mb)
@@ -354,8 +356,10 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 "root_gb": flavor.root_gb,
                 "ephemeral_gb": flavor.ephemeral_gb,
                 "image_ref": "" if volume_backed or image is None else image["id"],
-                "kernel_id": str(image_props.get("kernel_id", "")) if not volume_backed else "",
-                "ramdisk_id": str(image_props.get("ramdisk_id", "")) if not volume_backed else "",
+                # inherited from the boot image, also when it is copied into the root volume (Nova
+                # reads them from the volume's image metadata): a direct kernel boot needs them
+                "kernel_id": str(image_props.get("kernel_id", "")),
+                "ramdisk_id": str(image_props.get("ramdisk_id", "")),
                 "key_name": request.key_name,
                 "key_data": key_data,
                 "user_data": user_data,

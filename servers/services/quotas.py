@@ -22,6 +22,7 @@ from django.db.models import Count, Q, Sum
 
 from cells.scatter import failed, scatter_gather
 from cells.transactions import api_atomic
+from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, QuotaExceeded
 from cloudcore.core.policy import authorize
@@ -78,20 +79,27 @@ class Usage:
         return Usage(self.instances + other.instances, self.cores + other.cores, self.ram + other.ram)
 
 
+def _class_rows(class_name: str) -> dict[str, int]:
+    # read once per outermost request (cloudcore.core.scope); the writers below forget it
+    return scope.memoized(("quota.class", class_name), lambda: dict(
+        QuotaClass.objects.filter(class_name=class_name, resource__in=RESOURCES).values_list("resource", "hard_limit")))
+
+
+def _project_rows(project_id: str) -> dict[str, int]:
+    return scope.memoized(("quota.project", project_id), lambda: dict(
+        QuotaLimit.objects.filter(project_id=project_id, resource__in=RESOURCES).values_list("resource", "hard_limit")))
+
+
 def quota_class_limits(class_name: str = DEFAULT_CLASS) -> dict[str, int]:
     """The limits of a quota class: its rows over the built-in defaults."""
-    limits = built_in_defaults()
-    for row in QuotaClass.objects.filter(class_name=class_name, resource__in=RESOURCES):
-        limits[row.resource] = row.hard_limit
-    return limits
+    return {**built_in_defaults(), **_class_rows(class_name)}
 
 
 def quota_limits(project_id: str | None = None) -> dict[str, int]:
     """The limits of ``project_id``: its own rows over the ``default`` class."""
     limits = quota_class_limits()
     if project_id:
-        for row in QuotaLimit.objects.filter(project_id=project_id, resource__in=RESOURCES):
-            limits[row.resource] = row.hard_limit
+        limits.update(_project_rows(project_id))
     return limits
 
 
@@ -187,6 +195,7 @@ def quota_set_update(*, actor: RequestContext, project_id: str, limits: dict[str
         for resource, limit in limits.items():
             QuotaLimit.objects.update_or_create(project_id=project_id, resource=resource,
                                                 defaults={"hard_limit": limit})
+    scope.forget(("quota.project", project_id))
     return quota_limits(project_id)
 
 
@@ -194,6 +203,7 @@ def quota_set_delete(*, actor: RequestContext, project_id: str, user_id: str | N
     """Drop ``project_id``'s own limits: it takes the ``default`` class's again."""
     authorize(actor, "os_compute_api:os-quota-sets:delete", {"project_id": project_id, "user_id": user_id})
     QuotaLimit.objects.filter(project_id=project_id).delete()
+    scope.forget(("quota.project", project_id))
 
 
 def quota_class_update(*, actor: RequestContext, class_name: str, limits: dict[str, int]) -> dict[str, int]:
@@ -204,4 +214,5 @@ def quota_class_update(*, actor: RequestContext, class_name: str, limits: dict[s
             if resource in RESOURCES:
                 QuotaClass.objects.update_or_create(class_name=class_name, resource=resource,
                                                     defaults={"hard_limit": limit})
+    scope.forget(("quota.class", class_name))
     return quota_class_limits(class_name)

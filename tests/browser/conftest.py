@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.cloud import Cloud, build_cloud
+
 CHROMIUM = os.environ.get("CLOUDCORE_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still sync.
@@ -16,6 +18,14 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def live_cloud(cells: dict) -> Iterator[Cloud]:
+    """The in-process test cloud (four libvirt test-driver hosts in two cells, eager tasks)."""
+    cloud = build_cloud(cells)
+    yield cloud
+    cloud.teardown()
 
 
 @pytest.fixture

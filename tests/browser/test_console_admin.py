@@ -1,13 +1,18 @@
-"""The console in a real browser: log in, look at each admin page, grant the cross-cell rule,
-and check a member is kept out of admin pages. Screenshots at 1280 and 390 px."""
+"""The console in a real browser: log in, look at each admin and operator page and the launch
+form, grant the cross-cell rule, and check a member is kept out of admin pages. Screenshots at
+1280 and 390 px."""
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from cloudcore.core import policy
-from tests.apihelpers import make_identity
+from scheduling.services.usage_samples import placement_usage_sample_take
+from tests.apihelpers import auth_client, make_identity
+from tests.cloud import Cloud
 
 from .conftest import login, shot
 
@@ -28,7 +33,9 @@ def test_admin_pages_render(page: Any, live_server: Any, cells: dict) -> None:
     assert page.locator("h1").first.inner_text() == "Overview"
     # then every admin page renders with its heading, and is photographed
     for path, heading in [("/", "Overview"), ("/hosts/", "Hosts"), ("/servers/", "Servers"),
-                          ("/migrations/", "Migrations"), ("/policy/", "Policy"), ("/notifications/", "Notifications")]:
+                          ("/migrations/", "Migrations"), ("/policy/", "Policy"), ("/notifications/", "Notifications"),
+                          ("/quotas/", "Quotas"), ("/flavors/", "Flavors"), ("/aggregates/", "Aggregates"),
+                          ("/server-groups/", "Server groups")]:
         page.goto(live_server.url + path)
         assert page.locator("main h1").first.inner_text().startswith(heading)
         assert "Traceback" not in page.content()
@@ -37,6 +44,49 @@ def test_admin_pages_render(page: Any, live_server: Any, cells: dict) -> None:
     page.goto(live_server.url + "/")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1
+
+
+def _overflow(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+
+
+@pytest.mark.parametrize("page", [1280, 390], indirect=True)
+def test_operator_pages_and_the_launch_form_render(page: Any, live_server: Any, live_cloud: Cloud) -> None:
+    admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
+    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
+    width = page.viewport_size["width"]
+    # given some of everything the operator pages list, and two usage samples around a boot
+    admin = auth_client(admin_user, admin_project)
+    member = auth_client(user, project)
+    live_cloud.post(admin, "os-aggregates", {"aggregate": {"name": "fast-ssd", "availability_zone": "az1"}})
+    live_cloud.post(admin, "flavors", {"flavor": {"name": "c1.private", "vcpus": 2, "ram": 1024, "disk": 10,
+                                                 "os-flavor-access:is_public": False}})
+    live_cloud.post(member, "os-server-groups", {"server_group": {"name": "web", "policy": "anti-affinity"}},
+                   version="2.64")
+    placement_usage_sample_take(now=timezone.now() - timedelta(minutes=20))
+    live_cloud.create_server(member, "web1", availability_zone="az1")
+    placement_usage_sample_take(force=True)
+    login(page, live_server.url, "admin", "pw")
+    # then each page renders with its heading, is photographed, and nothing overflows sideways
+    for path, heading, name in [("/", "Overview", "overview-usage"), ("/quotas/", "Quotas", "quotas"),
+                                ("/flavors/", "Flavors", "flavors"),
+                                ("/aggregates/", "Aggregates and zones", "aggregates"),
+                                ("/server-groups/", "Server groups", "server-groups"),
+                                ("/servers/new/", "Launch a server", "launch")]:
+        response = page.goto(live_server.url + path)
+        assert response.status == 200, path
+        assert page.locator("main h1").first.inner_text().startswith(heading)
+        assert "Traceback" not in page.content()
+        assert _overflow(page) <= 1, (path, width)
+        shot(page, f"{name}-{width}")
+    # and the overview's usage chart has a point per sample for each resource class
+    page.goto(live_server.url + "/")
+    assert page.locator("#usage-chart circle.point").count() == 6
+    # and the quota editor opens in its row
+    page.goto(live_server.url + f"/quotas/?edit={project.id}")
+    assert page.locator(f"#quota-{project.id} input[name=instances]").is_visible()
+    assert _overflow(page) <= 1
+    shot(page, f"quotas-edit-{width}")
 
 
 def test_admin_grants_cross_cell_rule_to_a_project(page: Any, live_server: Any, cells: dict) -> None:
@@ -60,3 +110,5 @@ def test_member_is_kept_out_of_admin_pages(page: Any, live_server: Any, cells: d
     assert response.status == 403
     response = page.goto(live_server.url + "/policy/")
     assert response.status == 403
+    for path in ("/quotas/", "/flavors/", "/aggregates/", "/server-groups/"):
+        assert page.goto(live_server.url + path).status == 403

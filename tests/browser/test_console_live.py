@@ -5,13 +5,12 @@ tells its story as a timeline, an ERROR or PENDING server explains itself and of
 and a member never sees another project's servers."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.apihelpers import auth_client, make_identity
-from tests.cloud import Cloud, build_cloud
+from tests.cloud import Cloud
 
 from .conftest import login, shot
 
@@ -22,13 +21,6 @@ pytestmark = [
 
 NAVY = "rgb(24, 33, 58)"  # header.top, set only by console.css
 BOOTSTRAP_PRIMARY = "#0d6efd"  # --bs-primary, defined only by Bootstrap's stylesheet
-
-
-@pytest.fixture
-def live_cloud(cells: dict) -> Iterator[Cloud]:
-    cloud = build_cloud(cells)
-    yield cloud
-    cloud.teardown()
 
 
 def _admin(live_cloud: Cloud) -> Any:

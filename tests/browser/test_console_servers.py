@@ -2,13 +2,12 @@
 libvirt test-driver hosts in two cells): launch a server and see it ACTIVE."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.apihelpers import make_identity
-from tests.cloud import Cloud, build_cloud
+from tests.cloud import Cloud
 
 from .conftest import login, shot
 
@@ -18,14 +17,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def live_cloud_objects(cells: dict) -> Iterator[Cloud]:
-    cloud = build_cloud(cells)
-    yield cloud
-    cloud.teardown()
-
-
-def test_member_launches_a_server_and_sees_it_active(page: Any, live_server: Any, live_cloud_objects: Cloud) -> None:
+def test_member_launches_a_server_and_sees_it_active(page: Any, live_server: Any, live_cloud: Cloud) -> None:
     make_identity("demo", project="demo", roles=["member"], password="pw")
     login(page, live_server.url, "demo", "pw")
     # when the member launches a server from the servers page
@@ -36,7 +28,7 @@ def test_member_launches_a_server_and_sees_it_active(page: Any, live_server: Any
     if form.locator("select[name=image]").count():
         form.locator("select[name=image]").select_option(label="tiny")
     else:  # no image API to list from: the form asks for the id
-        form.locator("input[name=image]").fill(live_cloud_objects.image_id)
+        form.locator("input[name=image]").fill(live_cloud.image_id)
     form.locator("button").click()
     # then its page shows it ACTIVE on one of the hosts, with its address on demo-net
     page.wait_for_url("**/servers/*/")
@@ -51,12 +43,12 @@ def test_member_launches_a_server_and_sees_it_active(page: Any, live_server: Any
     shot(page, "servers-list")
 
 
-def test_admin_shelves_and_unshelves_to_a_host(page: Any, live_server: Any, live_cloud_objects: Cloud) -> None:
+def test_admin_shelves_and_unshelves_to_a_host(page: Any, live_server: Any, live_cloud: Cloud) -> None:
     from tests.apihelpers import auth_client
 
     admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
     client = auth_client(admin_user, admin_project)
-    server = live_cloud_objects.create_server(client, "shelvy", availability_zone="az2")
+    server = live_cloud.create_server(client, "shelvy", availability_zone="az2")
     login(page, live_server.url, "admin", "pw")
     page.goto(f"{live_server.url}/servers/{server['id']}/")
     assert page.locator("h1 .status").inner_text() == "ACTIVE"
@@ -75,11 +67,11 @@ def test_admin_shelves_and_unshelves_to_a_host(page: Any, live_server: Any, live
     assert "unshelve" in actions and "shelve" in actions
 
 
-def test_admin_migrates_and_confirms_from_the_console(page: Any, live_server: Any, live_cloud_objects: Cloud) -> None:
+def test_admin_migrates_and_confirms_from_the_console(page: Any, live_server: Any, live_cloud: Cloud) -> None:
     from tests.apihelpers import auth_client
 
     admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
-    server = live_cloud_objects.create_server(auth_client(admin_user, admin_project), "mover",
+    server = live_cloud.create_server(auth_client(admin_user, admin_project), "mover",
                                               availability_zone="az1")
     login(page, live_server.url, "admin", "pw")
     page.goto(f"{live_server.url}/servers/{server['id']}/")

@@ -2,16 +2,13 @@
 started (websockify with cloudcore's token plugin): ``console log show`` reads the guest's log from
 its host; ``console url show --novnc`` / ``--serial`` hand out proxy URLs whose token the proxy
 checks: a bad token, another kind's token or a dead server's token is refused before the websocket
-upgrade; a good one is upgraded and the bytes of the guest's console (here a small TCP server the
-test stands up where the token points: the test driver's guests run no console server) flow both
-ways."""
+upgrade; a good one is upgraded and the bytes of the guest's console flow both ways (the test
+driver's guest's console servers, compute/virt/testconsoles.py: its serial line replays its log and
+echoes, its VNC server greets in RFB 3.8)."""
 from __future__ import annotations
 
 import socket
-import threading
 import urllib.parse
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -50,37 +47,6 @@ def refused(proxy_port: int, token: str) -> bool:
     return False
 
 
-@contextmanager
-def guest_console(port: int, greeting: bytes) -> Iterator[list[bytes]]:
-    """A TCP server on 127.0.0.1:``port`` standing in for the guest's console: it sends
-    ``greeting`` to whoever connects and records what it receives."""
-    received: list[bytes] = []
-    server = socket.create_server(("127.0.0.1", port), reuse_port=False)
-    server.settimeout(30)
-
-    def serve() -> None:
-        try:
-            conn, _ = server.accept()
-        except OSError:
-            return
-        with conn:
-            conn.sendall(greeting)
-            conn.settimeout(15)
-            try:
-                data = conn.recv(1024)
-            except OSError:
-                return
-            received.append(data)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield received
-    finally:
-        server.close()
-        thread.join(timeout=20)
-
-
 def token_of(url: str) -> str:
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
     if "path" in query:
@@ -94,16 +60,37 @@ def token_target(admin: Any, token: str) -> dict[str, Any]:
     return dict(response.json()["console"])
 
 
-def through_the_proxy(proxy_port: int, token: str, target: dict[str, Any]) -> None:
-    """A good token: the upgrade succeeds and bytes flow between the client and the guest's console."""
-    with guest_console(int(target["port"]), b"RFB 003.008\n") as received:
-        ws = open_console(proxy_port, token)
+def recv_until(ws: WebSocket, end: bytes) -> bytes:
+    """What the console sent up to ``end``; AssertionError (with what came) if it stops short."""
+    data = b""
+    while not data.endswith(end):
         try:
-            assert ws.recv() == b"RFB 003.008\n"
-            ws.send(b"RFB 003.008\n")
-        finally:
-            ws.close()
-    assert received == [b"RFB 003.008\n"]
+            data += ws.recv()
+        except TimeoutError:
+            raise AssertionError(f"no {end!r} from the console, only {data!r}") from None
+    return data
+
+
+def through_the_vnc_proxy(proxy_port: int, token: str) -> None:
+    """A good token: the upgrade succeeds and the guest's VNC server answers the client."""
+    ws = open_console(proxy_port, token)
+    try:
+        assert recv_until(ws, b"\n") == b"RFB 003.008\n"
+        ws.send(b"RFB 003.008\n")
+        assert recv_until(ws, b"\x01") == bytes([1, 1])  # one security type: None
+    finally:
+        ws.close()
+
+
+def through_the_serial_proxy(proxy_port: int, token: str, name: str) -> None:
+    """A good token: the upgrade succeeds, the guest's serial line shows its boot and echoes."""
+    ws = open_console(proxy_port, token)
+    try:
+        assert recv_until(ws, f"{name} login: \n".encode()).endswith(f"{name} login: \n".encode())
+        ws.send(b"root\r")
+        assert recv_until(ws, b"root\r\n") == b"root\r\n"
+    finally:
+        ws.close()
 
 
 def test_console_log_and_urls_through_the_proxies(live_cloud: LiveCloud) -> None:
@@ -135,9 +122,9 @@ def test_console_log_and_urls_through_the_proxies(live_cloud: LiveCloud) -> None
         # the proxies refuse an unknown token, and each refuses the other's kind
         assert refused(vnc_proxy, "not-a-token") and refused(serial_proxy, "not-a-token")
         assert refused(vnc_proxy, serial_token) and refused(serial_proxy, vnc_token)
-        # a good token is upgraded and forwarded to where it points
-        through_the_proxy(vnc_proxy, vnc_token, vnc_target)
-        through_the_proxy(serial_proxy, serial_token, serial_target)
+        # a good token is upgraded and forwarded to where it points: the guest's consoles
+        through_the_vnc_proxy(vnc_proxy, vnc_token)
+        through_the_serial_proxy(serial_proxy, serial_token, "console-vm")
         # the noVNC web client is served by the VNC proxy (Debian's novnc package)
         page = urllib.parse.urlsplit(novnc["url"])
         with socket.create_connection(("127.0.0.1", vnc_proxy), timeout=10) as raw:

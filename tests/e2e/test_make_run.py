@@ -18,6 +18,7 @@ import pytest
 from tests.browser.conftest import shot
 
 from .madecloud import ADMIN_PASSWORD, MadeCloud, copy_tree
+from .test_cli_security_groups import wait_active
 from .traffic import connect, run_traffic, wait_no_leaks
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -91,6 +92,38 @@ def test_console_is_served_styled_and_live(made_cloud: MadeCloud, browser: Any) 
         assert css.status == 200 and css.headers["content-type"].startswith("text/css"), path
     shot(page, "make-run-overview")
     page.context.close()
+
+
+def test_console_opens_a_guests_serial_and_vnc_consoles(made_cloud: MadeCloud, browser: Any) -> None:
+    # given a server booted with the CLI on the cloud make run started (its test-driver guest's
+    # serial line and VNC server are compute/virt/testconsoles.py, served by its compute worker)
+    cloud = made_cloud
+    cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net", "tty-vm")
+    sid = wait_active(cloud, "tty-vm")["id"]
+    try:
+        for width in (1280, 390):
+            page = _console_page(browser, cloud, f"/servers/{sid}/")
+            page.set_viewport_size({"width": width, "height": 900})
+            # when the serial console is opened from the server page
+            page.click("[data-console-open=serial]")
+            # then xterm.js is connected through make run's serial proxy (websockify, port 6083 here
+            # as the API's SERIALPROXY_BASE_URL says) and shows the guest's boot up to its prompt
+            page.wait_for_selector("#console-status[data-state=connected]")
+            assert page.locator("#remote-console").get_attribute("data-websocket-url").startswith(
+                f"ws://127.0.0.1:{cloud.env.get('CLOUDCORE_SERIALPROXY_PORT', '6083')}/?token=")
+            page.locator("#console-terminal .xterm-rows").filter(has_text="tty-vm login:").wait_for()
+            shot(page, f"make-run-serial-console-{width}")
+            # and the VNC console connects through the VNC proxy and draws the guest's screen
+            page.go_back()
+            page.click("[data-console-open=vnc]")
+            page.wait_for_selector("#console-status[data-state=connected]")
+            page.wait_for_function("() => { const c = document.querySelector('#console-vnc canvas');"
+                                   " return c && c.width > 0 && c.getContext('2d')"
+                                   ".getImageData(c.width / 2, c.height / 2, 1, 1).data[3] === 255; }")
+            shot(page, f"make-run-vnc-console-{width}")
+            page.context.close()
+    finally:
+        cloud.openstack("server", "delete", "--wait", "tty-vm")
 
 
 def test_cli_volume_lifecycle_with_the_clis_defaults(made_cloud: MadeCloud) -> None:

@@ -106,6 +106,16 @@ def build_initramfs(target: Path, marker: str = MARKER, *, with_drivers: bool = 
     return target
 
 
+def qcow2_image(work: Path, marker: bytes) -> Path:
+    """A 1 MiB qcow2 image (world-readable) whose first line is ``marker``."""
+    raw = work / "image.raw"
+    raw.write_bytes(marker + b"\n" + bytes(1024 * 1024))
+    image = work / "image.qcow2"
+    subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
+    image.chmod(0o644)
+    return image
+
+
 def kernel_path() -> Path:
     kernel = _kernel()
     assert kernel is not None
@@ -173,11 +183,7 @@ def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: ob
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIRealGuestKey e2e@cloudcore"
     try:
         initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
-        raw = work / "image.raw"
-        raw.write_bytes(b"QCOW2-ROOT-MARKER\n" + bytes(1024 * 1024))
-        image = work / "image.qcow2"
-        subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image)], check=True)
-        image.chmod(0o644)
+        image = qcow2_image(work, b"QCOW2-ROOT-MARKER")
         volumes = {}
         for name, marker in (("data-vol", b"VOLUME-DATA-MARKER"), ("hot-vol", b"HOTPLUG-MARKER")):
             volumes[name] = work / f"volume-{name}"
@@ -224,6 +230,58 @@ def test_real_guest_with_qcow2_disk_config_drive_nic_and_volumes(qemu_system: ob
         meta = log.split("BEGIN meta_data.json", 1)[1].split("END meta_data.json", 1)[0]
         assert '"hostname": "cd-guest-1"' in meta and key in meta and guest.uuid in meta
         assert "USERDATA-MARKER-7" in log.split("BEGIN user_data", 1)[1]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_real_guest_local_disks_and_a_move_to_another_host_keep_their_data(qemu_system: object) -> None:
+    """The flavor's ephemeral (ext4-formatted, 1 GiB) and swap (64 MiB) disks are virtio disks of
+    their sizes in the guest (vdb, vdc); bytes written on the root disk (a qcow2 overlay) survive a
+    resize to another host sharing the daemon: the source keeps its instance directory, the
+    destination copies it and re-points the overlay at its own image cache, and the guest there
+    reads the bytes from its root disk, grown to the new flavor's 2 GiB."""
+    import json
+
+    from compute.virt.libvirt import LibvirtDriver
+
+    work = Path(tempfile.mkdtemp(prefix="cloudcore-guest-", dir="/var/tmp"))
+    work.chmod(0o755)
+    try:
+        initrd = build_initramfs(work / "initrd.gz", with_drivers=True)
+        image = qcow2_image(work, b"IMAGE-ROOT-MARKER")
+        meta = {"id": "move-image", "path": str(image), "disk_format": "qcow2", "kernel_path": str(_kernel()),
+                "ramdisk_path": str(initrd)}
+        local = {"block_device_mapping": [], "root_device_name": "/dev/vda",
+                 "ephemerals": [{"device_name": "/dev/vdb", "size": 1, "guest_format": "ext4"}],
+                 "swap": {"device_name": "/dev/vdc", "swap_size": 64}}
+        source = LibvirtDriver(host="movesrc", uri="qemu:///system", state_path=work / "src", virt_type="qemu")
+        dest = LibvirtDriver(host="movedst", uri="qemu:///system", state_path=work / "dst", virt_type="qemu")
+        guest = SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=256, vcpus=1, root_gb=1, config_drive="")
+        try:
+            source.spawn(instance=guest, image_meta=meta, network_info=[], block_device_info=local)
+            log = wait_console(source.instance_dir(guest) / "console.log", "GUEST-DONE")
+            assert f"GUEST-BLOCK vdb sectors={1024**3 // 512}" in log, log[-3000:]
+            assert f"GUEST-BLOCK vdc sectors={64 * 1024**2 // 512}" in log, log[-3000:]
+            source.power_off(instance=guest)
+            # the guest's own bytes on its root disk (what a rebuild from the image would lose)
+            subprocess.run(["qemu-io", "-f", "qcow2", "-c", "write -P 0x4d 0 512",
+                            str(source.instance_dir(guest) / "disk")], check=True, capture_output=True)
+            kept = source.migrate_disk_and_power_off(instance=guest)
+            guest.root_gb = 2
+            dest.finish_migration(instance=guest, disk_source=kept)
+            dest.spawn(instance=guest, image_meta=meta, network_info=[], block_device_info=local)
+            log = wait_console(dest.instance_dir(guest) / "console.log", "GUEST-DONE")
+            info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", "-U",
+                                              str(dest.instance_dir(guest) / "disk")],
+                                             check=True, capture_output=True, text=True).stdout)
+            source.confirm_migration(instance=guest)
+        finally:
+            source.destroy(instance=guest, destroy_disks=True)
+            dest.destroy(instance=guest, destroy_disks=True)
+        assert f"GUEST-DISK sectors={2 * 1024**3 // 512} head={'M' * 32}" in log, log[-3000:]
+        assert f"GUEST-BLOCK vdb sectors={1024**3 // 512}" in log, log[-3000:]
+        assert info["backing-filename"] == str(work / "dst" / "_base" / "move-image")
+        assert not Path(kept).exists()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

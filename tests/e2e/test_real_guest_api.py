@@ -30,7 +30,7 @@ import yaml
 
 from .cloud import LiveCloud, free_port, make_env
 from .test_cli_consoles import open_console, token_of
-from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt
+from .test_real_guest import MARKER, build_initramfs, kernel_path, system_libvirt, wait_console
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -51,6 +51,7 @@ class Api:
     cloud: LiveCloud
     name: str
     token: str = ""
+    microversion: str = MICROVERSION
 
     def __post_init__(self) -> None:
         auth = yaml.safe_load(self.cloud.clouds_yaml.read_text())["clouds"][self.name]["auth"]
@@ -68,7 +69,7 @@ class Api:
             f"{self.cloud.url}/compute/v2.1{path}", method=method,
             data=None if body is None else json.dumps(body).encode(),
             headers={"X-Auth-Token": self.token, "Content-Type": "application/json", "Accept": "application/json",
-                     "OpenStack-API-Version": f"compute {MICROVERSION}"})
+                     "OpenStack-API-Version": f"compute {self.microversion}"})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - the local cloud
                 status, raw = response.status, response.read()
@@ -259,30 +260,37 @@ def real_cloud() -> Iterator[RealCloud]:
                 shutil.rmtree(work, ignore_errors=True)
 
 
-def _upload_images(real: RealCloud) -> str:
-    """kernel (aki), ramdisk (ari) and a small raw root disk naming them; returns the root image id."""
-    files = real.work / "upload"
+def _upload_images(real: RealCloud, *, heads: tuple[bytes, ...] = (b"CLOUDCORE-REAL-ROOT",),
+                   with_drivers: bool = False, name: str = "real") -> list[str]:
+    """kernel (aki), ramdisk (ari; ``with_drivers``: the initramfs that loads the virtio and cdrom
+    drivers) and a small raw root disk naming them per first line of ``heads``; returns the root
+    images' ids."""
+    files = real.work / f"upload-{name}"
     files.mkdir()
-    initrd = build_initramfs(files / "initrd.gz")
-    root = files / "root.img"
-    root.write_bytes(b"CLOUDCORE-REAL-ROOT\n".ljust(1024 * 1024, b"\0"))
+    initrd = build_initramfs(files / "initrd.gz", with_drivers=with_drivers)
     cli = real.cloud.openstack_json
     kernel = cli("image", "create", "--disk-format", "aki", "--container-format", "aki", "--file",
-                 str(kernel_path()), "real-kernel")
+                 str(kernel_path()), f"{name}-kernel")
     ramdisk = cli("image", "create", "--disk-format", "ari", "--container-format", "ari", "--file", str(initrd),
-                  "real-ramdisk")
-    image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
-                "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}", "real-root")
-    shown = cli("image", "show", image["id"])
-    assert shown["status"] == "active"
-    assert shown["properties"]["kernel_id"] == kernel["id"]
-    return str(image["id"])
+                  f"{name}-ramdisk")
+    images = []
+    for index, head in enumerate(heads):
+        root = files / f"root-{index}.img"
+        root.write_bytes((head + b"\n").ljust(1024 * 1024, b"\0"))
+        image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
+                    "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}",
+                    f"{name}-root-{index}")
+        shown = cli("image", "show", image["id"])
+        assert shown["status"] == "active"
+        assert shown["properties"]["kernel_id"] == kernel["id"]
+        images.append(str(image["id"]))
+    return images
 
 
 def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     real = real_cloud
     started = time.monotonic()
-    image_id = _upload_images(real)
+    (image_id,) = _upload_images(real)
     demo, admin = Api(real.cloud, "cloudcore-demo"), Api(real.cloud, "cloudcore-demo-admin")
     cloud_admin = Api(real.cloud, "cloudcore-admin")  # sees OS-EXT-SRV-ATTR:host
 
@@ -352,3 +360,100 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert real.domain(server_id) is None
     assert not (real.state(other) / "instances" / server_id).exists()
     assert time.monotonic() - started < 600
+
+
+def _boot_from_volume(api: Api, name: str, image: str, user_data: bytes) -> str:
+    """A server (m1.tiny, a config drive with ``user_data``) on a 1 GiB volume made from ``image``."""
+    import base64
+
+    return str(api.call("POST", "/servers", {"server": {
+        "name": name, "flavorRef": "1", "networks": "auto", "config_drive": True,
+        "user_data": base64.b64encode(user_data).decode(),
+        "block_device_mapping_v2": [{"boot_index": 0, "uuid": image, "source_type": "image",
+                                     "destination_type": "volume", "volume_size": 1,
+                                     "delete_on_termination": True}]}})["server"]["id"])
+
+
+def test_real_volume_backed_guest_writes_its_volume_and_a_2_93_rebuild_reimages_it(real_cloud: RealCloud) -> None:
+    """Issue 17 item 12 on real QEMU: a server booted from a volume made from an image (direct
+    kernel boot with the image's kernel and ramdisk) writes a marker on its root volume (its user
+    data, run by the guest's init); the marker is there after a hard reboot; a rebuild at 2.93 with
+    another image reimages the volume, and the guest then reads that image's first line on it."""
+    real = real_cloud
+    first, second = _upload_images(real, heads=(b"BFV-FIRST-IMAGE", b"BFV-REIMAGED-IMAGE"), with_drivers=True,
+                                   name="bfv")
+    script = b"#!/bin/sh\necho VOLUME-WRITTEN-BY-GUEST | dd of=/dev/vda conv=notrunc\nsync\n"
+    demo = Api(real.cloud, "cloudcore-demo", microversion="2.93")
+    cloud_admin = Api(real.cloud, "cloudcore-admin")
+    server_id = _boot_from_volume(demo, "bfv-guest", first, script)
+    disk = f"GUEST-DISK sectors={1024**3 // 512}"  # the root volume, as the guest's init reports it
+    try:
+        host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
+        assert f"{disk} head=BFV-FIRST-IMAGE" in log, log[-3000:]
+        # the guest's write is on the volume: the next boot reads it
+        real.console(host, server_id).write_bytes(b"")
+        demo.action(server_id, {"reboot": {"type": "HARD"}})
+        demo.wait_status(server_id, "ACTIVE")
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
+        assert f"{disk} head=VOLUME-WRITTEN-BY-GUEST" in log, log[-3000:]
+        # a 2.93 rebuild reimages the root volume with the second image
+        real.console(host, server_id).write_bytes(b"")
+        demo.action(server_id, {"rebuild": {"imageRef": second}})
+        host = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        log = wait_console(real.console(host, server_id), "GUEST-USER-DATA-RAN")
+        # (what the boot reads before its user data writes the marker again)
+        assert f"{disk} head=BFV-REIMAGED-IMAGE" in log, log[-3000:]
+    finally:
+        demo.call("DELETE", f"/servers/{server_id}")
+        demo.wait_gone(server_id)
+
+
+def test_real_volume_backed_guest_keeps_its_volume_data_across_a_cross_cell_resize(real_cloud: RealCloud) -> None:
+    """Issue 17 item 12 on real QEMU: a volume-backed server in cell1 writes a marker on its root
+    volume; resized into cell2 (the rule granted to the demo project, cell1's hosts disabled), the
+    guest on a cell2 host reads the marker from the same volume; the resize is then confirmed."""
+    import subprocess
+    import sys
+
+    from .cloud import ROOT
+
+    real = real_cloud
+    (image,) = _upload_images(real, heads=(b"BFV-XC-IMAGE",), with_drivers=True, name="xc")
+    script = b"#!/bin/sh\necho CROSS-CELL-MARKER | dd of=/dev/vda conv=notrunc\nsync\n"
+    demo, cloud_admin = Api(real.cloud, "cloudcore-demo"), Api(real.cloud, "cloudcore-admin")
+    flavor = cloud_admin.call("POST", "/flavors", {"flavor": {"name": "xc.bfv", "ram": 384, "vcpus": 1,
+                                                              "disk": 1}})["flavor"]["id"]
+    granted = subprocess.run([sys.executable, "manage.py", "policy", "grant", "compute:servers:resize:cross_cell",
+                              "--project", "demo"], cwd=ROOT, env=real.cloud.env, capture_output=True, text=True)
+    assert granted.returncode == 0, granted.stderr
+
+    def services(action: str, *hosts: str) -> None:
+        for host in hosts:
+            real.cloud.openstack("compute", "service", "set", f"--{action}", host, "nova-compute",
+                                 cloud="cloudcore-admin")
+
+    server_id = ""
+    disk = f"GUEST-DISK sectors={1024**3 // 512}"  # the root volume, as the guest's init reports it
+    services("disable", "compute3", "compute4")
+    try:
+        server_id = _boot_from_volume(demo, "xc-guest", image, script)
+        source = cloud_admin.wait_status(server_id, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        assert source in ("compute1", "compute2")
+        log = wait_console(real.console(source, server_id), "GUEST-USER-DATA-RAN")
+        assert f"{disk} head=BFV-XC-IMAGE" in log, log[-3000:]
+        # into cell2
+        services("enable", "compute3", "compute4")
+        services("disable", "compute1", "compute2")
+        demo.action(server_id, {"resize": {"flavorRef": flavor}})
+        dest = cloud_admin.wait_status(server_id, "VERIFY_RESIZE", timeout=300)["OS-EXT-SRV-ATTR:host"]
+        assert dest in ("compute3", "compute4")
+        log = wait_console(real.console(dest, server_id), "GUEST-USER-DATA-RAN")
+        assert f"{disk} head=CROSS-CELL-MARKER" in log, log[-3000:]  # read before its user data writes
+        demo.action(server_id, {"confirmResize": None})
+        demo.wait_status(server_id, "ACTIVE")
+    finally:
+        services("enable", "compute1", "compute2", "compute3", "compute4")
+        if server_id:
+            demo.call("DELETE", f"/servers/{server_id}")
+            demo.wait_gone(server_id)

@@ -5,29 +5,17 @@ from __future__ import annotations
 import base64
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compute.virt.configdrive import read_config_drive
-from compute.virt.libvirt import LibvirtDriver, write_test_node
-from tests.cloud import Cloud, build_cloud
+from compute.virt.libvirt import LibvirtDriver
+from tests.cloud import Cloud
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFSDIj1b61Zm/8oFq6rs4ssESlCX1P4s9wZtQhv5zI05 t@example"
-
-
-@pytest.fixture
-def libvirt_cloud(cells: dict[str, Any], tmp_path: Path) -> Iterator[Cloud]:
-    def factory(host: str) -> LibvirtDriver:
-        node = write_test_node(tmp_path / host, hostname=host, vcpus=4, memory_mb=8192, disk_gb=40)
-        return LibvirtDriver(host=host, uri=f"test://{node}", state_path=tmp_path / host)
-
-    c = build_cloud(cells, driver_factory=factory)
-    yield c
-    c.teardown()
 
 
 def _domain_xml(cloud: Cloud, server: dict[str, Any]) -> tuple[LibvirtDriver, Any, ET.Element]:

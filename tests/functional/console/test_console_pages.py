@@ -7,15 +7,9 @@ from django.test import Client
 from cloudcore.core import policy
 from tests.apihelpers import make_identity
 
+from .conftest import login
+
 pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
-
-
-def login(name: str, project: str, roles: list[str]) -> Client:
-    make_identity(name, project=project, roles=roles, password="pw")
-    client = Client()
-    response = client.post("/login/", {"username": name, "password": "pw"})
-    assert response.status_code == 302
-    return client
 
 
 def test_anonymous_is_sent_to_login() -> None:

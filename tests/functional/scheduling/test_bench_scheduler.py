@@ -62,3 +62,19 @@ def test_the_trace_scenario_times_its_parts(cells):
     assert parts[shortfall] == 0
     assert {p["step"]: p["ms"] for p in failed["parts"]}[shortfall] > 0
     assert 0 < placed["share_pct"] < 100 and placed["trace_ms"] < placed["total_ms"]
+
+
+def test_sql_by_step_names_the_step_on_the_stack(cells):
+    from bench.env import sql_by_step
+    from identity.auth import TokenAuthentication
+    from identity.services import token_cache
+    from identity.services.tokens import token_issue
+    from tests.apihelpers import make_identity
+
+    user, project = make_identity("bench-steps")
+    token = token_issue(user=user, project=project).value
+    token_cache.clear()
+    with sql_by_step() as steps:
+        ResourceProvider.objects.count()  # a test's own query: no step of a boot
+        TokenAuthentication().authenticate(SimpleNamespace(META={"HTTP_X_AUTH_TOKEN": token}))
+    assert steps == {"other": 1, "token validation": 4}  # the token, then its roles (three)

@@ -1,6 +1,7 @@
 """The libvirt driver against libvirt's test driver: each simulated host its own node definition."""
 from __future__ import annotations
 
+import socket
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -179,8 +180,19 @@ def test_consoles_of_a_test_driver_guest(tmp_path: Path) -> None:
     assert vnc["host"] == serial["host"] == "127.0.0.1"
     n = int(inst.uuid.replace("-", ""), 16) % 10000
     assert (vnc["port"], serial["port"]) == (20000 + n, 30000 + n)
-    # a stopped guest has no console to open; a guest that is gone has no log
+    # and its console servers listen there: the serial line replays its log and echoes what is typed
+    with socket.create_connection(("127.0.0.1", serial["port"]), timeout=10) as line:
+        assert _recv_until(line, b"vm-a login: \n").endswith(b"vm-a login: \n")
+        line.sendall(b"root\r")
+        assert _recv_until(line, b"root\r\n") == b"root\r\n"
+    assert d.get_console_output(instance=inst).endswith(b"vm-a login: \nroot\r\n")
+    # the VNC server speaks RFB 3.8
+    with socket.create_connection(("127.0.0.1", vnc["port"]), timeout=10) as screen:
+        assert _recv_until(screen, b"\n") == b"RFB 003.008\n"
+    # a stopped guest has no console to open (its servers are gone); a guest that is gone has no log
     d.power_off(instance=inst)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", serial["port"]), timeout=5).close()
     with pytest.raises(ConsoleTypeUnavailable):
         d.get_vnc_console(instance=inst)
     d.destroy(instance=inst, destroy_disks=True)
@@ -194,3 +206,13 @@ def test_console_log_tail() -> None:
     assert tail_lines(log, 0) == b""
     assert tail_lines(log, 2) == b"two\nthree"
     assert tail_lines(log, 10) == log
+
+
+def _recv_until(conn: socket.socket, end: bytes) -> bytes:
+    data = b""
+    while not data.endswith(end):
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -1,0 +1,153 @@
+"""The roles of validated tokens, remembered per API process so that a request reads the token
+row alone (one statement, its user and project joined: revocation, expiry and a disabled user or
+project are seen at once) instead of the role table and the two grant tables too.
+
+An entry is keyed by the token's hash (a token's user, project and credential never change) and
+holds its roles; it is used while both hold:
+
+- it is younger than ``settings.TOKEN_CACHE_SECONDS``;
+- the ``IdentityChangeStamp`` counters, read in the same statement as the token (the global one
+  and the token's user's), are still the values read when the entry was filled. Every change
+  that can change a token's roles bumps one in the same transaction (``identity_changed``,
+  connected to the models' signals so that Django admin's and guardian's writes count too): a
+  grant to or from a user, or its groups, bumps that user's; a group's grants, a role or a
+  permission changed or deleted bump the global one. So the next request of any process sees
+  it, and a grant to one user does not make every other token's roles be read again.
+
+Within one outermost request (``cloudcore.core.scope``: the in-process calls and eager tasks
+``POST /servers`` makes) the token row is read once. At most ``MAX_ENTRIES`` tokens are
+remembered (least recently used dropped first).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, OuterRef, Subquery
+
+from cloudcore.core import scope
+
+from ..models import IdentityChangeStamp, Token, token_digest
+
+MAX_ENTRIES = 4096
+_TOKENS_KEY = "identity.tokens"
+
+GLOBAL = "*"
+
+#: token hash: ((global stamp, user stamp), fresh until, roles)
+_entries: OrderedDict[str, tuple[tuple[int, int], float, list[str]]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def token_read(value: str) -> Token | None:
+    """The stored token of the string ``value`` with its user, project and credential, and the
+    change stamp as ``token.change_stamp``, in one statement (once per outermost request)."""
+    digest = token_digest(value)
+
+    def read() -> Token | None:
+        stamps = IdentityChangeStamp.objects.values("seq")
+        return Token.objects.select_related("user", "project", "application_credential").annotate(
+            change_stamp=Subquery(stamps.filter(key=GLOBAL)[:1]),
+            user_change_stamp=Subquery(stamps.filter(key=OuterRef("user_id"))[:1]),
+        ).filter(id_hash=digest).first()
+
+    tokens: dict[str, Token | None] = scope.memoized(_TOKENS_KEY, dict)
+    if digest not in tokens:
+        tokens[digest] = read()
+    token = tokens[digest]
+    if token is not None:
+        token.value = value
+    return token
+
+
+def identity_changed(user_ids: Iterable[str] | None = None) -> None:
+    """The remembered roles of ``user_ids``' tokens (of every token: None) are stale in every
+    process: bump their stamps (inside the caller's transaction) and forget this process's
+    entries and this request's token reads."""
+    for key in (GLOBAL,) if user_ids is None else user_ids:
+        _, created = IdentityChangeStamp.objects.get_or_create(key=key, defaults={"seq": 1})
+        if not created:
+            IdentityChangeStamp.objects.filter(key=key).update(seq=F("seq") + 1)
+    if user_ids is None:
+        clear()  # (a user's entries end by their stamp: the others stay)
+    scope.forget(_TOKENS_KEY)
+
+
+def clear() -> None:
+    with _lock:
+        _entries.clear()
+
+
+def _stamp(token: Token) -> tuple[int, int]:
+    return getattr(token, "change_stamp", None) or 0, getattr(token, "user_change_stamp", None) or 0
+
+
+def roles_of(token: Token) -> list[str] | None:
+    """The remembered roles of a token read by ``token_read``, or None."""
+    digest, stamp = token.id_hash, _stamp(token)
+    with _lock:
+        entry = _entries.get(digest)
+        if entry is None:
+            return None
+        if entry[0] != stamp or entry[1] <= time.monotonic():
+            del _entries[digest]
+            return None
+        _entries.move_to_end(digest)
+        return list(entry[2])
+
+
+def remember(token: Token, roles: list[str]) -> None:
+    seconds = settings.TOKEN_CACHE_SECONDS
+    if seconds <= 0:
+        return
+    stamp = _stamp(token)
+    with _lock:
+        _entries[token.id_hash] = (stamp, time.monotonic() + seconds, list(roles))
+        _entries.move_to_end(token.id_hash)
+        while len(_entries) > MAX_ENTRIES:
+            _entries.popitem(last=False)
+
+
+#: (app label, model name) of the rows a token's roles are made of. A user's, project's, token's
+#: or credential's own fields need no stamp: they come with the token row, read on every request.
+WATCHED = {
+    ("identity", "role"), ("identity", "group"), ("guardian", "userobjectpermission"),
+    ("guardian", "groupobjectpermission"), ("auth", "group"), ("auth", "permission"),
+}
+
+
+def _users_of(instance: Any) -> list[str] | None:
+    """Whose roles a write of ``instance`` can change: one user for a direct grant, everyone
+    (None) otherwise."""
+    user_id = getattr(instance, "user_id", None) if instance.__class__._meta.model_name == "userobjectpermission" \
+        else None
+    return [user_id] if user_id else None
+
+
+def on_save(sender: type[models.Model], instance: Any, created: bool = False, **kwargs: Any) -> None:
+    # a new role, group or permission grants nobody anything yet; a new grant does
+    if kwargs.get("raw") or (created and sender._meta.model_name != "userobjectpermission"
+                             and sender._meta.model_name != "groupobjectpermission"):
+        return
+    identity_changed(_users_of(instance))
+
+
+def on_delete(sender: type[models.Model], instance: Any, **kwargs: Any) -> None:
+    identity_changed(_users_of(instance))
+
+
+def on_m2m(sender: Any, instance: Any, action: str, reverse: bool, pk_set: Any = None, **kwargs: Any) -> None:
+    # a user's Django groups (Keystone groups, project members) or a credential's roles
+    if action not in ("post_add", "post_remove", "post_clear"):
+        return
+    if not reverse:  # instance is the user (or the credential, whose user it is)
+        identity_changed([str(getattr(instance, "user_id", None) or instance.pk)])
+    elif pk_set and sender is not None and instance.__class__._meta.model_name == "group":
+        identity_changed([str(pk) for pk in pk_set])  # users added to or removed from a group
+    else:
+        identity_changed()

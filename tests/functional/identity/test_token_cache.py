@@ -1,0 +1,141 @@
+"""A validated token's roles are remembered (one statement per request instead of four), and
+every identity change that can end or narrow it is seen by the next request: revocation, a role
+removed, the user or the project disabled, and a change made by another process (which bumps
+only the shared stamp)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db.models import F
+from django.test import override_settings
+from guardian.models import UserObjectPermission
+
+from cloudcore.core.exceptions import Unauthorized
+from identity.models import IdentityChangeStamp, Token
+from identity.services import token_cache
+from identity.services.roles import role_assign, role_unassign
+from identity.services.tokens import context_for_token, token_issue
+from tests.apihelpers import make_identity
+
+from .conftest import token_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Any:
+    token_cache.clear()
+    yield
+    token_cache.clear()
+
+
+@pytest.fixture
+def alice() -> Any:
+    user, project = make_identity("alice", project="demo", roles=["member"])
+    return user, project, token_issue(user=user, project=project).value
+
+
+def test_a_validated_token_costs_one_statement(alice: Any, django_assert_num_queries: Any) -> None:
+    # given a token validated once
+    _, _, token = alice
+    first_user, first = context_for_token(token, request_id="req-1")
+    # when it is presented again
+    with django_assert_num_queries(1):  # the token row (user, project and change stamp joined)
+        user, ctx = context_for_token(token, request_id="req-2")
+    # then the same user and roles come back, in a context of its own
+    assert user.id == first_user.id and ctx.roles == first.roles == ["member", "reader"]
+    assert ctx.request_id == "req-2" and first.request_id == "req-1" and ctx is not first
+
+
+def test_a_revoked_token_is_refused_by_the_next_request(alice: Any) -> None:
+    # given a token the catalog was read with
+    _, _, token = alice
+    client = token_client(token)
+    assert client.get("/identity/v3/auth/catalog").status_code == 200
+    # when it is revoked through the API
+    assert client.delete("/identity/v3/auth/tokens", HTTP_X_SUBJECT_TOKEN=token).status_code == 204
+    # then the next request with it is refused
+    assert client.get("/identity/v3/auth/catalog").status_code == 401
+
+
+def test_a_removed_role_is_seen_by_the_next_request(alice: Any) -> None:
+    user, project, token = alice
+    role_assign(user=user, project=project, role="admin")
+    assert "admin" in context_for_token(token)[1].roles
+    role_unassign(user=user, project=project, role="admin")
+    assert context_for_token(token)[1].roles == ["member", "reader"]
+
+
+@pytest.mark.parametrize("what", ["user", "project"])
+def test_a_disabled_user_or_project_is_refused(alice: Any, what: str) -> None:
+    user, project, token = alice
+    context_for_token(token)
+    row = user if what == "user" else project
+    row.enabled = False
+    row.save()
+    with pytest.raises(Unauthorized):
+        context_for_token(token)
+
+
+def test_a_role_removed_by_another_process_is_seen(alice: Any) -> None:
+    # given a token this process validated as an admin of its project
+    user, project, token = alice
+    role_assign(user=user, project=project, role="admin")
+    assert "admin" in context_for_token(token)[1].roles
+    # when another process removes the role: the grant row goes and it bumps the shared stamp
+    # (this process's memory is left as it was)
+    UserObjectPermission.objects.filter(user=user, permission__codename="role_admin").update(object_pk="gone")
+    IdentityChangeStamp.objects.filter(key=user.id).update(seq=F("seq") + 1)
+    # then this process's next request has the role no more
+    assert context_for_token(token)[1].roles == ["member", "reader"]
+
+
+def test_a_token_revoked_behind_the_cache_is_refused(alice: Any) -> None:
+    # the token row itself is read on every request: no stamp is needed for a revocation
+    _, _, token = alice
+    context_for_token(token)
+    Token.objects.update(revoked=True)
+    with pytest.raises(Unauthorized):
+        context_for_token(token)
+
+
+def test_a_new_token_or_another_users_grant_does_not_end_the_others(alice: Any,
+                                                                     django_assert_num_queries: Any) -> None:
+    user, project, token = alice
+    context_for_token(token)
+    token_issue(user=user, project=project)
+    make_identity("bob", project="demo", roles=["admin"])  # a new user, granted a role
+    with django_assert_num_queries(1):
+        context_for_token(token)
+
+
+def test_a_group_losing_a_role_is_seen_by_its_members(alice: Any) -> None:
+    from cloudcore.core.context import RequestContext
+    from identity.services.groups import group_create, group_user_add
+    from identity.services.roles import group_role_assign, group_role_unassign
+
+    user, project, token = alice
+    admin = RequestContext.system()
+    group = group_create(actor=admin, name="ops")
+    group_user_add(actor=admin, group_id=group.id, user_id=user.id)
+    group_role_assign(group=group, project=project, role="admin")
+    assert "admin" in context_for_token(token)[1].roles
+    group_role_unassign(group=group, project=project, role="admin")
+    assert context_for_token(token)[1].roles == ["member", "reader"]
+
+
+def test_entries_end_with_the_ttl_and_the_bound(alice: Any, monkeypatch: pytest.MonkeyPatch,
+                                                django_assert_num_queries: Any) -> None:
+    user, project, token = alice
+    with override_settings(TOKEN_CACHE_SECONDS=0):
+        context_for_token(token)
+        with django_assert_num_queries(4):  # token, roles (three): nothing remembered
+            context_for_token(token)
+    # at most MAX_ENTRIES tokens: the least recently used goes first
+    monkeypatch.setattr(token_cache, "MAX_ENTRIES", 2)
+    others = [token_issue(user=user, project=project).value for _ in range(2)]
+    for value in (token, *others):
+        context_for_token(value)
+    with django_assert_num_queries(4):
+        context_for_token(token)

@@ -1,0 +1,84 @@
+"""SQL statements per boot, counted as ``make bench`` counts them (an execute wrapper on every
+connection around ``POST /servers``, ``bench.env.count_queries``; the whole build runs inside it): a budget for the
+total, and the reads that used to repeat done once (the token and its roles, the cells, the quota
+limits, the requested security groups, the request spec), the notifications stored in one INSERT.
+
+A query count, not a timed assertion. The databases are transactional here (as the bench's are)
+so that the build runs inside the request, as it does under ``make run``."""
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.test import override_settings
+
+from bench.env import count_queries
+from tests.cloud import build_cloud
+from tests.conftest import ALL_DATABASES
+
+pytestmark = pytest.mark.django_db(databases=ALL_DATABASES, transaction=True)
+
+#: statements of one boot in the bench's set-up (networks "none"; 4 hosts in 2 cells); the
+#: scheduler's share (host state, placement candidates and claim, trace) is 22 of them
+BUDGET = 62
+
+
+def _boot(cloud: Any, client: Any, name: str) -> list[tuple[str, str]]:
+    statements: list[tuple[str, str]] = []
+
+    def recorder(alias: str) -> Any:
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            statements.append((alias, sql))
+            return execute(sql, params, many, context)
+        return wrapper
+
+    with count_queries() as counter, contextlib.ExitStack() as stack:
+        for alias in list(connections.settings):
+            stack.enter_context(connections[alias].execute_wrapper(recorder(alias)))
+        server = cloud.create_server(client, name, networks="none")
+    assert counter.total == len(statements)  # the bench's own count
+    assert cloud.show(client, server["id"])["status"] == "ACTIVE"
+    return statements
+
+
+def _count(statements: list[tuple[str, str]], pattern: str) -> int:
+    return sum(1 for _alias, sql in statements if re.search(pattern, sql))
+
+
+@override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0)
+def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None:
+    cloud = build_cloud(cells, vcpus=64, memory_mb=65536, disk_gb=1000)
+    try:
+        client = cloud.member()
+        # given a cloud that booted before (the caches warm, as in the bench's steady state)
+        with override_settings(QUOTA_INSTANCES=-1, QUOTA_CORES=-1, QUOTA_RAM=-1):
+            for i in range(2):
+                _boot(cloud, client, f"warm-{i}")
+            # when one more server boots
+            statements = _boot(cloud, client, "measured")
+        # then it costs no more than the budget
+        assert len(statements) <= BUDGET, "\n".join(f"[{a}] {s[:120]}" for a, s in statements)
+        # and what used to repeat is read once: the user's token and the compute's service token
+        # (their roles remembered), the cells, the quota limits; the requested security groups
+        # are written with one upsert and not read back; the notifications are one INSERT
+        assert _count(statements, r'FROM "identity_token"') == 2
+        assert _count(statements, r'"identity_role"|guardian_') == 0
+        assert _count(statements, r'FROM "cells_cellmapping"') == 1
+        assert _count(statements, r'FROM "servers_quota(class|limit)"') == 2
+        assert _count(statements, r'FROM "servers_instance" ') == 1  # the compute's, no usage count
+        assert _count(statements, r'"networks_instancesecuritygroups"') == 1
+        assert _count(statements, r'FROM "scheduling_requestspec"') == 1
+        assert _count(statements, r'INSERT INTO "core_notificationrecord"') == 1
+        assert _count(statements, r"^SAVEPOINT") == 0
+        assert len(cloud.notifications()) >= 8
+        # with quota limits that apply, the usage is counted once (one statement per cell and
+        # the build requests): 5 more statements
+        limited = _boot(cloud, client, "limited")
+        assert _count(limited, r'COUNT\("servers_instance"') == 3
+        assert _count(limited, r'FROM "servers_buildrequest" WHERE "servers_buildrequest"."project_id"') == 1
+        assert len(limited) <= BUDGET + 5
+    finally:
+        cloud.teardown()
