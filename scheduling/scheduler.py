@@ -45,7 +45,7 @@ from servers.selectors import group_member_hosts, hosts_of
 
 from .filters import filter_hosts
 from .host_cache import NodeFacts, node_cache, service_problems
-from .host_state import HostState, RequestView, max_placement_results, summary_resources
+from .host_state import HostState, RequestView, max_placement_results
 from .models import AggregateMetadata
 from .placement import services as placement
 from .placement.cache import provider_cache
@@ -185,20 +185,28 @@ def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[st
 
 def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
-    facts = [view.nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
+    """Host states of the nodes ``rows`` (with ``summaries``, only those placement summarised).
+    The summaries are placement's answer to this request alone (fresh dicts): each host state
+    takes its provider's resources and traits as they are, without another copy, and ``consume``
+    later counts into them."""
+    nodes = view.nodes
+    facts = [nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
     zones, metadata = _aggregate_facts({f.node.host for f in facts if f.node.host})
+    default_zone = settings.DEFAULT_AVAILABILITY_ZONE
+    summaries = summaries or {}
+    no_summary: dict[str, Any] = {}
     states = []
     for fact in facts:
-        node = fact.node
-        summary = (summaries or {}).get(node.uuid, {})
+        node, cell = fact.node, fact.cell
+        summary = summaries.get(node.uuid, no_summary)
         service, service_up = view.current_service(fact)
         states.append(HostState(
-            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=fact.cell.uuid,
-            cell_name=fact.cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
-            hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch, resources=summary_resources(summary),
-            traits=list(summary.get("traits", [])), aggregate_metadata=dict(metadata.get(node.host, {})),
-            availability_zone=zones.get(node.host, settings.DEFAULT_AVAILABILITY_ZONE),
-            allocation_request=requests.get(node.uuid),
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=cell.uuid,
+            cell_name=cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
+            hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch,
+            resources=summary["resources"] if summary else {}, traits=summary.get("traits") or [],
+            aggregate_metadata=dict(metadata[node.host]) if node.host in metadata else {},
+            availability_zone=zones.get(node.host, default_zone), allocation_request=requests.get(node.uuid),
         ))
     states.sort(key=lambda h: (h.host, h.nodename))
     return states

@@ -83,6 +83,12 @@ class CrossCellWeigher(BaseWeigher):
             return 0.0
         return 1.0 if host.cell_uuid == source else -1.0
 
+    def raws(self, hosts: list[HostState], request: RequestView) -> list[float]:
+        source = request.source_cell  # read once, not per host
+        if not source:
+            return [0.0] * len(hosts)
+        return [1.0 if h.cell_uuid == source else -1.0 for h in hosts]
+
 
 DEFAULT_WEIGHERS: tuple[BaseWeigher, ...] = (RAMWeigher(), DiskWeigher(), CPUWeigher(), CrossCellWeigher())
 

@@ -48,13 +48,21 @@ class _Inventory:
     max_unit: int
     step_size: int
     allocation_ratio: float
+    #: ``(total - reserved) * allocation_ratio`` (what ``can_take`` compares with) and its
+    #: ``services.capacity``, worked out once when the row is loaded, not per request
+    usable: float = field(init=False)
+    capacity: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.usable = (self.total - self.reserved) * self.allocation_ratio
+        self.capacity = capacity(self.total, self.reserved, self.allocation_ratio)
 
     def can_take(self, amount: int, used: int) -> bool:
         """Placement's rule (``services._can_take``): constraints, then
         ``(total - reserved) * allocation_ratio >= used + amount``."""
         return (self.min_unit <= amount <= self.max_unit
                 and (self.step_size == 1 or amount % self.step_size == 0)
-                and (self.total - self.reserved) * self.allocation_ratio >= used + amount)
+                and self.usable >= used + amount)
 
 
 @dataclass(slots=True)
@@ -68,10 +76,19 @@ class _Provider:
     traits: set[str] = field(default_factory=set)
     aggregates: set[str] = field(default_factory=set)
 
+    def can_take(self, checks: list[tuple[str, int]]) -> bool:
+        """Does every ``(resource class, amount)`` of ``checks`` fit (``_Inventory.can_take``)?"""
+        inventories, used = self.inventories, self.used
+        for rc, n in checks:
+            inv = inventories.get(rc)
+            if inv is None or not inv.can_take(n, used.get(rc, 0)):
+                return False
+        return True
+
     def summary(self) -> dict[str, Any]:
+        inventories, used = self.inventories, self.used
         return {
-            "resources": {rc: {"capacity": capacity(inv.total, inv.reserved, inv.allocation_ratio),
-                               "used": self.used.get(rc, 0)} for rc, inv in self.inventories.items()},
+            "resources": {rc: {"capacity": inv.capacity, "used": used.get(rc, 0)} for rc, inv in inventories.items()},
             "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
             "root_provider_uuid": self.root_uuid or self.uuid,
         }
@@ -198,8 +215,7 @@ class ProviderCache:
                 rp = self._providers[pid]
                 if only is not None and rp.uuid not in only:
                     continue
-                inventories, used = rp.inventories, rp.used
-                if not all(rc in inventories and inventories[rc].can_take(n, used.get(rc, 0)) for rc, n in checks):
+                if not rp.can_take(checks):
                     continue
                 if (required and not required <= rp.traits) or (forbidden and forbidden & rp.traits):
                     continue
