@@ -17,7 +17,10 @@ Steps (constant number of SQL queries whatever the number of hosts; per instance
    metadata from the API database (one query);
 5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
 6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
-   plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit.
+   plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit. Several instances
+   are placed in memory one after the other and claimed together in one transaction
+   (``placement.claim_allocation_requests``); when that loses to a concurrent writer, the
+   request starts over claiming each instance as it is placed.
 
 NoValidHost ("No valid host was found. There are not enough hosts available.") when any
 instance finds no host; the claims made for the others are then released.
@@ -342,7 +345,12 @@ def select_destinations(
     trace = SchedulingTrace()
     request_id = str(ctx_attr(ctx, "request_id") or "")
     try:
-        results = _select(ctx, spec, request, instance_uuids, return_alternates, trace)
+        try:
+            results = _select(ctx, spec, request, instance_uuids, return_alternates, trace)
+        except _ClaimsLost:
+            log.info("claims for %s lost to a concurrent writer: scheduling them one by one", instance_uuids)
+            trace = SchedulingTrace()
+            results = _select(ctx, spec, request, instance_uuids, return_alternates, trace, batch_claims=False)
     except NoValidHost as exc:
         exc.trace = trace.to_dict()  # type: ignore[attr-defined]
         trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
@@ -352,8 +360,12 @@ def select_destinations(
     return results
 
 
+class _ClaimsLost(Exception):
+    """The claims of a multi-instance request, made together, lost to a concurrent writer."""
+
+
 def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids: list[str],
-            return_alternates: bool, trace: SchedulingTrace) -> list[list[Selection]]:
+            return_alternates: bool, trace: SchedulingTrace, batch_claims: bool = True) -> list[list[Selection]]:
     consumers: list[str | None] = list(instance_uuids) or [None] * int(spec.get("num_instances") or 1)
     hosts, wanted = _candidate_hosts(request, trace)
     steps: list[str] = [f"placement: {len(hosts)} candidates"]
@@ -362,22 +374,29 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     group = GroupPlacement.of(spec, exclude=instance_uuids)
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
+    # several instances: each is placed in memory and all are claimed at the end in one
+    # transaction (``_claim_all``); a claim lost to a concurrent writer starts over one by one
+    claim_each = claim and not (batch_claims and len(consumers) > 1 and None not in consumers)
+    project_id = str(spec.get("project_id") or ctx_attr(ctx, "project_id") or "")
+    user_id = str(spec.get("user_id") or ctx_attr(ctx, "user_id") or "")
     chosen: list[HostState] = []
     claimed: list[str] = []
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
+    # only a chosen host's usage changes during the request, so the hosts that fit are worked
+    # out once and a chosen host that no longer fits leaves the list
+    fitting = [h for h in hosts if h.fits(wanted)]
     for index, consumer in enumerate(consumers):
         scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
-        weighed = [h for h in hosts if h.fits(wanted) and group.allows(h.host)]
+        weighed = [h for h in fitting if group.allows(h.host)] if group.restricts else list(fitting)
         ordered = group.order(weigh_hosts(weighed, request, scores=scores))
         if scores is not None:
             trace.weighed(weighed, ordered, scores)
         picked = None
         for host in ordered:
-            if consumer is None or not claim or placement.claim_allocation_request(
-                consumer_uuid=consumer, allocation_request=host.allocation_request,
-                project_id=str(spec.get("project_id") or ctx_attr(ctx, "project_id") or ""),
-                user_id=str(spec.get("user_id") or ctx_attr(ctx, "user_id") or ""),
+            if consumer is None or not claim_each or placement.claim_allocation_request(
+                consumer_uuid=consumer, allocation_request=host.allocation_request, project_id=project_id,
+                user_id=user_id,
             ):
                 picked = host
                 break
@@ -397,12 +416,18 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
             error = NoValidHost(reason=reason)
             trace.failed(str(error))
             raise error
-        if consumer is not None and claim:
+        if consumer is not None and claim_each:
             claimed.append(consumer)
         group.place(picked.host)
         picked.consume(wanted)
+        if not picked.fits(wanted):
+            fitting = [h for h in fitting if h is not picked]
         chosen.append(picked)
         results.append([Selection.from_host(picked)])
+    if claim and not claim_each and not placement.claim_allocation_requests(
+            claims=[(consumer, host.allocation_request) for consumer, host in zip(consumers, chosen, strict=True)],
+            project_id=project_id, user_id=user_id):
+        raise _ClaimsLost
     taken = {id(h) for h in chosen}
     # nothing is consumed from here on, so one weighing orders the alternates of every instance
     by_weight = weigh_hosts(hosts, request) if max_attempts > 1 and chosen else []
@@ -435,6 +460,11 @@ class GroupPlacement:
             return cls(None, {}, {})
         return cls(str(group.get("policy")), dict(group.get("rules") or {}),
                    group_member_hosts(str(group["uuid"]), exclude=exclude))
+
+    @property
+    def restricts(self) -> bool:
+        """Can ``allows`` say no (a hard policy)?"""
+        return self.policy in ("affinity", "anti-affinity")
 
     def allows(self, host: str) -> bool:
         """ServerGroupAffinityFilter / ServerGroupAntiAffinityFilter."""
