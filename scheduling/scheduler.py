@@ -189,9 +189,9 @@ def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[st
 def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
     """Host states of the nodes ``rows`` (with ``summaries``, only those placement summarised).
-    The summaries are placement's answer to this request alone (fresh dicts): each host state
-    takes its provider's resources and traits as they are, without another copy, and ``consume``
-    later counts into them."""
+    Each host state takes its provider's resources and traits from the summary as they are,
+    without a copy (the provider copy shares them between requests; ``HostState.consume``
+    replaces what it changes)."""
     nodes = view.nodes
     facts = [nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
     zones, metadata = _aggregate_facts({f.node.host for f in facts if f.node.host})

@@ -75,6 +75,8 @@ class _Provider:
     used: dict[str, int] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     aggregates: set[str] = field(default_factory=set)
+    #: ``summary()`` as first built: a provider is replaced, never changed, when it is reloaded
+    _summary: dict[str, Any] | None = None
 
     def can_take(self, checks: list[tuple[str, int]]) -> bool:
         """Does every ``(resource class, amount)`` of ``checks`` fit (``_Inventory.can_take``)?"""
@@ -86,12 +88,17 @@ class _Provider:
         return True
 
     def summary(self) -> dict[str, Any]:
-        inventories, used = self.inventories, self.used
-        return {
-            "resources": {rc: {"capacity": inv.capacity, "used": used.get(rc, 0)} for rc, inv in inventories.items()},
-            "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
-            "root_provider_uuid": self.root_uuid or self.uuid,
-        }
+        """The provider's summary as allocation candidates give it, built once per load and
+        shared by every answer until the provider is reloaded: read it, do not change it."""
+        if self._summary is None:
+            inventories, used = self.inventories, self.used
+            self._summary = {
+                "resources": {rc: {"capacity": inv.capacity, "used": used.get(rc, 0)}
+                              for rc, inv in inventories.items()},
+                "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
+                "root_provider_uuid": self.root_uuid or self.uuid,
+            }
+        return self._summary
 
 
 class ProviderCache:
