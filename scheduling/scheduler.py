@@ -383,9 +383,10 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     claimed: list[str] = []
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
-    # only a chosen host's usage changes during the request, so the hosts that fit are worked
-    # out once and a chosen host that no longer fits leaves the list
-    fitting = [h for h in hosts if h.fits(wanted)]
+    # every candidate fits one instance (placement's rule is ``HostState.fits`` and more) and
+    # only a chosen host's usage changes during the request: a chosen host that no longer fits
+    # leaves the list, nothing else needs looking at again
+    fitting = list(hosts)
     for index, consumer in enumerate(consumers):
         scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
         weighed = [h for h in fitting if group.allows(h.host)] if group.restricts else list(fitting)
