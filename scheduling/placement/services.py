@@ -660,7 +660,8 @@ def allocations_put(
         rc_ids = _resource_class_ids(rc_names)
         wanted = {(by_uuid[u].id, rc): n for u, res in allocations.items() for rc, n in res.items()}
         rows = list(
-            _inventories_with_usage(exclude_consumer=consumer_uuid)
+            # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
+            _inventories_with_usage(exclude_consumer=consumer_uuid if consumer is not None else None)
             .filter(resource_provider_id__in=[rp.id for rp in providers], resource_class__name__in=rc_names)
             .values("resource_provider_id", "resource_class__name", "total", "reserved", "min_unit",
                     "max_unit", "step_size", "allocation_ratio", "used")
