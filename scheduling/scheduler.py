@@ -375,7 +375,8 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
     # several instances: each is placed in memory and all are claimed at the end in one
-    # transaction (``_claim_all``); a claim lost to a concurrent writer starts over one by one
+    # transaction (``placement.claim_allocation_requests``); when a concurrent writer wins,
+    # ``select_destinations`` starts over claiming one by one (``batch_claims=False``)
     claim_each = claim and not (batch_claims and len(consumers) > 1 and None not in consumers)
     project_id = str(spec.get("project_id") or ctx_attr(ctx, "project_id") or "")
     user_id = str(spec.get("user_id") or ctx_attr(ctx, "user_id") or "")
