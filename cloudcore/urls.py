@@ -9,7 +9,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from cloudcore.core.api.compute_root import ComputeNotFoundView, ComputeVersionsView, ComputeVersionView
+from cloudcore.core.api.compute_root import (
+    ComputeNotFoundView,
+    ComputeV20VersionView,
+    ComputeVersionsView,
+    ComputeVersionView,
+)
 
 compute_v21 = [
     path("", ComputeVersionView.as_view(), name="compute-v21"),
@@ -25,6 +30,8 @@ urlpatterns = [
     re_path(r"^identity/?", include("identity.api.urls")),
     path("compute/", ComputeVersionsView.as_view(), name="compute-versions"),
     path("compute", ComputeVersionsView.as_view()),
+    path("compute/v2/", ComputeV20VersionView.as_view(), name="compute-v20"),
+    path("compute/v2", ComputeV20VersionView.as_view()),
     path("compute/v2.1", ComputeVersionView.as_view()),
     path("compute/v2.1/", include(compute_v21)),
     re_path(r"^placement/?", include("scheduling.api.urls")),

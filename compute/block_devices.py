@@ -76,6 +76,14 @@ def _driver_view(bdm: BlockDeviceMapping) -> dict[str, Any]:
             "delete_on_termination": bdm.delete_on_termination}
 
 
+def connect_unconnected_volumes(ctx: RequestContext, instance: Instance) -> None:
+    """Connect to this host the volumes attached while the server had none (shelved offloaded):
+    their attachments have no connection yet."""
+    for bdm in bdms_of(instance.uuid, volumes_only=True):
+        if bdm.volume_id and not bdm.connection_info:
+            attach_bdm(ctx, instance, bdm)
+
+
 def block_device_info(instance: Instance) -> dict[str, Any]:
     """The virt driver's view of the server's volumes already connected to this host (their
     BDMs' ``connection_info``), root first: what every spawn after the build (reboot, rebuild,

@@ -22,7 +22,7 @@ from servers.choices import MigrationStatus, PowerState, TaskState, VmState
 from servers.selectors import MigrationNotFound, instance_get, migration_get
 
 from . import rpc
-from .block_devices import block_device_info
+from .block_devices import block_device_info, connect_unconnected_volumes
 from .build import image_meta
 from .clients import images as glance
 from .clients import networks as neutron
@@ -173,6 +173,7 @@ def unshelve_spawn(ctx: RequestContext, instance: Instance) -> None:
     image_id = (instance.system_metadata or {}).get("shelved_image_id") or instance.image_ref or None
     neutron.ports_rebind_host(instance_uuid=instance.uuid, host=instance.host)
     try:
+        connect_unconnected_volumes(ctx, instance)  # attached while it was offloaded
         driver.spawn(instance=instance, image_meta=image_meta(image_id),
                      network_info=neutron.network_info(instance_uuid=instance.uuid),
                      block_device_info=block_device_info(instance), admin_password=None)

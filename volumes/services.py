@@ -476,8 +476,8 @@ def attachment_update(ctx: RequestContext | None, *, attachment_id: str, connect
 def attachment_complete(ctx: RequestContext | None, *, attachment_id: str) -> VolumeAttachment:
     _authorize(ctx, "volume:attachment_complete")
     att = attachment_get(ctx, attachment_id)
-    if att.attach_status != AttachStatus.ATTACHING and att.connector is None:
-        raise InvalidVolume(reason="attachment has no connector; update it before completing.")
+    # as Cinder's, also without a connector: Nova completes a shelved offloaded server's attachment
+    # so, and connects it when the server is unshelved
     att.attach_status = AttachStatus.ATTACHED
     att.attach_time = timezone.now()
     att.save(update_fields=["attach_status", "attach_time", "updated_at"])

@@ -32,6 +32,8 @@ def present_service(cs: svc.CellService, version: tuple[int, int]) -> dict[str, 
 
 
 class ServicesView(ComputeAPIView):
+    query_parameters = frozenset({"host", "binary"})
+
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:os-services:list")
         found = svc.service_list(host=request.query_params.get("host"), binary=request.query_params.get("binary"))
@@ -102,6 +104,7 @@ def _with_servers(request: Request, version: tuple[int, int]) -> bool:
 
 
 class HypervisorsView(ComputeAPIView):
+    query_parameters = frozenset({"hypervisor_hostname_pattern", "with_servers", "limit", "marker"})
     detail = False
 
     def get(self, request: Request) -> Response:
@@ -123,6 +126,8 @@ class HypervisorsDetailView(HypervisorsView):
 
 
 class HypervisorView(ComputeAPIView):
+    query_parameters = frozenset({"with_servers"})
+
     def get(self, request: Request, hypervisor_id: str) -> Response:
         authorize(self.ctx, "os_compute_api:os-hypervisors:show")
         cn = svc.node_get(hypervisor_id)

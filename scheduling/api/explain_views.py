@@ -47,6 +47,8 @@ EXPLAIN_BODY = {
 
 
 class ServerSchedulingExplanationView(ComputeAPIView):
+    query_parameters = frozenset({"request_id"})
+
     @extend_schema(
         summary="Why a server was scheduled where it was, or not at all (cloudcore, admin)",
         description="The trace of the server's latest scheduling decision: placement's candidate count and "

@@ -117,6 +117,8 @@ class FlavorAPIView(ComputeAPIView):
 
 
 class FlavorListMixin(FlavorAPIView):
+    query_parameters = None
+
     def list_flavors(self, request: Request) -> tuple[list[Flavor], int | None]:
         params = request.query_params
         name_filter = FLAVOR_FEATURES.has("name_filter", self.version)

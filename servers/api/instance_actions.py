@@ -50,6 +50,8 @@ def _target(instance: Instance) -> dict[str, Any]:
 
 
 class InstanceActionsView(ComputeAPIView):
+    query_parameters = frozenset({"limit", "marker", "changes-since", "changes-before"})
+
     def get(self, request: Request, server_id: str) -> Response:
         actor, version = self.ctx, self.version
         cell, instance = _lookup(actor, server_id, version)

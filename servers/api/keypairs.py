@@ -72,6 +72,8 @@ class KeypairAPIView(ComputeAPIView):
 
 
 class KeypairsView(KeypairAPIView):
+    query_parameters = frozenset({"user_id", "limit", "marker"})
+
     @extend_schema(responses={200: dict}, summary="List keypairs")
     def get(self, request: Request) -> Response:
         params = self.query(request, listing=True)
@@ -111,6 +113,8 @@ class KeypairsView(KeypairAPIView):
 
 
 class KeypairView(KeypairAPIView):
+    query_parameters = frozenset({"user_id"})
+
     @extend_schema(responses={200: dict}, summary="Show a keypair")
     def get(self, request: Request, keypair_name: str) -> Response:
         keypair = svc.keypair_get(actor=self.ctx, name=keypair_name, user_id=self.query(request).get("user_id"))

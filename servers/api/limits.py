@@ -59,6 +59,8 @@ def absolute_limits(project_id: str, version: tuple[int, int]) -> dict[str, Any]
 
 
 class LimitsView(ComputeAPIView):
+    query_parameters = frozenset({"tenant_id"})
+
     @extend_schema(responses={200: dict}, summary="Show rate and absolute limits")
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:limits")

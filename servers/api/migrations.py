@@ -32,6 +32,11 @@ def _newer(a: Migration, b: Migration) -> Migration:
 
 
 class MigrationsView(ComputeAPIView):
+    query_parameters = frozenset({
+        "hidden", "host", "instance_uuid", "migration_type", "source_compute", "status", "limit", "marker",
+        "changes-since", "changes-before", "user_id", "project_id"
+    })
+
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:os-migrations:index", {"project_id": self.ctx.project_id})
         params = MIGRATION_QUERY.only(request.query_params.dict(), self.version)

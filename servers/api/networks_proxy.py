@@ -1,6 +1,7 @@
-"""Nova's network proxy (``GET /os-networks``, ``GET /os-networks/{id}``; gone from 2.36): the network
-service's networks in nova-network's shape, for clients that still read them. The nova-network
-writes (create, delete, associate) are 410 Gone, as in Nova since nova-network was removed."""
+"""Nova's network proxies (``/os-networks`` and ``/os-tenant-networks``, list and show; gone from
+2.36): the network service's networks in nova-network's shapes, for clients that still read them.
+The nova-network writes (create, delete, associate) are 410 Gone, as in Nova since nova-network
+was removed."""
 from __future__ import annotations
 
 import ipaddress
@@ -49,6 +50,12 @@ def network_body(network: Network, *, admin: bool) -> dict[str, Any]:
     return body
 
 
+def tenant_network_body(network: Network) -> dict[str, Any]:
+    """``/os-tenant-networks``' short shape: id, label and the first IPv4 subnet's CIDR."""
+    v4 = sorted((s for s in network.subnets.all() if s.ip_version == 4), key=lambda s: s.created_at)
+    return {"id": network.id, "label": network.name, "cidr": v4[0].cidr if v4 else None}
+
+
 class _ProxyView(ComputeProxyAPIView):
     """The nova-network writes are gone (410)."""
 
@@ -74,3 +81,22 @@ class NetworkView(_ProxyView):
         except NotFound:
             raise NotFound("Network could not be found.") from None
         return Response({"network": network_body(network, admin=self.ctx.is_admin)})
+
+
+class TenantNetworksView(_ProxyView):
+    """The networks the project sees (its own, shared and external ones)."""
+
+    def get(self, request: Request) -> Response:
+        authorize(self.ctx, "os_compute_api:os-tenant-networks:list", {"project_id": self.ctx.project_id})
+        found = networks.network_list(self.ctx, filters={})
+        return Response({"networks": [tenant_network_body(n) for n in found]})
+
+
+class TenantNetworkView(_ProxyView):
+    def get(self, request: Request, network_id: str) -> Response:
+        authorize(self.ctx, "os_compute_api:os-tenant-networks:show", {"project_id": self.ctx.project_id})
+        try:
+            network = networks.network_get(self.ctx, network_id)
+        except NotFound:
+            raise NotFound("Network could not be found.") from None
+        return Response({"network": tenant_network_body(network)})

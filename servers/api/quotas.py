@@ -91,6 +91,8 @@ class QuotaAPIView(ComputeAPIView):
 
 
 class QuotaSetView(QuotaAPIView):
+    query_parameters = frozenset({"user_id"})
+
     @extend_schema(responses={200: dict}, summary="Show a project's quotas")
     def get(self, request: Request, project_id: str) -> Response:
         user_id = self.user_param(request)
@@ -127,6 +129,8 @@ class QuotaSetDefaultsView(QuotaAPIView):
 
 
 class QuotaSetDetailView(QuotaAPIView):
+    query_parameters = frozenset({"user_id"})
+
     @extend_schema(responses={200: dict}, summary="Show a project's quotas with usage")
     def get(self, request: Request, project_id: str) -> Response:
         user_id = self.user_param(request)

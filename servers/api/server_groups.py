@@ -52,6 +52,8 @@ _INVALID_INT = "Invalid input for query parameters %(name)s. Value: %(value)s. '
 
 
 class ServerGroupsView(ComputeAPIView):
+    query_parameters = frozenset({"all_projects", "limit", "offset"})
+
     @extend_schema(responses={200: dict}, summary="List server groups")
     def get(self, request: Request) -> Response:
         params = request.query_params

@@ -391,6 +391,8 @@ def create_server(view: ComputeAPIView, request: Request) -> Response:
 
 # --- views ----------------------------------------------------------------------------------------
 class ServersView(ComputeAPIView):
+    query_parameters = None
+
     def get(self, request: Request) -> Response:
         return list_servers(self, request, detail=False)
 
@@ -399,6 +401,8 @@ class ServersView(ComputeAPIView):
 
 
 class ServersDetailView(ComputeAPIView):
+    query_parameters = None
+
     def get(self, request: Request) -> Response:
         return list_servers(self, request, detail=True)
 

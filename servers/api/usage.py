@@ -123,6 +123,8 @@ class _UsageView(ComputeAPIView):
 
 
 class TenantUsagesView(_UsageView):
+    query_parameters = frozenset({"start", "end", "detailed", "limit", "marker"})
+
     def get(self, request: Request) -> Response:
         authorize(self.ctx, "os_compute_api:os-simple-tenant-usage:list", {"project_id": self.ctx.project_id})
         detailed = request.query_params.get("detailed", "0") == "1"
@@ -134,6 +136,8 @@ class TenantUsagesView(_UsageView):
 
 
 class TenantUsageView(_UsageView):
+    query_parameters = frozenset({"start", "end", "limit", "marker"})
+
     def get(self, request: Request, tenant_id: str) -> Response:
         authorize(self.ctx, "os_compute_api:os-simple-tenant-usage:show", {"project_id": tenant_id})
         usages, link = self.report(request, tenant_id)

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cells.context import target_cell
+from cloudcore.core.api.paging import offset_page
 from cloudcore.core.api.versioned import present
 from cloudcore.core.policy import authorize
 
@@ -25,12 +26,14 @@ def render(bdm: BlockDeviceMapping, version: tuple[int, int]) -> dict[str, Any]:
 
 
 class VolumeAttachmentsView(ServerSubresourceView):
+    query_parameters = frozenset({"limit", "offset"})
+
     def get(self, request: Request, server_id: str) -> Response:
         record = self.server(server_id)
         authorize(self.ctx, "os_compute_api:os-volumes-attachments:index", target(record.instance))
         with target_cell(record.cell):
             bdms = service.volume_bdms(record.instance)
-        return Response({"volumeAttachments": [render(b, self.v) for b in bdms]})
+        return Response({"volumeAttachments": [render(b, self.v) for b in offset_page(bdms, request.query_params)]})
 
     def post(self, request: Request, server_id: str) -> Response:
         body = VOLUME_ATTACH.validate(self.body(), self.v)["volumeAttachment"]

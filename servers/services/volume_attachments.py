@@ -78,13 +78,17 @@ def bdm_for_volume(instance: Instance, volume_id: str) -> BlockDeviceMapping:
     return bdm
 
 
-#: Nova allows volume attach, detach and swap on a server in VERIFY_RESIZE (vm_state ``resized``);
-#: a cross-cell revert reconciles them by BDM uuid.
-ATTACH_VM_STATES = (VmState.ACTIVE, VmState.STOPPED, VmState.RESIZED)
+#: Nova allows volume swap on a server in VERIFY_RESIZE (vm_state ``resized``); a cross-cell revert
+#: reconciles the volumes by BDM uuid.
+SWAP_VM_STATES = (VmState.ACTIVE, VmState.PAUSED, VmState.RESIZED)
+#: Attach and detach also on a stopped or shelved server (2.20): a shelved guest still on its host
+#: changes its definition; an offloaded one only its BDMs and attachments, which its unshelve
+#: connects on the new host.
+ATTACH_VM_STATES = (*SWAP_VM_STATES, VmState.STOPPED, VmState.SHELVED, VmState.SHELVED_OFFLOADED)
 
 
-def _check_state(instance: Instance, method: str) -> None:
-    if instance.vm_state not in ATTACH_VM_STATES or instance.task_state is not None:
+def _check_state(instance: Instance, method: str, states: tuple[str, ...] = ATTACH_VM_STATES) -> None:
+    if instance.vm_state not in states or instance.task_state is not None:
         raise AttachInvalidState(method=method, instance_uuid=instance.uuid,
                                  state=instance.task_state or instance.vm_state)
 
@@ -93,7 +97,9 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
                   device: str | None = None, tag: str | None = None,
                   delete_on_termination: bool = False) -> BlockDeviceMapping:
     """Reserve ``volume_id`` for the server and cast the attach to its host. 400 when the volume is
-    not available (or already attached here), 409 for a server state that cannot attach."""
+    not available (or already attached here), 409 for a server state that cannot attach. A shelved
+    offloaded server has no host: its attachment is completed here, without a connector (the
+    volume is in-use), and its unshelve connects it."""
     authorize(actor, "os_compute_api:os-volumes-attachments:create", target(instance))
     check_not_locked(actor, instance)
     _check_state(instance, "attach_volume")
@@ -113,6 +119,10 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
                                             volume_size=vol.size)
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="attach_volume")
+    if instance.vm_state == VmState.SHELVED_OFFLOADED:
+        volumes.attachment_complete(actor, attachment_id=att.id)
+        actions.action_finish(actor, instance_uuid=instance.uuid)
+        return bdm
     cast(compute_rpc.attach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
     return bdm
 
@@ -127,6 +137,12 @@ def volume_detach(*, actor: RequestContext, instance: Instance, cell: CellMappin
         raise Invalid("Cannot detach a root device volume")
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="detach_volume")
+    if instance.vm_state == VmState.SHELVED_OFFLOADED:  # no host holds it: release it here
+        if bdm.attachment_id:
+            volumes.attachment_delete(actor, attachment_id=bdm.attachment_id)
+        bdm.delete()
+        actions.action_finish(actor, instance_uuid=instance.uuid)
+        return
     cast(compute_rpc.detach_volume, actor=actor, instance=instance, cell=cell, bdm_uuid=bdm.uuid)
 
 
@@ -134,7 +150,7 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
                  new_volume_id: str) -> BlockDeviceMapping:
     authorize(actor, "os_compute_api:os-volumes-attachments:swap", target(instance))
     check_not_locked(actor, instance)
-    _check_state(instance, "swap_volume")
+    _check_state(instance, "swap_volume", SWAP_VM_STATES)
     if BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, volume_id=new_volume_id).exists():
         raise VolumeAlreadyAttached(volume_id=new_volume_id)
     try:

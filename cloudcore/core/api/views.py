@@ -30,6 +30,11 @@ from . import microversion
 from .faults import fault_body
 from .microversion import Version, VersionRange
 from .schema import OpenStackAutoSchema
+from .validation import reject_unknown_params
+
+#: From this compute microversion every GET's query string is checked: a parameter the endpoint
+#: does not take is a 400 (before it, unknown parameters are ignored, as Nova's lax schemas do).
+STRICT_QUERY_FROM: Version = (2, 102)
 
 
 class HasToken(BasePermission):
@@ -142,12 +147,18 @@ class ComputeAPIView(OpenStackAPIView):
     #: not exist (404, as Nova answers for a route its microversion does not have), whoever asks.
     available_from: Version | None = None
     available_until: Version | None = None
+    #: The query parameters a GET takes; from ``STRICT_QUERY_FROM`` any other is a 400. None: the
+    #: handler checks its own (the server and flavor lists, strict since 2.75 with their own sets).
+    query_parameters: frozenset[str] | None = frozenset()
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if ((self.available_from is not None and self.version < self.available_from)
                 or (self.available_until is not None and self.version > self.available_until)):
             raise NotFound("The resource could not be found.")
+        if (request.method == "GET" and self.query_parameters is not None
+                and self.version >= STRICT_QUERY_FROM):
+            reject_unknown_params(request.query_params.keys(), self.query_parameters)
 
 
 class ComputeProxyAPIView(ComputeAPIView):

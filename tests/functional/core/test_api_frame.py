@@ -20,6 +20,18 @@ def test_compute_versions_document_lists_v20_then_v21() -> None:
     assert versions[1]["status"] == "CURRENT"
 
 
+@pytest.mark.parametrize("version_id", ["v2.0", "v2.1"])
+def test_every_listed_version_document_is_followable(version_id: str) -> None:
+    # each version's self link leads to its own document, whose self link is the same (Tempest's
+    # test_get_version_details walks them)
+    listed = {v["id"]: v for v in APIClient().get("/compute/").json()["versions"]}[version_id]
+    self_link = [link for link in listed["links"] if link["rel"] == "self"]
+    path = self_link[0]["href"].split("/compute/", 1)[1]
+    document = APIClient().get(f"/compute/{path}").json()["version"]
+    assert [link for link in document["links"] if link["rel"] == "self"] == self_link
+    assert document["id"] == version_id and document["media-types"][0]["base"] == "application/json"
+
+
 def test_v21_document_and_headers_at_minimum() -> None:
     response = APIClient().get("/compute/v2.1/")
     assert response.status_code == 200

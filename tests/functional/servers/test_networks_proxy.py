@@ -24,3 +24,21 @@ def test_list_and_show_in_nova_network_shape(cloud: Cloud) -> None:
     assert missing.status_code == 404 and missing.json()["itemNotFound"]["message"] == "Network could not be found."
     assert cloud.post(admin, "os-networks", {"network": {"label": "x"}}).status_code == 410
     assert cloud.get(client, "os-networks", version="2.36").status_code == 404
+
+
+def test_tenant_networks_list_and_show(cloud: Cloud) -> None:
+    client, other = cloud.member(), cloud.member("demo2", "demo2")
+    net = cloud.post(client, "/network/v2.0/networks", {"network": {"name": "mine"}}).json()["network"]
+    cloud.post(client, "/network/v2.0/subnets", {"subnet": {"network_id": net["id"], "cidr": "10.8.0.0/24",
+                                                           "ip_version": 4}})
+    # the project's networks in the proxy's short shape: id, label, cidr, nothing else
+    listed = {n["id"]: n for n in cloud.get(client, "os-tenant-networks").json()["networks"]}
+    assert listed[net["id"]] == {"id": net["id"], "label": "mine", "cidr": "10.8.0.0/24"}
+    shown = cloud.get(client, f"os-tenant-networks/{net['id']}").json()["network"]
+    assert shown == listed[net["id"]]
+    # another project neither lists nor shows it
+    assert net["id"] not in {n["id"] for n in cloud.get(other, "os-tenant-networks").json()["networks"]}
+    assert cloud.get(other, f"os-tenant-networks/{net['id']}").status_code == 404
+    # the writes went with nova-network, and the whole proxy with 2.36
+    assert cloud.post(client, "os-tenant-networks", {"network": {"label": "x"}}).status_code == 410
+    assert cloud.get(client, "os-tenant-networks", version="2.36").status_code == 404

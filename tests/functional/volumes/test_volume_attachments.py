@@ -56,6 +56,12 @@ def test_delete_on_termination_volume_goes_with_the_server(bfv: Any) -> None:
     path = f"servers/{server['id']}/os-volume_attachments"
     bfv.post(client, path, {"volumeAttachment": {"volumeId": keep}}, version="2.79")
     bfv.post(client, path, {"volumeAttachment": {"volumeId": drop, "delete_on_termination": True}}, version="2.79")
+    # the list pages with limit and offset, as Nova's does
+    every = bfv.get(client, path).json()["volumeAttachments"]
+    assert len(every) == 2
+    assert bfv.get(client, f"{path}?limit=1&offset=1").json()["volumeAttachments"] == every[1:]
+    first = bfv.get(client, f"{path}?limit=1", version="2.102").json()["volumeAttachments"]
+    assert [a["volumeId"] for a in first] == [every[0]["volumeId"]]
     assert bfv.delete(client, f"servers/{server['id']}").status_code == 204
     assert Volume.objects.get(pk=keep).status == "available"
     assert not Volume.objects.filter(pk=drop).exists()
@@ -134,3 +140,60 @@ def test_attach_answers_202_without_a_body_from_2_101(bfv: Any) -> None:
     new = bfv.post(client, path, {"volumeAttachment": {"volumeId": second}}, version="2.101")
     assert new.status_code == 202 and not new.content, new.content
     assert Volume.objects.get(pk=second).status == "in-use"
+
+
+def test_attach_and_detach_on_a_shelved_offloaded_server(bfv: Any) -> None:
+    from servers.models import BlockDeviceMapping
+    from volumes.models import Volume, VolumeAttachment
+
+    client = bfv.member()
+    server = bfv.create_server(client, "vm1")
+    bfv.wait_for_status(client, server["id"], "ACTIVE")
+    assert bfv.action(client, server["id"], {"shelve": None}).status_code == 202
+    bfv.wait_for_status(client, server["id"], "SHELVED_OFFLOADED")  # offloaded at once (time 0)
+    keep, drop = new_volume(bfv, client), new_volume(bfv, client)
+    path = f"servers/{server['id']}/os-volume_attachments"
+    # when volumes are attached to the server that has no host (2.20)
+    for vid in (keep, drop):
+        assert bfv.post(client, path, {"volumeAttachment": {"volumeId": vid}}, version="2.20").status_code == 200
+    # then they are in-use at once, through attachments that no host has connected yet
+    assert {v.status for v in Volume.objects.filter(pk__in=[keep, drop])} == {"in-use"}
+    bdm = BlockDeviceMapping.objects.using(bfv.cell_of(server["id"])).get(instance_uuid=server["id"],
+                                                                          volume_id=keep)
+    assert bdm.connection_info is None and bdm.device_name
+    # and detaching one releases it without any host
+    assert bfv.delete(client, f"{path}/{drop}", version="2.20").status_code == 202
+    assert Volume.objects.get(pk=drop).status == "available"
+    assert [a["volumeId"] for a in bfv.get(client, path).json()["volumeAttachments"]] == [keep]
+    # when the server is unshelved, its new host connects the volume attached meanwhile
+    assert bfv.action(client, server["id"], {"unshelve": None}).status_code == 202
+    bfv.wait_for_status(client, server["id"], "ACTIVE")
+    att = VolumeAttachment.objects.get(volume_id=keep, deleted=False)
+    assert att.attach_status == "attached" and att.attached_host == bfv.instance(server["id"]).host
+    bdm = BlockDeviceMapping.objects.using(bfv.cell_of(server["id"])).get(instance_uuid=server["id"],
+                                                                          volume_id=keep)
+    assert bdm.connection_info["data"]["volume_id"] == keep
+    assert bfv.get(client, f"{path}/{keep}").json()["volumeAttachment"]["device"]
+
+
+def test_attach_on_a_shelved_server_still_on_its_host(bfv: Any, settings: Any) -> None:
+    from volumes.models import Volume
+
+    settings.SHELVED_OFFLOAD_TIME = -1
+    client = bfv.member()
+    server = bfv.create_server(client, "vm1")
+    bfv.wait_for_status(client, server["id"], "ACTIVE")
+    assert bfv.action(client, server["id"], {"shelve": None}).status_code == 202
+    bfv.wait_for_status(client, server["id"], "SHELVED")
+    vid = new_volume(bfv, client)
+    path = f"servers/{server['id']}/os-volume_attachments"
+    # its host attaches the volume, as for a stopped server
+    assert bfv.post(client, path, {"volumeAttachment": {"volumeId": vid}}, version="2.20").status_code == 200
+    assert Volume.objects.get(pk=vid).status == "in-use"
+    assert bfv.delete(client, f"{path}/{vid}").status_code == 202
+    assert Volume.objects.get(pk=vid).status == "available"
+    # swapping stays refused there (Nova swaps only on active, paused and resized servers)
+    other = new_volume(bfv, client)
+    assert bfv.post(client, path, {"volumeAttachment": {"volumeId": vid}}).status_code == 200
+    swap = bfv.put(bfv.admin(), f"{path}/{vid}", {"volumeAttachment": {"volumeId": other}})
+    assert swap.status_code == 409
