@@ -777,7 +777,8 @@ def claim_allocation_requests(
     multi-instance request claims. The consumers are checked in order as if claimed one after
     the other (each sees the usage of those before it). False when any no longer fits; nothing
     is then claimed. New consumers (the usual case) cost a fixed number of statements whatever
-    their number; when one already holds allocations, each is written by ``allocations_put``."""
+    their number; when one already exists (or is named twice), each is written by
+    ``allocations_put`` in turn (a later claim of a consumer replaces its earlier one)."""
     wanted = [(consumer, _allocation_request_map(request)) for consumer, request in claims if request]
     if not wanted:
         return True
@@ -786,7 +787,8 @@ def claim_allocation_requests(
             _check_amounts(allocations)
         with transaction.atomic():
             _stamp_change()
-            if Consumer.objects.filter(uuid__in=[c for c, _a in wanted]).exists():
+            names = [c for c, _a in wanted]
+            if len(set(names)) < len(names) or Consumer.objects.filter(uuid__in=names).exists():
                 for consumer, allocations in wanted:
                     allocations_put(consumer_uuid=consumer, allocations=allocations, project_id=project_id,
                                     user_id=user_id, consumer_type=consumer_type)

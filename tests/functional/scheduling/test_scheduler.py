@@ -203,6 +203,11 @@ def test_claims_of_several_consumers_are_all_or_nothing(compute_host):
     # replaced (as a single claim would), and nothing more fits next to it
     assert placement.claim_allocation_requests(claims=[("a", request)], project_id="p", user_id="u")
     assert not placement.claim_allocation_requests(claims=[("c", request)], project_id="p", user_id="u")
+    # when a new consumer is named twice, then its second claim replaces its first
+    assert placement.allocations_delete(consumer_uuid="b")
+    assert placement.claim_allocation_requests(claims=[("d", request), ("d", request)], project_id="p",
+                                               user_id="u")
+    assert placement.allocations_get(consumer_uuid="d").allocations == {node.uuid: {"VCPU": 1}}
 
 
 @pytest.mark.parametrize(("multiplier", "expected_cell"), [(1000000.0, "cell1"), (-1000000.0, "cell2")])
