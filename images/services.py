@@ -323,8 +323,26 @@ def image_activate_from_file(image: Image, source: Path) -> Image:
     return image_upload(None, image, chunks())
 
 
+def image_deactivate(ctx: RequestContext, image: Image, *, active: bool) -> Image:
+    """Glance's ``actions/deactivate`` (``active`` False) and ``actions/reactivate``: an active
+    image's data can no longer be downloaded (except by admins) nor booted or copied into a
+    volume, until it is reactivated. Either is a no-op on an image already in the target state."""
+    _check_owner(ctx, image)
+    target, source = (ImageStatus.ACTIVE, ImageStatus.DEACTIVATED) if active else \
+        (ImageStatus.DEACTIVATED, ImageStatus.ACTIVE)
+    if image.status == target:
+        return image
+    if image.status != source:
+        verb = "reactivate" if active else "deactivate"
+        raise Forbidden(f"Not allowed to {verb} image in status '{image.status}'")
+    _claim(image, source=source, target=target)
+    return image
+
+
 def image_download(ctx: RequestContext, image: Image) -> Path:
-    if image.status != ImageStatus.ACTIVE:
+    if image.status == ImageStatus.DEACTIVATED and not ctx.is_admin:
+        raise Forbidden("The requested image has been deactivated. Image data download is forbidden.")
+    if image.status not in (ImageStatus.ACTIVE, ImageStatus.DEACTIVATED):
         raise NotFound("The requested image has no data.") if image.status == ImageStatus.QUEUED else \
             Conflict(f"Image {image.id} is not active.")
     path = image_data_path(image.id)

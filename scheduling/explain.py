@@ -10,7 +10,9 @@ filter's. A host with no problem fits; the hosts with the fewest problems (those
 when empty last) are the suggestions:
 how much of which resource it is short of and which of its servers would have to be freed (the
 fewest allocations that cover the shortage, from placement), that its compute service is disabled,
-which trait it lacks, which zone it is in. Reads only: placement's allocations of the suggested
+which trait it lacks, which zone it is in, which members of the request's server group keep its
+affinity or anti-affinity policy from it (a soft policy orders the hosts that fit, as its weigher
+does in a real boot). Reads only: placement's allocations of the suggested
 hosts (one query each, at most ``SUGGESTIONS``) and their servers' names (one query per cell).
 """
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .placement import services as placement
 from .placement.cache import provider_cache
 from .scheduler import (
     DISABLED_TRAIT,
+    GroupPlacement,
     _cells_view,
     _host_states,
     _placement_query,
@@ -55,10 +58,13 @@ class Suggestion:
     short: dict[str, int] = field(default_factory=dict)
     free_servers: list[dict[str, Any]] = field(default_factory=list)
     only_disabled: bool = False
+    #: the server group members that keep the group's policy from this host (``{"id", "name", "host"}``)
+    group_members: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.host, "node": self.node, "cell": self.cell, "changes": self.changes,
-                "short": self.short, "free_servers": self.free_servers, "only_disabled": self.only_disabled}
+                "short": self.short, "free_servers": self.free_servers, "only_disabled": self.only_disabled,
+                "group_members": self.group_members}
 
 
 def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[str, Any]:
@@ -86,10 +92,13 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
         shortfall = placement_shortfall(view, wanted, (required, forbidden, member_of), None, nearest=len(view.nodes))
         placement_problems = {near["uuid"]: near for near in shortfall["nearest"]}
     filter_problems = rejections(hosts, request)
+    group = GroupPlacement.of(spec, exclude=[u for u in [spec.get("instance_uuid")] if u])
+    group_names = _member_names(group, server_names)
     fitting: list[HostState] = []
     ranked: list[tuple[bool, int, float, HostState, list[str]]] = []
     for host in hosts:
         problems = _problems(host, placement_problems.get(host.uuid), filter_problems[id(host)], request, query)
+        problems += _group_problems(group, host.host, group_names)
         if not problems:
             fitting.append(host)
             continue
@@ -100,9 +109,12 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
     ranked.sort(key=lambda r: (r[0], r[1], r[2], r[3].host))
     suggestions = [_suggestion(host, problems, placement_problems.get(host.uuid), server_names)
                    for *_rank, host, problems in ranked[:SUGGESTIONS]]
+    for suggestion in suggestions:
+        suggestion.group_members = [{"id": uuid, "name": group_names.get(uuid), "host": on}
+                                    for uuid, on in group.blocking(suggestion.host)]
     disabled = sorted(host.host for *_rank, host, problems in ranked if all(p == DISABLED_WORDS for p in problems))
     return {
-        "fits": fits, "hosts": [h.host for h in weigh_hosts(fitting, request)] if fits else [],
+        "fits": fits, "hosts": [h.host for h in group.order(weigh_hosts(fitting, request))] if fits else [],
         "message": trace.message or None if not fits else None,
         "user_message": user_reason(trace.to_dict()) if not fits else None,
         "suggestions": [s.to_dict() for s in suggestions] if not fits else [],
@@ -136,6 +148,31 @@ def _problems(host: HostState, near: dict[str, Any] | None, failed_filters: list
         else:
             problems.append(failed)
     return problems
+
+
+def _member_names(group: GroupPlacement, server_names: Any) -> dict[str, str]:
+    """The names of the group's members on a host (one read per cell), when names are asked for."""
+    members = [uuid for uuids in group.members.values() for uuid in uuids]
+    return dict(server_names(members)) if server_names and members and group.filter_name else {}
+
+
+def _group_problems(group: GroupPlacement, host: str, names: dict[str, str]) -> list[str]:
+    """What the group's hard policy asks of ``host``, naming the members that block it."""
+    blocking = group.blocking(host)
+    if not blocking:
+        return []
+    if group.policy == "anti-affinity":
+        servers = ", ".join(_member_words(uuid, names) for uuid, _on in blocking)
+        extra = len(blocking) - group.max_per_host + 1
+        which = servers if extra >= len(blocking) else f"{extra} of {servers}"
+        return [f"move {which} off it (server group {group.uuid} is anti-affinity, "
+                f"at most {group.max_per_host} per host)"]
+    servers = ", ".join(f"{_member_words(uuid, names)} on {on}" for uuid, on in blocking)
+    return [f"server group {group.uuid} is affinity: its members are elsewhere ({servers})"]
+
+
+def _member_words(uuid: str, names: dict[str, str]) -> str:
+    return f"server {names[uuid]} ({uuid})" if names.get(uuid) else f"server {uuid}"
 
 
 def _suggestion(host: HostState, problems: list[str], near: dict[str, Any] | None, server_names: Any) -> Suggestion:
@@ -178,11 +215,12 @@ def _gain(item: tuple[str, dict[str, int]], missing: dict[str, int]) -> tuple[fl
 
 def dry_run_spec(*, flavor: dict[str, Any], image: dict[str, Any] | None, availability_zone: str | None,
                  hints: dict[str, Any], project_id: str | None, user_id: str | None,
-                 num_instances: int = 1) -> dict[str, Any]:
-    """A request spec as server create writes it, for a server that will not be created."""
+                 num_instances: int = 1, instance_group: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request spec as server create writes it, for a server that will not be created
+    (``instance_group``: the group of the ``group`` hint, as ``group_for_create`` gives it)."""
     return {
         "project_id": project_id, "user_id": user_id, "flavor": flavor, "image": image or {}, "is_bfv": False,
         "availability_zone": availability_zone or settings.DEFAULT_SCHEDULE_ZONE, "num_instances": num_instances,
         "force_hosts": [], "force_nodes": [], "requested_destination": None, "scheduler_hints": hints,
-        "ignore_hosts": [],
+        "instance_group": instance_group, "ignore_hosts": [],
     }

@@ -219,7 +219,7 @@ def _candidate_hosts(request: RequestView, trace: SchedulingTrace | None = None,
                      ) -> tuple[list[HostState], dict[str, int]]:
     """Host states of the compute nodes placement says can take one instance of ``request``.
     ``trace`` records the placement request, the candidate count and, when there is none, the
-    shortfall (from the provider copy, no query)."""
+    shortfall (from the provider copy: one statement to check it is fresh)."""
     trace = trace if trace is not None else SchedulingTrace()
     cells = _schedulable_cells(request)
     trace.request = _request_facts(request)
@@ -371,7 +371,8 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     steps: list[str] = [f"placement: {len(hosts)} candidates"]
     hosts = filter_hosts(hosts, request, log=steps, trace=trace)
     hosts = _hint_hosts_filter(hosts, request, steps, trace)
-    group = GroupPlacement.of(spec, exclude=instance_uuids)
+    # a dry run has no instance: the server whose spec it is (if any) does not count against itself
+    group = GroupPlacement.of(spec, exclude=instance_uuids or [u for u in [spec.get("instance_uuid")] if u])
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
     # several instances: each is placed in memory and all are claimed at the end in one
@@ -393,7 +394,11 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
         weighed = [h for h in fitting if group.allows(h.host)] if group.restricts else list(fitting)
         ordered = group.order(weigh_hosts(weighed, request, scores=scores))
         if scores is not None:
-            trace.weighed(weighed, ordered, scores)
+            if group.filter_name:
+                room = [h for h in hosts if h.fits(wanted)]
+                trace.filtered(group.filter_name, len(room), [h for h in room if not group.allows(h.host)],
+                               lambda h: group.why_not(h.host))
+            trace.weighed(weighed, ordered, {**scores, **group.scores(weighed)})
         picked = None
         for host in ordered:
             if consumer is None or not claim_each or placement.claim_allocation_request(
@@ -447,12 +452,21 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     return results
 
 
-class GroupPlacement:
-    """A server group's policy during one scheduling request: ``counts`` holds the group's
-    members per host (the servers being scheduled left out), updated as each is placed."""
+#: the filter (hard policies) or weigher (soft ones) of each server group policy, by Nova's names
+GROUP_FILTERS = {"affinity": "ServerGroupAffinityFilter", "anti-affinity": "ServerGroupAntiAffinityFilter"}
+GROUP_WEIGHERS = {"soft-affinity": ("ServerGroupSoftAffinityWeigher", 1.0),
+                  "soft-anti-affinity": ("ServerGroupSoftAntiAffinityWeigher", -1.0)}
 
-    def __init__(self, policy: str | None, rules: dict[str, Any], counts: dict[str, int]) -> None:
-        self.policy, self.counts = policy, dict(counts)
+
+class GroupPlacement:
+    """A server group's policy during one scheduling request: ``members`` holds the uuids of the
+    group's members per host as the request found them (the servers being scheduled left out),
+    ``counts`` how many per host, updated as each server of the request is placed."""
+
+    def __init__(self, policy: str | None, rules: dict[str, Any], members: dict[str, list[str]],
+                 uuid: str | None = None) -> None:
+        self.policy, self.uuid, self.members = policy, uuid, {h: list(m) for h, m in members.items()}
+        self.counts = {host: len(uuids) for host, uuids in members.items()}
         self.max_per_host = int(rules.get("max_server_per_host") or 1)
 
     @classmethod
@@ -461,7 +475,37 @@ class GroupPlacement:
         if not group.get("uuid"):
             return cls(None, {}, {})
         return cls(str(group.get("policy")), dict(group.get("rules") or {}),
-                   group_member_hosts(str(group["uuid"]), exclude=exclude))
+                   group_member_hosts(str(group["uuid"]), exclude=exclude), uuid=str(group["uuid"]))
+
+    @property
+    def filter_name(self) -> str | None:
+        """The filter a hard policy is (None for a soft policy or no group)."""
+        return GROUP_FILTERS.get(self.policy or "")
+
+    def blocking(self, host: str) -> list[tuple[str, str]]:
+        """``[(member uuid, its host)]`` of the members that keep a hard policy from ``host``
+        (as the request found them): the members on it (anti-affinity), the members on other
+        hosts (affinity, with none on it)."""
+        if self.policy == "anti-affinity" and self.counts.get(host, 0) >= self.max_per_host:
+            return [(uuid, host) for uuid in self.members.get(host, [])]
+        if self.policy == "affinity" and self.members and host not in self.members:
+            return [(uuid, other) for other, uuids in sorted(self.members.items()) for uuid in uuids]
+        return []
+
+    def why_not(self, host: str) -> str:
+        """Why a hard policy keeps ``host`` out, for the trace (members by uuid)."""
+        if self.policy == "anti-affinity":
+            here = ", ".join(self.members.get(host, [])) or "servers placed by this request"
+            return f"server group {self.uuid} is anti-affinity (at most {self.max_per_host} per host): {here} here"
+        hosts = ", ".join(sorted({h for h, uuids in self.members.items() if uuids}))
+        return f"server group {self.uuid} is affinity: its members are on {hosts or 'other hosts'}"
+
+    def scores(self, weighed: list[HostState]) -> dict[str, tuple[float, list[float]]]:
+        """A soft policy's weigher share per host of ``weighed`` (members on it; the trace's)."""
+        name, multiplier = GROUP_WEIGHERS.get(self.policy or "", (None, 0.0))
+        if name is None:
+            return {}
+        return {name: (multiplier, [float(self.counts.get(h.host, 0)) for h in weighed])}
 
     @property
     def restricts(self) -> bool:

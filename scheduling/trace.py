@@ -3,9 +3,10 @@
 ``select_destinations`` fills a ``SchedulingTrace`` as it goes, from what it already holds (the
 placement request, the candidate count, the hosts each filter let through, the weights): placement's
 answer and, when it offers no candidate, the shortfall computed by the scheduler's in-memory copy of
-placement (``ProviderCache.shortfall``: which resource class, by how much, on how many providers;
-which traits and aggregates were missing); per filter the hosts in and out, with a reason for each
-host out; the weights of the best hosts with each weigher's share; the chosen host and its
+placement (``ProviderCache.shortfall``, one walk kept for as long as placement does not change:
+which resource class, by how much, on how many providers; which traits and aggregates were
+missing); per filter the hosts in and out, with a reason for each host out; the weights of the best
+hosts with each weigher's share; the chosen host and its
 alternates. No query is made per host.
 
 Bounded: per filter at most ``SCHEDULER_TRACE_HOSTS`` rejected hosts are named (the rest counted),
@@ -64,6 +65,8 @@ FILTER_WORDS: dict[str, str] = {
     "forced hosts/nodes": "The forced host cannot take it.",
     "SameHostFilter": "The host of the server named by same_host cannot take it.",
     "DifferentHostFilter": "Every host with room runs a server named by different_host.",
+    "ServerGroupAffinityFilter": "The server group's affinity policy cannot be met by the hosts with room.",
+    "ServerGroupAntiAffinityFilter": "The server group's anti-affinity policy cannot be met by the hosts with room.",
 }
 
 

@@ -8,7 +8,7 @@ answer yields "down cell" stubs for its mapped servers (shown as UNKNOWN from 2.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -421,13 +421,17 @@ def names_of(instance_uuids: Iterable[str]) -> dict[str, str]:
     return _instance_column(instance_uuids, "display_name")
 
 
-def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[str, int]:
-    """``{host: members on it}`` of a server group's members, leaving out ``exclude`` (the
-    servers being scheduled: a move does not count the server against itself)."""
+def group_member_hosts(group_uuid: str, *, exclude: Iterable[str] = ()) -> dict[str, list[str]]:
+    """``{host: [uuids of the members on it]}`` (sorted) of a server group's members that are on a
+    host, leaving out ``exclude`` (the servers being scheduled: a move does not count the server
+    against itself)."""
     skip = set(exclude)
     members = [u for u in InstanceGroupMember.objects.filter(group__uuid=group_uuid)
                .values_list("instance_uuid", flat=True) if u not in skip]
-    return dict(Counter(hosts_of(members).values()))
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for uuid, host in sorted(hosts_of(members).items()):
+        by_host[host].append(uuid)
+    return dict(by_host)
 
 
 # --- used by compute/ ---------------------------------------------------------------------------

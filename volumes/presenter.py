@@ -14,7 +14,8 @@ from .models import Backup, Snapshot, Volume, VolumeType
 from .types import visible_extra_specs
 
 #: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
-VOLUME_FEATURES = Since({"attachments": (3, 27), "attachment_complete": (3, 44), "reimage": (3, 68)})
+VOLUME_FEATURES = Since({"summary": (3, 12), "summary_metadata": (3, 36), "attachments": (3, 27),
+                         "attachment_complete": (3, 44), "reimage": (3, 68)})
 
 
 @dataclass(frozen=True)

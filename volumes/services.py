@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from django.db import models
 from django.utils import timezone
 
 from cells.transactions import api_atomic, api_on_commit
@@ -143,6 +144,37 @@ def volume_set_readonly(ctx: RequestContext, vol: Volume, *, readonly: bool) -> 
     return vol
 
 
+def volume_reserve(ctx: RequestContext, vol: Volume, *, reserve: bool) -> Volume:
+    """Cinder's legacy ``os-reserve`` (an ``available`` volume becomes ``attaching``) and
+    ``os-unreserve`` (an ``attaching`` volume with no attachment goes back to ``available``)."""
+    verb = "reserve" if reserve else "unreserve"
+    _authorize(ctx, f"volume_extension:volume_actions:{verb}", vol.project_id)
+    source, target = (VolumeStatus.AVAILABLE, VolumeStatus.ATTACHING) if reserve else \
+        (VolumeStatus.ATTACHING, VolumeStatus.AVAILABLE)
+    if not reserve and _live_attachments(vol):
+        return vol  # attachments decide its status; nothing to undo
+    if not Volume.objects.filter(pk=vol.pk, status=source).update(status=target, updated_at=timezone.now()):
+        raise InvalidVolume(reason=f"Volume status must be {source} to {verb}.")
+    vol.status = target
+    return vol
+
+
+def volume_summary(ctx: RequestContext, *, all_tenants: bool) -> dict[str, Any]:
+    """``GET /volumes/summary`` (3.12): how many volumes the caller sees, their total size, and
+    (3.36) every metadata key with the values it has among them."""
+    _authorize(ctx, "volume:get_all")
+    qs = Volume.objects.filter(deleted=False)
+    if not (ctx.is_admin and all_tenants):
+        qs = qs.filter(project_id=ctx.project_id)
+    total = qs.aggregate(count=models.Count("id"), size=models.Sum("size"))
+    metadata: dict[str, list[str]] = {}
+    for meta in qs.exclude(metadata={}).values_list("metadata", flat=True):
+        for key, value in (meta or {}).items():
+            if value not in metadata.setdefault(key, []):
+                metadata[key].append(value)
+    return {"total_count": total["count"], "total_size": total["size"] or 0, "metadata": metadata}
+
+
 def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str, disk_format: str = "raw",
                            container_format: str = "bare", force: bool = False) -> Any:
     """A new image (owned by the caller's project) holding the volume's data, written now from the
@@ -176,6 +208,8 @@ def _image_source(image_id: str, size: int | None) -> tuple[dict[str, Any], int]
         image = image_get_internal(image_id)
     except ImageNotFound as exc:
         raise Invalid(f"Invalid image identifier or unable to access requested image. ({image_id})") from exc
+    if getattr(image, "status", "active") != "active":
+        raise Invalid(f"Image {image_id} is not active.")
     image_size = int(getattr(image, "size", 0) or 0)
     min_gb = max(int(getattr(image, "min_disk", 0) or 0), math.ceil(image_size / GiB) if image_size else 1)
     if size is None:

@@ -184,6 +184,23 @@ class ImageImportView(UnversionedAPIView):
         return Response(status=202)
 
 
+class ImageActionView(UnversionedAPIView):
+    """``POST /v2/images/{id}/actions/deactivate`` and ``.../reactivate``: 204."""
+
+    def post(self, request: Request, image_id: str, action: str) -> Response:
+        services.image_deactivate(self.ctx, services.image_get(self.ctx, image_id), active=action == "reactivate")
+        return Response(status=204)
+
+
+class ImageTasksView(UnversionedAPIView):
+    """``GET /v2/images/{id}/tasks`` (2.12): the image's asynchronous tasks. None ever run here:
+    uploads and ``glance-direct`` imports finish inside their request."""
+
+    def get(self, request: Request, image_id: str) -> Response:
+        services.image_get(self.ctx, image_id)
+        return Response({"tasks": []})
+
+
 class ImportInfoView(UnversionedAPIView):
     """``GET /v2/info/import``: the import methods this cloud offers (glance-direct only)."""
 

@@ -7,6 +7,7 @@ urlpatterns = [
     re_path(r"^$", views.NetworkVersionsView.as_view()),
     re_path(r"^v2\.0/?$", views.NetworkRootView.as_view()),
     re_path(r"^v2\.0/extensions/?$", views.ExtensionsView.as_view()),
+    re_path(r"^v2\.0/extensions/(?P<alias>[^/]+)/?$", views.ExtensionView.as_view()),
     re_path(r"^v2\.0/networks/?$", views.NetworksView.as_view()),
     re_path(r"^v2\.0/networks/(?P<net_id>[^/]+)/?$", views.NetworkView.as_view()),
     re_path(r"^v2\.0/subnets/?$", views.SubnetsView.as_view()),

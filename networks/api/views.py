@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid
+from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import can
 
 from .. import l3, quotas, secgroups, services
@@ -134,10 +134,21 @@ EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings E
               ("network-ip-availability", "Network IP Availability")]
 
 
+def _extension(alias: str, name: str) -> dict[str, Any]:
+    return {"alias": alias, "name": name, "description": name, "links": [], "updated": "2013-01-01T00:00:00-00:00"}
+
+
 class ExtensionsView(NeutronView):
     def get(self, request: Request) -> Response:
-        return Response({"extensions": [{"alias": a, "name": n, "description": n, "links": [],
-                                         "updated": "2013-01-01T00:00:00-00:00"} for a, n in EXTENSIONS]})
+        return Response({"extensions": [_extension(a, n) for a, n in EXTENSIONS]})
+
+
+class ExtensionView(NeutronView):
+    def get(self, request: Request, alias: str) -> Response:
+        for known, name in EXTENSIONS:
+            if known == alias:
+                return Response({"extension": _extension(known, name)})
+        raise NotFound(f"Extension with alias {alias} does not exist")
 
 
 class NetworksView(NeutronView):

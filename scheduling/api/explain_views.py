@@ -6,8 +6,9 @@ scheduling decision (or of request ``R``), as stored by the scheduler, with its 
 
 ``POST /os-scheduling-explanation`` with ``{"explain": {"flavorRef", "imageRef",
 "availability_zone", "scheduler_hints", "server_id"}}``: the dry run (``scheduling.explain``):
-would it fit now, on which hosts, and if not what to change. With ``server_id`` the server's own
-request spec is used (what a PENDING server waits for). Nothing is allocated. Rule
+would it fit now, on which hosts, and if not what to change. A ``group`` hint is honoured as on
+boot (400 for a group that is not found). With ``server_id`` the server's own request spec is used
+(what a PENDING server waits for). Nothing is allocated. Rule
 ``cloudcore:os-scheduling-explanation:dry_run`` (admin by default).
 """
 from __future__ import annotations
@@ -70,9 +71,11 @@ class SchedulingDryRunView(ComputeAPIView):
         summary="Would a server fit now, where, and if not what to change (cloudcore, admin)",
         description="Dry run of a boot request: body {\"explain\": {\"flavorRef\", \"imageRef\", "
                     "\"availability_zone\", \"scheduler_hints\"}} or {\"explain\": {\"server_id\"}} (that server's "
-                    "request spec). Answers fits, the hosts that fit best first, and otherwise the suggestions: "
-                    "per host the changes (resources to free with the servers to free, a compute service to "
-                    "enable, a trait to add, a zone) and the disabled hosts that would fit. Nothing is allocated. "
+                    "request spec). A group hint is honoured as on boot: its affinity or anti-affinity policy "
+                    "filters the hosts, a soft policy orders them. Answers fits, the hosts that fit best first, "
+                    "and otherwise the suggestions: per host the changes (resources to free with the servers to "
+                    "free, a compute service to enable, a trait to add, a zone, the group members in the way, "
+                    "listed in group_members) and the disabled hosts that would fit. Nothing is allocated. "
                     "Policy rule cloudcore:os-scheduling-explanation:dry_run (admin by default).",
         request=dict,
         responses={200: OpenApiResponse(dict, description='{"scheduling_dry_run": {...}}')},

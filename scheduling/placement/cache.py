@@ -36,6 +36,8 @@ from .services import AllocationCandidates, PlacementInvalid, capacity
 
 #: a delta larger than this reloads everything (one scan is cheaper than huge IN lists)
 MAX_DELTA = 2000
+#: how many shortfall answers are kept (``ProviderCache.shortfall``)
+SHORTFALLS_KEPT = 8
 #: copies at least this big are frozen out of the garbage collector (``keep_out_of_collections``)
 FREEZE_AT = 1000
 
@@ -48,13 +50,13 @@ class _Inventory:
     max_unit: int
     step_size: int
     allocation_ratio: float
-    #: ``(total - reserved) * allocation_ratio`` (what ``can_take`` compares with) and its
-    #: ``services.capacity``, worked out once when the row is loaded, not per request
-    usable: float = field(init=False)
+    #: ``(total - reserved) * allocation_ratio``: what the fit rule compares with
+    limit: float = field(init=False)
+    #: ``services.capacity``: what can be allocated, as providers' summaries say
     capacity: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.usable = (self.total - self.reserved) * self.allocation_ratio
+        self.limit = (self.total - self.reserved) * self.allocation_ratio
         self.capacity = capacity(self.total, self.reserved, self.allocation_ratio)
 
     def can_take(self, amount: int, used: int) -> bool:
@@ -62,7 +64,7 @@ class _Inventory:
         ``(total - reserved) * allocation_ratio >= used + amount``."""
         return (self.min_unit <= amount <= self.max_unit
                 and (self.step_size == 1 or amount % self.step_size == 0)
-                and self.usable >= used + amount)
+                and self.limit >= used + amount)
 
 
 @dataclass(slots=True)
@@ -111,11 +113,14 @@ class ProviderCache:
         self._stamp: tuple[str | None, int] | None = None  # (epoch, seq) the copy reflects
         #: resource classes seen in an inventory (so they exist: classes are never deleted)
         self._classes: set[str] = set()
+        #: ``shortfall``'s answers: {question: (stamp of the copy, answer)}, oldest first
+        self._shortfalls: dict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = {}
         self.reloads = {"full": 0, "delta": 0}
 
     def clear(self) -> None:
         with self._lock:
             self._providers, self._order, self._stamp, self._classes = {}, [], None, set()
+            self._shortfalls = {}
 
     # -- freshness ----------------------------------------------------------------------------
     def _read_stamp(self) -> tuple[str | None, int, int, int, int | None]:
@@ -243,19 +248,41 @@ class ProviderCache:
         forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None,
         provider_uuids: Iterable[str] | None = None, nearest: int = 20,
     ) -> dict[str, Any]:
-        """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``,
-        asked just before: the copy is not refreshed again, so both answers read one state):
+        """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``):
         ``providers`` looked at; per resource class the amount ``requested``, how many providers
         are ``short_on`` it and the ``most_free`` on a provider that is not otherwise excluded
         (traits, aggregates; on any provider when all are); per trait how many providers lack a
         required one / have a forbidden one; how many are ``outside_aggregates``; and the
         ``nearest`` providers (fewest problems first, then smallest shortage) with what each lacks.
-        No query."""
+
+        Refreshes the copy first (one statement when nothing changed). The answer is kept for the
+        state of the copy it was computed from (the last ``SHORTFALLS_KEPT`` questions): a run of
+        requests that do not fit while placement does not change (a full cloud; PENDING servers
+        retried) walks the providers once. The caller gets its own copy of the answer."""
         wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
-        checks = sorted(wanted.items())
-        required, forbidden = set(required_traits), set(forbidden_traits)
-        groups = [set(any_of) for any_of in member_of or []]
-        only = set(provider_uuids) if provider_uuids is not None else None
+        checks = tuple(sorted(wanted.items()))
+        required, forbidden = frozenset(required_traits), frozenset(forbidden_traits)
+        groups = tuple(frozenset(any_of) for any_of in member_of or [])
+        # the scope as given (a tuple hashes and compares ten times faster than a set of it; the
+        # same uuids in another order are only a miss)
+        scope = tuple(provider_uuids) if provider_uuids is not None else None
+        key = (checks, required, forbidden, groups, scope, nearest)
+        with self._lock:
+            self._refresh()
+            kept = self._shortfalls.get(key)
+            if kept is None or kept[0] != self._stamp:
+                only = frozenset(scope) if scope is not None else None
+                kept = (self._stamp, self._shortfall(checks, required, forbidden, groups, only, nearest))
+                self._shortfalls.pop(key, None)
+                self._shortfalls[key] = kept
+                while len(self._shortfalls) > SHORTFALLS_KEPT:
+                    del self._shortfalls[next(iter(self._shortfalls))]
+        return _copied(kept[1])
+
+    def _shortfall(self, checks: tuple[tuple[str, int], ...], required: frozenset[str], forbidden: frozenset[str],
+                   groups: tuple[frozenset[str], ...], only: frozenset[str] | None, nearest: int) -> dict[str, Any]:
+        """``shortfall`` from the copy (the lock held): one walk that counts and ranks, keeping
+        only the best ``nearest`` (no allocation per provider), then what the best lack."""
         short_on = [0] * len(checks)
         most_free = [0] * len(checks)
         most_free_any = [0] * len(checks)
@@ -263,43 +290,58 @@ class ProviderCache:
         forbidden_count: dict[str, int] = {}
         outside_count = total = 0
         any_eligible = False
-        #: (problems, relative shortage, provider id, short, missing traits, forbidden traits, outside)
-        ranked: list[tuple[int, float, int, dict[str, int], Any, Any, bool]] = []
-        no_traits: frozenset[str] = frozenset()
-        with self._lock:
-            for pid in self._order:
-                rp = self._providers[pid]
-                if only is not None and rp.uuid not in only:
-                    continue
-                total += 1
-                missing = required - rp.traits if required else no_traits
-                present = forbidden & rp.traits if forbidden else no_traits
-                outside = bool(groups) and not all(group & rp.aggregates for group in groups)
-                eligible = not (missing or present or outside)
-                any_eligible = any_eligible or eligible
-                short: dict[str, int] = {}
-                inventories, usage = rp.inventories, rp.used
-                for index, (rc, n) in enumerate(checks):
-                    inv, used = inventories.get(rc), usage.get(rc, 0)
-                    free = max(capacity(inv.total, inv.reserved, inv.allocation_ratio) - used, 0) if inv else 0
-                    if free > most_free_any[index]:
-                        most_free_any[index] = free
-                    if eligible and free > most_free[index]:
-                        most_free[index] = free
-                    if inv is None or not inv.can_take(n, used):
-                        short_on[index] += 1
-                        short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
-                for trait in missing:
+        #: the best ``nearest`` so far as (-problems, -relative shortage, -provider id): a max-heap
+        #: of the kept ones' rank, so its first item is the worst kept
+        best: list[tuple[int, float, int]] = []
+        indexed = tuple((index, rc, n) for index, (rc, n) in enumerate(checks))
+        for pid in self._order:
+            rp = self._providers[pid]
+            if only is not None and rp.uuid not in only:
+                continue
+            total += 1
+            problems = 0
+            traits = rp.traits
+            if required and not required <= traits:
+                for trait in required - traits:
                     missing_count[trait] = missing_count.get(trait, 0) + 1
-                for trait in present:
+                    problems += 1
+            if forbidden and not forbidden.isdisjoint(traits):
+                for trait in forbidden & traits:
                     forbidden_count[trait] = forbidden_count.get(trait, 0) + 1
-                outside_count += outside
-                problems = len(short) + len(missing) + len(present) + outside
-                if problems:
-                    relative = sum(short[rc] / wanted[rc] for rc in short) if short else 0.0
-                    ranked.append((problems, relative, pid, short, missing, present, outside))
-            best = heapq.nsmallest(nearest, ranked)  # ties: by provider id (unique), never the dicts
-            uuid_of = {p[2]: self._providers[p[2]].uuid for p in best}
+                    problems += 1
+            if groups and not all(not group.isdisjoint(rp.aggregates) for group in groups):
+                outside_count += 1
+                problems += 1
+            eligible = not problems
+            any_eligible = any_eligible or eligible
+            relative = 0.0
+            inventories, usage = rp.inventories, rp.used
+            for index, rc, n in indexed:
+                inv = inventories.get(rc)
+                if inv is None:
+                    free, fits = 0, False
+                else:
+                    used = usage.get(rc, 0)
+                    free = inv.capacity - used
+                    if free < 0:
+                        free = 0
+                    fits = (inv.min_unit <= n <= inv.max_unit and (inv.step_size == 1 or n % inv.step_size == 0)
+                            and inv.limit >= used + n)
+                if free > most_free_any[index]:
+                    most_free_any[index] = free
+                if eligible and free > most_free[index]:
+                    most_free[index] = free
+                if not fits:
+                    short_on[index] += 1
+                    problems += 1
+                    relative += (n - free if free < n else n) / n  # refused with room: a unit constraint
+            if not problems or nearest <= 0:
+                continue
+            rank = (-problems, -relative, -pid)
+            if len(best) < nearest:
+                heapq.heappush(best, rank)
+            elif rank > best[0]:
+                heapq.heapreplace(best, rank)
         if not any_eligible:  # every provider excluded for traits or aggregates: what any had
             most_free = most_free_any
         return {
@@ -308,16 +350,39 @@ class ProviderCache:
                           for i, (rc, n) in enumerate(checks) if short_on[i]},
             "traits_missing": missing_count, "traits_forbidden": forbidden_count,
             "outside_aggregates": outside_count,
-            "nearest": [{"uuid": uuid_of[pid], "short": short, "missing_traits": sorted(missing),
-                         "forbidden_traits": sorted(present), "outside_aggregates": outside}
-                        for _p, _r, pid, short, missing, present, outside in best],
+            "nearest": [self._lacks(self._providers[-rank[2]], checks, required, forbidden, groups)
+                        for rank in sorted(best, reverse=True)],
         }
+
+    @staticmethod
+    def _lacks(rp: _Provider, checks: tuple[tuple[str, int], ...], required: frozenset[str],
+               forbidden: frozenset[str], groups: tuple[frozenset[str], ...]) -> dict[str, Any]:
+        """What ``rp`` lacks to take the request (one of ``shortfall``'s nearest)."""
+        short: dict[str, int] = {}
+        for rc, n in checks:
+            inv, used = rp.inventories.get(rc), rp.used.get(rc, 0)
+            if inv is None or not inv.can_take(n, used):
+                free = max(inv.capacity - used, 0) if inv else 0
+                short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
+        return {"uuid": rp.uuid, "short": short, "missing_traits": sorted(required - rp.traits),
+                "forbidden_traits": sorted(forbidden & rp.traits),
+                "outside_aggregates": bool(groups) and not all(group & rp.aggregates for group in groups)}
 
     def summaries(self, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Provider summaries (as in allocation candidates) of ``uuids`` known to the copy."""
         wanted = set(uuids)
         with self._lock:
             return {rp.uuid: rp.summary() for rp in self._providers.values() if rp.uuid in wanted}
+
+
+def _copied(shortfall: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a kept ``shortfall`` answer that its reader may change (``copy.deepcopy`` costs
+    ten times more with every provider named, as the dry run asks)."""
+    return {**shortfall, "resources": {rc: dict(facts) for rc, facts in shortfall["resources"].items()},
+            "traits_missing": dict(shortfall["traits_missing"]),
+            "traits_forbidden": dict(shortfall["traits_forbidden"]),
+            "nearest": [{**near, "short": dict(near["short"]), "missing_traits": list(near["missing_traits"]),
+                         "forbidden_traits": list(near["forbidden_traits"])} for near in shortfall["nearest"]]}
 
 
 def keep_out_of_collections(size: int) -> None:

@@ -10,6 +10,7 @@ from cloudcore.core.exceptions import NotFound
 from images.services import image_find
 from servers.selectors import names_of
 from servers.services.flavors import flavor_find
+from servers.services.server_groups import group_for_create
 
 from ..explain import dry_run_spec, explain_request
 from ..trace import trace_text
@@ -45,12 +46,16 @@ def server_dry_run(*, instance_uuid: str) -> dict[str, Any]:
 def request_dry_run(*, actor: RequestContext, flavor_ref: str, image_ref: str | None = None,
                     availability_zone: str | None = None, hints: dict[str, Any] | None = None) -> dict[str, Any]:
     """The dry run of booting one server with that flavor (id or name), image (id or name), zone
-    and scheduler hints. Raises FlavorNotFound / ImageNotFound (404)."""
+    and scheduler hints. A ``group`` hint is honoured as a boot honours it (its policy filters or
+    weighs the hosts). Raises FlavorNotFound / ImageNotFound (404), Invalid (400) for a group
+    that is not found, GroupMembersQuotaExceeded (403) for a full one."""
     flavor = flavor_find(flavor_ref.rstrip("/").rsplit("/", 1)[-1])
     image: dict[str, Any] | None = None
     if image_ref:
         found = image_find(actor, image_ref.rstrip("/").rsplit("/", 1)[-1])
         image = {"id": found.id, "name": found.name, "properties": dict(found.properties or {})}
+    hints = dict(hints or {})
+    group = group_for_create(actor=actor, group_uuid=str(hints["group"]), count=1) if hints.get("group") else None
     spec = dry_run_spec(flavor=flavor.as_dict(), image=image, availability_zone=availability_zone,
-                        hints=dict(hints or {}), project_id=actor.project_id, user_id=actor.user_id)
+                        hints=hints, project_id=actor.project_id, user_id=actor.user_id, instance_group=group)
     return explain_request(spec=spec, server_names=names_of)

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from oslo_utils import uuidutils
+
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
 from cloudcore.core.policy import authorize
@@ -109,6 +111,8 @@ def rule_create(*, actor: RequestContext, body: dict[str, Any]) -> SecurityGroup
     ``from_port``, ``to_port``, and ``cidr`` or ``group_id``; no remote at all means 0.0.0.0/0)."""
     authorize(actor, "os_compute_api:os-security-groups:rule:create", {"project_id": actor.project_id})
     parent = str(body.get("parent_group_id") or "")
+    if not uuidutils.is_uuid_like(parent):
+        raise Invalid("Security group id should be uuid")
     with _nova_words(parent):
         secgroups.security_group_get(actor, parent)
     protocol = body.get("ip_protocol")

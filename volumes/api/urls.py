@@ -12,6 +12,7 @@ urlpatterns = [
     # no trailing slash: "volumes/" names no volume (404, as Cinder answers it)
     re_path(P + r"volumes$", views.VolumesView.as_view()),
     re_path(P + r"volumes/detail/?$", views.VolumesDetailView.as_view()),
+    re_path(P + r"volumes/summary/?$", views.VolumeSummaryView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/action/?$", views.VolumeActionView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/?$", views.VolumeMetadataView.as_view()),
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/metadata/(?P<key>[^/]+)/?$", views.VolumeMetadataItemView.as_view()),

@@ -126,6 +126,18 @@ CREATE_SCHEMA = {"type": "object", "required": ["volume"], "properties": {"volum
         "group_id": {"type": ["string", "null"]}}}}}
 
 
+class VolumeSummaryView(VolumeAPIView):
+    """``GET /volumes/summary`` (3.12; ``metadata`` from 3.36)."""
+
+    def get(self, request: Request, **_kw: Any) -> Response:
+        if not VOLUME_FEATURES.has("summary", self.v):
+            raise NotFound("Volume summary could not be found.")
+        summary = services.volume_summary(self.ctx, all_tenants=bool(request.query_params.get("all_tenants")))
+        if not VOLUME_FEATURES.has("summary_metadata", self.v):
+            summary.pop("metadata")
+        return Response({"volume-summary": summary})
+
+
 class VolumesView(VolumeAPIView):
     def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
         self.authorize("volume:get_all")
@@ -247,6 +259,9 @@ class VolumeActionView(VolumeAPIView):
                 if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
+        if action in ("os-reserve", "os-unreserve"):
+            services.volume_reserve(self.ctx, vol, reserve=action == "os-reserve")
+            return Response(status=202)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
                             "properties": {"image_id": {"type": "string"}, "reimage_reserved": {"type": "boolean"}}})

@@ -3,8 +3,10 @@ scheduled where it was, or not at all (its stored trace); ``--now`` adds the dry
 request spec (would it fit now?).
 
 ``manage.py scheduler explain --flavor F [--image I] [--az Z] [--hint k=v ...] [--json]``: the
-dry run of booting one server: whether it fits now and where, and if not what to change. Nothing
-is allocated. Exit code 0, 1 when the server, flavor or image is not found."""
+dry run of booting one server: whether it fits now and where, and if not what to change
+(``--hint group=UUID``: the group's policy as a boot would honour it, naming the members that keep
+it from a host). Nothing is allocated. Exit code 0, 1 when the server, flavor, image or group is
+not found (or the group is full)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NotFound
+from cloudcore.core.exceptions import Forbidden, Invalid, NotFound
 from scheduling.services.explanations import request_dry_run, server_dry_run, server_explanation
 from scheduling.trace import trace_text
 
@@ -45,7 +47,7 @@ class Command(BaseCommand):
                 answer = request_dry_run(actor=RequestContext.system(), flavor_ref=options["flavor"],
                                          image_ref=options["image"], availability_zone=options["az"], hints=hints)
                 self._dry_run(answer, options["json"])
-        except NotFound as exc:
+        except (NotFound, Invalid, Forbidden) as exc:
             raise CommandError(str(exc)) from exc
 
     def _server(self, options: dict[str, Any]) -> None:
@@ -69,6 +71,8 @@ class Command(BaseCommand):
             self.stdout.write(f"does not fit now: {answer['message']}")
         for suggestion in answer["suggestions"]:
             self.stdout.write(f"  {suggestion['host']} (cell {suggestion['cell']}): {'; '.join(suggestion['changes'])}")
+            for member in suggestion["group_members"]:
+                self.stdout.write(f"    group member {member['id']} ({member['name'] or '-'}) on {member['host']}")
             for server in suggestion["free_servers"]:
                 sizes = ", ".join(f"{rc}={n}" for rc, n in sorted(server["resources"].items()))
                 self.stdout.write(f"    free server {server['id']} ({server['name'] or '-'}): {sizes}")

@@ -151,3 +151,33 @@ def test_demo_setup_registers_tiny_once() -> None:
     tiny = Image.objects.get(name="tiny")
     assert tiny.status == "active" and tiny.visibility == "public" and tiny.size == demo.SIZE
     assert lines == ["images: registered image tiny"]
+
+
+def test_deactivate_reactivate_and_tasks(settings: object, tmp_path: object) -> None:
+    admin, user = admin_client(), member()
+    image = create(admin, name="shut", visibility="public")
+    url = f"/image/v2/images/{image['id']}"
+    # a queued image cannot be deactivated
+    assert admin.post(f"{url}/actions/deactivate").status_code == 403
+    admin.put(f"{url}/file", b"bytes" * 100, content_type="application/octet-stream")
+    # a project that does not own it may not deactivate it
+    assert user.post(f"{url}/actions/deactivate").status_code == 403
+    # when its owner deactivates it (twice: the second is a no-op)
+    for _ in range(2):
+        assert admin.post(f"{url}/actions/deactivate").status_code == 204
+    assert user.get(url).json()["status"] == "deactivated"
+    # then only an admin may download its data, and no volume is made from it
+    refused = user.get(f"{url}/file")
+    assert refused.status_code == 403 and "deactivated" in refused.content.decode()
+    assert admin.get(f"{url}/file").status_code == 200
+    assert user.post(f"{url}/actions/reactivate").status_code == 403
+    volume = user.post("/volume/v3/volumes", {"volume": {"size": 1, "imageRef": image["id"]}}, format="json")
+    assert volume.status_code == 400 and "is not active" in volume.json()["badRequest"]["message"]
+    # reactivated, it is active again
+    assert admin.post(f"{url}/actions/reactivate").status_code == 204
+    assert user.get(url).json()["status"] == "active"
+    assert user.get(f"{url}/file").status_code == 200
+    # no asynchronous task ever runs on an image here (the 2.12 list is empty; 404 for an unseen image)
+    assert user.get(f"{url}/tasks").json() == {"tasks": []}
+    private = create(user, name="mine")
+    assert member("bob", "demo2").get(f"/image/v2/images/{private['id']}/tasks").status_code == 404

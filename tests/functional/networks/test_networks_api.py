@@ -27,8 +27,13 @@ def make_net(client: APIClient, name: str = "net1", cidr: str = "192.168.10.0/29
 
 def test_versions_and_extensions() -> None:
     assert APIClient().get("/network/").json()["versions"][0]["id"] == "v2.0"
-    aliases = [e["alias"] for e in member().get("/network/v2.0/extensions").json()["extensions"]]
-    assert "binding-extended" in aliases
+    listed = member().get("/network/v2.0/extensions").json()["extensions"]
+    assert "binding-extended" in [e["alias"] for e in listed]
+    # each one listed is shown by its alias, the same body
+    for extension in listed:
+        assert member().get(f"/network/v2.0/extensions/{extension['alias']}").json() == {"extension": extension}
+    missing = member().get("/network/v2.0/extensions/dvr")
+    assert missing.status_code == 404 and missing.json()["NeutronError"]["type"] == "HTTPNotFound"
 
 
 def test_ports_get_lowest_free_ip_never_gateway_until_exhausted() -> None:

@@ -12,6 +12,7 @@ from cloudcore.core.exceptions import NoValidHost
 from hosts.models import ComputeNode, Service
 from hosts.services import services_admin
 from scheduling.host_cache import node_cache
+from scheduling.models import ResourceProvider
 from scheduling.placement import services as placement
 from scheduling.placement.cache import provider_cache
 from scheduling.scheduler import select_destinations
@@ -131,8 +132,9 @@ def _sql_and_copy(**kwargs):
     return sql, copy
 
 
-def test_provider_copy_answers_as_the_sql_query():
-    # given providers with assorted inventories, constraints, usage, traits and aggregates
+def assorted_providers() -> list[str]:
+    """40 providers (one deleted again) with assorted inventories, constraints, usage, traits
+    and aggregates; their uuids."""
     rng = random.Random(7)
     placement.trait_create(name="CUSTOM_GOLD")
     uuids = []
@@ -153,6 +155,12 @@ def test_provider_copy_answers_as_the_sql_query():
             placement.allocations_put(consumer_uuid=f"c{i}", allocations={rp.uuid: {"VCPU": 1, "MEMORY_MB": 512}},
                                       project_id="p", user_id="u")
     placement.provider_delete(rp=uuids.pop())
+    return uuids
+
+
+def test_provider_copy_answers_as_the_sql_query():
+    # given providers with assorted inventories, constraints, usage, traits and aggregates
+    uuids = assorted_providers()
     cases = [
         {"resources": {"VCPU": 1, "MEMORY_MB": 512}},
         {"resources": {"VCPU": 2, "MEMORY_MB": 768, "DISK_GB": 15}},
@@ -197,3 +205,80 @@ def test_a_node_saved_by_its_compute_is_read_again_alone(compute_host, cells):
     # then the next request sees it, having read only the rows updated since
     assert chosen(image=x86) == "b"
     assert node_cache.delta_reloads == delta + 1
+
+
+def walked_shortfall(*, resources, required_traits=(), forbidden_traits=(), member_of=None, provider_uuids=None,
+                     nearest=20):
+    """The shortfall as ``ProviderCache.shortfall`` defines it, provider by provider through
+    placement's services (the reference its one-pass walk is held to)."""
+    wanted = sorted(resources.items())
+    required, forbidden = set(required_traits), set(forbidden_traits)
+    groups = [set(group) for group in member_of or []]
+    rows, eligible_any = [], False
+    for rp in ResourceProvider.objects.order_by("id"):
+        if provider_uuids is not None and rp.uuid not in provider_uuids:
+            continue
+        inventories, usages = placement.inventories_get(rp=rp), placement.provider_usages(rp=rp)
+        traits, aggregates = set(placement.traits_get(rp=rp)), set(placement.aggregates_get(rp=rp))
+        free, short = {}, {}
+        for rc, n in wanted:
+            inv, used = inventories.get(rc), usages.get(rc, 0)
+            free[rc] = max(placement.capacity(inv["total"], inv["reserved"], inv["allocation_ratio"]) - used, 0) \
+                if inv else 0
+            fits = inv is not None and inv["min_unit"] <= n <= inv["max_unit"] and n % inv["step_size"] == 0 \
+                and (inv["total"] - inv["reserved"]) * inv["allocation_ratio"] >= used + n
+            if not fits:
+                short[rc] = n - free[rc] if free[rc] < n else n
+        outside = bool(groups) and any(not group & aggregates for group in groups)
+        missing, present = sorted(required - traits), sorted(forbidden & traits)
+        eligible = not (missing or present or outside)
+        eligible_any = eligible_any or eligible
+        rows.append((rp, free, short, missing, present, outside, eligible))
+    resources_out = {}
+    for rc, n in wanted:
+        short_on = sum(1 for row in rows if rc in row[2])
+        if short_on:
+            frees = [row[1][rc] for row in rows if row[6] or not eligible_any]
+            resources_out[rc] = {"requested": n, "short_on": short_on, "most_free": max(frees, default=0)}
+    ranked = sorted(
+        ((len(short) + len(missing) + len(present) + outside, sum(s / resources[rc] for rc, s in short.items()), rp.id),
+         {"uuid": rp.uuid, "short": short, "missing_traits": missing, "forbidden_traits": present,
+          "outside_aggregates": outside})
+        for rp, _free, short, missing, present, outside, _eligible in rows if short or missing or present or outside)
+    return {
+        "providers": len(rows), "resources": resources_out,
+        "traits_missing": {t: n for t in required if (n := sum(t in row[3] for row in rows))},
+        "traits_forbidden": {t: n for t in forbidden if (n := sum(t in row[4] for row in rows))},
+        "outside_aggregates": sum(row[5] for row in rows),
+        "nearest": [near for _rank, near in ranked[:nearest]],
+    }
+
+
+def test_the_shortfall_is_the_definitions_and_is_kept_while_placement_does_not_change():
+    # given providers with assorted inventories, constraints, usage, traits and aggregates
+    uuids = assorted_providers()
+    cases = [
+        {"resources": {"VCPU": 3, "MEMORY_MB": 2048}},
+        {"resources": {"VCPU": 2, "MEMORY_MB": 768, "DISK_GB": 15}, "nearest": 5},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 1024}, "required_traits": ["CUSTOM_GOLD", "HW_CPU_X86_AVX2"]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 256}, "forbidden_traits": ["COMPUTE_NODE", "COMPUTE_STATUS_DISABLED"]},
+        {"resources": {"VCPU": 8, "MEMORY_MB": 512}, "member_of": [["agg-a"], ["agg-b", "agg-x"]]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 4096}, "provider_uuids": uuids[10:20], "nearest": 3},
+        {"resources": {"DISK_GB": 30}, "required_traits": ["CUSTOM_GOLD"], "member_of": [["agg-nowhere"]]},
+        {"resources": {"VCPU": 1}, "nearest": 0},
+    ]
+    for kwargs in cases:
+        # when the copy's one-pass walk is asked, then it answers as the definition
+        answer = provider_cache.shortfall(**kwargs)
+        assert answer == walked_shortfall(**kwargs), kwargs
+    answer = provider_cache.shortfall(**cases[0])
+    assert answer["nearest"] and answer["resources"]
+    # when the reader changes its answer, then the next one is unchanged
+    answer["nearest"][0]["host"] = "mine"
+    answer["resources"]["VCPU"]["short_on"] = -1
+    assert provider_cache.shortfall(**cases[0]) == walked_shortfall(**cases[0])
+    # when placement changes, then the next answer is computed again from the new state
+    freed = next(near["uuid"] for near in answer["nearest"] if set(near["short"]) == {"VCPU"})
+    placement.inventories_set(rp=freed, inventories={"VCPU": {"total": 16}, "MEMORY_MB": {"total": 4096}})
+    again = provider_cache.shortfall(**cases[0])
+    assert again == walked_shortfall(**cases[0]) and freed not in {near["uuid"] for near in again["nearest"]}

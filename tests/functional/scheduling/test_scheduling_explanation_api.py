@@ -113,3 +113,27 @@ def test_the_openapi_schema_documents_the_endpoints():
     paths = APIClient().get("/api/schema/?format=json").json()["paths"]
     assert "get" in paths["/compute/v2.1/servers/{server_id}/os-scheduling-explanation"]
     assert "post" in paths["/compute/v2.1/os-scheduling-explanation"]
+
+
+def test_the_dry_run_through_the_api_honours_a_group_hint(cloud):
+    # given an anti-affinity group with one member in az1 (compute1 and compute2)
+    member, admin = cloud.member(), cloud.admin()
+    group = cloud.post(member, "os-server-groups", {"server_group": {"name": "spread", "policy": "anti-affinity"}},
+                       version="2.64").json()["server_group"]
+    first = cloud.create_server(member, "web-1", hints={"group": group["id"]}, availability_zone="az1")
+    used = cloud.show(admin, first["id"])["OS-EXT-SRV-ATTR:host"]
+    other = ({"compute1", "compute2"} - {used}).pop()
+    body = {"explain": {"flavorRef": "m1.tiny", "availability_zone": "az1", "scheduler_hints": {"group": group["id"]}}}
+    # when another member is dry-run, then only the other host fits
+    answer = cloud.post(admin, "os-scheduling-explanation", body).json()["scheduling_dry_run"]
+    assert answer["fits"] is True and answer["hosts"] == [other]
+    # and with a member on each host, each host's suggestion names the member in the way
+    second = cloud.create_server(member, "web-2", hints={"group": group["id"]}, availability_zone="az1")
+    answer = cloud.post(admin, "os-scheduling-explanation", body).json()["scheduling_dry_run"]
+    assert answer["fits"] is False
+    blocking = {s["host"]: [m["name"] for m in s["group_members"]] for s in answer["suggestions"] if s["group_members"]}
+    assert blocking == {used: ["web-1"], other: ["web-2"]}
+    assert cloud.show(admin, second["id"])["OS-EXT-SRV-ATTR:host"] == other
+    # and a group that does not exist is a bad request, as on boot
+    body["explain"]["scheduler_hints"] = {"group": "00000000-0000-0000-0000-000000000000"}
+    assert cloud.post(admin, "os-scheduling-explanation", body).status_code == 400

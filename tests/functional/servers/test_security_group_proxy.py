@@ -47,7 +47,9 @@ def test_group_crud_and_rules(cloud: Cloud) -> None:
 
 
 @pytest.mark.parametrize("rule, code", [
-    ({"ip_protocol": "tcp", "from_port": 22, "to_port": 22, "parent_group_id": "nope"}, 404),
+    ({"ip_protocol": "tcp", "from_port": 22, "to_port": 22, "parent_group_id": "nope"}, 400),  # not a uuid
+    ({"ip_protocol": "tcp", "from_port": 22, "to_port": 22,
+      "parent_group_id": "5a2c3f0e-0000-4000-8000-000000000000"}, 404),
     ({"ip_protocol": "foo", "from_port": 22, "to_port": 22}, 400),
     ({"ip_protocol": "tcp", "from_port": "abc", "to_port": 22}, 400),
     ({"ip_protocol": "tcp", "from_port": 22, "to_port": 99999}, 400),

@@ -263,3 +263,31 @@ def test_qcow2_images_in_and_out_of_volumes(bfv: Any, tmp_path: Any) -> None:
     back = Image.objects.get(id=up.json()["os-volume_upload_image"]["image_id"])
     assert back.status == "active" and back.disk_format == "qcow2" and back.virtual_size == 1024 ** 3
     assert image_data_path(back.id).read_bytes()[:4] == b"QFI\xfb"
+
+
+def test_summary_counts_what_the_project_sees(bfv: Any) -> None:
+    client = bfv.member()
+    _make(client, "s1", size=2, metadata={"tier": "gold"})
+    _make(client, "s2", metadata={"tier": "silver", "team": "a"})
+    _make(bfv.member("demo2", "demo2"), "elsewhere", size=5)
+    summary = call(client, "get", "/volume/v3/volumes/summary").json()["volume-summary"]
+    assert (summary["total_count"], summary["total_size"]) == (2, 3)
+    assert summary["metadata"] == {"tier": ["gold", "silver"], "team": ["a"]}
+    # metadata from 3.36; the summary itself from 3.12
+    assert "metadata" not in call(client, "get", "/volume/v3/volumes/summary", version="volume 3.35").json()[
+        "volume-summary"]
+    assert call(client, "get", "/volume/v3/volumes/summary", version="volume 3.11").status_code == 404
+
+
+def test_legacy_reserve_and_unreserve(bfv: Any) -> None:
+    client = bfv.member()
+    vid = _make(client, "r")
+    action = f"/volume/v3/volumes/{vid}/action"
+    assert call(client, "post", action, {"os-reserve": None}).status_code == 202
+    assert status(client, vid) == "attaching"
+    # a reserved volume cannot be reserved again
+    again = call(client, "post", action, {"os-reserve": None})
+    assert again.status_code == 400 and "must be available" in again.json()["badRequest"]["message"]
+    assert call(client, "post", action, {"os-unreserve": None}).status_code == 202
+    assert status(client, vid) == "available"
+    assert call(client, "post", action, {"os-unreserve": None}).status_code == 400
