@@ -6,18 +6,18 @@ tagged functions of the modules it names, once, so which operations exist never 
 modules some earlier code happened to import.
 
 - ``server_action``: a whole server action on its host: ``instance.<notification>.start/end``
-  (``.error`` on failure), a ``compute_<op>`` event on the action, the action finished; a failure
-  never leaves the server in a task_state: it is set back (or to ERROR where the guest may be
-  gone) with a fault, and the migration of a failed same-cell move ends ``error``. Cast, nobody
-  reads its answer; called (an interface attach), its answer is the operation's dict, or
-  ``failure_answer`` when it failed.
+  (on failure ``.error`` where Nova defines one, and ``compute.exception``), a ``compute_<op>``
+  event on the action, the action finished; a failure never leaves the server in a task_state:
+  it is set back (or to ERROR where the guest may be gone) with a fault, and the migration of a
+  failed same-cell move ends ``error``. Cast, nobody reads its answer; called (an interface
+  attach), its answer is the operation's dict, or ``failure_answer`` when it failed.
 - ``host_call``: a read the API waits for (``compute.rpc._call``), e.g. a guest's console log:
   no action, event or notification; its answer is returned, a failure answered
   ``{"failed": True, "message": ..., "code": ...}`` (``code``: the domain error's HTTP code).
 - ``move_step``: one host's step of a cross-cell move, called by the conductor
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
-  returned; a failure is answered ``{"failed": True, "message": ..., **exc.details}`` and the
-  conductor undoes the move (``conductor.cross_cell``).
+  returned; a failure emits ``compute.exception`` and is answered ``{"failed": True, "message":
+  ..., **exc.details}``, and the conductor undoes the move (``conductor.cross_cell``).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from servers.choices import MigrationStatus, TaskState, VmState
 from servers.selectors import migration_get
 from servers.services import actions
 from servers.services.move_recovery import error_out_migration
-from servers.services.notify import notify_instance
+from servers.services.notify import notify_compute_exception, notify_compute_failure, notify_instance
 
 from .clients import placement
 
@@ -124,6 +124,7 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
                 log.warning("%s of %s failed: %s", name, instance.uuid, exc, exc_info=True)
                 drop_broken_connections()
                 actions.event_finish(ev, exc=exc)
+                notify_compute_exception(exc, host=instance.host)
                 return failure_answer(exc)
             actions.event_finish(ev)
             return dict(answer or {})
@@ -163,7 +164,7 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
     notify_instance(ctx, "instance.update", instance, old_vm_state=old)
-    notify_instance(ctx, f"instance.{notification}.error", instance, fault=exc)
+    notify_compute_failure(ctx, notification, instance, exc)
 
 
 #: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)

@@ -68,8 +68,8 @@ from servers.services.history import (
     rows_restore,
     rows_take,
 )
-from servers.services.move_recovery import allocations_back_to_server, move_failed
-from servers.services.notify import notify_instance
+from servers.services.move_recovery import allocations_back_to_server, migrate_server_failed, move_failed
+from servers.services.notify import notify_instance, notify_resize_prep
 from volumes import services as volumes
 from volumes.choices import AttachStatus
 from volumes.selectors import attachment_find
@@ -121,16 +121,16 @@ def notify(ctx: RequestContext, event: str, instance: Instance, **kw: Any) -> No
     notify_instance(ctx, event, instance, **kw)
 
 
-def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, exc: BaseException,
-                  action: str) -> None:
+def finish_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid: str, exc: BaseException) -> None:
     """A confirm or revert that failed: in the targeted (mapped) cell the migration ends ``error``
-    and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy."""
+    and the server ERROR with a fault; the operator hard-deletes the unmapped cell's copy. As in
+    Nova no ``instance.resize_confirm/revert.error`` exists: a host that failed its step emitted
+    ``compute.exception``; the fault and the failed action tell the rest."""
     migration_update(migration_uuid, status=MigrationStatus.ERROR, updated_at=timezone.now())
     instance_update(instance_uuid, vm_state=VmState.ERROR, task_state=None, updated_at=timezone.now())
     instance = instance_get_in_cell(instance_uuid, read_deleted=True)
     actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
     actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
-    notify(ctx, f"instance.{action}.error", instance, fault=exc)
 
 
 def flip_to(instance_uuid: str, *, visible: CellMapping, hidden: CellMapping) -> None:
@@ -197,7 +197,9 @@ def cross_cell_failed(ctx: RequestContext, *, instance_uuid: str, migration_uuid
         instance_update(instance_uuid, **fields)
         actions.fault_add(instance_uuid=instance_uuid, exc=exc, host=instance.host)
         actions.action_finish(ctx, instance_uuid=instance_uuid, failed=True)
+        instance.refresh_from_db()
         notify(ctx, "instance.resize.error", instance, fault=exc)
+    migrate_server_failed(instance, exc)
 
 
 # --- the move -----------------------------------------------------------------------------------
@@ -384,13 +386,14 @@ def cross_cell_resize(ctx: RequestContext, *, instance: Instance, migration: Mig
     migration.save(update_fields=["cross_cell_move", "updated_at"])
     move: dict[str, Any] = {"ctx": ctx, "instance_uuid": instance.uuid, "migration_uuid": migration.uuid,
                             "source": source, "target": target, "selection": selection}
-    notify(ctx, "instance.resize_prep.start", instance)
+    dest_host = str(selection["service_host"])
+    notify_resize_prep(ctx, "start", instance, migration, host=dest_host)
     try:
         run_steps([TargetDBSetup(move), PrepAtDest(move)])
     except Exception as exc:
         move_failed(ctx, instance, migration, exc)
         return
-    notify(ctx, "instance.resize_prep.end", instance)
+    notify_resize_prep(ctx, "end", instance, migration, host=dest_host)
     try:
         run_steps([PrepAtSource(move), FinishAtDest(move)])
     except Exception as exc:
@@ -440,8 +443,7 @@ def confirm_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_u
             hard_delete_rows(instance_uuid, source)
         except Exception as exc:
             log.warning("confirm of the cross-cell resize of %s failed: %s", instance_uuid, exc)
-            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc,
-                          action="resize_confirm")
+            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc)
             return
         finally:
             allocations_delete(consumer_uuid=migration_uuid)  # always: the source host's claim is gone
@@ -509,8 +511,7 @@ def revert_cross_cell_resize(ctx: RequestContext, *, instance_uuid: str, cell_uu
     except Exception as exc:
         log.warning("revert of the cross-cell resize of %s failed: %s", instance_uuid, exc)
         with target_cell(source if flipped else target):
-            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc,
-                          action="resize_revert")
+            finish_failed(ctx, instance_uuid=instance_uuid, migration_uuid=migration_uuid, exc=exc)
         return
     with target_cell(source):
         instance = instance_get_in_cell(instance_uuid)

@@ -3,9 +3,10 @@
 
 The move is a list of ``Step``s with rollback: the scheduler picks a destination (claiming its
 allocations); when scheduling or the move fails, the allocations go back to the server, the
-migration ends ``error`` and the server keeps its vm_state (task_state cleared, fault recorded).
-A destination in the same cell gets the migration's destination and the source host is cast
-``resize_at_source``; a destination in another cell hands the move over to
+migration ends ``error`` and the server keeps its vm_state (task_state cleared, fault recorded,
+``compute_task.migrate_server.error`` emitted). A destination in the same cell gets the
+migration's destination (``prep_resize``, with ``instance.resize_prep.start/end``) and the source
+host is cast ``resize_at_source``; a destination in another cell hands the move over to
 ``conductor.cross_cell``.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from servers.choices import MigrationStatus, MigrationType, TaskState
 from servers.selectors import instance_get, migration_get
 from servers.services import actions
 from servers.services.move_recovery import move_failed
+from servers.services.notify import notify_resize_prep
 
 from .cross_cell import cross_cell_resize
 
@@ -96,15 +98,29 @@ def resize_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, 
         if dest_cell and dest_cell != cell.uuid:
             cross_cell_resize(ctx, instance=instance, migration=migration, selection=move.selection)
             return
+        try:
+            prep_resize(move)
+        except Exception as exc:
+            move_failed(ctx, instance, migration, exc)
 
-        node = compute_node_get(move.selection["compute_node_uuid"])
-        migration.dest_compute = move.selection["service_host"]
-        migration.dest_host = migration.dest_compute
-        migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
-        migration.dest_compute_id = node.id if node else None
-        migration.status = MigrationStatus.MIGRATING
-        migration.save()
-        instance.task_state = TaskState.RESIZE_MIGRATING
-        instance.save(update_fields=["task_state"])
-        compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
-                                     cell_uuid=str(cell.uuid), migration_uuid=migration.uuid)
+
+def prep_resize(move: MoveContext) -> None:
+    """A same-cell move's preparation at its destination (Nova's ``prep_resize``, between
+    ``instance.resize_prep.start`` and ``.end``): the migration gets the destination and goes
+    ``migrating``; then the server's task_state ``resize_migrating`` and the source host is cast
+    ``resize_at_source``. A failure is the caller's (``move_failed``)."""
+    ctx, instance, migration = move.ctx, move.instance, move.migration
+    dest_host = str(move.selection["service_host"])
+    notify_resize_prep(ctx, "start", instance, migration, host=dest_host)
+    node = compute_node_get(move.selection["compute_node_uuid"])
+    migration.dest_compute = dest_host
+    migration.dest_host = dest_host
+    migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
+    migration.dest_compute_id = node.id if node else None
+    migration.status = MigrationStatus.MIGRATING
+    migration.save()
+    notify_resize_prep(ctx, "end", instance, migration, host=dest_host)
+    instance.task_state = TaskState.RESIZE_MIGRATING
+    instance.save(update_fields=["task_state"])
+    compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
+                                 cell_uuid=str(move.cell.uuid), migration_uuid=migration.uuid)

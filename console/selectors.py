@@ -14,7 +14,6 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.models import NotificationRecord
 from hosts import selectors as host_selectors
 from hosts.services.servicegroup import service_is_up
-from scheduling.models import STANDARD_RESOURCE_CLASSES
 from scheduling.placement import selectors as placement_selectors
 from scheduling.services import usage_samples
 from servers import selectors as server_selectors
@@ -341,7 +340,7 @@ def usage_chart(scope: str = usage_samples.CLOUD) -> UsageChart:
         return round(CHART_W * (sample.taken_at - t0).total_seconds() / span, 1) if span else CHART_W / 2
 
     series = []
-    for rc in STANDARD_RESOURCE_CLASSES:
+    for rc in usage_samples.SAMPLED_RESOURCE_CLASSES:
         pairs = [(sample, *sample.usage[scope].get(rc, [0, 0])) for sample in chosen]
         top = max(1, *(max(used, cap) for _, used, cap in pairs))
 

@@ -33,6 +33,16 @@ class Service(CellModel, SoftDeleteModel):
                 fields=["host", "binary"], condition=Q(deleted=False), name="service_host_binary_live"
             )
         ]
+        # the scheduler's per-request freshness check (``selectors.compute_fingerprint``) and its
+        # list of services with a problem (``selectors.compute_service_problems``) read these
+        # instead of scanning every service of the cell
+        indexes = [
+            models.Index(fields=["binary", "created_at"], name="service_binary_created"),
+            models.Index(fields=["binary", "updated_at"], name="service_binary_updated"),
+            models.Index(fields=["binary", "disabled"], name="service_binary_disabled"),
+            models.Index(fields=["binary", "forced_down"], name="service_binary_forced_down"),
+            models.Index(fields=["binary", "last_seen_up"], name="service_binary_last_seen_up"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.binary}@{self.host}"
@@ -77,6 +87,11 @@ class ComputeNode(CellModel, SoftDeleteModel):
                 condition=Q(deleted=False),
                 name="compute_node_host_hypervisor_live",
             )
+        ]
+        # the scheduler's per-request freshness check (``selectors.compute_fingerprint``)
+        indexes = [
+            models.Index(fields=["created_at"], name="compute_node_created"),
+            models.Index(fields=["updated_at"], name="compute_node_updated"),
         ]
 
     def __str__(self) -> str:

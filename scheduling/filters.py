@@ -19,6 +19,12 @@ from .trace import SchedulingTrace
 class BaseFilter:
     name = "BaseFilter"
 
+    def applies(self, request: RequestView) -> bool:
+        """Can this filter reject any host for ``request``? When not, ``filter_hosts`` lets every
+        host through without asking each one (a request that names no zone, destination, image
+        property or aggregate extra spec costs nothing per host)."""
+        return True
+
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         raise NotImplementedError
 
@@ -53,6 +59,9 @@ class AvailabilityZoneFilter(BaseFilter):
 
     name = "AvailabilityZoneFilter"
 
+    def applies(self, request: RequestView) -> bool:
+        return bool(request.availability_zone)
+
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         zone = request.availability_zone
         return not zone or zone in host.availability_zone.split(",")
@@ -65,6 +74,9 @@ class RequestedDestinationFilter(BaseFilter):
     """``requested_destination`` host / node / cell."""
 
     name = "RequestedDestinationFilter"
+
+    def applies(self, request: RequestView) -> bool:
+        return bool(request.destination_host or request.destination_node or request.destination_cell)
 
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         if request.destination_host and host.host != request.destination_host:
@@ -87,6 +99,9 @@ class SourceCellFilter(BaseFilter):
 
     name = "SourceCellFilter"
 
+    def applies(self, request: RequestView) -> bool:
+        return bool(request.source_cell) and not request.allow_cross_cell_move
+
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         source = request.source_cell
         return not source or request.allow_cross_cell_move or host.cell_uuid == source
@@ -105,6 +120,10 @@ class ImagePropertiesFilter(BaseFilter):
     the node (unknown node facts pass)."""
 
     name = "ImagePropertiesFilter"
+
+    def applies(self, request: RequestView) -> bool:
+        props = request.image_props
+        return any(props.get(key) for key in ("hw_architecture", "architecture", "img_hv_type", "hypervisor_type"))
 
     def host_passes(self, host: HostState, request: RequestView) -> bool:
         props = request.image_props
@@ -159,19 +178,29 @@ def extra_spec_matches(have: str, requirement: str) -> bool:
     return have == requirement
 
 
+def _aggregate_key(spec_key: str) -> str | None:
+    """The aggregate metadata key a flavor extra spec is matched against (unscoped, or scoped
+    ``aggregate_instance_extra_specs:``); None for an extra spec of another scope."""
+    scope, _, rest = spec_key.partition(":")
+    if not rest:
+        return spec_key
+    return rest if scope == AGGREGATE_SCOPE else None
+
+
 class AggregateInstanceExtraSpecsFilter(BaseFilter):
     """Flavor extra specs scoped ``aggregate_instance_extra_specs:`` (or unscoped) must match the
     metadata of the host's aggregates."""
 
     name = "AggregateInstanceExtraSpecsFilter"
 
+    def applies(self, request: RequestView) -> bool:
+        return any(_aggregate_key(key) is not None for key in request.extra_specs)
+
     def host_passes(self, host: HostState, request: RequestView) -> bool:
-        for key, requirement in request.extra_specs.items():
-            scope, _, rest = key.partition(":")
-            if rest:
-                if scope != AGGREGATE_SCOPE:
-                    continue
-                key = rest
+        for spec_key, requirement in request.extra_specs.items():
+            key = _aggregate_key(spec_key)
+            if key is None:
+                continue
             values = host.aggregate_metadata.get(key)
             if not values:
                 return False
@@ -180,13 +209,13 @@ class AggregateInstanceExtraSpecsFilter(BaseFilter):
         return True
 
     def reason(self, host: HostState, request: RequestView) -> str:
-        for key, requirement in request.extra_specs.items():
-            scope, _, rest = key.partition(":")
-            if rest and scope != AGGREGATE_SCOPE:
+        for spec_key, requirement in request.extra_specs.items():
+            key = _aggregate_key(spec_key)
+            if key is None:
                 continue
-            values = host.aggregate_metadata.get(rest or key)
+            values = host.aggregate_metadata.get(key)
             if not values or not any(extra_spec_matches(v, requirement) for v in values):
-                return f"aggregate metadata {rest or key}={','.join(sorted(values or [])) or '(none)'}, " \
+                return f"aggregate metadata {key}={','.join(sorted(values or [])) or '(none)'}, " \
                        f"flavor wants {requirement}"
         return "rejected"
 
@@ -222,8 +251,11 @@ def filter_hosts(
         return forced
     for flt in filters:
         before = len(remaining)
-        remaining = _step(remaining, flt.name, partial(flt.host_passes, request=request),
-                          partial(flt.reason, request=request), trace)
+        if flt.applies(request):
+            remaining = _step(remaining, flt.name, partial(flt.host_passes, request=request),
+                              partial(flt.reason, request=request), trace)
+        elif trace is not None:
+            trace.filtered(flt.name, before, [], partial(flt.reason, request=request))
         if log is not None:
             log.append(f"{flt.name}: {before} -> {len(remaining)}")
         if not remaining:

@@ -62,9 +62,10 @@ class HostState:
         return True
 
     def consume(self, wanted: dict[str, int]) -> None:
-        for rc, n in wanted.items():
-            if rc in self.resources:
-                self.resources[rc]["used"] += n
+        """Count ``wanted`` as used on this host for the rest of the request. ``resources`` may
+        be shared with placement's copy (``ProviderCache``), so it is copied, never changed."""
+        self.resources = {rc: {**res, "used": res["used"] + wanted[rc]} if rc in wanted else res
+                          for rc, res in self.resources.items()}
 
     def __repr__(self) -> str:
         return f"({self.host}, {self.nodename}) cell={self.cell_uuid}"

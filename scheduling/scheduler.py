@@ -17,7 +17,10 @@ Steps (constant number of SQL queries whatever the number of hosts; per instance
    metadata from the API database (one query);
 5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
 6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
-   plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit.
+   plus up to ``MAX_ATTEMPTS - 1`` alternates in the same cell that still fit. Several instances
+   are placed in memory one after the other and claimed together in one transaction
+   (``placement.claim_allocation_requests``); when that loses to a concurrent writer, the
+   request starts over claiming each instance as it is placed.
 
 NoValidHost ("No valid host was found. There are not enough hosts available.") when any
 instance finds no host; the claims made for the others are then released.
@@ -45,7 +48,7 @@ from servers.selectors import group_member_hosts, hosts_of
 
 from .filters import filter_hosts
 from .host_cache import NodeFacts, node_cache, service_problems
-from .host_state import HostState, RequestView, max_placement_results, summary_resources
+from .host_state import HostState, RequestView, max_placement_results
 from .models import AggregateMetadata
 from .placement import services as placement
 from .placement.cache import provider_cache
@@ -185,20 +188,28 @@ def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[st
 
 def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any] | None,
                  requests: dict[str, dict[str, Any]]) -> list[HostState]:
-    facts = [view.nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
+    """Host states of the nodes ``rows`` (with ``summaries``, only those placement summarised).
+    Each host state takes its provider's resources and traits from the summary as they are,
+    without a copy (the provider copy shares them between requests; ``HostState.consume``
+    replaces what it changes)."""
+    nodes = view.nodes
+    facts = [nodes[uuid] for uuid in rows if summaries is None or uuid in summaries]
     zones, metadata = _aggregate_facts({f.node.host for f in facts if f.node.host})
+    default_zone = settings.DEFAULT_AVAILABILITY_ZONE
+    summaries = summaries or {}
+    no_summary: dict[str, Any] = {}
     states = []
     for fact in facts:
-        node = fact.node
-        summary = (summaries or {}).get(node.uuid, {})
+        node, cell = fact.node, fact.cell
+        summary = summaries.get(node.uuid, no_summary)
         service, service_up = view.current_service(fact)
         states.append(HostState(
-            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=fact.cell.uuid,
-            cell_name=fact.cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
-            hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch, resources=summary_resources(summary),
-            traits=list(summary.get("traits", [])), aggregate_metadata=dict(metadata.get(node.host, {})),
-            availability_zone=zones.get(node.host, settings.DEFAULT_AVAILABILITY_ZONE),
-            allocation_request=requests.get(node.uuid),
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=cell.uuid,
+            cell_name=cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
+            hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch,
+            resources=summary["resources"] if summary else {}, traits=summary.get("traits") or [],
+            aggregate_metadata=dict(metadata[node.host]) if node.host in metadata else {},
+            availability_zone=zones.get(node.host, default_zone), allocation_request=requests.get(node.uuid),
         ))
     states.sort(key=lambda h: (h.host, h.nodename))
     return states
@@ -334,7 +345,12 @@ def select_destinations(
     trace = SchedulingTrace()
     request_id = str(ctx_attr(ctx, "request_id") or "")
     try:
-        results = _select(ctx, spec, request, instance_uuids, return_alternates, trace)
+        try:
+            results = _select(ctx, spec, request, instance_uuids, return_alternates, trace)
+        except _ClaimsLost:
+            log.info("claims for %s lost to a concurrent writer: scheduling them one by one", instance_uuids)
+            trace = SchedulingTrace()
+            results = _select(ctx, spec, request, instance_uuids, return_alternates, trace, batch_claims=False)
     except NoValidHost as exc:
         exc.trace = trace.to_dict()  # type: ignore[attr-defined]
         trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
@@ -344,8 +360,12 @@ def select_destinations(
     return results
 
 
+class _ClaimsLost(Exception):
+    """The claims of a multi-instance request, made together, lost to a concurrent writer."""
+
+
 def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids: list[str],
-            return_alternates: bool, trace: SchedulingTrace) -> list[list[Selection]]:
+            return_alternates: bool, trace: SchedulingTrace, batch_claims: bool = True) -> list[list[Selection]]:
     consumers: list[str | None] = list(instance_uuids) or [None] * int(spec.get("num_instances") or 1)
     hosts, wanted = _candidate_hosts(request, trace)
     steps: list[str] = [f"placement: {len(hosts)} candidates"]
@@ -355,13 +375,23 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     group = GroupPlacement.of(spec, exclude=instance_uuids or [u for u in [spec.get("instance_uuid")] if u])
     log.debug("filtering for %s: %s", instance_uuids, "; ".join(steps))
     claim = not request.is_rebuild
+    # several instances: each is placed in memory and all are claimed at the end in one
+    # transaction (``placement.claim_allocation_requests``); when a concurrent writer wins,
+    # ``select_destinations`` starts over claiming one by one (``batch_claims=False``)
+    claim_each = claim and not (batch_claims and len(consumers) > 1 and None not in consumers)
+    project_id = str(spec.get("project_id") or ctx_attr(ctx, "project_id") or "")
+    user_id = str(spec.get("user_id") or ctx_attr(ctx, "user_id") or "")
     chosen: list[HostState] = []
     claimed: list[str] = []
     max_attempts = int(getattr(settings, "MAX_ATTEMPTS", 3)) if return_alternates else 1
     results: list[list[Selection]] = []
+    # every candidate fits one instance (placement's rule is ``HostState.fits`` and more) and
+    # only a chosen host's usage changes during the request: a chosen host that no longer fits
+    # leaves the list, nothing else needs looking at again
+    fitting = list(hosts)
     for index, consumer in enumerate(consumers):
         scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
-        weighed = [h for h in hosts if h.fits(wanted) and group.allows(h.host)]
+        weighed = [h for h in fitting if group.allows(h.host)] if group.restricts else list(fitting)
         ordered = group.order(weigh_hosts(weighed, request, scores=scores))
         if scores is not None:
             if group.filter_name:
@@ -371,10 +401,9 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
             trace.weighed(weighed, ordered, {**scores, **group.scores(weighed)})
         picked = None
         for host in ordered:
-            if consumer is None or not claim or placement.claim_allocation_request(
-                consumer_uuid=consumer, allocation_request=host.allocation_request,
-                project_id=str(spec.get("project_id") or ctx_attr(ctx, "project_id") or ""),
-                user_id=str(spec.get("user_id") or ctx_attr(ctx, "user_id") or ""),
+            if consumer is None or not claim_each or placement.claim_allocation_request(
+                consumer_uuid=consumer, allocation_request=host.allocation_request, project_id=project_id,
+                user_id=user_id,
             ):
                 picked = host
                 break
@@ -394,12 +423,18 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
             error = NoValidHost(reason=reason)
             trace.failed(str(error))
             raise error
-        if consumer is not None and claim:
+        if consumer is not None and claim_each:
             claimed.append(consumer)
         group.place(picked.host)
         picked.consume(wanted)
+        if not picked.fits(wanted):
+            fitting = [h for h in fitting if h is not picked]
         chosen.append(picked)
         results.append([Selection.from_host(picked)])
+    if claim and not claim_each and not placement.claim_allocation_requests(
+            claims=[(consumer, host.allocation_request) for consumer, host in zip(consumers, chosen, strict=True)],
+            project_id=project_id, user_id=user_id):
+        raise _ClaimsLost
     taken = {id(h) for h in chosen}
     # nothing is consumed from here on, so one weighing orders the alternates of every instance
     by_weight = weigh_hosts(hosts, request) if max_attempts > 1 and chosen else []
@@ -471,6 +506,11 @@ class GroupPlacement:
         if name is None:
             return {}
         return {name: (multiplier, [float(self.counts.get(h.host, 0)) for h in weighed])}
+
+    @property
+    def restricts(self) -> bool:
+        """Can ``allows`` say no (a hard policy)?"""
+        return self.policy in ("affinity", "anti-affinity")
 
     def allows(self, host: str) -> bool:
         """ServerGroupAffinityFilter / ServerGroupAntiAffinityFilter."""

@@ -83,6 +83,12 @@ class CrossCellWeigher(BaseWeigher):
             return 0.0
         return 1.0 if host.cell_uuid == source else -1.0
 
+    def raws(self, hosts: list[HostState], request: RequestView) -> list[float]:
+        source = request.source_cell  # read once, not per host
+        if not source:
+            return [0.0] * len(hosts)
+        return [1.0 if h.cell_uuid == source else -1.0 for h in hosts]
+
 
 DEFAULT_WEIGHERS: tuple[BaseWeigher, ...] = (RAMWeigher(), DiskWeigher(), CPUWeigher(), CrossCellWeigher())
 
@@ -104,15 +110,16 @@ def weigh_hosts(
     ``scores`` receives, per weigher, its multiplier and the normalised values in the order of
     ``hosts`` (a host's share is their product; kept as lists: no work per host)."""
     hosts = list(hosts)
-    for host in hosts:
-        host.weight = 0.0
+    weights = [0.0] * len(hosts)
     for weigher in weighers:
         multiplier = weigher.multiplier()
         if not multiplier:
             continue
         values = normalize(weigher.raws(hosts, request))
-        for host, value in zip(hosts, values, strict=True):
-            host.weight += multiplier * value
+        if any(values):  # all equal: every share is 0
+            weights = [w + multiplier * v for w, v in zip(weights, values, strict=True)]
         if scores is not None:
             scores[weigher.name] = (multiplier, values)
+    for host, weight in zip(hosts, weights, strict=True):
+        host.weight = weight
     return sorted(hosts, key=lambda h: -h.weight)

@@ -216,7 +216,7 @@ def run(env: Any) -> dict[str, Any]:
               f"{r['queries']:>12.0f} {r['queries_max']:>8} {r['multi_ms']:>12.1f} {r['multi_queries']:>12}")
     growth = rows[-1]["queries_max"] - rows[0]["queries_max"]
     print(f"   SQL statements per request {'do not grow' if growth <= 0 else f'GROW by {growth}'} with the "
-          f"number of providers (a multi-create adds one claim, about 8 statements, per instance)", flush=True)
+          f"number of providers (a multi-create claims all its instances in one transaction)", flush=True)
     print(f"   where the time goes at {rows[-1]['providers']} hosts (ms per single-instance request):")
     for phase in phases:
         print(f"   {phase['ms']:>8.2f}  {phase['step']}")

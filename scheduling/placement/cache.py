@@ -77,14 +77,30 @@ class _Provider:
     used: dict[str, int] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     aggregates: set[str] = field(default_factory=set)
+    #: ``summary()`` as first built: a provider is replaced, never changed, when it is reloaded
+    _summary: dict[str, Any] | None = None
+
+    def can_take(self, checks: list[tuple[str, int]]) -> bool:
+        """Does every ``(resource class, amount)`` of ``checks`` fit (``_Inventory.can_take``)?"""
+        inventories, used = self.inventories, self.used
+        for rc, n in checks:
+            inv = inventories.get(rc)
+            if inv is None or not inv.can_take(n, used.get(rc, 0)):
+                return False
+        return True
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "resources": {rc: {"capacity": inv.capacity, "used": self.used.get(rc, 0)}
-                          for rc, inv in self.inventories.items()},
-            "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
-            "root_provider_uuid": self.root_uuid or self.uuid,
-        }
+        """The provider's summary as allocation candidates give it, built once per load and
+        shared by every answer until the provider is reloaded: read it, do not change it."""
+        if self._summary is None:
+            inventories, used = self.inventories, self.used
+            self._summary = {
+                "resources": {rc: {"capacity": inv.capacity, "used": used.get(rc, 0)}
+                              for rc, inv in inventories.items()},
+                "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
+                "root_provider_uuid": self.root_uuid or self.uuid,
+            }
+        return self._summary
 
 
 class ProviderCache:
@@ -211,8 +227,7 @@ class ProviderCache:
                 rp = self._providers[pid]
                 if only is not None and rp.uuid not in only:
                     continue
-                inventories, used = rp.inventories, rp.used
-                if not all(rc in inventories and inventories[rc].can_take(n, used.get(rc, 0)) for rc, n in checks):
+                if not rp.can_take(checks):
                     continue
                 if (required and not required <= rp.traits) or (forbidden and forbidden & rp.traits):
                     continue

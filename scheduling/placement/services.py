@@ -610,6 +610,14 @@ def _check_fits(rows: list[dict[str, Any]], wanted: dict[tuple[int, str], int], 
             )
 
 
+def _check_amounts(allocations: AllocationMap) -> None:
+    """InvalidAllocation unless every amount is an integer >= 1."""
+    for rp_uuid, resources in allocations.items():
+        for rc, amount in resources.items():
+            if not isinstance(amount, int) or isinstance(amount, bool) or amount < 1:
+                raise InvalidAllocation(reason=f"amount of {rc} on {rp_uuid} must be an integer >= 1")
+
+
 def allocations_put(
     *, consumer_uuid: str, allocations: AllocationMap, project_id: str, user_id: str,
     consumer_generation: int | None = None, enforce_consumer_generation: bool = False,
@@ -624,10 +632,7 @@ def allocations_put(
     inventory), InvalidAllocation (unknown provider, amount < 1), ResourceClassNotFound.
     Bumps the generation of every provider touched and of the consumer.
     """
-    for rp_uuid, resources in allocations.items():
-        for rc, amount in resources.items():
-            if not isinstance(amount, int) or isinstance(amount, bool) or amount < 1:
-                raise InvalidAllocation(reason=f"amount of {rc} on {rp_uuid} must be an integer >= 1")
+    _check_amounts(allocations)
     with transaction.atomic():
         _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
@@ -655,7 +660,8 @@ def allocations_put(
         rc_ids = _resource_class_ids(rc_names)
         wanted = {(by_uuid[u].id, rc): n for u, res in allocations.items() for rc, n in res.items()}
         rows = list(
-            _inventories_with_usage(exclude_consumer=consumer_uuid)
+            # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
+            _inventories_with_usage(exclude_consumer=consumer_uuid if consumer is not None else None)
             .filter(resource_provider_id__in=[rp.id for rp in providers], resource_class__name__in=rc_names)
             .values("resource_provider_id", "resource_class__name", "total", "reserved", "min_unit",
                     "max_unit", "step_size", "allocation_ratio", "used")
@@ -758,6 +764,67 @@ def claim_allocation_request(
         wanted = _allocation_request_map(allocation_request)
         allocations_put(consumer_uuid=consumer_uuid, allocations=wanted, project_id=project_id,
                         user_id=user_id, consumer_type=consumer_type)
+    except (InsufficientCapacity, InvalidAllocation, ResourceProviderGenerationConflict, ResourceClassNotFound):
+        return False
+    return True
+
+
+def claim_allocation_requests(
+    *, claims: list[tuple[str, Any]], project_id: str, user_id: str, consumer_type: str = "INSTANCE",
+) -> bool:
+    """Claim one allocation candidate per consumer (``[(consumer_uuid, allocation_request)]``, as
+    ``claim_allocation_request`` takes each), all or none, in one transaction: what a
+    multi-instance request claims. The consumers are checked in order as if claimed one after
+    the other (each sees the usage of those before it). False when any no longer fits; nothing
+    is then claimed. New consumers (the usual case) cost a fixed number of statements whatever
+    their number; when one already exists (or is named twice), each is written by
+    ``allocations_put`` in turn (a later claim of a consumer replaces its earlier one)."""
+    wanted = [(consumer, _allocation_request_map(request)) for consumer, request in claims if request]
+    if not wanted:
+        return True
+    try:
+        for _consumer, allocations in wanted:
+            _check_amounts(allocations)
+        with transaction.atomic():
+            _stamp_change()
+            names = [c for c, _a in wanted]
+            if len(set(names)) < len(names) or Consumer.objects.filter(uuid__in=names).exists():
+                for consumer, allocations in wanted:
+                    allocations_put(consumer_uuid=consumer, allocations=allocations, project_id=project_id,
+                                    user_id=user_id, consumer_type=consumer_type)
+                return True
+            rp_uuids = sorted({rp for _c, allocations in wanted for rp in allocations})
+            providers = list(ResourceProvider.objects.select_for_update().filter(uuid__in=rp_uuids).order_by("id"))
+            if len(providers) != len(rp_uuids):
+                return False
+            id_of = {rp.uuid: rp.id for rp in providers}
+            rc_names = {rc for _c, allocations in wanted for res in allocations.values() for rc in res}
+            rc_ids = _resource_class_ids(rc_names)
+            rows = list(
+                _inventories_with_usage()
+                .filter(resource_provider_id__in=list(id_of.values()), resource_class__name__in=rc_names)
+                .values("resource_provider_id", "resource_class__name", "total", "reserved", "min_unit",
+                        "max_unit", "step_size", "allocation_ratio", "used")
+            )
+            uuids = {rp.id: rp.uuid for rp in providers}
+            by_key = {(r["resource_provider_id"], r["resource_class__name"]): r for r in rows}
+            per_consumer = []
+            for consumer, allocations in wanted:
+                amounts = {(id_of[u], rc): n for u, res in allocations.items() for rc, n in res.items()}
+                _check_fits(rows, amounts, uuids)
+                for key, n in amounts.items():  # the next consumer sees this one's usage
+                    by_key[key]["used"] += n
+                per_consumer.append((consumer, amounts))
+            Consumer.objects.bulk_create([
+                Consumer(uuid=consumer, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
+                         generation=1) for consumer, _a in per_consumer])
+            consumer_ids = dict(Consumer.objects.filter(uuid__in=[c for c, _a in per_consumer])
+                                .values_list("uuid", "id"))
+            Allocation.objects.bulk_create([
+                Allocation(resource_provider_id=rp_id, consumer_id=consumer_ids[consumer],
+                           resource_class_id=rc_ids[rc], used=n)
+                for consumer, amounts in per_consumer for (rp_id, rc), n in amounts.items()])
+            _bump_generations(set(id_of.values()))
     except (InsufficientCapacity, InvalidAllocation, ResourceProviderGenerationConflict, ResourceClassNotFound):
         return False
     return True

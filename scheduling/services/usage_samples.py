@@ -24,6 +24,9 @@ from cells import selectors as cell_selectors
 from ..models import STANDARD_RESOURCE_CLASSES, PlacementUsageSample
 from ..placement import selectors as placement_selectors
 
+#: The resource classes a sample holds (the console draws one chart per class).
+SAMPLED_RESOURCE_CLASSES = STANDARD_RESOURCE_CLASSES
+
 CLOUD = "cloud"
 
 

@@ -40,6 +40,12 @@ def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, e
     Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
+    migrate_server_failed(instance, exc)
+
+
+def migrate_server_failed(instance: Instance, exc: BaseException) -> None:
+    """The conductor's ``compute_task.migrate_server.error`` for a resize or cold migration that
+    failed, same-cell or cross-cell, with the vm_state the server was left in."""
     notify_compute_task_error("migrate_server", instance_uuid=instance.uuid, vm_state=instance.vm_state, exc=exc,
                               request_spec=request_spec_get(instance.uuid) or {})
 

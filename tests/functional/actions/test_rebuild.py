@@ -158,7 +158,7 @@ def test_a_host_refusing_the_new_image_is_found_by_the_conductor_after_the_202(c
     # and the conductor said so as Nova's does: compute_task.rebuild_server.error
     (error,) = [n["payload"]["nova_object.data"] for n in cloud.notifications("compute_task.rebuild_server.error")]
     assert (error["instance_uuid"], error["state"]) == (server["id"], "error")
-    assert error["reason"]["exception"] == "NoValidHost"
+    assert error["reason"]["nova_object.data"]["exception"] == "NoValidHost"
 
 
 def test_a_new_image_the_host_accepts_is_recorded_in_the_request_spec(cloud: Cloud) -> None:

@@ -145,7 +145,7 @@ def test_no_valid_host_keeps_the_server_and_its_allocations(cloud: Cloud) -> Non
     # and the conductor's failure is Nova's compute_task.migrate_server error, the server left active
     (error,) = [n["payload"]["nova_object.data"] for n in cloud.notifications("compute_task.migrate_server.error")]
     assert (error["instance_uuid"], error["state"]) == (server["id"], "active")
-    assert error["reason"]["exception"] == "NoValidHost"
+    assert error["reason"]["nova_object.data"]["exception"] == "NoValidHost"
 
 
 def test_delete_in_verify_resize_confirms_first(cloud: Cloud) -> None:

@@ -162,6 +162,54 @@ def test_claim_race_falls_back_to_next_host(compute_host, monkeypatch):
     assert sel[0].service_host == "second"
 
 
+def test_multi_instance_claims_lost_together_start_over_one_by_one(compute_host, monkeypatch):
+    # given three hosts; the best one is taken by a concurrent claim after the candidates were
+    # read, so the claims of a two-instance request, made together, cannot all succeed
+    best = compute_host("best", cell="cell1", memory_mb=65536, vcpus=2)
+    compute_host("second", cell="cell1", memory_mb=16384)
+    compute_host("third", cell="cell1", memory_mb=8192)
+    real = placement.allocation_candidates
+    raced = []
+
+    def racing(**kwargs):
+        found = real(**kwargs)
+        if not raced:
+            raced.append(True)
+            placement.allocations_put(consumer_uuid="other", allocations={best.uuid: {"VCPU": 2}},
+                                      project_id="p", user_id="u")
+        return found
+
+    monkeypatch.setattr(placement, "allocation_candidates", racing)
+    # when both are scheduled, then they land on the two hosts that still have room, each claimed
+    result = select_destinations(CTX, spec(num_instances=2), ["i1", "i2"], return_alternates=False)
+    assert [sel[0].service_host for sel in result] == ["second", "third"]
+    for uuid, [selection] in zip(["i1", "i2"], result, strict=True):
+        assert list(placement.allocations_get(consumer_uuid=uuid).allocations) == [selection.compute_node_uuid]
+
+
+def test_claims_of_several_consumers_are_all_or_nothing(compute_host):
+    # given one host with room for exactly two instances of 1 VCPU and a consumer already on it
+    node = compute_host("only", cell="cell1", vcpus=2)
+    request = {"allocations": {node.uuid: {"resources": {"VCPU": 1}}}}
+    # when three consumers are claimed together, then none is (the third does not fit)
+    assert not placement.claim_allocation_requests(
+        claims=[("a", request), ("b", request), ("c", request)], project_id="p", user_id="u")
+    assert all(not placement.allocations_get(consumer_uuid=c).allocations for c in "abc")
+    # when two are, then both are, each with its own allocation
+    assert placement.claim_allocation_requests(claims=[("a", request), ("b", request)], project_id="p",
+                                               user_id="u")
+    assert all(placement.allocations_get(consumer_uuid=c).allocations == {node.uuid: {"VCPU": 1}} for c in "ab")
+    # when a consumer that already holds allocations is claimed again with a new one, it is
+    # replaced (as a single claim would), and nothing more fits next to it
+    assert placement.claim_allocation_requests(claims=[("a", request)], project_id="p", user_id="u")
+    assert not placement.claim_allocation_requests(claims=[("c", request)], project_id="p", user_id="u")
+    # when a new consumer is named twice, then its second claim replaces its first
+    assert placement.allocations_delete(consumer_uuid="b")
+    assert placement.claim_allocation_requests(claims=[("d", request), ("d", request)], project_id="p",
+                                               user_id="u")
+    assert placement.allocations_get(consumer_uuid="d").allocations == {node.uuid: {"VCPU": 1}}
+
+
 @pytest.mark.parametrize(("multiplier", "expected_cell"), [(1000000.0, "cell1"), (-1000000.0, "cell2")])
 def test_cross_cell_weigher_stays_or_drains(compute_host, cells, settings, multiplier, expected_cell):
     # given a small host in the source cell1 and a big one in cell2

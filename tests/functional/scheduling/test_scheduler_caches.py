@@ -16,6 +16,7 @@ from scheduling.models import ResourceProvider
 from scheduling.placement import services as placement
 from scheduling.placement.cache import provider_cache
 from scheduling.scheduler import select_destinations
+from scheduling.services import aggregates
 from tests.conftest import ALL_DATABASES
 from tests.functional.scheduling.test_scheduler import spec
 
@@ -94,6 +95,35 @@ def test_new_deleted_and_relinked_hosts_are_seen_by_the_next_request(compute_hos
         ComputeNode.objects.filter(host="first").update(service=None)
     assert chosen() == "first"
     assert node_cache.reloads and provider_cache.reloads["full"]
+
+
+def test_new_aggregate_membership_is_seen_by_the_next_request(compute_host):
+    # given "big" (preferred) and "small", a zone holding only "small", and an aggregate whose
+    # metadata a flavor asks for holding only "small"; copies loaded by requests for both
+    compute_host("big", cell="cell1", memory_mb=65536)
+    compute_host("small", cell="cell2", memory_mb=8192)
+    zone = aggregates.aggregate_create(name="zone-9", availability_zone="az9")
+    aggregates.aggregate_add_host(aggregate=zone, host="small")
+    fast = aggregates.aggregate_create(name="fast")
+    aggregates.aggregate_add_host(aggregate=fast, host="small")
+    aggregates.aggregate_set_metadata(aggregate=fast, metadata={"speed": "fast"})
+    flavor = {"vcpus": 1, "memory_mb": 512, "root_gb": 1,
+              "extra_specs": {"aggregate_instance_extra_specs:speed": "fast"}}
+    assert chosen() == "big"
+    assert chosen(availability_zone="az9") == "small"
+    assert chosen(flavor=flavor) == "small"
+    # when "big" joins both aggregates, then the very next requests may (and do) pick it
+    aggregates.aggregate_add_host(aggregate=zone, host="big")
+    assert chosen(availability_zone="az9") == "big"
+    aggregates.aggregate_add_host(aggregate=fast, host="big")
+    assert chosen(flavor=flavor) == "big"
+    # when "big" leaves the zone and the metadata changes to what only "small" has, then it is
+    # out again at once
+    aggregates.aggregate_remove_host(aggregate=zone, host="big")
+    assert chosen(availability_zone="az9") == "small"
+    aggregates.aggregate_set_metadata(aggregate=fast, metadata={"speed": "slow"})
+    with pytest.raises(NoValidHost):
+        chosen(flavor=flavor)
 
 
 def _sql_and_copy(**kwargs):

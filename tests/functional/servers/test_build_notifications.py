@@ -46,7 +46,7 @@ def test_no_valid_host_emits_build_instances_error(cloud):
     record = NotificationRecord.objects.get(event_type="compute_task.build_instances.error")
     assert record.priority == "ERROR"
     data = record.payload["payload"]["nova_object.data"]
-    assert data["reason"]["exception"] == "NoValidHost" and data["state"] == "error"
+    assert data["reason"]["nova_object.data"]["exception"] == "NoValidHost" and data["state"] == "error"
 
 
 def test_spawn_failure_emits_instance_create_error(cloud):
@@ -54,7 +54,7 @@ def test_spawn_failure_emits_instance_create_error(cloud):
         cloud.driver(host).fail_spawns = 1
     cloud.create_server(cloud.member(), "n3", availability_zone="az1")
     record = NotificationRecord.objects.get(event_type="instance.create.error")
-    fault = record.payload["payload"]["nova_object.data"]["fault"]
+    fault = record.payload["payload"]["nova_object.data"]["fault"]["nova_object.data"]
     assert fault["exception"] == "MaxRetriesExceeded"
     assert fault["exception_message"].startswith("Exceeded maximum number of retries.")
 
@@ -121,6 +121,42 @@ def test_a_build_put_in_pending_tells_the_external_service_what_it_needs(cloud, 
     assert update["state_update"]["state"] == "pending" and update["state_update"]["old_state"] == "building"
     assert update["flavor"]["nova_object.data"]["memory_mb"] == 30000
     (error,) = data("compute_task.build_instances.error")
-    assert error["state"] == "pending" and error["reason"]["exception"] == "NoValidHost"
-    assert "No valid host was found" in error["reason"]["exception_message"]
+    assert error["state"] == "pending" and error["reason"]["nova_object.data"]["exception"] == "NoValidHost"
+    assert "No valid host was found" in error["reason"]["nova_object.data"]["exception_message"]
     assert error["request_spec"]["flavor"]["memory_mb"] == 30000 and error["request_spec"]["availability_zone"] == "az1"
+
+
+def test_the_rebuild_that_leaves_pending_emits_a_build_again(cloud, settings):
+    """Seed 3's contract (docs/pending-state.md): the external service's rebuild is followed by
+    the notifications of a new build, and its outcome by instance.update to active (or pending)."""
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    cloud.flavor("m1.huge", vcpus=16)
+    sid = cloud.create_server(client, "waits", flavor="m1.huge")["id"]
+    before = len(_events())
+    # when room appears and the external service rebuilds the server
+    cloud.add_host("compute9", cell="cell2", zone="az2", vcpus=16, memory_mb=65536)
+    assert cloud.action(client, sid, {"rebuild": {"imageRef": cloud.image_id}}, version="2.105").status_code == 202
+    # then the build's notifications follow, and the last instance.update says active
+    assert _events()[before:] == [
+        "scheduler.select_destinations.start", "scheduler.select_destinations.end", "instance.create.start",
+        "instance.update", "instance.update", "instance.update", "instance.update", "instance.create.end",
+    ]
+    last = NotificationRecord.objects.filter(event_type="instance.update").order_by("id").last()
+    data = last.payload["payload"]["nova_object.data"]
+    assert data["uuid"] == sid and data["host"] == "compute9"
+    assert data["state_update"] == {"old_state": "building", "state": "active", "old_task_state": "spawning",
+                                    "new_task_state": None}
+
+
+def test_a_rebuild_without_room_buries_the_server_as_pending_again(cloud, settings):
+    settings.USE_PENDING_STATE = True
+    client = cloud.member()
+    cloud.flavor("m1.huge", vcpus=16)
+    sid = cloud.create_server(client, "waits", flavor="m1.huge")["id"]
+    before = len(_events())
+    assert cloud.action(client, sid, {"rebuild": {"imageRef": cloud.image_id}}, version="2.105").status_code == 202
+    assert _events()[before:] == ["scheduler.select_destinations.start", "instance.update",
+                                  "compute_task.build_instances.error"]
+    last = NotificationRecord.objects.filter(event_type="instance.update").order_by("id").last()
+    assert last.payload["payload"]["nova_object.data"]["state_update"]["state"] == "pending"

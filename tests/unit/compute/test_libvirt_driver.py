@@ -179,7 +179,7 @@ def test_consoles_of_a_test_driver_guest(tmp_path: Path) -> None:
     vnc, serial = d.get_vnc_console(instance=inst), d.get_serial_console(instance=inst)
     assert vnc["host"] == serial["host"] == "127.0.0.1"
     n = int(inst.uuid.replace("-", ""), 16) % 10000
-    assert (vnc["port"], serial["port"]) == (20000 + n, 30000 + n)
+    assert (vnc["port"], serial["port"]) == (20000 + n, 10000 + n)
     # and its console servers listen there: the serial line replays its log and echoes what is typed
     with socket.create_connection(("127.0.0.1", serial["port"]), timeout=10) as line:
         assert _recv_until(line, b"vm-a login: \n").endswith(b"vm-a login: \n")

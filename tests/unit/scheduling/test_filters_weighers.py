@@ -133,6 +133,9 @@ def test_cross_cell_weigher_stays_or_drains(settings, multiplier, first):
 
 def test_host_state_fits_and_consume():
     h = host(vcpu=(2, 0))
+    shared = h.resources  # as placement's provider copy hands it to every request
     assert h.fits({"VCPU": 2}) and not h.fits({"VCPU": 3}) and not h.fits({"VGPU": 1})
     h.consume({"VCPU": 2})
     assert not h.fits({"VCPU": 1})
+    # what the host state was given is left as it was (the next request reads it again)
+    assert shared["VCPU"] == {"capacity": 2, "used": 0} and h.resources["VCPU"]["used"] == 2
