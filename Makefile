@@ -2,8 +2,9 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 PIP := .venv/bin/pip
+# iptables brings ebtables too: libvirt's nwfilter driver enforces security groups on guest NICs with them
 APT_PACKAGES := libvirt-dev pkg-config postgresql redis-server libvirt-daemon gcc python3-dev chromium novnc \
-	qemu-system-x86 qemu-utils libvirt-daemon-system busybox-static linux-image-cloud-amd64
+	qemu-system-x86 qemu-utils libvirt-daemon-system busybox-static linux-image-cloud-amd64 iptables
 PGPORT ?= 55432
 REDIS_PORT ?= 56379
 PG_URL := postgres://postgres@127.0.0.1:$(PGPORT)

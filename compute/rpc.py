@@ -30,6 +30,7 @@ BUILD_AND_RUN_INSTANCE = "compute.build_and_run_instance"
 TERMINATE_INSTANCE = "compute.terminate_instance"
 DESTROY_GUEST = "compute.destroy_guest"
 CALL_OPERATION = "compute.call_operation"
+REFRESH_PORT_FILTERS = "compute.refresh_port_filters"
 
 
 class CallTimedOut(CloudcoreError):
@@ -129,6 +130,13 @@ def restore(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: st
 def destroy_guest(*, host: str, instance_uuid: str) -> None:
     """Destroy a guest and its disks on ``host`` whose rows are already gone."""
     _send(DESTROY_GUEST, host, host=host, instance_uuid=instance_uuid)
+
+
+def refresh_port_filters(*, host: str, instance_uuids: list[str]) -> None:
+    """From the network service: the security groups of ports of these servers on ``host`` changed
+    (their rules, or the members of a group their rules name): the host redefines the servers'
+    port filters. No row is read on the host, so no cell is named."""
+    _send(REFRESH_PORT_FILTERS, host, host=host, instance_uuids=sorted(instance_uuids))
 
 
 # --- power, reboot, rebuild, snapshot -----------------------------------------------------------

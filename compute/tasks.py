@@ -17,6 +17,7 @@ from cloudcore.core.context import RequestContext
 from . import rpc
 from .build import build_and_run_instance
 from .drivers import driver_for
+from .firewall import refresh_port_filters
 from .ops import run_op
 from .terminate import terminate_instance
 
@@ -79,3 +80,9 @@ def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
     """Destroy a guest and its disks on ``host`` when its rows are already gone, e.g. the source
     of a cross-cell resize confirmed by a delete in the API."""
     driver_for(host).destroy(instance=SimpleNamespace(uuid=instance_uuid), destroy_disks=True)
+
+
+@shared_task(name=rpc.REFRESH_PORT_FILTERS, acks_late=True, time_limit=600)
+def refresh_port_filters_task(*, host: str, instance_uuids: list[str]) -> None:
+    """Redefine the port filters of these servers' guests on ``host`` (their security groups changed)."""
+    refresh_port_filters(host=host, instance_uuids=instance_uuids)

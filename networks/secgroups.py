@@ -9,7 +9,8 @@ and IPv6. Every other new group starts with the two egress rules. A rule is vali
 remote at most) and an identical rule is refused with ``SecurityGroupRuleExists``. Adding or removing
 a rule bumps its group's ``revision_number``.
 
-Only the records live here; nothing enforces the rules on guests.
+The compute hosts enforce the groups on their guests' ports: every change that alters a port's filter
+tells them (``firewall.port_filters_changed``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from . import quotas
+from .firewall import port_filters_changed
 from .models import InstanceSecurityGroups, Port, SecurityGroup, SecurityGroupRule
 
 
@@ -323,7 +325,11 @@ def security_group_delete(ctx: RequestContext, group: SecurityGroup) -> None:
     with transaction.atomic():
         if group.ports.exists():
             raise SecurityGroupInUse(id=group.id)
+        # the rules of other groups that name this one go with it
+        referring = set(group.referencing_rules.exclude(security_group=group)
+                        .values_list("security_group_id", flat=True))
         group.delete()
+        port_filters_changed(groups=referring)
 
 
 def security_group_set_tags(ctx: RequestContext, group: SecurityGroup, tags: list[str]) -> SecurityGroup:
@@ -461,6 +467,7 @@ def security_group_rule_create(ctx: RequestContext, *, body: dict[str, Any]) -> 
         quotas.check(group.project_id, "security_group_rule")
         rule.save()
         SecurityGroup.objects.filter(id=group.id).update(revision_number=group.revision_number + 1)
+        port_filters_changed(groups=[group.id])
     return rule
 
 
@@ -505,6 +512,7 @@ def security_group_rule_delete(ctx: RequestContext, rule: SecurityGroupRule) -> 
         rule.delete()
         group = rule.security_group
         SecurityGroup.objects.filter(id=group.id).update(revision_number=group.revision_number + 1)
+        port_filters_changed(groups=[group.id])
 
 
 # --- ports ----------------------------------------------------------------------------------------
@@ -663,6 +671,7 @@ def instance_add_security_group(ctx: RequestContext, *, instance_uuid: str, proj
                 raise SecurityGroupCannotBeApplied()
             port.security_groups.add(group)
             port.save(update_fields=["updated_at"])
+        port_filters_changed(members_of=[group.id], ports=[p.id for p in ports])
     return group
 
 
@@ -681,4 +690,5 @@ def instance_remove_security_group(ctx: RequestContext, *, instance_uuid: str, p
         for port in having:
             port.security_groups.remove(group)
             port.save(update_fields=["updated_at"])
+        port_filters_changed(members_of=[group.id], ports=[p.id for p in having])
     return group

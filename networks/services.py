@@ -21,6 +21,7 @@ from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from . import quotas, secgroups
+from .firewall import groups_of_ports, port_filters_changed
 from .models import FloatingIP, IPAllocation, Network, Port, PortBinding, Subnet
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
@@ -361,6 +362,7 @@ def port_create(ctx: RequestContext, *, network_id: str, name: str = "", fixed_i
         for item in requested:
             _allocate(port, _subnet_for(network, item), item.get("ip_address"), allow_gateway_ip=allow_gateway_ip)
         port.security_groups.set(groups)
+        port_filters_changed(members_of=[g.id for g in groups], new_port=port.id)
     return port
 
 
@@ -439,6 +441,10 @@ def port_list(ctx: RequestContext, *, filters: dict[str, Any]) -> list[Port]:
     return list(qs.distinct())
 
 
+#: The port attributes a change of which changes the port's filter or the members of its groups.
+FILTERED_ATTRIBUTES = {"security_groups", "fixed_ips", "port_security_enabled"}
+
+
 def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     """Change the port's attributes; ``security_groups`` and ``allowed_address_pairs`` replace the
     port's (validated as on create, against the port's ``port_security_enabled`` after the change)."""
@@ -475,11 +481,14 @@ def port_update(ctx: RequestContext, port: Port, **changes: Any) -> Port:
     if not port.port_security_enabled and port.allowed_address_pairs:
         raise secgroups.AddressPairAndPortSecurityRequired()
     with transaction.atomic():
+        before = groups_of_ports([port.id])
         port.save()
         if groups is not None:
             port.security_groups.set(groups)
         if "fixed_ips" in changes:
             _replace_fixed_ips(port, _fixed_ips(changes["fixed_ips"]))
+        if FILTERED_ATTRIBUTES & set(changes):
+            port_filters_changed(members_of=before | {g.id for g in groups or []}, ports=[port.id])
     return port
 
 
@@ -504,6 +513,7 @@ def _delete_ports(ports: QuerySet[Port]) -> None:
     with transaction.atomic():
         FloatingIP.objects.filter(port__in=ports).update(port=None, fixed_ip_address=None, router=None,
                                                           status="DOWN")
+        port_filters_changed(members_of=groups_of_ports(ports.values_list("id", flat=True)))
         ports.delete()
 
 

@@ -99,6 +99,8 @@ class TestVirtDriver:
         self.fail_interface_attaches = 0
         #: the ports plugged by attach_interface, per server (detach_interface unplugs them)
         self.plugged: dict[str, list[str]] = {}
+        #: the security group refreshes cast to this host, per server (``refresh_port_filters``)
+        self.filter_refreshes: dict[str, list[dict[str, Any]]] = {}
         #: what rescue kept: the guest's own XML, the rescue image booted; NMIs sent
         self.unrescue_xml: dict[str, str] = {}
         self.rescue_images: dict[str, str | None] = {}
@@ -258,6 +260,10 @@ class TestVirtDriver:
         plugged = self.plugged.get(instance.uuid, [])
         if vif["id"] in plugged:  # a port of the build was never hot-plugged
             plugged.remove(vif["id"])
+
+    def refresh_port_filters(self, *, instance: Any, network_info: list[dict[str, Any]], **_kw: Any) -> None:
+        """Records the refresh: ``filter_refreshes[uuid]`` is the last ``network_info`` it came with."""
+        self.filter_refreshes[instance.uuid] = network_info
 
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
         if self.fail_volume_connects:

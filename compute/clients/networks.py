@@ -123,7 +123,8 @@ def ports_release(*, instance_uuid: str, preserve: set[str]) -> None:
 
 def network_info(*, instance_uuid: str) -> list[dict[str, Any]]:
     """Nova's network_info for a server, from Neutron: one VIF per port with its network and fixed IPs, each
-    fixed IP with the floating IPs associated with it."""
+    fixed IP with the floating IPs associated with it, and the port's security group rules as its
+    ``firewall`` (None when the port has no port security; see ``_Firewall``)."""
     ports = ports_of_instance(instance_uuid=instance_uuid)
     networks: dict[str, dict[str, Any]] = {}
     subnets: dict[str, dict[str, Any]] = {}
@@ -131,6 +132,7 @@ def network_info(*, instance_uuid: str) -> list[dict[str, Any]]:
         networks[net_id] = _get(f"/networks/{net_id}")["network"]
         subnets.update((s["id"], s) for s in _get("/subnets", network_id=net_id)["subnets"])
     out = []
+    firewall = _Firewall()
     for port in ports:
         floating: dict[str, list[str]] = {}
         for fip in _get("/floatingips", port_id=port["id"])["floatingips"]:
@@ -151,8 +153,50 @@ def network_info(*, instance_uuid: str) -> list[dict[str, Any]]:
             "network": {"id": network["id"], "label": network["name"], "subnets": list(by_subnet.values()),
                         "mtu": network["mtu"]},
             "ips": [ip for s in by_subnet.values() for ip in s["ips"]],
+            "firewall": firewall.port_firewall(port),
         })
     return out
+
+
+class _Firewall:
+    """The security groups of a server's ports as the compute host filters them (``vif["firewall"]``):
+    each group and each remote group's members read once per ``network_info``."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.members: dict[str, list[str]] = {}
+
+    def _group(self, group_id: str) -> dict[str, Any] | None:
+        if group_id not in self.groups:
+            resp = service_adapter(SERVICE).get(f"/v2.0/security-groups/{group_id}")
+            self.groups[group_id] = {} if resp.status_code == 404 else expect(resp, 200, service=SERVICE).json()[
+                "security_group"]
+        return self.groups[group_id] or None
+
+    def _member_ips(self, group_id: str) -> list[str]:
+        """The fixed IPs of the ports in the group (Neutron's remote group: the port itself too)."""
+        if group_id not in self.members:
+            ports = _get("/ports", security_groups=group_id)["ports"]
+            self.members[group_id] = sorted({f["ip_address"] for p in ports for f in p["fixed_ips"]})
+        return self.members[group_id]
+
+    def port_firewall(self, port: dict[str, Any]) -> dict[str, Any] | None:
+        """``{"rules": [...]}`` for a port with port security (None without): the rules of its groups,
+        each with ``stateful`` (its group's) and, for a rule naming a remote group, ``remote_ips``
+        (that group's members' fixed IPs)."""
+        if not port.get("port_security_enabled", True):
+            return None
+        rules = []
+        for group_id in port.get("security_groups") or []:
+            group = self._group(group_id)
+            for rule in (group or {}).get("security_group_rules") or []:
+                entry = {k: rule.get(k) for k in ("id", "direction", "ethertype", "protocol", "port_range_min",
+                                                  "port_range_max", "remote_ip_prefix", "remote_group_id")}
+                entry["stateful"] = bool((group or {}).get("stateful", True))
+                if rule.get("remote_group_id"):
+                    entry["remote_ips"] = self._member_ips(str(rule["remote_group_id"]))
+                rules.append(entry)
+        return {"security_groups": list(port.get("security_groups") or []), "rules": rules}
 
 
 # --- extended bindings (moves) -----------------------------------------------------------------

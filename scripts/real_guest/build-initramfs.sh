@@ -3,8 +3,10 @@
 # finds: its NICs' MAC addresses, its root disk's size and first line, each virtio disk's size
 # (GUEST-BLOCK) and, when a config drive (label config-2) is attached, its
 # meta_data.json and user_data, each between BEGIN/END lines (user data that is a #!/bin/sh
-# script is then run: GUEST-USER-DATA-RAN), and its volumes' serials and first
-# lines (also of those hot-plugged in its first two minutes); then it answers each line typed on
+# script is then run: GUEST-USER-DATA-RAN; the first port's fixed IP from network_data.json
+# then goes on its first NIC: "GUEST-IP <ip>"), and its volumes' serials and first
+# lines (also of those hot-plugged in its first two minutes); a line "CLOUDCORE-PING <ip>" in the user data
+# makes it ping that address every second and print "GUEST-PING <n> <ip> ok|fail"; then it answers each line typed on
 # its serial console with "<MARKER>-ECHO <line>" (a console to talk to through the console proxy).
 #   scripts/real_guest/build-initramfs.sh OUT_FILE [MARKER] [KERNEL_VERSION]
 # KERNEL_VERSION (the kernel the guest boots) names the /lib/modules tree the cdrom, iso9660 and
@@ -19,7 +21,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/bin" "$WORK/proc" "$WORK/sys" "$WORK/dev" "$WORK/mnt" "$WORK/modules"
 cp "$BUSYBOX" "$WORK/bin/busybox"
-for tool in sh echo mount poweroff sleep cat insmod ls head seq dd sync; do ln -s busybox "$WORK/bin/$tool"; done
+for tool in sh echo mount poweroff sleep cat insmod ls head seq dd sync grep cut ifconfig ping; do ln -s busybox "$WORK/bin/$tool"; done
 # in load order (each after what it depends on)
 MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod drivers/ata/libata drivers/ata/ata_piix
 drivers/cdrom/cdrom drivers/scsi/sr_mod fs/isofs/isofs drivers/virtio/virtio_ring drivers/virtio/virtio
@@ -55,6 +57,14 @@ for dev in /dev/sr0 /dev/sr1 /dev/hdd; do
       if [ "\$(head -c 9 /mnt/openstack/latest/user_data)" = "#!/bin/sh" ]; then
         sh /mnt/openstack/latest/user_data; echo "GUEST-USER-DATA-RAN rc=\$?"
       fi
+      PING_TARGET=\$(grep -o 'CLOUDCORE-PING [0-9.]*' /mnt/openstack/latest/user_data | head -n 1 | cut -d' ' -f2)
+    fi
+    # the first port's fixed IP (network_data.json) on the first NIC
+    IP=\$(grep -o '"ip_address": "[0-9.]*"' /mnt/openstack/latest/network_data.json | head -n 1 | cut -d'"' -f4)
+    MASK=\$(grep -o '"netmask": "[0-9.]*"' /mnt/openstack/latest/network_data.json | head -n 1 | cut -d'"' -f4)
+    if [ -n "\$IP" ] && [ -e /sys/class/net/eth0 ]; then
+      ifconfig lo 127.0.0.1 up
+      ifconfig eth0 "\$IP" netmask "\${MASK:-255.255.255.0}" up && echo "GUEST-IP \$IP"
     fi
     break
   fi
@@ -71,6 +81,14 @@ report_volumes() {  # each virtio disk with a serial (a volume: the serial is it
 SEEN=""
 report_volumes GUEST-VOLUME
 echo "GUEST-DONE"
+# user data "CLOUDCORE-PING <ip>": ping it every second for ever, each result numbered on the console
+if [ -n "\$PING_TARGET" ]; then
+  (n=0; while true; do
+    n=\$((n + 1))
+    if ping -c 1 -W 2 "\$PING_TARGET" >/dev/null 2>&1; then r=ok; else r=fail; fi
+    echo "GUEST-PING \$n \$PING_TARGET \$r"; sleep 1
+  done) &
+fi
 # volumes attached to the running guest (hot-plugged) are reported as they appear
 (for i in \$(seq 1 120); do report_volumes GUEST-HOTPLUGGED; sleep 1; done) &
 while true; do

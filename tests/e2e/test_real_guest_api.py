@@ -6,14 +6,17 @@ naming the other two as ``kernel_id``/``ramdisk_id``; the server is then driven 
 compute API: boot (the guest prints its marker on the serial console), stop, start (marker
 again), shelve, shelve-offload, unshelve to the *other* host of its cell at 2.91 (admin, the
 guest boots there from the shelved snapshot with the instance's kernel and ramdisk) and
-delete, checking the libvirt domain ``instance-<uuid>`` at each step.
+delete, checking the libvirt domain ``instance-<uuid>`` at each step. Then security groups: two
+servers whose guests ping each other until the rule that lets ICMP in is deleted.
 
 Skipped when QEMU, a kernel, busybox or libvirtd are missing; libvirtd/virtlogd are started
 when not running and then stopped again.
 """
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -360,6 +363,80 @@ def test_real_guest_through_the_api(real_cloud: RealCloud) -> None:
     assert real.domain(server_id) is None
     assert not (real.state(other) / "instances" / server_id).exists()
     assert time.monotonic() - started < 600
+
+
+def _upload_guest_with_drivers(real: RealCloud) -> str:
+    """kernel, an initramfs with the NIC and config drive drivers (it configures its fixed IP and
+    pings what its user data names), and a root disk naming both; returns the root image id."""
+    files = real.work / "upload-net"
+    files.mkdir()
+    initrd = build_initramfs(files / "initrd.gz", with_drivers=True)
+    root = files / "root.img"
+    root.write_bytes(b"CLOUDCORE-SG-ROOT\n".ljust(1024 * 1024, b"\0"))
+    cli = real.cloud.openstack_json
+    kernel = cli("image", "create", "--disk-format", "aki", "--container-format", "aki", "--file",
+                 str(kernel_path()), "sg-kernel")
+    ramdisk = cli("image", "create", "--disk-format", "ari", "--container-format", "ari", "--file", str(initrd),
+                  "sg-ramdisk")
+    image = cli("image", "create", "--disk-format", "raw", "--container-format", "bare", "--file", str(root),
+                "--property", f"kernel_id={kernel['id']}", "--property", f"ramdisk_id={ramdisk['id']}", "sg-root")
+    return str(image["id"])
+
+
+def _pings(console: Path, after: int = 0) -> list[tuple[int, str]]:
+    text = console.read_text(errors="replace") if console.exists() else ""
+    return [(int(n), r) for n, r in re.findall(r"GUEST-PING (\d+) \S+ (ok|fail)", text) if int(n) > after]
+
+
+def _wait_pings(console: Path, wanted: str, *, after: int, count: int, timeout: float) -> int:
+    """Wait for ``count`` pings in a row numbered above ``after`` that answered ``wanted``; the last number."""
+    deadline = time.monotonic() + timeout
+    seen: list[tuple[int, str]] = []
+    while time.monotonic() < deadline:
+        seen = _pings(console, after)
+        if len(seen) >= count and {r for _n, r in seen[-count:]} == {wanted}:
+            return seen[-1][0]
+        time.sleep(1)
+    pytest.fail(f"no {count} pings in a row {wanted!r} after #{after} on {console}: {seen[-20:]}")
+
+
+def test_security_group_rules_reach_real_guests_through_the_api(real_cloud: RealCloud) -> None:
+    """Issue 20 item 2 through the API and the CLI: two servers in a group that lets ICMP in from its
+    members; the second pings the first's fixed IP (its user data asks) and succeeds; the rule is
+    deleted with the CLI, the network service casts the refresh to the hosts, and the pings fail."""
+    real = real_cloud
+    image_id = _upload_guest_with_drivers(real)
+    demo = Api(real.cloud, "cloudcore-demo")
+    cloud_admin = Api(real.cloud, "cloudcore-admin")
+    cli = real.cloud.openstack_json
+    group = cli("security", "group", "create", "pingers")
+    rule = cli("security", "group", "rule", "create", "--ingress", "--protocol", "icmp", "--remote-group",
+               group["id"], group["id"])
+    servers: list[str] = []
+    try:
+        first = demo.call("POST", "/servers", {"server": {
+            "name": "sg-first", "imageRef": image_id, "flavorRef": "1", "networks": "auto", "config_drive": True,
+            "security_groups": [{"name": "pingers"}]}})["server"]["id"]
+        servers.append(first)
+        shown = cloud_admin.wait_status(first, "ACTIVE", timeout=240)
+        (target,) = [a["addr"] for addrs in shown["addresses"].values() for a in addrs]
+        user_data = base64.b64encode(f"CLOUDCORE-PING {target}\n".encode()).decode()
+        second = demo.call("POST", "/servers", {"server": {
+            "name": "sg-second", "imageRef": image_id, "flavorRef": "1", "networks": "auto", "config_drive": True,
+            "security_groups": [{"name": "pingers"}], "user_data": user_data}})["server"]["id"]
+        servers.append(second)
+        host = cloud_admin.wait_status(second, "ACTIVE", timeout=240)["OS-EXT-SRV-ATTR:host"]
+        console = real.console(host, second)
+        # the second's pings of the first (let in: the second joined the group) are answered
+        last = _wait_pings(console, "ok", after=0, count=3, timeout=300)
+        # the ICMP rule is deleted: the hosts redefine the filters and the pings fail
+        real.cloud.openstack("security", "group", "rule", "delete", rule["id"])
+        _wait_pings(console, "fail", after=last + 3, count=5, timeout=120)
+    finally:
+        for server_id in servers:
+            demo.request("DELETE", f"/servers/{server_id}")
+        for server_id in servers:
+            demo.wait_gone(server_id)
 
 
 def _boot_from_volume(api: Api, name: str, image: str, user_data: bytes) -> str:

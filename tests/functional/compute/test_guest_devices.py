@@ -1,5 +1,6 @@
 """What a guest gets through the API on libvirt's test driver (cloudcore's own libvirt driver, as the
-embedded default runs it): a config drive saying what the API says about the server."""
+embedded default runs it): a config drive saying what the API says about the server (the
+``libvirt_cloud`` fixture is in conftest.py)."""
 from __future__ import annotations
 
 import base64

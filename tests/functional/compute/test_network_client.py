@@ -56,8 +56,10 @@ def test_build_and_delete_networking_of_an_agent_go_through_the_api(cells, net):
     assert (mine.device_id, mine.binding_host_id, mine.status) == (instance.uuid, "hostA", "ACTIVE")
     # the cell records both, the user's port as one to keep
     assert rows == [(made.id, False, None), (net["user_port"], True, "nic2")]
-    # network_info as the network service builds it
-    assert vifs == services.network_info(instance.uuid)
+    # network_info as the network service builds it, with each port's security groups for its filter
+    assert [{k: v for k, v in vif.items() if k != "firewall"} for vif in vifs] == services.network_info(instance.uuid)
+    assert [v["firewall"]["security_groups"] for v in vifs] == [
+        [g.id for g in p.security_groups.all()] for p in (mine, made)]
     assert [v["id"] for v in vifs] == [mine.id, made.id]
     assert vifs[1]["ips"] == [{"address": "10.20.0.9", "type": "fixed", "version": 4, "floating_ips": []}]
     assert vifs[1]["network"]["label"] == "private"

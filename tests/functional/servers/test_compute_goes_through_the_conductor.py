@@ -53,8 +53,9 @@ def recorder() -> Iterator[Recorder]:
     rec = Recorder()
 
     def before(sender: Any = None, kwargs: dict[str, Any] | None = None, **_: Any) -> None:
-        # a compute agent's notifications travel to the conductor as casts: transport, not orchestration
-        if sender.name != "conductor.record_notification":
+        # a compute agent's notifications travel to the conductor as casts: transport, not orchestration;
+        # the network service's port filter refreshes follow port changes, not the build's flow
+        if sender.name not in ("conductor.record_notification", "compute.refresh_port_filters"):
             rec.tasks.append((sender.name, dict(kwargs or {})))
         rec.running.append(sender.name)
 
