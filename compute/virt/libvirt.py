@@ -681,13 +681,31 @@ class LibvirtDriver:
         return next_free_target(mountpoint.rsplit("/", 1)[-1], {str(t) for t in taken if t})
 
     def attach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
-        """The guest must exist. Its NICs come from its ports when its domain is defined; hot-plugging a
-        port into a running guest is not done yet."""
+        """Plug the port into the guest: its libvirt network and security group filter first, then
+        its NIC into the domain's definition and, when the guest runs, into the live guest (hot-plug,
+        as Nova's libvirt driver does). The test driver's domains take no device changes: there the
+        port's VIF is the record."""
         self._domain(instance)
+        if self.is_test:
+            return
+        self._plug_vifs([vif])
+        self._guest_call(instance, lambda d: d.attachDeviceFlags(_interface_xml(vif), _config_and_live(d)))
 
     def detach_interface(self, *, instance: Any, vif: dict[str, Any], **_kw: Any) -> None:
-        """The guest must exist; the NIC goes with the next definition of the domain (see ``attach_interface``)."""
-        self._domain(instance)
+        """Unplug the port's NIC (found by its MAC) from the definition and the live guest, then
+        release its filter if nothing else uses it (its network stays until the guest goes: the
+        guest may still be letting the device go)."""
+        dom = self._domain(instance)
+        if self.is_test:
+            return
+        for nic in _domain_tree(dom).findall("./devices/interface"):
+            mac = nic.find("mac")
+            if mac is not None and str(mac.get("address", "")).lower() == str(vif["address"]).lower():
+                self._guest_call(instance, lambda d, nic=nic: d.detachDeviceFlags(ET.tostring(nic, "unicode"),
+                                                                                    _config_and_live(d)))
+                break
+        with self._lock:
+            self._release_nic_references(set(), {filter_name(str(vif["id"]))})
 
     def can_connect_volume(self, *, connection_info: dict[str, Any]) -> bool:
         path = connection_info.get("data", {}).get("device_path")
