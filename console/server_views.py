@@ -109,9 +109,11 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
     all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
     choices = create_choices(request)
+    troubled = status in TROUBLED or bool(server.get("fault"))
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
-        "troubled": status in TROUBLED or bool(server.get("fault")),
+        "troubled": troubled,
+        "explanation": _explanation(request, server) if troubled else None,
         "timeline": _timeline(request, server_id, busy=status in BUSY),
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
         "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok else [],
@@ -120,6 +122,19 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
         "hosts": _hosts(request) if ctx.is_admin or can.get("unshelve_to_host") else [],
         "images": choices["images"],
     }, fragments={"server-live": "console/_server_live.html"})
+
+
+#: who may read a server's whole scheduling trace (the compute API's rule for it)
+EXPLANATION_RULE = "cloudcore:os-scheduling-explanation:show"
+
+
+def _explanation(request: HttpRequest, server: dict[str, Any]) -> dict[str, Any] | None:
+    """The server's latest scheduling explanation (the whole trace, host names included) for those
+    whom policy lets read it; None for everyone else, or when no trace was kept."""
+    if not _allowed(request.ctx, EXPLANATION_RULE, server):  # type: ignore[attr-defined]
+        return None
+    found = call(request, "GET", f"{BASE}/servers/{server['id']}/os-scheduling-explanation")
+    return (found.data or {}).get("scheduling_explanation") if found.ok else None
 
 
 #: statuses whose page leads with the fault and the ways out (rebuild, reset state, delete)

@@ -137,3 +137,18 @@ def test_the_dry_run_through_the_api_honours_a_group_hint(cloud):
     # and a group that does not exist is a bad request, as on boot
     body["explain"]["scheduler_hints"] = {"group": "00000000-0000-0000-0000-000000000000"}
     assert cloud.post(admin, "os-scheduling-explanation", body).status_code == 400
+
+
+def test_the_console_shows_the_trace_to_the_admin_only(cloud, pending):
+    from tests.functional.console.conftest import login
+
+    member, sid, _huge = pending
+    cloud.wait_for_status(member, sid, "PENDING", version="2.105")
+    # the admin's server page shows the fault and, under it, the whole trace with host names
+    page = login("ops", "admin", ["admin"]).get(f"/servers/{sid}/").content.decode()
+    assert 'id="scheduling-explanation"' in page
+    assert "MEMORY_MB: 30000 requested, short on 4 providers, most free 8192" in page and "compute1" in page
+    # the member's page shows the fault in words, without the trace or any host name
+    mine = login("demo-viewer", "demo", ["member"]).get(f"/servers/{sid}/").content.decode()
+    assert "Not enough RAM: needs 30000 MB" in mine
+    assert 'id="scheduling-explanation"' not in mine and "compute1" not in mine
