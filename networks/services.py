@@ -273,6 +273,10 @@ def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Addres
 
 
 def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None, *, allow_gateway_ip: bool = False) -> IPAllocation:
+    """One fixed IP on ``subnet`` for ``port`` (``fixed_ip``, or the lowest free one), inside the
+    caller's transaction. The subnet's row is locked first, so that concurrent allocations on it
+    (PostgreSQL; SQLite serialises writers anyway) never pick the same free address."""
+    Subnet.objects.select_for_update().filter(pk=subnet.pk).first()
     used = set(IPAllocation.objects.filter(subnet=subnet).values_list("ip_address", flat=True))
     if fixed_ip:
         try:
