@@ -6,11 +6,9 @@ Skipped where QEMU, a kernel, busybox or libvirtd are missing (as the other real
 """
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 import uuid
-from contextlib import suppress
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +16,7 @@ from typing import Any
 import pytest
 
 from .test_real_guest import build_initramfs, kernel_path, wait_console
-from .test_real_guest_security_groups import _rules, _vif, qemu_system  # noqa: F401 - the fixture
+from .test_real_guest_security_groups import _rules, _vif, leave_no_trace, qemu_system  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slow
 
@@ -74,11 +72,4 @@ def test_a_port_is_hot_plugged_into_a_running_guest_and_unplugged(qemu_system: o
         finally:
             driver.destroy(instance=guest, destroy_disks=True)
     finally:
-        if driver is not None:
-            with suppress(Exception):
-                network = driver.conn.networkLookupByName(f"cloudcore-{net_id}")
-                network.destroy()
-                network.undefine()
-            for port in ports:
-                driver.nwfilter_undefine(filter_name(port))
-        shutil.rmtree(work, ignore_errors=True)
+        leave_no_trace(driver, work, net_id, ports)
