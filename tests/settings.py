@@ -24,3 +24,19 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The compute agents' HTTP calls (compute.clients) are served by this process (not put in the
 # environment: clouds the e2e tests start are real processes that use real HTTP).
 SERVICE_TRANSPORT = "inprocess"
+
+
+def _shared_cache_readers_do_not_wait(sender, connection, **kwargs):  # type: ignore[no-untyped-def]
+    """Django's SQLite test databases live in memory with a shared cache, where SQLite locks whole
+    tables and a reader meets a writer's lock at once ("database table is locked"), with no busy
+    wait. Tests with a worker thread (a Celery worker, a live server) read while it writes; in
+    read-uncommitted mode a shared-cache reader neither takes nor waits for table locks. Files on
+    disk (every cloud the e2e tests start, and ``make run``) use WAL instead and are not touched."""
+    if connection.vendor == "sqlite" and "mode=memory" in str(connection.settings_dict.get("NAME", "")):
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA read_uncommitted = 1")
+
+
+from django.db.backends.signals import connection_created  # noqa: E402
+
+connection_created.connect(_shared_cache_readers_do_not_wait, dispatch_uid="cloudcore-test-read-uncommitted")
