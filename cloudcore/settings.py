@@ -306,6 +306,9 @@ if not re.fullmatch(r"\d+:\d+", _serial_range) or int(_serial_range.split(":")[0
     raise ImproperlyConfigured(f"CLOUDCORE_SERIAL_CONSOLE_PORT_RANGE={_serial_range!r} is not low:high")
 SERIAL_CONSOLE_PORT_RANGE = (int(_serial_range.split(":")[0]), int(_serial_range.split(":")[1]))
 # The console proxies run_cloud starts (websockify with cloudcore's token plugin).
+# Host names a browser page may open a console from besides the proxy's own (Nova's [console]
+# allowed_origins); "a,b" in CLOUDCORE_CONSOLE_ALLOWED_ORIGINS.
+CONSOLE_ALLOWED_ORIGINS = [o.strip() for o in env_str("CONSOLE_ALLOWED_ORIGINS", "").split(",") if o.strip()]
 NOVNCPROXY_HOST = env_str("NOVNCPROXY_HOST", "127.0.0.1")
 NOVNCPROXY_PORT = env_int("NOVNCPROXY_PORT", 6080, minimum=1)
 SERIALPROXY_HOST = env_str("SERIALPROXY_HOST", "127.0.0.1")

@@ -8,12 +8,23 @@ unexpired and of a console type this proxy serves (the VNC proxy does not open s
 
 websockify serves each connection in a forked child: the plugin closes the database connections
 it opened before returning, so no connection is shared across processes.
+
+``ConsoleOriginPlugin`` is websockify's auth plugin of both proxies: a browser's websocket whose
+``Origin`` names another host than the proxy's own ``Host`` (or one of
+``settings.CONSOLE_ALLOWED_ORIGINS``, Nova's ``[console] allowed_origins``), or another scheme
+than the proxy's, is refused with 403 before the upgrade, as nova-novncproxy does: a page on
+another site cannot open a console with a token it got hold of. A client that sends no ``Origin``
+(not a browser) is let through; the token still decides.
 """
 from __future__ import annotations
 
 import logging
+from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import connections
+from websockify.auth_plugins import AuthenticationError
 from websockify.token_plugins import BasePlugin
 
 from .services.consoles import console_token_validate
@@ -49,3 +60,40 @@ class ConsoleTokenPlugin(BasePlugin):
             return None
         log.info("console %s of instance %s -> %s:%s", row.console_type, row.instance_uuid, row.host, row.port)
         return row.host, row.port
+
+
+def _hostname(netloc: str) -> str:
+    """``netloc``'s host without its port ("[::1]:6080" -> "::1"), lower case."""
+    return (urlsplit(f"//{netloc}").hostname or "").lower()
+
+
+def _scheme_family(scheme: str) -> str:
+    return {"ws": "http", "wss": "https"}.get(scheme.lower(), scheme.lower())
+
+
+class ConsoleOriginPlugin:
+    """websockify's auth plugin (``authenticate(headers, target_host, target_port)``): the
+    ``Origin`` check of the proxy of kind ``source``."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def _expected_scheme(self) -> str:
+        base = settings.NOVNCPROXY_BASE_URL if self.source == "novnc" else settings.SERIALPROXY_BASE_URL
+        return _scheme_family(urlsplit(base).scheme or "http")
+
+    def authenticate(self, headers: Any, target_host: Any = None, target_port: Any = None) -> None:
+        origin = headers.get("Origin")
+        if origin is None:
+            return
+        parsed = urlsplit(origin)
+        allowed = {_hostname(headers.get("Host") or "")} | {o.lower() for o in settings.CONSOLE_ALLOWED_ORIGINS}
+        if not parsed.hostname or parsed.hostname.lower() not in allowed:
+            log.info("refused a %s console connection from origin %r (allowed: %s)", self.source, origin,
+                     ", ".join(sorted(allowed)))
+            raise AuthenticationError(response_code=403, response_msg="Origin header does not match this host.")
+        if _scheme_family(parsed.scheme) != self._expected_scheme():
+            log.info("refused a %s console connection from origin %r: not %s", self.source, origin,
+                     self._expected_scheme())
+            raise AuthenticationError(response_code=403,
+                                      response_msg="Origin header protocol does not match this host.")

@@ -18,7 +18,7 @@ import pytest
 from websockify.websocketproxy import LibProxyServer
 
 from compute.virt.testconsoles import COLOUR, SCREEN
-from servers.console_proxy import ConsoleTokenPlugin
+from servers.console_proxy import ConsoleOriginPlugin, ConsoleTokenPlugin
 from tests.apihelpers import auth_client, make_identity
 from tests.cloud import Cloud, build_cloud
 
@@ -34,7 +34,7 @@ def _proxy(kind: str) -> tuple[LibProxyServer, threading.Thread]:
     server = LibProxyServer(listen_host="127.0.0.1", listen_port=0)
     # websockify's library server drops the token_plugin keyword and never sets unix_listen, which
     # its request handler reads: both set by hand
-    server.token_plugin = ConsoleTokenPlugin(kind)
+    server.token_plugin, server.auth_plugin = ConsoleTokenPlugin(kind), ConsoleOriginPlugin(kind)
     server.unix_listen = None
     # a console stays open until the browser or the guest hangs up: do not wait for it at shutdown
     server.daemon_threads, server.block_on_close = True, False
@@ -50,6 +50,9 @@ def proxies(settings: Any) -> Iterator[dict[str, int]]:
     ports = {kind: int(server.server_address[1]) for kind, (server, _) in started.items()}
     settings.NOVNCPROXY_BASE_URL = f"http://127.0.0.1:{ports['novnc']}/vnc_lite.html"
     settings.SERIALPROXY_BASE_URL = f"ws://127.0.0.1:{ports['serial']}/"
+    # the live server's pages are on localhost, the proxies on 127.0.0.1: the origin check lets
+    # localhost's pages in only because it is allowed (Nova's [console] allowed_origins)
+    settings.CONSOLE_ALLOWED_ORIGINS = ["localhost"]
     yield ports
     for server, thread in started.values():
         server.shutdown()

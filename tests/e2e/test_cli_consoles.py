@@ -32,16 +32,16 @@ class TokenWebSocket(WebSocket):
         super().send_request(type, f"{path}?{self.query}")
 
 
-def open_console(proxy_port: int, token: str) -> WebSocket:
+def open_console(proxy_port: int, token: str, origin: str | None = None) -> WebSocket:
     ws = TokenWebSocket(urllib.parse.urlencode({"token": token}))
-    ws.connect(f"ws://127.0.0.1:{proxy_port}/", protocols=["binary"])
+    ws.connect(f"ws://127.0.0.1:{proxy_port}/", origin=origin, protocols=["binary"])
     ws.socket.settimeout(15)
     return ws
 
 
-def refused(proxy_port: int, token: str) -> bool:
+def refused(proxy_port: int, token: str, origin: str | None = None) -> bool:
     try:
-        open_console(proxy_port, token).close()
+        open_console(proxy_port, token, origin).close()
     except Exception:  # noqa: BLE001 - websockify's client raises plain Exceptions on a denied upgrade
         return True
     return False
@@ -122,6 +122,11 @@ def test_console_log_and_urls_through_the_proxies(live_cloud: LiveCloud) -> None
         # the proxies refuse an unknown token, and each refuses the other's kind
         assert refused(vnc_proxy, "not-a-token") and refused(serial_proxy, "not-a-token")
         assert refused(vnc_proxy, serial_token) and refused(serial_proxy, vnc_token)
+        # a good token from a page of another site, or of this host over https, is refused; a page
+        # of this host (the web console's) is let through
+        for origin in ("http://evil.example", "https://127.0.0.1:8000"):
+            assert refused(vnc_proxy, vnc_token, origin) and refused(serial_proxy, serial_token, origin), origin
+        assert not refused(vnc_proxy, vnc_token, f"http://127.0.0.1:{cloud.port}")
         # a good token is upgraded and forwarded to where it points: the guest's consoles
         through_the_vnc_proxy(vnc_proxy, vnc_token)
         through_the_serial_proxy(serial_proxy, serial_token, "console-vm")

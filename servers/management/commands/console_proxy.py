@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from websockify.websocketproxy import WebSocketProxy
 
-from servers.console_proxy import KINDS, ConsoleTokenPlugin
+from servers.console_proxy import KINDS, ConsoleOriginPlugin, ConsoleTokenPlugin
 
 
 class Command(BaseCommand):
@@ -34,7 +34,8 @@ class Command(BaseCommand):
         self.stdout.write(f"{kind} console proxy on {host}:{port}" + (f", web client from {web}" if web else ""))
         try:
             server = WebSocketProxy(listen_host=host, listen_port=port, web=web, file_only=True,
-                                    token_plugin=ConsoleTokenPlugin(kind), verbose=options["verbosity"] > 1)
+                                    token_plugin=ConsoleTokenPlugin(kind), auth_plugin=ConsoleOriginPlugin(kind),
+                                    verbose=options["verbosity"] > 1)
         except OSError as exc:
             raise CommandError(f"cannot start the {kind} console proxy: {exc}") from exc
         server.start_server()

@@ -189,3 +189,35 @@ def test_the_proxy_token_plugin_checks_expiry_and_kind(cloud: Cloud) -> None:
     # and a new console drops the server's expired tokens
     remote(cloud, client, sid, "vnc", "novnc")
     assert not ConsoleAuthToken.objects.filter(pk=row.pk).exists()
+
+
+@pytest.mark.parametrize(("origin", "host", "allowed", "refusal"), [
+    (None, "127.0.0.1", [], None),  # not a browser: the token alone decides
+    ("http://127.0.0.1:8000", "127.0.0.1", [], None),  # the web console's page, another port
+    ("http://[::1]:8000", "[::1]:6080", [], None),
+    ("http://LOCALHOST:8000", "127.0.0.1:6080", ["localhost"], None),  # an allowed origin
+    ("http://evil.example", "127.0.0.1:6080", [], "Origin header does not match this host."),
+    ("http://localhost:8000", "127.0.0.1:6080", [], "Origin header does not match this host."),
+    ("null", "127.0.0.1:6080", [], "Origin header does not match this host."),
+    ("https://127.0.0.1:8000", "127.0.0.1:6080", [], "Origin header protocol does not match this host."),
+])
+def test_the_proxies_check_the_origin_of_a_browser(settings: Any, origin: str | None, host: str,
+                                                   allowed: list[str], refusal: str | None) -> None:
+    from websockify.auth_plugins import AuthenticationError
+
+    from servers.console_proxy import ConsoleOriginPlugin
+
+    settings.CONSOLE_ALLOWED_ORIGINS = allowed
+    settings.NOVNCPROXY_BASE_URL, settings.SERIALPROXY_BASE_URL = "http://h:6080/vnc_lite.html", "ws://h:6083/"
+    headers = {"Host": host, **({"Origin": origin} if origin else {})}
+    for kind in ("novnc", "serial"):
+        if refusal is None:
+            ConsoleOriginPlugin(kind).authenticate(headers, None, None)
+        else:
+            with pytest.raises(AuthenticationError) as raised:
+                ConsoleOriginPlugin(kind).authenticate(headers, None, None)
+            assert (raised.value.code, raised.value.msg) == (403, refusal)
+    # behind TLS (wss/https base URLs) it is the other way round
+    settings.NOVNCPROXY_BASE_URL = "https://h:6080/vnc_lite.html"
+    if origin == "https://127.0.0.1:8000":
+        ConsoleOriginPlugin("novnc").authenticate(headers, None, None)
