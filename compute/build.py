@@ -115,10 +115,11 @@ def build_and_run_instance(
             return
         host = str(instance.host)
         driver: Any = None
+        event = None
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
-                                    action_name=None):  # create, or the rebuild of a PENDING server
+                                    action_name=None) as event:  # create, or the rebuild of a PENDING server
                 driver = driver_for(host)
                 vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
         except Exception as exc:
@@ -137,7 +138,8 @@ def build_and_run_instance(
                 _fail_build(ctx, instance, exc)
             return
         notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
-        actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild")
+        actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild",
+                                    latest=event.action if event is not None else None)
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
@@ -152,7 +154,8 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
         # forced by the operator: the API then shows the drive the guest gets, as Nova does
         instance.config_drive = "True"
         instance.save(update_fields=["config_drive", "updated_at"])
-    vifs = neutron.network_info(instance_uuid=instance.uuid)
+    # a server that asked for no network has no port (one cannot be attached while it builds)
+    vifs = [] if requested_networks == "none" else neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),

@@ -48,10 +48,12 @@ def action_finish(ctx: RequestContext, *, instance_uuid: str, failed: bool = Fal
     action.save(update_fields=["finish_time", "message"])
 
 
-def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str) -> None:
+def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str,
+                        latest: InstanceAction | None = None) -> None:
     """Finish the request's latest action if it is ``action`` (a PENDING server's rebuild ends with
-    the build that placed it; a plain create's action stays as Nova leaves it)."""
-    found = _action_for(ctx, instance_uuid, None)
+    the build that placed it; a plain create's action stays as Nova leaves it). ``latest``: that
+    action when the caller holds it already (an event's ``action``), not read again."""
+    found = latest if latest is not None else _action_for(ctx, instance_uuid, None)
     if found is not None and found.action == action and found.finish_time is None:
         found.finish_time = timezone.now()
         found.save(update_fields=["finish_time"])
