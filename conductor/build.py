@@ -175,11 +175,12 @@ def _place_instance(
             scheduled_at=timezone.now(),
             availability_zone=selection.get("availability_zone") or _host_az(host, br),
         )
+        create_action = None
         with atomic(cell):
             instance.save()
             history_restore(br.history)
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
-                actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
+                create_action = actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             build_request_bdms_and_tags_create(br, instance_uuid)
     if not instance_mapping_set_cell(instance_uuid, cell):
         raise InstanceNotFound(instance_id=instance_uuid)  # its mapping is gone (archived)
@@ -196,7 +197,8 @@ def _place_instance(
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=spec.get("requested_networks", "auto"),
-                                       security_groups=requested_groups_for_instance(instance_uuid))
+                                       security_groups=requested_groups_for_instance(instance_uuid),
+                                       create_action_id=create_action.id if create_action is not None else None)
 
 
 def reschedule_build(

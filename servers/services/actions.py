@@ -61,8 +61,13 @@ def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str,
 
 def event_start(
     ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
-    action_name: str | None = None,
+    action_name: str | None = None, action_id: int | None = None,
 ) -> InstanceActionEvent | None:
+    """Record the start of ``event`` on the request's latest action (named ``action_name``), or
+    on the action ``action_id`` when the caller knows it (nothing is read); None without one."""
+    if action_id is not None:
+        return InstanceActionEvent.objects.create(action_id=action_id, event=event, host=host,
+                                                  start_time=timezone.now())
     action = _action_for(ctx, instance_uuid, action_name)
     if action is None:
         return None
@@ -88,10 +93,11 @@ def event_finish(
 @contextmanager
 def wrap_event(
     ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
-    action_name: str | None = None,
+    action_name: str | None = None, action_id: int | None = None,
 ) -> Iterator[InstanceActionEvent | None]:
     """Record ``event`` around the block: Success, or Error with the traceback (then re-raise)."""
-    ev = event_start(ctx, instance_uuid=instance_uuid, event=event, host=host, action_name=action_name)
+    ev = event_start(ctx, instance_uuid=instance_uuid, event=event, host=host, action_name=action_name,
+                     action_id=action_id)
     try:
         yield ev
     except BaseException as exc:
