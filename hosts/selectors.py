@@ -164,7 +164,8 @@ def compute_fingerprint_and_problems(fields: Iterable[str], *, down_after_second
     fields = list(fields)
     figures, figure_params = _fingerprint_sql(connection)
     problems, problem_params = _problem_ids_sql(connection, down_after_seconds)
-    cols = [Service._meta.get_field(name).get_col("s") for name in fields]
+    columns = {f.attname: f for f in Service._meta.concrete_fields}
+    cols = [columns[name].get_col("s") for name in fields]
     converters = [(col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)) for col in cols]
     selected = ", ".join(f"s.{connection.ops.quote_name(col.target.column)}" for col in cols)
     table = Service._meta.db_table

@@ -1,7 +1,8 @@
 """SQL statements per boot, counted as ``make bench`` counts them (an execute wrapper on every
-connection around ``POST /servers``, ``bench.env.count_queries``; the whole build runs inside it): a budget for the
-total and for each step (``bench.env.sql_by_step``), and the reads that used to repeat done once (the token and its roles, the cells, the quota
-limits, the requested security groups, the request spec), the notifications stored in one INSERT.
+connection around ``POST /servers``, ``bench.env.count_queries``; the whole build runs inside
+it): a budget for the total and for each step (``bench.env.sql_by_step``), and the reads that
+used to repeat done once (the token and its roles, the cells, the quota limits, the requested
+security groups, the request spec), the notifications stored in one INSERT.
 
 A query count, not a timed assertion. The databases are transactional here (as the bench's are)
 so that the build runs inside the request, as it does under ``make run``."""
