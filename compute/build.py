@@ -104,10 +104,13 @@ def image_meta(image_id: str | None) -> dict[str, Any] | None:
 def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
     alternates: list[dict[str, Any]], attempt: int = 1, requested_networks: Any = "auto",
-    security_groups: list[str] | None = None,
+    security_groups: list[str] | None = None, create_action_id: int | None = None,
 ) -> None:
     """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
-    ``security_groups``: the ids of the groups the server asked for (None: the project's default)."""
+    ``security_groups``: the ids of the groups the server asked for (None: the project's default);
+    ``create_action_id``: the ``create`` action the conductor recorded for this build (its event
+    goes there, nothing is looked up); None: the request's latest action (a PENDING server's
+    rebuild, finished with the build)."""
     with target_cell(cell_uuid):
         instance = instance_get(instance_uuid)
         if instance is None or instance.task_state == TaskState.DELETING:
@@ -115,10 +118,11 @@ def build_and_run_instance(
             return
         host = str(instance.host)
         driver: Any = None
+        event = None
         notify_instance(ctx, "instance.create.start", instance, host=host)
         try:
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
-                                    action_name=None):  # create, or the rebuild of a PENDING server
+                                    action_name=None, action_id=create_action_id) as event:
                 driver = driver_for(host)
                 vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
         except Exception as exc:
@@ -137,7 +141,9 @@ def build_and_run_instance(
                 _fail_build(ctx, instance, exc)
             return
         notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
-        actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild")
+        if create_action_id is None:
+            actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild",
+                                        latest=event.action if event is not None else None)
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
@@ -152,7 +158,8 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
         # forced by the operator: the API then shows the drive the guest gets, as Nova does
         instance.config_drive = "True"
         instance.save(update_fields=["config_drive", "updated_at"])
-    vifs = neutron.network_info(instance_uuid=instance.uuid)
+    # a server that asked for no network has no port (one cannot be attached while it builds)
+    vifs = [] if requested_networks == "none" else neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref),

@@ -126,7 +126,8 @@ def schedule_and_build_instances(
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
 
     specs = request_specs_get(instance_uuids)
-    live = [u for u in instance_uuids if u in specs and build_request_get(u) is not None]
+    requests = {u: br for u in instance_uuids if u in specs and (br := build_request_get(u)) is not None}
+    live = list(requests)
     if not live:
         return
     spec = dict(specs[live[0]])
@@ -143,41 +144,43 @@ def schedule_and_build_instances(
         chosen = _selection_fields(selection_list[0])
         alternates = [_selection_fields(s) for s in selection_list[1:]]
         _place_instance(ctx, instance_uuid=instance_uuid, selection=chosen, alternates=alternates,
-                        admin_pass=admin_pass, spec=specs[instance_uuid])
+                        admin_pass=admin_pass, spec=specs[instance_uuid], br=requests[instance_uuid])
 
 
 def _place_instance(
     ctx: RequestContext, *, instance_uuid: str, selection: dict[str, Any],
-    alternates: list[dict[str, Any]], admin_pass: str | None, spec: dict[str, Any],
+    alternates: list[dict[str, Any]], admin_pass: str | None, spec: dict[str, Any], br: BuildRequest,
 ) -> None:
+    """``br`` is the build request read before scheduling, not read again: a server deleted
+    meanwhile is found by ``build_request_delete`` below, and its rows are removed then."""
     host = selection["service_host"]
     host_mapping = host_mapping_get(host)
-    br = build_request_get(instance_uuid)
-    if host_mapping is None or br is None:
+    if host_mapping is None:
         allocations_delete(consumer_uuid=instance_uuid)
-        if host_mapping is None and br is not None:
-            bury_in_cell0(ctx, instance_uuid=instance_uuid,
-                          exc=NoValidHost(reason=f"Host {host} is not mapped to any cell"))
+        bury_in_cell0(ctx, instance_uuid=instance_uuid,
+                      exc=NoValidHost(reason=f"Host {host} is not mapped to any cell"))
         return
     cell = host_mapping.cell
     with target_cell(cell):
-        node = compute_node_get(selection["compute_node_uuid"])
+        # the scheduler's selection names the node's id and zone (both read with its host state)
+        node = None if "compute_id" in selection else compute_node_get(selection["compute_node_uuid"])
         instance = instance_from_build_request(
             br,
             vm_state=VmState.BUILDING,
             task_state=TaskState.SCHEDULING,
             host=host,
             node=selection.get("nodename") or (node.hypervisor_hostname if node else None),
-            compute_id=node.id if node else None,
+            compute_id=node.id if node else selection.get("compute_id"),
             launched_on=host,
             scheduled_at=timezone.now(),
-            availability_zone=_host_az(host, br),
+            availability_zone=selection.get("availability_zone") or _host_az(host, br),
         )
+        create_action = None
         with atomic(cell):
             instance.save()
             history_restore(br.history)
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
-                actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
+                create_action = actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
             build_request_bdms_and_tags_create(br, instance_uuid)
     if not instance_mapping_set_cell(instance_uuid, cell):
         raise InstanceNotFound(instance_id=instance_uuid)  # its mapping is gone (archived)
@@ -194,7 +197,8 @@ def _place_instance(
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=spec.get("requested_networks", "auto"),
-                                       security_groups=requested_groups_for_instance(instance_uuid))
+                                       security_groups=requested_groups_for_instance(instance_uuid),
+                                       create_action_id=create_action.id if create_action is not None else None)
 
 
 def reschedule_build(

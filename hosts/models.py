@@ -34,7 +34,7 @@ class Service(CellModel, SoftDeleteModel):
             )
         ]
         # the scheduler's per-request freshness check (``selectors.compute_fingerprint``) and its
-        # list of services with a problem (``selectors.compute_service_problems``) read these
+        # list of services with a problem (``selectors.compute_fingerprint_and_problems``) read these
         # instead of scanning every service of the cell
         indexes = [
             models.Index(fields=["binary", "created_at"], name="service_binary_created"),

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from cells.transactions import connection_for
@@ -99,6 +98,30 @@ def compute_node_exists(host: str) -> bool:
     return ComputeNode.objects.filter(host=host).exists()
 
 
+def _fingerprint_sql(connection: Any) -> tuple[str, list[Any]]:
+    """``SELECT`` list (aliased ``f0`` ..) and parameters of ``compute_fingerprint``'s figures."""
+    node, service = ComputeNode._meta.db_table, Service._meta.db_table
+    compute = f"{connection.ops.quote_name('binary')} = %s"
+
+    def figures(table: str, where: str) -> list[str]:
+        live = f"WHERE {where}" if where else ""
+        also = f"{where} AND " if where else ""
+        # table names from the models, values as parameters
+        return [f"(SELECT {figure} FROM {table} {where_clause})"  # noqa: S608
+                for figure, where_clause in (("COUNT(*)", live), ("COUNT(*)", f"WHERE {also}deleted = %s"),
+                                             ("MAX(id)", live), ("MAX(created_at)", live),
+                                             ("MAX(updated_at)", live))]
+
+    columns = [*figures(node, ""), f"(SELECT SUM(service_id) FROM {node})", *figures(service, compute)]  # noqa: S608
+    return (", ".join(f"{column} AS f{i}" for i, column in enumerate(columns)),
+            [True, COMPUTE_BINARY, COMPUTE_BINARY, True, COMPUTE_BINARY, COMPUTE_BINARY, COMPUTE_BINARY])
+
+
+def _as_fingerprint(row: Iterable[Any]) -> tuple[Any, ...]:
+    figures = list(row)
+    return (1, *figures[:6]), (2, *figures[6:], 0)
+
+
 def compute_fingerprint() -> tuple[Any, ...]:
     """Of the targeted cell, in one statement: (rows, deleted rows, highest id, newest created_at,
     newest updated_at, sum of service links) of the compute nodes, then the same (links: 0) of
@@ -106,44 +129,64 @@ def compute_fingerprint() -> tuple[Any, ...]:
     Each figure is its own subquery so that it is read from an index (``models`` declares them)
     rather than by scanning every row of the cell."""
     connection = connection_for(ComputeNode)
-    node, service = ComputeNode._meta.db_table, Service._meta.db_table
-    binary = connection.ops.quote_name("binary")
-    compute = f"{binary} = %s"
+    columns, params = _fingerprint_sql(connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns}", params)
+        return _as_fingerprint(cursor.fetchone()[:11])
 
-    def figures(table: str, where: str) -> str:
-        live = f"WHERE {where}" if where else ""
-        also = f"{where} AND " if where else ""
-        return (f"(SELECT COUNT(*) FROM {table} {live}), (SELECT COUNT(*) FROM {table} WHERE {also}deleted = %s), "  # noqa: S608 - table names from the models
-                f"(SELECT MAX(id) FROM {table} {live}), (SELECT MAX(created_at) FROM {table} {live}), "
-                f"(SELECT MAX(updated_at) FROM {table} {live})")
 
+def _problem_ids_sql(connection: Any, down_after_seconds: int) -> tuple[str, list[Any]]:
+    """The ids of the targeted cell's nova-compute services with a problem (see
+    ``compute_fingerprint_and_problems``) as SQL and parameters. Each condition is its own indexed
+    branch (``binary`` with ``disabled``, ``forced_down``, ``last_seen_up``), so the cost
+    follows the services with a problem, not the services of the cell; "column = %s" rather
+    than Django's bare boolean column, which SQLite reads by scanning."""
+    ops = connection.ops
+    cutoff = ops.adapt_datetimefield_value(timezone.now() - timedelta(seconds=down_after_seconds))
+    table, compute = Service._meta.db_table, f"{ops.quote_name('binary')} = %s"
+    return (f"SELECT id FROM {table} WHERE {compute} AND disabled = %s "  # noqa: S608 - table name from the model
+            f"UNION SELECT id FROM {table} WHERE {compute} AND forced_down = %s "
+            f"UNION SELECT id FROM {table} WHERE {compute} AND last_seen_up < %s "
+            f"UNION SELECT id FROM {table} WHERE {compute} AND last_seen_up IS NULL "
+            f"AND COALESCE(updated_at, created_at) < %s",
+            [COMPUTE_BINARY, True, COMPUTE_BINARY, True, COMPUTE_BINARY, cutoff, COMPUTE_BINARY, cutoff])
+
+
+def compute_fingerprint_and_problems(fields: Iterable[str], *, down_after_seconds: int,
+                                     ) -> tuple[tuple[Any, ...], list[dict[str, Any]]]:
+    """``compute_fingerprint()`` and the targeted cell's nova-compute services (as ``fields``
+    rows) that are disabled, forced down, or whose last heartbeat (``last_seen_up``, else
+    ``updated_at``, else ``created_at``, as ``service_is_up`` reads it) is older than
+    ``down_after_seconds``, in one statement: the fingerprint's figures joined to the services
+    with a problem (a row of figures alone when there is none). The services' columns are
+    converted as the ORM would."""
+    connection = connection_for(Service)
+    fields = list(fields)
+    figures, figure_params = _fingerprint_sql(connection)
+    problems, problem_params = _problem_ids_sql(connection, down_after_seconds)
+    columns = {f.attname: f for f in Service._meta.concrete_fields}
+    cols = [columns[name].get_col("s") for name in fields]
+    converters = [(col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)) for col in cols]
+    selected = ", ".join(f"s.{connection.ops.quote_name(col.target.column)}" for col in cols)
+    table = Service._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {figures(node, '')}, (SELECT SUM(service_id) FROM {node}), {figures(service, compute)}",  # noqa: S608 - table names from the models
-            [True, COMPUTE_BINARY, COMPUTE_BINARY, True, COMPUTE_BINARY, COMPUTE_BINARY, COMPUTE_BINARY])
-        row = cursor.fetchone()
-    return (1, *row[:6]), (2, *row[6:], 0)
-
-
-def compute_service_problems(fields: Iterable[str], *, down_after_seconds: int) -> list[dict[str, Any]]:
-    """The targeted cell's nova-compute services (as ``fields`` rows) that are disabled, forced
-    down, or whose last heartbeat (``last_seen_up``, else ``updated_at``, else ``created_at``, as
-    ``service_is_up`` reads it) is older than ``down_after_seconds``. Each condition is its own
-    indexed branch (``binary`` with ``disabled``, ``forced_down``, ``last_seen_up``), so the
-    cost follows the services with a problem, not the services of the cell."""
-    ops = connection_for(Service).ops
-    cutoff = ops.adapt_datetimefield_value(timezone.now() - timedelta(seconds=down_after_seconds))
-    quote = ops.quote_name
-    table, compute = Service._meta.db_table, f"{quote('binary')} = %s"
-    # "column = %s" rather than Django's bare boolean column, which SQLite reads by scanning
-    problem_ids = RawSQL(  # noqa: S611 - no user input: table name from the model, values as parameters
-        f"SELECT id FROM {table} WHERE {compute} AND disabled = %s "  # noqa: S608 - table name from the model
-        f"UNION SELECT id FROM {table} WHERE {compute} AND forced_down = %s "
-        f"UNION SELECT id FROM {table} WHERE {compute} AND last_seen_up < %s "
-        f"UNION SELECT id FROM {table} WHERE {compute} AND last_seen_up IS NULL "
-        f"AND COALESCE(updated_at, created_at) < %s",
-        [COMPUTE_BINARY, True, COMPUTE_BINARY, True, COMPUTE_BINARY, cutoff, COMPUTE_BINARY, cutoff])
-    return list(Service.objects.filter(id__in=problem_ids).values(*fields))
+            f"SELECT fp.*, s.id, {selected} FROM (SELECT {figures}) AS fp "  # noqa: S608 - names from the models
+            f"LEFT JOIN {table} AS s ON s.deleted = %s AND s.id IN ({problems})",
+            [*figure_params, False, *problem_params])
+        rows = cursor.fetchall()
+    found = []
+    for row in rows:
+        if row[11] is None:  # no service has a problem
+            continue
+        values = row[12:]
+        converted = {}
+        for name, value, (col, funcs) in zip(fields, values, converters, strict=True):
+            for func in funcs:
+                value = func(value, col, connection)
+            converted[name] = value
+        found.append(converted)
+    return _as_fingerprint(rows[0][:11]), found
 
 
 # --- used by compute/ ---------------------------------------------------------------------------

@@ -1,16 +1,15 @@
 """The scheduler's copy of each cell's compute nodes (host, node name, hypervisor, service link),
 so that a request reads no node row per host.
 
-Freshness. Per request and per cell, one statement fingerprints the compute node table (row
-count, deleted rows, highest id, newest created/updated time, sum of the service links) and one
-the nova-compute services (the same without the links); when either differs from the one the
+Freshness. Per request and per cell, one statement (``freshness``) fingerprints the compute node
+table (row count, deleted rows, highest id, newest created/updated time, sum of the service
+links) and the nova-compute services (the same without the links); when either differs from the one the
 copy was loaded with, the cell is loaded again (``scheduler._read_cell_nodes``), or, when only
 the newest ``updated_at`` moved (a compute saving its node row every period), just the rows
 updated since. What changes without
 touching those (a service disabled, forced down or silent, even through a bare ``UPDATE``) is
-read fresh on every request instead: one statement lists the cell's services that are
-disabled, forced down or past ``SERVICE_DOWN_TIME`` (``service_problems``); every other
-service is up and enabled.
+read fresh on every request instead: the same statement lists the cell's services that are
+disabled, forced down or past ``SERVICE_DOWN_TIME``; every other service is up and enabled.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from hosts.selectors import compute_fingerprint, compute_service_problems
+from hosts.selectors import compute_fingerprint, compute_fingerprint_and_problems
 
 from .host_state import cpu_arch
 from .placement.cache import keep_out_of_collections
@@ -80,13 +79,15 @@ class NodeCache:
         nova-compute services; one statement."""
         return compute_fingerprint()
 
-    def nodes(self, cell: Any, load: Loader) -> dict[str, NodeFacts]:
+    def nodes(self, cell: Any, load: Loader, fingerprint: tuple[Any, ...] | None = None) -> dict[str, NodeFacts]:
         """``{node uuid: NodeFacts}`` of ``cell`` (targeted by the caller). When only the newest
         ``updated_at`` of the nodes moved (the resource tracker saving its node every period),
         the nodes updated since (less ``UPDATE_OVERLAP``, for writers that commit late) are
         read again with ``load(cell, updated_after)``; any other change reloads the cell with
-        ``load(cell, None)``. Do not mutate the answer."""
-        fingerprint = self._fingerprint()
+        ``load(cell, None)``. ``fingerprint``: the cell's, when the caller has just read it
+        (``freshness``). Do not mutate the answer."""
+        if fingerprint is None:
+            fingerprint = self._fingerprint()
         with self._lock:
             copy = self._cells.get(cell.uuid)
         if copy is not None and copy.fingerprint == fingerprint:
@@ -128,12 +129,14 @@ def _ok(service: Any) -> Any:
     return SimpleNamespace(**{**vars(service), "disabled": False, "disabled_reason": None, "forced_down": False})
 
 
-def service_problems(service_fields: list[str]) -> dict[int, Any]:
-    """``{service id: its current fields}`` of the targeted cell's nova-compute services that
-    are disabled, forced down, or whose last heartbeat (``last_seen_up``, else ``updated_at``,
-    else ``created_at``, as ``service_is_up`` reads it) is older than ``SERVICE_DOWN_TIME``."""
-    rows = compute_service_problems(service_fields, down_after_seconds=settings.SERVICE_DOWN_TIME)
-    return {row["id"]: SimpleNamespace(**row) for row in rows}
+def freshness(service_fields: list[str]) -> tuple[tuple[Any, ...], dict[int, Any]]:
+    """Of the targeted cell, in one statement: its fingerprint (``NodeCache.nodes`` takes it) and
+    ``{service id: its current fields}`` of its nova-compute services that are disabled, forced
+    down, or whose last heartbeat (``last_seen_up``, else ``updated_at``, else ``created_at``, as
+    ``service_is_up`` reads it) is older than ``SERVICE_DOWN_TIME``."""
+    fingerprint, rows = compute_fingerprint_and_problems(service_fields,
+                                                         down_after_seconds=settings.SERVICE_DOWN_TIME)
+    return fingerprint, {row["id"]: SimpleNamespace(**row) for row in rows}
 
 
 node_cache = NodeCache()

@@ -34,6 +34,8 @@ class HostState:
     #: True when the scheduler read that the service is enabled and up for this request (its
     #: ``service`` view then carries no heartbeat); None: ``ComputeFilter`` looks at ``service``
     service_up: bool | None = None
+    #: the compute node's row id in its cell
+    compute_id: int | None = None
 
     def free(self, rc: str) -> int:
         res = self.resources.get(rc)

@@ -10,10 +10,11 @@ Steps (constant number of SQL queries whatever the number of hosts; per instance
    its source cell narrow the providers up front (their compute nodes are read from the cell);
 3. allocation candidates from placement (at most ``MAX_PLACEMENT_RESULTS`` unless narrowed),
    answered by the process's in-memory copy of placement (``placement.cache``: one statement
-   to learn what changed, five to re-read the providers that did);
+   to learn what changed, five to re-read the providers that did, none when the changes were
+   this process's own claims);
 4. host states: the candidates' compute nodes from the process's copy of each cell's nodes
-   (``host_cache``: one fingerprint statement per cell), their services' state read fresh (one
-   statement per cell lists the disabled, forced-down and silent ones), zones and aggregate
+   (``host_cache``: one fingerprint statement per cell, which also lists the services that are
+   disabled, forced down or silent: their state is read fresh), zones and aggregate
    metadata from the API database (one query);
 5. filters (``scheduling.filters``), weighers (``scheduling.weights``);
 6. for each instance, the best host whose claim succeeds (a failed claim tries the next host),
@@ -47,7 +48,7 @@ from hosts.selectors import compute_node_values, compute_services_values, servic
 from servers.selectors import group_member_hosts, hosts_of
 
 from .filters import filter_hosts
-from .host_cache import NodeFacts, node_cache, service_problems
+from .host_cache import NodeFacts, freshness, node_cache
 from .host_state import HostState, RequestView, max_placement_results
 from .models import AggregateMetadata
 from .placement import services as placement
@@ -74,6 +75,10 @@ class Selection:
     allocation_request: str | None
     allocation_request_version: str = "1.36"
     limits: dict[str, Any] = field(default_factory=dict)
+    #: the node's row id and its host's availability zone, as the host state read them (so the
+    #: conductor need not read them again)
+    compute_id: int | None = None
+    availability_zone: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +86,7 @@ class Selection:
             "compute_node_uuid": self.compute_node_uuid, "cell_uuid": self.cell_uuid,
             "allocation_request": self.allocation_request,
             "allocation_request_version": self.allocation_request_version, "limits": dict(self.limits),
+            "compute_id": self.compute_id, "availability_zone": self.availability_zone,
         }
 
     @classmethod
@@ -88,6 +94,7 @@ class Selection:
         return cls(
             service_host=host.host, nodename=host.nodename, compute_node_uuid=host.uuid, cell_uuid=host.cell_uuid,
             allocation_request=json.dumps(host.allocation_request) if host.allocation_request else None,
+            compute_id=host.compute_id, availability_zone=host.availability_zone or None,
         )
 
 
@@ -102,7 +109,7 @@ def _schedulable_cells(request: RequestView) -> list[Any]:
     return cells
 
 
-NODE_FIELDS = ("uuid", "host", "hypervisor_hostname", "hypervisor_type", "hypervisor_version", "cpu_info",
+NODE_FIELDS = ("id", "uuid", "host", "hypervisor_hostname", "hypervisor_type", "hypervisor_version", "cpu_info",
                "service_id")
 
 
@@ -151,15 +158,15 @@ class _CellsView:
 
 
 def _cells_view(cells: Iterable[Any]) -> _CellsView:
-    """One fingerprint query and one service-state query per cell (the node rows themselves only
-    when the cell changed); a cell that cannot be read offers no hosts this time."""
+    """One statement per cell for its fingerprint and its services' state (the node rows
+    themselves only when the cell changed); a cell that cannot be read offers no hosts this time."""
     view = _CellsView()
     service_fields = _service_fields()
     for cell in cells:
         try:
             with target_cell(cell):
-                nodes = node_cache.nodes(cell, _read_cell_nodes)
-                problems = service_problems(service_fields)
+                fingerprint, problems = freshness(service_fields)
+                nodes = node_cache.nodes(cell, _read_cell_nodes, fingerprint)
         except CloudcoreError:
             raise
         except Exception:  # a cell that cannot be read offers no hosts this time
@@ -204,7 +211,7 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
         summary = summaries.get(node.uuid, no_summary)
         service, service_up = view.current_service(fact)
         states.append(HostState(
-            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=cell.uuid,
+            host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=cell.uuid, compute_id=node.id,
             cell_name=cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
             hypervisor_version=node.hypervisor_version, cpu_arch=fact.cpu_arch,
             resources=summary["resources"] if summary else {}, traits=summary.get("traits") or [],

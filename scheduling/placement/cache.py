@@ -6,9 +6,11 @@ stamps the providers it changed with the new value (``ResourceProvider.changed_s
 ``services._stamp_change``). Before answering, the cache reads the stamp with the number of
 providers and the highest provider id (one statement); when ``seq`` moved it reloads only the
 providers stamped after the value it last saw (five statements, whatever the number of
-providers); a deleted or re-parented provider (``full_seq``), a stamp row it does not know
-(``epoch``: a database restored or rolled back), or a provider count that does not add up (rows
-written behind placement's back) reloads everything. The claim itself is still checked by
+providers), unless every change since was a claim for a new consumer this process committed
+(``services.committed_claims``: what it added to usage is known, nothing is read); a deleted
+or re-parented provider (``full_seq``), a stamp row it does not know (``epoch``: a database
+restored or rolled back), or a provider count that does not add up (rows written behind
+placement's back) reloads everything. The claim itself is still checked by
 ``allocations_put`` against the database, so a candidate is never more than a proposal.
 
 Candidates are computed exactly as ``services.allocation_candidates`` computes them in SQL (same
@@ -116,6 +118,8 @@ class ProviderCache:
         #: ``shortfall``'s answers: {question: (stamp of the copy, answer)}, oldest first
         self._shortfalls: dict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = {}
         self.reloads = {"full": 0, "delta": 0}
+        #: refreshes answered from this process's own claims (``_apply_own_claims``)
+        self.claims_applied = 0
 
     def clear(self) -> None:
         with self._lock:
@@ -142,11 +146,30 @@ class ProviderCache:
         known = self._stamp
         if known is None or known[0] != epoch or seq < known[1] or full_seq > known[1]:
             self._load(None)
-        elif seq > known[1]:
+        elif seq > known[1] and not self._apply_own_claims(epoch, known[1], seq):
             self._load_changed_since(known[1])
         if len(self._providers) != count or (self._order[-1] if self._order else None) != max_id:
             self._load(None)
         self._stamp = (epoch, seq)
+
+    def _apply_own_claims(self, epoch: str | None, after: int, seq: int) -> bool:
+        """When every write since ``after`` up to ``seq`` was a claim this process committed for a
+        new consumer (``services.committed_claims``), add what they allocated to the providers'
+        usage instead of reading them again. False (nothing changed) otherwise."""
+        claims = services.committed_claims(epoch, after, seq) if epoch is not None else None
+        if claims is None or any(pid not in self._providers for added in claims for pid in added):
+            return False
+        for added in claims:
+            for pid, amounts in added.items():
+                rp = self._providers[pid]
+                used = dict(rp.used)
+                for rc, amount in amounts.items():
+                    used[rc] = used.get(rc, 0) + amount
+                # replaced, not changed: answers already given share the old one's summary
+                self._providers[pid] = _Provider(rp.id, rp.uuid, rp.parent_uuid, rp.root_uuid, rp.inventories,
+                                                 used, rp.traits, rp.aggregates)
+        self.claims_applied += 1
+        return True
 
     @staticmethod
     def _providers_query() -> Any:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Mod
+
+from cells.transactions import connection_for
 
 from ..models import (
     Aggregate,
@@ -86,21 +89,59 @@ def _provider(rp: ProviderRef) -> ResourceProvider:
     return found
 
 
-def _stamp_change(*, full: bool = False) -> None:
+def _stamp_change(*, full: bool = False) -> tuple[str, int]:
     """Bump ``PlacementChangeStamp.seq`` (creating the row on the first write): the first lock a
     placement write takes in its transaction (before consumers and providers), so the stamp row
     orders every writer the same way (no lock-order deadlock on PostgreSQL) and readers see the
     writes in ``seq`` order. ``full``: a change the scheduler's provider copy must reload
-    everything for (a provider deleted or re-parented)."""
-    bump: dict[str, Any] = {"seq": F("seq") + 1}
-    if full:
-        bump["full_seq"] = F("seq") + 1
-    if not PlacementChangeStamp.objects.filter(id=1).update(**bump):
-        try:
-            with transaction.atomic():
-                PlacementChangeStamp.objects.create(id=1, seq=1, full_seq=1 if full else 0)
-        except IntegrityError:  # created by a concurrent writer in between
-            _stamp_change(full=full)
+    everything for (a provider deleted or re-parented). Returns the stamp's (epoch, new seq),
+    read by the same statement (``UPDATE ... RETURNING``, SQLite >= 3.35 and PostgreSQL)."""
+    table = PlacementChangeStamp._meta.db_table
+    full_set = ", full_seq = seq + 1" if full else ""
+    with connection_for(PlacementChangeStamp).cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET seq = seq + 1{full_set} WHERE id = 1 RETURNING epoch, seq")  # noqa: S608 - table name from the model
+        row = cursor.fetchone()
+    if row is not None:
+        return str(row[0]), int(row[1])
+    try:
+        with transaction.atomic():
+            created = PlacementChangeStamp.objects.create(id=1, seq=1, full_seq=1 if full else 0)
+    except IntegrityError:  # created by a concurrent writer in between
+        return _stamp_change(full=full)
+    return str(created.epoch), 1
+
+
+#: how many committed claims ``committed_claims`` remembers
+CLAIMS_KEPT = 64
+_claims_lock = threading.Lock()
+#: {(epoch, seq): {provider id: {resource class: amount}}} of the new consumers' allocations
+#: this process wrote and committed, oldest first
+_claims: dict[tuple[str, int], dict[int, dict[str, int]]] = {}
+
+
+def _remember_claim(epoch: str, seq: int, wanted: Mapping[tuple[int, str], int]) -> None:
+    """On commit of the write stamped ``(epoch, seq)`` whose only change to usage was adding
+    ``wanted`` (``{(provider id, class): amount}``) for a consumer that held nothing."""
+    added: dict[int, dict[str, int]] = defaultdict(dict)
+    for (rp_id, rc), amount in wanted.items():
+        added[rp_id][rc] = amount
+
+    def remember() -> None:
+        with _claims_lock:
+            _claims[(epoch, seq)] = dict(added)
+            while len(_claims) > CLAIMS_KEPT:
+                del _claims[next(iter(_claims))]
+
+    transaction.on_commit(remember)
+
+
+def committed_claims(epoch: str, after: int, upto: int) -> list[dict[int, dict[str, int]]] | None:
+    """What the writes stamped ``after + 1 .. upto`` added to usage, in order, when every one of
+    them was a committed claim of this process for a new consumer (``_remember_claim``); None
+    when any was something else (or is forgotten): the provider copy then reads them."""
+    with _claims_lock:
+        found = [_claims.get((epoch, seq)) for seq in range(after + 1, upto + 1)]
+    return None if any(added is None for added in found) else found  # type: ignore[return-value]
 
 
 def _stamped() -> Subquery:
@@ -634,7 +675,7 @@ def allocations_put(
     """
     _check_amounts(allocations)
     with transaction.atomic():
-        _stamp_change()
+        epoch, seq = _stamp_change()
         consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if enforce_consumer_generation:
             current = consumer.generation if consumer is not None else None
@@ -649,30 +690,32 @@ def allocations_put(
         if not allocations:
             _delete_consumer(consumer, old_rp_ids)
             return
-        providers = list(
-            ResourceProvider.objects.select_for_update().filter(uuid__in=list(allocations)).order_by("id")
-        )
-        by_uuid = {rp.uuid: rp for rp in providers}
+        by_uuid = _lock_and_bump(list(allocations), seq)
         for rp_uuid in allocations:
             if rp_uuid not in by_uuid:
                 raise InvalidAllocation(reason=f"Allocation for resource provider '{rp_uuid}' that does not exist.")
         rc_names = {rc for res in allocations.values() for rc in res}
-        rc_ids = _resource_class_ids(rc_names)
-        wanted = {(by_uuid[u].id, rc): n for u, res in allocations.items() for rc, n in res.items()}
+        wanted = {(by_uuid[u], rc): n for u, res in allocations.items() for rc, n in res.items()}
         rows = list(
             # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
             _inventories_with_usage(exclude_consumer=consumer_uuid if consumer is not None else None)
-            .filter(resource_provider_id__in=[rp.id for rp in providers], resource_class__name__in=rc_names)
-            .values("resource_provider_id", "resource_class__name", "total", "reserved", "min_unit",
-                    "max_unit", "step_size", "allocation_ratio", "used")
+            .filter(resource_provider_id__in=list(by_uuid.values()), resource_class__name__in=rc_names)
+            .values("resource_provider_id", "resource_class__name", "resource_class_id", "total", "reserved",
+                    "min_unit", "max_unit", "step_size", "allocation_ratio", "used")
         )
-        _check_fits(rows, wanted, {rp.id: rp.uuid for rp in providers})
+        # the classes come with their inventories; one with none is looked up (an unknown one
+        # is ResourceClassNotFound) before ``_check_fits`` says it has no inventory
+        rc_ids = {row["resource_class__name"]: row["resource_class_id"] for row in rows}
+        if not rc_names <= rc_ids.keys():
+            rc_ids.update(_resource_class_ids(rc_names - rc_ids.keys()))
+        _check_fits(rows, wanted, {rp_id: uuid for uuid, rp_id in by_uuid.items()})
         if consumer is None:
             # Placement creates the consumer at generation 0 and bumps it with the write.
             consumer = Consumer.objects.create(
                 uuid=consumer_uuid, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
                 generation=1,
             )
+            _remember_claim(epoch, seq, wanted)
         else:
             Allocation.objects.filter(consumer=consumer).delete()
             Consumer.objects.filter(id=consumer.id).update(
@@ -682,7 +725,7 @@ def allocations_put(
             Allocation(resource_provider_id=rp_id, consumer=consumer, resource_class_id=rc_ids[rc], used=n)
             for (rp_id, rc), n in wanted.items()
         ])
-        _bump_generations({rp.id for rp in providers} | old_rp_ids)
+        _bump_generations(old_rp_ids - set(by_uuid.values()))
 
 
 def allocations_set_many(
@@ -704,6 +747,20 @@ def allocations_set_many(
                 enforce_consumer_generation=enforce_consumer_generation,
                 consumer_type=entry.get("consumer_type") or "INSTANCE",
             )
+
+
+def _lock_and_bump(uuids: list[str], seq: int) -> dict[str, int]:
+    """``{uuid: id}`` of the providers ``uuids`` that exist, locked for the rest of the
+    transaction and their generation bumped (stamped ``seq``, the transaction's change stamp) by
+    the one ``UPDATE ... RETURNING`` that locks them: what ``SELECT ... FOR UPDATE`` then a
+    generation bump at the end did in two statements (a failed check rolls the bump back)."""
+    table = ResourceProvider._meta.db_table
+    marks = ", ".join(["%s"] * len(uuids))
+    with connection_for(ResourceProvider).cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET generation = generation + 1, changed_seq = %s WHERE uuid IN ({marks}) "  # noqa: S608 - table name from the model
+            "RETURNING uuid, id", [seq, *uuids])
+        return {str(uuid): int(rp_id) for uuid, rp_id in cursor.fetchall()}
 
 
 def _bump_generations(rp_ids: set[int]) -> None:

@@ -48,10 +48,12 @@ def action_finish(ctx: RequestContext, *, instance_uuid: str, failed: bool = Fal
     action.save(update_fields=["finish_time", "message"])
 
 
-def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str) -> None:
+def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str,
+                        latest: InstanceAction | None = None) -> None:
     """Finish the request's latest action if it is ``action`` (a PENDING server's rebuild ends with
-    the build that placed it; a plain create's action stays as Nova leaves it)."""
-    found = _action_for(ctx, instance_uuid, None)
+    the build that placed it; a plain create's action stays as Nova leaves it). ``latest``: that
+    action when the caller holds it already (an event's ``action``), not read again."""
+    found = latest if latest is not None else _action_for(ctx, instance_uuid, None)
     if found is not None and found.action == action and found.finish_time is None:
         found.finish_time = timezone.now()
         found.save(update_fields=["finish_time"])
@@ -59,8 +61,13 @@ def action_finish_named(ctx: RequestContext, *, instance_uuid: str, action: str)
 
 def event_start(
     ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
-    action_name: str | None = None,
+    action_name: str | None = None, action_id: int | None = None,
 ) -> InstanceActionEvent | None:
+    """Record the start of ``event`` on the request's latest action (named ``action_name``), or
+    on the action ``action_id`` when the caller knows it (nothing is read); None without one."""
+    if action_id is not None:
+        return InstanceActionEvent.objects.create(action_id=action_id, event=event, host=host,
+                                                  start_time=timezone.now())
     action = _action_for(ctx, instance_uuid, action_name)
     if action is None:
         return None
@@ -86,10 +93,11 @@ def event_finish(
 @contextmanager
 def wrap_event(
     ctx: RequestContext, *, instance_uuid: str, event: str, host: str | None = None,
-    action_name: str | None = None,
+    action_name: str | None = None, action_id: int | None = None,
 ) -> Iterator[InstanceActionEvent | None]:
     """Record ``event`` around the block: Success, or Error with the traceback (then re-raise)."""
-    ev = event_start(ctx, instance_uuid=instance_uuid, event=event, host=host, action_name=action_name)
+    ev = event_start(ctx, instance_uuid=instance_uuid, event=event, host=host, action_name=action_name,
+                     action_id=action_id)
     try:
         yield ev
     except BaseException as exc:

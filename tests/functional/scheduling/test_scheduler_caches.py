@@ -126,6 +126,29 @@ def test_new_aggregate_membership_is_seen_by_the_next_request(compute_host):
         chosen(flavor=flavor)
 
 
+@pytest.mark.django_db(databases=ALL_DATABASES, transaction=True)
+def test_own_claims_update_the_copy_without_reading_and_other_writes_are_read(compute_host):
+    # given one host with room for three instances (6 VCPUs, 2 each), one claimed and committed
+    node = compute_host("only", cell="cell1", vcpus=6)
+    select_destinations(CTX, spec(), ["inst-1"], False)
+    reloads, applied = dict(provider_cache.reloads), provider_cache.claims_applied
+    # when this process claims again, then the copy takes the committed claim from what it
+    # wrote (no provider read again), and answers as SQL does
+    select_destinations(CTX, spec(), ["inst-2"], False)
+    assert provider_cache.reloads == reloads and provider_cache.claims_applied == applied + 1
+    wanted = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}
+    sql, copy = _sql_and_copy(resources=wanted)
+    assert copy.to_dict() == sql.to_dict()
+    assert sql.provider_summaries[node.uuid]["resources"]["VCPU"]["used"] == 4
+    # when another write changes the usage (not a claim for a new consumer: inst-1 grows to 4
+    # VCPUs), then it is read, and the host is full for the next request
+    placement.allocations_put(consumer_uuid="inst-1", allocations={node.uuid: {**wanted, "VCPU": 4}},
+                              project_id="p1", user_id="u1")
+    with pytest.raises(NoValidHost):
+        chosen()
+    assert provider_cache.reloads["delta"] == reloads["delta"] + 1
+
+
 def _sql_and_copy(**kwargs):
     sql = placement.allocation_candidates(**kwargs)
     copy = placement.allocation_candidates(copy=provider_cache, **kwargs)
