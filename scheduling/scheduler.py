@@ -140,6 +140,11 @@ def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[s
     return found
 
 
+#: ``_CellsView.node_uuids``'s last answer, with the cells' node copies it was made of (held, so
+#: that their identity cannot be taken by new objects)
+_last_node_uuids: tuple[tuple[dict[str, NodeFacts], ...], frozenset[str]] = ((), frozenset())
+
+
 @dataclass
 class _CellsView:
     """The live nodes of the schedulable cells (from ``node_cache``) and, per cell, the services
@@ -147,6 +152,19 @@ class _CellsView:
 
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     problems: dict[str, dict[int, Any]] = field(default_factory=dict)
+    #: each cell's node copy as ``node_cache`` gave it (the same objects while a cell is unchanged)
+    copies: tuple[dict[str, NodeFacts], ...] = ()
+
+    def node_uuids(self) -> frozenset[str]:
+        """The uuids of ``nodes``, as the same set object for as long as no cell's node copy
+        changes: the provider copy keeps a shortfall keyed by its scope, and a set it saw before
+        is found by identity, with its hash kept, instead of ten thousand uuids hashed again."""
+        global _last_node_uuids
+        copies, uuids = _last_node_uuids
+        if len(copies) != len(self.copies) or any(a is not b for a, b in zip(copies, self.copies, strict=False)):
+            uuids = frozenset(self.nodes)
+            _last_node_uuids = (self.copies, uuids)
+        return uuids
 
     def current_service(self, facts: NodeFacts) -> tuple[Any, bool | None]:
         """(service as it is now, True when known to be up and enabled / None: let the filter
@@ -173,6 +191,7 @@ def _cells_view(cells: Iterable[Any]) -> _CellsView:
             log.exception("could not load compute nodes of cell %s", cell.uuid)
             continue
         view.nodes.update(nodes)
+        view.copies += (nodes,)
         view.problems[cell.uuid] = problems
     return view
 
@@ -300,12 +319,14 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
                         query: tuple[set[str], set[str], list[list[str]]], preloaded: list[str] | None,
                         nearest: int | None = None) -> dict[str, Any]:
     """Why placement offered no candidate (``ProviderCache.shortfall`` over the providers of the
-    schedulable cells' nodes), the nearest providers named by their host."""
+    schedulable cells' nodes), the nearest providers named by their host. The caller has just
+    refreshed the provider copy (its allocation candidates, or ``provider_cache.refresh``): the
+    shortfall explains that state without reading the stamp again."""
     required, forbidden, member_of = query
     shortfall = provider_cache.shortfall(
         resources=wanted, required_traits=required, forbidden_traits=forbidden, member_of=member_of,
-        provider_uuids=preloaded if preloaded is not None else list(view.nodes),
-        nearest=nearest if nearest is not None else host_limit())
+        provider_uuids=preloaded if preloaded is not None else view.node_uuids(),
+        nearest=nearest if nearest is not None else host_limit(), refresh=False)
     for near in shortfall["nearest"]:
         facts = view.nodes.get(near["uuid"])
         near["host"] = facts.node.host if facts else near["uuid"]

@@ -3,11 +3,11 @@
 ``select_destinations`` fills a ``SchedulingTrace`` as it goes, from what it already holds (the
 placement request, the candidate count, the hosts each filter let through, the weights): placement's
 answer and, when it offers no candidate, the shortfall computed by the scheduler's in-memory copy of
-placement (``ProviderCache.shortfall``, one walk kept for as long as placement does not change:
-which resource class, by how much, on how many providers; which traits and aggregates were
-missing); per filter the hosts in and out, with a reason for each host out; the weights of the best
-hosts with each weigher's share; the chosen host and its
-alternates. No query is made per host.
+placement (``ProviderCache.shortfall``: one walk of the providers, then kept as counts that only
+the providers placement changed since are taken out of and put back in: which resource class, by
+how much, on how many providers; which traits and aggregates were missing); per filter the hosts
+in and out, with a reason for each host out; the weights of the best hosts with each weigher's
+share; the chosen host and its alternates. No query is made per host.
 
 Bounded: per filter at most ``SCHEDULER_TRACE_HOSTS`` rejected hosts are named (the rest counted),
 as for the weights and the nearest hosts of a shortfall.

@@ -1,13 +1,14 @@
 """Scheduling trace (issue 22): what recording the trace of each decision costs per request with
 1,000 and 10,000 hosts, for a request that is placed (filter steps, weights, selections, the
 summary for the end notification, the trace record insert) and for one that finds no valid host
-(the shortfall computed over every provider of the scheduler's placement copy, then the same).
+(the shortfall over every provider of the scheduler's placement copy, then the same).
 Each part is timed by wrapping its function for the duration; its share is of the whole
-``select_destinations`` time. The scheduler keeps a shortfall for as long as placement does not
-change, so a run of identical requests that do not fit pays for it once ("no valid host", timed
-after a first such request); the case "no valid host, placement changed" writes an allocation
-(untimed) before each request, so that every request computes its shortfall anew (and reloads the
-changed provider). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
+``select_destinations`` time. The scheduler walks the providers for a shortfall once and keeps
+it: a run of identical requests that do not fit while placement does not change is answered
+from it as it is ("no valid host", timed after a first such request); the case "no valid host,
+placement changed" writes an allocation (untimed) before each request, so that every request
+finds the copy reloaded for one provider and the kept shortfall updated for it (taken out of the
+counts as it was, put back in as it is). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
 separated (a dict write per host and weigher)."""
 from __future__ import annotations
 

@@ -24,9 +24,12 @@ import gc
 import heapq
 import random
 import threading
+from bisect import bisect_left, insort
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import compress
+from typing import Any, NamedTuple
 
 from django.db.models import Sum
 
@@ -40,6 +43,13 @@ from .services import AllocationCandidates, PlacementInvalid, capacity
 MAX_DELTA = 2000
 #: how many shortfall answers are kept (``ProviderCache.shortfall``)
 SHORTFALLS_KEPT = 8
+#: how many more ranks than the nearest asked for a kept shortfall holds, so that some of its
+#: nearest can change without a walk of every provider
+NEAREST_SLACK = 32
+#: how many loads of the copy are remembered with the providers they replaced (``_changes``),
+#: and up to how many changed providers a kept shortfall is updated instead of computed again
+CHANGES_KEPT = 64
+INCREMENTAL_MAX = 256
 #: copies at least this big are frozen out of the garbage collector (``keep_out_of_collections``)
 FREEZE_AT = 1000
 
@@ -105,6 +115,210 @@ class _Provider:
         return self._summary
 
 
+class _Question(NamedTuple):
+    """A ``shortfall`` question: the request's checks ``(resource class, amount)``, traits and
+    ``member_of`` groups, the providers in scope (None: all) and how many nearest to describe."""
+
+    checks: tuple[tuple[str, int], ...]
+    required: frozenset[str]
+    forbidden: frozenset[str]
+    groups: tuple[frozenset[str], ...]
+    only: frozenset[str] | None
+    nearest: int
+
+
+def _lacks(rp: _Provider, q: _Question) -> dict[str, Any]:
+    """What ``rp`` lacks to take the request (one of ``shortfall``'s nearest)."""
+    short: dict[str, int] = {}
+    for rc, n in q.checks:
+        inv, used = rp.inventories.get(rc), rp.used.get(rc, 0)
+        if inv is None or not inv.can_take(n, used):
+            free = max(inv.capacity - used, 0) if inv else 0
+            short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
+    return {"uuid": rp.uuid, "short": short, "missing_traits": sorted(q.required - rp.traits),
+            "forbidden_traits": sorted(q.forbidden & rp.traits),
+            "outside_aggregates": bool(q.groups) and not all(group & rp.aggregates for group in q.groups)}
+
+
+def _bump(counts: dict[Any, int], key: Any, by: int) -> None:
+    left = counts.get(key, 0) + by
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
+
+
+@dataclass(slots=True)
+class _Shortfall:
+    """The answer to one ``shortfall`` question for the copy at ``generation``, kept as counts
+    that one provider's part can be taken out of and put back in: how many providers are in
+    scope, short per check, lack each required trait, have each forbidden one, are outside the
+    aggregates, are eligible (no trait or aggregate problem); per check how many providers
+    (eligible / any) have each free amount, and the most; and the best ranks, worst first, at
+    most ``nearest + NEAREST_SLACK`` of the ``ranked`` providers, every other ranked provider
+    ranking below all of them."""
+
+    question: _Question
+    generation: int
+    total: int
+    short_on: list[int]
+    missing: dict[str, int]
+    present: dict[str, int]
+    outside: int
+    eligible: int
+    free_eligible: list[dict[int, int]]
+    free_any: list[dict[int, int]]
+    most_free_eligible: list[int]
+    most_free_any: list[int]
+    ranked: int
+    best: list[tuple[int, float, int]]
+    _answer: dict[str, Any] | None = None
+
+    @classmethod
+    def walk(cls, q: _Question, providers: list[_Provider], generation: int) -> _Shortfall:
+        """The answer from every provider of ``providers`` in scope (placement's fit rule, as
+        ``_Inventory.can_take``, inlined): one plain loop that counts as it goes, the free
+        amounts counted at the end. A provider's rank orders the nearest: fewer problems first,
+        then the smaller shortage relative to the amounts requested, then the lower id."""
+        checks, required, forbidden, groups, only, nearest = q
+        short_on = [0] * len(checks)
+        frees_any: list[list[int]] = [[] for _ in checks]
+        excluded: list[int] = []  # positions in ``frees_any`` of the providers not eligible
+        missing: dict[str, int] = {}
+        present: dict[str, int] = {}
+        outside = total = 0
+        #: the best ``keep`` ranks so far: a min-heap, its first item the worst kept
+        best: list[tuple[int, float, int]] = []
+        keep = nearest + NEAREST_SLACK if nearest > 0 else 0
+        ranked = 0
+        indexed = tuple((index, rc, n) for index, (rc, n) in enumerate(checks))
+        for rp in providers:
+            if only is not None and rp.uuid not in only:
+                continue
+            total += 1
+            problems = 0
+            traits = rp.traits
+            if required and not required <= traits:
+                for trait in required - traits:
+                    missing[trait] = missing.get(trait, 0) + 1
+                    problems += 1
+            if forbidden and not forbidden.isdisjoint(traits):
+                for trait in forbidden & traits:
+                    present[trait] = present.get(trait, 0) + 1
+                    problems += 1
+            if groups and not all(not group.isdisjoint(rp.aggregates) for group in groups):
+                outside += 1
+                problems += 1
+            eligible = not problems
+            if not eligible:
+                excluded.append(total - 1)
+            relative = 0.0
+            inventories, usage = rp.inventories, rp.used
+            for index, rc, n in indexed:
+                inv = inventories.get(rc)
+                if inv is None:
+                    free, fits = 0, False
+                else:
+                    used = usage.get(rc, 0)
+                    free = inv.capacity - used
+                    if free < 0:
+                        free = 0
+                    fits = (inv.min_unit <= n <= inv.max_unit and (inv.step_size == 1 or n % inv.step_size == 0)
+                            and inv.limit >= used + n)
+                frees_any[index].append(free)
+                if not fits:
+                    short_on[index] += 1
+                    problems += 1
+                    relative += (n - free if free < n else n) / n
+            if not problems or not keep:
+                continue
+            ranked += 1
+            rank = (-problems, -relative, -rp.id)
+            if len(best) < keep:
+                heapq.heappush(best, rank)
+            elif rank > best[0]:
+                heapq.heapreplace(best, rank)
+        free_any = [dict(Counter(column)) for column in frees_any]
+        if excluded:
+            mask = [True] * total
+            for position in excluded:
+                mask[position] = False
+            free_eligible = [dict(Counter(compress(column, mask))) for column in frees_any]
+        else:
+            free_eligible = [dict(c) for c in free_any]
+        return cls(
+            question=q, generation=generation, total=total, short_on=short_on, missing=missing, present=present,
+            outside=outside, eligible=total - len(excluded), free_eligible=free_eligible, free_any=free_any,
+            most_free_eligible=[max(c, default=0) for c in free_eligible],
+            most_free_any=[max(c, default=0) for c in free_any],
+            ranked=ranked, best=sorted(best),
+        )
+
+    def update(self, changed: Mapping[int, _Provider | None], providers: Mapping[int, _Provider],
+               generation: int) -> bool:
+        """Take the ``changed`` providers out as the answer counted them (their versions given,
+        None: not counted) and put them back in as ``providers`` has them now, each as the
+        answer of a walk over it alone; False when the nearest can no longer be told without a
+        walk of every provider (more of the best left than were kept)."""
+        q = self.question
+        for pid, old in changed.items():
+            if old is not None:
+                self._add(_Shortfall.walk(q, [old], generation), -1)
+            new = providers.get(pid)
+            if new is not None:
+                self._add(_Shortfall.walk(q, [new], generation), 1)
+        self.generation, self._answer = generation, None
+        return q.nearest <= 0 or len(self.best) >= min(q.nearest, self.ranked)
+
+    def _add(self, part: _Shortfall, by: int) -> None:
+        """Add (``by`` 1) or take out (-1) the counts of ``part``, the answer for one provider."""
+        self.total += by * part.total
+        self.outside += by * part.outside
+        self.eligible += by * part.eligible
+        for counts, more in ((self.missing, part.missing), (self.present, part.present)):
+            for trait, count in more.items():
+                _bump(counts, trait, by * count)
+        for index, short in enumerate(part.short_on):
+            self.short_on[index] += by * short
+            for mine, most, theirs in ((self.free_any, self.most_free_any, part.free_any),
+                                       (self.free_eligible, self.most_free_eligible, part.free_eligible)):
+                for free, count in theirs[index].items():
+                    _bump(mine[index], free, by * count)
+                    if by > 0 and free > most[index]:
+                        most[index] = free
+                    elif by < 0 and free == most[index] and free not in mine[index]:
+                        most[index] = max(mine[index], default=0)
+        best = self.best
+        for rank in part.best:
+            self.ranked += by
+            if by < 0:
+                at = bisect_left(best, rank)
+                if at < len(best) and best[at] == rank:
+                    del best[at]
+            elif self.ranked - 1 == len(best) or (best and rank > best[0]):
+                # no ranked provider was left out, or it ranks above one that was kept
+                insort(best, rank)
+                if len(best) > self.question.nearest + NEAREST_SLACK:
+                    del best[0]
+
+    def answer(self, providers: Mapping[int, _Provider]) -> dict[str, Any]:
+        """The answer (``ProviderCache.shortfall``), built once per generation: read it, do not
+        change it."""
+        if self._answer is None:
+            q = self.question
+            most_free = self.most_free_eligible if self.eligible else self.most_free_any
+            nearest = self.best[::-1][:q.nearest] if q.nearest > 0 else []
+            self._answer = {
+                "providers": self.total,
+                "resources": {rc: {"requested": n, "short_on": self.short_on[i], "most_free": most_free[i]}
+                              for i, (rc, n) in enumerate(q.checks) if self.short_on[i]},
+                "traits_missing": dict(self.missing), "traits_forbidden": dict(self.present),
+                "outside_aggregates": self.outside,
+                "nearest": [_lacks(providers[-rank[2]], q) for rank in nearest],
+            }
+        return self._answer
+
+
 class ProviderCache:
     """One per process (``provider_cache``); thread-safe."""
 
@@ -115,8 +329,12 @@ class ProviderCache:
         self._stamp: tuple[str | None, int] | None = None  # (epoch, seq) the copy reflects
         #: resource classes seen in an inventory (so they exist: classes are never deleted)
         self._classes: set[str] = set()
-        #: ``shortfall``'s answers: {question: (stamp of the copy, answer)}, oldest first
-        self._shortfalls: dict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = {}
+        #: ``shortfall``'s answers by question, oldest first
+        self._shortfalls: dict[tuple[Any, ...], _Shortfall] = {}
+        #: how many times providers were (re)loaded, and for the last ``CHANGES_KEPT`` loads the
+        #: providers each replaced ({provider id: the old one, None if new}; None: everything)
+        self._generation = 0
+        self._changes: dict[int, dict[int, _Provider | None] | None] = {}
         self.reloads = {"full": 0, "delta": 0}
         #: refreshes answered from this process's own claims (``_apply_own_claims``)
         self.claims_applied = 0
@@ -124,7 +342,8 @@ class ProviderCache:
     def clear(self) -> None:
         with self._lock:
             self._providers, self._order, self._stamp, self._classes = {}, [], None, set()
-            self._shortfalls = {}
+            self._shortfalls, self._changes = {}, {}
+            self._generation += 1
 
     # -- freshness ----------------------------------------------------------------------------
     def _read_stamp(self) -> tuple[str | None, int, int, int, int | None]:
@@ -212,6 +431,10 @@ class ProviderCache:
                 "resourceprovider_id", "placementaggregate__uuid"):
             if pid in fresh:
                 fresh[pid].aggregates.add(agg)
+        self._generation += 1
+        self._changes[self._generation] = None if ids is None or len(ids) > INCREMENTAL_MAX \
+            else {pid: self._providers.get(pid) for pid in ids}
+        self._changes.pop(self._generation - CHANGES_KEPT, None)
         if ids is None:
             self._providers = fresh
         else:
@@ -269,7 +492,7 @@ class ProviderCache:
     def shortfall(
         self, *, resources: Mapping[str, int], required_traits: Iterable[str] = (),
         forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None,
-        provider_uuids: Iterable[str] | None = None, nearest: int = 20,
+        provider_uuids: Iterable[str] | None = None, nearest: int = 20, refresh: bool = True,
     ) -> dict[str, Any]:
         """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``):
         ``providers`` looked at; per resource class the amount ``requested``, how many providers
@@ -278,118 +501,57 @@ class ProviderCache:
         required one / have a forbidden one; how many are ``outside_aggregates``; and the
         ``nearest`` providers (fewest problems first, then smallest shortage) with what each lacks.
 
-        Refreshes the copy first (one statement when nothing changed). The answer is kept for the
-        state of the copy it was computed from (the last ``SHORTFALLS_KEPT`` questions): a run of
-        requests that do not fit while placement does not change (a full cloud; PENDING servers
-        retried) walks the providers once. The caller gets its own copy of the answer."""
+        Refreshes the copy first (one statement when nothing changed), unless ``refresh`` is
+        False: the caller has just refreshed it (its allocation candidates of the same request,
+        whose answer the shortfall explains). The answer is kept, as
+        counts, for the last ``SHORTFALLS_KEPT`` questions: while placement does not change it is
+        given again as it is (a full cloud; PENDING servers retried); when placement changed, only
+        the providers reloaded since are taken out of the counts and put back in as they are now
+        (``_Shortfall.update``), so a claim elsewhere in the cloud costs a look at one provider,
+        not a walk of all of them. The caller gets its own copy of the answer."""
         wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
         checks = tuple(sorted(wanted.items()))
         required, forbidden = frozenset(required_traits), frozenset(forbidden_traits)
         groups = tuple(frozenset(any_of) for any_of in member_of or [])
-        # the scope as given (a tuple hashes and compares ten times faster than a set of it; the
-        # same uuids in another order are only a miss)
-        scope = tuple(provider_uuids) if provider_uuids is not None else None
+        # the scope as given: a frozenset as it is (it keeps its hash, and the same set object
+        # asked again is found by identity), anything else as a tuple (a tuple hashes and
+        # compares ten times faster than a new set of it; the same uuids in another order are
+        # only a miss)
+        scope = provider_uuids if isinstance(provider_uuids, frozenset) \
+            else tuple(provider_uuids) if provider_uuids is not None else None
         key = (checks, required, forbidden, groups, scope, nearest)
         with self._lock:
-            self._refresh()
-            kept = self._shortfalls.get(key)
-            if kept is None or kept[0] != self._stamp:
-                only = frozenset(scope) if scope is not None else None
-                kept = (self._stamp, self._shortfall(checks, required, forbidden, groups, only, nearest))
-                self._shortfalls.pop(key, None)
-                self._shortfalls[key] = kept
-                while len(self._shortfalls) > SHORTFALLS_KEPT:
-                    del self._shortfalls[next(iter(self._shortfalls))]
-        return _copied(kept[1])
+            if refresh or self._stamp is None:
+                self._refresh()
+            kept = self._shortfalls.pop(key, None)
+            if kept is not None and kept.generation != self._generation:
+                changed = self._changed_since(kept.generation)
+                if changed is None or not kept.update(changed, self._providers, self._generation):
+                    kept = None
+            if kept is None:
+                question = _Question(checks, required, forbidden, groups,
+                                     frozenset(scope) if scope is not None else None, nearest)
+                kept = _Shortfall.walk(question, [self._providers[pid] for pid in self._order], self._generation)
+            self._shortfalls[key] = kept
+            while len(self._shortfalls) > SHORTFALLS_KEPT:
+                del self._shortfalls[next(iter(self._shortfalls))]
+            answer = kept.answer(self._providers)
+        return _copied(answer)
 
-    def _shortfall(self, checks: tuple[tuple[str, int], ...], required: frozenset[str], forbidden: frozenset[str],
-                   groups: tuple[frozenset[str], ...], only: frozenset[str] | None, nearest: int) -> dict[str, Any]:
-        """``shortfall`` from the copy (the lock held): one walk that counts and ranks, keeping
-        only the best ``nearest`` (no allocation per provider), then what the best lack."""
-        short_on = [0] * len(checks)
-        most_free = [0] * len(checks)
-        most_free_any = [0] * len(checks)
-        missing_count: dict[str, int] = {}
-        forbidden_count: dict[str, int] = {}
-        outside_count = total = 0
-        any_eligible = False
-        #: the best ``nearest`` so far as (-problems, -relative shortage, -provider id): a max-heap
-        #: of the kept ones' rank, so its first item is the worst kept
-        best: list[tuple[int, float, int]] = []
-        indexed = tuple((index, rc, n) for index, (rc, n) in enumerate(checks))
-        for pid in self._order:
-            rp = self._providers[pid]
-            if only is not None and rp.uuid not in only:
-                continue
-            total += 1
-            problems = 0
-            traits = rp.traits
-            if required and not required <= traits:
-                for trait in required - traits:
-                    missing_count[trait] = missing_count.get(trait, 0) + 1
-                    problems += 1
-            if forbidden and not forbidden.isdisjoint(traits):
-                for trait in forbidden & traits:
-                    forbidden_count[trait] = forbidden_count.get(trait, 0) + 1
-                    problems += 1
-            if groups and not all(not group.isdisjoint(rp.aggregates) for group in groups):
-                outside_count += 1
-                problems += 1
-            eligible = not problems
-            any_eligible = any_eligible or eligible
-            relative = 0.0
-            inventories, usage = rp.inventories, rp.used
-            for index, rc, n in indexed:
-                inv = inventories.get(rc)
-                if inv is None:
-                    free, fits = 0, False
-                else:
-                    used = usage.get(rc, 0)
-                    free = inv.capacity - used
-                    if free < 0:
-                        free = 0
-                    fits = (inv.min_unit <= n <= inv.max_unit and (inv.step_size == 1 or n % inv.step_size == 0)
-                            and inv.limit >= used + n)
-                if free > most_free_any[index]:
-                    most_free_any[index] = free
-                if eligible and free > most_free[index]:
-                    most_free[index] = free
-                if not fits:
-                    short_on[index] += 1
-                    problems += 1
-                    relative += (n - free if free < n else n) / n  # refused with room: a unit constraint
-            if not problems or nearest <= 0:
-                continue
-            rank = (-problems, -relative, -pid)
-            if len(best) < nearest:
-                heapq.heappush(best, rank)
-            elif rank > best[0]:
-                heapq.heapreplace(best, rank)
-        if not any_eligible:  # every provider excluded for traits or aggregates: what any had
-            most_free = most_free_any
-        return {
-            "providers": total,
-            "resources": {rc: {"requested": n, "short_on": short_on[i], "most_free": most_free[i]}
-                          for i, (rc, n) in enumerate(checks) if short_on[i]},
-            "traits_missing": missing_count, "traits_forbidden": forbidden_count,
-            "outside_aggregates": outside_count,
-            "nearest": [self._lacks(self._providers[-rank[2]], checks, required, forbidden, groups)
-                        for rank in sorted(best, reverse=True)],
-        }
-
-    @staticmethod
-    def _lacks(rp: _Provider, checks: tuple[tuple[str, int], ...], required: frozenset[str],
-               forbidden: frozenset[str], groups: tuple[frozenset[str], ...]) -> dict[str, Any]:
-        """What ``rp`` lacks to take the request (one of ``shortfall``'s nearest)."""
-        short: dict[str, int] = {}
-        for rc, n in checks:
-            inv, used = rp.inventories.get(rc), rp.used.get(rc, 0)
-            if inv is None or not inv.can_take(n, used):
-                free = max(inv.capacity - used, 0) if inv else 0
-                short[rc] = max(n - free, 0) or n  # 0 short but refused: a unit constraint
-        return {"uuid": rp.uuid, "short": short, "missing_traits": sorted(required - rp.traits),
-                "forbidden_traits": sorted(forbidden & rp.traits),
-                "outside_aggregates": bool(groups) and not all(group & rp.aggregates for group in groups)}
+    def _changed_since(self, generation: int) -> dict[int, _Provider | None] | None:
+        """``{provider id: the provider as it was at ``generation`` (None: not loaded then)}`` of
+        the providers reloaded since; None when that is not known (a full reload since, or a
+        generation older than the log) or too many changed."""
+        if not 0 <= self._generation - generation <= CHANGES_KEPT:
+            return None
+        changed: dict[int, _Provider | None] = {}
+        for later in range(generation + 1, self._generation + 1):
+            replaced = self._changes.get(later)
+            if replaced is None:
+                return None
+            for pid, old in replaced.items():
+                changed.setdefault(pid, old)  # the oldest version is the one the answer counted
+        return changed if len(changed) <= INCREMENTAL_MAX else None
 
     def summaries(self, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Provider summaries (as in allocation candidates) of ``uuids`` known to the copy."""

@@ -13,6 +13,7 @@ from hosts.models import ComputeNode, Service
 from hosts.services import services_admin
 from scheduling.host_cache import node_cache
 from scheduling.models import ResourceProvider
+from scheduling.placement import cache
 from scheduling.placement import services as placement
 from scheduling.placement.cache import provider_cache
 from scheduling.scheduler import select_destinations
@@ -305,3 +306,73 @@ def test_the_shortfall_is_the_definitions_and_is_kept_while_placement_does_not_c
     placement.inventories_set(rp=freed, inventories={"VCPU": {"total": 16}, "MEMORY_MB": {"total": 4096}})
     again = provider_cache.shortfall(**cases[0])
     assert again == walked_shortfall(**cases[0]) and freed not in {near["uuid"] for near in again["nearest"]}
+
+
+@pytest.mark.parametrize("slack", [cache.NEAREST_SLACK, 0])
+def test_a_kept_shortfall_is_updated_provider_by_provider_as_placement_changes(monkeypatch, slack):
+    # given providers with assorted inventories, constraints, usage, traits and aggregates, and
+    # the shortfall of assorted questions kept (with ``slack``: no spare ranks, so that a change
+    # among the nearest falls back to a walk of every provider)
+    monkeypatch.setattr(cache, "NEAREST_SLACK", slack)
+    uuids = assorted_providers()
+    cases = [
+        {"resources": {"VCPU": 3, "MEMORY_MB": 2048}},
+        {"resources": {"VCPU": 2, "MEMORY_MB": 768, "DISK_GB": 15}, "nearest": 5},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 1024}, "required_traits": ["CUSTOM_GOLD", "HW_CPU_X86_AVX2"]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 4096}, "forbidden_traits": ["COMPUTE_NODE"], "nearest": 3},
+        {"resources": {"VCPU": 8, "MEMORY_MB": 512}, "member_of": [["agg-a"], ["agg-b", "agg-x"]]},
+        {"resources": {"VCPU": 1, "MEMORY_MB": 4096}, "provider_uuids": uuids[10:20], "nearest": 3},
+        {"resources": {"VCPU": 1}, "nearest": 0},
+    ]
+    walks = []
+    walk = cache._Shortfall.walk.__func__
+    monkeypatch.setattr(cache._Shortfall, "walk", classmethod(
+        lambda cls, q, providers, generation: walks.append(len(providers)) or walk(cls, q, providers, generation)))
+    for kwargs in cases:
+        assert provider_cache.shortfall(**kwargs) == walked_shortfall(**kwargs)
+    walks.clear()
+    full = provider_cache.reloads["full"]
+    writes = [
+        lambda: placement.allocations_put(consumer_uuid="new", allocations={uuids[12]: {"VCPU": 1}},
+                                          project_id="p", user_id="u"),
+        lambda: placement.traits_set(rp=uuids[13], traits=["CUSTOM_GOLD", "HW_CPU_X86_AVX2"]),
+        lambda: placement.aggregates_set(rp=uuids[14], aggregates=["agg-a", "agg-x"]),
+        lambda: placement.inventories_set(rp=uuids[15], inventories={"VCPU": {"total": 64}, "MEMORY_MB": {
+            "total": 65536}}),
+        lambda: placement.inventories_set(rp=uuids[15], inventories={"VCPU": {"total": 1}, "MEMORY_MB": {
+            "total": 512}}),
+        lambda: placement.allocations_delete(consumer_uuid="c10"),
+        lambda: placement.inventories_set(rp=placement.provider_create(name="late").uuid, inventories={
+            "VCPU": {"total": 2}, "MEMORY_MB": {"total": 3072}}),
+    ]
+    for write in writes:
+        # when placement changes (one write, or two before the next question), then each answer
+        # is still the definition's
+        write()
+        if write is writes[1]:
+            continue
+        for kwargs in cases:
+            assert provider_cache.shortfall(**kwargs) == walked_shortfall(**kwargs), kwargs
+    # and the copy was only reloaded in part, the answers updated (a walk over each changed
+    # provider alone) rather than walked again over every provider
+    assert provider_cache.reloads["full"] == full
+    assert walks and (max(walks) == 1 if slack else max(walks) > 1)
+
+
+def test_the_shortfall_of_the_next_request_counts_a_host_added_to_a_cell(compute_host):
+    # given two hosts too small for the request, whose shortfall a first request has kept
+    compute_host("a", cell="cell1", memory_mb=8192)
+    compute_host("b", cell="cell2", memory_mb=8192)
+    big = {**spec()["flavor"], "memory_mb": 16384}
+
+    def shortfall():
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, spec(flavor=big), [], False)
+        return failed.value.trace["placement"]["shortfall"]
+
+    assert shortfall()["providers"] == 2
+    # when a third, as small, joins a cell, then the next shortfall looks at three
+    compute_host("c", cell="cell1", memory_mb=4096)
+    again = shortfall()
+    assert again["providers"] == 3 and again["resources"]["MEMORY_MB"]["short_on"] == 3
+    assert [near["host"] for near in again["nearest"]] == ["a", "b", "c"]
