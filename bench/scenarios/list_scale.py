@@ -34,8 +34,10 @@ def _enable_only(cloud: Any, cell: str) -> None:
             Service.objects.update(disabled=name != cell)
 
 
-def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
-    """``count`` more servers in ``cell_name``, copied from the servers booted there."""
+def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: str = "list-") -> None:
+    """``count`` more servers in ``cell_name``, copied from the servers booted there (those named
+    ``prefix``...), named ``copy-<serial + k>``. Also used by the functional test that the list's
+    statements do not grow with the rows."""
     from django.utils import timezone
 
     from cells.context import target_cell
@@ -45,7 +47,7 @@ def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
 
     cell = cloud.cells[cell_name]
     with target_cell(cell):
-        templates = list(Instance.objects.filter(display_name__startswith="list-").order_by("id"))
+        templates = list(Instance.objects.filter(display_name__startswith=prefix).order_by("id"))
         bdms: dict[str, list[Any]] = {}
         for bdm in BlockDeviceMapping.objects.filter(instance_uuid__in=[t.uuid for t in templates]):
             bdms.setdefault(bdm.instance_uuid, []).append(bdm)
@@ -125,7 +127,7 @@ def run(env: Any) -> dict[str, Any]:
             missing = size - total
             for cell_name, count in (("cell1", missing // 2), ("cell2", missing - missing // 2)):
                 if count > 0:
-                    _insert_copies(cloud, cell_name, count, serial=total)
+                    insert_copies(cloud, cell_name, count, serial=total)
                     total += count
             insert_s = time.perf_counter() - insert_started
             per_cell = {}
