@@ -23,6 +23,9 @@ QUICK_SIZES = (20, 100, 400)
 BOOTED, QUICK_BOOTED = 100, 20
 REPEATS, QUICK_REPEATS = 5, 2
 SMALL_PAGE = 50
+#: The full detail page is also measured at the first and at the newest microversion (Nova is
+#: measured at the same two).
+VERSIONS = ("2.1", "latest")
 
 
 def _enable_only(cloud: Any, cell: str) -> None:
@@ -79,15 +82,15 @@ def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: s
         InstanceMapping.objects.bulk_create(mappings, batch_size=1000)
 
 
-def _get(cloud: Any, client: Any, path: str, repeats: int) -> dict[str, Any]:
+def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90") -> dict[str, Any]:
     from bench.env import capture_queries
 
     times, statements, returned = [], [], 0
-    cloud.get(client, path, version="2.90")  # warm-up (caches, SQLite pages after the bulk insert), not counted
+    cloud.get(client, path, version=version)  # warm-up (caches, SQLite pages after the bulk insert), not counted
     for _ in range(repeats):
         with capture_queries() as queries:
             started = time.perf_counter()
-            response = cloud.get(client, path, version="2.90")
+            response = cloud.get(client, path, version=version)
             times.append(time.perf_counter() - started)
         assert response.status_code == 200, response.content[:500]
         statements.append(queries.total)
@@ -136,26 +139,32 @@ def run(env: Any) -> dict[str, Any]:
                     per_cell[cell_name] = Instance.objects.count()
             full = _get(cloud, client, "servers/detail", repeats)
             small = _get(cloud, client, f"servers/detail?limit={SMALL_PAGE}", repeats)
+            by_version = {v: _get(cloud, client, "servers/detail", repeats, version=v) for v in VERSIONS}
             rows.append({"servers": size, "per_cell": per_cell, "booted": booted_target,
                          "inserted": size - booted_target, "insert_s": insert_s,
                          "detail_ms": full["ms"], "detail_min_ms": full["min_ms"], "detail_sql": full["sql"],
                          "detail_returned": full["returned"], "detail_sql_by_db": full["sql_by_db"],
-                         "page_ms": small["ms"], "page_sql": small["sql"], "page_returned": small["returned"]})
+                         "page_ms": small["ms"], "page_sql": small["sql"], "page_returned": small["returned"],
+                         "by_version": {v: {k: m[k] for k in ("ms", "min_ms", "sql", "returned")}
+                                        for v, m in by_version.items()}})
     finally:
         cloud.teardown()
     print(f"   {booted_target} servers booted through the API in {boot_s:.1f} s, the rest bulk-inserted; "
           f"median of {repeats} requests")
     print(f"   {'servers':>8} {'cell1/cell2':>12} {'detail ms':>10} {'rows':>6} {'SQL':>5} "
-          f"{f'limit={SMALL_PAGE} ms':>13} {'SQL':>5}")
+          f"{f'limit={SMALL_PAGE} ms':>13} {'SQL':>5} " + " ".join(f"{f'@{v} ms':>10} {'SQL':>4}" for v in VERSIONS))
     for r in rows:
         split = f"{r['per_cell']['cell1']}/{r['per_cell']['cell2']}"
         print(f"   {r['servers']:>8} {split:>12} {r['detail_ms']:>10.1f} {r['detail_returned']:>6} "
-              f"{r['detail_sql']:>5} {r['page_ms']:>13.1f} {r['page_sql']:>5}", flush=True)
+              f"{r['detail_sql']:>5} {r['page_ms']:>13.1f} {r['page_sql']:>5} "
+              + " ".join(f"{r['by_version'][v]['ms']:>10.1f} {r['by_version'][v]['sql']:>4}" for v in VERSIONS),
+              flush=True)
     return {
-        "rows": rows, "booted": booted_target, "repeats": repeats, "small_page": SMALL_PAGE,
+        "rows": rows, "booted": booted_target, "versions": list(VERSIONS), "repeats": repeats, "small_page": SMALL_PAGE,
         "max_page": rows[-1]["detail_returned"],
         "method": f"{booted_target} servers booted through POST /servers (eager build, libvirt test driver, "
                   f"networks=none), the others bulk row inserts (Instance + BlockDeviceMapping copied from the "
                   f"booted servers of the same cell, InstanceMapping in the API DB); GET as the owning project's "
-                  f"member through the DRF test client, microversion 2.90",
+                  f"member through the DRF test client, microversion 2.90 (and the full page again at "
+                  f"{' and '.join(VERSIONS)})",
     }
