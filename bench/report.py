@@ -284,6 +284,12 @@ def render_markdown(data: dict[str, Any]) -> str:
             md += _table(["servers", *(f"{h} @{v}" for v in versions for h in ("ms", "SQL"))],
                          [[r["servers"], *(r["by_version"][v][k] for v in versions for k in ("ms", "sql"))]
                           for r in listing["rows"]])
+        if listing.get("breakdown"):
+            md += ["", f"Where the time of one full page goes ({listing['breakdown_at']} servers, microversion "
+                       f"latest, median wall ms of each step, timed by wrappers around them; indented steps are "
+                       f"inside `render`):", ""]
+            md += _table(["step", "ms"], [[label.replace("  ", "&nbsp;&nbsp;"), ms]
+                                         for label, ms in listing["breakdown"].items()])
         md += ["", "The default page is capped at the API's maximum page size (1,000, Nova's `max_limit`), so at "
                    "10,000 servers one request returns 1,000 of them and a `next` link."]
     else:

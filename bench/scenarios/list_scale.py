@@ -11,6 +11,7 @@ one warm-up request first.
 SQL statements are counted with ``CaptureQueriesContext`` on every connection."""
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import uuid as uuidlib
@@ -99,6 +100,58 @@ def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90"
             "returned": returned, "sql_by_db": queries.by_alias}
 
 
+#: Where one full detail page spends its time: (label, module, attribute) of the steps timed with a
+#: wall-clock wrapper around them (nested: the extras and the bodies are inside "render").
+STEPS = (
+    ("server_list: cell queries + rows to Instance objects", "servers.api.servers", "server_list"),
+    ("render: extras + bodies (total)", "servers.api.servers", "render"),
+    ("  render: addresses (ports of the page)", "servers.api.servers", "_addresses"),
+    ("  render: security groups of the page", "servers.api.servers", "_security_group_names"),
+    ("  render: present_server, all rows", "servers.api.servers", "present_server"),
+    ("JSON rendering of the response", "cloudcore.core.api.views", "OpenStackJSONRenderer.render"),
+)
+
+
+def where_the_time_goes(cloud: Any, client: Any, path: str, version: str, repeats: int) -> dict[str, Any]:
+    """Median wall ms per request in each of ``STEPS`` over ``repeats`` requests of ``path``;
+    "other" is the rest of the request (middleware, token, DRF, the test client)."""
+    import importlib
+    from unittest import mock
+
+    spent: dict[str, float] = {}
+
+    def timed(label: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+        return wrapper
+
+    per_request: list[dict[str, float]] = []
+    with contextlib.ExitStack() as stack:
+        for label, module_name, attr in STEPS:
+            owner: Any = importlib.import_module(module_name)
+            *path_to, name = attr.split(".")
+            for part in path_to:
+                owner = getattr(owner, part)
+            stack.enter_context(mock.patch.object(owner, name, timed(label, getattr(owner, name))))
+        cloud.get(client, path, version=version)
+        for _ in range(repeats):
+            spent.clear()
+            started = time.perf_counter()
+            cloud.get(client, path, version=version)
+            spent["total"] = time.perf_counter() - started
+            per_request.append(dict(spent))
+    out = {label: statistics.median(r.get(label, 0.0) for r in per_request) * 1000 for label, _, _ in STEPS}
+    total = statistics.median(r["total"] for r in per_request) * 1000
+    top = [label for label, _, _ in STEPS if not label.startswith(" ")]
+    out["other (middleware, token, DRF, test client)"] = max(total - sum(out[label] for label in top), 0.0)
+    out["total"] = total
+    return out
+
+
 def run(env: Any) -> dict[str, Any]:
     from django.conf import settings
 
@@ -118,6 +171,8 @@ def run(env: Any) -> dict[str, Any]:
     cloud.add_demo_objects()
     client = cloud.member("lister", "lister")
     rows = []
+    breakdown: dict[str, float] = {}
+    breakdown_at = 0
     try:
         boot_started = time.perf_counter()
         for i in range(booted_target):
@@ -133,6 +188,9 @@ def run(env: Any) -> dict[str, Any]:
                     insert_copies(cloud, cell_name, count, serial=total)
                     total += count
             insert_s = time.perf_counter() - insert_started
+            if size == 1000 or size == sizes[1]:
+                breakdown = where_the_time_goes(cloud, client, "servers/detail", "latest", repeats)
+                breakdown_at = size
             per_cell = {}
             for cell_name in ("cell1", "cell2"):
                 with target_cell(cloud.cells[cell_name]):
@@ -159,7 +217,10 @@ def run(env: Any) -> dict[str, Any]:
               f"{r['detail_sql']:>5} {r['page_ms']:>13.1f} {r['page_sql']:>5} "
               + " ".join(f"{r['by_version'][v]['ms']:>10.1f} {r['by_version'][v]['sql']:>4}" for v in VERSIONS),
               flush=True)
+    print(f"   where the time of one full page goes ({breakdown_at} servers, latest, median ms): "
+          + ", ".join(f"{label.strip()} {ms:.1f}" for label, ms in breakdown.items()), flush=True)
     return {
+        "breakdown": breakdown, "breakdown_at": breakdown_at,
         "rows": rows, "booted": booted_target, "versions": list(VERSIONS), "repeats": repeats, "small_page": SMALL_PAGE,
         "max_page": rows[-1]["detail_returned"],
         "method": f"{booted_target} servers booted through POST /servers (eager build, libvirt test driver, "
