@@ -53,9 +53,10 @@ def base_url() -> str:
 
 
 def links(kind: str, ident: str, project_scoped: bool = False) -> list[dict[str, str]]:
+    base = base_url()
     return [
-        {"rel": "self", "href": f"{base_url()}/v2.1/{kind}/{ident}"},
-        {"rel": "bookmark", "href": f"{base_url()}/{kind}/{ident}"},
+        {"rel": "self", "href": f"{base}/v2.1/{kind}/{ident}"},
+        {"rel": "bookmark", "href": f"{base}/{kind}/{ident}"},
     ]
 
 
