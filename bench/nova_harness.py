@@ -39,6 +39,9 @@ BOOTS = int(os.environ.get("BENCH_NOVA_BOOTS", "20"))
 HOSTS = int(os.environ.get("BENCH_NOVA_HOSTS", "4"))
 ROUNDS = int(os.environ.get("BENCH_NOVA_ROUNDS", "1"))
 REPEATS = int(os.environ.get("BENCH_NOVA_REPEATS", "3"))
+#: After the list of the booted servers, the list again with this many servers (0: not measured):
+#: the others are row copies of the booted ones, as cloudcore's list_scale makes its 1,000 rows.
+LIST_ROWS = int(os.environ.get("BENCH_NOVA_LIST_ROWS", "0"))
 RESULTS: dict[str, Any] = {}
 _statements = [0]
 _polling = threading.local()
@@ -104,6 +107,102 @@ def _status(api: Any, server_id: str) -> str:
         _polling.active = False
 
 
+#: Cell tables whose rows belong to one instance (by ``instance_uuid``) and that a list reads.
+_COPIED_TABLES = ("instance_extra", "instance_info_caches", "instance_system_metadata", "instance_metadata",
+                  "block_device_mapping", "security_group_instance_association", "pci_devices")
+
+
+def _copy_rows(conn: Any, table: Any, column: str, old: str, new: str, fresh_uuid: bool = False) -> None:
+    """Insert a copy of ``table``'s rows whose ``column`` is ``old``, with every ``old`` in a string
+    value replaced by ``new`` (a JSON blob naming the instance too), without the primary key."""
+    import uuid as uuidlib
+
+    rows = conn.execute(table.select().where(table.c[column] == old)).mappings().all()
+    copies = []
+    for row in rows:
+        copy = {k: (v.replace(old, new) if isinstance(v, str) else v) for k, v in row.items() if k != "id"}
+        if fresh_uuid and "uuid" in copy:
+            copy["uuid"] = str(uuidlib.uuid4())
+        copies.append(copy)
+    if copies:
+        conn.execute(table.insert(), copies)
+
+
+def _insert_copies(total: int) -> int:
+    """Copy the booted (non-deleted) instances row by row until there are ``total``, split evenly
+    over the cells they are in: the instance row and its per-instance rows in the cell database,
+    its InstanceMapping and RequestSpec in the API database. Copies are older than the booted
+    servers (one millisecond apart), so the booted ones stay first in the default sort."""
+    import datetime
+    import uuid as uuidlib
+
+    import sqlalchemy as sa
+    from nova import context as nova_context
+    from nova import objects
+    from nova.db.api import api as api_db
+    from nova.db.main import api as main_db
+
+    ctx = nova_context.get_admin_context()
+    cells = [c for c in objects.CellMappingList.get_all(ctx) if c.uuid != objects.CellMapping.CELL0_UUID]
+    templates: dict[str, list[dict[str, Any]]] = {}
+    engines = {}
+    for cell in cells:
+        with nova_context.target_cell(ctx, cell) as cctx:
+            engines[cell.uuid] = main_db.get_engine(context=cctx)
+        meta = sa.MetaData()
+        instances = sa.Table("instances", meta, autoload_with=engines[cell.uuid])
+        with engines[cell.uuid].connect() as conn:
+            templates[cell.uuid] = [dict(r) for r in conn.execute(
+                instances.select().where(instances.c.deleted == 0).order_by(instances.c.id)).mappings()]
+    booted = sum(len(t) for t in templates.values())
+    missing = total - booted
+    used = [c for c in cells if templates[c.uuid]]
+    api_meta = sa.MetaData()
+    api_engine = api_db.get_engine()
+    mappings = sa.Table("instance_mappings", api_meta, autoload_with=api_engine)
+    specs = sa.Table("request_specs", api_meta, autoload_with=api_engine)
+    serial = 0
+    for k, cell in enumerate(used):
+        count = missing // len(used) + (1 if k < missing % len(used) else 0)
+        engine = engines[cell.uuid]
+        meta = sa.MetaData()
+        instances = sa.Table("instances", meta, autoload_with=engine)
+        children = [sa.Table(name, meta, autoload_with=engine) for name in _COPIED_TABLES]
+        oldest = min(t["created_at"] for t in templates[cell.uuid])
+        with engine.begin() as conn, api_engine.begin() as api_conn:
+            for i in range(count):
+                template = templates[cell.uuid][i % len(templates[cell.uuid])]
+                old, new = template["uuid"], str(uuidlib.uuid4())
+                serial += 1
+                row = {key: value for key, value in template.items() if key != "id"}
+                row.update(uuid=new, display_name=f"copy-{serial:05d}", hostname=f"copy-{serial:05d}",
+                           created_at=oldest - datetime.timedelta(milliseconds=serial))
+                conn.execute(instances.insert(), [row])
+                for table in children:
+                    _copy_rows(conn, table, "instance_uuid", old, new, fresh_uuid=table.name == "block_device_mapping")
+                _copy_rows(api_conn, mappings, "instance_uuid", old, new)
+                _copy_rows(api_conn, specs, "instance_uuid", old, new)
+    return booted + max(missing, 0)
+
+
+def _list_timed(api: Any, microversion: str) -> dict[str, Any]:
+    """``GET /servers/detail`` at ``microversion``: median ms, fewest statements, rows returned."""
+    saved = api.microversion
+    api.microversion = microversion
+    try:
+        api.get_servers(detail=True)  # warm-up, not counted
+        times, statements, returned = [], [], 0
+        for _ in range(REPEATS):
+            servers, seconds, count = _timed(lambda: api.get_servers(detail=True))
+            times.append(seconds)
+            statements.append(count)
+            returned = len(servers)
+    finally:
+        api.microversion = saved
+    return {"ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000, "sql": min(statements),
+            "returned": returned}
+
+
 class NovaBootAndList(integrated_helpers.ProviderUsageBaseTestCase):
     NUMBER_OF_CELLS = 2
     compute_driver = "fake.FakeDriver"  # 1,000 vCPUs per host: capacity is not what is measured
@@ -142,7 +241,14 @@ class NovaBootAndList(integrated_helpers.ProviderUsageBaseTestCase):
             # fewest over the repeats: Nova's periodic/background threads write now and then while
             # a request runs, and those statements are not the request's
             "list_detail_sql": min(list_statements),
+            "list_microversion": self.api.microversion,
         }
+        if LIST_ROWS:
+            servers_now = _insert_copies(LIST_ROWS)
+            RESULTS["boot"]["list_rows"] = {
+                "servers": servers_now, "booted": BOOTS,
+                "by_version": {v: _list_timed(self.api, v) for v in ("2.1", "latest")},
+            }
 
 
 class NovaCrossCellResize(xc.TestMultiCellMigrate):

@@ -91,6 +91,10 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
                     f"SQL statements per GET /servers/detail with {n} servers")
             _figure(figures, f"list_page{listing['small_page']}_ms_{n}", row["page_ms"], "ms",
                     f"GET /servers/detail?limit={listing['small_page']} with {n} servers")
+            for version, m in row.get("by_version", {}).items():
+                key = version.replace(".", "_")
+                _figure(figures, f"list_detail_ms_{n}_at_{key}", m["ms"], "ms",
+                        f"GET /servers/detail at microversion {version} ({m['returned']} rows) with {n} servers")
         if any(row["inserted"] for row in listing["rows"]):
             not_measured.append(f"server lists of more than {listing['booted']} booted servers: at the larger "
                                 f"sizes every server beyond the first {listing['booted']} is a bulk row insert into "
@@ -273,6 +277,19 @@ def render_markdown(data: dict[str, Any]) -> str:
                      [[r["servers"], f"{r['per_cell']['cell1']} / {r['per_cell']['cell2']}",
                        f"{r['booted']} / {r['inserted']}", r["detail_ms"], r["detail_returned"], r["detail_sql"],
                        r["page_ms"], r["page_sql"]] for r in listing["rows"]])
+        versions = listing.get("versions") or []
+        if versions:
+            md += ["", "The full default page again at the first and the newest microversion (target: 1,000 rows "
+                       "in at most 50 ms):", ""]
+            md += _table(["servers", *(f"{h} @{v}" for v in versions for h in ("ms", "SQL"))],
+                         [[r["servers"], *(r["by_version"][v][k] for v in versions for k in ("ms", "sql"))]
+                          for r in listing["rows"]])
+        if listing.get("breakdown"):
+            md += ["", f"Where the time of one full page goes ({listing['breakdown_at']} servers, microversion "
+                       f"latest, median wall ms of each step, timed by wrappers around them; indented steps are "
+                       f"inside `render`):", ""]
+            md += _table(["step", "ms"], [[label.replace("  ", "&nbsp;&nbsp;"), ms]
+                                         for label, ms in listing["breakdown"].items()])
         md += ["", "The default page is capped at the API's maximum page size (1,000, Nova's `max_limit`), so at "
                    "10,000 servers one request returns 1,000 of them and a `next` link."]
     else:

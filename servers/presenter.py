@@ -53,9 +53,10 @@ def base_url() -> str:
 
 
 def links(kind: str, ident: str, project_scoped: bool = False) -> list[dict[str, str]]:
+    base = base_url()
     return [
-        {"rel": "self", "href": f"{base_url()}/v2.1/{kind}/{ident}"},
-        {"rel": "bookmark", "href": f"{base_url()}/{kind}/{ident}"},
+        {"rel": "self", "href": f"{base}/v2.1/{kind}/{ident}"},
+        {"rel": "bookmark", "href": f"{base}/{kind}/{ident}"},
     ]
 
 
@@ -93,13 +94,33 @@ class View:
     spec: dict[str, Any] | None = None
     #: Names of the server's security groups (those of its ports; the requested ones before it has any).
     security_groups: tuple[str, ...] = ()
+    #: Policy answers already known for this actor, by (rule, project): shared by the rows of one page,
+    #: whose checks only differ by the server's project.
+    checks: dict[tuple[str, str], bool] | None = None
+
+    def can(self, rule: str) -> bool:
+        """``policy.can(actor, rule, {"project_id": <the server's project>})``, asked once per page."""
+        if self.checks is None:
+            return can(self.actor, rule, {"project_id": self.record.project_id})
+        key = (rule, self.record.project_id)
+        known = self.checks.get(key)
+        if known is None:
+            known = self.checks[key] = can(self.actor, rule, {"project_id": self.record.project_id})
+        return known
+
+
+_INSTANCE_ATTNAMES: tuple[str, ...] = ()
 
 
 def instance_data(record: ServerRecord) -> dict[str, Any]:
     """Instance fields as a dict, whether the server is an Instance row or a BuildRequest."""
+    global _INSTANCE_ATTNAMES
     if record.instance is not None:
+        if not _INSTANCE_ATTNAMES:
+            _INSTANCE_ATTNAMES = tuple(f.attname for f in Instance._meta.concrete_fields)
         inst = record.instance
-        return {f.attname: getattr(inst, f.attname) for f in Instance._meta.concrete_fields}
+        values = inst.__dict__  # a deferred field is not there: getattr loads it
+        return {name: values[name] if name in values else getattr(inst, name) for name in _INSTANCE_ATTNAMES}
     assert record.build_request is not None
     data = dict(record.build_request.instance)
     data.setdefault("vm_state", "building")
@@ -150,7 +171,7 @@ def _flavor(v: View) -> dict[str, Any]:
         "original_name": flavor.get("name"),
     }
 
-    if can(v.actor, "os_compute_api:servers:show:flavor-extra-specs", {"project_id": v.record.project_id}):
+    if v.can("os_compute_api:servers:show:flavor-extra-specs"):
         body["extra_specs"] = flavor.get("extra_specs", {})
     return body
 
@@ -164,7 +185,7 @@ def _fault(v: View) -> dict[str, Any] | None:
 
 
 def _admin(v: View) -> bool:
-    return can(v.actor, "os_compute_api:os-extended-server-attributes", {"project_id": v.record.project_id})
+    return v.can("os_compute_api:os-extended-server-attributes")
 
 
 Getter = Callable[[View], Any]
@@ -242,7 +263,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
 
 
 def _host_status_allowed(v: View) -> bool:
-    return can(v.actor, "os_compute_api:servers:show:host_status", {"project_id": v.record.project_id})
+    return v.can("os_compute_api:servers:show:host_status")
 
 
 def present_server(
@@ -257,20 +278,31 @@ def present_server(
     host_status: str = "",
     spec: dict[str, Any] | None = None,
     security_groups: list[str] | None = None,
+    checks: dict[tuple[str, str], bool] | None = None,
 ) -> dict[str, Any]:
-    """The ``server`` body (detail shape) of ``record`` for ``version``."""
+    """The ``server`` body (detail shape) of ``record`` for ``version``. A page passes one
+    ``checks`` dict for all its rows, so each policy rule is asked once per project, not per row."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
-                fault, host_status, spec, tuple(security_groups or ()))
+                fault, host_status, spec, tuple(security_groups or ()), checks)
     body: dict[str, Any] = {}
-    for field in SERVER_FIELDS:
-        if not (field.min_version <= version <= field.max_version):
-            continue
+    for field in _fields_at(version):
         if field.when is not None and not field.when(view):
             continue
         body[field.name] = field.getter(view)
     return body
+
+
+_FIELDS_AT: dict[Version, tuple[Field, ...]] = {}
+
+
+def _fields_at(version: Version) -> tuple[Field, ...]:
+    """``SERVER_FIELDS`` that exist at ``version``, in order."""
+    fields = _FIELDS_AT.get(version)
+    if fields is None:
+        fields = _FIELDS_AT[version] = tuple(f for f in SERVER_FIELDS if f.min_version <= version <= f.max_version)
+    return fields
 
 
 def server_field_at(name: str, version: Version) -> bool:

@@ -11,6 +11,7 @@ one warm-up request first.
 SQL statements are counted with ``CaptureQueriesContext`` on every connection."""
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import uuid as uuidlib
@@ -23,6 +24,9 @@ QUICK_SIZES = (20, 100, 400)
 BOOTED, QUICK_BOOTED = 100, 20
 REPEATS, QUICK_REPEATS = 5, 2
 SMALL_PAGE = 50
+#: The full detail page is also measured at the first and at the newest microversion (Nova is
+#: measured at the same two).
+VERSIONS = ("2.1", "latest")
 
 
 def _enable_only(cloud: Any, cell: str) -> None:
@@ -34,8 +38,10 @@ def _enable_only(cloud: Any, cell: str) -> None:
             Service.objects.update(disabled=name != cell)
 
 
-def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
-    """``count`` more servers in ``cell_name``, copied from the servers booted there."""
+def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: str = "list-") -> None:
+    """``count`` more servers in ``cell_name``, copied from the servers booted there (those named
+    ``prefix``...), named ``copy-<serial + k>``. Also used by the functional test that the list's
+    statements do not grow with the rows."""
     from django.utils import timezone
 
     from cells.context import target_cell
@@ -45,7 +51,7 @@ def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
 
     cell = cloud.cells[cell_name]
     with target_cell(cell):
-        templates = list(Instance.objects.filter(display_name__startswith="list-").order_by("id"))
+        templates = list(Instance.objects.filter(display_name__startswith=prefix).order_by("id"))
         bdms: dict[str, list[Any]] = {}
         for bdm in BlockDeviceMapping.objects.filter(instance_uuid__in=[t.uuid for t in templates]):
             bdms.setdefault(bdm.instance_uuid, []).append(bdm)
@@ -77,21 +83,73 @@ def _insert_copies(cloud: Any, cell_name: str, count: int, serial: int) -> None:
         InstanceMapping.objects.bulk_create(mappings, batch_size=1000)
 
 
-def _get(cloud: Any, client: Any, path: str, repeats: int) -> dict[str, Any]:
+def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90") -> dict[str, Any]:
     from bench.env import capture_queries
 
     times, statements, returned = [], [], 0
-    cloud.get(client, path, version="2.90")  # warm-up (caches, SQLite pages after the bulk insert), not counted
+    cloud.get(client, path, version=version)  # warm-up (caches, SQLite pages after the bulk insert), not counted
     for _ in range(repeats):
         with capture_queries() as queries:
             started = time.perf_counter()
-            response = cloud.get(client, path, version="2.90")
+            response = cloud.get(client, path, version=version)
             times.append(time.perf_counter() - started)
         assert response.status_code == 200, response.content[:500]
         statements.append(queries.total)
         returned = len(response.json()["servers"])
     return {"ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000, "sql": max(statements),
             "returned": returned, "sql_by_db": queries.by_alias}
+
+
+#: Where one full detail page spends its time: (label, module, attribute) of the steps timed with a
+#: wall-clock wrapper around them (nested: the extras and the bodies are inside "render").
+STEPS = (
+    ("server_list: cell queries + rows to Instance objects", "servers.api.servers", "server_list"),
+    ("render: extras + bodies (total)", "servers.api.servers", "render"),
+    ("  render: addresses (ports of the page)", "servers.api.servers", "_addresses"),
+    ("  render: security groups of the page", "servers.api.servers", "_security_group_names"),
+    ("  render: present_server, all rows", "servers.api.servers", "present_server"),
+    ("JSON rendering of the response", "cloudcore.core.api.views", "OpenStackJSONRenderer.render"),
+)
+
+
+def where_the_time_goes(cloud: Any, client: Any, path: str, version: str, repeats: int) -> dict[str, Any]:
+    """Median wall ms per request in each of ``STEPS`` over ``repeats`` requests of ``path``;
+    "other" is the rest of the request (middleware, token, DRF, the test client)."""
+    import importlib
+    from unittest import mock
+
+    spent: dict[str, float] = {}
+
+    def timed(label: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+        return wrapper
+
+    per_request: list[dict[str, float]] = []
+    with contextlib.ExitStack() as stack:
+        for label, module_name, attr in STEPS:
+            owner: Any = importlib.import_module(module_name)
+            *path_to, name = attr.split(".")
+            for part in path_to:
+                owner = getattr(owner, part)
+            stack.enter_context(mock.patch.object(owner, name, timed(label, getattr(owner, name))))
+        cloud.get(client, path, version=version)
+        for _ in range(repeats):
+            spent.clear()
+            started = time.perf_counter()
+            cloud.get(client, path, version=version)
+            spent["total"] = time.perf_counter() - started
+            per_request.append(dict(spent))
+    out = {label: statistics.median(r.get(label, 0.0) for r in per_request) * 1000 for label, _, _ in STEPS}
+    total = statistics.median(r["total"] for r in per_request) * 1000
+    top = [label for label, _, _ in STEPS if not label.startswith(" ")]
+    out["other (middleware, token, DRF, test client)"] = max(total - sum(out[label] for label in top), 0.0)
+    out["total"] = total
+    return out
 
 
 def run(env: Any) -> dict[str, Any]:
@@ -113,6 +171,8 @@ def run(env: Any) -> dict[str, Any]:
     cloud.add_demo_objects()
     client = cloud.member("lister", "lister")
     rows = []
+    breakdown: dict[str, float] = {}
+    breakdown_at = 0
     try:
         boot_started = time.perf_counter()
         for i in range(booted_target):
@@ -125,35 +185,47 @@ def run(env: Any) -> dict[str, Any]:
             missing = size - total
             for cell_name, count in (("cell1", missing // 2), ("cell2", missing - missing // 2)):
                 if count > 0:
-                    _insert_copies(cloud, cell_name, count, serial=total)
+                    insert_copies(cloud, cell_name, count, serial=total)
                     total += count
             insert_s = time.perf_counter() - insert_started
+            if size == 1000 or size == sizes[1]:
+                breakdown = where_the_time_goes(cloud, client, "servers/detail", "latest", repeats)
+                breakdown_at = size
             per_cell = {}
             for cell_name in ("cell1", "cell2"):
                 with target_cell(cloud.cells[cell_name]):
                     per_cell[cell_name] = Instance.objects.count()
             full = _get(cloud, client, "servers/detail", repeats)
             small = _get(cloud, client, f"servers/detail?limit={SMALL_PAGE}", repeats)
+            by_version = {v: _get(cloud, client, "servers/detail", repeats, version=v) for v in VERSIONS}
             rows.append({"servers": size, "per_cell": per_cell, "booted": booted_target,
                          "inserted": size - booted_target, "insert_s": insert_s,
                          "detail_ms": full["ms"], "detail_min_ms": full["min_ms"], "detail_sql": full["sql"],
                          "detail_returned": full["returned"], "detail_sql_by_db": full["sql_by_db"],
-                         "page_ms": small["ms"], "page_sql": small["sql"], "page_returned": small["returned"]})
+                         "page_ms": small["ms"], "page_sql": small["sql"], "page_returned": small["returned"],
+                         "by_version": {v: {k: m[k] for k in ("ms", "min_ms", "sql", "returned")}
+                                        for v, m in by_version.items()}})
     finally:
         cloud.teardown()
     print(f"   {booted_target} servers booted through the API in {boot_s:.1f} s, the rest bulk-inserted; "
           f"median of {repeats} requests")
     print(f"   {'servers':>8} {'cell1/cell2':>12} {'detail ms':>10} {'rows':>6} {'SQL':>5} "
-          f"{f'limit={SMALL_PAGE} ms':>13} {'SQL':>5}")
+          f"{f'limit={SMALL_PAGE} ms':>13} {'SQL':>5} " + " ".join(f"{f'@{v} ms':>10} {'SQL':>4}" for v in VERSIONS))
     for r in rows:
         split = f"{r['per_cell']['cell1']}/{r['per_cell']['cell2']}"
         print(f"   {r['servers']:>8} {split:>12} {r['detail_ms']:>10.1f} {r['detail_returned']:>6} "
-              f"{r['detail_sql']:>5} {r['page_ms']:>13.1f} {r['page_sql']:>5}", flush=True)
+              f"{r['detail_sql']:>5} {r['page_ms']:>13.1f} {r['page_sql']:>5} "
+              + " ".join(f"{r['by_version'][v]['ms']:>10.1f} {r['by_version'][v]['sql']:>4}" for v in VERSIONS),
+              flush=True)
+    print(f"   where the time of one full page goes ({breakdown_at} servers, latest, median ms): "
+          + ", ".join(f"{label.strip()} {ms:.1f}" for label, ms in breakdown.items()), flush=True)
     return {
-        "rows": rows, "booted": booted_target, "repeats": repeats, "small_page": SMALL_PAGE,
+        "breakdown": breakdown, "breakdown_at": breakdown_at,
+        "rows": rows, "booted": booted_target, "versions": list(VERSIONS), "repeats": repeats, "small_page": SMALL_PAGE,
         "max_page": rows[-1]["detail_returned"],
         "method": f"{booted_target} servers booted through POST /servers (eager build, libvirt test driver, "
                   f"networks=none), the others bulk row inserts (Instance + BlockDeviceMapping copied from the "
                   f"booted servers of the same cell, InstanceMapping in the API DB); GET as the owning project's "
-                  f"member through the DRF test client, microversion 2.90",
+                  f"member through the DRF test client, microversion 2.90 (and the full page again at "
+                  f"{' and '.join(VERSIONS)})",
     }

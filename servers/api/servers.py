@@ -149,11 +149,12 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                                                         "server_groups")):
 
         specs = request_specs_get(r.uuid for r in records)
+    checks: dict[tuple[str, str], bool] = {}
     return [
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
             tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
-            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []),
+            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []), checks=checks,
         )
         for r in records
     ]

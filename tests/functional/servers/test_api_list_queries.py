@@ -75,3 +75,45 @@ def test_boot_statements_do_not_grow_with_the_servers_already_there(cloud):
         counts.append(c["n"])
     # the first boot warms per-process caches; later ones must all cost the same
     assert len(set(counts[1:])) == 1, counts
+
+
+def test_detail_statements_are_the_same_for_10_and_200_servers(cloud):
+    """The full detail list reads each kind of extra once per cell, never once per row: the same
+    number of statements for 10 and for 200 servers (four booted with ports, tags and metadata,
+    the others bulk copies of them, as the list_scale bench makes them), for a member and an admin,
+    at 2.1 and at the newest microversion."""
+    from bench.scenarios.list_scale import insert_copies
+    from cells.context import target_cell
+    from servers.models import Instance
+
+    client = cloud.member()
+    admin = cloud.admin()
+    for i in range(4):
+        cloud.create_server(client, f"list-{i}", networks="demo-net", tags=["t"], metadata={"k": "v"},
+                            availability_zone="az1" if i % 2 else "az2")
+    booted = {}
+    for name in ("cell1", "cell2"):
+        with target_cell(cloud.cells[name]):
+            booted[name] = Instance.objects.filter(display_name__startswith="list-").count()
+    cells = [name for name, n in booted.items() if n]
+    assert len(cells) == 2, booted  # one availability zone per cell: the rows are in both
+    counts = {}
+    total, serial = 4, 0
+    for target in (10, 200):
+        missing = target - total
+        for k, name in enumerate(cells):
+            share = missing // len(cells) + (1 if k < missing % len(cells) else 0)
+            insert_copies(cloud, name, share, serial=serial)
+            serial += share
+        total = target
+        for who, c, query in (("member", client, ""), ("admin", admin, "?all_tenants=1")):
+            for version in ("2.1", "latest"):
+                cloud.get(c, f"servers/detail{query}", version=version)  # warm caches (policy grants)
+                with _count() as counted:
+                    response = cloud.get(c, f"servers/detail{query}", version=version)
+                assert response.status_code == 200
+                assert len(response.json()["servers"]) == target
+                counts[(who, version, target)] = counted["n"]
+    for who in ("member", "admin"):
+        for version in ("2.1", "latest"):
+            assert counts[(who, version, 10)] == counts[(who, version, 200)], counts
