@@ -8,7 +8,7 @@ from cloudcore import wsgi
 from cloudcore.core import policy
 
 
-def test_warm_up_discovers_every_policy_and_loads_the_urlconf(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warm_up_loads_policies_urlconf_and_result_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     # given: a process that has not discovered the policies yet, and no URLconf loaded
     monkeypatch.setattr(policy, "_DISCOVERED", False)
     clear_url_caches()
@@ -18,3 +18,4 @@ def test_warm_up_discovers_every_policy_and_loads_the_urlconf(monkeypatch: pytes
     assert policy._DISCOVERED
     assert "os_compute_api:servers:create" in {rule.name for rule in policy._REGISTRY.values()}
     assert "url_patterns" in get_resolver().__dict__  # the cached property has been computed
+    assert wsgi.celery_app._local.backend is wsgi.celery_app.backend  # made on this thread, kept
