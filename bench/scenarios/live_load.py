@@ -42,6 +42,29 @@ ACTIVE_TIMEOUT_S = 300.0
 CLOUD_ENV = {"CLOUDCORE_CPU_ALLOCATION_RATIO": "16", "CLOUDCORE_RAM_ALLOCATION_RATIO": "4",
              "CLOUDCORE_QUOTA_INSTANCES": "-1", "CLOUDCORE_QUOTA_CORES": "-1", "CLOUDCORE_QUOTA_RAM": "-1",
              "CLOUDCORE_LOG_LEVEL": "WARNING"}
+#: what the profiles of this scenario showed, what was fixed, what is left (the table gives the numbers)
+FINDINGS = (
+    "Fixed: a fresh gunicorn thread could check a policy rule while another thread of its worker was still "
+    "importing the policies modules and got a 500 'unknown rule' (`cloudcore.core.policy.autodiscover` is now "
+    "locked and marks discovery done only at its end).",
+    "Fixed: the first request of every gunicorn thread imported the URLconf, the policies and Celery's result "
+    "backend while the worker's other threads waited on the import lock (the 'waiting on a lock' row was "
+    "about 15 s of 98 s in a quick run before): `cloudcore.wsgi` now imports them when the worker loads the app.",
+    "Fixed: the web process opened, set up (WAL pragmas) and closed a SQLite connection per database per "
+    "request (about 12 s of 98 s in a quick run before, the 'opening SQLite connections' row now): run_cloud "
+    "sets `CLOUDCORE_DB_CONN_MAX_AGE=300` for gunicorn, whose threads keep their connections.",
+    "Left: the machine is CPU-bound (2 cores, load average in the header). Time inside the application is "
+    "mostly Python and SQLite statements under GIL contention; client latency of `POST /servers` is several "
+    "times its time in the application: the requests wait for one of the 2x4 gunicorn threads and for the CPU "
+    "(more threads would not add CPU).",
+    "Left: status polling (`GET /servers/{id}`, as the SDK's wait_for_server does) is most of the web "
+    "process's time; each renders the guardian grants of the user (`policy._load_grants`, 5 statements) to "
+    "decide the extended attributes. Caching grants across requests needs `User.user_permissions` and "
+    "`Group.permissions` changes to bump the identity change stamps first (they do not today), so it was "
+    "not done here.",
+    "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
+    "tokens, so this is paid once per client and once per compute worker.",
+)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -225,7 +248,7 @@ def run(env: Any) -> dict[str, Any]:
         "detail_p95_ms": _ms(detail, 0.95),
         "client_by_endpoint": {k: {"n": len(v), "p50_ms": _ms(v, 0.5), "p95_ms": _ms(v, 0.95)}
                                for k, v in sorted(client_by_endpoint.items())},
-        "profile": profile, "load_before": load_before, "load_after": load_after,
+        "profile": profile, "load_before": load_before, "load_after": load_after, "findings": list(FINDINGS),
         "method": f"`manage.py run_cloud` (tests/e2e/livecloud.py `cloud_in`: private var dir, free port, "
                   f"{'PostgreSQL' if cloud.env.get('CLOUDCORE_DATABASE_URL') else 'SQLite'}, "
                   f"{'external' if cloud.env.get('CLOUDCORE_BROKER_URL') else 'embedded'} Redis broker, "
