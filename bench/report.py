@@ -159,6 +159,16 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
         not_measured.append("peak RSS of the real processes (processes not run or failed): only the in-process "
                             "bench's own peak RSS is reported")
 
+    if live := _ok(results, "live_load"):
+        _figure(figures, "live_servers_per_s", live["servers_per_s"], "servers/s",
+                f"{live['boots']} boots to ACTIVE by {live['clients']} HTTP clients through manage.py run_cloud")
+        _figure(figures, "live_post_servers_p50_ms", live["post_p50_ms"], "ms", "POST /servers p50, real processes")
+        _figure(figures, "live_post_servers_p95_ms", live["post_p95_ms"], "ms", "POST /servers p95, real processes")
+        _figure(figures, "live_servers_detail_p50_ms", live["detail_p50_ms"], "ms",
+                f"GET /servers/detail of {live['detail_servers']} servers p50, real processes")
+    else:
+        not_measured.append("concurrent clients against the real processes (live_load not run or failed)")
+
     for key, item in (nova.get("ratios") or {}).items():
         ratios[f"nova_{key}"] = item
     if not nova.get("run"):
@@ -347,6 +357,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         md += ["", "The real processes of `manage.py run_cloud` were **not measured** in this report"
                + (f": `{result['error']}`." if result else " (scenario not selected).")]
 
+    md += ["", "## 5b. Real processes under concurrent clients", ""]
+    if live := _ok(results, "live_load"):
+        md += _live_load_section(live)
+    else:
+        md += _failed(results, "live_load") if "live_load" in results else ["Not run (scenario not selected)."]
+
     md += ["", "## 6. Nova side by side", ""]
     nova = data["nova"]
     if nova.get("run"):
@@ -366,3 +382,42 @@ def render_markdown(data: dict[str, Any]) -> str:
                                                               "compared with Nova)."]
     md += ["", "Scenario wall times (s): " + ", ".join(f"{k} {v}" for k, v in meta["scenario_s"].items()), ""]
     return "\n".join(md)
+
+
+def _live_load_section(live: dict[str, Any]) -> list[str]:
+    """Figures, per-endpoint latencies (client against time in the application) and the web
+    process's "where the time goes" table of the ``live_load`` scenario."""
+    profile = live["profile"]
+    md = [f"{live['method']}. Load average (1 min) {live['load_before'][0]:.2f} before, "
+          f"{live['load_after'][0]:.2f} after.", ""]
+    md += _table(["figure", "value"], [
+        [f"{live['boots']} boots to ACTIVE", f"{live['boot_s']:.1f} s = **{live['servers_per_s']:.1f} servers/s**"],
+        ["`POST /servers` p50 / p95", f"**{live['post_p50_ms']:.0f} ms** / **{live['post_p95_ms']:.0f} ms**"],
+        [f"`GET /servers/detail` ({live['detail_servers']} servers) p50 / p95",
+         f"**{live['detail_p50_ms']:.0f} ms** / {live['detail_p95_ms']:.0f} ms"],
+    ])
+    app = profile["by_endpoint"]
+    md += ["", "Per endpoint: what the clients saw, and the time spent inside the web application "
+               "(cProfile on, which slows Python code); the difference is time waiting for a gunicorn thread, "
+               "the GIL and the CPU. Requests from the compute workers (images, ports, placement) appear "
+               "only on the application side.", ""]
+    rows = []
+    for key in sorted(set(live["client_by_endpoint"]) | set(app)):
+        client, inside = live["client_by_endpoint"].get(key, {}), app.get(key, {})
+        rows.append([f"`{key}`", client.get("n", ""), f"{client['p50_ms']:.0f}" if client else "",
+                     f"{client['p95_ms']:.0f}" if client else "", inside.get("n", ""),
+                     f"{inside['p50_ms']:.0f}" if inside else "", f"{inside['total_s']:.1f}" if inside else ""])
+    md += _table(["endpoint", "client n", "client p50 ms", "client p95 ms", "in app n", "in app p50 ms",
+                  "in app total s"], rows)
+    md += ["", f"Where the time goes in the web process ({profile['requests']} requests, "
+               f"{profile['app_s']:.1f} s inside the application summed over its threads; wall-clock, so "
+               f"waiting for the GIL counts where it happens; rows overlap, e.g. token validation includes "
+               f"its SQL):", ""]
+    md += _table(["what", "seconds", "share of app time", "calls", "measured as"],
+                 [[r["what"], f"{r['seconds']:.2f}", f"{100 * r['seconds'] / (profile['app_s'] or 1):.0f}%",
+                   r["calls"], r["measured_as"]] for r in profile["rows"]])
+    md += ["", "Top functions by own time: " + "; ".join(
+        f"`{t['function']}` {t['own_s']:.2f} s ({t['calls']} calls)" for t in profile["top"][:8]) + "."]
+    if live.get("findings"):
+        md += ["", "Findings and fixes:", ""] + [f"- {f}" for f in live["findings"]]
+    return md

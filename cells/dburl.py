@@ -2,7 +2,10 @@
 
 SQLite connections get WAL, a busy timeout and immediate transactions so that the web process
 and several workers can write the same file; PostgreSQL connections get a connect timeout and
-TCP keepalives.
+TCP keepalives. Connections are closed at the end of each request or task unless
+``CLOUDCORE_DB_CONN_MAX_AGE`` (seconds) says to keep them: ``run_cloud`` sets it for the web
+process, whose gunicorn threads would otherwise open, set up (WAL pragmas) and close a connection
+to every database a request touches.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+
+from cloudcore.core.env import env_int
 
 SQLITE_OPTIONS: dict[str, Any] = {
     "timeout": 30,
@@ -34,12 +39,18 @@ class InvalidDatabaseURL(ValueError):
     """The URL cannot be turned into a database configuration."""
 
 
+def conn_max_age() -> int:
+    """Seconds a connection is kept between requests (``CLOUDCORE_DB_CONN_MAX_AGE``, default 0)."""
+    return env_int("DB_CONN_MAX_AGE", 0, minimum=0)
+
+
 def database_config(url: str) -> dict[str, Any]:
     """Return a ``DATABASES`` entry for ``url`` (``sqlite:///abs/path`` or ``postgres://...``)."""
     if not url or "://" not in url:
         raise InvalidDatabaseURL(f"Invalid database URL: {url!r}")
+    max_age = conn_max_age()
     try:
-        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=max_age))
     except Exception as exc:  # dj_database_url raises several types for bad URLs
         raise InvalidDatabaseURL(f"Invalid database URL: {url!r}: {exc}") from exc
     engine = config.get("ENGINE", "")

@@ -36,6 +36,9 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
+# Opt-in per-thread cProfile of the web process (cloudcore.core.profiling), written under this
+# directory; empty (the default) profiles nothing. ``make bench``'s live scenario sets it.
+PROFILE_DIR = env_str("PROFILE_DIR", "")
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "*").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 

@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.live import password_auth_body
+
 DESCRIPTION = "peak RSS (VmHWM) of every manage.py run_cloud process after idle + a handful of boots"
 BOOTS, QUICK_BOOTS = 5, 2
 IDLE_S, QUICK_IDLE_S = 5.0, 2.0
@@ -80,10 +82,7 @@ class _Api:
             return response.headers, json.loads(raw) if raw else None
 
     def login(self, user: str, password: str, project: str) -> None:
-        headers, _ = self.call("POST", "/identity/v3/auth/tokens", {"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": user, "password": password, "domain": {"name": "Default"}}}},
-            "scope": {"project": {"name": project, "domain": {"name": "Default"}}}}})
+        headers, _ = self.call("POST", "/identity/v3/auth/tokens", password_auth_body(user, password, project))
         self.token = headers["X-Subject-Token"]
 
 

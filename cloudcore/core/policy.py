@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,12 +143,18 @@ def register(
 
 
 _DISCOVERED = False
+_DISCOVERING = False
+#: held while the policies are imported: a gunicorn thread that checks a rule while another is
+#: still importing must wait for every rule, not see a half-filled registry ("unknown rule", 500)
+_DISCOVERY_LOCK = threading.RLock()
 
 
 def autodiscover() -> None:
     """Import ``<app>.policies`` of every installed app once, so that every rule is registered
-    before the first check whatever imported what (apps need no ``ready()`` hook for it)."""
-    global _DISCOVERED
+    before the first check whatever imported what (apps need no ``ready()`` hook for it). Thread
+    safe: ``_DISCOVERED`` is set only once every module is imported, under ``_DISCOVERY_LOCK``
+    (re-entrant: a policies module that checks a rule while being imported does not deadlock)."""
+    global _DISCOVERED, _DISCOVERING
     if _DISCOVERED:
         return
     import importlib
@@ -156,13 +163,20 @@ def autodiscover() -> None:
 
     if not apps.ready:
         return
-    _DISCOVERED = True
-    for config in apps.get_app_configs():
+    with _DISCOVERY_LOCK:
+        if _DISCOVERED or _DISCOVERING:  # the second: this thread, from inside a policies import
+            return
+        _DISCOVERING = True
         try:
-            importlib.import_module(f"{config.name}.policies")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{config.name}.policies":
-                raise
+            for config in apps.get_app_configs():
+                try:
+                    importlib.import_module(f"{config.name}.policies")
+                except ModuleNotFoundError as exc:
+                    if exc.name != f"{config.name}.policies":
+                        raise
+            _DISCOVERED = True
+        finally:
+            _DISCOVERING = False
 
 
 def rules() -> list[Rule]:

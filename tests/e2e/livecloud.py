@@ -29,7 +29,15 @@ def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, *, broker
     ``isolated_computes``: the compute workers run isolated (``CLOUDCORE_COMPUTE_ISOLATION``), each
     with its cell's database URL only; on PostgreSQL as a role per cell that may connect to that
     cell's database only (``cell_roles``)."""
-    var_dir = Path(tmp_path_factory.mktemp(name))
+    with cloud_in(Path(tmp_path_factory.mktemp(name)), broker_db=broker_db, isolated_computes=isolated_computes,
+                  **extra) as cloud:
+        yield cloud
+
+
+@contextmanager
+def cloud_in(var_dir: Path, *, broker_db: int = 0, isolated_computes: bool = False,
+             **extra: str) -> Iterator[LiveCloud]:
+    """``running_cloud`` in the existing directory ``var_dir`` (outside pytest: ``make bench``)."""
     port = free_port()
     broker = os.environ.get("CLOUDCORE_E2E_BROKER_URL")
     if broker and broker_db:

@@ -81,3 +81,44 @@ def test_global_grant_to_group() -> None:
     bob.groups.add(ops)
     policy.grant(ADMIN, group=ops)
     assert policy.can(ctx(project.id, ["member"], user=bob.id), ADMIN, {"project_id": "anything"})
+
+
+def test_a_rule_checked_while_another_thread_discovers_waits_for_every_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given: an empty registry, and a discovery (thread A) that is inside its first policies import
+    # when a second thread (B, a gunicorn thread's first request) asks for a rule
+    import importlib
+    import threading
+
+    rules = dict(policy._REGISTRY)
+    monkeypatch.setattr(policy, "_REGISTRY", {})
+    monkeypatch.setattr(policy, "_DISCOVERED", False)
+    b_started, a_importing = threading.Event(), threading.Event()
+    real_import = importlib.import_module
+
+    def slow_import(name: str, package: str | None = None) -> object:
+        if name.endswith(".policies") and not policy._REGISTRY:
+            a_importing.set()
+            b_started.wait(5)
+            threading.Event().wait(0.2)  # B's lookup would have failed by now without the lock
+            policy._REGISTRY.update(rules)  # what importing the policies modules registers
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", slow_import)
+    discovering = threading.Thread(target=policy.autodiscover)
+    discovering.start()
+    assert a_importing.wait(5)
+    found: list[object] = []
+
+    def lookup() -> None:
+        b_started.set()
+        try:
+            found.append(policy.get_rule("os_compute_api:servers:create"))
+        except policy.UnknownRule as exc:
+            found.append(exc)
+
+    checking = threading.Thread(target=lookup)
+    checking.start()
+    checking.join(10)
+    discovering.join(10)
+    # then: B got the rule (it waited for A's discovery), not "unknown rule"
+    assert found == [rules["os_compute_api:servers:create"]]

@@ -1,0 +1,21 @@
+"""Loading the WSGI application imports what the first request would."""
+from __future__ import annotations
+
+import pytest
+from django.urls import clear_url_caches, get_resolver
+
+from cloudcore import wsgi
+from cloudcore.core import policy
+
+
+def test_warm_up_loads_policies_urlconf_and_result_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given: a process that has not discovered the policies yet, and no URLconf loaded
+    monkeypatch.setattr(policy, "_DISCOVERED", False)
+    clear_url_caches()
+    # when
+    wsgi.warm_up()
+    # then: rules are known without another discovery, and the resolver is populated
+    assert policy._DISCOVERED
+    assert "os_compute_api:servers:create" in {rule.name for rule in policy._REGISTRY.values()}
+    assert "url_patterns" in get_resolver().__dict__  # the cached property has been computed
+    assert wsgi.celery_app._local.backend is wsgi.celery_app.backend  # made on this thread, kept
