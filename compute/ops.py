@@ -409,13 +409,13 @@ def destroy_evacuated_instances(*, host: str, driver: Any) -> list[str]:
     cleaned = []
     for migration in evacuations_from(host, status=MigrationStatus.DONE):
         instance = instance_get(migration.instance_uuid, read_deleted=True)
-        if instance is not None and instance.host != host:  # not back here since
-            try:
+        try:  # one that cannot be cleaned now is tried again at the next start, and the host starts
+            if instance is not None and instance.host != host:  # not back here since
                 driver.destroy(instance=instance, destroy_disks=True)
-            except Exception:
-                log.exception("could not destroy the evacuated guest of %s on %s", instance.uuid, host)
-                continue
-        placement.allocations_delete(consumer_uuid=migration.uuid)
+            placement.allocations_delete(consumer_uuid=migration.uuid)
+        except Exception:
+            log.exception("could not clean the evacuated guest of %s on %s", migration.instance_uuid, host)
+            continue
         migration.status = MigrationStatus.COMPLETED
         migration.save(update_fields=["status", "updated_at"])
         cleaned.append(migration.instance_uuid)

@@ -107,6 +107,13 @@ def test_the_source_destroys_the_evacuated_guest_when_its_compute_starts_again(c
         real_destroy(instance=instance, destroy_disks=destroy_disks, **kw)
 
     monkeypatch.setattr(driver, "destroy", spy)
+    # a start whose destroy fails leaves the evacuation for the next start (and still starts)
+    driver.fail_destroys = 1
+    with target_cell(cloud.cells["cell1"]):
+        assert destroy_evacuated_instances(host=source, driver=driver) == []
+    assert migration_of(cloud, server["id"])["status"] == "done"
+    assert allocs(migration["uuid"]) == {node_of(cloud, source): TINY}
+    destroyed.clear()
     # when the source's compute service starts again (the start-up step of compute.startup)
     with target_cell(cloud.cells["cell1"]):
         cleaned = destroy_evacuated_instances(host=source, driver=driver)
