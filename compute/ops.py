@@ -19,7 +19,7 @@ from cells.context import current_cell, target_cell
 from cloudcore.core.context import RequestContext
 from hosts.selectors import compute_node_for_host
 from servers.choices import MigrationStatus, PowerState, TaskState, VmState
-from servers.selectors import MigrationNotFound, instance_get, migration_get
+from servers.selectors import MigrationNotFound, evacuations_from, instance_get, migration_get
 
 from . import rpc
 from .block_devices import block_device_info, connect_unconnected_volumes
@@ -232,7 +232,7 @@ def _cell_uuid() -> str:
     return str(cell.uuid)
 
 
-def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
+def _spawn_here(instance: Instance, *, powered_off: bool, admin_password: str | None = None) -> int:
     """Spawn the server on its (new) host with its ports bound there; powered off when it was
     stopped before the move. Returns the resulting power state."""
 
@@ -240,7 +240,7 @@ def _spawn_here(instance: Instance, *, powered_off: bool) -> int:
     driver = driver_for(str(instance.host))
     driver.spawn(instance=instance, image_meta=image_meta(instance.image_ref or None),
                  network_info=neutron.network_info(instance_uuid=instance.uuid),
-                 block_device_info=block_device_info(instance), admin_password=None)
+                 block_device_info=block_device_info(instance), admin_password=admin_password)
     if powered_off:
         driver.power_off(instance=instance)
         return PowerState.SHUTDOWN
@@ -359,6 +359,68 @@ def finish_revert_resize(ctx: RequestContext, instance: Instance, migration_uuid
     migration.save(update_fields=["status", "updated_at"])
     _set(instance, vm_state=old_vm_state, task_state=None, power_state=power, old_flavor=None, new_flavor=None,
          migration_context=None, system_metadata=sysmeta)
+
+
+# --- evacuation ----------------------------------------------------------------------------------
+
+
+@server_action("evacuate", action="evacuate", notification="rebuild", event="compute_rebuild_instance")
+def evacuate(ctx: RequestContext, instance: Instance, migration_uuid: str, admin_pass: str | None = None,
+             stop: bool = False) -> None:
+    """Destination host: the server of a failed host is rebuilt here as a cold migration's
+    destination spawns it (ports bound here; an image-backed root from its image, a volume-backed
+    one on its volumes); it ends STOPPED when ``stop`` (2.95) or when it was stopped, else ACTIVE;
+    the migration ends ``done``. A failed spawn puts it back on its source host (in ERROR: the
+    registry's failure path gives the allocations back and ends the migration ``failed``)."""
+    migration = _migration(migration_uuid)
+    stopped = stop or instance.vm_state == VmState.STOPPED
+    instance.host, instance.node, instance.compute_id = migration.dest_compute, migration.dest_node, \
+        migration.dest_compute_id
+    instance.task_state = TaskState.REBUILD_SPAWNING
+    instance.save(update_fields=["host", "node", "compute", "task_state", "updated_at"])
+    try:
+        power = _spawn_here(instance, powered_off=stopped, admin_password=admin_pass)
+    except Exception:
+        _evacuation_undone(instance, migration)
+        raise
+    migration.status = MigrationStatus.DONE
+    migration.save(update_fields=["status", "updated_at"])
+    _set(instance, vm_state=VmState.STOPPED if stopped else VmState.ACTIVE, task_state=None, power_state=power,
+         launched_at=timezone.now())
+
+
+def _evacuation_undone(instance: Instance, migration: Migration) -> None:
+    try:
+        driver_for(str(instance.host)).destroy(instance=instance, destroy_disks=True)
+    except Exception:
+        log.exception("could not clean the failed evacuation of %s on %s", instance.uuid, instance.host)
+    source = compute_node_for_host(migration.source_compute, migration.source_node)
+    neutron.ports_rebind_host(instance_uuid=instance.uuid, host=migration.source_compute)
+    _set(instance, host=migration.source_compute, node=migration.source_node,
+         compute=source if source is not None else None)
+
+
+def destroy_evacuated_instances(*, host: str, driver: Any) -> list[str]:
+    """A compute service starting on ``host`` (its cell targeted) destroys the guests of the
+    servers evacuated from it while it was down (Nova's ``_destroy_evacuated_instances``): for
+    each ``done`` evacuation whose source is ``host``, the guest here is destroyed with its local
+    disks (a server that came back here since keeps its guest), the migration's allocations (the
+    source's) are dropped in placement and the migration ends ``completed``. Returns the uuids."""
+    cleaned = []
+    for migration in evacuations_from(host, status=MigrationStatus.DONE):
+        instance = instance_get(migration.instance_uuid, read_deleted=True)
+        try:  # one that cannot be cleaned now is tried again at the next start, and the host starts
+            if instance is not None and instance.host != host:  # not back here since
+                driver.destroy(instance=instance, destroy_disks=True)
+            placement.allocations_delete(consumer_uuid=migration.uuid)
+        except Exception:
+            log.exception("could not clean the evacuated guest of %s on %s", migration.instance_uuid, host)
+            continue
+        migration.status = MigrationStatus.COMPLETED
+        migration.save(update_fields=["status", "updated_at"])
+        cleaned.append(migration.instance_uuid)
+        log.info("destroyed the evacuated guest of %s on %s", migration.instance_uuid, host)
+    return cleaned
 
 
 @server_action("snapshot", action="createImage", notification="snapshot", event="compute_snapshot_instance")

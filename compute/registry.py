@@ -94,7 +94,7 @@ def server_action(name: str, *, action: str, notification: str, event: str) -> C
                 drop_broken_connections()  # e.g. the cell database went away: reconnect to record it
                 _failed(ctx, instance, exc, notification)
                 if name in _MOVE_OPS:
-                    _move_op_failed(instance, kwargs["migration_uuid"])
+                    _move_op_failed(instance, kwargs["migration_uuid"], _MOVE_OPS[name])
                 return failure_answer(exc)
             actions.action_finish(ctx, instance_uuid=instance.uuid)
             notify_instance(ctx, f"instance.{notification}.end", instance)
@@ -167,17 +167,19 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
     notify_compute_failure(ctx, notification, instance, exc)
 
 
-#: the hosts' halves of a same-cell resize or cold migration (a failure ends the migration too)
-_MOVE_OPS = ("resize_at_source", "finish_resize")
+#: the hosts' halves of a same-cell move, with the status a failure ends its migration in (Nova:
+#: ``error`` for a resize or cold migration, ``failed`` for an evacuation)
+_MOVE_OPS = {"resize_at_source": MigrationStatus.ERROR, "finish_resize": MigrationStatus.ERROR,
+             "evacuate": MigrationStatus.FAILED}
 
 
-def _move_op_failed(instance: Instance, migration_uuid: str) -> None:
-    """The migration of a failed move ends ``error`` with the allocations where the server is
+def _move_op_failed(instance: Instance, migration_uuid: str, status: str) -> None:
+    """The migration of a failed move ends ``status`` with the allocations where the server is
     (else it stays open holding the source's allocations, which outlive the server's delete)."""
     migration = migration_get(migration_uuid)
     if migration is not None and migration.status in MigrationStatus.UNFINISHED:
         error_out_migration(instance, migration, back_to_server=allocations_back_to_server,
-                            drop=placement.allocations_delete)
+                            drop=placement.allocations_delete, status=status)
 
 
 def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:

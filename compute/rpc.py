@@ -162,6 +162,13 @@ def rebuild(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: st
                reimage_boot_volume=reimage_boot_volume)
 
 
+def evacuate(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+             admin_pass: str | None, stop: bool) -> None:
+    """To the evacuation's destination ``host`` (the conductor's cast)."""
+    _operation("evacuate", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               migration_uuid=migration_uuid, admin_pass=admin_pass, stop=stop)
+
+
 def snapshot(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, image_id: str) -> None:
     _operation("snapshot", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id)
 

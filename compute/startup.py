@@ -5,8 +5,9 @@
 leaves the databases and the state path untouched. ``apply_startup`` then persists the node
 uuid (if new), registers the Service and the ComputeNode (linked by id) in the host's cell, links
 the host's instances to their node (``compute_id``), reports resources to placement over its HTTP
-API and casts ``compute_host_started`` to the conductor, which maps the host to its cell (the
-compute writes only its own cell's database).
+API, destroys the guests of the servers evacuated from it while it was down
+(``ops.destroy_evacuated_instances``) and casts ``compute_host_started`` to the conductor, which
+maps the host to its cell (the compute writes only its own cell's database).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from hosts.services.registration import compute_node_register, compute_service_r
 from servers.services.data_migrations import instances_compute_link
 
 from . import identity
+from .ops import destroy_evacuated_instances
 from .resource_tracker import report_to_placement
 
 if TYPE_CHECKING:
@@ -118,6 +120,10 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
         # Nova's _ensure_compute_id_for_instances: this node's servers get their compute_id
         instances_compute_link(host=plan.host, node=node.hypervisor_hostname, compute_id=node.id)
     _report_when_placement_answers(node=node, service=service, driver=driver)
+    with target_cell(plan.cell):
+        # the guests of servers evacuated while this host was down go, and the allocations their
+        # evacuations kept here (after the first report: placement answers by then)
+        destroy_evacuated_instances(host=plan.host, driver=driver)
     conductor_rpc.compute_host_started(host=plan.host, cell_uuid=str(plan.cell.uuid))
     return service, node
 

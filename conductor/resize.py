@@ -48,8 +48,12 @@ class MoveContext:
 class ScheduleStep(Step):
     name = "schedule"
 
-    def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool) -> None:
+    def __init__(self, move: MoveContext, host: str | None, allow_cross_cell: bool, *,
+                 event: str = "conductor_migrate_server", force: bool = False) -> None:
+        """``event``: the action event the scheduling is recorded under; ``force``: ``host`` is
+        taken without the filters (an evacuation forced to a host, 2.29–2.67)."""
         self.move, self.host, self.allow_cross_cell = move, host, allow_cross_cell
+        self.event, self.force = event, force
         self.claimed = False
 
     def execute(self) -> None:
@@ -68,9 +72,9 @@ class ScheduleStep(Step):
             allow_cross_cell_move=self.allow_cross_cell,
             allow_same_host=settings.ALLOW_RESIZE_TO_SAME_HOST and mig.migration_type == MigrationType.RESIZE,
             host=self.host, cell_uuid=host_cell if self.allow_cross_cell else (host_cell or self.move.cell.uuid),
+            force_host=self.force,
         )
-        with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event="conductor_migrate_server",
-                                action_name=None):
+        with actions.wrap_event(self.move.ctx, instance_uuid=inst.uuid, event=self.event, action_name=None):
             selection = select_destinations(self.move.ctx, spec, [inst.uuid], return_alternates=False)[0][0]
         self.claimed = True  # the scheduler claimed the destination for the server
         self.move.selection = selection.to_dict() if hasattr(selection, "to_dict") else dict(selection)
@@ -112,15 +116,21 @@ def prep_resize(move: MoveContext) -> None:
     ctx, instance, migration = move.ctx, move.instance, move.migration
     dest_host = str(move.selection["service_host"])
     notify_resize_prep(ctx, "start", instance, migration, host=dest_host)
-    node = compute_node_get(move.selection["compute_node_uuid"])
-    migration.dest_compute = dest_host
-    migration.dest_host = dest_host
-    migration.dest_node = move.selection.get("nodename") or (node.hypervisor_hostname if node else None)
-    migration.dest_compute_id = node.id if node else None
-    migration.status = MigrationStatus.MIGRATING
-    migration.save()
+    migration_to_destination(migration, move.selection, status=MigrationStatus.MIGRATING)
     notify_resize_prep(ctx, "end", instance, migration, host=dest_host)
     instance.task_state = TaskState.RESIZE_MIGRATING
     instance.save(update_fields=["task_state"])
     compute_rpc.resize_at_source(ctx=ctx, host=str(instance.host), instance_uuid=instance.uuid,
                                  cell_uuid=str(move.cell.uuid), migration_uuid=migration.uuid)
+
+
+def migration_to_destination(migration: Migration, selection: dict[str, Any], *, status: str) -> None:
+    """The scheduler's ``selection`` becomes the migration's destination (host, node, compute id)."""
+    dest_host = str(selection["service_host"])
+    node = compute_node_get(selection["compute_node_uuid"])
+    migration.dest_compute = dest_host
+    migration.dest_host = dest_host
+    migration.dest_node = selection.get("nodename") or (node.hypervisor_hostname if node else None)
+    migration.dest_compute_id = node.id if node else None
+    migration.status = status
+    migration.save()

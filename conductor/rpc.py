@@ -26,6 +26,7 @@ REBUILD_INSTANCE = "conductor.rebuild_instance"
 CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
 REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
 COMPUTE_HOST_STARTED = "conductor.compute_host_started"
+EVACUATE_INSTANCE = "conductor.evacuate_instance"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -69,6 +70,12 @@ def rebuild_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str,
     _send(REBUILD_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
           image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
           reimage_boot_volume=reimage_boot_volume)
+
+
+def evacuate_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                      host: str | None, force: bool, admin_pass: str | None, stop: bool) -> None:
+    _send(EVACUATE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          migration_uuid=migration_uuid, host=host, force=force, admin_pass=admin_pass, stop=stop)
 
 
 def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, admin_pass: str | None,

@@ -14,6 +14,7 @@ from scheduling.services.usage_samples import placement_usage_sample_take
 from . import periodic, rpc
 from .build import reschedule_build, schedule_and_build_instances
 from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
+from .evacuate import evacuate_instance
 from .hosts import compute_host_started
 from .rebuild import rebuild_instance
 from .resize import resize_instance
@@ -45,6 +46,14 @@ def rebuild_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid:
     rebuild_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
                      image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
                      reimage_boot_volume=reimage_boot_volume)
+
+
+@shared_task(name=rpc.EVACUATE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)
+@on_service_side
+def evacuate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                           host: str | None, force: bool, admin_pass: str | None, stop: bool) -> None:
+    evacuate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                      migration_uuid=migration_uuid, host=host, force=force, admin_pass=admin_pass, stop=stop)
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)

@@ -21,11 +21,12 @@ UNSET: Any = object()
 def spec_for_move(
     spec: dict[str, Any], *, source_cell_uuid: str, source_host: str | None, flavor: dict[str, Any] | None = None,
     allow_cross_cell_move: bool = False, allow_same_host: bool = False, host: str | None = None,
-    node: str | None = None, cell_uuid: str | None = None,
+    node: str | None = None, cell_uuid: str | None = None, force_host: bool = False,
 ) -> dict[str, Any]:
-    """Resize (``flavor`` = the new one) or cold migration (``flavor`` None) of a server now in
-    ``source_cell_uuid`` on ``source_host``: the source is ignored unless ``allow_same_host``; a
-    target ``host``/``node``/``cell_uuid`` becomes the requested destination."""
+    """Resize (``flavor`` = the new one), cold migration (``flavor`` None) or evacuation of a
+    server now in ``source_cell_uuid`` on ``source_host``: the source is ignored unless
+    ``allow_same_host``; a target ``host``/``node``/``cell_uuid`` becomes the requested
+    destination; with ``force_host`` the ``host`` is forced instead (the filters let it through)."""
     moved = copy.deepcopy(spec)
     if flavor is not None:
         moved["flavor"] = copy.deepcopy(flavor)
@@ -35,8 +36,10 @@ def spec_for_move(
     if source_host and not allow_same_host:
         ignore.append(source_host)
     moved["ignore_hosts"] = ignore
-    moved["force_hosts"], moved["force_nodes"] = [], []
+    moved["force_hosts"], moved["force_nodes"] = ([host] if force_host and host else []), []
     moved["num_instances"] = 1
+    if force_host:
+        host = None
     destination = {"host": host, "node": node, "cell": cell_uuid}
     moved["requested_destination"] = destination if any(destination.values()) else None
     return moved

@@ -91,6 +91,8 @@ class MigrationStatus:
     ERROR = "error"
     FAILED = "failed"
     DONE = "done"
+    #: an evacuation whose source host destroyed its guest when it came back
+    COMPLETED = "completed"
     ACCEPTED = "accepted"
     #: a move in these states is still under way: it never ends by itself if its worker died
     UNFINISHED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING)

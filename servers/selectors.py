@@ -24,7 +24,7 @@ from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 
-from .choices import MigrationStatus, TaskState, VmState
+from .choices import MigrationStatus, MigrationType, TaskState, VmState
 from .models import (
     BlockDeviceMapping,
     BuildRequest,
@@ -465,6 +465,12 @@ def instance_usage_on_node(compute_id: int) -> dict[str, int]:
 def migration_get(migration_uuid: str) -> Migration | None:
     """The live migration ``migration_uuid``, or None."""
     return Migration.objects.filter(uuid=migration_uuid).first()
+
+
+def evacuations_from(host: str, *, status: str) -> list[Migration]:
+    """The live evacuations of the targeted cell whose source is ``host`` and status ``status``."""
+    return list(Migration.objects.filter(source_compute=host, migration_type=MigrationType.EVACUATION,
+                                         status=status).order_by("id"))
 
 
 def bdm_get(bdm_uuid: str) -> BlockDeviceMapping | None:

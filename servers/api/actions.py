@@ -22,7 +22,7 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
-from ..services import consoles, deferred_delete, power, rebuild, resize, security_groups, shelve
+from ..services import consoles, deferred_delete, evacuate, power, rebuild, resize, security_groups, shelve
 from ..services import pause_suspend_rescue as pause_rescue
 from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
@@ -65,6 +65,22 @@ REBUILD_BASE: dict[str, Any] = {
 def _console_action(key: str, types: list[str]) -> dict[str, Any]:
     return _action({"type": "object", "properties": {"type": {"type": "string", "enum": types}},
                     "required": ["type"], "additionalProperties": False}, key)
+
+
+#: Nova's ``boolean`` parameter type: a JSON boolean or one of the strings it reads as one
+BOOLEAN = {"type": ["boolean", "string"],
+           "enum": [True, False, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes",
+                    "False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no"]}
+TRUE_STRINGS = {"true", "1", "on", "yes"}
+
+
+def _evacuate(extra: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    props = {"host": {"type": "string", "minLength": 1, "maxLength": 255}, "adminPass": {"type": "string"},
+             **extra}
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def _rebuild(extra: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -166,6 +182,13 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     "os-getSPICEConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getSPICEConsole", ["spice-html5"]))),
     "os-getRDPConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getRDPConsole", ["rdp-html5"]))),
     "os-getSerialConsole": VersionedSchema(("2.1", "2.5", _console_action("os-getSerialConsole", ["serial"]))),
+    # 2.14 ``onSharedStorage`` gone (and the password no longer answered), 2.29 ``force``, gone at 2.68
+    "evacuate": VersionedSchema(
+        ("2.1", "2.13", _action(_evacuate({"onSharedStorage": BOOLEAN}, required=["onSharedStorage"]), "evacuate")),
+        ("2.14", "2.28", _action(_evacuate({}), "evacuate")),
+        ("2.29", "2.67", _action(_evacuate({"force": BOOLEAN}), "evacuate")),
+        ("2.68", None, _action(_evacuate({}), "evacuate")),
+    ),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
@@ -181,6 +204,9 @@ ACTION_ARGS: dict[str, Since] = {
 }
 #: 2.45: createImage and createBackup answer ``{"image_id": ...}`` instead of a ``Location`` header.
 ACTION_FEATURES = Since({"create_image_body": (2, 45)})
+#: evacuate: 2.14 the shared storage is found out (not told) and the answer has no password;
+#: 2.95 the evacuated server ends STOPPED on its new host.
+EVACUATE_FEATURES = Since({"no_password_answer": (2, 14), "leaves_stopped": (2, 95)})
 #: 2.87: a volume-backed server may be rescued (stable device rescue).
 RESCUE_FEATURES = Since({"volume_backed": (2, 87)})
 
@@ -430,6 +456,31 @@ def _rescue(view: ServerActionView, request: Any, instance: Instance, cell: Any,
     if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
         return Response({"adminPass": admin_pass}, status=200)
     return Response({}, status=200)
+
+
+@handles("evacuate")
+def _evacuate_action(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                     body: dict[str, Any]) -> Response:
+    """200: before 2.14 ``{"adminPass": ...}`` (none on shared storage; none either when the cloud
+    hides passwords), from 2.14 no body."""
+    shared = _truthy(body.get("onSharedStorage"))
+    if shared and "adminPass" in body:
+        raise Invalid("admin password can't be changed on existing disk")
+    admin_pass = body.get("adminPass")
+    if admin_pass is None and not shared:
+        admin_pass = generate_password()
+    evacuate.server_evacuate(actor=view.ctx, instance=instance, cell=cell, host=body.get("host"),
+                             admin_pass=admin_pass, force=_truthy(body.get("force")),
+                             stop=EVACUATE_FEATURES.has("leaves_stopped", view.version))
+    if EVACUATE_FEATURES.has("no_password_answer", view.version):
+        return Response(status=200)
+    if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
+        return Response({"adminPass": admin_pass}, status=200)
+    return Response({}, status=200)
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in TRUE_STRINGS)
 
 
 @handles("unrescue")

@@ -30,17 +30,23 @@ def allocations_back_to_server(instance: Instance, migration_uuid: str) -> None:
                      project_id=instance.project_id, user_id=instance.user_id, consumer_type="INSTANCE")
 
 
-def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException) -> None:
-    """Allocations back on the server, migration ``error``, vm_state kept, task_state cleared."""
+def move_failed(ctx: RequestContext, instance: Instance, migration: Migration, exc: BaseException, *,
+                vm_state: str | None = None, task: str = "migrate_server") -> None:
+    """Allocations back on the server, migration ``error``, task_state cleared, vm_state kept (or
+    set to ``vm_state``: an evacuation's ERROR); ``compute_task.<task>.error`` emitted."""
     if not isinstance(exc, NoValidHost):
         log.warning("move of %s failed: %s", instance.uuid, exc)
     allocations_back_to_server(instance, migration.uuid)
     migration.status = MigrationStatus.ERROR
     migration.save(update_fields=["status", "updated_at"])
-    Instance.objects.filter(pk=instance.pk).update(task_state=None, updated_at=timezone.now())
+    fields: dict[str, object] = {"task_state": None}
+    if vm_state is not None:
+        fields["vm_state"] = instance.vm_state = vm_state
+    Instance.objects.filter(pk=instance.pk).update(**fields, updated_at=timezone.now())
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, code=int(getattr(exc, "code", 500) or 500))
     actions.action_finish(ctx, instance_uuid=instance.uuid, failed=True)
-    migrate_server_failed(instance, exc)
+    notify_compute_task_error(task, instance_uuid=instance.uuid, vm_state=instance.vm_state, exc=exc,
+                              request_spec=request_spec_get(instance.uuid) or {})
 
 
 def migrate_server_failed(instance: Instance, exc: BaseException) -> None:
@@ -52,7 +58,8 @@ def migrate_server_failed(instance: Instance, exc: BaseException) -> None:
 
 def error_out_migration(instance: Instance, migration: Migration, *,
                         back_to_server: Callable[[Instance, str], None] = allocations_back_to_server,
-                        drop: Callable[..., object] = allocations_delete) -> None:
+                        drop: Callable[..., object] = allocations_delete,
+                        status: str = MigrationStatus.ERROR) -> None:
     """A same-cell move that failed or was interrupted on a host: the migration ends ``error`` and
     the allocations are those of where the server is: back from the migration to the server while
     it is still on the source host, else the migration's (source) allocations are dropped.
@@ -63,4 +70,4 @@ def error_out_migration(instance: Instance, migration: Migration, *,
         back_to_server(instance, migration.uuid)
     else:
         drop(consumer_uuid=migration.uuid)
-    Migration.objects.filter(pk=migration.pk).update(status=MigrationStatus.ERROR, updated_at=timezone.now())
+    Migration.objects.filter(pk=migration.pk).update(status=status, updated_at=timezone.now())

@@ -21,6 +21,15 @@ def test_resize_ignores_the_source_and_marks_a_move():
     assert RequestView(same).destination_host == "h2"
 
 
+def test_a_forced_host_is_forced_not_requested():
+    # given an evacuation forced to h2 (2.29-2.67) in the server's cell
+    spec = spec_for_move(BASE, source_cell_uuid="c1", source_host="h1", host="h2", cell_uuid="c1", force_host=True)
+    # then the filters let h2 through as a forced host; the cell still narrows the request
+    view = RequestView(spec)
+    assert view.force_hosts == ["h2"] and view.destination_host is None and view.destination_cell == "c1"
+    assert spec["ignore_hosts"] == ["h1"]
+
+
 def test_unshelve_to_host_and_zone():
     spec = spec_for_unshelve({**BASE, "instance_cell_uuid": "c1"}, availability_zone=None, host="h3")
     view = RequestView(spec)
