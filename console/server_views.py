@@ -51,7 +51,8 @@ def server_list(request: HttpRequest) -> HttpResponse:
     if cell_filter:
         servers = [s for s in servers if _cell_of(s["id"]) == cell_filter]
     for s in servers:
-        s["busy"] = s.get("status") in BUSY
+        # a task in flight (deleting an ACTIVE server, say) polls fast too, so its row goes soon
+        s["busy"] = s.get("status") in BUSY or bool(s.get("OS-EXT-STS:task_state"))
     context = {
         "servers": servers, "error": None if result.ok else result.message,
         "filters": {k: request.GET.get(k, "") for k in (*FILTERS, "cell")},
