@@ -114,6 +114,9 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
         "troubled": troubled,
+        # a rebuild retries a PENDING server's build, or rebuilds one that once ran; one that never
+        # reached a host (ERROR in cell0) is refused by the API, so it is not offered
+        "rebuildable": status == "PENDING" or bool(server.get("OS-SRV-USG:launched_at")),
         "explanation": _explanation(request, server) if troubled else None,
         "timeline": _timeline(request, server_id, busy=status in BUSY),
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
