@@ -12,8 +12,8 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from cloudcore.core.context import RequestContext
 from identity import selectors as identity_selectors
@@ -60,7 +60,11 @@ def console_view(*, admin: bool = False) -> Callable[[View], View]:
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             ctx = console_context(request)
             if admin and not ctx.is_admin:
-                raise PermissionDenied("This page needs the admin role on the admin project.")
+                # the console's own page (header, menu, styles), not the server's bare 403
+                user = cast("User", request.user)
+                return render(request, "console/error.html", {
+                    "ctx": ctx, "projects": projects_of(user),
+                    "message": "This page needs the admin role on the admin project."}, status=403)
             request.ctx = ctx  # type: ignore[attr-defined]
             return view(request, *args, **kwargs)
 

@@ -51,7 +51,8 @@ def server_list(request: HttpRequest) -> HttpResponse:
     if cell_filter:
         servers = [s for s in servers if _cell_of(s["id"]) == cell_filter]
     for s in servers:
-        s["busy"] = s.get("status") in BUSY
+        # a task in flight (deleting an ACTIVE server, say) polls fast too, so its row goes soon
+        s["busy"] = s.get("status") in BUSY or bool(s.get("OS-EXT-STS:task_state"))
     context = {
         "servers": servers, "error": None if result.ok else result.message,
         "filters": {k: request.GET.get(k, "") for k in (*FILTERS, "cell")},
@@ -113,6 +114,9 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
         "troubled": troubled,
+        # a rebuild retries a PENDING server's build, or rebuilds one that once ran; one that never
+        # reached a host (ERROR in cell0) is refused by the API, so it is not offered
+        "rebuildable": status == "PENDING" or bool(server.get("OS-SRV-USG:launched_at")),
         "explanation": _explanation(request, server) if troubled else None,
         "timeline": _timeline(request, server_id, busy=status in BUSY),
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],

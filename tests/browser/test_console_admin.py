@@ -39,7 +39,7 @@ def test_admin_pages_render(page: Any, live_server: Any, cells: dict) -> None:
         page.goto(live_server.url + path)
         assert page.locator("main h1").first.inner_text().startswith(heading)
         assert "Traceback" not in page.content()
-        shot(page, f"{heading.lower()}-{width}")
+        shot(page, f"empty-{heading.lower().replace(' ', '-')}-{width}")
     # and at 390 px nothing overflows the viewport horizontally on the overview
     page.goto(live_server.url + "/")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

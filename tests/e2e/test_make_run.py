@@ -18,7 +18,7 @@ import pytest
 
 from tests.browser.conftest import shot
 
-from .madecloud import ADMIN_PASSWORD, MadeCloud, copy_tree
+from .madecloud import ADMIN_PASSWORD, DEMO_PASSWORD, MadeCloud, copy_tree
 from .test_cli_security_groups import wait_active
 from .traffic import connect, run_traffic, wait_no_leaks
 
@@ -125,6 +125,112 @@ def test_console_opens_a_guests_serial_and_vnc_consoles(made_cloud: MadeCloud, b
             page.context.close()
     finally:
         cloud.openstack("server", "delete", "--wait", "tty-vm")
+
+
+def _member_page(browser: Any, cloud: MadeCloud, width: int = 1280) -> Any:
+    """The demo project's member logged in to the console, as the README's user would."""
+    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    page.set_default_timeout(20000)
+    page.goto(f"{cloud.url}/login/")
+    page.fill("input[name=username]", "demo")
+    page.fill("input[name=password]", DEMO_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{cloud.url}/")
+    return page
+
+
+def _cells_vcpu_used(page: Any) -> int:
+    return int(page.evaluate("[...document.querySelectorAll('#capacity-cells .cap[data-resource=VCPU]')]"
+                             ".reduce((n, c) => n + Number(c.dataset.used), 0)"))
+
+
+#: records, in the page itself, each status the server page's live region shows (a reload would
+#: start the record again, and clear the marker the test sets)
+STATUS_RECORDER = """
+new MutationObserver(() => {
+  const live = document.querySelector('#server-live');
+  if (!live) return;
+  window.__seen = window.__seen || [];
+  const status = live.dataset.status;
+  if (window.__seen[window.__seen.length - 1] !== status) window.__seen.push(status);
+}).observe(document, {childList: true, subtree: true, attributes: true});
+"""
+
+
+def test_member_launches_watches_opens_the_serial_console_and_deletes_in_the_console(
+        made_cloud: MadeCloud, browser: Any) -> None:
+    # given a server of another project (admin's) and the admin's overview open on the capacity bars
+    cloud = made_cloud
+    hidden = cloud.openstack_json("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--nic", "none",
+                                  "--os-compute-api-version", "2.37", "--wait", "admins-secret",
+                                  cloud="cloudcore-admin")
+    overview = _console_page(browser, cloud, "/")
+    overview.evaluate("window.__same_page = true")
+    used_before = _cells_vcpu_used(overview)
+    try:
+        # when the demo project's member logs in and launches from the servers page's form
+        page = _member_page(browser, cloud)
+        page.context.add_init_script(STATUS_RECORDER)
+        page.goto(f"{cloud.url}/servers/")
+        assert "admins-secret" not in page.locator("#server-table").inner_text()
+        form = page.locator("form[action='/servers/new/']")
+        form.locator("input[name=name]").fill("watched")
+        form.locator("select[name=flavor]").select_option(label="m1.tiny")
+        form.locator("select[name=image]").select_option(label="tiny")
+        form.locator("select[name=network]").select_option(label="demo-net")
+        form.locator("button").click()
+        # then the server page follows the build live, BUILD then ACTIVE, without a reload
+        page.wait_for_url("**/servers/*/")
+        page.evaluate("window.__same_page = true")
+        page.wait_for_function("document.querySelector('#server-live').dataset.status === 'ACTIVE'", timeout=45000)
+        seen = page.evaluate("window.__seen")
+        assert page.evaluate("window.__same_page") is True
+        assert seen[0] == "BUILD" and seen[-1] == "ACTIVE" and "ERROR" not in seen, seen
+        # and its timeline shows the create action done, with the build event on a compute host
+        create = page.locator("#server-timeline .timeline > li[data-action=create]")
+        create.filter(has_text="compute_build_and_run_instance").wait_for()
+        page.wait_for_function("document.querySelector('#server-timeline li[data-action=create]')"
+                               ".classList.contains('t-done')")
+        shot(page, "make-run-member-server-active")
+        server_id = page.url.rstrip("/").rsplit("/", 1)[1]
+        # and the admin's capacity bars grew by its vCPU, by the overview's own polling
+        overview.wait_for_function(
+            "[...document.querySelectorAll('#capacity-cells .cap[data-resource=VCPU]')]"
+            f".reduce((n, c) => n + Number(c.dataset.used), 0) === {used_before + 1}", timeout=30000)
+        assert overview.evaluate("window.__same_page") is True
+        shot(overview, "make-run-overview-after-boot")
+        # when the member opens the serial console (its button appeared with ACTIVE, live)
+        page.click("[data-console-open=serial]")
+        # then xterm.js shows the guest's output up to its login prompt
+        page.wait_for_selector("#console-status[data-state=connected]")
+        page.locator("#console-terminal .xterm-rows").filter(has_text="watched login:").wait_for()
+        shot(page, "make-run-member-serial-console")
+        # and another project's server is neither listed nor shown to the member
+        page.goto(f"{cloud.url}/servers/")
+        table = page.locator("#server-table").inner_text()
+        assert "watched" in table and "admins-secret" not in table
+        response = page.goto(f"{cloud.url}/servers/{hidden['id']}/")
+        assert response.status == 404 and "admins-secret" not in page.content()
+        # when the member deletes the server from its page
+        page.goto(f"{cloud.url}/servers/{server_id}/")
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.locator("#server-actions button[value=delete]").click()
+        # then the servers list says so, and the server leaves it by the list's own polling
+        page.wait_for_url(f"{cloud.url}/servers/")
+        assert "The server is being deleted." in page.locator(".messages").inner_text()
+        page.evaluate("window.__same_page = true")
+        page.wait_for_function("!document.querySelector('#server-table').innerText.includes('watched')",
+                               timeout=30000)
+        assert page.evaluate("window.__same_page") is True
+        assert "watched" not in [s["Name"] for s in cloud.openstack_json("server", "list")]
+        shot(page, "make-run-member-deleted")
+        page.context.close()
+        overview.context.close()
+    finally:
+        cloud.openstack("server", "delete", "--wait", hidden["id"], cloud="cloudcore-admin")
+        left = [s["ID"] for s in cloud.openstack_json("server", "list") if s["Name"] == "watched"]
+        for sid in left:
+            cloud.openstack("server", "delete", "--wait", sid)
 
 
 def test_cli_volume_lifecycle_with_the_clis_defaults(made_cloud: MadeCloud) -> None:

@@ -22,7 +22,11 @@ def messages_of(response: Any) -> str:
 @pytest.mark.parametrize("page", PAGES)
 def test_member_is_refused_operator_pages(page: str, cells: dict) -> None:
     client = login("demo", "demo", ["member"])
-    assert client.get(page).status_code == 403
+    response = client.get(page)
+    assert response.status_code == 403
+    # on the console's own page, in words, with its header to go elsewhere
+    body = response.content.decode()
+    assert "This page needs the admin role on the admin project." in body and 'class="top' in body
     # and a write is refused before it reaches the API
     assert client.post(page + "new/" if page in ("/flavors/", "/aggregates/") else page, {}).status_code in (403, 405)
 
