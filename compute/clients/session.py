@@ -22,6 +22,11 @@ from cloudcore.core.exceptions import CloudcoreError
 
 #: How long one HTTP call to another service may take (connect, read), seconds.
 TIMEOUT = 60
+#: How often a call that could not reach the service (refused, reset, or a kept-alive connection the
+#: web server had just closed: "Remote end closed connection without response") is sent again.
+#: The request never reached a view in those cases; gunicorn closes idle connections after its
+#: keep-alive, and an agent's session may pick one up just then.
+CONNECT_RETRIES = 3
 
 _lock = threading.Lock()
 _session: session.Session | None = None
@@ -100,7 +105,8 @@ def service_session() -> session.Session:
 def service_adapter(service_type: str) -> adapter.Adapter:
     """An adapter for ``service_type`` ("placement", "image", "volumev3", "network", "compute")."""
     return adapter.Adapter(session=service_session(), service_type=service_type, interface="public",
-                           region_name="RegionOne", raise_exc=False)
+                           region_name="RegionOne", raise_exc=False,
+                           connect_retries=CONNECT_RETRIES, connect_retry_delay=0.2)
 
 
 def expect(resp: requests.Response, *codes: int, service: str = "") -> requests.Response:

@@ -27,3 +27,36 @@ def test_a_refused_call_raises_with_the_services_fault(cells):
     resp = service_adapter("placement").get("/resource_providers/not-a-provider")
     with pytest.raises(ServiceCallFailed, match="404"):
         expect(resp, 200, service="placement")
+
+
+def test_a_call_on_a_connection_the_service_dropped_is_sent_again(cells):
+    """A kept-alive connection that the web server closed just as the agent reused it fails with
+    ConnectionError (RemoteDisconnected) before any view ran: the agent sends the call again."""
+    import requests
+
+    from compute.clients.session import service_session
+
+    session = service_session().session
+    real = session.get_adapter("http://")
+
+    class DropsTheFirst(requests.adapters.BaseAdapter):
+        sent = 0
+
+        def send(self, request, **kwargs):  # type: ignore[no-untyped-def]
+            DropsTheFirst.sent += 1
+            if DropsTheFirst.sent == 1:
+                raise requests.exceptions.ConnectionError("('Connection aborted.', RemoteDisconnected("
+                                                          "'Remote end closed connection without response'))")
+            return real.send(request, **kwargs)
+
+        def close(self):  # type: ignore[no-untyped-def]
+            pass
+
+    service_adapter("placement").get("/resource_providers", microversion="1.14")  # the token, beforehand
+    session.mount("http://", DropsTheFirst())
+    try:
+        resp = service_adapter("placement").get("/resource_providers", microversion="1.14")
+    finally:
+        session.mount("http://", real)
+    assert resp.status_code == 200, resp.text
+    assert DropsTheFirst.sent == 2
