@@ -172,7 +172,9 @@ def volume_summary(ctx: RequestContext, *, all_tenants: bool) -> dict[str, Any]:
         for key, value in (meta or {}).items():
             if value not in metadata.setdefault(key, []):
                 metadata[key].append(value)
-    return {"total_count": total["count"], "total_size": total["size"] or 0, "metadata": metadata}
+    # values in a stable order whatever order the database returned the volumes in (PostgreSQL: none)
+    return {"total_count": total["count"], "total_size": total["size"] or 0,
+            "metadata": {key: sorted(values) for key, values in metadata.items()}}
 
 
 def volume_upload_to_image(ctx: RequestContext, vol: Volume, *, image_name: str, disk_format: str = "raw",
