@@ -20,21 +20,19 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from cells.context import target_cell
-from cells.selectors import host_mapping_get
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 from conductor import rpc as conductor_rpc
-from hosts.selectors import compute_node_exists, service_for_host
+from hosts.selectors import service_for_host
 from hosts.services.servicegroup import service_is_up
 from scheduling.placement.services import allocations_move
 
 from ..choices import MigrationStatus, MigrationType, TaskState, VmState
 from ..models import Instance, Migration
 from . import actions
-from .guards import check_state, claim_task_state
+from .guards import check_compute_host, check_state, claim_task_state
 from .notify import notify_instance
 from .power import target
 
@@ -62,12 +60,7 @@ class ComputeServiceInUse(Invalid):
 
 
 def _check_target(host: str, instance: Instance) -> None:
-    mapping = host_mapping_get(host)
-    if mapping is None:
-        raise EvacuateHostNotFound(host=host)
-    with target_cell(mapping.cell):
-        if not compute_node_exists(host):
-            raise EvacuateHostNotFound(host=host)
+    check_compute_host(host, cell=None, error=EvacuateHostNotFound)
     if host == instance.host:
         raise EvacuateToSameHost()
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.selectors import host_mapping_get
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked, Invalid
+from cloudcore.core.exceptions import CloudcoreError, InstanceInvalidState, InstanceIsLocked, Invalid
 from hosts.selectors import compute_node_exists
 
 from ..choices import TaskState
@@ -30,16 +30,17 @@ class ComputeHostNotFound(Invalid):
     message = "Compute host %(host)s could not be found."
 
 
-def check_compute_host(host: str, *, cell: CellMapping | None) -> None:
-    """ComputeHostNotFound (400) unless ``host`` is a mapped host with a compute node; with
-    ``cell``, a host of that cell (a move that may not cross cells: unshelve to a host, a cold
-    migration without the cross-cell rule)."""
+def check_compute_host(host: str, *, cell: CellMapping | None,
+                       error: type[CloudcoreError] = ComputeHostNotFound) -> None:
+    """``error`` (ComputeHostNotFound, 400) unless ``host`` is a mapped host with a compute node;
+    with ``cell``, a host of that cell (a move that may not cross cells: unshelve to a host, a cold
+    migration without the cross-cell rule). Evacuate names its own 404."""
     mapping = host_mapping_get(host)
     if mapping is None or (cell is not None and mapping.cell.uuid != cell.uuid):
-        raise ComputeHostNotFound(host=host)
+        raise error(host=host)
     with target_cell(mapping.cell):
         if not compute_node_exists(host):
-            raise ComputeHostNotFound(host=host)
+            raise error(host=host)
 
 ANY = object()
 
