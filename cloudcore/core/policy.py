@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,9 +319,12 @@ def permission_for(rule: str, *, create: bool = False) -> Permission | None:
     return Permission.objects.filter(codename=rule, content_type=content_type).first()
 
 
-#: Bumped by every grant/revoke of this process, so that grants cached on an actor (one request)
-#: are recomputed after a change.
+#: Bumped by every grant/revoke of this process (and every identity change it sees), so that
+#: grants cached on an actor or for a stamp are recomputed after a change.
 _GENERATION = 0
+
+#: The most grants remembered per process (least recently used dropped first).
+MAX_REMEMBERED_GRANTS = 4096
 
 
 @dataclass(frozen=True)
@@ -361,18 +366,71 @@ def _load_grants(user_id: str) -> Grants:
     return Grants(frozenset(everywhere), {pk: frozenset(names) for pk, names in per_project.items()})
 
 
+class _RememberedGrants:
+    """Grants loaded by this process, by (user, the actor's identity change stamps, generation).
+
+    The stamps come with the actor's token (``RequestContext.grants_stamp``, read in the token's
+    statement) and every write that can change a user's grants bumps them in its own transaction
+    (identity's signal receivers: guardian's object permissions, a user's or group's model
+    permissions, group membership, a permission changed or deleted). So a request whose stamps
+    are those of a remembered entry may use it, whichever process changed what: the next request
+    after a grant or revoke carries new stamps and loads again. An entry also ends after
+    ``settings.TOKEN_CACHE_SECONDS`` (a write made without signals, e.g. raw SQL, is seen then)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], tuple[float, Grants]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> Grants | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry[0] <= time.monotonic():
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], grants: Grants) -> None:
+        from django.conf import settings
+
+        seconds = settings.TOKEN_CACHE_SECONDS
+        if seconds <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (time.monotonic() + seconds, grants)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_REMEMBERED_GRANTS:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_REMEMBERED = _RememberedGrants()
+
+
 def grants_for(actor: RequestContext) -> Grants:
-    """The grants of the actor's user, loaded once per actor (4 queries) and reused for every
-    check of that request, until a grant or revoke in this process changes them."""
+    """The grants of the actor's user: those this process loaded at the actor's identity change
+    stamps (no query, ``_RememberedGrants``), else loaded (4 queries) and kept on the actor for
+    the rest of its request, until a grant or revoke in this process changes them."""
     if not actor.user_id:
         return Grants()
+    key = (_GENERATION, actor.user_id)
     cached = getattr(actor, "_policy_grants", None)
-    if cached is not None and cached[0] == (_GENERATION, actor.user_id):
+    if cached is not None and cached[0] == key:
         found: Grants = cached[1]
         return found
-    grants = _load_grants(actor.user_id)
+    shared_key = (actor.user_id, actor.grants_stamp, _GENERATION) if actor.grants_stamp is not None else None
+    grants = _REMEMBERED.get(shared_key) if shared_key is not None else None
+    if grants is None:
+        grants = _load_grants(actor.user_id)
+        if shared_key is not None:
+            _REMEMBERED.put(shared_key, grants)
     try:
-        object.__setattr__(actor, "_policy_grants", ((_GENERATION, actor.user_id), grants))
+        object.__setattr__(actor, "_policy_grants", (key, grants))
     except (AttributeError, TypeError):  # an actor type that takes no attributes: no cache
         pass
     return grants
@@ -384,10 +442,11 @@ def granted(actor: RequestContext, rule: str, target: Target) -> bool:
 
 
 def changed() -> None:
-    """Forget the grants cached on actors of this process (after any grant, revoke or change of
-    membership)."""
+    """Forget the grants cached on actors of this process and remembered by it (after any grant,
+    revoke or change of membership)."""
     global _GENERATION
     _GENERATION += 1
+    _REMEMBERED.clear()
 
 
 def project_members_group(project_id: str) -> Group:
