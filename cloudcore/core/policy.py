@@ -24,7 +24,7 @@ Taking a right away is an override of the rule's check in the policy file (``POL
 ``manage.py policy override``. The override replaces the rule's default, so it narrows
 (``os_compute_api:servers:create: admin``) as well as widens; grants still widen on top of it, for
 the users, groups and projects they name. Every process re-reads the file when it changes (one
-``stat`` per check, no database query); an unknown check in the file denies (fail closed).
+``stat`` per request, no database query); an unknown check in the file denies (fail closed).
 
 The kernel knows the Project model only by its content type's natural key
 (``GRANT_CONTENT_TYPE``) and the user model through ``AUTH_USER_MODEL``: it sits below
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import PolicyNotAuthorized
 
@@ -251,9 +252,17 @@ def _read_overrides(path: Path) -> dict[str, str]:
     return out
 
 
+_OVERRIDES_KEY = "policy.overrides"
+
+
 def overrides() -> dict[str, str]:
     """The policy file's ``{rule: check}`` overrides (empty without a file), re-read when the
-    file changes."""
+    file changes: its ``stat`` is looked at once per outermost request (``cloudcore.core.scope``;
+    per call outside one), not once per check, so the next request sees a change."""
+    return scope.memoized(_OVERRIDES_KEY, _overrides_now)
+
+
+def _overrides_now() -> dict[str, str]:
     global _FILE_CACHE
     path = policy_file()
     try:
@@ -286,6 +295,7 @@ def override_set(rule: str, check: str | None) -> None:
     tmp.write_text("# cloudcore policy overrides (rule: check), written by manage.py policy override\n"
                    + (yaml.safe_dump(dict(sorted(current.items())), default_flow_style=False) if current else ""))
     os.replace(tmp, path)
+    scope.forget(_OVERRIDES_KEY)
 
 
 # --- grants through django-guardian ---------------------------------------------------------

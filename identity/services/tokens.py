@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from cloudcore.core.context import RequestContext
+from cloudcore.core.context import RequestContext, new_request_id
 from cloudcore.core.exceptions import NotFound, Unauthorized
 from cloudcore.core.policy import authorize
 
@@ -125,9 +125,8 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
         application_credential_id=credential.id if credential else None,
         application_credential_restricted=credential is not None and not credential.unrestricted,
         grants_stamp=token_cache.stamp_of(token),
+        request_id=request_id or new_request_id(),
     )
-    if request_id:
-        ctx.request_id = request_id
     return token.user, ctx
 
 
