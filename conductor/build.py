@@ -44,6 +44,7 @@ from servers.services.build_requests import (
     build_request_bdms_and_tags_create,
     build_request_creates_volumes,
     build_request_delete,
+    build_request_has_volumes,
     instance_from_build_request,
 )
 from servers.services.guards import instance_task_state_set
@@ -201,7 +202,8 @@ def _place_instance(
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=spec.get("requested_networks", "auto"),
                                        security_groups=requested_groups_for_instance(instance_uuid),
-                                       create_action_id=create_action.id if create_action is not None else None)
+                                       create_action_id=create_action.id if create_action is not None else None,
+                                       has_volumes=build_request_has_volumes(br))
 
 
 def reschedule_build(
