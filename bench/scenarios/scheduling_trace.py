@@ -1,20 +1,36 @@
 """Scheduling trace (issue 22): what recording the trace of each decision costs per request with
 1,000 and 10,000 hosts, for a request that is placed (filter steps, weights, selections, the
-summary for the end notification, the trace record insert) and for one that finds no valid host
+summary for the end notification, the trace record) and for one that finds no valid host
 (the shortfall over every provider of the scheduler's placement copy, then the same).
 Each part is timed by wrapping its function for the duration; its share is of the whole
-``select_destinations`` time. The scheduler walks the providers for a shortfall once and keeps
-it: a run of identical requests that do not fit while placement does not change is answered
-from it as it is ("no valid host", timed after a first such request); the case "no valid host,
-placement changed" writes an allocation (untimed) before each request, so that every request
-finds the copy reloaded for one provider and the kept shortfall updated for it (taken out of the
-counts as it was, put back in as it is). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
+``select_destinations`` time.
+
+The trace record is not written by its own statement: the scheduler's request scope writes it
+with the start and end notifications' records in one transaction when ``select_destinations``
+ends (``cloudcore.core.scope.write_together``, inside the timed request). Its cost is making the
+rows (``trace_record_save``, timed in the request) plus what its rows add to that transaction,
+measured after the requests by writing the last request's rows again, alternately with and
+without the trace rows (the median difference; never less than the median time of the trace
+rows' INSERT statement itself). With notifications off ("notifications off") the transaction
+holds the trace rows alone, and the whole of it is the trace's.
+
+The scheduler walks the providers for a shortfall once and keeps it: a run of identical requests
+that do not fit while placement does not change is answered from it as it is ("no valid host",
+timed after a first such request); the case "no valid host, placement changed" writes an
+allocation (untimed) before each request, so that every request finds the copy reloaded for one
+provider and the kept shortfall updated for it (taken out of the counts as it was, put back in
+as it is). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
 separated (a dict write per host and weigher)."""
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable
+import statistics
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from django.test import override_settings
 
 from . import scheduler as base
 
@@ -22,6 +38,8 @@ DESCRIPTION = "scheduling trace cost per request with 1,000 and 10,000 hosts (pl
 SIZES = (1000, 10000)
 QUICK_SIZES = (200, 1000)
 REQUESTS = 30
+#: pairs of transactions (with and without the trace rows) timed for the record's marginal cost
+REPLAYS = 60
 
 #: (what, module, attribute): the trace's own steps
 PARTS = (
@@ -29,7 +47,7 @@ PARTS = (
     ("trace: weights of the best hosts", "scheduling.trace.SchedulingTrace", "weighed"),
     ("trace: chosen host and alternates", "scheduling.trace.SchedulingTrace", "selected"),
     ("trace: summary for the end notification", "scheduling.trace.SchedulingTrace", "summary"),
-    ("trace: record insert (one statement)", "scheduling.scheduler", "trace_record_save"),
+    ("trace: record rows made (written at the scope's end)", "scheduling.scheduler", "trace_record_save"),
     ("trace: shortfall over every provider (no valid host only)", "scheduling.scheduler", "placement_shortfall"),
     ("trace: the fault's words", "scheduling.trace.SchedulingTrace", "user_reason"),
 )
@@ -56,12 +74,88 @@ def _placement_write() -> Callable[[], None]:
     return write
 
 
+RECORD = "trace: record rows in the scope's one transaction (with them minus without)"
+
+
+@contextlib.contextmanager
+def _last_rows_written() -> Iterator[list[Any]]:
+    """While active, the rows of the last transaction the request scope wrote (``(database,
+    groups)``), kept to be written again by ``_record_cost``."""
+    from cloudcore.core import scope
+
+    seen: list[Any] = []
+    original = scope.write_together
+
+    def capture(database: str, groups: list[Any]) -> Any:
+        seen[:] = [(database, [(model, list(rows)) for model, rows in groups])]
+        return original(database, groups)
+
+    scope.write_together = capture  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        scope.write_together = original  # type: ignore[assignment]
+
+
+def _copy(row: Any) -> Any:
+    fields = [f for f in type(row)._meta.concrete_fields if not f.primary_key]
+    return type(row)(**{f.attname: getattr(row, f.attname) for f in fields})
+
+
+def _record_cost(last: list[Any], replays: int = REPLAYS) -> tuple[float, float]:
+    """(ms the trace rows add to the scope's transaction, ms of their INSERT statement alone):
+    the last request's rows written again ``replays`` times with and without the trace rows,
+    alternately (medians; the rows are left in the bench's database)."""
+    from cloudcore.core import scope
+    from scheduling.models import SchedulingTraceRecord
+
+    if not last:
+        return 0.0, 0.0
+    database, groups = last[0]
+    manager = SchedulingTraceRecord._default_manager
+    with_trace, without, inserts = [], [], []
+    original_insert = manager.bulk_create
+
+    def timed_insert(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original_insert(*args, **kwargs)
+        finally:
+            inserts.append(time.perf_counter() - started)
+
+    for _ in range(replays):
+        for keep_trace, into in ((True, with_trace), (False, without)):
+            batch = [(model, [_copy(r) for r in rows]) for model, rows in groups
+                     if keep_trace or model is not SchedulingTraceRecord]
+            started = time.perf_counter()
+            if batch:
+                manager.bulk_create = timed_insert  # type: ignore[method-assign]
+                try:
+                    scope.write_together(database, batch)
+                finally:
+                    del manager.bulk_create
+            into.append(time.perf_counter() - started)
+    insert_ms = statistics.median(inserts) * 1000 if inserts else 0.0
+    return max(statistics.median(with_trace) - statistics.median(without), 0.0) * 1000, insert_ms
+
+
+def _measured(spec: dict[str, Any] | None = None, between: Any = None, requests: int = REQUESTS,
+              replays: int = REPLAYS) -> list[dict[str, Any]]:
+    """``where_the_time_goes`` over ``PARTS``, plus the trace rows' share of the scope's transaction."""
+    with _last_rows_written() as last:
+        rows = base.where_the_time_goes(requests, PARTS, spec, between=between)
+    marginal, insert = _record_cost(last, replays)
+    rows.append({"step": RECORD, "ms": max(marginal, insert)})
+    rows.append({"step": "  of which the trace rows' INSERT statement", "ms": insert})
+    return rows
+
+
 def _row(count: int, case: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     total = next(r["ms"] for r in rows if r["step"] == "total")
-    trace_ms = sum(r["ms"] for r in rows if r["step"].startswith("trace:"))
+    trace_ms = sum(r["ms"] for r in rows if r["step"].startswith("trace:"))  # not the "of which" lines
     return {"hosts": count, "case": case, "total_ms": total, "trace_ms": trace_ms,
             "share_pct": 100.0 * trace_ms / total if total else 0.0,
-            "parts": [r for r in rows if r["step"].startswith("trace:")]}
+            "parts": [r for r in rows if r["step"].startswith(("trace:", "  of which"))]}
 
 
 def run(env: Any) -> dict[str, Any]:
@@ -69,11 +163,13 @@ def run(env: Any) -> dict[str, Any]:
     for count in QUICK_SIZES if env.quick else SIZES:
         base.populate(env, count)
         base.where_the_time_goes(3)  # warm the caches
-        out.append(_row(count, "placed", base.where_the_time_goes(REQUESTS, PARTS)))
+        out.append(_row(count, "placed", _measured()))
         base.where_the_time_goes(1, spec=_impossible_spec())  # the shortfall kept: this case's steady state
-        out.append(_row(count, "no valid host", base.where_the_time_goes(REQUESTS, PARTS, _impossible_spec())))
-        out.append(_row(count, "no valid host, placement changed", base.where_the_time_goes(
-            REQUESTS, PARTS, _impossible_spec(), between=_placement_write())))
+        out.append(_row(count, "no valid host", _measured(_impossible_spec())))
+        out.append(_row(count, "no valid host, placement changed",
+                        _measured(_impossible_spec(), between=_placement_write())))
+        with override_settings(NOTIFICATIONS_ENABLED=False):  # the trace's transaction is its own
+            out.append(_row(count, "no valid host, notifications off", _measured(_impossible_spec())))
     print(f"   {'hosts':>7} {'case':>32} {'request ms':>11} {'trace ms':>9} {'share':>7}")
     for r in out:
         print(f"   {r['hosts']:>7} {r['case']:>32} {r['total_ms']:>11.2f} {r['trace_ms']:>9.3f} "
@@ -83,4 +179,6 @@ def run(env: Any) -> dict[str, Any]:
                 print(f"   {'':>7} {part['ms']:>8.3f} ms  {part['step']}")
     return {"rows": out, "requests": REQUESTS,
             "method": "select_destinations() in-process on the scheduler scenario's population; each trace "
-                      "function wrapped with a timer (mean ms per request)"}
+                      "function wrapped with a timer (mean ms per request); the trace rows' part of the "
+                      "transaction the scheduler's scope ends with: the last request's rows written again "
+                      f"{REPLAYS} times with and {REPLAYS} times without them (difference of the medians)"}

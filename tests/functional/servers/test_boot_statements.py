@@ -32,10 +32,11 @@ BUDGET_BY_STEP = {
     "API": 11,  # flavor and extra specs, image, quota limits, default group; the build's 4 rows
     "conductor": 8,  # request spec, build request, host mapping; the instance, its action, the
                      # mapping's cell, the build request deleted
-    "scheduler and placement": 13,  # cells; per cell one freshness statement; placement's stamp;
-                                     # zones and aggregates; the claim (7); the trace
+    "scheduler and placement": 12,  # cells; per cell one freshness statement; placement's stamp;
+                                     # zones and aggregates; the claim (7)
     "compute host": 9,  # the instance, the event, 3 task states, block devices, the image, done
-    "notifications": 2,
+    # when the request ends, in one transaction: BEGIN, the notifications' INSERT, the trace's
+    "rows written at the request's end": 3,
 }
 
 
@@ -92,6 +93,10 @@ def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None
         assert _count(statements, r'"networks_instancesecuritygroups"') == 1
         assert _count(statements, r'FROM "scheduling_requestspec"') == 1
         assert _count(statements, r'INSERT INTO "core_notificationrecord"') == 1
+        # written with the scheduler's trace record when the request ends (one transaction)
+        assert [(alias, sql.split(" (")[0]) for alias, sql in statements[-2:]] == [
+            ("default", 'INSERT INTO "core_notificationrecord"'),
+            ("default", 'INSERT INTO "scheduling_schedulingtracerecord"')]
         assert _count(statements, r"^SAVEPOINT") == 0
         assert len(cloud.notifications()) >= 8
         # with quota limits that apply, the usage is counted once (one statement per cell and
