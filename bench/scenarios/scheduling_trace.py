@@ -8,11 +8,13 @@ Each part is timed by wrapping its function for the duration; its share is of th
 The trace record is not written by its own statement: the scheduler's request scope writes it
 with the start and end notifications' records in one transaction when ``select_destinations``
 ends (``cloudcore.core.scope.write_together``, inside the timed request). Its cost is making the
-rows (``trace_record_save``, timed in the request) plus what its rows add to that transaction,
-measured after the requests by writing the last request's rows again, alternately with and
-without the trace rows (the median difference; never less than the median time of the trace
-rows' INSERT statement itself). With notifications off ("notifications off") the transaction
-holds the trace rows alone, and the whole of it is the trace's.
+rows (``trace_record_save``, timed in the request) plus its rows' part of that transaction: the
+transaction's time in the requests (mean, with what the machine's load and SQLite's checkpoints
+add to it) times the trace rows' fraction of it, found after the requests by writing the last
+request's rows again, alternately with and without the trace rows (the difference of the
+medians over the median with them; the difference never less than the trace rows' INSERT
+statement alone). With notifications off ("notifications off") the transaction holds the trace
+rows alone, and the whole of it is the trace's.
 
 The scheduler walks the providers for a shortfall once and keeps it: a run of identical requests
 that do not fit while placement does not change is answered from it as it is ("no valid host",
@@ -74,23 +76,34 @@ def _placement_write() -> Callable[[], None]:
     return write
 
 
-RECORD = "trace: record rows in the scope's one transaction (with them minus without)"
+RECORD = "trace: record rows' part of the scope's one transaction"
+
+
+class _ScopeWrites:
+    """What the request scope wrote while ``_scope_writes`` was active: the time spent in its
+    transactions (``scope.write_together``) and the rows of the last one (``(database, groups)``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.last: list[Any] = []
 
 
 @contextlib.contextmanager
-def _last_rows_written() -> Iterator[list[Any]]:
-    """While active, the rows of the last transaction the request scope wrote (``(database,
-    groups)``), kept to be written again by ``_record_cost``."""
+def _scope_writes() -> Iterator[_ScopeWrites]:
     from cloudcore.core import scope
 
-    seen: list[Any] = []
+    seen = _ScopeWrites()
     original = scope.write_together
 
-    def capture(database: str, groups: list[Any]) -> Any:
-        seen[:] = [(database, [(model, list(rows)) for model, rows in groups])]
-        return original(database, groups)
+    def timed(database: str, groups: list[Any]) -> Any:
+        seen.last[:] = [(database, [(model, list(rows)) for model, rows in groups])]
+        started = time.perf_counter()
+        try:
+            return original(database, groups)
+        finally:
+            seen.seconds += time.perf_counter() - started
 
-    scope.write_together = capture  # type: ignore[assignment]
+    scope.write_together = timed  # type: ignore[assignment]
     try:
         yield seen
     finally:
@@ -103,9 +116,10 @@ def _copy(row: Any) -> Any:
 
 
 def _record_cost(last: list[Any], replays: int = REPLAYS) -> tuple[float, float]:
-    """(ms the trace rows add to the scope's transaction, ms of their INSERT statement alone):
+    """(the trace rows' fraction of the scope's transaction, ms of their INSERT statement alone):
     the last request's rows written again ``replays`` times with and without the trace rows,
-    alternately (medians; the rows are left in the bench's database)."""
+    alternately; the fraction is the difference of the medians (never less than the INSERT's
+    median) over the median with them (the rows are left in the bench's database)."""
     from cloudcore.core import scope
     from scheduling.models import SchedulingTraceRecord
 
@@ -127,35 +141,44 @@ def _record_cost(last: list[Any], replays: int = REPLAYS) -> tuple[float, float]
         for keep_trace, into in ((True, with_trace), (False, without)):
             batch = [(model, [_copy(r) for r in rows]) for model, rows in groups
                      if keep_trace or model is not SchedulingTraceRecord]
+            if not batch:  # the trace rows were all of it
+                into.append(0.0)
+                continue
             started = time.perf_counter()
-            if batch:
-                manager.bulk_create = timed_insert  # type: ignore[method-assign]
-                try:
-                    scope.write_together(database, batch)
-                finally:
-                    del manager.bulk_create
+            manager.bulk_create = timed_insert  # type: ignore[method-assign]
+            try:
+                scope.write_together(database, batch)
+            finally:
+                del manager.bulk_create
             into.append(time.perf_counter() - started)
-    insert_ms = statistics.median(inserts) * 1000 if inserts else 0.0
-    return max(statistics.median(with_trace) - statistics.median(without), 0.0) * 1000, insert_ms
+    if not inserts:
+        return 0.0, 0.0
+    insert = statistics.median(inserts)
+    whole = statistics.median(with_trace)
+    marginal = max(whole - statistics.median(without), insert)
+    return min(marginal / whole, 1.0), insert * 1000
 
 
 def _measured(spec: dict[str, Any] | None = None, between: Any = None, requests: int = REQUESTS,
               replays: int = REPLAYS) -> list[dict[str, Any]]:
-    """``where_the_time_goes`` over ``PARTS``, plus the trace rows' share of the scope's transaction."""
-    with _last_rows_written() as last:
+    """``where_the_time_goes`` over ``PARTS``, plus the trace rows' part of the scope's
+    transactions: their time in the requests (mean) times the trace rows' fraction of it."""
+    with _scope_writes() as writes:
         rows = base.where_the_time_goes(requests, PARTS, spec, between=between)
-    marginal, insert = _record_cost(last, replays)
-    rows.append({"step": RECORD, "ms": max(marginal, insert)})
-    rows.append({"step": "  of which the trace rows' INSERT statement", "ms": insert})
+    fraction, insert = _record_cost(writes.last, replays)
+    transaction_ms = writes.seconds / requests * 1000
+    rows.append({"step": RECORD, "ms": transaction_ms * fraction})
+    rows.append({"step": f"  (the scope's transaction: {transaction_ms:.3f} ms per request, the trace rows "
+                         f"{100 * fraction:.0f}% of it when replayed; their INSERT alone)", "ms": insert})
     return rows
 
 
 def _row(count: int, case: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     total = next(r["ms"] for r in rows if r["step"] == "total")
-    trace_ms = sum(r["ms"] for r in rows if r["step"].startswith("trace:"))  # not the "of which" lines
+    trace_ms = sum(r["ms"] for r in rows if r["step"].startswith("trace:"))  # not the lines in brackets
     return {"hosts": count, "case": case, "total_ms": total, "trace_ms": trace_ms,
             "share_pct": 100.0 * trace_ms / total if total else 0.0,
-            "parts": [r for r in rows if r["step"].startswith(("trace:", "  of which"))]}
+            "parts": [r for r in rows if r["step"].startswith(("trace:", "  ("))]}
 
 
 def run(env: Any) -> dict[str, Any]:
@@ -180,5 +203,6 @@ def run(env: Any) -> dict[str, Any]:
     return {"rows": out, "requests": REQUESTS,
             "method": "select_destinations() in-process on the scheduler scenario's population; each trace "
                       "function wrapped with a timer (mean ms per request); the trace rows' part of the "
-                      "transaction the scheduler's scope ends with: the last request's rows written again "
-                      f"{REPLAYS} times with and {REPLAYS} times without them (difference of the medians)"}
+                      "transaction the scheduler's scope ends with: its mean time per request times their "
+                      f"fraction of it (the last request's rows written again {REPLAYS} times with and "
+                      f"{REPLAYS} times without them, difference of the medians over the median with them)"}
