@@ -37,11 +37,12 @@ BUDGET_BY_STEP = {
                # (in a transaction: BEGIN)
     "conductor": 7,  # build request with its request spec, host mapping; the instance, its action
                      # (BEGIN), the mapping's cell, the build request deleted
-    "scheduler and placement": 12,  # cells; per cell one freshness statement; placement's stamp;
+    "scheduler and placement": 11,  # cells; per cell one freshness statement; placement's stamp;
                                      # zones and aggregates; the claim (6: BEGIN, stamp, consumer,
-                                     # providers, usage, allocations); the trace
+                                     # providers, usage, allocations)
     "compute host": 8,  # the instance, the event, 3 task states, the image, done (the event too)
-    "notifications": 1,  # one INSERT, no transaction of its own
+    # when the request ends, in one transaction: BEGIN, the notifications' INSERT, the trace's
+    "rows written at the request's end": 3,
 }
 
 
@@ -98,6 +99,10 @@ def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None
         assert _count(statements, r'"networks_instancesecuritygroups"') == 1
         assert _count(statements, r'FROM "scheduling_requestspec"') == 1
         assert _count(statements, r'INSERT INTO "core_notificationrecord"') == 1
+        # written with the scheduler's trace record when the request ends (one transaction)
+        assert [(alias, sql.split(" (")[0]) for alias, sql in statements[-2:]] == [
+            ("default", 'INSERT INTO "core_notificationrecord"'),
+            ("default", 'INSERT INTO "scheduling_schedulingtracerecord"')]
         assert _count(statements, r"^SAVEPOINT") == 0
         # and what a neighbouring statement brings along is not read again: the flavor's extra
         # specs (joined), the build request's spec (a subquery), the consumer (an upsert); the
