@@ -48,24 +48,25 @@ TARGETS = {"servers_per_s": (20.0, "min"), "post_p50_ms": (100.0, "max"), "post_
            "detail_p50_ms": (60.0, "max")}
 #: what the profiles of this scenario showed, what was fixed, what is left (the table gives the numbers)
 FINDINGS = (
-    "Fixed: a fresh gunicorn thread could check a policy rule while another thread of its worker was still "
-    "importing the policies modules and got a 500 'unknown rule' (`cloudcore.core.policy.autodiscover` is now "
-    "locked and marks discovery done only at its end).",
-    "Fixed: the first request of every gunicorn thread imported the URLconf, the policies and Celery's result "
-    "backend while the worker's other threads waited on the import lock (the 'waiting on a lock' row was "
-    "about 15 s of 98 s in a quick run before): `cloudcore.wsgi` now imports them when the worker loads the app.",
-    "Fixed: the web process opened, set up (WAL pragmas) and closed a SQLite connection per database per "
-    "request (about 12 s of 98 s in a quick run before, the 'opening SQLite connections' row now): run_cloud "
-    "sets `CLOUDCORE_DB_CONN_MAX_AGE=300` for gunicorn, whose threads keep their connections.",
-    "Left: the machine is CPU-bound (2 cores, load average in the header). Time inside the application is "
-    "mostly Python and SQLite statements under GIL contention; client latency of `POST /servers` is several "
-    "times its time in the application: the requests wait for one of the 2x4 gunicorn threads and for the CPU "
-    "(more threads would not add CPU).",
-    "Left: status polling (`GET /servers/{id}`, as the SDK's wait_for_server does) is most of the web "
-    "process's time; each renders the guardian grants of the user (`policy._load_grants`, 5 statements) to "
-    "decide the extended attributes. Caching grants across requests needs `User.user_permissions` and "
-    "`Group.permissions` changes to bump the identity change stamps first (they do not today), so it was "
-    "not done here.",
+    "Measured: the figures come from a pass without the profiler; cProfile had slowed the web process about "
+    "twofold (same code, load average under 3: `POST /servers` p50 726 ms profiled, 293 ms not).",
+    "Fixed: builds queued at the compute hosts (the scheduler put all 100 boots on the two bigger hosts, 4 threads "
+    "each: 'placed -> build starts' p50 0.6 s); `CLOUDCORE_COMPUTE_CONCURRENCY` now 8 (p50 60-80 ms).",
+    "Found: the conductor is the pipeline's bottleneck: every `POST` is answered about 4 s in, the last boot is "
+    "placed in its cell seconds later, while the conductor uses a third of a core. Its threads, sampled: about 4 "
+    "in 10 wait in SQLite's `BEGIN IMMEDIATE` (mostly recording the compute hosts' notifications, one API-database "
+    "write transaction each, and placement claims), about 1 in 6 in broker round trips (kombu looks up the "
+    "exchange's bindings with SMEMBERS on each publish), 1 in 15 opening connections.",
+    "Fixed: conductor threads 4 -> 8 (`CLOUDCORE_CONDUCTOR_CONCURRENCY`), its connections kept between tasks "
+    "(`CLOUDCORE_DB_CONN_MAX_AGE`), Celery workers without gossip/mingle/heartbeat, and the write transactions of "
+    "a process's threads queue on a lock of the process (`cloudcore.core.sqlite3`) instead of polling SQLite's "
+    "busy handler (up to 100 ms sleeps) against each other.",
+    "Left: one API-database write per notification a compute host hands to the conductor (instance.create.start/"
+    "end, ...): batching them would take most of the conductor's lock waits away. On this 2-core machine the "
+    "web, conductor and compute processes together use 7-9 CPU seconds per 100 boots, so 20 servers/s needs "
+    "both cores nearly idle otherwise (see the load average of each pass).",
+    "Fixed earlier: policy discovery locked, URLconf/policies/result backend imported when a gunicorn worker "
+    "loads the app, and the web process's threads keep their database connections (`CLOUDCORE_DB_CONN_MAX_AGE`).",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
 )
