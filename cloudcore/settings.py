@@ -220,8 +220,8 @@ LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
 RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 # Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one, and a build
-# spends most of its time waiting (SQLite write locks, the broker), so more threads than cores.
-CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 8, minimum=2)
+# spends much of its time waiting (SQLite write locks, the broker); see docs/processes.md.
+CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # What run_cloud starts (docs/processes.md): gunicorn worker processes (each runs Python on one
 # core at a time: one per core) and threads per worker (requests served at once by one process,
 # mostly waiting on SQLite and the broker), and the task threads of each compute host's worker.

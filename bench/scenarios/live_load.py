@@ -57,10 +57,12 @@ FINDINGS = (
     "in 10 wait in SQLite's `BEGIN IMMEDIATE` (mostly recording the compute hosts' notifications, one API-database "
     "write transaction each, and placement claims), about 1 in 6 in broker round trips (kombu looks up the "
     "exchange's bindings with SMEMBERS on each publish), 1 in 15 opening connections.",
-    "Fixed: conductor threads 4 -> 8 (`CLOUDCORE_CONDUCTOR_CONCURRENCY`), its connections kept between tasks "
+    "Fixed: the conductor's connections kept between tasks "
     "(`CLOUDCORE_DB_CONN_MAX_AGE`), Celery workers without gossip/mingle/heartbeat, and the write transactions of "
     "a process's threads queue on a lock of the process (`cloudcore.core.sqlite3`) instead of polling SQLite's "
-    "busy handler (up to 100 ms sleeps) against each other.",
+    "busy handler (up to 100 ms sleeps) against each other. 8 conductor threads instead of 4 placed the boots "
+    "about twice as fast under load 15 (`CLOUDCORE_CONDUCTOR_CONCURRENCY=8`); the default stays 4 (see "
+    "docs/processes.md).",
     "Left: one API-database write per notification a compute host hands to the conductor (instance.create.start/"
     "end, ...): batching them would take most of the conductor's lock waits away. On this 2-core machine the "
     "web, conductor and compute processes together use 7-9 CPU seconds per 100 boots, so 20 servers/s needs "
