@@ -257,19 +257,24 @@ def image_defined_bdms(image: dict[str, Any]) -> list[dict[str, Any]]:
     return bdms
 
 
+def _is_root(bdm: dict[str, Any]) -> bool:
+    return bdm.get("boot_index") in (0, "0")
+
+
 def merge_bdms(image_bdms: list[dict[str, Any]], requested: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The request's block devices, then the image's that the request does not replace: one on a
-    device name the request uses, or the image's root when the request names a root (Nova)."""
+    """The request's block devices, then the image's that the request does not replace (one on a
+    device name the request uses). When the image names a root, the request's root from an image
+    goes: clients add the boot image as a root of their own (Nova drops it the same way)."""
+    if any(_is_root(b) for b in image_bdms):
+        requested = [b for b in requested if not (_is_root(b) and b.get("source_type") == "image")]
     names = {b.get("device_name") for b in requested if b.get("device_name")}
-    has_root = any(b.get("boot_index") in (0, "0") for b in requested)
+    has_root = any(_is_root(b) for b in requested)
     return [*requested, *(b for b in image_bdms if b.get("device_name") not in names
-                          and not (has_root and b.get("boot_index") in (0, "0")))]
+                          and not (has_root and _is_root(b)))]
 
 
 def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
-    return any(
-        b.get("boot_index") in (0, "0") and b.get("destination_type") == "volume" for b in bdms
-    )
+    return any(_is_root(b) and b.get("destination_type") == "volume" for b in bdms)
 
 
 #: Nova's in-tree hints this cloud does not implement: refused rather than stored and ignored.
@@ -352,11 +357,11 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     for bdm in bdms:
         if bdm.get("source_type") == "snapshot" and bdm.get("uuid"):
             _check_snapshot(actor, str(bdm["uuid"]))
-    if volume_backed and request.block_device_mapping:
-        root = next((b for b in request.block_device_mapping if b.get("boot_index") in (0, "0")), None)
-        if root is not None and root.get("source_type") == "image" and root.get("uuid"):
+    if volume_backed:
+        root = next(b for b in bdms if _is_root(b))
+        if root.get("source_type") == "image" and root.get("uuid"):
             image = _image(actor, str(root["uuid"]))
-        if root is not None and root.get("source_type") == "volume" and root.get("uuid"):
+        if root.get("source_type") == "volume" and root.get("uuid"):
             _check_root_volume(str(root["uuid"]))
     if image is not None:
         _check_image_fits(flavor, image, volume_backed)

@@ -131,17 +131,34 @@ def test_boot_from_the_image_creates_the_root_volume_from_the_snapshot(bfv: Any)
     assert Snapshot.objects.get(pk=snap_id).status == "available"
 
 
-def test_a_requested_root_replaces_the_images(bfv: Any) -> None:
+def test_the_clients_image_root_gives_way_to_the_images_mapping(bfv: Any) -> None:
     client = bfv.member()
     server = boot_bfv(bfv, client)
     image_id = snapshot(bfv, client, server["id"]).json()["image_id"]
-    # when the request names its own root (a new volume from image B)
-    bdm = [{"boot_index": 0, "uuid": bfv.image_b, "source_type": "image", "destination_type": "volume",
-            "volume_size": 1, "delete_on_termination": True}]
+    # when the request also names the image as a local root (as the openstack CLI does)
+    bdm = [{"boot_index": 0, "uuid": image_id, "source_type": "image", "destination_type": "local",
+            "delete_on_termination": True}]
+    new = bfv.create_server(client, "cli-style", image=image_id, block_device_mapping_v2=bdm)
+    # then that root is dropped: the server is volume-backed on a volume from the snapshot
+    assert bfv.wait_for_status(client, new["id"], "ACTIVE")["image"] == ""
+    root, vol = root_volume(bfv, new["id"])
+    assert root.source_type == "snapshot" and vol.snapshot_id == root.snapshot_id
+
+
+def test_a_requested_volume_root_replaces_the_images(bfv: Any) -> None:
+    from volumes.models import Volume
+
+    client = bfv.member()
+    server = boot_bfv(bfv, client)
+    image_id = snapshot(bfv, client, server["id"]).json()["image_id"]
+    own = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "imageRef": bfv.image_b}}).json()
+    Volume.objects.filter(pk=own["volume"]["id"]).update(status="available", bootable=True)
+    # when the request names its own root volume
+    bdm = [{"boot_index": 0, "uuid": own["volume"]["id"], "source_type": "volume", "destination_type": "volume"}]
     new = bfv.create_server(client, "own-root", image=image_id, block_device_mapping_v2=bdm)
-    # then the root is the request's
-    root, _vol = root_volume(bfv, new["id"])
-    assert root.source_type == "image" and root.image_id == bfv.image_b
+    # then the root is the request's volume, not one from the image's snapshot
+    root, vol = root_volume(bfv, new["id"])
+    assert root.source_type == "volume" and vol.id == own["volume"]["id"]
 
 
 def test_refusals(bfv: Any) -> None:
