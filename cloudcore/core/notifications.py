@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 
 from cloudcore.celery import app
@@ -97,13 +97,29 @@ def _record(message: dict[str, Any]) -> None:
         _store(pending)
 
 
+#: the columns ``_store`` writes
+_STORED = [NotificationRecord._meta.get_field(name)
+           for name in ("event_type", "priority", "publisher_id", "timestamp", "payload")]
+#: rows this process stored since it last counted the table (it counts every KEEP / 10 rows)
+_uncounted = 0
+
+
 def _store(rows: list[NotificationRecord]) -> None:
+    global _uncounted
     if not rows:
         return
-    NotificationRecord.objects.bulk_create(rows)
+    if len(rows) <= connections[router.db_for_write(NotificationRecord)].ops.bulk_batch_size(_STORED, rows):
+        # one INSERT is atomic by itself: bulk_create would open a transaction around it (a BEGIN more)
+        NotificationRecord.objects._insert(rows, fields=_STORED)
+    else:
+        NotificationRecord.objects.bulk_create(rows)
+    _uncounted += len(rows)
     rows.clear()
     keep = settings.NOTIFICATIONS_KEEP
-    if keep and NotificationRecord.objects.count() > keep * 1.2:
+    if not keep or _uncounted < max(1, keep // 10):  # not a count(*) per request
+        return
+    _uncounted = 0
+    if NotificationRecord.objects.count() > keep * 1.2:
         cutoff = NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1]
         NotificationRecord.objects.filter(id__lt=cutoff).delete()
 

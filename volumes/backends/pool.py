@@ -24,25 +24,34 @@ GiB = 1024 ** 3
 
 
 def sparse_copy(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target`` keeping its holes: only the extents that hold data are read
-    and written (``SEEK_DATA``/``SEEK_HOLE``), so a mostly empty 1 GB volume copies in a moment
-    and takes no more room (``shutil.copyfile`` would write every zero)."""
+    """Copy ``source`` to ``target`` keeping its holes: only the ranges the file system says hold
+    data are copied (``SEEK_DATA``/``SEEK_HOLE``), so a 1 GiB volume holding a few bytes makes a
+    copy of a few bytes on disk, not 1 GiB of written zeros. Falls back to a plain copy where the
+    file system cannot tell."""
     with open(source, "rb") as src, open(target, "wb") as dst:
         size = os.fstat(src.fileno()).st_size
-        position = 0
-        while position < size:
-            try:
-                start = os.lseek(src.fileno(), position, os.SEEK_DATA)
-            except OSError:  # ENXIO: no data after position
-                break
-            end = os.lseek(src.fileno(), start, os.SEEK_HOLE)
-            src.seek(start)
-            dst.seek(start)
-            remaining = end - start
-            while remaining > 0 and (chunk := src.read(min(remaining, 4 * 1024 * 1024))):
-                dst.write(chunk)
-                remaining -= len(chunk)
-            position = end
+        offset = 0
+        try:
+            while offset < size:
+                try:
+                    start = os.lseek(src.fileno(), offset, os.SEEK_DATA)
+                except OSError:  # ENXIO: nothing but a hole up to the end
+                    break
+                end = os.lseek(src.fileno(), start, os.SEEK_HOLE)
+                src.seek(start)
+                dst.seek(start)
+                left = end - start
+                while left > 0:
+                    chunk = src.read(min(left, 8 * 1024 * 1024))
+                    if not chunk:
+                        break
+                    dst.write(chunk)
+                    left -= len(chunk)
+                offset = end
+        except (AttributeError, OSError):  # no SEEK_DATA here: copy every byte
+            src.seek(0)
+            dst.seek(0)
+            shutil.copyfileobj(src, dst)
         dst.truncate(size)
 
 
