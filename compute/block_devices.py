@@ -13,6 +13,7 @@ from django.conf import settings
 
 from cloudcore.core.context import RequestContext
 from servers.selectors import BlockDeviceMappingNotFound, bdm_get, bdms_of
+from servers.services.build_requests import VOLUME_CREATING_SOURCES
 from servers.services.delete import bdms_mark_deleted
 
 from .clients import volumes as cinder
@@ -51,10 +52,10 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
 
 
 def _await_volume_created(instance: Instance, bdm: BlockDeviceMapping) -> None:
-    """A volume the cloud created for ``bdm`` (image or blank source, not attached yet) must be
+    """A volume the cloud created for ``bdm`` (image, snapshot or blank source, not attached yet) must be
     ``available`` before it is attached: wait while Cinder still creates it (nova's
     ``block_device_allocate_retries``); BuildAbortException when it is missing or failed."""
-    if bdm.source_type not in ("image", "blank") or bdm.attachment_id:
+    if bdm.source_type not in VOLUME_CREATING_SOURCES or bdm.attachment_id:
         return
     if not bdm.volume_id:
         raise BuildAbortException(instance_uuid=instance.uuid,

@@ -7,16 +7,20 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+
 from cells.context import current_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from volumes import services as volumes
+from volumes import snapshots
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
 from . import actions
+from .build_requests import VOLUME_CREATING_SOURCES
 from .guards import check_not_locked
 from .power import cast, target
 
@@ -40,7 +44,7 @@ class AttachInvalidState(Conflict):
 
 def bdm_volumes_create(instance: Instance) -> None:
     """Create the volumes a boot-from-volume server asks the cloud to create (``source_type``
-    image or blank, ``destination_type`` volume) in the server's project, and record their ids on
+    image, snapshot or blank, ``destination_type`` volume) in the server's project, and record their ids on
     its BDMs (its cell targeted). The conductor calls it before casting the build to the host.
 
     A compute agent reaches Cinder only as the service user (a cloud admin of the admin project),
@@ -51,12 +55,18 @@ def bdm_volumes_create(instance: Instance) -> None:
     without a volume (BuildAbortException, no reschedule), as it does on a volume in error."""
     owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
     bdms = BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume",
-                                             source_type__in=("image", "blank"), volume_id__isnull=True)
+                                             source_type__in=VOLUME_CREATING_SOURCES, volume_id__isnull=True)
     for bdm in bdms:
+        if bdm.source_type == "snapshot" and bdm.snapshot_id:
+            # a volume-backed server's snapshot may still be being copied by the volume worker: wait
+            # as long as a host waits for a volume (block_device_allocate_retries × interval)
+            snapshots.snapshot_await(bdm.snapshot_id, timeout=settings.BLOCK_DEVICE_ALLOCATE_RETRIES
+                                     * settings.BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL)
         try:
             vol = volumes.volume_create(owner, size=bdm.volume_size,
                                         image_id=bdm.image_id if bdm.source_type == "image" else None,
-                                        name="" if bdm.source_type == "image" else None,
+                                        snapshot_id=bdm.snapshot_id if bdm.source_type == "snapshot" else None,
+                                        name=None if bdm.source_type == "blank" else "",
                                         volume_type=bdm.volume_type, run_now=True)
         except CloudcoreError as exc:
             log.warning("could not create the volume of block device %s of %s: %s", bdm.uuid, instance.uuid, exc)
