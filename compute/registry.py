@@ -152,7 +152,9 @@ def host_call(name: str) -> Callable[[Operation], Operation]:
 def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notification: str) -> None:
     instance.refresh_from_db()
     old = instance.vm_state
-    if getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
+    if notification in _ERROR_OUT:  # Nova errors the server out whatever its task
+        instance.vm_state, instance.task_state = VmState.ERROR, None
+    elif getattr(exc, "restore_vm_state", None):  # a rolled-back volume-backed rebuild (rebuild_bfv)
         instance.vm_state, instance.task_state = exc.restore_vm_state, None  # type: ignore[attr-defined]
     elif instance.task_state in (TaskState.SHELVING, TaskState.SHELVING_OFFLOADING, TaskState.POWERING_OFF,
                                TaskState.POWERING_ON, TaskState.REBOOTING, TaskState.IMAGE_SNAPSHOT,
@@ -166,6 +168,10 @@ def _failed(ctx: RequestContext, instance: Instance, exc: BaseException, notific
     notify_instance(ctx, "instance.update", instance, old_vm_state=old)
     notify_compute_failure(ctx, notification, instance, exc)
 
+
+#: operations whose failure leaves the server ERROR even with no task in flight: a confirm that
+#: failed leaves the server on its destination with its source half-cleaned (Nova: hard reboot it)
+_ERROR_OUT = frozenset({"resize_confirm"})  # by notification name
 
 #: the hosts' halves of a same-cell move, with the status a failure ends its migration in (Nova:
 #: ``error`` for a resize or cold migration, ``failed`` for an evacuation)

@@ -111,6 +111,9 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
     choices = create_choices(request)
     troubled = status in TROUBLED or bool(server.get("fault"))
+    timeline = _timeline(request, server_id, busy=status in BUSY)
+    can["unlock"] = can["lock"] and (not _locked_by_another_project(server, timeline)
+                                     or _allowed(ctx, UNLOCK_OVERRIDE_RULE, server))
     return _page(request, "console/server_detail.html", {
         "server": server, "status": status, "busy": status in BUSY,
         "troubled": troubled,
@@ -118,7 +121,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
         # reached a host (ERROR in cell0) is refused by the API, so it is not offered
         "rebuildable": status == "PENDING" or bool(server.get("OS-SRV-USG:launched_at")),
         "explanation": _explanation(request, server) if troubled else None,
-        "timeline": _timeline(request, server_id, busy=status in BUSY),
+        "timeline": timeline,
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
         "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok else [],
         "can": can,
@@ -160,6 +163,20 @@ def _timeline(request: HttpRequest, server_id: str, *, busy: bool, limit: int = 
         running = any(not e.get("finish_time") for e in events) or (busy and not out and not events)
         out.append({**act, "events": events, "state": "error" if failed else "running" if running else "done"})
     return out
+
+
+#: who may lift a lock taken from another project (an admin's), as the compute API checks it
+UNLOCK_OVERRIDE_RULE = "os_compute_api:os-lock-server:unlock:unlock_override"
+
+
+def _locked_by_another_project(server: dict[str, Any], timeline: list[dict[str, Any]]) -> bool:
+    """Was the server's lock taken from outside its project (by an admin, Nova's ``locked_by:
+    admin``)? Read from its newest ``lock`` action; False when that is not among the actions shown
+    (the API still decides, and the page shows its refusal)."""
+    if not server.get("locked"):
+        return False
+    lock = next((a for a in timeline if a.get("action") == "lock"), None)
+    return lock is not None and bool(lock.get("project_id")) and lock["project_id"] != server.get("tenant_id")
 
 
 def _hosts(request: HttpRequest) -> list[str]:

@@ -50,6 +50,13 @@ def _overflow(page: Any) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
 
 
+def _tables_scrolling_sideways(page: Any) -> list[str]:
+    """The tables whose scroll box is wider than its frame (read sideways) on this page."""
+    return list(page.evaluate("""[...document.querySelectorAll('.table-responsive')]
+        .filter(e => e.scrollWidth - e.clientWidth > 1)
+        .map(e => (e.closest('section, .card') || e).id || e.querySelector('th')?.innerText || '?')"""))
+
+
 @pytest.mark.parametrize("page", [1280, 390], indirect=True)
 def test_operator_pages_and_the_launch_form_render(page: Any, live_server: Any, live_cloud: Cloud) -> None:
     admin_user, admin_project = make_identity("admin", project="admin", roles=["admin"], password="pw")
@@ -72,12 +79,14 @@ def test_operator_pages_and_the_launch_form_render(page: Any, live_server: Any, 
                                 ("/flavors/", "Flavors", "flavors"),
                                 ("/aggregates/", "Aggregates and zones", "aggregates"),
                                 ("/server-groups/", "Server groups", "server-groups"),
-                                ("/servers/new/", "Launch a server", "launch")]:
+                                ("/servers/new/", "Launch a server", "launch"),
+                                ("/resources/", "Project", "project-resources")]:
         response = page.goto(live_server.url + path)
         assert response.status == 200, path
         assert page.locator("main h1").first.inner_text().startswith(heading)
         assert "Traceback" not in page.content()
         assert _overflow(page) <= 1, (path, width)
+        assert _tables_scrolling_sideways(page) == [], (path, width)
         shot(page, f"{name}-{width}")
     # and the overview's usage chart has a point per sample for each resource class
     page.goto(live_server.url + "/")

@@ -168,13 +168,17 @@ def test_failed_confirm_emits_compute_exception_only(cloud: Cloud, monkeypatch: 
     with monkeypatch.context() as patch:
         patch.setattr(placement, "allocations_delete", unreachable)
         cloud.action(client, sid, {"confirmResize": None})
-    # then the confirm failed (the server still to be confirmed), and the events are Nova's: no
-    # instance.resize_confirm.error
-    assert cloud.show(cloud.admin(), sid)["status"] == "VERIFY_RESIZE"
+    # then the confirm failed: the server is ERROR with the fault (as Nova errors it out; a hard
+    # reboot recovers it), and the events are Nova's: no instance.resize_confirm.error
+    shown = cloud.show(cloud.admin(), sid)
+    assert shown["status"] == "ERROR" and "placement unreachable" in shown["fault"]["message"]
     assert seen.types() == ["instance.resize_confirm.start", "instance.update", "compute.exception"]
     exception = seen.one("compute.exception")
     assert exception["priority"] == "ERROR" and exception["publisher_id"].startswith("nova-compute:")
     assert_exception_payload(exception["payload"], "placement unreachable")
+    # and a hard reboot brings it back on its destination
+    assert cloud.action(client, sid, {"reboot": {"type": "HARD"}}).status_code == 202
+    assert cloud.show(cloud.admin(), sid)["status"] == "ACTIVE"
 
 
 @pytest.mark.parametrize("where", ["dest", "source"])

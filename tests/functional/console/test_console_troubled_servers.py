@@ -128,3 +128,25 @@ def test_admin_resets_an_error_server_to_active_from_the_console(cloud: Any) -> 
     response = admin.post(f"/servers/{server['id']}/action/", {"op": "reset_state", "state": "active"}, follow=True)
     assert "Reset state accepted." in response.content.decode()
     assert cloud.show(cloud.admin(), server["id"])["status"] == "ACTIVE"
+
+
+def test_unlock_is_offered_only_to_who_may_lift_the_lock(cloud: Any) -> None:
+    # given a member's ACTIVE server
+    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
+    api = auth_client(user, project)
+    server = cloud.create_server(api, "locked-one")
+    cloud.wait_for_status(cloud.admin(), server["id"], "ACTIVE")
+    member = Client()
+    assert member.post("/login/", {"username": "demo", "password": "pw"}).status_code == 302
+    admin = login("operator", "admin", ["admin"])
+    # when the member locks it, the member is offered Unlock
+    assert cloud.action(api, server["id"], {"lock": None}).status_code == 202
+    assert 'value="unlock"' in _body(member, server["id"])
+    # when an admin (another project) locks it, the member is not, and is told why; the admin is
+    assert cloud.action(api, server["id"], {"unlock": None}).status_code == 202
+    assert cloud.action(cloud.admin(), server["id"], {"lock": None}).status_code == 202
+    body = _body(member, server["id"])
+    assert 'value="unlock"' not in body and "Locked by an administrator" in body
+    assert 'value="unlock"' in _body(admin, server["id"])
+    # and the API agrees: the member's unlock is refused
+    assert cloud.action(api, server["id"], {"unlock": None}).status_code == 403
