@@ -954,13 +954,13 @@ def volume_disk_xml(connection_info: dict[str, Any], dev: str) -> str:
     data = connection_info.get("data") or {}
     path = str(data.get("device_path") or "")
     serial = f"<serial>{escape(str(connection_info.get('serial') or data.get('volume_id') or ''))}</serial>"
-    readonly = "<readonly/>" if data.get("access_mode") == "ro" else ""
-    readonly += "<shareable/>" if connection_info.get("multiattach") else ""
+    flags = ("<readonly/>" if data.get("access_mode") == "ro" else "") + (
+        "<shareable/>" if connection_info.get("multiattach") else "")
     if Path(path).is_block_device():
         source = f"<disk type='block' device='disk'><driver name='qemu' type='raw'/><source dev='{escape(path)}'/>"
     else:
         source = f"<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{escape(path)}'/>"
-    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{readonly}</disk>"
+    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{flags}</disk>"
 
 
 def volumes_xml(block_device_info: dict[str, Any] | None, *, taken: set[str]) -> str:
