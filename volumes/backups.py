@@ -88,10 +88,11 @@ def backup_get(ctx: RequestContext, backup_id: str) -> Backup:
 
 
 def backup_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict[str, str] | None = None,
-                limit: int | None = None, offset: int = 0) -> list[Backup]:
+                limit: int | None = None, offset: int = 0, marker: str | None = None,
+                sort: list[tuple[str, str]] | None = None) -> list[Backup]:
     authorize(ctx, "backup:get_all", {"project_id": ctx.project_id, "user_id": ctx.user_id})
     return owned_list(ctx, Backup.objects.all(), all_tenants=all_tenants, filters=filters, limit=limit,
-                      offset=offset)
+                      offset=offset, marker=marker, sort=sort)
 
 
 def backup_create(ctx: RequestContext, *, volume: Volume, name: str | None = None, description: str | None = None,

@@ -31,6 +31,7 @@ from servers.services.external_events import server_external_events_create
 from . import rpc
 from .backends import VolumeBackendError, get_backend
 from .models import AttachStatus, Snapshot, SnapshotStatus, Volume, VolumeAttachment, VolumeStatus
+from .owned import sorted_page
 from .quotas import quota_check
 from .snapshots import snapshot_for_new_volume
 from .types import default_volume_type, volume_type_find
@@ -94,22 +95,9 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
             qs = qs.filter(bootable=str(value).lower() in ("true", "1"))
         elif key == "metadata" and isinstance(value, dict):
             metadata = value
-    order: list[str] = []
-    for key, direction in sort or [("created_at", "desc")]:
-        if key not in SORT_KEYS:
-            raise Invalid(f"Invalid input received: Invalid sort key {key}.")
-        if direction not in ("asc", "desc"):
-            raise Invalid(f"Invalid input received: Invalid sort direction {direction}.")
-        order.append(key if direction == "asc" else f"-{key}")
-    last = order[-1].startswith("-") if order else True
-    items = [v for v in qs.order_by(*order, "-id" if last else "id")
-             if all(str((v.metadata or {}).get(k)) == str(val) for k, val in metadata.items())]
-    if marker:
-        ids = [v.id for v in items]
-        if marker not in ids:
-            raise NotFound(f"Marker {marker} could not be found.")
-        items = items[ids.index(marker) + 1:]
-    return items[:limit] if limit is not None else items
+    return sorted_page(qs, sort=sort, sort_keys=SORT_KEYS, limit=limit, marker=marker,
+                       keep=(lambda v: all(str((v.metadata or {}).get(k)) == str(val) for k, val in metadata.items()))
+                       if metadata else None)
 
 
 def volume_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any], replace: bool,

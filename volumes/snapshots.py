@@ -54,10 +54,11 @@ def snapshot_get(ctx: RequestContext, snapshot_id: str) -> Snapshot:
 
 
 def snapshot_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict[str, str] | None = None,
-                  limit: int | None = None, offset: int = 0) -> list[Snapshot]:
+                  limit: int | None = None, offset: int = 0, marker: str | None = None,
+                  sort: list[tuple[str, str]] | None = None) -> list[Snapshot]:
     authorize(ctx, "volume:get_all_snapshots", {"project_id": ctx.project_id, "user_id": ctx.user_id})
     return owned_list(ctx, Snapshot.objects.all(), all_tenants=all_tenants, filters=filters, limit=limit,
-                      offset=offset)
+                      offset=offset, marker=marker, sort=sort)
 
 
 def snapshot_create(ctx: RequestContext, *, volume: Volume, name: str | None = None, description: str | None = None,

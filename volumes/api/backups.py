@@ -21,7 +21,7 @@ from ..models import Backup, Snapshot, Volume
 from ..owned import LIST_FILTERS
 from ..presenter import BACKUP_FIELDS, ShownBackup
 from .snapshots import _flag
-from .views import VOLUME_ZONE, VolumeAPIView, _base, _int_param
+from .views import VOLUME_ZONE, VolumeAPIView, _base, _int_param, _sort_param
 
 CREATE_SCHEMA = {"type": "object", "required": ["backup"], "additionalProperties": False, "properties": {
     "backup": {"type": "object", "required": ["volume_id"], "additionalProperties": False, "properties": {
@@ -48,7 +48,8 @@ class BackupsView(BackupAPIView):
         found = backups.backup_list(
             self.ctx, all_tenants=bool(params.get("all_tenants")),
             filters={k: params[k] for k in LIST_FILTERS if k in params},
-            limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0)
+            limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0,
+            marker=params.get("marker"), sort=_sort_param(params))
         return Response({"backups": [self.shown(request, b, extended=detail) for b in found]})
 
     def post(self, request: Request, **_kw: Any) -> Response:

@@ -15,7 +15,7 @@ from .. import services, snapshots
 from ..models import Snapshot
 from ..owned import LIST_FILTERS
 from ..presenter import SNAPSHOT_FIELDS, ShownSnapshot
-from .views import VolumeAPIView, _int_param
+from .views import VolumeAPIView, _int_param, _sort_param
 
 CREATE_SCHEMA = {"type": "object", "required": ["snapshot"], "additionalProperties": False, "properties": {
     "snapshot": {"type": "object", "required": ["volume_id"], "additionalProperties": False, "properties": {
@@ -52,7 +52,8 @@ class SnapshotsView(SnapshotAPIView):
         snaps = snapshots.snapshot_list(
             self.ctx, all_tenants=bool(params.get("all_tenants")),
             filters={k: params[k] for k in LIST_FILTERS if k in params},
-            limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0)
+            limit=_int_param(params.get("limit"), "limit"), offset=_int_param(params.get("offset"), "offset") or 0,
+            marker=params.get("marker"), sort=_sort_param(params))
         if detail:
             return Response({"snapshots": [self.shown(s) for s in snaps]})
         return Response({"snapshots": [self.shown(s, extended=False) for s in snaps]})

@@ -93,3 +93,32 @@ def test_snapshot_metadata_items_and_a_missing_volume(bfv: Any) -> None:
     for volume_id in (None, "00000000-0000-0000-0000-000000000000"):
         missing = call(client, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": volume_id}})
         assert missing.status_code == 404, missing.content
+
+
+def test_snapshot_and_backup_lists_sort_and_page_as_cinder_does(bfv: Any) -> None:
+    client = bfv.member()
+    vol = _volume(client, name="source")
+    ids = []
+    for name in ("b-snap", "a-snap", "c-snap"):
+        created = call(client, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": vol["id"], "name": name}})
+        ids.append(created.json()["snapshot"]["id"])
+
+    def listed(query: str) -> list[str]:
+        response = call(client, "get", f"/volume/v3/snapshots/detail?{query}")
+        assert response.status_code == 200, response.content
+        return [s["name"] for s in response.json()["snapshots"]]
+
+    # newest first by default; sort=key:dir and the older sort_key/sort_dir
+    assert listed("") == ["c-snap", "a-snap", "b-snap"]
+    assert listed("sort=name:asc") == ["a-snap", "b-snap", "c-snap"]
+    assert listed("sort_key=name&sort_dir=desc") == ["c-snap", "b-snap", "a-snap"]
+    assert listed("sort=created_at:asc") == ["b-snap", "a-snap", "c-snap"]
+    # a marker starts after the named snapshot, in the list's order; limit and offset page
+    assert listed(f"marker={ids[2]}") == ["a-snap", "b-snap"]
+    assert listed(f"sort=name:asc&marker={ids[1]}&limit=1") == ["b-snap"]
+    assert listed("limit=2&offset=1") == ["a-snap", "b-snap"]
+    # an unknown marker is 404, an unknown sort key or direction 400 (Cinder's)
+    assert call(client, "get", "/volume/v3/snapshots?marker=nonexistent").status_code == 404
+    assert call(client, "get", "/volume/v3/snapshots?sort=bogus:asc").status_code == 400
+    assert call(client, "get", "/volume/v3/snapshots?sort=name:sideways").status_code == 400
+    assert call(client, "get", "/volume/v3/backups?sort=bogus:asc").status_code == 400
