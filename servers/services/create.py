@@ -42,6 +42,7 @@ from .external import (
 )
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 from .server_groups import group_for_create, group_members_add
+from .volume_attachments import check_multiattach_allowed
 
 
 class FlavorNotFound(NotFound):
@@ -98,6 +99,8 @@ class ServerCreateRequest:
     return_reservation_id: bool = False
     #: Security group names or ids (``default`` when none is asked for); the server's new ports get them.
     security_groups: list[str] = field(default_factory=list)
+    #: The request is at microversion 2.60 or later: multiattach volumes may be mapped.
+    multiattach_supported: bool = False
 
 
 @dataclass
@@ -277,6 +280,16 @@ def merge_bdms(image_bdms: list[dict[str, Any]], requested: list[dict[str, Any]]
                           and not (has_root and _is_root(b)))]
 
 
+def _check_multiattach_volumes(bdms: list[dict[str, Any]], *, multiattach_supported: bool) -> None:
+    """An existing volume mapped to the new server (``source_type`` volume) that is multiattach
+    needs 2.60 (400, Nova's ``MultiattachNotSupportedOldMicroversion``)."""
+    for bdm in bdms:
+        if bdm.get("source_type") == "volume" and bdm.get("uuid"):
+            volume = volume_selectors.volume_find(str(bdm["uuid"]))
+            if volume is not None:
+                check_multiattach_allowed(volume, multiattach_supported=multiattach_supported)
+
+
 def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
     return any(_is_root(b) and b.get("destination_type") == "volume" for b in bdms)
 
@@ -367,6 +380,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             image = _image(actor, str(root["uuid"]))
         if root.get("source_type") == "volume" and root.get("uuid"):
             _check_root_volume(str(root["uuid"]))
+    _check_multiattach_volumes(request.block_device_mapping, multiattach_supported=request.multiattach_supported)
     if image is not None:
         _check_image_fits(flavor, image, volume_backed)
     if request.min_count > request.max_count:

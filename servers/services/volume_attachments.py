@@ -16,6 +16,7 @@ from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from volumes import services as volumes
 from volumes import snapshots
+from volumes.models import Volume
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
@@ -36,6 +37,26 @@ class VolumeAttachmentNotFound(NotFound):
 
 class VolumeAlreadyAttached(Invalid):
     message = "Invalid volume: volume %(volume_id)s already attached"
+
+
+class MultiattachNotSupportedOldMicroversion(Invalid):
+    message = "Multiattach volumes are only supported starting with compute API version 2.60."
+
+
+class MultiattachToShelvedNotSupported(Invalid):
+    message = "Attaching multiattach volumes is not supported for shelved-offloaded instances."
+
+
+class MultiattachSwapVolumeNotSupported(Invalid):
+    message = "Swapping multi-attach volumes with more than one read/write attachment is not supported."
+
+
+def check_multiattach_allowed(volume: Volume, *, multiattach_supported: bool) -> None:
+    """Nova's gate before any use of a multiattach volume by a server (attach, boot from it): the
+    request's compute API microversion must be 2.60 or later (MultiattachNotSupportedOldMicroversion,
+    400), whether or not the volume is attached elsewhere yet."""
+    if volume.multiattach and not multiattach_supported:
+        raise MultiattachNotSupportedOldMicroversion()
 
 
 class AttachInvalidState(Conflict):
@@ -105,11 +126,16 @@ def _check_state(instance: Instance, method: str, states: tuple[str, ...] = ATTA
 
 def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMapping, volume_id: str,
                   device: str | None = None, tag: str | None = None,
-                  delete_on_termination: bool = False) -> BlockDeviceMapping:
+                  delete_on_termination: bool = False, multiattach_supported: bool = False) -> BlockDeviceMapping:
     """Reserve ``volume_id`` for the server and cast the attach to its host. 400 when the volume is
     not available (or already attached here), 409 for a server state that cannot attach. A shelved
     offloaded server has no host: its attachment is completed here, without a connector (the
-    volume is in-use), and its unshelve connects it."""
+    volume is in-use), and its unshelve connects it.
+
+    A multiattach volume (``in-use`` by other servers or not) needs ``multiattach_supported`` (the
+    request is at 2.60 or later) and a server that is not shelved offloaded (400 each); each
+    server gets its own attachment and BDM. A volume that is not multiattach and in use elsewhere
+    is Cinder's 400."""
     authorize(actor, "os_compute_api:os-volumes-attachments:create", target(instance))
     check_not_locked(actor, instance)
     _check_state(instance, "attach_volume")
@@ -119,6 +145,9 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
         vol = volumes.volume_get(actor, volume_id)
     except NotFound as exc:
         raise NotFound(f"Volume {volume_id} could not be found.") from exc
+    check_multiattach_allowed(vol, multiattach_supported=multiattach_supported)
+    if vol.multiattach and instance.vm_state == VmState.SHELVED_OFFLOADED:
+        raise MultiattachToShelvedNotSupported()
     att = volumes.attachment_create(actor, volume_id=vol.id, instance_uuid=instance.uuid)
     used = {b.device_name for b in volume_bdms(instance)} | {"/dev/vda"}
     if not device:
@@ -169,6 +198,10 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
         raise NotFound(f"Volume {new_volume_id} could not be found.") from exc
     if new.status != "available":
         raise Invalid(f"Invalid volume: volume {new_volume_id} status must be available")
+    old = volumes.volume_get(actor, str(bdm.volume_id))
+    # another server still writes to the old volume: it cannot be swapped away under that server
+    if old.multiattach and volumes.attachment_count(old) > 1:
+        raise MultiattachSwapVolumeNotSupported()
     att = volumes.attachment_create(actor, volume_id=new.id, instance_uuid=instance.uuid)
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")
