@@ -16,7 +16,6 @@ from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from volumes import services as volumes
 from volumes import snapshots
-from volumes.models import Volume
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
@@ -27,6 +26,7 @@ from .power import cast, target
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
+    from volumes.models import Volume
 
 log = logging.getLogger(__name__)
 

@@ -45,16 +45,16 @@ def timestamp(value: Any) -> str | None:
     if not value:
         return None
     if value.year < 1000:  # strftime does not pad the year; isoformat does
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
+        return str(value.strftime("%Y-%m-%dT%H:%M:%S.%f"))
     # what strftime("%Y-%m-%dT%H:%M:%S.%f") writes, in a fifth of its time (a list writes thousands)
-    return value.isoformat(timespec="microseconds")[:26]
+    return str(value.isoformat(timespec="microseconds")[:26])
 
 
 def seconds_z(value: Any) -> str:
     """``value.strftime("%Y-%m-%dT%H:%M:%SZ")`` (the zone's fields as they are, a literal Z), faster."""
     if value.year < 1000:
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value.isoformat(timespec="seconds")[:19] + "Z"
+        return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return str(value.isoformat(timespec="seconds")[:19]) + "Z"
 
 
 def present(fields: Iterable[Field[T]], obj: T, version: Version) -> dict[str, Any]:

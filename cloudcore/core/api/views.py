@@ -12,6 +12,7 @@ Subclasses: ``ComputeAPIView`` (compute 2.1-2.105) and ``UnversionedAPIView``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -89,17 +90,21 @@ class OpenStackJSONRenderer(JSONRenderer):
     charset = None
 
     def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         if data is None or not (self.compact and self.strict and not self.ensure_ascii) \
-                or self.get_indent(accepted_media_type, renderer_context or {}) is not None:
-            return super().render(data, accepted_media_type, renderer_context)
+                or self.get_indent(accepted_media_type or "", renderer_context or {}) is not None:
+            return self._drf(data, accepted_media_type, renderer_context)
         try:
             out = orjson.dumps(data, default=JSONEncoder().default, option=_ORJSON_OPTIONS)
         except orjson.JSONEncodeError:
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._drf(data, accepted_media_type, renderer_context)
         if _other_float_notation(out):
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._drf(data, accepted_media_type, renderer_context)
         return out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+
+    def _drf(self, data: Any, accepted_media_type: str | None, renderer_context: Mapping[str, Any] | None) -> bytes:
+        """DRF's own rendering, for what orjson would write differently."""
+        return bytes(super().render(data, accepted_media_type, renderer_context))
 
 
 class OpenStackContentNegotiation(DefaultContentNegotiation):

@@ -51,15 +51,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _start_transaction_under_autocommit(self) -> None:
         name = self._queued_name()
         if name is None or name in _held_names():
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
             return
         lock = writer_lock(name)
         timeout = float(self.settings_dict.get("OPTIONS", {}).get("timeout", 5))
         if not lock.acquire(timeout=timeout):
-            super()._start_transaction_under_autocommit()  # SQLite's own busy wait decides
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # SQLite's busy wait decides
             return
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
         except BaseException:
             lock.release()
             raise
@@ -74,18 +74,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _commit(self) -> Any:
         try:
-            return super()._commit()
+            return super()._commit()  # type: ignore[misc]
         finally:
             self._release_writer()
 
     def _rollback(self) -> Any:
         try:
-            return super()._rollback()
+            return super()._rollback()  # type: ignore[misc]
         finally:
             self._release_writer()
 
     def _close(self) -> Any:
         try:
-            return super()._close()
+            return super()._close()  # type: ignore[misc]
         finally:
             self._release_writer()
