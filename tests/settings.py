@@ -40,3 +40,11 @@ def _shared_cache_readers_do_not_wait(sender, connection, **kwargs):  # type: ig
 from django.db.backends.signals import connection_created  # noqa: E402
 
 connection_created.connect(_shared_cache_readers_do_not_wait, dispatch_uid="cloudcore-test-read-uncommitted")
+
+# The suite's SQLite databases are in memory, where cloudcore's SQLite engine (which queues a
+# process's writers of a database file) changes nothing; pytest-django's xdist support recognises
+# in-memory SQLite test databases by Django's own engine name only (with another name it makes a
+# file name of the database URL's path for each worker, which cannot be opened).
+for _db in DATABASES.values():  # noqa: F405
+    if _db.get("ENGINE") == "cloudcore.core.sqlite3":
+        _db["ENGINE"] = "django.db.backends.sqlite3"
