@@ -129,15 +129,17 @@ BACKUP_FIELDS: tuple[Field[ShownBackup], ...] = (
 )
 
 
-def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: bool = True) -> dict[str, Any]:
-    """Cinder's volume type view: ``extra_specs`` (the user-visible ones only for non-admins) and
-    ``qos_specs_id`` (admins) as their policies allow; the type access extension adds
-    ``os-volume-type-access:is_public`` to show, list and create (not update)."""
+def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: bool = True,
+                     qos: bool = True) -> dict[str, Any]:
+    """Cinder's volume type view: ``extra_specs`` (the user-visible ones only for non-admins) and,
+    on show and list only (``qos``), ``qos_specs_id`` (admins) as their policies allow; the type
+    access extension adds ``os-volume-type-access:is_public`` to show, list and create (not
+    update). Create and update bodies carry no ``qos_specs_id``."""
     target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
     body: dict[str, Any] = {"id": vt.id, "name": vt.name, "is_public": vt.is_public, "description": vt.description}
     if can(ctx, "volume_extension:access_types_extra_specs", target):
         body["extra_specs"] = visible_extra_specs(ctx, vt)
-    if can(ctx, "volume_extension:access_types_qos_specs_id", target):
+    if qos and can(ctx, "volume_extension:access_types_qos_specs_id", target):
         body["qos_specs_id"] = None
     if access_extension and can(ctx, "volume_extension:volume_type_access", target):
         body["os-volume-type-access:is_public"] = vt.is_public

@@ -255,7 +255,7 @@ class VolumeActionView(VolumeAPIView):
             return Response({"os-volume_upload_image": {
                 "id": vol.id, "updated_at": _ts(vol.updated_at), "status": vol.status,
                 "display_description": vol.description, "size": vol.size,
-                "volume_type": volume_type_body(self.ctx, vol.volume_type, access_extension=False)
+                "volume_type": volume_type_body(self.ctx, vol.volume_type, access_extension=False, qos=False)
                 if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
