@@ -80,8 +80,9 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
                 sort: list[tuple[str, str]] | None = None) -> list[Volume]:
     """The caller's volumes (every project's for an admin with ``all_tenants``), newest first unless
     ``sort`` says otherwise (``[(key, "asc"|"desc")]``); ``filters``: ``name``, ``status``,
-    ``bootable``, ``availability_zone`` (exact match) and ``metadata`` (a dict the volume's metadata
-    contains); ``limit`` and ``marker`` (the id after which to start) page the result.
+    ``bootable``, ``availability_zone`` (exact match), ``project_id`` (an admin's ``all_tenants``
+    list narrowed to one project) and ``metadata`` (a dict the volume's metadata contains);
+    ``limit`` and ``marker`` (the id after which to start) page the result.
 
     Raises Invalid for an unknown sort key or direction, NotFound for an unknown marker."""
     qs = Volume.objects.all()
@@ -89,7 +90,7 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
         qs = qs.filter(project_id=ctx.project_id)
     metadata: dict[str, Any] = {}
     for key, value in (filters or {}).items():
-        if key in ("name", "status", "availability_zone"):
+        if key in ("name", "status", "availability_zone", "project_id"):
             qs = qs.filter(**{key: value})
         elif key == "bootable":
             qs = qs.filter(bootable=str(value).lower() in ("true", "1"))

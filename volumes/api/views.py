@@ -101,16 +101,21 @@ def _json_param(value: str, name: str) -> Any:
         raise Invalid(f"Invalid input received: invalid {name} filter.") from None
 
 
+def _sort_key(key: str) -> str:
+    """Cinder takes ``display_name`` as an alias of ``name`` in sort keys."""
+    return "name" if key == "display_name" else key
+
+
 def _sort_param(params: Any) -> list[tuple[str, str]] | None:
     """Cinder's ``sort=key:dir,key2`` or the older ``sort_key``/``sort_dir`` pair."""
     if params.get("sort"):
         out = []
         for part in params["sort"].split(","):
             key, _, direction = part.strip().partition(":")
-            out.append((key, direction or "desc"))
+            out.append((_sort_key(key), direction or "desc"))
         return out
     if params.get("sort_key") or params.get("sort_dir"):
-        return [(params.get("sort_key", "created_at"), params.get("sort_dir", "desc"))]
+        return [(_sort_key(params.get("sort_key", "created_at")), params.get("sort_dir", "desc"))]
     return None
 
 
@@ -142,8 +147,8 @@ class VolumesView(VolumeAPIView):
     def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
         self.authorize("volume:get_all")
         params = request.query_params
-        filters: dict[str, Any] = {k: params[k] for k in ("name", "status", "bootable", "availability_zone")
-                                   if k in params}
+        filters: dict[str, Any] = {k: params[k] for k in ("name", "status", "bootable", "availability_zone",
+                                                          "project_id") if k in params}
         if "metadata" in params:
             filters["metadata"] = _json_param(params["metadata"], "metadata")
         limit = _int_param(params.get("limit"), "limit")

@@ -157,6 +157,9 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     rest = call(client, "get", f"/volume/v3/volumes/detail?sort=id:asc&limit=2&marker={first[-1]['id']}")
     # then the pages are in order and complete
     assert [v["id"] for v in first + rest.json()["volumes"]] == sorted(ids)
+    # and display_name sorts as name does (Cinder's alias)
+    by_name = call(client, "get", "/volume/v3/volumes?sort=display_name:desc").json()["volumes"]
+    assert [v["name"] for v in by_name] == ["v2", "v1", "v0"]
     # and a full page links the next one as Cinder does (same path and query, marker moved); a short page does not
     page = call(client, "get", "/volume/v3/volumes?sort=id:asc&limit=2").json()
     (link,) = page["volumes_links"]
@@ -173,6 +176,22 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     assert call(client, "get", "/volume/v3/volumes?marker=nope").status_code == 404
     assert call(client, "get", "/volume/v3/volumes/").status_code == 404
     assert call(client, "delete", "/volume/v3/volumes/").status_code == 404
+
+
+def test_admin_lists_one_projects_volumes_with_all_tenants_and_project_id(bfv: Any) -> None:
+    # given a member's volume and an admin's
+    member, admin = bfv.member(), bfv.admin()
+    mine = _make(member, "members")
+    _make(admin, "admins")
+    project = call(member, "get", f"/volume/v3/volumes/{mine}").json()["volume"]
+    owner = call(admin, "get", f"/volume/v3/volumes/{mine}").json()["volume"]["os-vol-tenant-attr:tenant_id"]
+    assert "os-vol-tenant-attr:tenant_id" not in project
+    # when the admin lists every project's volumes narrowed to the member's project
+    listed = call(admin, "get", f"/volume/v3/volumes/detail?all_tenants=1&project_id={owner}").json()["volumes"]
+    # then only the member's volume is there, with its owner shown
+    assert [(v["id"], v["os-vol-tenant-attr:tenant_id"]) for v in listed] == [(mine, owner)]
+    # and without all_tenants the admin sees only its own
+    assert [v["name"] for v in call(admin, "get", "/volume/v3/volumes").json()["volumes"]] == ["admins"]
 
 
 def test_volume_metadata_crud(bfv: Any) -> None:
