@@ -97,6 +97,34 @@ for _name, _check, _desc, _ops in [
 ]:
     register(_name, _check, _desc, _ops)
 
+_V = "/volumes/{volume_id}/action"
+_S = "/snapshots/{snapshot_id}/action"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_admin_actions:reset_status", "admin",
+     "Reset a volume's status, attach status or migration status.", [("POST", f"{_V} (os-reset_status)")]),
+    ("volume_extension:volume_admin_actions:force_delete", "admin", "Delete a volume whatever its status.",
+     [("POST", f"{_V} (os-force_delete)")]),
+    ("volume_extension:volume_admin_actions:force_detach", "admin", "Remove a volume's attachment by force.",
+     [("POST", f"{_V} (os-force_detach)")]),
+    ("volume_extension:volume_actions:attach", _OWNER, "Attach a volume (legacy, without Nova).",
+     [("POST", f"{_V} (os-attach)")]),
+    ("volume_extension:volume_actions:detach", _OWNER, "Detach a volume (legacy, without Nova).",
+     [("POST", f"{_V} (os-detach)")]),
+    ("volume_extension:volume_image_metadata:show", _READER, "Show a volume's image metadata.",
+     [("POST", f"{_V} (os-show_image_metadata)")]),
+    ("volume_extension:volume_image_metadata:set", _OWNER, "Set a volume's image metadata.",
+     [("POST", f"{_V} (os-set_image_metadata)")]),
+    ("volume_extension:volume_image_metadata:remove", _OWNER, "Remove a key of a volume's image metadata.",
+     [("POST", f"{_V} (os-unset_image_metadata)")]),
+    ("volume_extension:snapshot_admin_actions:reset_status", "admin", "Reset a snapshot's status.",
+     [("POST", f"{_S} (os-reset_status)")]),
+    ("volume_extension:snapshot_admin_actions:force_delete", "admin", "Delete a snapshot whatever its status.",
+     [("POST", f"{_S} (os-force_delete)")]),
+    ("snapshot_extension:snapshot_actions:update_snapshot_status", _OWNER,
+     "Update a creating or deleting snapshot's status and progress.", [("POST", f"{_S} (os-update_snapshot_status)")]),
+]:
+    register(_name, _check, _desc, _ops)
+
 _B = "/backups/{backup_id}"
 for _name, _check, _desc, _ops in [
     ("backup:create", _OWNER, "Create a backup of a volume.", [("POST", "/backups")]),

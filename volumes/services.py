@@ -332,17 +332,20 @@ DELETABLE = (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, "error_restoring", Volu
 CASCADE_DELETABLE_SNAPSHOTS = (SnapshotStatus.AVAILABLE, SnapshotStatus.ERROR)
 
 
-def volume_delete(ctx: RequestContext, vol: Volume, *, cascade: bool = False, run_now: bool = False) -> None:
+def volume_delete(ctx: RequestContext, vol: Volume, *, cascade: bool = False, run_now: bool = False,
+                  force: bool = False) -> None:
     """Delete a volume: it goes ``deleting`` and the volume worker removes its bytes and its row.
 
     Refused (InvalidVolume, 400, Cinder's one message for every reason) unless the volume is in a
     deletable status, not attached, and has no snapshots; with ``cascade`` its snapshots (all
-    ``available`` or ``error``, and all of the actor's project unless an admin) go with it."""
-    _authorize(ctx, "volume:delete", vol.project_id)
+    ``available`` or ``error``, and all of the actor's project unless an admin) go with it. With
+    ``force`` (an admin's ``os-force_delete``, authorized by the caller) any status will do."""
+    if not force:
+        _authorize(ctx, "volume:delete", vol.project_id)
     with api_atomic():
         locked = Volume.objects.select_for_update().filter(pk=vol.pk).first()
         snaps = Snapshot.objects.filter(volume=vol)
-        refused = (locked is None or locked.status not in DELETABLE or locked.migration_status
+        refused = (locked is None or (locked.status not in DELETABLE and not force) or locked.migration_status
                    or locked.attach_status == AttachStatus.ATTACHED or vol.attachments.filter(deleted=False).exists())
         if not cascade:
             refused = refused or snaps.exists()

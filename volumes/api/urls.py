@@ -19,6 +19,7 @@ urlpatterns = [
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/?$", views.VolumeView.as_view()),
     re_path(P + r"snapshots/?$", snapshots.SnapshotsView.as_view()),
     re_path(P + r"snapshots/detail/?$", snapshots.SnapshotsDetailView.as_view()),
+    re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/action/?$", snapshots.SnapshotActionView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/?$", snapshots.SnapshotMetadataView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/(?P<key>[^/]+)/?$",
             snapshots.SnapshotMetadataItemView.as_view()),

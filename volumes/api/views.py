@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from .. import quotas, services
+from .. import actions, quotas, services
 from ..models import Volume, VolumeAttachment
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
@@ -267,6 +267,8 @@ class VolumeActionView(VolumeAPIView):
         if action in ("os-reserve", "os-unreserve"):
             services.volume_reserve(self.ctx, vol, reserve=action == "os-reserve")
             return Response(status=202)
+        if action in LEGACY_ACTIONS:
+            return LEGACY_ACTIONS[action](self, vol, args)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
                             "properties": {"image_id": {"type": "string"}, "reimage_reserved": {"type": "boolean"}}})
@@ -274,6 +276,64 @@ class VolumeActionView(VolumeAPIView):
                                     reimage_reserved=bool(args.get("reimage_reserved")))
             return Response(status=202)
         raise Invalid(f"There is no such action: {action}")
+
+
+RESET_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {
+    "status": {"type": "string"}, "attach_status": {"type": "string"}, "migration_status": {"type": "string"}}}
+LEGACY_ATTACH_SCHEMA = {"type": "object", "required": ["mountpoint"], "properties": {
+    "instance_uuid": {"type": ["string", "null"]}, "host_name": {"type": ["string", "null"]},
+    "mountpoint": {"type": "string", "minLength": 1}, "mode": {"type": "string"}}}
+DETACH_SCHEMA = {"type": "object", "properties": {"attachment_id": {"type": ["string", "null"]},
+                                                  "connector": {"type": ["object", "null"]}}}
+IMAGE_METADATA_SCHEMA = {"type": "object", "required": ["metadata"], "properties": {"metadata": {
+    "type": "object", "patternProperties": {"^.{1,255}$": {"type": "string", "maxLength": 255}},
+    "additionalProperties": False}}}
+UNSET_SCHEMA = {"type": "object", "required": ["key"], "properties": {"key": {"type": "string", "minLength": 1}}}
+
+
+def _reset_status(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    validate(args, RESET_SCHEMA)
+    actions.volume_reset_status(view.ctx, vol, **args)
+    return Response(status=202)
+
+
+def _force_delete(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    actions.volume_force_delete(view.ctx, vol)
+    return Response(status=202)
+
+
+def _attach(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    validate(args, LEGACY_ATTACH_SCHEMA)
+    actions.volume_attach_legacy(view.ctx, vol, instance_uuid=args.get("instance_uuid"),
+                                 host_name=args.get("host_name"), mountpoint=args["mountpoint"],
+                                 mode=args.get("mode", "rw"))
+    return Response(status=202)
+
+
+def _detach(view: VolumeAPIView, vol: Volume, args: Any, *, force: bool = False) -> Response:
+    validate(args, DETACH_SCHEMA)
+    actions.volume_detach_legacy(view.ctx, vol, attachment_id=args.get("attachment_id"), force=force)
+    return Response(status=202)
+
+
+def _set_image_metadata(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    metadata = validate(args, IMAGE_METADATA_SCHEMA)["metadata"]
+    return Response({"metadata": actions.volume_image_metadata_set(view.ctx, vol, metadata=metadata)})
+
+
+def _unset_image_metadata(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    actions.volume_image_metadata_unset(view.ctx, vol, key=validate(args, UNSET_SCHEMA)["key"])
+    return Response(status=200)
+
+
+#: Cinder's admin actions and the legacy (non-Nova) attach actions on a volume
+LEGACY_ACTIONS = {
+    "os-reset_status": _reset_status, "os-force_delete": _force_delete, "os-attach": _attach,
+    "os-detach": _detach, "os-force_detach": lambda view, vol, args: _detach(view, vol, args, force=True),
+    "os-set_image_metadata": _set_image_metadata, "os-unset_image_metadata": _unset_image_metadata,
+    "os-show_image_metadata": lambda view, vol, args: Response(
+        {"metadata": actions.volume_image_metadata(view.ctx, vol)}),
+}
 
 
 ATTACH_SCHEMA = {"type": "object", "required": ["attachment"], "properties": {"attachment": {
