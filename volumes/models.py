@@ -116,6 +116,18 @@ class Snapshot(ApiModel, SoftDeleteModel):
         ordering = ["-created_at", "id"]
 
 
+class VolumeQuotaClass(ApiModel, TimestampedModel):
+    """One limit of a quota class (Cinder's ``quota_classes``): the ``default`` class's limits are
+    the defaults every project has where it sets none."""
+
+    class_name = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["class_name", "resource"], name="volumes_quota_class_unique")]
+
+
 class VolumeQuota(ApiModel, TimestampedModel):
     """A project's limit for one block storage resource (Cinder's ``quotas``); a resource with no
     row has the default limit."""

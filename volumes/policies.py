@@ -92,6 +92,8 @@ for _name, _check, _desc, _ops in [
      [("GET", "/os-quota-sets/{project_id}"), ("GET", "/os-quota-sets/{project_id}/defaults")]),
     ("volume_extension:quotas:update", "admin", "Update a project's block storage quotas.",
      [("PUT", "/os-quota-sets/{project_id}")]),
+    ("volume_extension:quota_classes", "admin", "Show and update a quota class (the 'default' class sets the "
+     "defaults).", [("GET", "/os-quota-class-sets/{quota_class}"), ("PUT", "/os-quota-class-sets/{quota_class}")]),
     ("volume_extension:quotas:delete", "admin", "Reset a project's block storage quotas to the defaults.",
      [("DELETE", "/os-quota-sets/{project_id}")]),
 ]:

@@ -44,5 +44,6 @@ urlpatterns = [
     re_path(P + r"limits/?$", views.LimitsView.as_view()),
     re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/defaults/?$", quotas.QuotaDefaultsView.as_view()),
     re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/?$", quotas.QuotaSetView.as_view()),
+    re_path(P + r"os-quota-class-sets/(?P<class_name>[^/]+)/?$", quotas.QuotaClassSetView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", types.TypeView.as_view()),
 ]
