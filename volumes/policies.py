@@ -127,6 +127,17 @@ for _name, _check, _desc, _ops in [
 ]:
     register(_name, _check, _desc, _ops)
 
+_X = "/volume-transfers"
+for _name, _check, _desc, _ops in [
+    ("volume:create_transfer", _OWNER, "Offer a volume to another project.", [("POST", _X)]),
+    ("volume:get_transfer", _READER, "Show a volume transfer.", [("GET", f"{_X}/{{transfer_id}}")]),
+    ("volume:get_all_transfers", _READER, "List volume transfers.", [("GET", _X), ("GET", f"{_X}/detail")]),
+    ("volume:delete_transfer", _OWNER, "Cancel a volume transfer.", [("DELETE", f"{_X}/{{transfer_id}}")]),
+    ("volume:accept_transfer", _OWNER, "Accept a volume transfer (with its auth key).",
+     [("POST", f"{_X}/{{transfer_id}}/accept")]),
+]:
+    register(_name, _check, _desc, _ops)
+
 _B = "/backups/{backup_id}"
 for _name, _check, _desc, _ops in [
     ("backup:create", _OWNER, "Create a backup of a volume.", [("POST", "/backups")]),

@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import backups, quotas, snapshots, types, views
+from . import backups, quotas, snapshots, transfers, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -29,6 +29,11 @@ urlpatterns = [
     re_path(P + r"backups/(?P<backup_id>[^/]+)/restore/?$", backups.BackupRestoreView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/action/?$", backups.BackupActionView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/?$", backups.BackupView.as_view()),
+    *[route for path in ("os-volume-transfer", "volume-transfers") for route in (
+        re_path(P + path + r"/?$", transfers.TransfersView.as_view(path=path)),
+        re_path(P + path + r"/detail/?$", transfers.TransfersDetailView.as_view(path=path)),
+        re_path(P + path + r"/(?P<transfer_id>[^/]+)/accept/?$", transfers.TransferAcceptView.as_view(path=path)),
+        re_path(P + path + r"/(?P<transfer_id>[^/]+)/?$", transfers.TransferView.as_view(path=path)))],
     re_path(P + r"os-hosts/?$", backups.HostsView.as_view()),
     re_path(P + r"os-hosts/(?P<host_name>[^/]+)/?$", backups.HostView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
