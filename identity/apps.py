@@ -24,10 +24,12 @@ class IdentityConfig(AppConfig):
 
 
 def _connect_token_cache() -> None:
-    """Identity writes end the validated tokens of every process (``services.token_cache``). A
+    """Identity writes end the validated tokens of every process (``services.token_cache``) and
+    the policy grants they remember (``cloudcore.core.policy.grants_for``). A
     signal rather than a call in each service: Django admin and guardian's helpers write these
     rows too, and a token cache that misses one of them would keep a revoked right alive."""
     from django.apps import apps
+    from django.contrib.auth.models import Group
     from django.db.models.signals import m2m_changed, post_delete, post_save
 
     from .models import ApplicationCredential, User
@@ -40,5 +42,6 @@ def _connect_token_cache() -> None:
                           dispatch_uid=f"identity-token-cache-save-{app_label}-{model_name}")
         post_delete.connect(token_cache.on_delete, sender=model,
                             dispatch_uid=f"identity-token-cache-delete-{app_label}-{model_name}")
-    for through in (User.groups.through, ApplicationCredential.roles.through):
+    for through in (User.groups.through, User.user_permissions.through, Group.permissions.through,
+                    ApplicationCredential.roles.through):
         m2m_changed.connect(token_cache.on_m2m, sender=through, dispatch_uid=f"identity-token-cache-{through.__name__}")

@@ -31,6 +31,11 @@ class RequestContext:
     #: application credentials).
     application_credential_id: str | None = None
     application_credential_restricted: bool = False
+    #: The identity change stamps read with the actor's token (``identity.services.token_cache``):
+    #: while they are unchanged the actor's policy grants are too, so ``policy.grants_for`` may
+    #: reuse the grants this process loaded at the same stamps. None (no token, a task, a
+    #: command): grants are loaded per actor. Never sent to a task (``to_dict``).
+    grants_stamp: tuple[int, int] | None = None
 
     @property
     def is_project_admin(self) -> bool:
@@ -45,7 +50,9 @@ class RequestContext:
         return bool({"admin", "member", "reader"} & set(self.roles))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["grants_stamp"]  # a task runs later: it loads the grants of its own time
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestContext:

@@ -24,7 +24,7 @@ Taking a right away is an override of the rule's check in the policy file (``POL
 ``manage.py policy override``. The override replaces the rule's default, so it narrows
 (``os_compute_api:servers:create: admin``) as well as widens; grants still widen on top of it, for
 the users, groups and projects they name. Every process re-reads the file when it changes (one
-``stat`` per check, no database query); an unknown check in the file denies (fail closed).
+``stat`` per request, no database query); an unknown check in the file denies (fail closed).
 
 The kernel knows the Project model only by its content type's natural key
 (``GRANT_CONTENT_TYPE``) and the user model through ``AUTH_USER_MODEL``: it sits below
@@ -36,11 +36,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import PolicyNotAuthorized
 
@@ -249,9 +252,17 @@ def _read_overrides(path: Path) -> dict[str, str]:
     return out
 
 
+_OVERRIDES_KEY = "policy.overrides"
+
+
 def overrides() -> dict[str, str]:
     """The policy file's ``{rule: check}`` overrides (empty without a file), re-read when the
-    file changes."""
+    file changes: its ``stat`` is looked at once per outermost request (``cloudcore.core.scope``;
+    per call outside one), not once per check, so the next request sees a change."""
+    return scope.memoized(_OVERRIDES_KEY, _overrides_now)
+
+
+def _overrides_now() -> dict[str, str]:
     global _FILE_CACHE
     path = policy_file()
     try:
@@ -284,6 +295,7 @@ def override_set(rule: str, check: str | None) -> None:
     tmp.write_text("# cloudcore policy overrides (rule: check), written by manage.py policy override\n"
                    + (yaml.safe_dump(dict(sorted(current.items())), default_flow_style=False) if current else ""))
     os.replace(tmp, path)
+    scope.forget(_OVERRIDES_KEY)
 
 
 # --- grants through django-guardian ---------------------------------------------------------
@@ -317,9 +329,12 @@ def permission_for(rule: str, *, create: bool = False) -> Permission | None:
     return Permission.objects.filter(codename=rule, content_type=content_type).first()
 
 
-#: Bumped by every grant/revoke of this process, so that grants cached on an actor (one request)
-#: are recomputed after a change.
+#: Bumped by every grant/revoke of this process (and every identity change it sees), so that
+#: grants cached on an actor or for a stamp are recomputed after a change.
 _GENERATION = 0
+
+#: The most grants remembered per process (least recently used dropped first).
+MAX_REMEMBERED_GRANTS = 4096
 
 
 @dataclass(frozen=True)
@@ -361,18 +376,71 @@ def _load_grants(user_id: str) -> Grants:
     return Grants(frozenset(everywhere), {pk: frozenset(names) for pk, names in per_project.items()})
 
 
+class _RememberedGrants:
+    """Grants loaded by this process, by (user, the actor's identity change stamps, generation).
+
+    The stamps come with the actor's token (``RequestContext.grants_stamp``, read in the token's
+    statement) and every write that can change a user's grants bumps them in its own transaction
+    (identity's signal receivers: guardian's object permissions, a user's or group's model
+    permissions, group membership, a permission changed or deleted). So a request whose stamps
+    are those of a remembered entry may use it, whichever process changed what: the next request
+    after a grant or revoke carries new stamps and loads again. An entry also ends after
+    ``settings.TOKEN_CACHE_SECONDS`` (a write made without signals, e.g. raw SQL, is seen then)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], tuple[float, Grants]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> Grants | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry[0] <= time.monotonic():
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, key: tuple[Any, ...], grants: Grants) -> None:
+        from django.conf import settings
+
+        seconds = settings.TOKEN_CACHE_SECONDS
+        if seconds <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (time.monotonic() + seconds, grants)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_REMEMBERED_GRANTS:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_REMEMBERED = _RememberedGrants()
+
+
 def grants_for(actor: RequestContext) -> Grants:
-    """The grants of the actor's user, loaded once per actor (4 queries) and reused for every
-    check of that request, until a grant or revoke in this process changes them."""
+    """The grants of the actor's user: those this process loaded at the actor's identity change
+    stamps (no query, ``_RememberedGrants``), else loaded (4 queries) and kept on the actor for
+    the rest of its request, until a grant or revoke in this process changes them."""
     if not actor.user_id:
         return Grants()
+    key = (_GENERATION, actor.user_id)
     cached = getattr(actor, "_policy_grants", None)
-    if cached is not None and cached[0] == (_GENERATION, actor.user_id):
+    if cached is not None and cached[0] == key:
         found: Grants = cached[1]
         return found
-    grants = _load_grants(actor.user_id)
+    shared_key = (actor.user_id, actor.grants_stamp, _GENERATION) if actor.grants_stamp is not None else None
+    grants = _REMEMBERED.get(shared_key) if shared_key is not None else None
+    if grants is None:
+        grants = _load_grants(actor.user_id)
+        if shared_key is not None:
+            _REMEMBERED.put(shared_key, grants)
     try:
-        object.__setattr__(actor, "_policy_grants", ((_GENERATION, actor.user_id), grants))
+        object.__setattr__(actor, "_policy_grants", (key, grants))
     except (AttributeError, TypeError):  # an actor type that takes no attributes: no cache
         pass
     return grants
@@ -384,10 +452,11 @@ def granted(actor: RequestContext, rule: str, target: Target) -> bool:
 
 
 def changed() -> None:
-    """Forget the grants cached on actors of this process (after any grant, revoke or change of
-    membership)."""
+    """Forget the grants cached on actors of this process and remembered by it (after any grant,
+    revoke or change of membership)."""
     global _GENERATION
     _GENERATION += 1
+    _REMEMBERED.clear()
 
 
 def project_members_group(project_id: str) -> Group:

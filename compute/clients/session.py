@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import requests
 from django.conf import settings
+from django.test.signals import setting_changed
 from keystoneauth1 import adapter, session
 from keystoneauth1.identity import v3
 
@@ -62,7 +63,7 @@ class _InProcessAdapter(requests.adapters.BaseAdapter):
             if parts.path.rstrip("/").endswith("/auth/tokens") and request.method == "POST":
                 # Each test starts from an empty API database: the service user appears on first use.
                 service_user_ensure()
-            client = Client(raise_request_exception=False, enforce_csrf_checks=False)
+            client = _in_process_client(Client)
             answer = client.generic(str(request.method), parts.path, data=body, content_type=str(content_type),
                                     headers=headers, QUERY_STRING=parts.query)
         response = requests.Response()
@@ -77,6 +78,31 @@ class _InProcessAdapter(requests.adapters.BaseAdapter):
 
     def close(self) -> None:
         pass
+
+
+#: One test client per thread: a new one loads the middleware on its first request (WhiteNoise
+#: then lists and stats every static file), which cost more than the call itself. Dropped when a
+#: test changes a setting (the middleware, the static files); cookies never pass between calls.
+_in_process = threading.local()
+_settings_generation = 0
+
+
+def _in_process_client(client_class: Any) -> Any:
+    cached = getattr(_in_process, "client", None)
+    if cached is None or cached[0] != _settings_generation:
+        cached = _in_process.client = (_settings_generation,
+                                       client_class(raise_request_exception=False, enforce_csrf_checks=False))
+    client = cached[1]
+    client.cookies.clear()
+    return client
+
+
+def _settings_changed(**_kwargs: Any) -> None:
+    global _settings_generation
+    _settings_generation += 1
+
+
+setting_changed.connect(_settings_changed, dispatch_uid="compute-in-process-client")
 
 
 def _new_session() -> session.Session:

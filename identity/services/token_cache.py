@@ -30,9 +30,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, OuterRef, Subquery
 
-from cloudcore.core import scope
+from cloudcore.core import policy, scope
 
-from ..models import IdentityChangeStamp, Token, token_digest
+from ..models import IdentityChangeStamp, Token, User, token_digest
 
 MAX_ENTRIES = 4096
 _TOKENS_KEY = "identity.tokens"
@@ -76,6 +76,7 @@ def identity_changed(user_ids: Iterable[str] | None = None) -> None:
     if user_ids is None:
         clear()  # (a user's entries end by their stamp: the others stay)
     scope.forget(_TOKENS_KEY)
+    policy.changed()  # this request's actor still carries the stamps it was read with
 
 
 def clear() -> None:
@@ -83,13 +84,14 @@ def clear() -> None:
         _entries.clear()
 
 
-def _stamp(token: Token) -> tuple[int, int]:
+def stamp_of(token: Token) -> tuple[int, int]:
+    """The (global, user) change stamps read with ``token`` by ``token_read``."""
     return getattr(token, "change_stamp", None) or 0, getattr(token, "user_change_stamp", None) or 0
 
 
 def roles_of(token: Token) -> list[str] | None:
     """The remembered roles of a token read by ``token_read``, or None."""
-    digest, stamp = token.id_hash, _stamp(token)
+    digest, stamp = token.id_hash, stamp_of(token)
     with _lock:
         entry = _entries.get(digest)
         if entry is None:
@@ -105,7 +107,7 @@ def remember(token: Token, roles: list[str]) -> None:
     seconds = settings.TOKEN_CACHE_SECONDS
     if seconds <= 0:
         return
-    stamp = _stamp(token)
+    stamp = stamp_of(token)
     with _lock:
         _entries[token.id_hash] = (stamp, time.monotonic() + seconds, list(roles))
         _entries.move_to_end(token.id_hash)
@@ -113,8 +115,9 @@ def remember(token: Token, roles: list[str]) -> None:
             _entries.popitem(last=False)
 
 
-#: (app label, model name) of the rows a token's roles are made of. A user's, project's, token's
-#: or credential's own fields need no stamp: they come with the token row, read on every request.
+#: (app label, model name) of the rows a token's roles and its user's policy grants are made of. A
+#: user's, project's, token's or credential's own fields need no stamp: they come with the token
+#: row, read on every request.
 WATCHED = {
     ("identity", "role"), ("identity", "group"), ("guardian", "userobjectpermission"),
     ("guardian", "groupobjectpermission"), ("auth", "group"), ("auth", "permission"),
@@ -141,13 +144,17 @@ def on_delete(sender: type[models.Model], instance: Any, **kwargs: Any) -> None:
     identity_changed(_users_of(instance))
 
 
-def on_m2m(sender: Any, instance: Any, action: str, reverse: bool, pk_set: Any = None, **kwargs: Any) -> None:
-    # a user's Django groups (Keystone groups, project members) or a credential's roles
+def on_m2m(sender: Any, instance: Any, action: str, reverse: bool, model: Any = None, pk_set: Any = None,
+           **kwargs: Any) -> None:
+    """A user's Django groups (Keystone groups, project members), a user's or a group's model
+    permissions (global policy grants), a credential's roles."""
     if action not in ("post_add", "post_remove", "post_clear"):
         return
-    if not reverse:  # instance is the user (or the credential, whose user it is)
-        identity_changed([str(getattr(instance, "user_id", None) or instance.pk)])
-    elif pk_set and sender is not None and instance.__class__._meta.model_name == "group":
-        identity_changed([str(pk) for pk in pk_set])  # users added to or removed from a group
-    else:
+    if isinstance(instance, User):  # its groups or permissions
+        identity_changed([str(instance.pk)])
+    elif model is User and pk_set:  # users added to (removed from) a group, given (losing) a permission
+        identity_changed([str(pk) for pk in pk_set])
+    elif not reverse and getattr(instance, "user_id", None):  # a credential's roles: its user's
+        identity_changed([str(instance.user_id)])
+    else:  # a group's permissions, a role's credentials, a cleared relation: whoever held them
         identity_changed()

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from cloudcore.core.context import RequestContext
+from cloudcore.core.context import RequestContext, new_request_id
 from cloudcore.core.exceptions import NotFound, Unauthorized
 from cloudcore.core.policy import authorize
 
@@ -104,7 +104,8 @@ def is_admin_project(project: Project | None) -> bool:
 
 def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[User, RequestContext]:
     """The acting user and RequestContext of a token; Unauthorized (401) if it is not valid.
-    One statement when its roles are remembered (``token_cache``)."""
+    One statement when its roles are remembered (``token_cache``); the context carries the change
+    stamps read with the token, so that its policy grants may be remembered too."""
     try:
         token = _valid(token_cache.token_read(token_id), token_id)
         roles = token_cache.roles_of(token)
@@ -123,9 +124,9 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
         project_name=token.project.name if token.project else None,
         application_credential_id=credential.id if credential else None,
         application_credential_restricted=credential is not None and not credential.unrestricted,
+        grants_stamp=token_cache.stamp_of(token),
+        request_id=request_id or new_request_id(),
     )
-    if request_id:
-        ctx.request_id = request_id
     return token.user, ctx
 
 

@@ -86,3 +86,36 @@ def test_override_errors_and_dry_run(policy_file: Path) -> None:
         run("override", "no:such:rule", "admin")
     assert "(dry run)" in run("override", CREATE, "admin", "--dry-run")
     assert not policy_file.exists()
+
+
+def test_the_file_is_looked_at_once_per_request_and_a_change_is_seen_by_the_next(policy_file: Path,
+                                                                                 monkeypatch: Any) -> None:
+    from cloudcore.core import scope
+
+    # given a member, and the policy file's stat counted
+    actor, _user, project = member_of_demo()
+    target = {"project_id": project.id}
+    stats: list[str] = []
+    real_stat = Path.stat
+
+    def counted_stat(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == policy_file:
+            stats.append(str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", counted_stat)
+    # when one request checks several rules
+    with scope.request_scope():
+        assert policy.can(actor, CREATE, target) and policy.can(actor, "os_compute_api:servers:show", target)
+        assert not policy.can(actor, "os_compute_api:os-extended-server-attributes", target)
+    # then the file was looked at once
+    assert len(stats) == 1
+    # and when another process narrows the rule (writes the file), the next request sees it
+    policy_file.write_text(f"{CREATE}: admin\n")
+    with scope.request_scope():
+        assert not policy.can(actor, CREATE, target)
+    # while an override written inside a request is seen by that request's next check
+    with scope.request_scope():
+        assert not policy.can(actor, CREATE, target)
+        policy.override_set(CREATE, None)
+        assert policy.can(actor, CREATE, target)
