@@ -23,7 +23,7 @@ class ShownVolume:
     volume: Volume
     #: ``http://host/volume``: links are absolute, as the request saw the endpoint.
     base_url: str
-    #: The actor is an admin (``volume_extension:volume_tenant_attribute``).
+    #: The actor may see the owner (``volume_extension:volume_tenant_attribute``).
     admin: bool = False
     #: Show and list detail (not create or update): Cinder's extensions' attributes are added.
     extended: bool = True

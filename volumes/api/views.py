@@ -16,7 +16,7 @@ from cloudcore.core.api.versioned import present
 from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
-from cloudcore.core.policy import authorize
+from cloudcore.core.policy import authorize, can
 
 from .. import actions, quotas, services
 from ..models import Volume, VolumeAttachment
@@ -31,8 +31,8 @@ def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admi
                 extended: bool = True) -> dict[str, Any]:
     """Cinder's volume view (``volumes.presenter.VOLUME_FIELDS``). ``extended`` (show and list
     detail, not create or update) adds what Cinder's extensions add there: ``volume_image_metadata``
-    and, for admins only (its policy ``volume_extension:volume_tenant_attribute`` defaults to
-    admin), ``os-vol-tenant-attr:tenant_id``."""
+    and, where ``admin`` (the policy ``volume_extension:volume_tenant_attribute``: readers of the
+    volume's project and admins, Cinder's default since Xena) allows, ``os-vol-tenant-attr:tenant_id``."""
     return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended), version)
 
 
@@ -72,6 +72,11 @@ class VolumeAPIView(OpenStackAPIView):
 
     def authorize(self, rule: str, project_id: str | None = None) -> None:
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
+
+    def shows_tenant(self, vol: Volume) -> bool:
+        """Whether the caller sees the volume's ``os-vol-tenant-attr:tenant_id``."""
+        return can(self.ctx, "volume_extension:volume_tenant_attribute",
+                   {"project_id": vol.project_id, "user_id": self.ctx.user_id})
 
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         """Cinder's fault body; its quota errors (413) also say when to retry."""
@@ -155,7 +160,7 @@ class VolumesView(VolumeAPIView):
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
                                     limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin)
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.shows_tenant(v))
                                                 for v in vols]}
         else:
             body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
@@ -199,7 +204,7 @@ class VolumeView(VolumeAPIView):
     def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         self.authorize("volume:get", vol.project_id)
-        return Response({"volume": volume_body(request, vol, self.v, admin=self.ctx.is_admin)})
+        return Response({"volume": volume_body(request, vol, self.v, admin=self.shows_tenant(vol))})
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)

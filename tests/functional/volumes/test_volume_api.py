@@ -121,11 +121,12 @@ def test_create_with_the_clis_nulls_and_the_create_view_has_no_extension_fields(
     volume = created.json()["volume"]
     assert volume["metadata"] == {} and volume["description"] is None
     assert "os-vol-tenant-attr:tenant_id" not in volume and "volume_image_metadata" not in volume
-    # and show gives the tenant attribute to admins only
+    # and show gives the tenant attribute to the project's readers and admins (Cinder's default since Xena)
     vid = volume["id"]
-    assert "os-vol-tenant-attr:tenant_id" not in call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    owner = volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    assert call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["os-vol-tenant-attr:tenant_id"] == owner
     shown = call(bfv.admin(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
-    assert shown["os-vol-tenant-attr:tenant_id"] == volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    assert shown["os-vol-tenant-attr:tenant_id"] == owner
     # and an update with null metadata keeps the metadata
     call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"metadata": {"a": "1"}}})
     updated = call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "v", "metadata": None}})
@@ -185,7 +186,7 @@ def test_admin_lists_one_projects_volumes_with_all_tenants_and_project_id(bfv: A
     _make(admin, "admins")
     project = call(member, "get", f"/volume/v3/volumes/{mine}").json()["volume"]
     owner = call(admin, "get", f"/volume/v3/volumes/{mine}").json()["volume"]["os-vol-tenant-attr:tenant_id"]
-    assert "os-vol-tenant-attr:tenant_id" not in project
+    assert project["os-vol-tenant-attr:tenant_id"] == owner
     # when the admin lists every project's volumes narrowed to the member's project
     listed = call(admin, "get", f"/volume/v3/volumes/detail?all_tenants=1&project_id={owner}").json()["volumes"]
     # then only the member's volume is there, with its owner shown
