@@ -133,7 +133,8 @@ def volume_attach_legacy(ctx: RequestContext, vol: Volume, *, instance_uuid: str
 def volume_detach_legacy(ctx: RequestContext, vol: Volume, *, attachment_id: str | None = None,
                          force: bool = False) -> None:
     """The legacy ``os-detach`` (or an admin's ``os-force_detach``): remove the named attachment,
-    or the volume's only one; the volume is ``available`` again once none is left."""
+    or the volume's only one; the volume is ``available`` again once none is left (also when it
+    had none: Cinder's detach is then a no-op that succeeds)."""
     rule = "volume_extension:volume_admin_actions:force_detach" if force else "volume_extension:volume_actions:detach"
     _rule(ctx, rule, vol.project_id)
     live = list(vol.attachments.filter(deleted=False))
@@ -143,9 +144,7 @@ def volume_detach_legacy(ctx: RequestContext, vol: Volume, *, attachment_id: str
             raise NotFound(f"VolumeAttachment {attachment_id} could not be found.")
     elif len(live) > 1:
         raise InvalidVolume(reason="Volume is attached to more than one server: attachment_id is required.")
-    if not live:
-        if not force and vol.status != VolumeStatus.IN_USE:
-            raise InvalidVolume(reason=f"Volume must be in-use to detach (status {vol.status}).")
+    if not live:  # nothing attached: the volume is made available and the call succeeds (Cinder's)
         Volume.objects.filter(pk=vol.pk).update(status=VolumeStatus.AVAILABLE, attach_status=AttachStatus.DETACHED,
                                                 updated_at=timezone.now())
         return

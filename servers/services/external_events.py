@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from django.utils import timezone
@@ -90,7 +91,9 @@ def event_hosts(instance: Any) -> set[str]:
 def _extend_volume(actor: RequestContext, instance: Instance, cell: Any, *, volume_id: str) -> None:
     """Nova's answer to ``volume-extended``: an ``extend_volume`` action on the server, and its
     host lets the guest see the volume's new size (its ``compute_extend_volume`` event)."""
-    actions.action_start(actor, instance_uuid=instance.uuid, action="extend_volume")
+    # the action names who asked; Cinder's internal calls carry no user, so the server's owner stands in
+    owner = actor if actor.user_id else replace(actor, user_id=instance.user_id, project_id=instance.project_id)
+    actions.action_start(owner, instance_uuid=instance.uuid, action="extend_volume")
     cast(compute_rpc.extend_volume, actor=actor, instance=instance, cell=cell, volume_id=volume_id)
 
 

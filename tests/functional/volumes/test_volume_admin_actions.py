@@ -90,6 +90,9 @@ def test_legacy_attach_and_detach(bfv: Any) -> None:
     assert _act(admin, vol["id"], {"os-force_detach": {"attachment_id": att_id, "connector": None}}).status_code \
         == 202
     assert _show(member, vol["id"])["status"] == "available"
+    # and detaching a volume with nothing attached succeeds and leaves it available (Cinder's no-op)
+    assert _act(member, vol["id"], {"os-detach": {}}).status_code == 202
+    assert _show(member, vol["id"])["status"] == "available"
 
 
 def test_volume_image_metadata_actions(bfv: Any) -> None:

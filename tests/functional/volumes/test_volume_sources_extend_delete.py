@@ -92,6 +92,8 @@ def test_extend_offline_and_in_use_from_3_42_with_the_volume_extended_event(bfv:
     # compute_extend_volume succeeded
     listed = bfv.get(member, f"servers/{server['id']}/os-instance-actions").json()["instanceActions"]
     (extend,) = [a for a in listed if a["action"] == "extend_volume"]
+    # recorded for the server's owner (the volume worker's event carries no user), as strings
+    assert isinstance(extend["user_id"], str) and isinstance(extend["project_id"], str)
     shown = bfv.get(bfv.admin(), f"servers/{server['id']}/os-instance-actions/{extend['request_id']}",
                     version="2.51").json()["instanceAction"]
     assert [(e["event"], e["result"]) for e in shown["events"]] == [("compute_extend_volume", "Success")]
