@@ -190,6 +190,9 @@ _STEPS = (
     ("compute host", "compute/"),
     ("conductor", "conductor/"),
     ("API", "servers/api/"),
+    # what the request scope writes when the outermost request ends (notification and trace
+    # records, one transaction): last, as a read memoised by the scope also has it on its stack
+    ("rows written at the request's end", "cloudcore/core/scope.py"),
 )
 
 

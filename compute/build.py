@@ -105,12 +105,14 @@ def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
     alternates: list[dict[str, Any]], attempt: int = 1, requested_networks: Any = "auto",
     security_groups: list[str] | None = None, create_action_id: int | None = None,
+    has_volumes: bool | None = None,
 ) -> None:
     """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
     ``security_groups``: the ids of the groups the server asked for (None: the project's default);
     ``create_action_id``: the ``create`` action the conductor recorded for this build (its event
     goes there, nothing is looked up); None: the request's latest action (a PENDING server's
-    rebuild, finished with the build)."""
+    rebuild, finished with the build); ``has_volumes``: False when the conductor knows the server
+    has no volume block device (none is looked for), None: look."""
     with target_cell(cell_uuid):
         instance = instance_get(instance_uuid)
         if instance is None or instance.task_state == TaskState.DELETING:
@@ -124,7 +126,7 @@ def build_and_run_instance(
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name=None, action_id=create_action_id) as event:
                 driver = driver_for(host)
-                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups)
+                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups, has_volumes)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -147,12 +149,13 @@ def build_and_run_instance(
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
-           requested_networks: Any, security_groups: list[str] | None) -> list[dict[str, Any]]:
+           requested_networks: Any, security_groups: list[str] | None,
+           has_volumes: bool | None = None) -> list[dict[str, Any]]:
     """The build's steps; returns the network_info the guest was spawned with."""
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, requested_networks, security_groups)
     _set_task(ctx, instance, TaskState.BLOCK_DEVICE_MAPPING)
-    block_device_info = prep_block_devices(ctx, instance)
+    block_device_info = prep_block_devices(ctx, instance, has_volumes=has_volumes)
     _set_task(ctx, instance, TaskState.SPAWNING)
     if config_drive_required(instance) and not instance.config_drive:
         # forced by the operator: the API then shows the drive the guest gets, as Nova does

@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.db.models import OuterRef
 from django.utils import timezone
 
 from cells.context import target_cell
@@ -34,15 +35,16 @@ from networks.secgroups import requested_groups_for_instance
 from scheduling.placement.services import allocations_delete, claim_allocation_request
 from scheduling.scheduler import select_destinations
 from scheduling.services.aggregates import host_availability_zone
-from scheduling.services.request_specs import request_spec_get, request_specs_get
+from scheduling.services.request_specs import request_spec_get, request_spec_of
 from servers.choices import TaskState, VmState
-from servers.selectors import build_request_get, instance_get
+from servers.selectors import build_request_get, build_requests_get, instance_get
 from servers.services import actions
 from servers.services.build_failure import build_error_out
 from servers.services.build_requests import (
     build_request_bdms_and_tags_create,
     build_request_creates_volumes,
     build_request_delete,
+    build_request_has_volumes,
     instance_from_build_request,
 )
 from servers.services.guards import instance_task_state_set
@@ -125,8 +127,10 @@ def schedule_and_build_instances(
 ) -> None:
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
 
-    specs = request_specs_get(instance_uuids)
-    requests = {u: br for u in instance_uuids if u in specs and (br := build_request_get(u)) is not None}
+    # the build requests and their specs in one statement; a server deleted meanwhile has neither
+    found = build_requests_get(instance_uuids, request_spec=request_spec_of(OuterRef("instance_uuid")))
+    requests = {u: br for u in instance_uuids if (br := found.get(u)) is not None and br.request_spec is not None}
+    specs: dict[str, dict[str, Any]] = {u: br.request_spec for u, br in requests.items()}
     live = list(requests)
     if not live:
         return
@@ -198,7 +202,8 @@ def _place_instance(
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=spec.get("requested_networks", "auto"),
                                        security_groups=requested_groups_for_instance(instance_uuid),
-                                       create_action_id=create_action.id if create_action is not None else None)
+                                       create_action_id=create_action.id if create_action is not None else None,
+                                       has_volumes=build_request_has_volumes(br))
 
 
 def reschedule_build(

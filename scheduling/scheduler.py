@@ -44,6 +44,7 @@ from cells.context import target_cell
 from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from cloudcore.core.notifications import notify
+from cloudcore.core.scope import request_scope
 from hosts.selectors import compute_node_values, compute_services_values, service_field_names
 from servers.selectors import group_member_hosts, hosts_of
 
@@ -366,7 +367,18 @@ def select_destinations(
     a rebuild check). Raises NoValidHost, whose reason names the shortfall in words without host
     names and whose ``trace`` holds the whole trace. Emits
     ``scheduler.select_destinations.start/end`` (the end's payload carries the trace summary).
-    Writes one ``SchedulingTraceRecord`` per instance uuid (one statement)."""
+    Writes one ``SchedulingTraceRecord`` per instance uuid.
+
+    It runs in a request scope (``cloudcore.core.scope``; the HTTP request's when there is one):
+    the notifications' records and the trace records are written together when the scope ends,
+    one INSERT per model in one transaction (in a worker, before this returns or raises); a
+    failing write is logged, the answer is kept."""
+    with request_scope():
+        return _select_and_record(ctx, spec, instance_uuids, return_alternates)
+
+
+def _select_and_record(ctx: Any, spec: dict[str, Any], instance_uuids: list[str],
+                       return_alternates: bool) -> list[list[Selection]]:
     request = RequestView(spec)
     payload = _payload(spec, instance_uuids)
     _notify("scheduler.select_destinations.start", payload)

@@ -46,8 +46,9 @@ class Flavor(ApiModel, TimestampedModel):
     def __str__(self) -> str:
         return self.name
 
-    def as_dict(self) -> dict[str, Any]:
-        """The snapshot stored on an instance (``instance.flavor``) and in request specs."""
+    def as_dict(self, extra_specs: dict[str, str] | None = None) -> dict[str, Any]:
+        """The snapshot stored on an instance (``instance.flavor``) and in request specs
+        (``extra_specs``: the flavor's, when the caller read them with it)."""
         return {
             "id": self.id,
             "flavorid": self.flavorid,
@@ -62,7 +63,8 @@ class Flavor(ApiModel, TimestampedModel):
             "is_public": self.is_public,
             "disabled": self.disabled,
             "description": self.description,
-            "extra_specs": {s.key: s.value for s in self.extra_specs.all()},
+            "extra_specs": extra_specs if extra_specs is not None
+            else {s.key: s.value for s in self.extra_specs.all()},
         }
 
 

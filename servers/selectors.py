@@ -511,6 +511,14 @@ def build_request_get(instance_uuid: str) -> BuildRequest | None:
     return BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
 
 
+def build_requests_get(instance_uuids: Iterable[str], **annotations: Any) -> dict[str, BuildRequest]:
+    """``{instance_uuid: BuildRequest}`` of those among ``instance_uuids`` not yet in a cell (API
+    database), in one statement; ``annotations``: expressions each row carries as an attribute
+    (what another app reads with them, e.g. the request spec, as a subquery)."""
+    rows = BuildRequest.objects.filter(instance_uuid__in=list(instance_uuids)).annotate(**annotations)
+    return {row.instance_uuid: row for row in rows}
+
+
 def build_request_uuids_created_before(cutoff: datetime) -> list[str]:
     """The servers whose BuildRequest (API database) was accepted before ``cutoff``."""
     return list(BuildRequest.objects.filter(created_at__lt=cutoff).values_list("instance_uuid", flat=True))

@@ -128,7 +128,9 @@ def measure(env: Any, count: int, requests: int = REQUESTS) -> dict[str, float]:
 
 #: (what, module, attribute): the steps of select_destinations timed by ``where_the_time_goes``
 PHASES = (
-    ("notifications (start and end records)", "scheduling.scheduler", "_notify"),
+    ("notifications (start and end, made and deferred)", "scheduling.scheduler", "_notify"),
+    ("rows written as the scheduler's scope ends (notifications, trace; one transaction)", "cloudcore.core.scope",
+     "write_together"),
     ("cell mappings", "scheduling.scheduler", "_schedulable_cells"),
     ("cells: node copy check (fingerprint) and services with a problem", "scheduling.scheduler", "_cells_view"),
     ("placement: allocation candidates from the provider copy", "scheduling.placement.services",

@@ -2,7 +2,8 @@
 
 ``notify(event_type, payload, ...)`` builds the envelope (``priority``, ``event_type``,
 ``publisher_id``, ``timestamp``, ``message_id``, ``payload`` as a ``nova_object``), keeps the
-last ``NOTIFICATIONS_KEEP`` in the API database for the web console, and publishes it on the
+last ``NOTIFICATIONS_KEEP`` (up to a fifth more) in the API database for the web console (inside a
+request scope, with the scope's other rows in one transaction when it ends), and publishes it on the
 broker's ``notifications`` topic exchange with routing key ``versioned_notifications.<priority>``
 once the surrounding API-database transaction commits. A notification never fails the operation
 that emits it: publishing errors are logged.
@@ -82,30 +83,33 @@ def _publish(message: dict[str, Any]) -> None:
         log.exception("could not publish notification %s", message["event_type"])
 
 
-_PENDING_KEY = "notifications.pending"
-
-
 def _record(message: dict[str, Any]) -> None:
-    """Store ``message`` for the console: at once, or with the others of the same outermost
-    request in one INSERT when it ends (``cloudcore.core.scope``; same rows, same order, each
+    """Store ``message`` for the console: at once, or with the other rows of the same scope in
+    one transaction when it ends (``cloudcore.core.scope.insert``; same rows, same order, each
     with the time it was emitted)."""
     row = NotificationRecord(event_type=message["event_type"], priority=message["priority"],
                              publisher_id=message["publisher_id"], timestamp=timezone.now(), payload=message)
-    pending: list[NotificationRecord] = scope.memoized(_PENDING_KEY, list)
-    pending.append(row)
-    if not scope.at_exit(_PENDING_KEY, lambda: _store(pending)):
-        _store(pending)
+    scope.insert([row], then=_prune)
 
 
-def _store(rows: list[NotificationRecord]) -> None:
-    if not rows:
-        return
-    NotificationRecord.objects.bulk_create(rows)
-    rows.clear()
+def _prune(stored: list[NotificationRecord]) -> None:
+    """Keep the newest ``NOTIFICATIONS_KEEP`` rows, between that and a fifth more: the rows past
+    them are deleted by the store whose ids cross a multiple of a fifth of it (ids grow with
+    every row, whichever process stores it), so the other stores cost no statement (a backend
+    that gives no ids back counts the rows instead)."""
     keep = settings.NOTIFICATIONS_KEEP
-    if keep and NotificationRecord.objects.count() > keep * 1.2:
-        cutoff = NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1]
-        NotificationRecord.objects.filter(id__lt=cutoff).delete()
+    if not keep or not stored:
+        return
+    step = max(1, keep // 5)
+    first, last = stored[0].pk, stored[-1].pk
+    if first is None or last is None:
+        if NotificationRecord.objects.count() <= keep + step:
+            return
+    elif (first - 1) // step == last // step:
+        return
+    cutoff = list(NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1:keep])
+    if cutoff:
+        NotificationRecord.objects.filter(id__lt=cutoff[0]).delete()
 
 
 def notify(

@@ -6,8 +6,19 @@ image and network APIs, eager tasks run inside ``POST /servers``) joins the oute
 so a read memoised there (``memoized``) is done once for the whole request, and work deferred with
 ``at_exit`` runs once when the outermost request ends (whatever it answers).
 
-Outside a scope (tests calling services, Celery workers, commands) nothing is memoised and
-deferred work runs at once: the scope only saves repeated reads and writes, it never changes what
+Rows handed to ``insert`` (records nobody reads while the request runs: the notifications kept
+for the console, the scheduler's traces) are written when the outermost scope ends, every model's
+rows in one INSERT and every database's rows in one transaction: one commit for all, instead of
+one per row. Their order and their timestamps (set when each row was made) are what they would
+have been written one by one. When that transaction fails, each model's rows are tried again
+alone, so that one failing write does not take the others with it; nothing is raised to the
+request. A reader that may run inside the same scope calls ``flush(model)`` first.
+
+A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
+(which joins the request's scope when there is one, and in a Celery worker ends when it returns).
+
+Outside a scope (tests calling services, Celery tasks outside the scheduler, commands) nothing is
+memoised and deferred work runs at once: the scope only saves repeated reads and writes, it never changes what
 is read or written.
 """
 from __future__ import annotations
@@ -18,6 +29,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from django.db import models, router, transaction
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -26,6 +39,10 @@ class Scope:
     def __init__(self) -> None:
         self.memo: dict[Any, Any] = {}
         self.exits: dict[Any, Callable[[], None]] = {}
+        #: rows to insert at the end, by model (in the order the models were first deferred)
+        self.rows: dict[type[models.Model], list[models.Model]] = {}
+        #: per model, what to do once its rows are written (e.g. prune old ones)
+        self.then: dict[type[models.Model], Callable[[list[models.Model]], None]] = {}
 
 
 _current: ContextVar[Scope | None] = ContextVar("cloudcore_request_scope", default=None)
@@ -48,6 +65,10 @@ def request_scope() -> Iterator[Scope]:
         yield scope
     finally:
         _current.reset(token)
+        try:
+            _write_deferred(scope.rows, scope.then)
+        except Exception:  # nor hide what the request raised, nor the deferred work below
+            log.exception("request scope: deferred rows failed")
         for key, work in scope.exits.items():
             try:
                 work()
@@ -87,6 +108,91 @@ def at_exit(key: Any, work: Callable[[], None]) -> bool:
         return False
     scope.exits[key] = work
     return True
+
+
+Row = TypeVar("Row", bound=models.Model)
+
+
+def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None) -> None:
+    """Insert ``rows`` (all of one model) with the other rows deferred in this scope when it
+    ends, or at once outside a scope; ``then(rows)`` runs once they are written (after the
+    transaction, its failure logged). A failure outside a scope is raised to the caller."""
+    if not rows:
+        return
+    model = type(rows[0])
+    scope = _current.get()
+    if scope is None:
+        _write_rows(model, rows)
+        if then is not None:
+            then(rows)
+        return
+    scope.rows.setdefault(model, []).extend(rows)
+    if then is not None:
+        scope.then[model] = then  # type: ignore[assignment]
+
+
+def flush(model: type[models.Model]) -> None:
+    """Write now the rows of ``model`` deferred in this scope (a reader of ``model`` inside the
+    scope calls it first)."""
+    scope = _current.get()
+    if scope is not None and scope.rows.get(model):
+        rows = {model: scope.rows.pop(model)}
+        then = {model: scope.then.pop(model)} if model in scope.then else {}
+        _write_deferred(rows, then)
+
+
+def _write_rows(model: type[Row], rows: list[Row]) -> None:
+    """One INSERT of ``rows``: a lone row saved, not wrapped in ``bulk_create``'s transaction
+    (outside a transaction it commits by itself)."""
+    if len(rows) == 1:
+        rows[0].save(force_insert=True)
+    else:
+        model._default_manager.bulk_create(rows)
+
+
+def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
+                    then: dict[type[models.Model], Callable[[list[models.Model]], None]]) -> None:
+    """Every database's deferred rows in one transaction; ``then`` of each model written."""
+    by_database: dict[str, list[tuple[type[models.Model], list[models.Model]]]] = {}
+    for model, model_rows in rows.items():
+        if model_rows:
+            by_database.setdefault(router.db_for_write(model), []).append((model, model_rows))
+    for database, groups in by_database.items():
+        for model, model_rows in write_together(database, groups):
+            if model in then:
+                try:
+                    then[model](model_rows)
+                except Exception:  # e.g. pruning: the rows are written
+                    log.exception("request scope: after writing %s rows", model.__name__)
+
+
+def write_together(database: str, groups: list[tuple[type[Row], list[Row]]]) -> list[tuple[type[Row], list[Row]]]:
+    """Insert each model's rows (one INSERT per model) in one transaction on ``database``; when it
+    fails, each model's rows alone. The groups written."""
+    fresh = [[row.pk is None for row in model_rows] for _model, model_rows in groups]
+    try:
+        with transaction.atomic(using=database):
+            for model, model_rows in groups:
+                model._default_manager.bulk_create(model_rows)
+        return groups
+    except Exception:
+        if len(groups) == 1:
+            log.exception("request scope: could not write %d %s rows", len(groups[0][1]), groups[0][0].__name__)
+            return []
+        log.exception("request scope: could not write the deferred rows together; writing each model alone")
+    written = []
+    for (model, model_rows), unsaved in zip(groups, fresh, strict=True):
+        for row, was_unsaved in zip(model_rows, unsaved, strict=True):
+            if was_unsaved:  # the ids given in the transaction rolled back are not theirs
+                row.pk = None
+                row._state.adding = True
+        try:
+            with transaction.atomic(using=database):
+                model._default_manager.bulk_create(model_rows)
+            written.append((model, model_rows))
+        except Exception:  # one failing write does not hide the others
+            log.exception("request scope: could not write %d %s rows", len(model_rows), model.__name__)
+    return written
 
 
 class RequestScopeMiddleware:

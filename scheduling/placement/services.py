@@ -30,6 +30,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Mod
+from django.utils import timezone
 
 from cells.transactions import connection_for
 
@@ -676,9 +677,13 @@ def allocations_put(
     _check_amounts(allocations)
     with transaction.atomic():
         epoch, seq = _stamp_change()
-        consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
+        created = False
+        if allocations:
+            consumer, created = _consumer_for_write(consumer_uuid, project_id, user_id, consumer_type)
+        else:
+            consumer = Consumer.objects.select_for_update().filter(uuid=consumer_uuid).first()
         if enforce_consumer_generation:
-            current = consumer.generation if consumer is not None else None
+            current = consumer.generation if consumer is not None and not created else None
             if current != consumer_generation:
                 raise ConsumerGenerationConflict(
                     expected="null" if consumer_generation is None else consumer_generation,
@@ -686,7 +691,7 @@ def allocations_put(
                 )
         old_rp_ids = set(
             Allocation.objects.filter(consumer=consumer).values_list("resource_provider_id", flat=True)
-        ) if consumer is not None else set()
+        ) if consumer is not None and not created else set()
         if not allocations:
             _delete_consumer(consumer, old_rp_ids)
             return
@@ -698,7 +703,7 @@ def allocations_put(
         wanted = {(by_uuid[u], rc): n for u, res in allocations.items() for rc, n in res.items()}
         rows = list(
             # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
-            _inventories_with_usage(exclude_consumer=consumer_uuid if consumer is not None else None)
+            _inventories_with_usage(exclude_consumer=None if created else consumer_uuid)
             .filter(resource_provider_id__in=list(by_uuid.values()), resource_class__name__in=rc_names)
             .values("resource_provider_id", "resource_class__name", "resource_class_id", "total", "reserved",
                     "min_unit", "max_unit", "step_size", "allocation_ratio", "used")
@@ -709,12 +714,7 @@ def allocations_put(
         if not rc_names <= rc_ids.keys():
             rc_ids.update(_resource_class_ids(rc_names - rc_ids.keys()))
         _check_fits(rows, wanted, {rp_id: uuid for uuid, rp_id in by_uuid.items()})
-        if consumer is None:
-            # Placement creates the consumer at generation 0 and bumps it with the write.
-            consumer = Consumer.objects.create(
-                uuid=consumer_uuid, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
-                generation=1,
-            )
+        if created:
             _remember_claim(epoch, seq, wanted)
         else:
             Allocation.objects.filter(consumer=consumer).delete()
@@ -726,6 +726,28 @@ def allocations_put(
             for (rp_id, rc), n in wanted.items()
         ])
         _bump_generations(old_rp_ids - set(by_uuid.values()))
+
+
+def _consumer_for_write(consumer_uuid: str, project_id: str, user_id: str, consumer_type: str) -> tuple[Consumer, bool]:
+    """The consumer ``consumer_uuid`` locked for the rest of the transaction, and whether this
+    created it: a new one is inserted as Placement creates it (generation 0, bumped by the write
+    to 1), an existing one only has ``updated_at`` touched (the caller writes its generation and
+    owner). One ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` where ``SELECT ... FOR
+    UPDATE`` then an ``INSERT`` took two; a failed check rolls a new consumer back with the rest."""
+    table = Consumer._meta.db_table
+    connection = connection_for(Consumer)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (created_at, updated_at, uuid, project_id, user_id, consumer_type, generation) "  # noqa: S608 - table name from the model
+            "VALUES (%s, NULL, %s, %s, %s, %s, 1) ON CONFLICT (uuid) DO UPDATE SET updated_at = EXCLUDED.created_at "
+            "RETURNING id, generation, updated_at",
+            [now, consumer_uuid, project_id, user_id, consumer_type])
+        consumer_id, generation, updated_at = cursor.fetchone()
+    consumer = Consumer(id=consumer_id, uuid=consumer_uuid, project_id=project_id, user_id=user_id,
+                        consumer_type=consumer_type, generation=generation)
+    consumer._state.adding, consumer._state.db = False, connection.alias
+    return consumer, updated_at is None
 
 
 def allocations_set_many(

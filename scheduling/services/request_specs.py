@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import JSONField, Subquery
+
 from ..models import RequestSpec
 
 
@@ -26,6 +28,13 @@ def request_spec_get(instance_uuid: str) -> dict[str, Any] | None:
 def request_specs_get(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{instance_uuid: spec}`` of those among ``instance_uuids`` that have one."""
     return dict(RequestSpec.objects.filter(instance_uuid__in=list(instance_uuids)).values_list("instance_uuid", "spec"))
+
+
+def request_spec_of(instance_uuid: Any) -> Subquery:
+    """The spec of the server ``instance_uuid`` (a value or ``OuterRef``) as a subquery, NULL
+    when it has none: for a read of another app's rows that wants the spec in the same statement."""
+    return Subquery(RequestSpec.objects.filter(instance_uuid=instance_uuid).values("spec")[:1],
+                    output_field=JSONField())
 
 
 def request_spec_update(instance_uuid: str, **changes: Any) -> bool:

@@ -32,6 +32,11 @@ def build_request_creates_volumes(br: BuildRequest) -> bool:
                and bdm.get("source_type", "image") in ("image", "blank") for bdm in br.block_device_mappings or [])
 
 
+def build_request_has_volumes(br: BuildRequest) -> bool:
+    """Does the server ask for any block device that is a volume (existing or to be created)?"""
+    return any(bdm.get("destination_type", "local") == "volume" for bdm in br.block_device_mappings or [])
+
+
 def build_request_bdms_and_tags_create(br: BuildRequest, instance_uuid: str) -> None:
     """Create the requested block device mappings and tags of the server in the targeted cell."""
     for bdm in br.block_device_mappings or []:

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from cells.services import instance_mapping_create
@@ -114,15 +115,18 @@ def _sanitize_hostname(name: str) -> str:
     return out[:63] or "server"
 
 
-def _flavor(ctx: RequestContext, flavor_ref: str) -> Flavor:
+def _flavor(ctx: RequestContext, flavor_ref: str) -> tuple[Flavor, dict[str, str]]:
+    """The flavor and its extra specs, read in one statement (joined: a row per extra spec)."""
     ref = flavor_ref.rstrip("/").rsplit("/", 1)[-1]
-    flavor = Flavor.objects.filter(flavorid=ref).prefetch_related("extra_specs").first()
+    rows = list(Flavor.objects.filter(flavorid=ref).annotate(
+        spec_key=F("extra_specs__key"), spec_value=F("extra_specs__value")).order_by("extra_specs__id"))
+    flavor = rows[0] if rows else None
     if flavor is None or flavor.disabled:
         raise Invalid("Invalid flavorRef provided.")
     if not flavor.is_public and not ctx.is_admin:
         if not flavor.projects.filter(project_id=ctx.project_id).exists():
             raise Invalid("Invalid flavorRef provided.")
-    return flavor
+    return flavor, {row.spec_key: row.spec_value for row in rows if row.spec_key is not None}
 
 
 def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
@@ -286,7 +290,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     Invalid (400) for a bad flavor/image/network/keypair/user data, QuotaExceeded (403).
     """
     _authorize_create(actor, request)
-    flavor = _flavor(actor, request.flavor_ref)
+    flavor, extra_specs = _flavor(actor, request.flavor_ref)
     volume_backed = _volume_backed(request.block_device_mapping)
     image: dict[str, Any] | None = None
     if request.image_ref:
@@ -326,7 +330,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
 
     reservation_id = f"r-{uuidlib.uuid4().hex[:8]}"
     admin_pass = request.admin_pass or generate_password()
-    flavor_dict = flavor.as_dict()
+    flavor_dict = flavor.as_dict(extra_specs=extra_specs)
     uuids = [str(uuidlib.uuid4()) for _ in range(count)]
     now = timezone.now().isoformat()
     image_props = (image or {}).get("properties", {})

@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = False) -> None:
     """Delete the server of ``record`` (see module doc); with ``RECLAIM_INSTANCE_INTERVAL`` on, a
     launched server is soft-deleted instead (``deferred_delete``) unless ``force``. Raises
-    InstanceIsLocked (409) for a server locked by someone who may not override it,
-    InstanceInvalidState (409) while another delete is running."""
+    InstanceIsLocked (409) for a server locked by someone who may not override it. A delete of a
+    server already being deleted is accepted and does nothing more (Nova accepts it in any task
+    state; clients' clean-ups delete again what a test already deleted)."""
     authorize(actor, "os_compute_api:servers:delete", record_target(record))
     if record.build_request is not None:
         _delete_build_request(record.uuid)
@@ -67,7 +68,7 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
         if settings.RECLAIM_INSTANCE_INTERVAL > 0 and not force and can_soft_delete(instance):
             server_soft_delete(actor=actor, instance=instance, cell=record.cell)
             return
-        _terminate(actor, instance, record.cell, action="delete")
+        _terminate(actor, instance, record.cell, action="delete", again_ok=True)
 
 
 def server_force_delete(*, actor: RequestContext, instance: Instance, cell: CellMapping) -> None:
@@ -89,10 +90,11 @@ def server_reclaim(*, actor: RequestContext, instance: Instance, cell: CellMappi
 
 
 def _terminate(actor: RequestContext, instance: Instance, cell: CellMapping, *, action: str,
-               only_soft_deleted: bool = False) -> None:
+               only_soft_deleted: bool = False, again_ok: bool = False) -> None:
     """Claim ``deleting`` (``only_soft_deleted``: only from SOFT_DELETED with no task), record
     ``action``, unmap, then delete in the cell (no host, or its host down) or cast the terminate to
-    the host once the cell write commits."""
+    the host once the cell write commits. A server another delete already claimed is InstanceInvalidState
+    (409), or left to that delete with ``again_ok``."""
     rows = Instance.objects.filter(pk=instance.pk)
     if only_soft_deleted:
         rows = rows.filter(vm_state=VmState.SOFT_DELETED, task_state__isnull=True)
@@ -100,6 +102,8 @@ def _terminate(actor: RequestContext, instance: Instance, cell: CellMapping, *, 
         rows.exclude(task_state=TaskState.DELETING)
         .update(task_state=TaskState.DELETING, updated_at=timezone.now())
     )
+    if not claimed and again_ok and rows.filter(task_state=TaskState.DELETING).exists():
+        return
     if not claimed:
         raise InstanceInvalidState(method="delete", instance_uuid=instance.uuid, attr="task_state",
                                    state=TaskState.DELETING)

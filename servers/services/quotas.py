@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, Q, Sum
+from django.db.models import BooleanField, Count, Q, Sum, Value
 
 from cells.scatter import failed, scatter_gather
 from cells.transactions import api_atomic
@@ -95,12 +95,31 @@ def quota_class_limits(class_name: str = DEFAULT_CLASS) -> dict[str, int]:
     return {**built_in_defaults(), **_class_rows(class_name)}
 
 
+def _class_and_project_rows(project_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """``_class_rows(DEFAULT_CLASS)`` and ``_project_rows(project_id)``: when the request knows
+    neither, read in one statement (a UNION) and memoised as those two would be."""
+    class_key, project_key = ("quota.class", DEFAULT_CLASS), ("quota.project", project_id)
+    current = scope.current()
+    if current is not None and (class_key in current.memo or project_key in current.memo):
+        return _class_rows(DEFAULT_CLASS), _project_rows(project_id)
+    classes = QuotaClass.objects.filter(class_name=DEFAULT_CLASS, resource__in=RESOURCES).values_list(
+        "resource", "hard_limit", Value(True, output_field=BooleanField()))
+    projects = QuotaLimit.objects.filter(project_id=project_id, resource__in=RESOURCES).values_list(
+        "resource", "hard_limit", Value(False, output_field=BooleanField()))
+    rows: dict[bool, dict[str, int]] = {True: {}, False: {}}
+    for resource, hard_limit, of_class in classes.union(projects, all=True):
+        rows[bool(of_class)][resource] = hard_limit
+    scope.remember(class_key, rows[True])
+    scope.remember(project_key, rows[False])
+    return rows[True], rows[False]
+
+
 def quota_limits(project_id: str | None = None) -> dict[str, int]:
     """The limits of ``project_id``: its own rows over the ``default`` class."""
-    limits = quota_class_limits()
-    if project_id:
-        limits.update(_project_rows(project_id))
-    return limits
+    if not project_id:
+        return quota_class_limits()
+    class_rows, project_rows = _class_and_project_rows(project_id)
+    return {**built_in_defaults(), **class_rows, **project_rows}
 
 
 def quota_usage(project_id: str) -> Usage:

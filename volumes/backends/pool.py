@@ -23,6 +23,38 @@ log = logging.getLogger(__name__)
 GiB = 1024 ** 3
 
 
+def sparse_copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` keeping its holes: only the ranges the file system says hold
+    data are copied (``SEEK_DATA``/``SEEK_HOLE``), so a 1 GiB volume holding a few bytes makes a
+    copy of a few bytes on disk, not 1 GiB of written zeros. Falls back to a plain copy where the
+    file system cannot tell."""
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        size = os.fstat(src.fileno()).st_size
+        offset = 0
+        try:
+            while offset < size:
+                try:
+                    start = os.lseek(src.fileno(), offset, os.SEEK_DATA)
+                except OSError:  # ENXIO: nothing but a hole up to the end
+                    break
+                end = os.lseek(src.fileno(), start, os.SEEK_HOLE)
+                src.seek(start)
+                dst.seek(start)
+                left = end - start
+                while left > 0:
+                    chunk = src.read(min(left, 8 * 1024 * 1024))
+                    if not chunk:
+                        break
+                    dst.write(chunk)
+                    left -= len(chunk)
+                offset = end
+        except (AttributeError, OSError):  # no SEEK_DATA here: copy every byte
+            src.seek(0)
+            dst.seek(0)
+            shutil.copyfileobj(src, dst)
+        dst.truncate(size)
+
+
 class DirPoolBackend:
     name = "pool"
 
@@ -99,7 +131,7 @@ class DirPoolBackend:
         self._fault("snapshot")
         target = self.snapshot_path(snapshot_id)
         tmp = target.with_suffix(".tmp")
-        shutil.copyfile(self.path(volume_id), tmp)
+        sparse_copy(self.path(volume_id), tmp)
         os.replace(tmp, target)
 
     def snapshot_delete(self, snapshot_id: str) -> None:
@@ -118,7 +150,7 @@ class DirPoolBackend:
     def _copy_grown(self, source: Path, volume_id: str, size_gb: int) -> None:
         target = self.path(volume_id)
         tmp = target.with_suffix(".tmp")
-        shutil.copyfile(source, tmp)
+        sparse_copy(source, tmp)
         with open(tmp, "r+b") as fh:
             fh.truncate(size_gb * GiB)
         os.replace(tmp, target)

@@ -1,15 +1,19 @@
 """The request scope: a read memoised once per outermost request (nested requests join it, a
 write forgets it), and the notifications of a request stored in one INSERT when it ends, the
-same rows in the same order as one at a time."""
+same rows in the same order as one at a time; the rows of several models written in one
+transaction, a failing one not losing the others; the notifications pruned without a count."""
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.db import IntegrityError, connections, transaction
 from django.test import override_settings
 
 from cloudcore.core import notifications, scope
 from cloudcore.core.models import NotificationRecord
+from scheduling.models import SchedulingTraceRecord
+from tests.sqllog import api_db_transactions, inserted_tables
 
 pytestmark = pytest.mark.django_db
 
@@ -60,9 +64,10 @@ def test_notifications_of_a_request_are_stored_in_one_insert(django_assert_num_q
     assert rows[0].timestamp <= rows[1].timestamp <= rows[2].timestamp
 
 
+@pytest.mark.django_db(transaction=True)  # no test transaction around it: BEGIN is the scope's
 @override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0)
 def test_one_insert_when_the_request_ends(django_assert_max_num_queries: Any) -> None:
-    with django_assert_max_num_queries(2):  # BEGIN (bulk_create's) and one INSERT
+    with django_assert_max_num_queries(3):  # the scope's transaction: BEGIN, one INSERT, COMMIT
         with scope.request_scope():
             for i in range(5):
                 notifications.notify("compute.instance.update", {"n": i})
@@ -73,3 +78,92 @@ def test_one_insert_when_the_request_ends(django_assert_max_num_queries: Any) ->
 def test_outside_a_request_a_notification_is_stored_at_once() -> None:
     notifications.notify("compute.instance.update", {"n": 1})
     assert NotificationRecord.objects.count() == 1
+
+
+def _trace_row(uuid: str = "i1", result: str | None = "no_valid_host") -> SchedulingTraceRecord:
+    return SchedulingTraceRecord(instance_uuid=uuid, request_id="req-1", result=result, trace={"result": result})
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0)
+def test_the_rows_of_several_models_are_written_in_one_transaction() -> None:
+    # given a scope deferring notifications, trace rows, then more notifications
+    with api_db_transactions() as transactions:
+        with scope.request_scope():
+            notifications.notify("scheduler.select_destinations.start", {"n": 1})
+            scope.insert([_trace_row("i1"), _trace_row("i2")])
+            notifications.notify("scheduler.select_destinations.end", {"n": 2})
+            assert transactions == []
+    # then one transaction, one INSERT per model, in the order the models came
+    assert [inserted_tables(t) for t in transactions] == [
+        ["core_notificationrecord", "scheduling_schedulingtracerecord"]]
+    assert [t[:7] for t in transactions[0]] == ["INSERT ", "INSERT "]
+    assert list(NotificationRecord.objects.order_by("id").values_list("event_type", flat=True)) == [
+        "scheduler.select_destinations.start", "scheduler.select_destinations.end"]
+    assert list(SchedulingTraceRecord.objects.order_by("id").values_list("instance_uuid", flat=True)) == ["i1", "i2"]
+
+
+@override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0)
+def test_a_failing_write_does_not_lose_the_others(caplog: Any) -> None:
+    # given a scope whose trace row cannot be written (no result: NOT NULL) between notifications
+    with scope.request_scope():
+        notifications.notify("compute.instance.update", {"n": 1})
+        scope.insert([_trace_row("bad", result=None)])
+        notifications.notify("compute.instance.update", {"n": 2})
+    # then nothing is raised, the notifications are written once each, the failure is logged
+    assert [r.payload["payload"]["nova_object.data"] for r in NotificationRecord.objects.order_by("id")] == [
+        {"n": 1}, {"n": 2}]
+    assert not SchedulingTraceRecord.objects.exists()
+    assert "could not write the deferred rows together" in caplog.text
+    assert "could not write 1 SchedulingTraceRecord rows" in caplog.text
+
+
+def test_outside_a_scope_rows_are_written_at_once_and_a_failure_is_raised() -> None:
+    scope.insert([_trace_row("i1")])
+    assert SchedulingTraceRecord.objects.filter(instance_uuid="i1").exists()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        scope.insert([_trace_row("bad", result=None)])
+
+
+def test_flush_writes_a_models_pending_rows_for_a_reader_in_the_scope() -> None:
+    with scope.request_scope():
+        scope.insert([_trace_row("i1")])
+        assert not SchedulingTraceRecord.objects.exists()
+        scope.flush(SchedulingTraceRecord)
+        assert SchedulingTraceRecord.objects.filter(instance_uuid="i1").count() == 1
+    assert SchedulingTraceRecord.objects.count() == 1  # not written again at the end
+
+
+@override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=20)
+def test_notifications_are_pruned_when_their_ids_cross_a_fifth_of_the_kept_count() -> None:
+    # given notifications stored one at a time (outside a request), the kept count 20 (a fifth: 4)
+    statements: list[str] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connections["default"].execute_wrapper(wrapper):
+        for i in range(50):
+            notifications.notify("compute.instance.update", {"n": i})
+    ids = list(NotificationRecord.objects.order_by("id").values_list("id", flat=True))
+    # then the newest 20 are kept, and never more than a fifth more
+    assert 20 <= len(ids) <= 24 and ids[-1] - ids[0] == len(ids) - 1
+    assert NotificationRecord.objects.order_by("-id").first().payload["payload"]["nova_object.data"] == {"n": 49}
+    # and rows are never counted: a store is its INSERT; a store whose id is a multiple of 4 also
+    # reads the 20th newest id, and deletes what is older once there are 20
+    first = ids[-1] - 49
+    crossings = [i for i in range(first, ids[-1] + 1) if i % 4 == 0]
+    assert not [s for s in statements if "COUNT(" in s]
+    assert len([s for s in statements if s.startswith("DELETE")]) == len([i for i in crossings if i - first >= 19])
+    assert len([s for s in statements if s.startswith("SELECT")]) == len(crossings)
+    assert len([s for s in statements if s.startswith("INSERT")]) == 50
+
+
+@override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=5)
+def test_a_scope_storing_many_notifications_prunes_once() -> None:
+    with scope.request_scope():
+        for i in range(12):
+            notifications.notify("compute.instance.update", {"n": i})
+    assert [r.payload["payload"]["nova_object.data"]["n"] for r in NotificationRecord.objects.order_by("id")] == [
+        7, 8, 9, 10, 11]

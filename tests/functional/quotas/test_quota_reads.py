@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def test_limits_are_read_once_per_request_and_again_after_a_change(django_assert_num_queries: Any) -> None:
     admin = RequestContext.system()
     with scope.request_scope():
-        with django_assert_num_queries(2):  # the default class's rows, the project's rows
+        with django_assert_num_queries(1):  # the default class's rows and the project's, one UNION
             first = quotas.quota_limits("p1")
             assert quotas.quota_limits("p1") == first
         quotas.quota_set_update(actor=admin, project_id="p1", limits={"instances": 3}, force=True)

@@ -50,18 +50,46 @@ def test_where_the_time_goes_times_each_step_and_puts_them_back(cells):
 
 def test_the_trace_scenario_times_its_parts(cells):
     from bench.scenarios import scheduling_trace as trace_scenario
+    from scheduling.models import SchedulingTraceRecord
 
     env = SimpleNamespace(cells=cells)
     scenario.populate(env, 10)
-    placed = trace_scenario._row(10, "placed", scenario.where_the_time_goes(2, trace_scenario.PARTS))
-    failed = trace_scenario._row(10, "no valid host", scenario.where_the_time_goes(
-        2, trace_scenario.PARTS, trace_scenario._impossible_spec()))
+    placed = trace_scenario._row(10, "placed", trace_scenario._measured(requests=2, replays=3))
+    failed = trace_scenario._row(10, "no valid host", trace_scenario._measured(
+        trace_scenario._impossible_spec(), requests=2, replays=3))
     parts = {p["step"]: p["ms"] for p in placed["parts"]}
-    assert parts["trace: record insert (one statement)"] > 0 and parts["trace: weights of the best hosts"] > 0
+    # the trace rows are made in the request and written with the notifications when it ends: their
+    # part of that transaction is counted, and their INSERT alone shown (not counted again)
+    (insert,) = [ms for step, ms in parts.items() if step.startswith("  (the scope's transaction")]
+    assert parts["trace: record rows made (written at the scope's end)"] > 0
+    assert parts[trace_scenario.RECORD] > 0 and insert > 0
+    assert parts["trace: weights of the best hosts"] > 0
     shortfall = "trace: shortfall over every provider (no valid host only)"
     assert parts[shortfall] == 0
     assert {p["step"]: p["ms"] for p in failed["parts"]}[shortfall] > 0
     assert 0 < placed["share_pct"] < 100 and placed["trace_ms"] < placed["total_ms"]
+    assert placed["trace_ms"] == pytest.approx(sum(ms for step, ms in parts.items() if step.startswith("trace:")))
+    # 2 requests each, then 3 replays of the last one's trace rows
+    assert SchedulingTraceRecord.objects.count() == 2 * (2 + 3)
+
+
+def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(cells, settings):
+    from bench.scenarios import scheduling_trace as trace_scenario
+
+    scenario.populate(SimpleNamespace(cells=cells), 10)
+    settings.NOTIFICATIONS_ENABLED = True
+    with trace_scenario._scope_writes() as writes:
+        scenario.where_the_time_goes(1, trace_scenario.PARTS, trace_scenario._impossible_spec())
+    shared, _insert = trace_scenario._record_cost(writes.last, replays=3)
+    settings.NOTIFICATIONS_ENABLED = False
+    with trace_scenario._scope_writes() as writes:
+        scenario.where_the_time_goes(1, trace_scenario.PARTS, trace_scenario._impossible_spec())
+    # the scope's transaction held the trace rows alone: all of it is the trace's
+    assert [(model.__name__, len(rows)) for model, rows in writes.last[0][1]] == [("SchedulingTraceRecord", 1)]
+    alone, insert = trace_scenario._record_cost(writes.last, replays=3)
+    assert alone == 1.0 and insert > 0 and writes.seconds > 0
+    # with the start notification in it, a part of it
+    assert 0 < shared <= 1.0
 
 
 def test_sql_by_step_names_the_step_on_the_stack(cells):

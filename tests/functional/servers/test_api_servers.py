@@ -402,3 +402,22 @@ def test_unknown_list_parameters_are_400_from_2_75(cloud):
     response = cloud.get(client, "servers?whatever=1", version="2.75")
     assert response.status_code == 400 and "whatever" in response.json()["badRequest"]["message"]
     assert cloud.get(client, "servers/detail?vm_state=active&host=x", version="2.75").status_code == 200
+
+
+def test_a_second_delete_while_the_first_runs_is_accepted_and_does_nothing_more(cloud):
+    from cells.context import target_cell
+    from cells.models import InstanceMapping
+    from servers.choices import TaskState
+    from servers.models import Instance
+
+    client = cloud.member()
+    sid = cloud.create_server(client, "twice")["id"]
+    # given a delete under way (its terminate not yet run on the host)
+    with target_cell(InstanceMapping.objects.get(instance_uuid=sid).cell):
+        Instance.objects.filter(uuid=sid).update(task_state=TaskState.DELETING)
+    # when the client deletes it again (as Tempest's clean-ups do), Nova's answer: accepted
+    assert cloud.delete(client, f"servers/{sid}").status_code == 204
+    # then nothing more was started: no second delete action, the server still deleting
+    actions = cloud.get(client, f"servers/{sid}/os-instance-actions").json()["instanceActions"]
+    assert [a["action"] for a in actions] == ["create"]
+    assert cloud.show(cloud.admin(), sid)["OS-EXT-STS:task_state"] == "deleting"

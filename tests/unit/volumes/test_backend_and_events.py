@@ -68,3 +68,24 @@ def test_pool_is_defined_on_the_configured_libvirt_uri(tmp_path: Path, settings:
     backend = DirPoolBackend(tmp_path / "pool")
     pool = backend._conn.storagePoolLookupByName("cloudcore-volumes")
     assert pool.isActive() and str(tmp_path / "pool") in pool.XMLDesc()
+
+
+def test_sparse_copy_keeps_the_holes_and_every_byte(tmp_path):
+    from volumes.backends.pool import GiB, sparse_copy
+
+    # given a 1 GiB volume file holding two marks, the rest a hole
+    source = tmp_path / "volume"
+    with open(source, "wb") as fh:
+        fh.truncate(GiB)
+        fh.write(b"HEAD")
+        fh.seek(GiB // 2)
+        fh.write(b"MIDDLE")
+    target = tmp_path / "copy"
+    sparse_copy(source, target)
+    # then the copy has the same size and bytes, and takes the space of its data, not of 1 GiB
+    assert target.stat().st_size == GiB
+    with open(target, "rb") as fh:
+        assert fh.read(4) == b"HEAD"
+        fh.seek(GiB // 2 - 2)
+        assert fh.read(10) == b"\0\0MIDDLE\0\0"
+    assert target.stat().st_blocks * 512 < 64 * 1024 * 1024

@@ -1,0 +1,134 @@
+"""What the scheduler writes besides its claims (issue 22: the trace must cost a few percent): the
+start and end notifications' records and the trace record, written together when the scheduling
+call ends (its request scope), one INSERT per model in one transaction; the trace readable as
+soon as the call has returned, in a worker (no outer scope) and inside an HTTP request; one write
+failing loses neither the other rows nor the scheduler's answer."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import DatabaseError
+from django.test import override_settings
+
+from cloudcore.core import scope
+from cloudcore.core.context import RequestContext
+from cloudcore.core.exceptions import NoValidHost
+from cloudcore.core.models import NotificationRecord
+from scheduling.models import SchedulingTraceRecord
+from scheduling.scheduler import select_destinations
+from scheduling.services.explanations import server_explanation
+from tests.conftest import ALL_DATABASES
+from tests.functional.scheduling.test_scheduler import spec
+from tests.sqllog import api_db_transactions, inserted_tables
+
+pytestmark = [pytest.mark.django_db(databases=ALL_DATABASES, transaction=True),
+              pytest.mark.usefixtures("notifications_kept")]
+
+CTX = RequestContext(user_id="u1", project_id="p1", request_id="req-rows-1")
+NOTIFICATIONS, TRACES = "core_notificationrecord", "scheduling_schedulingtracerecord"
+
+
+@pytest.fixture
+def notifications_kept() -> Any:
+    with override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0):
+        yield
+
+
+def too_big() -> dict[str, Any]:
+    return spec(flavor={"vcpus": 1, "memory_mb": 10 ** 6, "root_gb": 1, "ephemeral_gb": 0, "swap": 0,
+                        "extra_specs": {}})
+
+
+def rows_transaction(transactions: list[list[str]]) -> list[str]:
+    """The one transaction that wrote notification or trace rows (asserting there is one)."""
+    (written,) = [t for t in transactions if {NOTIFICATIONS, TRACES} & set(inserted_tables(t))]
+    return written
+
+
+def events() -> list[str]:
+    return list(NotificationRecord.objects.order_by("id").values_list("event_type", flat=True))
+
+
+def test_a_placed_request_writes_its_rows_in_one_transaction(compute_host):
+    compute_host("c1", cell="cell1")
+    # when a worker schedules two servers (no request scope around the call)
+    with api_db_transactions() as transactions:
+        selections = select_destinations(CTX, {**spec(), "num_instances": 2}, ["i1", "i2"])
+    assert scope.current() is None and len(selections) == 2
+    # then the start and end notifications and both trace rows are one transaction: its only
+    # statements an INSERT per model
+    written = rows_transaction(transactions)
+    assert inserted_tables(written) == [NOTIFICATIONS, TRACES] and len(written) == 2
+    # with the same rows, order and timestamps as one at a time
+    assert events() == ["scheduler.select_destinations.start", "scheduler.select_destinations.end"]
+    start, end = NotificationRecord.objects.order_by("id")
+    assert start.timestamp <= end.timestamp
+    traces = list(SchedulingTraceRecord.objects.order_by("id"))
+    assert [t.instance_uuid for t in traces] == ["i1", "i2"] and {t.result for t in traces} == {"selected"}
+    assert start.timestamp <= traces[0].created_at <= end.timestamp
+
+
+def test_no_valid_host_in_a_worker_is_explained_as_soon_as_the_call_returns(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with api_db_transactions() as transactions, pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    # then the trace is there for the explanation API and ``manage.py scheduler explain``
+    explanation = server_explanation(instance_uuid="i1")
+    assert explanation["request_id"] == "req-rows-1" and explanation["result"] == "no_valid_host"
+    assert explanation["trace"]["placement"]["shortfall"]["resources"]["MEMORY_MB"]["most_free"] == 4096
+    # written with the start notification in one transaction (no end notification on this path)
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, TRACES]
+    assert events() == ["scheduler.select_destinations.start"]
+
+
+def test_inside_an_http_request_the_rows_wait_for_its_end_but_the_trace_is_readable(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with api_db_transactions() as transactions:
+        with scope.request_scope():  # as ``RequestScopeMiddleware`` opens it
+            notified_before = len(transactions)
+            with pytest.raises(NoValidHost):
+                select_destinations(CTX, too_big(), ["i1"])
+            # the scheduler joined the request's scope: nothing of its rows written yet
+            assert not SchedulingTraceRecord.objects.exists() and not NotificationRecord.objects.exists()
+            # and a reader in the same request gets the trace (its rows written first)
+            assert server_explanation(instance_uuid="i1")["result"] == "no_valid_host"
+            assert events() == []
+        assert len([t for t in transactions[notified_before:] if TRACES in inserted_tables(t)]) == 1
+    # then the notification at the request's end, the trace not written twice
+    assert events() == ["scheduler.select_destinations.start"]
+    assert SchedulingTraceRecord.objects.count() == 1
+
+
+def test_a_failing_trace_write_loses_neither_the_notifications_nor_the_answer(compute_host, monkeypatch, caplog):
+    compute_host("c1", cell="cell1")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("disk I/O error")
+
+    # given a trace record that cannot be written
+    monkeypatch.setattr(SchedulingTraceRecord._default_manager, "bulk_create", broken)
+    # when a server is placed, then the answer is the scheduler's
+    (selection,) = select_destinations(CTX, spec(), ["i1"])
+    assert selection[0].service_host == "c1"
+    # and the notifications are written, once each; the failure is logged
+    assert events() == ["scheduler.select_destinations.start", "scheduler.select_destinations.end"]
+    assert not SchedulingTraceRecord.objects.exists()
+    assert "could not write 1 SchedulingTraceRecord rows" in caplog.text
+    # and a NoValidHost is still the answer when the write fails
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert events()[-1] == "scheduler.select_destinations.start" and len(events()) == 3
+
+
+def test_failing_notifications_lose_neither_the_trace_nor_the_answer(compute_host, monkeypatch):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(NotificationRecord._default_manager, "bulk_create", broken)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    assert not NotificationRecord.objects.exists()
+    assert server_explanation(instance_uuid="i1")["result"] == "no_valid_host"
