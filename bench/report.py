@@ -166,6 +166,18 @@ def build(*, results: dict[str, Any], durations: dict[str, float], rss_after: di
         _figure(figures, "live_post_servers_p95_ms", live["post_p95_ms"], "ms", "POST /servers p95, real processes")
         _figure(figures, "live_servers_detail_p50_ms", live["detail_p50_ms"], "ms",
                 f"GET /servers/detail of {live['detail_servers']} servers p50, real processes")
+        if "servers_per_s" in (external := live.get("external") or {}):
+            _figure(figures, "live_pg_servers_per_s", external["servers_per_s"], "servers/s",
+                    f"as live_servers_per_s on {external['database']} + {external['broker']}")
+            _figure(figures, "live_pg_post_servers_p50_ms", external["post_p50_ms"], "ms",
+                    f"POST /servers p50 on {external['database']} + {external['broker']}")
+            _figure(figures, "live_pg_post_servers_p95_ms", external["post_p95_ms"], "ms",
+                    f"POST /servers p95 on {external['database']} + {external['broker']}")
+            _figure(figures, "live_pg_servers_detail_p50_ms", external["detail_p50_ms"], "ms",
+                    f"GET /servers/detail p50 on {external['database']} + {external['broker']}")
+        else:
+            not_measured.append("concurrent clients on PostgreSQL + Redis (CLOUDCORE_E2E_DATABASE_URL / "
+                                "CLOUDCORE_E2E_BROKER_URL not set)")
     else:
         not_measured.append("concurrent clients against the real processes (live_load not run or failed)")
 
@@ -384,32 +396,87 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(md)
 
 
+def _met(value: float, target: tuple[float, str]) -> str:
+    bound, kind = target
+    ok = value >= bound if kind == "min" else value <= bound
+    return "met" if ok else "**not met**"
+
+
+def _live_figures(live: dict[str, Any], targets: dict[str, Any]) -> list[list[Any]]:
+    """The figure rows of one pass: value, target, met / not met."""
+    rows = []
+    for key, label, unit in (
+        ("servers_per_s", f"{live['boots']} boots to ACTIVE ({live['boot_s']:.1f} s)", "servers/s"),
+        ("post_p50_ms", "`POST /servers` p50", "ms"), ("post_p95_ms", "`POST /servers` p95", "ms"),
+        ("detail_p50_ms", f"`GET /servers/detail` ({live['detail_servers']} servers) p50", "ms"),
+    ):
+        target = targets.get(key)
+        bound = f"{'≥' if target and target[1] == 'min' else '≤'} {target[0]:g}" if target else ""
+        rows.append([label, f"{live[key]:.1f}" if unit == "servers/s" else f"{live[key]:.0f}", unit, bound,
+                     _met(live[key], target) if target else ""])
+    return rows
+
+
+def _pass_line(live: dict[str, Any]) -> str:
+    return (f"{live.get('database', 'SQLite')} + {live.get('broker', 'embedded Redis')}, "
+            f"{'web under cProfile' if live.get('profiled') else 'no profiler'}; load average (1 min) "
+            f"{live['load_before'][0]:.2f} before, {live['load_after'][0]:.2f} after")
+
+
 def _live_load_section(live: dict[str, Any]) -> list[str]:
-    """Figures, per-endpoint latencies (client against time in the application) and the web
-    process's "where the time goes" table of the ``live_load`` scenario."""
+    """Figures against the issue's targets (from the pass without the profiler), the same on
+    PostgreSQL + Redis when run, where each boot's time went across the processes, and the
+    "where the time goes" table of the web process (from the profiled pass)."""
+    targets = live.get("targets") or {}
     profile = live["profile"]
-    md = [f"{live['method']}. Load average (1 min) {live['load_before'][0]:.2f} before, "
-          f"{live['load_after'][0]:.2f} after.", ""]
-    md += _table(["figure", "value"], [
-        [f"{live['boots']} boots to ACTIVE", f"{live['boot_s']:.1f} s = **{live['servers_per_s']:.1f} servers/s**"],
-        ["`POST /servers` p50 / p95", f"**{live['post_p50_ms']:.0f} ms** / **{live['post_p95_ms']:.0f} ms**"],
-        [f"`GET /servers/detail` ({live['detail_servers']} servers) p50 / p95",
-         f"**{live['detail_p50_ms']:.0f} ms** / {live['detail_p95_ms']:.0f} ms"],
-    ])
+    profiled = live.get("profiled_pass") or {}
+    md = [f"{live['method']}.", "",
+          f"Figures from the pass **without the profiler** ({_pass_line(live)}):", ""]
+    md += _table(["figure", "value", "unit", "target", ""], _live_figures(live, targets))
+    external = live.get("external") or {}
+    md += ["", "The same on PostgreSQL + Redis (`CLOUDCORE_E2E_DATABASE_URL` / `CLOUDCORE_E2E_BROKER_URL`):", ""]
+    if "servers_per_s" in external:
+        md += [f"{_pass_line(external)}.", ""]
+        md += _table(["figure", "value", "unit", "target", ""], _live_figures(external, targets))
+    else:
+        md += [f"Not run ({external.get('not_run', 'the variables were not set')})."]
+    timeline = live.get("timeline")
+    if timeline:
+        md += ["", "Where each boot's wall time goes across the processes (pass without the profiler; from the "
+                   "instance action of each `POST` and the client's clock):", ""]
+        md += _table(["step", "p50 ms", "p95 ms"],
+                     [[k, f"{v['p50_ms']:.0f}", f"{v['p95_ms']:.0f}"] for k, v in timeline["steps"].items()])
+        reached = timeline.get("reached") or {}
+        if reached:
+            md += ["", "First / last boot at each point, seconds after the first `POST`: " + "; ".join(
+                f"{k} {v['first_s']:.2f} / {v['last_s']:.2f}" for k, v in reached.items())
+                + f". Boots per compute host: {', '.join(str(n) for n in timeline['boots_per_host'].values())}."]
+    if live.get("process_cpu_s"):
+        md += ["", f"CPU seconds per process while the {live['boots']} boots ran ({live['boot_s']:.1f} s wall on "
+                   f"this machine's CPUs): " + ", ".join(
+                       f"{name} {seconds:.2f}" for name, seconds in live["process_cpu_s"].items() if seconds >= 0.01)
+               + "."]
+    if profiled:
+        md += ["", f"Profiled pass (quick size, only for the tables below; {_pass_line(profiled)}): "
+                   f"{profiled['boots']} boots {profiled['servers_per_s']:.1f} servers/s, `POST /servers` p50 "
+                   f"{profiled['post_p50_ms']:.0f} / p95 {profiled['post_p95_ms']:.0f} ms."]
+        client_by_endpoint = profiled["client_by_endpoint"]
+    else:
+        client_by_endpoint = live["client_by_endpoint"]
     app = profile["by_endpoint"]
-    md += ["", "Per endpoint: what the clients saw, and the time spent inside the web application "
+    md += ["", "Per endpoint (profiled pass): what the clients saw, and the time spent inside the web application "
                "(cProfile on, which slows Python code); the difference is time waiting for a gunicorn thread, "
                "the GIL and the CPU. Requests from the compute workers (images, ports, placement) appear "
                "only on the application side.", ""]
     rows = []
-    for key in sorted(set(live["client_by_endpoint"]) | set(app)):
-        client, inside = live["client_by_endpoint"].get(key, {}), app.get(key, {})
+    for key in sorted(set(client_by_endpoint) | set(app)):
+        client, inside = client_by_endpoint.get(key, {}), app.get(key, {})
         rows.append([f"`{key}`", client.get("n", ""), f"{client['p50_ms']:.0f}" if client else "",
                      f"{client['p95_ms']:.0f}" if client else "", inside.get("n", ""),
                      f"{inside['p50_ms']:.0f}" if inside else "", f"{inside['total_s']:.1f}" if inside else ""])
     md += _table(["endpoint", "client n", "client p50 ms", "client p95 ms", "in app n", "in app p50 ms",
                   "in app total s"], rows)
-    md += ["", f"Where the time goes in the web process ({profile['requests']} requests, "
+    md += ["", f"Where the time goes in the web process (profiled pass: {profile['requests']} requests, "
                f"{profile['app_s']:.1f} s inside the application summed over its threads; wall-clock, so "
                f"waiting for the GIL counts where it happens; rows overlap, e.g. token validation includes "
                f"its SQL):", ""]

@@ -1,7 +1,8 @@
 """Turn a cell's database URL into a Django connection configuration.
 
 SQLite connections get WAL, a busy timeout and immediate transactions so that the web process
-and several workers can write the same file; PostgreSQL connections get a connect timeout and
+and several workers can write the same file (and the writers of one process queue in it:
+``cloudcore.core.sqlite3``); PostgreSQL connections get a connect timeout and
 TCP keepalives. Connections are closed at the end of each request or task unless
 ``CLOUDCORE_DB_CONN_MAX_AGE`` (seconds) says to keep them: ``run_cloud`` sets it for the web
 process, whose gunicorn threads would otherwise open, set up (WAL pragmas) and close a connection
@@ -16,6 +17,9 @@ import dj_database_url
 
 from cloudcore.core.env import env_int
 
+#: Django's SQLite backend, with the write transactions of a process's threads queued in the
+#: process (``cloudcore.core.sqlite3.base``)
+SQLITE_ENGINE = "cloudcore.core.sqlite3"
 SQLITE_OPTIONS: dict[str, Any] = {
     "timeout": 30,
     "transaction_mode": "IMMEDIATE",
@@ -58,6 +62,7 @@ def database_config(url: str) -> dict[str, Any]:
         name = config.get("NAME") or ""
         if name and name != ":memory:" and not name.startswith("file:"):
             Path(name).parent.mkdir(parents=True, exist_ok=True)
+        config["ENGINE"] = SQLITE_ENGINE
         config["OPTIONS"] = dict(SQLITE_OPTIONS)
     elif "postgresql" in engine:
         options = config.setdefault("OPTIONS", {})

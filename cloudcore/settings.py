@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import secrets
 from pathlib import Path
@@ -218,8 +219,15 @@ LONG_RPC_TIMEOUT = env_int("LONG_RPC_TIMEOUT", 1800, minimum=1)
 # a guest's diagnostics, an interface attach.
 RPC_RESPONSE_TIMEOUT = env_int("RPC_RESPONSE_TIMEOUT", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
-# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one.
+# Threads of the conductor worker (run_cloud): each waiting cross-cell move holds one, and a build
+# spends much of its time waiting (SQLite write locks, the broker); see docs/processes.md.
 CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
+# What run_cloud starts (docs/processes.md): gunicorn worker processes (each runs Python on one
+# core at a time: one per core) and threads per worker (requests served at once by one process,
+# mostly waiting on SQLite and the broker), and the task threads of each compute host's worker.
+WEB_WORKERS = env_int("WEB_WORKERS", max(2, os.cpu_count() or 1), minimum=1)
+WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", True)

@@ -13,12 +13,14 @@ from django.conf import settings
 
 from cloudcore.core.context import RequestContext
 from servers.selectors import BlockDeviceMappingNotFound, bdm_get, bdms_of
+from servers.services.build_requests import VOLUME_CREATING_SOURCES
 from servers.services.delete import bdms_mark_deleted
 
 from .clients import volumes as cinder
 from .drivers import driver_for
 from .exceptions import BuildAbortException
 from .registry import host_event, server_action
+from .virt.driver import VirtDriverError
 
 if TYPE_CHECKING:
     from servers.models import BlockDeviceMapping, Instance
@@ -37,13 +39,26 @@ def _device_name(index: int) -> str:
     return "/dev/vd" + "abcdefghijklmnopqrstuvwxyz"[min(index, 25)]
 
 
+class MultiattachNotSupportedByVirtDriver(VirtDriverError):
+    code = 409
+    message = ("Volume %(volume_id)s has 'multiattach' set, which is not supported for this instance "
+               "(its host's virt driver cannot share a volume between guests).")
+
+
 def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping) -> dict[str, Any]:
-    """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view."""
+    """Update ``bdm``'s attachment with this host's connector, complete it; return the driver's view.
+
+    A multiattach volume (Cinder's ``connection_info`` says so) on a host whose driver lacks
+    ``supports_multiattach`` raises MultiattachNotSupportedByVirtDriver before the attachment is
+    completed or the guest touched (the callers release the attachment)."""
 
     if not bdm.attachment_id:
         bdm.attachment_id = cinder.attachment_create(volume_id=str(bdm.volume_id), instance_uuid=instance.uuid).id
     att = cinder.attachment_update(attachment_id=bdm.attachment_id, connector=host_connector(instance),
                                    mountpoint=bdm.device_name)
+    if att.connection_info.get("multiattach") and \
+            not getattr(driver_for(str(instance.host)), "capabilities", {}).get("supports_multiattach"):
+        raise MultiattachNotSupportedByVirtDriver(volume_id=bdm.volume_id)
     cinder.attachment_complete(attachment_id=att.id)
     bdm.connection_info = att.connection_info
     bdm.save(update_fields=["attachment_id", "connection_info", "updated_at"])
@@ -51,10 +66,10 @@ def attach_bdm(ctx: RequestContext, instance: Instance, bdm: BlockDeviceMapping)
 
 
 def _await_volume_created(instance: Instance, bdm: BlockDeviceMapping) -> None:
-    """A volume the cloud created for ``bdm`` (image or blank source, not attached yet) must be
+    """A volume the cloud created for ``bdm`` (image, snapshot or blank source, not attached yet) must be
     ``available`` before it is attached: wait while Cinder still creates it (nova's
     ``block_device_allocate_retries``); BuildAbortException when it is missing or failed."""
-    if bdm.source_type not in ("image", "blank") or bdm.attachment_id:
+    if bdm.source_type not in VOLUME_CREATING_SOURCES or bdm.attachment_id:
         return
     if not bdm.volume_id:
         raise BuildAbortException(instance_uuid=instance.uuid,

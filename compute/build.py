@@ -80,24 +80,25 @@ def deallocate_networks(ctx: RequestContext, instance: Instance) -> None:
     vifs_delete(instance.uuid)
 
 
-def image_meta(image_id: str | None) -> dict[str, Any] | None:
+def image_meta(image_id: str | None, known: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The image (and kernel/ramdisk) files the driver needs, or None for volume-backed: the
-    metadata from Glance's API, the bytes from the image store's files."""
+    metadata from Glance's API, or ``known`` when the conductor passed the image of the server's
+    request (as Nova's conductor does: the API read it a moment before), the bytes from the image
+    store's files."""
     if not image_id:
         return None
-
-    image = glance.image_show(image_id=image_id)
-    meta: dict[str, Any] = {
-        "id": image.id,
-        "name": image.name,
-        "disk_format": image.disk_format,
-        "path": str(glance.data_path(image_id=image.id)),
-        "size": image.size,
-        "properties": dict(image.properties),
-    }
+    if known is not None and known.get("id") == image_id:
+        meta: dict[str, Any] = {key: known.get(key) for key in ("id", "name", "disk_format", "size")}
+        meta["properties"] = dict(known.get("properties") or {})
+    else:
+        image = glance.image_show(image_id=image_id)
+        meta = {"id": image.id, "name": image.name, "disk_format": image.disk_format, "size": image.size,
+                "properties": dict(image.properties)}
+    meta["path"] = str(glance.data_path(image_id=str(meta["id"])))
+    properties = meta["properties"]
     for key in ("kernel_id", "ramdisk_id"):
-        if image.properties.get(key):
-            meta[key.replace("_id", "_path")] = str(glance.data_path(image_id=str(image.properties[key])))
+        if properties.get(key):
+            meta[key.replace("_id", "_path")] = str(glance.data_path(image_id=str(properties[key])))
     return meta
 
 
@@ -105,7 +106,7 @@ def build_and_run_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, admin_pass: str | None,
     alternates: list[dict[str, Any]], attempt: int = 1, requested_networks: Any = "auto",
     security_groups: list[str] | None = None, create_action_id: int | None = None,
-    has_volumes: bool | None = None,
+    has_volumes: bool | None = None, image: dict[str, Any] | None = None,
 ) -> None:
     """Build on this host; ``attempt`` > 1 when this is a reschedule (an alternate host);
     ``security_groups``: the ids of the groups the server asked for (None: the project's default);
@@ -126,7 +127,8 @@ def build_and_run_instance(
             with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
                                     action_name=None, action_id=create_action_id) as event:
                 driver = driver_for(host)
-                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups, has_volumes)
+                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups, has_volumes,
+                              image)
         except Exception as exc:
             log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
             drop_broken_connections()
@@ -150,7 +152,7 @@ def build_and_run_instance(
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,
            requested_networks: Any, security_groups: list[str] | None,
-           has_volumes: bool | None = None) -> list[dict[str, Any]]:
+           has_volumes: bool | None = None, image: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The build's steps; returns the network_info the guest was spawned with."""
     _set_task(ctx, instance, TaskState.NETWORKING)
     allocate_networks(ctx, instance, requested_networks, security_groups)
@@ -165,7 +167,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     vifs = [] if requested_networks == "none" else neutron.network_info(instance_uuid=instance.uuid)
     driver.spawn(
         instance=instance,
-        image_meta=image_meta(instance.image_ref),
+        image_meta=image_meta(instance.image_ref, known=image),
         network_info=vifs,
         block_device_info=block_device_info,
         admin_password=admin_pass,

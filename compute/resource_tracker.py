@@ -48,6 +48,8 @@ def traits_for(service: Service, driver: Any) -> list[str]:
     traits = ["COMPUTE_NODE"]
     if getattr(driver, "capabilities", {}).get("supports_rebuild_bfv"):
         traits.append("COMPUTE_REBUILD_BFV")
+    if getattr(driver, "capabilities", {}).get("supports_multiattach"):
+        traits.append("COMPUTE_VOLUME_MULTI_ATTACH")
     if service.disabled:
         traits.append("COMPUTE_STATUS_DISABLED")
     return traits

@@ -104,16 +104,19 @@ def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid:
 def build_and_run_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
                            admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
                            requested_networks: Any = "auto", security_groups: list[str] | None = None,
-                           create_action_id: int | None = None, has_volumes: bool | None = None) -> None:
+                           create_action_id: int | None = None, has_volumes: bool | None = None,
+                           image: dict[str, Any] | None = None) -> None:
     """From the conductor: ``requested_networks`` comes from the server's request spec and
     ``security_groups`` (ids; None: the project's default) from what the server asked for (the host
     does not read the API database); ``alternates`` go back to the conductor if the build fails;
     ``create_action_id``: the ``create`` action the conductor recorded for this build, if it did;
     ``has_volumes``: whether the server has volume block devices, when the conductor knows (False:
-    the host does not look for them; None: it looks)."""
+    the host does not look for them; None: it looks); ``image``: the image of the server's request
+    (the host does not read it again)."""
     _send(BUILD_AND_RUN_INSTANCE, host, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           admin_pass=admin_pass, alternates=alternates, attempt=attempt, requested_networks=requested_networks,
-          security_groups=security_groups, create_action_id=create_action_id, has_volumes=has_volumes)
+          security_groups=security_groups, create_action_id=create_action_id, has_volumes=has_volumes,
+          image=image)
 
 
 def terminate_instance(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,

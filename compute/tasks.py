@@ -41,12 +41,13 @@ def _as_agent(cell_uuid: str) -> Iterator[None]:
 def build_and_run_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str,
                                 admin_pass: str | None, alternates: list[dict[str, Any]], attempt: int = 1,
                                 requested_networks: Any = "auto", security_groups: list[str] | None = None,
-                                create_action_id: int | None = None, has_volumes: bool | None = None) -> None:
+                                create_action_id: int | None = None, has_volumes: bool | None = None,
+                                image: dict[str, Any] | None = None) -> None:
     with _as_agent(cell_uuid):
         build_and_run_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                                admin_pass=admin_pass, alternates=alternates, attempt=attempt,
                                requested_networks=requested_networks, security_groups=security_groups,
-                               create_action_id=create_action_id, has_volumes=has_volumes)
+                               create_action_id=create_action_id, has_volumes=has_volumes, image=image)
 
 
 @shared_task(name=rpc.TERMINATE_INSTANCE, acks_late=True, time_limit=1800)

@@ -203,7 +203,7 @@ def _place_instance(
                                        requested_networks=spec.get("requested_networks", "auto"),
                                        security_groups=requested_groups_for_instance(instance_uuid),
                                        create_action_id=create_action.id if create_action is not None else None,
-                                       has_volumes=build_request_has_volumes(br))
+                                       has_volumes=build_request_has_volumes(br), image=spec.get("image") or None)
 
 
 def reschedule_build(

@@ -381,6 +381,21 @@ def image_snapshot_create(ctx: RequestContext, *, name: str, instance_uuid: str,
     )
 
 
+def image_properties_only_create(ctx: RequestContext, *, name: str, properties: dict[str, Any], min_disk: int = 0,
+                                 min_ram: int = 0) -> Image:
+    """An ``active`` image with no data (size 0, ``raw``/``bare``, the hashes of nothing) owned by
+    ``ctx``'s project, private: a volume-backed server's snapshot, whose ``block_device_mapping``
+    property names the volume snapshots that hold its disks (Nova activates such an image by
+    uploading zero bytes, which forces those formats)."""
+    return Image.objects.create(
+        name=name, owner=ctx.project_id, visibility="private", status=ImageStatus.ACTIVE,
+        disk_format="raw", container_format="bare", size=0, virtual_size=0, min_disk=min_disk, min_ram=min_ram,
+        checksum=hashlib.md5(b"", usedforsecurity=False).hexdigest(), os_hash_algo="sha512",
+        os_hash_value=hashlib.sha512(b"").hexdigest(),
+        properties={k: str(v) for k, v in properties.items()},
+    )
+
+
 def image_tag(ctx: RequestContext, image: Image, tag: str, *, add: bool) -> None:
     _check_owner(ctx, image)
     tags = list(image.tags or [])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cloudcore.core.demo import DemoProcess
+from cloudcore.core.demo import QUIET_WORKER, DemoProcess
 
 from .models import Flavor
 
@@ -29,7 +29,12 @@ def processes(env: dict[str, str]) -> list:
     """The conductor worker (build orchestration, DESIGN.md section 1). A thread pool: a
     cross-cell move holds its thread while it waits for a compute host's answer (up to
     ``LONG_RPC_TIMEOUT``), and the other threads go on with builds, moves and beat's work.
-    Beat, and the two console proxies (``manage.py console_proxy``: VNC and serial)."""
+    Beat, and the two console proxies (``manage.py console_proxy``: VNC and serial).
+
+    The workers run without gossip, mingle and worker heartbeats (nothing here reads them; they
+    are broker round trips every few seconds), and the conductor's threads keep their database
+    connections between tasks (``CLOUDCORE_DB_CONN_MAX_AGE``, as the web process's do): see
+    docs/processes.md."""
     import sys
 
     from django.conf import settings
@@ -39,7 +44,9 @@ def processes(env: dict[str, str]) -> list:
     return [
         DemoProcess("conductor", [sys.executable, "-m", "celery", "-A", "cloudcore", "worker", "-Q", "conductor",
                                   "-n", "conductor@%h", "--pool", "threads",
-                                  "--concurrency", str(settings.CONDUCTOR_CONCURRENCY), "--loglevel", "WARNING"],
+                                  "--concurrency", str(settings.CONDUCTOR_CONCURRENCY), "--loglevel", "WARNING",
+                                  *QUIET_WORKER],
+                    env={"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")},
                     queues=["conductor"]),
         DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
                              "--schedule", beat_schedule]),

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
-from cloudcore.core.api.versioned import ByVersion, present, timestamp
+from cloudcore.core.api.versioned import ByVersion, present, seconds_z, timestamp
 from cloudcore.core.api.versioned import Field as VField
 from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import can
@@ -45,15 +45,17 @@ def _ts(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     assert isinstance(value, datetime)
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return seconds_z(value)
 
 
 def base_url() -> str:
     return settings.PUBLIC_URL.rstrip("/") + "/compute"
 
 
-def links(kind: str, ident: str, project_scoped: bool = False) -> list[dict[str, str]]:
-    base = base_url()
+def links(kind: str, ident: str, project_scoped: bool = False, *, base: str | None = None) -> list[dict[str, str]]:
+    """The self and bookmark links of ``kind``/``ident`` (``base``: ``base_url()``, when the caller
+    already has it)."""
+    base = base or base_url()
     return [
         {"rel": "self", "href": f"{base}/v2.1/{kind}/{ident}"},
         {"rel": "bookmark", "href": f"{base}/{kind}/{ident}"},
@@ -94,9 +96,13 @@ class View:
     spec: dict[str, Any] | None = None
     #: Names of the server's security groups (those of its ports; the requested ones before it has any).
     security_groups: tuple[str, ...] = ()
-    #: Policy answers already known for this actor, by (rule, project): shared by the rows of one page,
-    #: whose checks only differ by the server's project.
-    checks: dict[tuple[str, str], bool] | None = None
+    #: What the rows of one page share (policy answers by (rule, project), the fields a project's
+    #: rows show, the base URL): their checks only differ by the server's project.
+    checks: dict[Any, Any] | None = None
+    #: ``status`` (worked out once: the progress field's condition asks it too).
+    status: str = ""
+    #: ``base_url()``.
+    base: str = ""
 
     def can(self, rule: str) -> bool:
         """``policy.can(actor, rule, {"project_id": <the server's project>})``, asked once per page."""
@@ -141,14 +147,14 @@ def instance_data(record: ServerRecord) -> dict[str, Any]:
 
 
 def _status(v: View) -> str:
-    return status_from_state(v.data["vm_state"], v.data.get("task_state"), v.version)
+    return v.status
 
 
 def _image(v: View) -> Any:
     ref = v.data.get("image_ref")
     if not ref:
         return ""
-    body: dict[str, Any] = {"id": ref, "links": [links("images", ref)[1]]}
+    body: dict[str, Any] = {"id": ref, "links": [{"rel": "bookmark", "href": f"{v.base}/images/{ref}"}]}
     if v.version >= (2, 98):
         sysmeta = v.data.get("system_metadata") or {}
         body["properties"] = {k[6:]: val for k, val in sysmeta.items() if k.startswith("image_")
@@ -161,7 +167,7 @@ def _flavor(v: View) -> dict[str, Any]:
     flavor = v.data.get("flavor") or {}
     if v.version < (2, 47):
         fid = str(flavor.get("flavorid", ""))
-        return {"id": fid, "links": [links("flavors", fid)[1]]}
+        return {"id": fid, "links": [{"rel": "bookmark", "href": f"{v.base}/flavors/{fid}"}]}
     body = {
         "vcpus": flavor.get("vcpus"),
         "ram": flavor.get("memory_mb"),
@@ -199,6 +205,9 @@ class Field:
     max_version: Version = MAX
     #: Field shown only when this predicate holds (Nova's policy-guarded attributes).
     when: Callable[[View], bool] | None = None
+    #: ``when`` asks only the version and the policy, so it holds for every server of a project
+    #: alike: a page asks it once per project.
+    policy_only: bool = False
 
 
 def _d(key: str) -> Getter:
@@ -220,7 +229,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("addresses", lambda v: v.addresses),
     Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
     Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
-    Field("links", lambda v: links("servers", v.record.uuid)),
+    Field("links", lambda v: links("servers", v.record.uuid, base=v.base)),
     Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
     Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
     Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or ""),
@@ -228,17 +237,17 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("key_name", _d("key_name")),
     Field("OS-SRV-USG:launched_at", lambda v: timestamp(v.data.get("launched_at"))),
     Field("OS-SRV-USG:terminated_at", lambda v: timestamp(v.data.get("terminated_at"))),
-    Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin),
-    Field("OS-EXT-SRV-ATTR:instance_name", lambda v: f"instance-{v.record.uuid}", when=_admin),
-    Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin),
-    Field("OS-EXT-SRV-ATTR:reservation_id", _d("reservation_id"), (2, 3), when=_admin),
-    Field("OS-EXT-SRV-ATTR:launch_index", _d("launch_index"), (2, 3), when=_admin),
+    Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:instance_name", lambda v: f"instance-{v.record.uuid}", when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:reservation_id", _d("reservation_id"), (2, 3), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:launch_index", _d("launch_index"), (2, 3), when=_admin, policy_only=True),
     Field("OS-EXT-SRV-ATTR:hostname", _d("hostname"), (2, 3),
-          when=lambda v: v.version >= (2, 90) or _admin(v)),
-    Field("OS-EXT-SRV-ATTR:kernel_id", _d("kernel_id"), (2, 3), when=_admin),
-    Field("OS-EXT-SRV-ATTR:ramdisk_id", _d("ramdisk_id"), (2, 3), when=_admin),
-    Field("OS-EXT-SRV-ATTR:root_device_name", _d("root_device_name"), (2, 3), when=_admin),
-    Field("OS-EXT-SRV-ATTR:user_data", _d("user_data"), (2, 3), when=_admin),
+          when=lambda v: v.version >= (2, 90) or _admin(v), policy_only=True),
+    Field("OS-EXT-SRV-ATTR:kernel_id", _d("kernel_id"), (2, 3), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:ramdisk_id", _d("ramdisk_id"), (2, 3), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:root_device_name", _d("root_device_name"), (2, 3), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:user_data", _d("user_data"), (2, 3), when=_admin, policy_only=True),
     Field("OS-EXT-STS:task_state", _d("task_state")),
     Field("OS-EXT-STS:vm_state", lambda v: shown_vm_state(v.data["vm_state"], v.version)),
     Field("OS-EXT-STS:power_state", lambda v: v.data.get("power_state") or 0),
@@ -250,7 +259,8 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("security_groups", lambda v: [{"name": name} for name in v.security_groups],
           when=lambda v: bool(v.security_groups)),
     Field("locked", lambda v: bool(v.data.get("locked")), (2, 9)),
-    Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v)),
+    Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v),
+          policy_only=True),
     Field("description", _d("display_description"), (2, 19)),
     Field("tags", lambda v: v.tags, (2, 26)),
     Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63)),
@@ -278,20 +288,50 @@ def present_server(
     host_status: str = "",
     spec: dict[str, Any] | None = None,
     security_groups: list[str] | None = None,
-    checks: dict[tuple[str, str], bool] | None = None,
+    checks: dict[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``server`` body (detail shape) of ``record`` for ``version``. A page passes one
-    ``checks`` dict for all its rows, so each policy rule is asked once per project, not per row."""
+    ``checks`` dict for all its rows, so each policy rule (and which fields a project's rows show)
+    is worked out once per project, not per row."""
     if record.down_cell:
         return present_down_cell(record, version=version)
-    view = View(record, instance_data(record), version, actor, addresses or {}, volumes or [], tags or [],
-                fault, host_status, spec, tuple(security_groups or ()), checks)
-    body: dict[str, Any] = {}
-    for field in _fields_at(version):
-        if field.when is not None and not field.when(view):
-            continue
-        body[field.name] = field.getter(view)
-    return body
+    memo = {} if checks is None else checks
+    base = memo.get("base_url")
+    if base is None:
+        base = memo["base_url"] = base_url()
+    data = _row_data(record)
+    view = View(record, data, version, actor, addresses or {}, volumes or [], tags or [],
+                fault, host_status, spec, tuple(security_groups or ()), memo,
+                status_from_state(data["vm_state"], data.get("task_state"), version), base)
+    key = ("fields", version, record.project_id)
+    shown = memo.get(key)
+    if shown is None:
+        shown = memo[key] = _shown_fields(view)
+    return {name: getter(view) for name, getter, when in shown if when is None or when(view)}
+
+
+def _row_data(record: ServerRecord) -> dict[str, Any]:
+    """The instance's fields as getters read them: an Instance row's own ``__dict__`` when every
+    field is loaded (no copy), else ``instance_data``."""
+    global _INSTANCE_ATTNAME_SET
+    inst = record.instance
+    if inst is not None:
+        if not _INSTANCE_ATTNAME_SET:
+            _INSTANCE_ATTNAME_SET = frozenset(f.attname for f in Instance._meta.concrete_fields)
+        values = inst.__dict__
+        if values.keys() >= _INSTANCE_ATTNAME_SET:
+            return values
+    return instance_data(record)
+
+
+_INSTANCE_ATTNAME_SET: frozenset[str] = frozenset()
+
+
+def _shown_fields(view: View) -> tuple[tuple[str, Getter, Callable[[View], bool] | None], ...]:
+    """The fields of ``view``'s version and project, with the policy-only conditions already asked:
+    (name, getter, the condition left to ask per row)."""
+    return tuple((f.name, f.getter, None if f.policy_only else f.when) for f in _fields_at(view.version)
+                 if not (f.policy_only and f.when is not None and not f.when(view)))
 
 
 _FIELDS_AT: dict[Version, tuple[Field, ...]] = {}

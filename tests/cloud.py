@@ -97,6 +97,8 @@ class TestVirtDriver:
         self.fail_pauses = 0
         self.fail_rescues = 0
         self.fail_interface_attaches = 0
+        #: what the host's libvirt can do (the real driver's flags); a test may take one away
+        self.capabilities: dict[str, bool] = {"supports_multiattach": True}
         #: the ports plugged by attach_interface, per server (detach_interface unplugs them)
         self.plugged: dict[str, list[str]] = {}
         #: the security group refreshes cast to this host, per server (``refresh_port_filters``)

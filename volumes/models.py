@@ -31,6 +31,13 @@ class VolumeType(ApiModel, TimestampedModel):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_multiattach(self) -> bool:
+        """Cinder's capability extra spec ``multiattach="<is> True"``: every volume of the type
+        may be attached to several servers at once."""
+        spec = str((self.extra_specs or {}).get("multiattach") or "")
+        return " ".join(spec.split()).lower() == "<is> true"
+
 
 class VolumeTypeProject(ApiModel, TimestampedModel):
     """A project's access to a private volume type (Cinder's ``volume_type_projects``)."""

@@ -237,6 +237,9 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
     backend work in this process (the compute's boot-from-volume path).
 
+    The volume is ``multiattach`` when its type says so (extra spec ``multiattach="<is> True"``,
+    Cinder's way since Queens) or, as older Cinder accepted, when ``multiattach`` is asked for.
+
     At most one source: an image (``image_id``), an ``available`` snapshot (``snapshot_id``) or
     another ``available``/``in-use`` volume (``source_volid``); the size defaults to the source's
     and may not be smaller (Invalid). A snapshot or volume the actor cannot see is NotFound. Without
@@ -265,7 +268,8 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         vt = default_volume_type()
     vol = Volume.objects.create(
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
-        availability_zone=availability_zone or "nova", multiattach=bool(multiattach), project_id=ctx.project_id or "",
+        availability_zone=availability_zone or "nova",
+        multiattach=bool(multiattach) or vt.is_multiattach, project_id=ctx.project_id or "",
         user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, snapshot_id=snapshot_id,
         source_volid=source_volid, bootable=bool(origin and origin.bootable),
         volume_image_metadata=image_meta or (dict(origin.volume_image_metadata or {}) if origin else {}),
@@ -423,6 +427,11 @@ def _live_attachments(vol: Volume) -> list[VolumeAttachment]:
     return list(vol.attachments.filter(deleted=False))
 
 
+def attachment_count(vol: Volume) -> int:
+    """How many attachments (reserved or attached, any server) the volume has."""
+    return len(_live_attachments(vol))
+
+
 def _refresh_volume_status(vol: Volume) -> None:
     """Derive the volume status from its attachments (Cinder's rules)."""
     atts = _live_attachments(vol)
@@ -480,6 +489,7 @@ def attachment_create(ctx: RequestContext | None, *, volume_id: str, instance_uu
 def _connection_info(vol: Volume, att: VolumeAttachment) -> dict[str, Any]:
     path = get_backend().path(vol.id)
     return {"driver_volume_type": "file", "attachment_id": att.id, "serial": vol.id,
+            "multiattach": vol.multiattach,
             "data": {"device_path": str(path), "name": f"volume-{vol.id}", "volume_id": vol.id,
                      "access_mode": att.attach_mode, "encrypted": vol.encrypted}}
 

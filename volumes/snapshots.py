@@ -8,6 +8,7 @@ new volume can start from an ``available`` snapshot (``snapshot_id`` on volume c
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from django.utils import timezone
@@ -90,6 +91,20 @@ def snapshot_create_backend(snapshot_id: str) -> None:
         log.warning("snapshot %s of volume %s failed: %s", snap.id, snap.volume_id, exc)
         snap.status = SnapshotStatus.ERROR
     snap.save(update_fields=["status", "progress", "updated_at"])
+
+
+def snapshot_await(snapshot_id: str, *, timeout: float, interval: float = 0.5) -> str:
+    """Wait (at most ``timeout`` seconds) while the snapshot is ``creating``; its status then.
+
+    A volume-backed server's image names snapshots the volume worker may still be copying when a
+    server boots from it; the conductor waits for them before it creates the volumes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = Snapshot.objects.filter(pk=snapshot_id).first()
+        status = snap.status if snap is not None else "deleted"
+        if status != SnapshotStatus.CREATING or time.monotonic() >= deadline:
+            return str(status)
+        time.sleep(interval)
 
 
 def snapshot_update(ctx: RequestContext, snapshot_id: str, *, changes: dict[str, Any]) -> Snapshot:

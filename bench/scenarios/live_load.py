@@ -18,6 +18,7 @@ rendering, ...
 """
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
 import os
@@ -42,26 +43,32 @@ ACTIVE_TIMEOUT_S = 300.0
 CLOUD_ENV = {"CLOUDCORE_CPU_ALLOCATION_RATIO": "16", "CLOUDCORE_RAM_ALLOCATION_RATIO": "4",
              "CLOUDCORE_QUOTA_INSTANCES": "-1", "CLOUDCORE_QUOTA_CORES": "-1", "CLOUDCORE_QUOTA_RAM": "-1",
              "CLOUDCORE_LOG_LEVEL": "WARNING"}
+#: the issue's targets (issue 23, item 2): figure -> (bound, "min" or "max")
+TARGETS = {"servers_per_s": (20.0, "min"), "post_p50_ms": (100.0, "max"), "post_p95_ms": (300.0, "max"),
+           "detail_p50_ms": (60.0, "max")}
 #: what the profiles of this scenario showed, what was fixed, what is left (the table gives the numbers)
 FINDINGS = (
-    "Fixed: a fresh gunicorn thread could check a policy rule while another thread of its worker was still "
-    "importing the policies modules and got a 500 'unknown rule' (`cloudcore.core.policy.autodiscover` is now "
-    "locked and marks discovery done only at its end).",
-    "Fixed: the first request of every gunicorn thread imported the URLconf, the policies and Celery's result "
-    "backend while the worker's other threads waited on the import lock (the 'waiting on a lock' row was "
-    "about 15 s of 98 s in a quick run before): `cloudcore.wsgi` now imports them when the worker loads the app.",
-    "Fixed: the web process opened, set up (WAL pragmas) and closed a SQLite connection per database per "
-    "request (about 12 s of 98 s in a quick run before, the 'opening SQLite connections' row now): run_cloud "
-    "sets `CLOUDCORE_DB_CONN_MAX_AGE=300` for gunicorn, whose threads keep their connections.",
-    "Left: the machine is CPU-bound (2 cores, load average in the header). Time inside the application is "
-    "mostly Python and SQLite statements under GIL contention; client latency of `POST /servers` is several "
-    "times its time in the application: the requests wait for one of the 2x4 gunicorn threads and for the CPU "
-    "(more threads would not add CPU).",
-    "Left: status polling (`GET /servers/{id}`, as the SDK's wait_for_server does) is most of the web "
-    "process's time; each renders the guardian grants of the user (`policy._load_grants`, 5 statements) to "
-    "decide the extended attributes. Caching grants across requests needs `User.user_permissions` and "
-    "`Group.permissions` changes to bump the identity change stamps first (they do not today), so it was "
-    "not done here.",
+    "Measured: the figures come from a pass without the profiler; cProfile had slowed the web process about "
+    "twofold (same code, load average under 3: `POST /servers` p50 726 ms profiled, 293 ms not).",
+    "Fixed: builds queued at the compute hosts (the scheduler put all 100 boots on the two bigger hosts, 4 threads "
+    "each: 'placed -> build starts' p50 0.6 s); `CLOUDCORE_COMPUTE_CONCURRENCY` now 8 (p50 60-80 ms).",
+    "Found: the conductor is the pipeline's bottleneck: every `POST` is answered about 4 s in, the last boot is "
+    "placed in its cell seconds later, while the conductor uses a third of a core. Its threads, sampled: about 4 "
+    "in 10 wait in SQLite's `BEGIN IMMEDIATE` (mostly recording the compute hosts' notifications, one API-database "
+    "write transaction each, and placement claims), about 1 in 6 in broker round trips (kombu looks up the "
+    "exchange's bindings with SMEMBERS on each publish), 1 in 15 opening connections.",
+    "Fixed: the conductor's connections kept between tasks "
+    "(`CLOUDCORE_DB_CONN_MAX_AGE`), Celery workers without gossip/mingle/heartbeat, and the write transactions of "
+    "a process's threads queue on a lock of the process (`cloudcore.core.sqlite3`) instead of polling SQLite's "
+    "busy handler (up to 100 ms sleeps) against each other. 8 conductor threads instead of 4 placed the boots "
+    "about twice as fast under load 15 (`CLOUDCORE_CONDUCTOR_CONCURRENCY=8`); the default stays 4 (see "
+    "docs/processes.md).",
+    "Left: one API-database write per notification a compute host hands to the conductor (instance.create.start/"
+    "end, ...): batching them would take most of the conductor's lock waits away. On this 2-core machine the "
+    "web, conductor and compute processes together use 7-9 CPU seconds per 100 boots, so 20 servers/s needs "
+    "both cores nearly idle otherwise (see the load average of each pass).",
+    "Fixed earlier: policy discovery locked, URLconf/policies/result backend imported when a gunicorn worker "
+    "loads the app, and the web process's threads keep their database connections (`CLOUDCORE_DB_CONN_MAX_AGE`).",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
 )
@@ -96,25 +103,31 @@ class Client:
         self.token = headers["X-Subject-Token"]
 
 
-def _boot_share(client: Client, count: int, prefix: str, flavor: str, image: str, errors: list[str]) -> None:
+def _boot_share(client: Client, count: int, prefix: str, flavor: str, image: str, errors: list[str],
+                records: list[dict[str, Any]]) -> None:
+    """``count`` boots one after another, then status polls until each is ACTIVE; one record per
+    boot in ``records`` (id, request id, when the POST went out / was answered / ACTIVE was seen)."""
     try:
-        ids = []
+        mine = []
         for i in range(count):
-            _, body = client.call("POST", "/compute/v2.1/servers", {"server": {
+            sent = time.time()
+            headers, body = client.call("POST", "/compute/v2.1/servers", {"server": {
                 "name": f"{prefix}-{i}", "flavorRef": flavor, "imageRef": image, "networks": "none"}})
-            ids.append(body["server"]["id"])
-        pending, deadline = set(ids), time.monotonic() + ACTIVE_TIMEOUT_S
+            mine.append({"id": body["server"]["id"], "request_id": headers["X-OpenStack-Request-ID"],
+                         "post_sent": sent, "post_done": time.time()})
+        pending, deadline = {b["id"]: b for b in mine}, time.monotonic() + ACTIVE_TIMEOUT_S
         while pending and time.monotonic() < deadline:
             for server_id in sorted(pending):
                 _, body = client.call("GET", f"/compute/v2.1/servers/{server_id}")
                 if body["server"]["status"] == "ACTIVE":
-                    pending.discard(server_id)
+                    pending.pop(server_id).update(seen_active=time.time(), host_id=body["server"]["hostId"])
                 elif body["server"]["status"] == "ERROR":
                     raise RuntimeError(f"server {server_id} went to ERROR: {body['server'].get('fault')}")
             if pending:
                 time.sleep(POLL_S)
         if pending:
             raise RuntimeError(f"{len(pending)} server(s) of {prefix} not ACTIVE after {ACTIVE_TIMEOUT_S:.0f} s")
+        records.extend(mine)
     except Exception as exc:  # reported by the caller after every client is done
         errors.append(f"{prefix}: {exc!r}")
 
@@ -189,16 +202,102 @@ def profile_summary(profile_dir: Path) -> dict[str, Any]:
     }
 
 
-def run(env: Any) -> dict[str, Any]:
+#: the processes of run_cloud, named from their command lines (``_process_name``)
+_PROCESS_NAMES = (("gunicorn", "web (gunicorn)"), ("-n conductor@", "conductor (Celery)"),
+                  ("-n volume@", "volume (Celery)"), (" beat", "beat (Celery)"), ("redis-server", "redis"),
+                  ("console_proxy", "console proxies"), ("run_cloud", "run_cloud (supervisor)"))
+
+
+def _process_name(cmdline: str) -> str:
+    if match := re.search(r"manage\.py compute --host (\S+)", cmdline):
+        return f"compute ({match.group(1)})"
+    return next((name for marker, name in _PROCESS_NAMES if marker in cmdline), "other")
+
+
+def process_cpu(root: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by ``root`` (run_cloud) and every process under it
+    (the supervisor starts each child in a session of its own, so the tree is followed by parent
+    id), summed per ``_process_name``; Linux ``/proc`` only."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, str, float]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        procs[int(stat.parent.name)] = (int(fields[1]), cmdline, (int(fields[11]) + int(fields[12])) / ticks)
+    tree, grown = {root}, True
+    while grown:
+        children = {pid for pid, (ppid, _cmd, _cpu) in procs.items() if ppid in tree} - tree
+        tree |= children
+        grown = bool(children)
+    cpu: dict[str, float] = {}
+    for pid in tree & procs.keys():
+        _ppid, cmdline, seconds = procs[pid]
+        name = _process_name(cmdline)
+        cpu[name] = cpu.get(name, 0.0) + seconds
+    return cpu
+
+
+def _stamp(value: str | None) -> float | None:
+    """An API timestamp (UTC, ISO 8601, with or without microseconds / zone) as epoch seconds."""
+    if not value:
+        return None
+    parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)).timestamp()
+
+
+#: the steps of a boot, between the timestamps ``_timeline`` reads (client clock and server clock
+#: are the one clock of this machine)
+_STEPS = (
+    ("POST /servers (client: sent to answered)", "post_sent", "post_done"),
+    ("API answered -> conductor placed it in its cell (broker, conductor queue, scheduling)",
+     "post_done", "action_start"),
+    ("placed -> compute host starts the build (broker, compute queue)", "action_start", "build_start"),
+    ("build on the compute host (image, ports, libvirt, database)", "build_start", "build_finish"),
+    ("build done -> client sees ACTIVE (its next status poll)", "build_finish", "seen_active"),
+)
+
+
+def _timeline(client: Client, boots: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where each boot's wall time went, from the instance action of its ``POST`` (the conductor
+    starts it when it places the instance, the compute host's build event has start and finish
+    times) and the client's own clock: p50/p95 per step, and which hosts built how many."""
+    for boot in boots:
+        _, body = client.call("GET", f"/compute/v2.1/servers/{boot['id']}/os-instance-actions/{boot['request_id']}")
+        action = body["instanceAction"]
+        build = next((e for e in action.get("events", []) if e["event"] == "compute_build_and_run_instance"), {})
+        boot.update(action_start=_stamp(action.get("start_time")), build_start=_stamp(build.get("start_time")),
+                    build_finish=_stamp(build.get("finish_time")))
+    steps = {}
+    for label, start, end in _STEPS:
+        spans = [b[end] - b[start] for b in boots if b.get(start) is not None and b.get(end) is not None]
+        steps[label] = {"p50_ms": _ms(spans, 0.5), "p95_ms": _ms(spans, 0.95), "n": len(spans)}
+    # when each step's first and last boot got there, from the first POST: the step whose last
+    # boot lags most behind the previous step's last one is the pipeline's bottleneck
+    origin = min((b["post_sent"] for b in boots), default=0.0)
+    reached = {key: {"first_s": min(stamps) - origin, "last_s": max(stamps) - origin}
+               for key in ("post_sent", "post_done", "action_start", "build_start", "build_finish", "seen_active")
+               if (stamps := [b[key] for b in boots if b.get(key) is not None])}
+    hosts: dict[str, int] = {}
+    for boot in boots:
+        hosts[boot["host_id"][:8]] = hosts.get(boot["host_id"][:8], 0) + 1
+    return {"steps": steps, "reached": reached, "boots_per_host": dict(sorted(hosts.items(), key=lambda kv: -kv[1]))}
+
+
+def _one_pass(*, boots: int, rounds: int, profile: bool, external: bool) -> dict[str, Any]:
+    """Start a cloud, boot ``boots`` servers with the clients, read the detail list ``rounds``
+    times. ``profile``: the web process under cProfile (its summary in ``profile``); ``external``:
+    PostgreSQL / Redis of ``CLOUDCORE_E2E_*`` if set (else SQLite and the embedded broker)."""
     from tests.e2e.livecloud import cloud_in
 
-    boots = QUICK_BOOTS if env.quick else BOOTS
-    rounds = QUICK_DETAIL_ROUNDS if env.quick else DETAIL_ROUNDS
     var_dir = Path(tempfile.mkdtemp(prefix="cloudcore-bench-load-"))
     profile_dir = var_dir / "profile"
+    extra = {**CLOUD_ENV, **({"CLOUDCORE_PROFILE_DIR": str(profile_dir)} if profile else {})}
     load_before = os.getloadavg()
     try:
-        with cloud_in(var_dir, CLOUDCORE_PROFILE_DIR=str(profile_dir), **CLOUD_ENV) as cloud:
+        with cloud_in(var_dir, external=external, **extra) as cloud:
             try:
                 clients = [Client(cloud.port) for _ in range(CLIENTS)]
                 for client in clients:
@@ -209,14 +308,18 @@ def run(env: Any) -> dict[str, Any]:
                 image = next(i["id"] for i in images["images"] if i.get("status") == "active")
                 shares = [boots // CLIENTS + (i < boots % CLIENTS) for i in range(CLIENTS)]
                 errors: list[str] = []
-                threads = [threading.Thread(target=_boot_share, args=(c, n, f"load-{i}", flavor, image, errors))
+                records: list[dict[str, Any]] = []
+                threads = [threading.Thread(target=_boot_share,
+                                            args=(c, n, f"load-{i}", flavor, image, errors, records))
                            for i, (c, n) in enumerate(zip(clients, shares, strict=True)) if n]
-                started = time.perf_counter()
+                root = cloud.process.pid if cloud.process else 0
+                cpu_before, started = process_cpu(root), time.perf_counter()
                 for thread in threads:
                     thread.start()
                 for thread in threads:
                     thread.join()
                 boot_s = time.perf_counter() - started
+                cpu_after = process_cpu(root)
                 if errors:
                     raise RuntimeError("; ".join(errors[:5]))
                 detail = []
@@ -225,14 +328,18 @@ def run(env: Any) -> dict[str, Any]:
                     _, body = clients[0].call("GET", "/compute/v2.1/servers/detail")
                     detail.append(time.perf_counter() - t0)
                 listed = len(body["servers"])
-                time.sleep(1.2)  # past the profiler's dump interval: the next request of each thread dumps
-                for client in clients[:8]:
-                    client.call("GET", "/compute/v2.1/flavors")
+                timeline = _timeline(clients[0], records)
+                if profile:
+                    time.sleep(1.2)  # past the profiler's dump interval: the next request of each thread dumps
+                    for client in clients[:8]:
+                        client.call("GET", "/compute/v2.1/flavors")
             except Exception:
                 print(cloud.tail(40))
                 raise
+            database = "PostgreSQL" if cloud.env.get("CLOUDCORE_DATABASE_URL") else "SQLite"
+            broker = "external Redis" if cloud.env.get("CLOUDCORE_BROKER_URL") else "embedded Redis"
         load_after = os.getloadavg()
-        profile = profile_summary(profile_dir)
+        summary = profile_summary(profile_dir) if profile else None
     finally:
         if not os.environ.get("BENCH_KEEP"):
             shutil.rmtree(var_dir, ignore_errors=True)
@@ -242,23 +349,47 @@ def run(env: Any) -> dict[str, Any]:
         for k, s in c.timings:
             client_by_endpoint.setdefault(k, []).append(s)
     result = {
+        "database": database, "broker": broker, "profiled": profile,
         "clients": CLIENTS, "boots": boots, "boot_s": boot_s, "servers_per_s": boots / boot_s,
         "post_p50_ms": _ms(posts, 0.5), "post_p95_ms": _ms(posts, 0.95),
         "detail_servers": listed, "detail_rounds": rounds, "detail_p50_ms": _ms(detail, 0.5),
         "detail_p95_ms": _ms(detail, 0.95),
         "client_by_endpoint": {k: {"n": len(v), "p50_ms": _ms(v, 0.5), "p95_ms": _ms(v, 0.95)}
                                for k, v in sorted(client_by_endpoint.items())},
-        "profile": profile, "load_before": load_before, "load_after": load_after, "findings": list(FINDINGS),
-        "method": f"`manage.py run_cloud` (tests/e2e/livecloud.py `cloud_in`: private var dir, free port, "
-                  f"{'PostgreSQL' if cloud.env.get('CLOUDCORE_DATABASE_URL') else 'SQLite'}, "
-                  f"{'external' if cloud.env.get('CLOUDCORE_BROKER_URL') else 'embedded'} Redis broker, "
-                  f"libvirt test driver); {CLIENTS} client threads, one token and one keep-alive connection "
-                  f"each; web process under cProfile (CLOUDCORE_PROFILE_DIR)",
+        "timeline": timeline,
+        "process_cpu_s": {name: cpu_after[name] - cpu_before.get(name, 0.0)
+                          for name in sorted(cpu_after, key=lambda n: cpu_before.get(n, 0.0) - cpu_after[n])},
+        "load_before": load_before, "load_after": load_after,
     }
-    print(f"   {boots} servers ACTIVE in {boot_s:.1f} s = {result['servers_per_s']:.1f} servers/s; "
-          f"POST /servers p50 {result['post_p50_ms']:.0f} ms p95 {result['post_p95_ms']:.0f} ms; "
-          f"GET /servers/detail ({listed} servers) p50 {result['detail_p50_ms']:.0f} ms; "
-          f"load {load_before[0]:.2f} -> {load_after[0]:.2f}", flush=True)
-    for row in profile["rows"]:
+    if summary is not None:
+        result["profile"] = summary
+    print(f"   {database}, {broker}{', web under cProfile' if profile else ''}: {boots} servers ACTIVE in "
+          f"{boot_s:.1f} s = {result['servers_per_s']:.1f} servers/s; POST /servers p50 {result['post_p50_ms']:.0f} "
+          f"ms p95 {result['post_p95_ms']:.0f} ms; GET /servers/detail ({listed} servers) p50 "
+          f"{result['detail_p50_ms']:.0f} ms; load {load_before[0]:.2f} -> {load_after[0]:.2f}", flush=True)
+    return result
+
+
+def run(env: Any) -> dict[str, Any]:
+    """The figures from a pass without the profiler (SQLite and the embedded broker, as ``make run``
+    on a fresh checkout), the "where the time goes" table from a second, profiled pass of the quick
+    size, and the figures again on PostgreSQL + Redis when ``CLOUDCORE_E2E_DATABASE_URL`` /
+    ``CLOUDCORE_E2E_BROKER_URL`` are set."""
+    boots = QUICK_BOOTS if env.quick else BOOTS
+    rounds = QUICK_DETAIL_ROUNDS if env.quick else DETAIL_ROUNDS
+    result = _one_pass(boots=boots, rounds=rounds, profile=False, external=False)
+    profiled = _one_pass(boots=QUICK_BOOTS, rounds=QUICK_DETAIL_ROUNDS, profile=True, external=False)
+    result["profiled_pass"] = profiled
+    result["profile"] = profiled.pop("profile")
+    for row in result["profile"]["rows"]:
         print(f"   {row['what']:<44} {row['seconds']:8.2f} s  {row['calls']:>7} calls", flush=True)
+    if os.environ.get("CLOUDCORE_E2E_DATABASE_URL") or os.environ.get("CLOUDCORE_E2E_BROKER_URL"):
+        result["external"] = _one_pass(boots=boots, rounds=rounds, profile=False, external=True)
+    else:
+        result["external"] = {"not_run": "CLOUDCORE_E2E_DATABASE_URL / CLOUDCORE_E2E_BROKER_URL not set"}
+    result["findings"] = list(FINDINGS)
+    result["targets"] = dict(TARGETS)
+    result["method"] = (f"`manage.py run_cloud` (tests/e2e/livecloud.py `cloud_in`: private var dir, free port, "
+                        f"libvirt test driver); {CLIENTS} client threads, one token and one keep-alive connection "
+                        f"each, status polls every {POLL_S} s")
     return result

@@ -18,6 +18,10 @@ from types import ModuleType
 
 from django.apps import apps
 
+#: the options of every ``celery worker`` run_cloud starts: no gossip, mingle or worker heartbeats
+#: (the cloud reads none of them; each is broker traffic, the heartbeat every 2 s)
+QUIET_WORKER = ("--without-gossip", "--without-mingle", "--without-heartbeat")
+
 
 @dataclass
 class DemoProcess:

@@ -94,7 +94,9 @@ def write_test_node(state_path: Path, *, hostname: str, vcpus: int, memory_mb: i
 
 
 class LibvirtDriver:
-    capabilities = {"supports_rebuild_bfv": True, "supports_attach_volume": True}
+    #: ``supports_multiattach``: a volume may be shared with other guests (``<shareable/>``, libvirt
+    #: >= 3.10); reported as trait COMPUTE_VOLUME_MULTI_ATTACH.
+    capabilities = {"supports_rebuild_bfv": True, "supports_attach_volume": True, "supports_multiattach": True}
 
     def __init__(self, *, host: str, uri: str, state_path: Path, virt_type: str | None = None) -> None:
         self.host = host
@@ -961,16 +963,19 @@ def next_free_target(wanted: str, taken: set[str]) -> str:
 
 def volume_disk_xml(connection_info: dict[str, Any], dev: str) -> str:
     """A volume as a raw virtio disk: a block device (an LVM or iSCSI volume) or a file (the
-    directory pool), with the volume id as its serial."""
+    directory pool), with the volume id as its serial. A multiattach volume (the attachment's
+    ``connection_info`` says so) is ``<shareable/>``: libvirt then neither locks it for this guest
+    alone nor relabels it away from the other guests that use it."""
     data = connection_info.get("data") or {}
     path = str(data.get("device_path") or "")
     serial = f"<serial>{escape(str(connection_info.get('serial') or data.get('volume_id') or ''))}</serial>"
-    readonly = "<readonly/>" if data.get("access_mode") == "ro" else ""
+    flags = ("<readonly/>" if data.get("access_mode") == "ro" else "") + (
+        "<shareable/>" if connection_info.get("multiattach") else "")
     if Path(path).is_block_device():
         source = f"<disk type='block' device='disk'><driver name='qemu' type='raw'/><source dev='{escape(path)}'/>"
     else:
         source = f"<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{escape(path)}'/>"
-    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{readonly}</disk>"
+    return f"{source}<target dev='{escape(dev)}' bus='virtio'/>{serial}{flags}</disk>"
 
 
 def volumes_xml(block_device_info: dict[str, Any] | None, *, taken: set[str]) -> str:

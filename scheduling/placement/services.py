@@ -678,6 +678,7 @@ def allocations_put(
     with transaction.atomic():
         epoch, seq = _stamp_change()
         created = False
+        consumer: Consumer | None
         if allocations:
             consumer, created = _consumer_for_write(consumer_uuid, project_id, user_id, consumer_type)
         else:
@@ -717,6 +718,7 @@ def allocations_put(
         if created:
             _remember_claim(epoch, seq, wanted)
         else:
+            assert consumer is not None  # allocations to write: _consumer_for_write gave one
             Allocation.objects.filter(consumer=consumer).delete()
             Consumer.objects.filter(id=consumer.id).update(
                 generation=F("generation") + 1, project_id=project_id, user_id=user_id, consumer_type=consumer_type,

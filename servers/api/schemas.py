@@ -181,7 +181,8 @@ VOLUME_ATTACH = VersionedSchema(
     ("2.79", None, _attachment({**_ATTACH_BASE, **_ATTACH_TAG, "delete_on_termination": {"type": "boolean"}})),
 )
 #: 2.101: the attach answers 202 with no body (the host completes it).
-VOLUME_ATTACH_FEATURES = Since({"accepted_no_body": (2, 101)})
+#: 2.60: a multiattach volume may be attached (and booted from; ``SERVER_FEATURES``).
+VOLUME_ATTACH_FEATURES = Since({"multiattach": (2, 60), "accepted_no_body": (2, 101)})
 _SWAP_BASE: dict[str, Any] = {"volumeId": {"type": "string"}, "id": {}, "serverId": {}, "device": {}}
 #: ``PUT`` (swap, and from 2.85 the other attachment fields, of which only delete_on_termination may change).
 VOLUME_ATTACHMENT_UPDATE = VersionedSchema(
@@ -230,7 +231,9 @@ FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75), "name_filte
 # --- /servers list and show -----------------------------------------------------------------------
 #: 2.69 servers of a cell that does not answer are listed (and shown) as stubs instead of left
 #: out (503 on show); 2.75 unknown list query parameters are a 400; 2.83 members may filter
-#: their project's servers by ``user_id`` (admins always could).
-SERVER_FEATURES = Since({"down_cell_stubs": (2, 69), "strict_query": (2, 75), "member_user_id_filter": (2, 83)})
+#: their project's servers by ``user_id`` (admins always could). 2.60 a server may be created
+#: from (or with) a multiattach volume.
+SERVER_FEATURES = Since({"multiattach": (2, 60), "down_cell_stubs": (2, 69), "strict_query": (2, 75),
+                         "member_user_id_filter": (2, 83)})
 #: List filters that appeared after 2.1 (ignored below).
 SERVER_LIST_QUERY = Since({"locked": (2, 73)})

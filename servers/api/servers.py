@@ -362,6 +362,7 @@ def build_create_request(body: dict[str, Any], version: Version
         access_ip_v6=server.get("accessIPv6"),
         return_reservation_id=as_bool(server.get("return_reservation_id", False)),
         security_groups=[str(g["name"]) for g in server.get("security_groups") or [] if g.get("name")],
+        multiattach_supported=schemas.SERVER_FEATURES.has("multiattach", version),
     )
 
 

@@ -41,7 +41,8 @@ class VolumeAttachmentsView(ServerSubresourceView):
         with target_cell(record.cell):
             bdm = service.volume_attach(actor=self.ctx, instance=record.instance, cell=record.cell,
                                         volume_id=body["volumeId"], device=body.get("device"), tag=body.get("tag"),
-                                        delete_on_termination=bool(body.get("delete_on_termination", False)))
+                                        delete_on_termination=bool(body.get("delete_on_termination", False)),
+                                        multiattach_supported=VOLUME_ATTACH_FEATURES.has("multiattach", self.v))
         if VOLUME_ATTACH_FEATURES.has("accepted_no_body", self.v):
             return Response(status=202)
         return Response({"volumeAttachment": render(bdm, self.v)})

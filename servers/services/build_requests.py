@@ -13,6 +13,8 @@ from django.utils.dateparse import parse_datetime
 
 from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
 
+#: Sources of a block device for which the cloud creates the volume.
+VOLUME_CREATING_SOURCES = ("image", "snapshot", "blank")
 _INSTANCE_FIELDS = {f.name for f in Instance._meta.get_fields() if getattr(f, "concrete", False)}
 
 
@@ -26,10 +28,10 @@ def instance_from_build_request(br: BuildRequest, **overrides: Any) -> Instance:
 
 
 def build_request_creates_volumes(br: BuildRequest) -> bool:
-    """Does the server ask the cloud to create a volume (a block device from an image or blank,
-    to a volume: ``volume_attachments.bdm_volumes_create``'s work)?"""
+    """Does the server ask the cloud to create a volume (a block device from an image, a snapshot
+    or blank, to a volume: ``volume_attachments.bdm_volumes_create``'s work)?"""
     return any(bdm.get("destination_type", "local") == "volume"
-               and bdm.get("source_type", "image") in ("image", "blank") for bdm in br.block_device_mappings or [])
+               and bdm.get("source_type", "image") in VOLUME_CREATING_SOURCES for bdm in br.block_device_mappings or [])
 
 
 def build_request_has_volumes(br: BuildRequest) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 import secrets
 import string
@@ -30,6 +31,7 @@ from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
 from scheduling.services.request_specs import request_spec_create
 from volumes import selectors as volume_selectors
+from volumes.snapshots import snapshot_get
 
 from ..models import BuildRequest, Flavor, KeyPair
 from .external import (
@@ -40,6 +42,7 @@ from .external import (
 )
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 from .server_groups import group_for_create, group_members_add
+from .volume_attachments import check_multiattach_allowed
 
 
 class FlavorNotFound(NotFound):
@@ -96,6 +99,8 @@ class ServerCreateRequest:
     return_reservation_id: bool = False
     #: Security group names or ids (``default`` when none is asked for); the server's new ports get them.
     security_groups: list[str] = field(default_factory=list)
+    #: The request is at microversion 2.60 or later: multiattach volumes may be mapped.
+    multiattach_supported: bool = False
 
 
 @dataclass
@@ -219,14 +224,79 @@ def _check_root_volume(volume_id: str) -> None:
         raise VolumeNotBootable(id=volume_id)
 
 
+def _check_snapshot(ctx: RequestContext, snapshot_id: str) -> None:
+    """A block device from a snapshot needs one the actor can see (Nova checks it before the 202)."""
+    try:
+        snapshot_get(ctx, snapshot_id)
+    except NotFound as exc:
+        raise Invalid(f"Block Device Mapping is Invalid: failed to get snapshot {snapshot_id}.") from exc
+
+
+#: Where an image-defined (BDM v2) entry keeps the id of its source.
+_SOURCE_ID = {"snapshot": "snapshot_id", "volume": "volume_id", "image": "image_id"}
+#: The entry's fields a request's block device takes over.
+_IMAGE_BDM_FIELDS = ("source_type", "destination_type", "boot_index", "device_name", "volume_size",
+                     "delete_on_termination", "guest_format", "disk_bus", "device_type", "volume_type", "tag")
+
+
+def image_defined_bdms(image: dict[str, Any]) -> list[dict[str, Any]]:
+    """The block devices an image asks for: its ``block_device_mapping`` property (BDM v2, JSON,
+    as a volume-backed server's snapshot writes it) as request entries (the source's id in
+    ``uuid``). An image without one, or with the legacy (v1) form, asks for none."""
+    props = image.get("properties") or {}
+    raw = props.get("block_device_mapping")
+    if not raw or str(props.get("bdm_v2", "")).lower() not in ("true", "1", "yes"):
+        return []
+    try:
+        entries = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        raise Invalid(f"Block Device Mapping is Invalid: image {image['id']} has a malformed "
+                      "block_device_mapping property.") from exc
+    bdms = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or entry.get("no_device"):
+            continue
+        bdm = {k: entry[k] for k in _IMAGE_BDM_FIELDS if entry.get(k) is not None}
+        source_id = entry.get(_SOURCE_ID.get(str(entry.get("source_type")), ""))
+        if source_id:
+            bdm["uuid"] = source_id
+        bdms.append(bdm)
+    return bdms
+
+
+def _is_root(bdm: dict[str, Any]) -> bool:
+    return bdm.get("boot_index") in (0, "0")
+
+
+def merge_bdms(image_bdms: list[dict[str, Any]], requested: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's block devices, then the image's that the request does not replace (one on a
+    device name the request uses). When the image names a root, the request's root from an image
+    goes: clients add the boot image as a root of their own (Nova drops it the same way)."""
+    if any(_is_root(b) for b in image_bdms):
+        requested = [b for b in requested if not (_is_root(b) and b.get("source_type") == "image")]
+    names = {b.get("device_name") for b in requested if b.get("device_name")}
+    has_root = any(_is_root(b) for b in requested)
+    return [*requested, *(b for b in image_bdms if b.get("device_name") not in names
+                          and not (has_root and _is_root(b)))]
+
+
+def _check_multiattach_volumes(bdms: list[dict[str, Any]], *, multiattach_supported: bool) -> None:
+    """An existing volume mapped to the new server (``source_type`` volume) that is multiattach
+    needs 2.60 (400, Nova's ``MultiattachNotSupportedOldMicroversion``)."""
+    for bdm in bdms:
+        if bdm.get("source_type") == "volume" and bdm.get("uuid"):
+            volume = volume_selectors.volume_find(str(bdm["uuid"]))
+            if volume is not None:
+                check_multiattach_allowed(volume, multiattach_supported=multiattach_supported)
+
+
 def _volume_backed(bdms: list[dict[str, Any]]) -> bool:
-    return any(
-        b.get("boot_index") in (0, "0") and b.get("destination_type") == "volume" for b in bdms
-    )
+    return any(_is_root(b) and b.get("destination_type") == "volume" for b in bdms)
 
 
 #: Nova's in-tree hints this cloud does not implement: refused rather than stored and ignored.
 UNSUPPORTED_HINTS = ("query", "target_cell", "build_near_host_ip", "cidr", "different_cell")
+_SM_SKIP_KEYS = ("mappings", "block_device_mapping")
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
@@ -291,19 +361,26 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     """
     _authorize_create(actor, request)
     flavor, extra_specs = _flavor(actor, request.flavor_ref)
-    volume_backed = _volume_backed(request.block_device_mapping)
+    bdms = request.block_device_mapping
     image: dict[str, Any] | None = None
     if request.image_ref:
         image = _image(actor, request.image_ref)
-    elif not volume_backed:
+        # a volume-backed server's snapshot: its volumes are made from the snapshots it names
+        bdms = merge_bdms(image_defined_bdms(image), bdms)
+    volume_backed = _volume_backed(bdms)
+    if image is None and not volume_backed:
         raise Invalid("Block Device Mapping is Invalid: Boot sequence for the instance and image/block "
                       "device mapping combination is not valid.")
-    if volume_backed and request.block_device_mapping:
-        root = next(b for b in request.block_device_mapping if b.get("boot_index") in (0, "0"))
+    for bdm in bdms:
+        if bdm.get("source_type") == "snapshot" and bdm.get("uuid"):
+            _check_snapshot(actor, str(bdm["uuid"]))
+    if volume_backed:
+        root = next(b for b in bdms if _is_root(b))
         if root.get("source_type") == "image" and root.get("uuid"):
             image = _image(actor, str(root["uuid"]))
         if root.get("source_type") == "volume" and root.get("uuid"):
             _check_root_volume(str(root["uuid"]))
+    _check_multiattach_volumes(request.block_device_mapping, multiattach_supported=request.multiattach_supported)
     if image is not None:
         _check_image_fits(flavor, image, volume_backed)
     if request.min_count > request.max_count:
@@ -334,7 +411,8 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     uuids = [str(uuidlib.uuid4()) for _ in range(count)]
     now = timezone.now().isoformat()
     image_props = (image or {}).get("properties", {})
-    system_metadata = {f"image_{k}": str(v) for k, v in image_props.items()}
+    # an image's block device mappings are too large for system metadata (Nova skips them too)
+    system_metadata = {f"image_{k}": str(v) for k, v in image_props.items() if k not in _SM_SKIP_KEYS}
     if image:
         system_metadata.update({
             "image_min_ram": str(image.get("min_ram") or 0),
@@ -382,7 +460,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 instance_uuid=instance_uuid,
                 project_id=str(actor.project_id),
                 instance=instance,
-                block_device_mappings=request.block_device_mapping,
+                block_device_mappings=bdms,
                 tags=request.tags,
             )
             request_spec_create(

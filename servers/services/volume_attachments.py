@@ -7,21 +7,26 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+
 from cells.context import current_cell
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 from volumes import services as volumes
+from volumes import snapshots
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
 from . import actions
+from .build_requests import VOLUME_CREATING_SOURCES
 from .guards import check_not_locked
 from .power import cast, target
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
+    from volumes.models import Volume
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +39,33 @@ class VolumeAlreadyAttached(Invalid):
     message = "Invalid volume: volume %(volume_id)s already attached"
 
 
+class MultiattachNotSupportedOldMicroversion(Invalid):
+    message = "Multiattach volumes are only supported starting with compute API version 2.60."
+
+
+class MultiattachToShelvedNotSupported(Invalid):
+    message = "Attaching multiattach volumes is not supported for shelved-offloaded instances."
+
+
+class MultiattachSwapVolumeNotSupported(Invalid):
+    message = "Swapping multi-attach volumes with more than one read/write attachment is not supported."
+
+
+def check_multiattach_allowed(volume: Volume, *, multiattach_supported: bool) -> None:
+    """Nova's gate before any use of a multiattach volume by a server (attach, boot from it): the
+    request's compute API microversion must be 2.60 or later (MultiattachNotSupportedOldMicroversion,
+    400), whether or not the volume is attached elsewhere yet."""
+    if volume.multiattach and not multiattach_supported:
+        raise MultiattachNotSupportedOldMicroversion()
+
+
 class AttachInvalidState(Conflict):
     message = "Cannot '%(method)s' instance %(instance_uuid)s while it is in vm_state %(state)s"
 
 
 def bdm_volumes_create(instance: Instance) -> None:
     """Create the volumes a boot-from-volume server asks the cloud to create (``source_type``
-    image or blank, ``destination_type`` volume) in the server's project, and record their ids on
+    image, snapshot or blank, ``destination_type`` volume) in the server's project, and record their ids on
     its BDMs (its cell targeted). The conductor calls it before casting the build to the host.
 
     A compute agent reaches Cinder only as the service user (a cloud admin of the admin project),
@@ -51,12 +76,18 @@ def bdm_volumes_create(instance: Instance) -> None:
     without a volume (BuildAbortException, no reschedule), as it does on a volume in error."""
     owner = RequestContext(user_id=instance.user_id, project_id=instance.project_id, roles=["member"])
     bdms = BlockDeviceMapping.objects.filter(instance_uuid=instance.uuid, destination_type="volume",
-                                             source_type__in=("image", "blank"), volume_id__isnull=True)
+                                             source_type__in=VOLUME_CREATING_SOURCES, volume_id__isnull=True)
     for bdm in bdms:
+        if bdm.source_type == "snapshot" and bdm.snapshot_id:
+            # a volume-backed server's snapshot may still be being copied by the volume worker: wait
+            # as long as a host waits for a volume (block_device_allocate_retries × interval)
+            snapshots.snapshot_await(bdm.snapshot_id, timeout=settings.BLOCK_DEVICE_ALLOCATE_RETRIES
+                                     * settings.BLOCK_DEVICE_ALLOCATE_RETRIES_INTERVAL)
         try:
             vol = volumes.volume_create(owner, size=bdm.volume_size,
                                         image_id=bdm.image_id if bdm.source_type == "image" else None,
-                                        name="" if bdm.source_type == "image" else None,
+                                        snapshot_id=bdm.snapshot_id if bdm.source_type == "snapshot" else None,
+                                        name=None if bdm.source_type == "blank" else "",
                                         volume_type=bdm.volume_type, run_now=True)
         except CloudcoreError as exc:
             log.warning("could not create the volume of block device %s of %s: %s", bdm.uuid, instance.uuid, exc)
@@ -95,11 +126,16 @@ def _check_state(instance: Instance, method: str, states: tuple[str, ...] = ATTA
 
 def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMapping, volume_id: str,
                   device: str | None = None, tag: str | None = None,
-                  delete_on_termination: bool = False) -> BlockDeviceMapping:
+                  delete_on_termination: bool = False, multiattach_supported: bool = False) -> BlockDeviceMapping:
     """Reserve ``volume_id`` for the server and cast the attach to its host. 400 when the volume is
     not available (or already attached here), 409 for a server state that cannot attach. A shelved
     offloaded server has no host: its attachment is completed here, without a connector (the
-    volume is in-use), and its unshelve connects it."""
+    volume is in-use), and its unshelve connects it.
+
+    A multiattach volume (``in-use`` by other servers or not) needs ``multiattach_supported`` (the
+    request is at 2.60 or later) and a server that is not shelved offloaded (400 each); each
+    server gets its own attachment and BDM. A volume that is not multiattach and in use elsewhere
+    is Cinder's 400."""
     authorize(actor, "os_compute_api:os-volumes-attachments:create", target(instance))
     check_not_locked(actor, instance)
     _check_state(instance, "attach_volume")
@@ -109,6 +145,9 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
         vol = volumes.volume_get(actor, volume_id)
     except NotFound as exc:
         raise NotFound(f"Volume {volume_id} could not be found.") from exc
+    check_multiattach_allowed(vol, multiattach_supported=multiattach_supported)
+    if vol.multiattach and instance.vm_state == VmState.SHELVED_OFFLOADED:
+        raise MultiattachToShelvedNotSupported()
     att = volumes.attachment_create(actor, volume_id=vol.id, instance_uuid=instance.uuid)
     used = {b.device_name for b in volume_bdms(instance)} | {"/dev/vda"}
     if not device:
@@ -159,6 +198,10 @@ def _volume_swap(*, actor: RequestContext, instance: Instance, bdm: BlockDeviceM
         raise NotFound(f"Volume {new_volume_id} could not be found.") from exc
     if new.status != "available":
         raise Invalid(f"Invalid volume: volume {new_volume_id} status must be available")
+    old = volumes.volume_get(actor, str(bdm.volume_id))
+    # another server still writes to the old volume: it cannot be swapped away under that server
+    if old.multiattach and volumes.attachment_count(old) > 1:
+        raise MultiattachSwapVolumeNotSupported()
     att = volumes.attachment_create(actor, volume_id=new.id, instance_uuid=instance.uuid)
 
     actions.action_start(actor, instance_uuid=instance.uuid, action="swap_volume")

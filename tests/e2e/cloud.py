@@ -126,7 +126,7 @@ class LiveCloud:
         raise AssertionError(f"compute hosts did not come up:\n{self.tail()}\n{why}")
 
 
-def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
+def make_env(var_dir: Path, port: int, *, external: bool = True, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update({
@@ -142,7 +142,7 @@ def make_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
     })
     # Real PostgreSQL / Redis when make test started them (see the Makefile); SQLite otherwise.
     # The fixture that creates fresh PostgreSQL databases passes CLOUDCORE_DATABASE_URL in ``extra``.
-    for key in ("CLOUDCORE_BROKER_URL", "CLOUDCORE_DATABASE_URL"):
+    for key in ("CLOUDCORE_BROKER_URL", "CLOUDCORE_DATABASE_URL") if external else ():
         if os.environ.get("CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]):
             env[key] = os.environ["CLOUDCORE_E2E_" + key[len("CLOUDCORE_"):]]
     env.update(extra)

@@ -35,18 +35,19 @@ def running_cloud(tmp_path_factory: pytest.TempPathFactory, name: str, *, broker
 
 
 @contextmanager
-def cloud_in(var_dir: Path, *, broker_db: int = 0, isolated_computes: bool = False,
+def cloud_in(var_dir: Path, *, broker_db: int = 0, isolated_computes: bool = False, external: bool = True,
              **extra: str) -> Iterator[LiveCloud]:
-    """``running_cloud`` in the existing directory ``var_dir`` (outside pytest: ``make bench``)."""
+    """``running_cloud`` in the existing directory ``var_dir`` (outside pytest: ``make bench``).
+    ``external=False``: SQLite and the embedded broker even when ``CLOUDCORE_E2E_*`` name others."""
     port = free_port()
-    broker = os.environ.get("CLOUDCORE_E2E_BROKER_URL")
+    broker = os.environ.get("CLOUDCORE_E2E_BROKER_URL") if external else None
     if broker and broker_db:
         import urllib.parse
 
         extra["CLOUDCORE_BROKER_URL"] = urllib.parse.urlunsplit(
             urllib.parse.urlsplit(broker)._replace(path=f"/{broker_db}"))
     with ExitStack() as stack:
-        if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
+        if external and os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
             extra["CLOUDCORE_DATABASE_URL"] = stack.enter_context(
                 fresh_postgres_databases(os.environ["CLOUDCORE_E2E_DATABASE_URL"]))
             if isolated_computes:
@@ -54,7 +55,7 @@ def cloud_in(var_dir: Path, *, broker_db: int = 0, isolated_computes: bool = Fal
                 extra["CLOUDCORE_DEMO_COMPUTE_DATABASES"] = ",".join(f"{cell}={url}" for cell, url in roles.items())
         if isolated_computes:
             extra["CLOUDCORE_COMPUTE_ISOLATION"] = "true"
-        cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, **extra))
+        cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, external=external, **extra))
         try:
             cloud.start()
             yield cloud

@@ -42,7 +42,19 @@ class Field(Generic[T]):
 
 def timestamp(value: Any) -> str | None:
     """OpenStack's ``created_at``-style timestamp (microseconds, no zone), None for no value."""
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f") if value else None
+    if not value:
+        return None
+    if value.year < 1000:  # strftime does not pad the year; isoformat does
+        return str(value.strftime("%Y-%m-%dT%H:%M:%S.%f"))
+    # what strftime("%Y-%m-%dT%H:%M:%S.%f") writes, in a fifth of its time (a list writes thousands)
+    return str(value.isoformat(timespec="microseconds")[:26])
+
+
+def seconds_z(value: Any) -> str:
+    """``value.strftime("%Y-%m-%dT%H:%M:%SZ")`` (the zone's fields as they are, a literal Z), faster."""
+    if value.year < 1000:
+        return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return str(value.isoformat(timespec="seconds")[:19]) + "Z"
 
 
 def present(fields: Iterable[Field[T]], obj: T, version: Version) -> dict[str, Any]:

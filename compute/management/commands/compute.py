@@ -98,7 +98,8 @@ class Command(BaseCommand):
         parser.add_argument("--check-only", dest="check_only", action="store_true")
         parser.add_argument("--register-only", dest="register_only", action="store_true",
                             help="run the checks, register the host and exit without serving")
-        parser.add_argument("--concurrency", type=int, default=4)
+        parser.add_argument("--concurrency", type=int, default=None,
+                            help="task threads (default: settings.COMPUTE_CONCURRENCY)")
         parser.add_argument("--vcpus", type=int, default=8, help="simulated host size (test driver)")
         parser.add_argument("--memory-mb", dest="memory_mb", type=int, default=16384)
         parser.add_argument("--disk-gb", dest="disk_gb", type=int, default=100)
@@ -131,7 +132,7 @@ class Command(BaseCommand):
         self.stdout.write(f"compute {host} up in cell {cell.name}: node {node.uuid} ({node.hypervisor_hostname})")
         threading.Thread(target=self._heartbeat, args=(cell, service.id, node.id, driver), daemon=True,
                          name=f"heartbeat-{host}").start()
-        self._run_worker(host, o["concurrency"])
+        self._run_worker(host, o["concurrency"] or settings.COMPUTE_CONCURRENCY)
 
     def _own_cell(self, name: str | None) -> CellMapping | None:
         """Isolated (CLOUDCORE_COMPUTE_CELL): the configured cell, this process its compute agent

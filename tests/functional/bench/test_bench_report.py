@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from bench import report
@@ -49,3 +50,83 @@ def test_report_of_a_failed_scenario_has_no_made_up_figures(tmp_path: Path) -> N
     assert not any(name.startswith("list_") for name in data["figures"])
     assert "**Failed:** `RuntimeError('boom')`" in md_path.read_text()
     assert json.loads(json_path.read_text())["figures"]["bench_process_peak_rss_mb"]["value"] > 0
+
+
+def _live_pass(**figures: float) -> dict[str, object]:
+    return {"database": "SQLite", "broker": "embedded Redis", "profiled": False, "clients": 20, "boots": 100,
+            "boot_s": 100 / figures["servers_per_s"], "detail_servers": 100, "detail_rounds": 30,
+            "detail_p95_ms": 70.0, "client_by_endpoint": {}, "load_before": [0.5, 0.4, 0.3],
+            "load_after": [1.5, 0.6, 0.4], **figures}
+
+
+def _live_result(external: dict[str, object]) -> dict[str, object]:
+    from bench.scenarios import live_load
+
+    profiled = {**_live_pass(servers_per_s=8.0, post_p50_ms=400.0, post_p95_ms=900.0, detail_p50_ms=80.0),
+                "profiled": True, "boots": 20}
+    return {**_live_pass(servers_per_s=21.5, post_p50_ms=150.0, post_p95_ms=280.0, detail_p50_ms=40.0),
+            "targets": live_load.TARGETS, "findings": ["Fixed: something measured."], "method": "run_cloud",
+            "profiled_pass": profiled, "external": external,
+            "timeline": {"steps": {"POST /servers (client: sent to answered)": {"p50_ms": 150.0, "p95_ms": 280.0}},
+                         "reached": {"post_sent": {"first_s": 0.0, "last_s": 2.0}},
+                         "boots_per_host": {"abc": 60, "def": 40}},
+            "process_cpu_s": {"web (gunicorn)": 3.0, "conductor (Celery)": 2.5},
+            "profile": {"requests": 10, "app_s": 1.0, "by_endpoint": {}, "rows": [
+                {"what": "token validation (X-Auth-Token)", "measured_as": "cumulative time", "seconds": 0.2,
+                 "calls": 10}], "top": []}}
+
+
+def test_live_load_section_shows_each_figure_against_its_target_and_which_pass_it_comes_from(tmp_path: Path) -> None:
+    # given a live_load result without the PostgreSQL pass
+    live = _live_result({"not_run": "CLOUDCORE_E2E_DATABASE_URL / CLOUDCORE_E2E_BROKER_URL not set"})
+    data = report.build(results={"live_load": live}, durations={"live_load": 1.0}, rss_after={"setup": 50_000},
+                        nova={"run": False, "reason": "skipped"}, quick=False, total_s=1.0)
+    md = report.write(data, tmp_path)[0].read_text()
+    section = md[md.index("## 5b."):md.index("## 6.")]
+    # then the figures are the unprofiled pass's, each with its target and whether it is met
+    assert "pass **without the profiler** (SQLite + embedded Redis, no profiler; load average (1 min) 0.50" in section
+    assert "| 100 boots to ACTIVE (4.7 s) | 21.5 | servers/s | ≥ 20 | met |" in section
+    assert "| `POST /servers` p50 | 150 | ms | ≤ 100 | **not met** |" in section
+    assert "| `POST /servers` p95 | 280 | ms | ≤ 300 | met |" in section
+    assert "| `GET /servers/detail` (100 servers) p50 | 40 | ms | ≤ 60 | met |" in section
+    # and the profiled pass is named as the source of the "where the time goes" table only
+    assert "Profiled pass (quick size, only for the tables below; SQLite + embedded Redis, web under cProfile" \
+        in section
+    assert "| token validation (X-Auth-Token) | 0.20 | 20% | 10 |" in section
+    assert "web (gunicorn) 3.00, conductor (Celery) 2.50" in section
+    # and the PostgreSQL variant says it was not run, in the section and in "not measured"
+    assert "Not run (CLOUDCORE_E2E_DATABASE_URL / CLOUDCORE_E2E_BROKER_URL not set)." in section
+    assert any("PostgreSQL + Redis" in item for item in data["not_measured"])
+    assert "live_pg_servers_per_s" not in data["figures"]
+
+
+def test_live_load_section_fills_the_postgresql_row_when_that_pass_ran(tmp_path: Path) -> None:
+    external = {**_live_pass(servers_per_s=12.5, post_p50_ms=90.0, post_p95_ms=350.0, detail_p50_ms=55.0),
+                "database": "PostgreSQL", "broker": "external Redis"}
+    data = report.build(results={"live_load": _live_result(external)}, durations={"live_load": 1.0},
+                        rss_after={"setup": 50_000}, nova={"run": False, "reason": "skipped"}, quick=False, total_s=1.0)
+    md = report.write(data, tmp_path)[0].read_text()
+    assert "PostgreSQL + external Redis, no profiler; load average (1 min) 0.50 before, 1.50 after." in md
+    assert "| 100 boots to ACTIVE (8.0 s) | 12.5 | servers/s | ≥ 20 | **not met** |" in md
+    assert "| `POST /servers` p95 | 350 | ms | ≤ 300 | **not met** |" in md
+    assert data["figures"]["live_pg_servers_per_s"]["value"] == 12.5
+
+
+def test_process_cpu_follows_the_process_tree() -> None:
+    from bench.scenarios.live_load import _process_name, process_cpu
+
+    # given a child process of this one that burns some CPU
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.3: pass\ntime.sleep(5)"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and process_cpu(child.pid).get("other", 0.0) < 0.25:
+            time.sleep(0.1)
+        # then the child's CPU time is counted from its parent's pid too
+        assert process_cpu(os.getpid())["other"] >= 0.25
+    finally:
+        child.kill()
+        child.wait()
+    assert _process_name("python -m gunicorn cloudcore.wsgi:application --bind x") == "web (gunicorn)"
+    assert _process_name("python manage.py compute --host compute2 --cell cell1") == "compute (compute2)"
+    assert _process_name("python -m celery -A cloudcore worker -Q conductor -n conductor@%h") == "conductor (Celery)"

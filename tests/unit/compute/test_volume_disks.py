@@ -53,3 +53,21 @@ def test_an_image_disk_keeps_vda_and_a_volume_named_vda_moves_on() -> None:
     assert [(x.find("target").get("dev"), x.find("source").get("file"), x.find("readonly") is not None)  # type: ignore[union-attr]
             for x in disks] == [("vdb", "/srv/v1", False), ("vdc", "/srv/v2", True)]
     assert next_free_target("vdb", {"vda"}) == "vdb" and next_free_target("vda", {"vda", "vdb"}) == "vdc"
+
+
+def test_a_multiattach_volume_is_a_shareable_disk_of_the_domain(tmp_path: Path) -> None:
+    # given a server whose data volume is multiattach (Cinder's connection_info says so)
+    node = write_test_node(tmp_path / "h1", hostname="h1", vcpus=2, memory_mb=2048, disk_gb=20)
+    d = LibvirtDriver(host="h1", uri=f"test://{node}", state_path=tmp_path / "h1")
+    inst = SimpleNamespace(uuid=str(uuid.uuid4()), memory_mb=128, vcpus=1, config_drive="")
+    bdi = _bdi(tmp_path, "/dev/vda", "/dev/vdb")
+    bdi["block_device_mapping"][1]["connection_info"]["multiattach"] = True
+    # when it is spawned
+    d.spawn(instance=inst, image_meta=None, network_info=[], block_device_info=bdi)
+    # then only the multiattach volume's disk is <shareable/> in the domain libvirt holds
+    root = ET.fromstring(d._domain(inst).XMLDesc(0))
+    shared = {x.find("target").get("dev"): x.find("shareable") is not None  # type: ignore[union-attr]
+              for x in root.findall("./devices/disk[@device='disk']")}
+    assert shared == {"vda": False, "vdb": True}
+    # and the driver says it can share volumes (the host's trait COMPUTE_VOLUME_MULTI_ATTACH)
+    assert d.capabilities["supports_multiattach"] is True

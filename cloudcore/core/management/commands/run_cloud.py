@@ -65,7 +65,8 @@ class Command(BaseCommand):
             python = sys.executable
             supervisor.add("web", [
                 python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
-                "--workers", "2", "--threads", "4", "--timeout", "120", "--access-logfile", "-",
+                "--workers", str(settings.WEB_WORKERS), "--threads", str(settings.WEB_THREADS),
+                "--timeout", "120", "--access-logfile", "-",
                 # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
                 # retrying: gunicorn's 2 s default closes them just as the next request goes out.
                 "--keep-alive", "75"],
