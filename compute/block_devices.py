@@ -19,7 +19,7 @@ from servers.services.delete import bdms_mark_deleted
 from .clients import volumes as cinder
 from .drivers import driver_for
 from .exceptions import BuildAbortException
-from .registry import server_action
+from .registry import host_event, server_action
 from .virt.driver import VirtDriverError
 
 if TYPE_CHECKING:
@@ -205,6 +205,19 @@ def detach_volume(ctx: RequestContext, instance: Instance, bdm_uuid: str) -> Non
     if bdm.attachment_id:
         cinder.attachment_delete(attachment_id=bdm.attachment_id)
     bdm.delete()
+
+
+@host_event("extend_volume", event="compute_extend_volume", action="extend_volume")
+def extend_volume(ctx: RequestContext, instance: Instance, volume_id: str) -> None:
+    """Cinder extended an attached volume (its ``volume-extended`` event): read the new size and
+    let the guest see it. A volume the server does not have is an error (Nova's)."""
+    bdm = next((b for b in bdms_of(instance.uuid, volumes_only=True) if str(b.volume_id) == volume_id), None)
+    if bdm is None:
+        raise BlockDeviceMappingNotFound(bdm_id=f"volume {volume_id} of {instance.uuid}")
+    size = cinder.volume_get(volume_id=volume_id).size
+    extend = getattr(driver_for(str(instance.host)), "extend_volume", None)
+    if bdm.connection_info and extend is not None:
+        extend(instance=instance, connection_info=bdm.connection_info, new_size=size * 1024 ** 3)
 
 
 @server_action("swap_volume", action="swap_volume", notification="volume_swap", event="compute_swap_volume")

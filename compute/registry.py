@@ -18,6 +18,9 @@ modules some earlier code happened to import.
   (``compute.rpc._call``): its event is recorded here (in the host's own cell) and its answer
   returned; a failure emits ``compute.exception`` and is answered ``{"failed": True, "message":
   ..., **exc.details}``, and the conductor undoes the move (``conductor.cross_cell``).
+- ``host_event``: a host's step recorded only as an event on the request's action, with no
+  instance notification (Nova's ``extend_volume``): ``move_step``'s runner, cast (nobody reads
+  its answer; a failure is the event's Error and ``compute.exception``).
 """
 from __future__ import annotations
 
@@ -132,6 +135,10 @@ def move_step(name: str, *, event: str, action: str) -> Callable[[Operation], Op
         return _tag(fn, name, run)
 
     return tag
+
+
+#: see the module docstring: the same runner, for a cast
+host_event = move_step
 
 
 def host_call(name: str) -> Callable[[Operation], Operation]:

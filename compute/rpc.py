@@ -272,6 +272,11 @@ def detach_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uu
                bdm_uuid=bdm_uuid)
 
 
+def extend_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, volume_id: str) -> None:
+    _operation("extend_volume", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               volume_id=volume_id)
+
+
 def swap_volume(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, bdm_uuid: str,
                 new_volume_id: str, new_attachment_id: str) -> None:
     _operation("swap_volume", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,

@@ -123,6 +123,18 @@ class Snapshot(ApiModel, SoftDeleteModel):
         ordering = ["-created_at", "id"]
 
 
+class VolumeQuotaClass(ApiModel, TimestampedModel):
+    """One limit of a quota class (Cinder's ``quota_classes``): the ``default`` class's limits are
+    the defaults every project has where it sets none."""
+
+    class_name = models.CharField(max_length=255, db_index=True)
+    resource = models.CharField(max_length=255)
+    hard_limit = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["class_name", "resource"], name="volumes_quota_class_unique")]
+
+
 class VolumeQuota(ApiModel, TimestampedModel):
     """A project's limit for one block storage resource (Cinder's ``quotas``); a resource with no
     row has the default limit."""
@@ -160,3 +172,21 @@ class Backup(ApiModel, SoftDeleteModel):
 
     class Meta(SoftDeleteModel.Meta):
         ordering = ["-created_at", "id"]
+
+
+class VolumeTransfer(ApiModel, SoftDeleteModel):
+    """A volume offered to another project (Cinder's ``transfers``): whoever presents the id and
+    the auth key (kept only as a salted hash) takes the volume into their project."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume = models.ForeignKey(Volume, on_delete=models.CASCADE, related_name="transfers")
+    name = models.CharField(max_length=255, null=True, blank=True)
+    salt = models.CharField(max_length=255)
+    crypt_hash = models.CharField(max_length=255)
+    source_project_id = models.CharField(max_length=255, db_index=True)
+    destination_project_id = models.CharField(max_length=255, null=True, blank=True)
+    accepted = models.BooleanField(default=False)
+    no_snapshots = models.BooleanField(default=False)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass

@@ -7,6 +7,9 @@ for _name, _check, _desc, _ops in [
     ("volume:create", _OWNER, "Create a volume.", [("POST", "/volumes")]),
     ("volume:get_all", _READER, "List volumes.", [("GET", "/volumes"), ("GET", "/volumes/detail")]),
     ("volume:get", _READER, "Show a volume.", [("GET", "/volumes/{volume_id}")]),
+    ("volume_extension:volume_tenant_attribute", _READER,
+     "Add 'os-vol-tenant-attr:tenant_id' to volume show and list detail.",
+     [("GET", "/volumes/{volume_id}"), ("GET", "/volumes/detail")]),
     ("volume:update", _OWNER, "Update a volume.", [("PUT", "/volumes/{volume_id}")]),
     ("volume:delete", _OWNER, "Delete a volume.", [("DELETE", "/volumes/{volume_id}")]),
     ("volume:extend", _OWNER, "Extend a volume.", [("POST", "/volumes/{volume_id}/action (os-extend)")]),
@@ -92,8 +95,49 @@ for _name, _check, _desc, _ops in [
      [("GET", "/os-quota-sets/{project_id}"), ("GET", "/os-quota-sets/{project_id}/defaults")]),
     ("volume_extension:quotas:update", "admin", "Update a project's block storage quotas.",
      [("PUT", "/os-quota-sets/{project_id}")]),
+    ("volume_extension:quota_classes", "admin", "Show and update a quota class (the 'default' class sets the "
+     "defaults).", [("GET", "/os-quota-class-sets/{quota_class}"), ("PUT", "/os-quota-class-sets/{quota_class}")]),
     ("volume_extension:quotas:delete", "admin", "Reset a project's block storage quotas to the defaults.",
      [("DELETE", "/os-quota-sets/{project_id}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+_V = "/volumes/{volume_id}/action"
+_S = "/snapshots/{snapshot_id}/action"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_admin_actions:reset_status", "admin",
+     "Reset a volume's status, attach status or migration status.", [("POST", f"{_V} (os-reset_status)")]),
+    ("volume_extension:volume_admin_actions:force_delete", "admin", "Delete a volume whatever its status.",
+     [("POST", f"{_V} (os-force_delete)")]),
+    ("volume_extension:volume_admin_actions:force_detach", "admin", "Remove a volume's attachment by force.",
+     [("POST", f"{_V} (os-force_detach)")]),
+    ("volume_extension:volume_actions:attach", _OWNER, "Attach a volume (legacy, without Nova).",
+     [("POST", f"{_V} (os-attach)")]),
+    ("volume_extension:volume_actions:detach", _OWNER, "Detach a volume (legacy, without Nova).",
+     [("POST", f"{_V} (os-detach)")]),
+    ("volume_extension:volume_image_metadata:show", _READER, "Show a volume's image metadata.",
+     [("POST", f"{_V} (os-show_image_metadata)")]),
+    ("volume_extension:volume_image_metadata:set", _OWNER, "Set a volume's image metadata.",
+     [("POST", f"{_V} (os-set_image_metadata)")]),
+    ("volume_extension:volume_image_metadata:remove", _OWNER, "Remove a key of a volume's image metadata.",
+     [("POST", f"{_V} (os-unset_image_metadata)")]),
+    ("volume_extension:snapshot_admin_actions:reset_status", "admin", "Reset a snapshot's status.",
+     [("POST", f"{_S} (os-reset_status)")]),
+    ("volume_extension:snapshot_admin_actions:force_delete", "admin", "Delete a snapshot whatever its status.",
+     [("POST", f"{_S} (os-force_delete)")]),
+    ("snapshot_extension:snapshot_actions:update_snapshot_status", _OWNER,
+     "Update a creating or deleting snapshot's status and progress.", [("POST", f"{_S} (os-update_snapshot_status)")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+_X = "/volume-transfers"
+for _name, _check, _desc, _ops in [
+    ("volume:create_transfer", _OWNER, "Offer a volume to another project.", [("POST", _X)]),
+    ("volume:get_transfer", _READER, "Show a volume transfer.", [("GET", f"{_X}/{{transfer_id}}")]),
+    ("volume:get_all_transfers", _READER, "List volume transfers.", [("GET", _X), ("GET", f"{_X}/detail")]),
+    ("volume:delete_transfer", _OWNER, "Cancel a volume transfer.", [("DELETE", f"{_X}/{{transfer_id}}")]),
+    ("volume:accept_transfer", _OWNER, "Accept a volume transfer (with its auth key).",
+     [("POST", f"{_X}/{{transfer_id}}/accept")]),
 ]:
     register(_name, _check, _desc, _ops)
 

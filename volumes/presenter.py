@@ -23,7 +23,7 @@ class ShownVolume:
     volume: Volume
     #: ``http://host/volume``: links are absolute, as the request saw the endpoint.
     base_url: str
-    #: The actor is an admin (``volume_extension:volume_tenant_attribute``).
+    #: The actor may see the owner (``volume_extension:volume_tenant_attribute``).
     admin: bool = False
     #: Show and list detail (not create or update): Cinder's extensions' attributes are added.
     extended: bool = True
@@ -129,15 +129,17 @@ BACKUP_FIELDS: tuple[Field[ShownBackup], ...] = (
 )
 
 
-def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: bool = True) -> dict[str, Any]:
-    """Cinder's volume type view: ``extra_specs`` (the user-visible ones only for non-admins) and
-    ``qos_specs_id`` (admins) as their policies allow; the type access extension adds
-    ``os-volume-type-access:is_public`` to show, list and create (not update)."""
+def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: bool = True,
+                     qos: bool = True) -> dict[str, Any]:
+    """Cinder's volume type view: ``extra_specs`` (the user-visible ones only for non-admins) and,
+    on show and list only (``qos``), ``qos_specs_id`` (admins) as their policies allow; the type
+    access extension adds ``os-volume-type-access:is_public`` to show, list and create (not
+    update). Create and update bodies carry no ``qos_specs_id``."""
     target = {"project_id": ctx.project_id, "user_id": ctx.user_id}
     body: dict[str, Any] = {"id": vt.id, "name": vt.name, "is_public": vt.is_public, "description": vt.description}
     if can(ctx, "volume_extension:access_types_extra_specs", target):
         body["extra_specs"] = visible_extra_specs(ctx, vt)
-    if can(ctx, "volume_extension:access_types_qos_specs_id", target):
+    if qos and can(ctx, "volume_extension:access_types_qos_specs_id", target):
         body["qos_specs_id"] = None
     if access_extension and can(ctx, "volume_extension:volume_type_access", target):
         body["os-volume-type-access:is_public"] = vt.is_public

@@ -22,7 +22,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Invalid
 from cloudcore.core.policy import authorize
 
-from .models import Backup, Snapshot, Volume, VolumeQuota, VolumeType
+from .models import Backup, Snapshot, Volume, VolumeQuota, VolumeQuotaClass, VolumeType
 
 #: Cinder's default limits (``quota_volumes``, ``quota_snapshots``, ...)
 DEFAULTS: dict[str, int] = {"volumes": 10, "snapshots": 10, "gigabytes": 1000, "backups": 10,
@@ -44,12 +44,25 @@ def _target(project_id: str) -> dict[str, Any]:
     return {"project_id": project_id}
 
 
-def defaults() -> dict[str, int]:
-    """Every resource's default, per-type ones included (one set per volume type)."""
+def _class_limits(class_name: str) -> dict[str, int]:
+    return dict(VolumeQuotaClass.objects.filter(class_name=class_name).values_list("resource", "hard_limit"))
+
+
+def _resources() -> dict[str, int]:
+    """Every resource with its built-in default, per-type ones included (one set per volume type)."""
     out = dict(DEFAULTS)
     for name in VolumeType.objects.order_by("name").values_list("name", flat=True):
         out.update({f"{resource}_{name}": -1 for resource in PER_TYPE})
     return out
+
+
+def defaults(class_name: str = "default") -> dict[str, int]:
+    """Every resource's default: the built-in one unless the quota class (``default``) sets it."""
+    out = _resources()
+    stored = _class_limits(class_name)
+    if class_name != "default":
+        stored = {**_class_limits("default"), **stored}
+    return {key: stored.get(key, value) for key, value in out.items()}
 
 
 def limits(project_id: str) -> dict[str, int]:
@@ -105,8 +118,23 @@ def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, 
     if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
         raise Invalid(f"Invalid input received: Invalid value '{skip_validation}' for skip_validation.")
     validate_usage = flag in ("false", "0", "no", "off")
+    parsed = _parse_limits(values)
+    used = usage(project_id)
+    with api_atomic():
+        for key, value in parsed.items():
+            if validate_usage and value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
+                raise Invalid(f"Invalid input received: Quota {key} limit must be equal or greater than existing "
+                              f"resources. Current usage is {used[key]} and the requested limit is {value}.")
+            VolumeQuota.objects.update_or_create(project_id=project_id, resource=key,
+                                                 defaults={"hard_limit": value})
+    return limits(project_id)
+
+
+def _parse_limits(values: dict[str, Any]) -> dict[str, int]:
+    """The body's limits as integers (``id`` and ``tenant_id`` ignored). Raises Invalid for an
+    unknown resource or a limit that is not an integer from -1 up."""
     values = {key: value for key, value in values.items() if key not in NON_QUOTA_KEYS}
-    known = defaults()
+    known = _resources()
     bad = sorted(k for k in values if k not in known)
     if bad:
         raise Invalid(f"Bad key(s) in quota set: {','.join(bad)}")
@@ -119,15 +147,24 @@ def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, 
         if isinstance(raw, bool) or not -1 <= value <= MAX_LIMIT:
             raise Invalid(f"Invalid input received: {key} must be an integer between -1 and {MAX_LIMIT}.")
         parsed[key] = value
-    used = usage(project_id)
+    return parsed
+
+
+def quota_class_get(ctx: RequestContext, class_name: str) -> dict[str, int]:
+    """Cinder's ``os-quota-class-sets/{class}`` (admins): the class's limits over the defaults."""
+    authorize(ctx, "volume_extension:quota_classes", {"project_id": ctx.project_id})
+    return defaults(class_name)
+
+
+def quota_class_update(ctx: RequestContext, class_name: str, *, values: dict[str, Any]) -> dict[str, int]:
+    """Set limits of the quota class (admins); the ``default`` class's are every project's defaults."""
+    authorize(ctx, "volume_extension:quota_classes", {"project_id": ctx.project_id})
+    parsed = _parse_limits(values)
     with api_atomic():
         for key, value in parsed.items():
-            if validate_usage and value != -1 and key != "per_volume_gigabytes" and value < used.get(key, 0):
-                raise Invalid(f"Invalid input received: Quota {key} limit must be equal or greater than existing "
-                              f"resources. Current usage is {used[key]} and the requested limit is {value}.")
-            VolumeQuota.objects.update_or_create(project_id=project_id, resource=key,
-                                                 defaults={"hard_limit": value})
-    return limits(project_id)
+            VolumeQuotaClass.objects.update_or_create(class_name=class_name, resource=key,
+                                                      defaults={"hard_limit": value})
+    return defaults(class_name)
 
 
 def quota_set_delete(ctx: RequestContext, project_id: str) -> None:

@@ -80,8 +80,9 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
                 sort: list[tuple[str, str]] | None = None) -> list[Volume]:
     """The caller's volumes (every project's for an admin with ``all_tenants``), newest first unless
     ``sort`` says otherwise (``[(key, "asc"|"desc")]``); ``filters``: ``name``, ``status``,
-    ``bootable``, ``availability_zone`` (exact match) and ``metadata`` (a dict the volume's metadata
-    contains); ``limit`` and ``marker`` (the id after which to start) page the result.
+    ``bootable``, ``availability_zone`` (exact match), ``project_id`` (an admin's ``all_tenants``
+    list narrowed to one project) and ``metadata`` (a dict the volume's metadata contains);
+    ``limit`` and ``marker`` (the id after which to start) page the result.
 
     Raises Invalid for an unknown sort key or direction, NotFound for an unknown marker."""
     qs = Volume.objects.all()
@@ -89,7 +90,7 @@ def volume_list(ctx: RequestContext, *, all_tenants: bool = False, filters: dict
         qs = qs.filter(project_id=ctx.project_id)
     metadata: dict[str, Any] = {}
     for key, value in (filters or {}).items():
-        if key in ("name", "status", "availability_zone"):
+        if key in ("name", "status", "availability_zone", "project_id"):
             qs = qs.filter(**{key: value})
         elif key == "bootable":
             qs = qs.filter(bootable=str(value).lower() in ("true", "1"))
@@ -335,17 +336,20 @@ DELETABLE = (VolumeStatus.AVAILABLE, VolumeStatus.ERROR, "error_restoring", Volu
 CASCADE_DELETABLE_SNAPSHOTS = (SnapshotStatus.AVAILABLE, SnapshotStatus.ERROR)
 
 
-def volume_delete(ctx: RequestContext, vol: Volume, *, cascade: bool = False, run_now: bool = False) -> None:
+def volume_delete(ctx: RequestContext, vol: Volume, *, cascade: bool = False, run_now: bool = False,
+                  force: bool = False) -> None:
     """Delete a volume: it goes ``deleting`` and the volume worker removes its bytes and its row.
 
     Refused (InvalidVolume, 400, Cinder's one message for every reason) unless the volume is in a
     deletable status, not attached, and has no snapshots; with ``cascade`` its snapshots (all
-    ``available`` or ``error``, and all of the actor's project unless an admin) go with it."""
-    _authorize(ctx, "volume:delete", vol.project_id)
+    ``available`` or ``error``, and all of the actor's project unless an admin) go with it. With
+    ``force`` (an admin's ``os-force_delete``, authorized by the caller) any status will do."""
+    if not force:
+        _authorize(ctx, "volume:delete", vol.project_id)
     with api_atomic():
         locked = Volume.objects.select_for_update().filter(pk=vol.pk).first()
         snaps = Snapshot.objects.filter(volume=vol)
-        refused = (locked is None or locked.status not in DELETABLE or locked.migration_status
+        refused = (locked is None or (locked.status not in DELETABLE and not force) or locked.migration_status
                    or locked.attach_status == AttachStatus.ATTACHED or vol.attachments.filter(deleted=False).exists())
         if not cascade:
             refused = refused or snaps.exists()

@@ -677,6 +677,21 @@ class LibvirtDriver:
                                                                                       _config_and_live(d)))
                 return
 
+    def extend_volume(self, *, instance: Any, connection_info: dict[str, Any], new_size: int, **_kw: Any) -> None:
+        """Tell a running guest its volume grew to ``new_size`` bytes (``virDomainBlockResize`` on
+        the disk whose source is the volume); a stopped guest sees the new size when it boots."""
+        dom = self._domain(instance)
+        if self.is_test or not dom.isActive():
+            return
+        path = str(connection_info.get("data", {}).get("device_path"))
+        for disk in _domain_tree(dom).findall("./devices/disk"):
+            source, target = disk.find("source"), disk.find("target")
+            if source is not None and target is not None and path in (source.get("file"), source.get("dev")):
+                dev = str(target.get("dev"))
+                self._guest_call(instance, lambda d, dev=dev: d.blockResize(
+                    dev, int(new_size), libvirt.VIR_DOMAIN_BLOCK_RESIZE_BYTES))
+                return
+
     def _volume_target(self, dom: Any, mountpoint: str) -> str:
         """The volume's device name: its mountpoint's, or the next free one when that is taken."""
         taken = {t.get("dev") for t in _domain_tree(dom).findall("./devices/disk/target")}

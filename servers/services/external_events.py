@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from django.utils import timezone
@@ -19,8 +20,11 @@ from cells.selectors import instance_mapping_get
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, NotFound
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 
 from ..models import Instance, InstanceEventRecord, Migration
+from . import actions
+from .power import cast
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,15 @@ def event_hosts(instance: Any) -> set[str]:
     return hosts
 
 
+def _extend_volume(actor: RequestContext, instance: Instance, cell: Any, *, volume_id: str) -> None:
+    """Nova's answer to ``volume-extended``: an ``extend_volume`` action on the server, and its
+    host lets the guest see the volume's new size (its ``compute_extend_volume`` event)."""
+    # the action names who asked; Cinder's internal calls carry no user, so the server's owner stands in
+    owner = actor if actor.user_id else replace(actor, user_id=instance.user_id, project_id=instance.project_id)
+    actions.action_start(owner, instance_uuid=instance.uuid, action="extend_volume")
+    cast(compute_rpc.extend_volume, actor=actor, instance=instance, cell=cell, volume_id=volume_id)
+
+
 def server_external_events_create(actor: RequestContext, *, events: list[dict[str, Any]],
                                   version: tuple[int, int]) -> tuple[int, list[dict[str, Any]]]:
     """Accept each event for its server; returns (200 or 207, events with ``code``/``status``).
@@ -117,6 +130,8 @@ def server_external_events_create(actor: RequestContext, *, events: list[dict[st
                 log.info("event %s for %s delivered to hosts %s", ev["name"], instance.uuid,
                          ", ".join(sorted(event_hosts(instance))))
                 _deliver(instance.uuid, ev["name"], ev.get("tag") or "", out["status"])
+                if ev["name"] == "volume-extended":
+                    _extend_volume(actor, instance, mapping.cell, volume_id=str(ev["tag"]))
         result.append(out)
     if accepted == 0:
         if all(e["code"] == 404 for e in result):

@@ -1,5 +1,6 @@
 """Cinder's ``/os-quota-sets/{project_id}``: show (``?usage=true`` for limit/in_use/reserved),
-update and delete (admins), and ``/os-quota-sets/{project_id}/defaults``."""
+update and delete (admins), ``/os-quota-sets/{project_id}/defaults``, and the admins'
+``/os-quota-class-sets/{class}`` (show and update; the ``default`` class sets the defaults)."""
 from __future__ import annotations
 
 from typing import Any
@@ -37,3 +38,18 @@ class QuotaSetView(VolumeAPIView):
 class QuotaDefaultsView(VolumeAPIView):
     def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
         return Response({"quota_set": {"id": target_project, **quotas.quota_defaults_get(self.ctx, target_project)}})
+
+
+CLASS_SCHEMA = {"type": "object", "required": ["quota_class_set"],
+                "properties": {"quota_class_set": {"type": "object"}}}
+
+
+class QuotaClassSetView(VolumeAPIView):
+    def get(self, request: Request, class_name: str, **_kw: Any) -> Response:
+        return Response({"quota_class_set": {"id": class_name, **quotas.quota_class_get(self.ctx, class_name)}})
+
+    def put(self, request: Request, class_name: str, **_kw: Any) -> Response:
+        body = validate(self.body(), CLASS_SCHEMA)
+        # the update's body has no id (Cinder's)
+        return Response({"quota_class_set": quotas.quota_class_update(self.ctx, class_name,
+                                                                      values=body["quota_class_set"])})

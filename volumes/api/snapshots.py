@@ -1,5 +1,5 @@
 """Cinder's ``/snapshots``: create (``force`` before 3.66), list (and detail), show, update,
-delete, and ``/snapshots/{id}/metadata``."""
+delete, ``/snapshots/{id}/metadata`` and ``/snapshots/{id}/action``."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +11,7 @@ from cloudcore.core.api.validation import validate
 from cloudcore.core.api.versioned import present
 from cloudcore.core.exceptions import Invalid, NotFound
 
-from .. import services, snapshots
+from .. import actions, services, snapshots
 from ..models import Snapshot
 from ..owned import LIST_FILTERS
 from ..presenter import SNAPSHOT_FIELDS, ShownSnapshot
@@ -88,6 +88,28 @@ class SnapshotView(SnapshotAPIView):
 
     def delete(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
         snapshots.snapshot_delete(self.ctx, snapshot_id)
+        return Response(status=202)
+
+
+SNAPSHOT_STATUS_SCHEMA = {"type": "object", "required": ["status"], "properties": {
+    "status": {"type": "string"}, "progress": {"type": ["string", "null"]}}}
+
+
+class SnapshotActionView(SnapshotAPIView):
+    """An admin's ``os-reset_status`` and ``os-force_delete``, and ``os-update_snapshot_status``."""
+
+    def post(self, request: Request, snapshot_id: str, **_kw: Any) -> Response:
+        action, args = self.requested_action()
+        if action == "os-reset_status":
+            status = validate(args, SNAPSHOT_STATUS_SCHEMA)["status"]
+            actions.snapshot_reset_status(self.ctx, snapshot_id, status=status)
+        elif action == "os-force_delete":
+            actions.snapshot_force_delete(self.ctx, snapshot_id)
+        elif action == "os-update_snapshot_status":
+            validate(args, SNAPSHOT_STATUS_SCHEMA)
+            actions.snapshot_update_status(self.ctx, snapshot_id, status=args["status"], progress=args.get("progress"))
+        else:
+            raise Invalid(f"There is no such action: {action}")
         return Response(status=202)
 
 

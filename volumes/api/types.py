@@ -60,7 +60,7 @@ class TypesView(VolumeAPIView):
         vt = types.volume_type_create(self.ctx, name=body["name"], description=body.get("description"),
                                       is_public=_bool(body.get("os-volume-type-access:is_public", True)),
                                       extra_specs=body.get("extra_specs"))
-        return Response({"volume_type": volume_type_body(self.ctx, vt)})
+        return Response({"volume_type": volume_type_body(self.ctx, vt, qos=False)})
 
 
 class TypeView(VolumeAPIView):
@@ -73,7 +73,7 @@ class TypeView(VolumeAPIView):
         if "is_public" in body:
             body["is_public"] = _bool(body["is_public"])
         vt = types.volume_type_update(self.ctx, vt, changes=body)
-        return Response({"volume_type": volume_type_body(self.ctx, vt, access_extension=False)})
+        return Response({"volume_type": volume_type_body(self.ctx, vt, access_extension=False, qos=False)})
 
     def delete(self, request: Request, type_id: str, **_kw: Any) -> Response:
         types.volume_type_delete(self.ctx, types.volume_type_get(self.ctx, type_id))

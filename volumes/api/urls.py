@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import backups, quotas, snapshots, types, views
+from . import backups, quotas, snapshots, transfers, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -19,6 +19,7 @@ urlpatterns = [
     re_path(P + r"volumes/(?P<volume_id>[^/]+)/?$", views.VolumeView.as_view()),
     re_path(P + r"snapshots/?$", snapshots.SnapshotsView.as_view()),
     re_path(P + r"snapshots/detail/?$", snapshots.SnapshotsDetailView.as_view()),
+    re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/action/?$", snapshots.SnapshotActionView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/?$", snapshots.SnapshotMetadataView.as_view()),
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/metadata/(?P<key>[^/]+)/?$",
             snapshots.SnapshotMetadataItemView.as_view()),
@@ -28,6 +29,11 @@ urlpatterns = [
     re_path(P + r"backups/(?P<backup_id>[^/]+)/restore/?$", backups.BackupRestoreView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/action/?$", backups.BackupActionView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/?$", backups.BackupView.as_view()),
+    *[route for path in ("os-volume-transfer", "volume-transfers") for route in (
+        re_path(P + path + r"/?$", transfers.TransfersView.as_view(path=path)),
+        re_path(P + path + r"/detail/?$", transfers.TransfersDetailView.as_view(path=path)),
+        re_path(P + path + r"/(?P<transfer_id>[^/]+)/accept/?$", transfers.TransferAcceptView.as_view(path=path)),
+        re_path(P + path + r"/(?P<transfer_id>[^/]+)/?$", transfers.TransferView.as_view(path=path)))],
     re_path(P + r"os-hosts/?$", backups.HostsView.as_view()),
     re_path(P + r"os-hosts/(?P<host_name>[^/]+)/?$", backups.HostView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
@@ -43,5 +49,6 @@ urlpatterns = [
     re_path(P + r"limits/?$", views.LimitsView.as_view()),
     re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/defaults/?$", quotas.QuotaDefaultsView.as_view()),
     re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/?$", quotas.QuotaSetView.as_view()),
+    re_path(P + r"os-quota-class-sets/(?P<class_name>[^/]+)/?$", quotas.QuotaClassSetView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", types.TypeView.as_view()),
 ]

@@ -16,9 +16,9 @@ from cloudcore.core.api.versioned import present
 from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
-from cloudcore.core.policy import authorize
+from cloudcore.core.policy import authorize, can
 
-from .. import quotas, services
+from .. import actions, quotas, services
 from ..models import Volume, VolumeAttachment
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
@@ -31,8 +31,8 @@ def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admi
                 extended: bool = True) -> dict[str, Any]:
     """Cinder's volume view (``volumes.presenter.VOLUME_FIELDS``). ``extended`` (show and list
     detail, not create or update) adds what Cinder's extensions add there: ``volume_image_metadata``
-    and, for admins only (its policy ``volume_extension:volume_tenant_attribute`` defaults to
-    admin), ``os-vol-tenant-attr:tenant_id``."""
+    and, where ``admin`` (the policy ``volume_extension:volume_tenant_attribute``: readers of the
+    volume's project and admins, Cinder's default since Xena) allows, ``os-vol-tenant-attr:tenant_id``."""
     return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended), version)
 
 
@@ -73,6 +73,11 @@ class VolumeAPIView(OpenStackAPIView):
     def authorize(self, rule: str, project_id: str | None = None) -> None:
         authorize(self.ctx, rule, {"project_id": project_id or self.ctx.project_id, "user_id": self.ctx.user_id})
 
+    def shows_tenant(self, vol: Volume) -> bool:
+        """Whether the caller sees the volume's ``os-vol-tenant-attr:tenant_id``."""
+        return can(self.ctx, "volume_extension:volume_tenant_attribute",
+                   {"project_id": vol.project_id, "user_id": self.ctx.user_id})
+
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         """Cinder's fault body; its quota errors (413) also say when to retry."""
         body = super().error_body(code, message)
@@ -101,16 +106,21 @@ def _json_param(value: str, name: str) -> Any:
         raise Invalid(f"Invalid input received: invalid {name} filter.") from None
 
 
+def _sort_key(key: str) -> str:
+    """Cinder takes ``display_name`` as an alias of ``name`` in sort keys."""
+    return "name" if key == "display_name" else key
+
+
 def _sort_param(params: Any) -> list[tuple[str, str]] | None:
     """Cinder's ``sort=key:dir,key2`` or the older ``sort_key``/``sort_dir`` pair."""
     if params.get("sort"):
         out = []
         for part in params["sort"].split(","):
             key, _, direction = part.strip().partition(":")
-            out.append((key, direction or "desc"))
+            out.append((_sort_key(key), direction or "desc"))
         return out
     if params.get("sort_key") or params.get("sort_dir"):
-        return [(params.get("sort_key", "created_at"), params.get("sort_dir", "desc"))]
+        return [(_sort_key(params.get("sort_key", "created_at")), params.get("sort_dir", "desc"))]
     return None
 
 
@@ -142,15 +152,15 @@ class VolumesView(VolumeAPIView):
     def get(self, request: Request, detail: bool = False, **_kw: Any) -> Response:
         self.authorize("volume:get_all")
         params = request.query_params
-        filters: dict[str, Any] = {k: params[k] for k in ("name", "status", "bootable", "availability_zone")
-                                   if k in params}
+        filters: dict[str, Any] = {k: params[k] for k in ("name", "status", "bootable", "availability_zone",
+                                                          "project_id") if k in params}
         if "metadata" in params:
             filters["metadata"] = _json_param(params["metadata"], "metadata")
         limit = _int_param(params.get("limit"), "limit")
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
                                     limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.ctx.is_admin)
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.shows_tenant(v))
                                                 for v in vols]}
         else:
             body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
@@ -194,7 +204,7 @@ class VolumeView(VolumeAPIView):
     def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         self.authorize("volume:get", vol.project_id)
-        return Response({"volume": volume_body(request, vol, self.v, admin=self.ctx.is_admin)})
+        return Response({"volume": volume_body(request, vol, self.v, admin=self.shows_tenant(vol))})
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -255,13 +265,15 @@ class VolumeActionView(VolumeAPIView):
             return Response({"os-volume_upload_image": {
                 "id": vol.id, "updated_at": _ts(vol.updated_at), "status": vol.status,
                 "display_description": vol.description, "size": vol.size,
-                "volume_type": volume_type_body(self.ctx, vol.volume_type, access_extension=False)
+                "volume_type": volume_type_body(self.ctx, vol.volume_type, access_extension=False, qos=False)
                 if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
         if action in ("os-reserve", "os-unreserve"):
             services.volume_reserve(self.ctx, vol, reserve=action == "os-reserve")
             return Response(status=202)
+        if action in LEGACY_ACTIONS:
+            return LEGACY_ACTIONS[action](self, vol, args)
         if action == "os-reimage" and VOLUME_FEATURES.has("reimage", self.v):
             validate(args, {"type": "object", "required": ["image_id"], "additionalProperties": False,
                             "properties": {"image_id": {"type": "string"}, "reimage_reserved": {"type": "boolean"}}})
@@ -269,6 +281,64 @@ class VolumeActionView(VolumeAPIView):
                                     reimage_reserved=bool(args.get("reimage_reserved")))
             return Response(status=202)
         raise Invalid(f"There is no such action: {action}")
+
+
+RESET_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {
+    "status": {"type": "string"}, "attach_status": {"type": "string"}, "migration_status": {"type": "string"}}}
+LEGACY_ATTACH_SCHEMA = {"type": "object", "required": ["mountpoint"], "properties": {
+    "instance_uuid": {"type": ["string", "null"]}, "host_name": {"type": ["string", "null"]},
+    "mountpoint": {"type": "string", "minLength": 1}, "mode": {"type": "string"}}}
+DETACH_SCHEMA = {"type": "object", "properties": {"attachment_id": {"type": ["string", "null"]},
+                                                  "connector": {"type": ["object", "null"]}}}
+IMAGE_METADATA_SCHEMA = {"type": "object", "required": ["metadata"], "properties": {"metadata": {
+    "type": "object", "patternProperties": {"^.{1,255}$": {"type": "string", "maxLength": 255}},
+    "additionalProperties": False}}}
+UNSET_SCHEMA = {"type": "object", "required": ["key"], "properties": {"key": {"type": "string", "minLength": 1}}}
+
+
+def _reset_status(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    validate(args, RESET_SCHEMA)
+    actions.volume_reset_status(view.ctx, vol, **args)
+    return Response(status=202)
+
+
+def _force_delete(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    actions.volume_force_delete(view.ctx, vol)
+    return Response(status=202)
+
+
+def _attach(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    validate(args, LEGACY_ATTACH_SCHEMA)
+    actions.volume_attach_legacy(view.ctx, vol, instance_uuid=args.get("instance_uuid"),
+                                 host_name=args.get("host_name"), mountpoint=args["mountpoint"],
+                                 mode=args.get("mode", "rw"))
+    return Response(status=202)
+
+
+def _detach(view: VolumeAPIView, vol: Volume, args: Any, *, force: bool = False) -> Response:
+    validate(args, DETACH_SCHEMA)
+    actions.volume_detach_legacy(view.ctx, vol, attachment_id=args.get("attachment_id"), force=force)
+    return Response(status=202)
+
+
+def _set_image_metadata(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    metadata = validate(args, IMAGE_METADATA_SCHEMA)["metadata"]
+    return Response({"metadata": actions.volume_image_metadata_set(view.ctx, vol, metadata=metadata)})
+
+
+def _unset_image_metadata(view: VolumeAPIView, vol: Volume, args: Any) -> Response:
+    actions.volume_image_metadata_unset(view.ctx, vol, key=validate(args, UNSET_SCHEMA)["key"])
+    return Response(status=200)
+
+
+#: Cinder's admin actions and the legacy (non-Nova) attach actions on a volume
+LEGACY_ACTIONS = {
+    "os-reset_status": _reset_status, "os-force_delete": _force_delete, "os-attach": _attach,
+    "os-detach": _detach, "os-force_detach": lambda view, vol, args: _detach(view, vol, args, force=True),
+    "os-set_image_metadata": _set_image_metadata, "os-unset_image_metadata": _unset_image_metadata,
+    "os-show_image_metadata": lambda view, vol, args: Response(
+        {"metadata": actions.volume_image_metadata(view.ctx, vol)}),
+}
 
 
 ATTACH_SCHEMA = {"type": "object", "required": ["attachment"], "properties": {"attachment": {

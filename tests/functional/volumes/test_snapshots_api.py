@@ -113,6 +113,9 @@ def test_snapshot_and_backup_lists_sort_and_page_as_cinder_does(bfv: Any) -> Non
     assert listed("sort=name:asc") == ["a-snap", "b-snap", "c-snap"]
     assert listed("sort_key=name&sort_dir=desc") == ["c-snap", "b-snap", "a-snap"]
     assert listed("sort=created_at:asc") == ["b-snap", "a-snap", "c-snap"]
+    # display_name is Cinder's alias of name, in both forms
+    assert listed("sort_key=display_name&sort_dir=asc") == ["a-snap", "b-snap", "c-snap"]
+    assert listed("sort=display_name:desc") == ["c-snap", "b-snap", "a-snap"]
     # a marker starts after the named snapshot, in the list's order; limit and offset page
     assert listed(f"marker={ids[2]}") == ["a-snap", "b-snap"]
     assert listed(f"sort=name:asc&marker={ids[1]}&limit=1") == ["b-snap"]

@@ -121,11 +121,12 @@ def test_create_with_the_clis_nulls_and_the_create_view_has_no_extension_fields(
     volume = created.json()["volume"]
     assert volume["metadata"] == {} and volume["description"] is None
     assert "os-vol-tenant-attr:tenant_id" not in volume and "volume_image_metadata" not in volume
-    # and show gives the tenant attribute to admins only
+    # and show gives the tenant attribute to the project's readers and admins (Cinder's default since Xena)
     vid = volume["id"]
-    assert "os-vol-tenant-attr:tenant_id" not in call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    owner = volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    assert call(client, "get", f"/volume/v3/volumes/{vid}").json()["volume"]["os-vol-tenant-attr:tenant_id"] == owner
     shown = call(bfv.admin(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
-    assert shown["os-vol-tenant-attr:tenant_id"] == volume["links"][0]["href"].split("/v3/")[1].split("/")[0]
+    assert shown["os-vol-tenant-attr:tenant_id"] == owner
     # and an update with null metadata keeps the metadata
     call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"metadata": {"a": "1"}}})
     updated = call(client, "put", f"/volume/v3/volumes/{vid}", {"volume": {"name": "v", "metadata": None}})
@@ -157,6 +158,9 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     rest = call(client, "get", f"/volume/v3/volumes/detail?sort=id:asc&limit=2&marker={first[-1]['id']}")
     # then the pages are in order and complete
     assert [v["id"] for v in first + rest.json()["volumes"]] == sorted(ids)
+    # and display_name sorts as name does (Cinder's alias)
+    by_name = call(client, "get", "/volume/v3/volumes?sort=display_name:desc").json()["volumes"]
+    assert [v["name"] for v in by_name] == ["v2", "v1", "v0"]
     # and a full page links the next one as Cinder does (same path and query, marker moved); a short page does not
     page = call(client, "get", "/volume/v3/volumes?sort=id:asc&limit=2").json()
     (link,) = page["volumes_links"]
@@ -173,6 +177,22 @@ def test_list_pages_sorts_and_filters_by_metadata(bfv: Any) -> None:
     assert call(client, "get", "/volume/v3/volumes?marker=nope").status_code == 404
     assert call(client, "get", "/volume/v3/volumes/").status_code == 404
     assert call(client, "delete", "/volume/v3/volumes/").status_code == 404
+
+
+def test_admin_lists_one_projects_volumes_with_all_tenants_and_project_id(bfv: Any) -> None:
+    # given a member's volume and an admin's
+    member, admin = bfv.member(), bfv.admin()
+    mine = _make(member, "members")
+    _make(admin, "admins")
+    project = call(member, "get", f"/volume/v3/volumes/{mine}").json()["volume"]
+    owner = call(admin, "get", f"/volume/v3/volumes/{mine}").json()["volume"]["os-vol-tenant-attr:tenant_id"]
+    assert project["os-vol-tenant-attr:tenant_id"] == owner
+    # when the admin lists every project's volumes narrowed to the member's project
+    listed = call(admin, "get", f"/volume/v3/volumes/detail?all_tenants=1&project_id={owner}").json()["volumes"]
+    # then only the member's volume is there, with its owner shown
+    assert [(v["id"], v["os-vol-tenant-attr:tenant_id"]) for v in listed] == [(mine, owner)]
+    # and without all_tenants the admin sees only its own
+    assert [v["name"] for v in call(admin, "get", "/volume/v3/volumes").json()["volumes"]] == ["admins"]
 
 
 def test_volume_metadata_crud(bfv: Any) -> None:

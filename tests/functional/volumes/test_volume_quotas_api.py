@@ -79,3 +79,30 @@ def test_limits_are_enforced_with_413(bfv: Any) -> None:
     absolute = call(member, "get", "/volume/v3/limits").json()["limits"]["absolute"]
     assert (absolute["maxTotalVolumes"], absolute["totalVolumesUsed"], absolute["totalSnapshotsUsed"],
             absolute["totalGigabytesUsed"]) == (1, 1, 1, 2)
+
+
+def test_the_default_quota_class_sets_every_projects_defaults(bfv: Any) -> None:
+    admin, member = bfv.admin(), bfv.member()
+    demo = _project_id("demo")
+    path = "/volume/v3/os-quota-class-sets/default"
+    # an admin reads the default class: Cinder's defaults, with the class name as id
+    shown = call(admin, "get", path)
+    assert shown.status_code == 200, shown.content
+    body = shown.json()["quota_class_set"]
+    assert (body["id"], body["volumes"], body["gigabytes"], body["per_volume_gigabytes"]) == ("default", 10, 1000, -1)
+    # a member may neither read nor write it
+    assert call(member, "get", path).status_code == 403
+    assert call(member, "put", path, {"quota_class_set": {"volumes": 1}}).status_code == 403
+    # when the admin raises defaults (a per-type one too), the answer has them and no id
+    call(admin, "post", "/volume/v3/types", {"volume_type": {"name": "gold"}})
+    updated = call(admin, "put", path, {"quota_class_set": {"volumes": 11, "volumes_gold": 3}})
+    assert updated.status_code == 200, updated.content
+    body = updated.json()["quota_class_set"]
+    assert "id" not in body and (body["volumes"], body["volumes_gold"], body["snapshots"]) == (11, 3, 10)
+    # then every project's defaults and limits follow, unless it set its own
+    defaults = call(member, "get", f"/volume/v3/os-quota-sets/{demo}/defaults").json()["quota_set"]
+    assert (defaults["volumes"], defaults["volumes_gold"]) == (11, 3)
+    assert call(member, "get", f"/volume/v3/os-quota-sets/{demo}").json()["quota_set"]["volumes"] == 11
+    # and an unknown resource or a bad limit is a 400
+    assert call(admin, "put", path, {"quota_class_set": {"bogus": 1}}).status_code == 400
+    assert call(admin, "put", path, {"quota_class_set": {"volumes": -2}}).status_code == 400

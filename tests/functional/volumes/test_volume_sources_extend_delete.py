@@ -88,6 +88,16 @@ def test_extend_offline_and_in_use_from_3_42_with_the_volume_extended_event(bfv:
         events = list(InstanceEventRecord.objects.filter(instance_uuid=server["id"], name="volume-extended")
                       .values_list("tag", "status", "received"))
     assert events == [(vol["id"], "completed", True)]
+    # and, as Nova does, the server has an extend_volume action (its owner sees it) whose host event
+    # compute_extend_volume succeeded
+    listed = bfv.get(member, f"servers/{server['id']}/os-instance-actions").json()["instanceActions"]
+    (extend,) = [a for a in listed if a["action"] == "extend_volume"]
+    # recorded for the server's owner (the volume worker's event carries no user), as strings
+    assert isinstance(extend["user_id"], str) and isinstance(extend["project_id"], str)
+    shown = bfv.get(bfv.admin(), f"servers/{server['id']}/os-instance-actions/{extend['request_id']}",
+                    version="2.51").json()["instanceAction"]
+    assert [(e["event"], e["result"]) for e in shown["events"]] == [("compute_extend_volume", "Success")]
+    assert shown["events"][0]["finish_time"]
 
 
 def test_delete_with_snapshots_needs_cascade(bfv: Any) -> None:
