@@ -18,7 +18,7 @@ from cloudcore.core.policy import authorize
 
 from . import rpc
 from .models import AttachStatus, Snapshot, SnapshotStatus, Volume, VolumeAttachment, VolumeStatus
-from .services import InvalidVolume, _refresh_volume_status, volume_delete
+from .services import InvalidVolume, _authorize, _refresh_volume_status, volume_delete
 from .snapshots import InvalidSnapshot, _target, _visible
 
 #: the statuses an admin may reset a volume to (Cinder's)
@@ -38,10 +38,6 @@ SNAPSHOT_UPDATES = {SnapshotStatus.CREATING: (SnapshotStatus.CREATING, SnapshotS
                     SnapshotStatus.DELETING: (SnapshotStatus.DELETING, SnapshotStatus.ERROR_DELETING)}
 
 
-def _rule(ctx: RequestContext, rule: str, project_id: str) -> None:
-    authorize(ctx, rule, {"project_id": project_id, "user_id": ctx.user_id})
-
-
 def _one_of(value: Any, allowed: tuple[str, ...], what: str) -> str:
     text = str(value).lower() if value is not None else None
     if text not in allowed:
@@ -52,7 +48,7 @@ def _one_of(value: Any, allowed: tuple[str, ...], what: str) -> str:
 def volume_reset_status(ctx: RequestContext, vol: Volume, *, status: str | None = None,
                         attach_status: str | None = None, migration_status: str | None = None) -> Volume:
     """Set the volume's status, attach status and/or migration status as given (admins)."""
-    _rule(ctx, "volume_extension:volume_admin_actions:reset_status", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_admin_actions:reset_status", vol.project_id)
     if status is None and attach_status is None and migration_status is None:
         raise Invalid("Must specify 'status', 'attach_status' or 'migration_status' for update.")
     changes: dict[str, Any] = {}
@@ -72,7 +68,7 @@ def volume_reset_status(ctx: RequestContext, vol: Volume, *, status: str | None 
 def volume_force_delete(ctx: RequestContext, vol: Volume) -> None:
     """Delete the volume whatever its status (admins); attached ones and ones with snapshots are
     still refused, as Cinder's."""
-    _rule(ctx, "volume_extension:volume_admin_actions:force_delete", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_admin_actions:force_delete", vol.project_id)
     volume_delete(ctx, vol, force=True)
 
 
@@ -114,7 +110,7 @@ def volume_attach_legacy(ctx: RequestContext, vol: Volume, *, instance_uuid: str
     """The legacy ``os-attach``: record an attachment (to a server or a host) and make the volume
     ``in-use``; it must be ``available`` or ``attaching`` (reserved by ``os-reserve``), or in use
     if it is multiattach."""
-    _rule(ctx, "volume_extension:volume_actions:attach", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_actions:attach", vol.project_id)
     if bool(instance_uuid) == bool(host_name):
         raise Invalid("Invalid request to attach volume to an invalid target")
     if mode not in ("rw", "ro"):
@@ -136,7 +132,7 @@ def volume_detach_legacy(ctx: RequestContext, vol: Volume, *, attachment_id: str
     or the volume's only one; the volume is ``available`` again once none is left (also when it
     had none: Cinder's detach is then a no-op that succeeds)."""
     rule = "volume_extension:volume_admin_actions:force_detach" if force else "volume_extension:volume_actions:detach"
-    _rule(ctx, rule, vol.project_id)
+    _authorize(ctx, rule, vol.project_id)
     live = list(vol.attachments.filter(deleted=False))
     if attachment_id:
         live = [a for a in live if a.id == attachment_id]
@@ -156,20 +152,20 @@ def volume_detach_legacy(ctx: RequestContext, vol: Volume, *, attachment_id: str
 
 
 def volume_image_metadata(ctx: RequestContext, vol: Volume) -> dict[str, str]:
-    _rule(ctx, "volume_extension:volume_image_metadata:show", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_image_metadata:show", vol.project_id)
     return dict(vol.volume_image_metadata or {})
 
 
 def volume_image_metadata_set(ctx: RequestContext, vol: Volume, *, metadata: dict[str, Any]) -> dict[str, str]:
     """Add or replace keys of the volume's image metadata; returns all of it."""
-    _rule(ctx, "volume_extension:volume_image_metadata:set", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_image_metadata:set", vol.project_id)
     vol.volume_image_metadata = {**(vol.volume_image_metadata or {}), **{k: str(v) for k, v in metadata.items()}}
     vol.save(update_fields=["volume_image_metadata", "updated_at"])
     return dict(vol.volume_image_metadata)
 
 
 def volume_image_metadata_unset(ctx: RequestContext, vol: Volume, *, key: str) -> None:
-    _rule(ctx, "volume_extension:volume_image_metadata:remove", vol.project_id)
+    _authorize(ctx, "volume_extension:volume_image_metadata:remove", vol.project_id)
     if key not in (vol.volume_image_metadata or {}):
         raise NotFound(f"Glance metadata for volume {vol.id} with key {key} could not be found.")
     vol.volume_image_metadata = {k: v for k, v in vol.volume_image_metadata.items() if k != key}

@@ -26,6 +26,7 @@ from cloudcore.core.policy import authorize
 
 from . import rpc
 from .backends import VolumeBackendError, get_backend
+from .backends.pool import sparse_copy
 from .models import Backup, BackupStatus, Volume, VolumeStatus
 from .owned import owned_get, owned_list
 from .quotas import quota_check
@@ -33,7 +34,6 @@ from .services import volume_get
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
-BLOCK = 1024 * 1024
 #: Cinder's default ``backup_swift_container``/posix container name, shown as the backup's ``container``.
 DEFAULT_CONTAINER = "backups"
 
@@ -55,18 +55,11 @@ def backup_path(backup_id: str) -> Path:
 
 
 def _copy_sparse(source: Path, target: Path, *, size: int | None = None) -> None:
-    """Copy ``source`` to ``target`` block by block, seeking over zeroed blocks (a hole stays a
-    hole); ``target`` ends ``size`` bytes long (the source's length by default)."""
+    """``sparse_copy`` into ``target`` (made whole under a temporary name, then moved in place);
+    ``target`` ends ``size`` bytes long (the source's length by default)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    zero = bytes(BLOCK)
-    with open(source, "rb") as src, open(tmp, "wb") as dst:
-        while block := src.read(BLOCK):
-            if block == zero[:len(block)]:
-                dst.seek(len(block), os.SEEK_CUR)
-            else:
-                dst.write(block)
-        dst.truncate(dst.tell() if size is None else size)
+    sparse_copy(source, tmp, size=size)
     os.replace(tmp, target)
 
 

@@ -21,38 +21,46 @@ from .base import VolumeBackendError
 
 log = logging.getLogger(__name__)
 GiB = 1024 ** 3
+COPY_BLOCK = 1024 * 1024
 
 
-def sparse_copy(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target`` keeping its holes: only the ranges the file system says hold
-    data are copied (``SEEK_DATA``/``SEEK_HOLE``), so a 1 GiB volume holding a few bytes makes a
-    copy of a few bytes on disk, not 1 GiB of written zeros. Falls back to a plain copy where the
-    file system cannot tell."""
+def sparse_copy(source: Path, target: Path, *, size: int | None = None) -> None:
+    """Copy ``source`` to ``target`` keeping it sparse: only the ranges the file system says hold
+    data are read (``SEEK_DATA``/``SEEK_HOLE``; every byte where it cannot tell), and zeroed blocks
+    among them are seeked over, not written, so a 1 GiB volume holding a few bytes makes a copy of a
+    few bytes on disk. ``target`` ends ``size`` bytes long (the source's length by default)."""
+    zero = bytes(COPY_BLOCK)
     with open(source, "rb") as src, open(target, "wb") as dst:
-        size = os.fstat(src.fileno()).st_size
-        offset = 0
-        try:
-            while offset < size:
-                try:
-                    start = os.lseek(src.fileno(), offset, os.SEEK_DATA)
-                except OSError:  # ENXIO: nothing but a hole up to the end
-                    break
-                end = os.lseek(src.fileno(), start, os.SEEK_HOLE)
-                src.seek(start)
-                dst.seek(start)
-                left = end - start
-                while left > 0:
-                    chunk = src.read(min(left, 8 * 1024 * 1024))
-                    if not chunk:
-                        break
-                    dst.write(chunk)
-                    left -= len(chunk)
-                offset = end
-        except (AttributeError, OSError):  # no SEEK_DATA here: copy every byte
-            src.seek(0)
-            dst.seek(0)
-            shutil.copyfileobj(src, dst)
-        dst.truncate(size)
+        end_of_file = os.fstat(src.fileno()).st_size
+        for start, end in _data_ranges(src.fileno(), end_of_file):
+            src.seek(start)
+            dst.seek(start)
+            left = end - start
+            while left > 0 and (block := src.read(min(left, COPY_BLOCK))):
+                if block == zero[:len(block)]:
+                    dst.seek(len(block), os.SEEK_CUR)
+                else:
+                    dst.write(block)
+                left -= len(block)
+        dst.truncate(end_of_file if size is None else size)
+
+
+def _data_ranges(fd: int, end_of_file: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` ranges of the file that hold data; the whole file where the file system
+    cannot tell holes apart."""
+    ranges: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        while offset < end_of_file:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: nothing but a hole up to the end
+                break
+            offset = os.lseek(fd, start, os.SEEK_HOLE)
+            ranges.append((start, offset))
+    except (AttributeError, OSError):  # no SEEK_DATA here
+        return [(0, end_of_file)]
+    return ranges
 
 
 class DirPoolBackend:
