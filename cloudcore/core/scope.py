@@ -3,8 +3,7 @@
 ``RequestScopeMiddleware`` opens a scope around each HTTP request that is not already inside one.
 A request made from within another in the same thread (the compute's in-process calls to the
 image and network APIs, eager tasks run inside ``POST /servers``) joins the outer request's scope,
-so a read memoised there (``memoized``) is done once for the whole request, and work deferred with
-``at_exit`` runs once when the outermost request ends (whatever it answers).
+so a read memoised there (``memoized``) is done once for the whole request.
 
 Rows handed to ``insert`` (records nobody reads while the request runs: the notifications kept
 for the console, the scheduler's traces) are written when the outermost scope ends, every model's
@@ -38,7 +37,6 @@ T = TypeVar("T")
 class Scope:
     def __init__(self) -> None:
         self.memo: dict[Any, Any] = {}
-        self.exits: dict[Any, Callable[[], None]] = {}
         #: rows to insert at the end, by model (in the order the models were first deferred)
         self.rows: dict[type[models.Model], list[models.Model]] = {}
         #: per model, what to do once its rows are written (e.g. prune old ones)
@@ -67,13 +65,8 @@ def request_scope() -> Iterator[Scope]:
         _current.reset(token)
         try:
             _write_deferred(scope.rows, scope.then)
-        except Exception:  # nor hide what the request raised, nor the deferred work below
+        except Exception:  # nor hide what the request raised
             log.exception("request scope: deferred rows failed")
-        for key, work in scope.exits.items():
-            try:
-                work()
-            except Exception:  # one deferred write failing must not hide the others
-                log.exception("request scope: deferred %s failed", key)
 
 
 def memoized(key: Any, read: Callable[[], T]) -> T:
@@ -98,16 +91,6 @@ def forget(key: Any) -> None:
     scope = _current.get()
     if scope is not None:
         scope.memo.pop(key, None)
-
-
-def at_exit(key: Any, work: Callable[[], None]) -> bool:
-    """Run ``work`` once when the outermost request ends (the last registration under ``key``
-    wins); False outside a scope (the caller then does the work itself)."""
-    scope = _current.get()
-    if scope is None:
-        return False
-    scope.exits[key] = work
-    return True
 
 
 Row = TypeVar("Row", bound=models.Model)
