@@ -103,6 +103,8 @@ class SnapshotStatus:
     DELETING = "deleting"
     ERROR = "error"
     ERROR_DELETING = "error_deleting"
+    #: A backup is being made of it (Cinder's state; back to ``available`` after).
+    BACKING_UP = "backing-up"
 
 
 class Snapshot(ApiModel, SoftDeleteModel):
@@ -169,9 +171,22 @@ class Backup(ApiModel, SoftDeleteModel):
     #: The volume's status when the backup started (a volume is ``backing-up`` meanwhile).
     volume_prior_status = models.CharField(max_length=32, null=True, blank=True)
     data_timestamp = models.DateTimeField(null=True, blank=True)
+    #: The backup an incremental backup holds the changes since (Cinder's ``parent_id``); null for a full one.
+    parent_id = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    #: Where its bytes are in the backup store (Cinder's ``service_metadata``): the data file's name,
+    #: ``backup-<id>`` of the backup that wrote them (an imported record names the file it came from).
+    service_metadata = models.CharField(max_length=255, null=True, blank=True)
 
     class Meta(SoftDeleteModel.Meta):
         ordering = ["-created_at", "id"]
+
+    @property
+    def is_incremental(self) -> bool:
+        return bool(self.parent_id)
+
+    @property
+    def data_name(self) -> str:
+        return self.service_metadata or f"backup-{self.id}"
 
 
 class VolumeTransfer(ApiModel, SoftDeleteModel):

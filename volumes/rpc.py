@@ -51,3 +51,7 @@ def backup_delete(*, backup_id: str) -> None:
 
 def backup_restore(*, backup_id: str, volume_id: str) -> None:
     _cast("volumes.backup_restore_task", backup_id=backup_id, volume_id=volume_id)
+
+
+def backup_import(*, backup_id: str) -> None:
+    _cast("volumes.backup_import_task", backup_id=backup_id)

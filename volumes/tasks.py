@@ -60,3 +60,9 @@ def backup_delete_task(*, backup_id: str) -> None:
 @on_service_side
 def backup_restore_task(*, backup_id: str, volume_id: str) -> None:
     backups.backup_restore_backend(backup_id, volume_id)
+
+
+@shared_task(name="volumes.backup_import_task", queue="volume", time_limit=600)
+@on_service_side
+def backup_import_task(*, backup_id: str) -> None:
+    backups.backup_import_backend(backup_id)

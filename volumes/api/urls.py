@@ -26,7 +26,9 @@ urlpatterns = [
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/?$", snapshots.SnapshotView.as_view()),
     re_path(P + r"backups/?$", backups.BackupsView.as_view()),
     re_path(P + r"backups/detail/?$", backups.BackupsDetailView.as_view()),
+    re_path(P + r"backups/import_record/?$", backups.BackupImportView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/restore/?$", backups.BackupRestoreView.as_view()),
+    re_path(P + r"backups/(?P<backup_id>[^/]+)/export_record/?$", backups.BackupExportView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/action/?$", backups.BackupActionView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/?$", backups.BackupView.as_view()),
     *[route for path in ("os-volume-transfer", "volume-transfers") for route in (
