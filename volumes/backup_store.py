@@ -6,7 +6,8 @@ incremental backup holds only the blocks (``BLOCK`` bytes each) that differ from
 image: ``<name>`` is a sparse file as long as the volume with those blocks at their offsets
 (holes elsewhere), and ``<name>.changed`` lists their indexes (a block that became zeroes is in
 the list and a hole in the file). A backup's image is its chain replayed: the full backup's file,
-then each incremental's changed blocks in order, cut to the last one's length.
+then each incremental's changed blocks in order, cut to the last one's length. ``<name>.volume.json``
+keeps the volume's own metadata at the time of the backup.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -37,6 +39,23 @@ def exists(name: str) -> bool:
 def remove(name: str) -> None:
     data_path(name).unlink(missing_ok=True)
     changed_path(name).unlink(missing_ok=True)
+    volume_meta_path(name).unlink(missing_ok=True)
+
+
+def volume_meta_path(name: str) -> Path:
+    return Path(settings.BACKUP_DIR) / f"{name}.volume.json"
+
+
+def write_volume_meta(name: str, meta: dict[str, Any]) -> None:
+    """What the backed-up volume said about itself (its metadata, bootable flag, image metadata),
+    kept next to the bytes so that a restore gives it back, as Cinder's backups do."""
+    volume_meta_path(name).write_text(json.dumps(meta))
+
+
+def read_volume_meta(name: str) -> dict[str, Any]:
+    path = volume_meta_path(name)
+    meta = json.loads(path.read_text()) if path.exists() else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def write_full(source: Path, name: str) -> None:

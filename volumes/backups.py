@@ -175,6 +175,11 @@ def backup_create_backend(backup_id: str) -> None:
             backup_store.write_incremental(source, [b.data_name for b in chain(backup)[:-1]], backup.data_name)
         else:
             backup_store.write_full(source, backup.data_name)
+        volume = Volume.objects.filter(pk=backup.volume_id).first()
+        if volume is not None:
+            backup_store.write_volume_meta(backup.data_name, {
+                "metadata": volume.metadata or {}, "bootable": volume.bootable,
+                "volume_image_metadata": volume.volume_image_metadata or {}})
         backup.status, backup.fail_reason = BackupStatus.AVAILABLE, None
     except (VolumeBackendError, OSError, Invalid) as exc:
         log.warning("backup %s of volume %s failed: %s", backup.id, backup.volume_id, exc)
@@ -362,25 +367,34 @@ def backup_restore(ctx: RequestContext, backup_id: str, *, volume_id: str | None
 
 def backup_restore_backend(backup_id: str, volume_id: str) -> None:
     """The worker's half of a restore: the volume (its file made first for a new one) gets the
-    backup's image (its chain replayed), grown to its own size; it ends ``available``
+    backup's image (its chain replayed), grown to its own size, and the backed-up volume's metadata
+    and bootable flag; it ends ``available``
     (``error_restoring`` on failure, as Cinder) and the backup ``available`` again either way."""
     vol = Volume.objects.get(pk=volume_id)
     backend = get_backend()
+    fields = ["provider_location", "status", "updated_at"]
     try:
         if not backend.path(vol.id).exists():
             vol.provider_location = backend.create(vol.id, vol.size)
         target = backend.path(vol.id)
         tmp = target.with_name(target.name + ".restore.tmp")
+        names = [b.data_name for b in chain(Backup.objects.get(pk=backup_id))]
         try:
-            backup_store.replay([b.data_name for b in chain(Backup.objects.get(pk=backup_id))], tmp,
-                                size=vol.size * GiB)
+            backup_store.replay(names, tmp, size=vol.size * GiB)
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
+        meta = backup_store.read_volume_meta(names[-1])
+        if isinstance(meta.get("metadata"), dict):
+            vol.metadata = {**(vol.metadata or {}), **meta["metadata"]}
+        vol.bootable = bool(meta.get("bootable", vol.bootable))
+        if meta.get("volume_image_metadata"):
+            vol.volume_image_metadata = meta["volume_image_metadata"]
+        fields += ["metadata", "bootable", "volume_image_metadata"]
         vol.status = VolumeStatus.AVAILABLE
     except (VolumeBackendError, OSError, Invalid) as exc:
         log.warning("restoring backup %s into volume %s failed: %s", backup_id, volume_id, exc)
         vol.status = VolumeStatus.ERROR_RESTORING
-    vol.save(update_fields=["provider_location", "status", "updated_at"])
+    vol.save(update_fields=fields)
     Backup.objects.filter(pk=backup_id, status=BackupStatus.RESTORING).update(
         status=BackupStatus.AVAILABLE, updated_at=timezone.now())

@@ -224,3 +224,19 @@ def test_backup_reset_status(backups: Any) -> None:
     assert refused.status_code == 400
     assert call(admin, "post", action, {"os-reset_status": {"status": "available"}}).status_code == 202
     assert call(client, "get", f"/volume/v3/backups/{bid}").json()["backup"]["status"] == "available"
+
+
+def test_restore_gives_back_the_volume_metadata(backups: Any) -> None:
+    client = backups.member()
+    # given a backup of a volume with metadata
+    vol = _volume(client, metadata={"vol-meta1": "value1", "vol-meta2": "value2"})
+    bid = _backup(client, vol["id"])["id"]
+    # when it is restored into a new volume, and over one with metadata of its own
+    restored = _restore(client, bid)
+    target = _volume(client, metadata={"mine": "kept"})
+    call(client, "post", f"/volume/v3/backups/{bid}/restore", {"restore": {"volume_id": target["id"]}})
+    # then both carry the backed-up volume's metadata (the target keeps its own keys)
+    shown = call(client, "get", f"/volume/v3/volumes/{restored}").json()["volume"]["metadata"]
+    assert shown == {"vol-meta1": "value1", "vol-meta2": "value2"}
+    shown = call(client, "get", f"/volume/v3/volumes/{target['id']}").json()["volume"]["metadata"]
+    assert shown == {"vol-meta1": "value1", "vol-meta2": "value2", "mine": "kept"}
