@@ -38,6 +38,11 @@ class VolumeType(ApiModel, TimestampedModel):
         spec = str((self.extra_specs or {}).get("multiattach") or "")
         return " ".join(spec.split()).lower() == "<is> true"
 
+    @property
+    def is_encrypted(self) -> bool:
+        """The type has an encryption spec (``/types/{id}/encryption``)."""
+        return VolumeTypeEncryption.objects.filter(volume_type_id=self.pk).exists()
+
 
 class VolumeTypeProject(ApiModel, TimestampedModel):
     """A project's access to a private volume type (Cinder's ``volume_type_projects``)."""
@@ -205,3 +210,16 @@ class VolumeTransfer(ApiModel, SoftDeleteModel):
 
     class Meta(SoftDeleteModel.Meta):
         pass
+
+
+class VolumeTypeEncryption(ApiModel, TimestampedModel):
+    """A volume type's encryption spec (Cinder's ``encryption`` table): volumes of the type are
+    created ``encrypted``. Set, changed and removed only while no volume has the type."""
+
+    #: Cinder's ``encryption_id``.
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume_type = models.OneToOneField(VolumeType, on_delete=models.CASCADE, related_name="encryption")
+    provider = models.CharField(max_length=255)
+    cipher = models.CharField(max_length=255, null=True, blank=True)
+    key_size = models.IntegerField(null=True, blank=True)
+    control_location = models.CharField(max_length=255, default="front-end")

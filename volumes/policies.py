@@ -161,3 +161,16 @@ for _name, _check, _desc, _ops in [
      [("GET", "/os-hosts"), ("GET", "/os-hosts/{host_name}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_E = "/types/{type_id}/encryption"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_type_encryption:create", "admin", "Create a volume type's encryption spec.",
+     [("POST", _E)]),
+    ("volume_extension:volume_type_encryption:get", "admin", "Show a volume type's encryption spec or one item of it.",
+     [("GET", _E), ("GET", f"{_E}/{{encryption_key}}")]),
+    ("volume_extension:volume_type_encryption:update", "admin", "Update a volume type's encryption spec.",
+     [("PUT", f"{_E}/{{encryption_id}}")]),
+    ("volume_extension:volume_type_encryption:delete", "admin", "Delete a volume type's encryption spec.",
+     [("DELETE", f"{_E}/{{encryption_id}}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -269,7 +269,7 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
     vol = Volume.objects.create(
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
         availability_zone=availability_zone or "nova",
-        multiattach=bool(multiattach) or vt.is_multiattach, project_id=ctx.project_id or "",
+        multiattach=bool(multiattach) or vt.is_multiattach, encrypted=vt.is_encrypted, project_id=ctx.project_id or "",
         user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, snapshot_id=snapshot_id,
         source_volid=source_volid, bootable=bool(origin and origin.bootable),
         volume_image_metadata=image_meta or (dict(origin.volume_image_metadata or {}) if origin else {}),

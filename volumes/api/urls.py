@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import backups, quotas, snapshots, transfers, types, views
+from . import backups, encryption, quotas, snapshots, transfers, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -45,6 +45,8 @@ urlpatterns = [
     re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/?$", types.TypeExtraSpecsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/(?P<key>[^/]+)/?$", types.TypeExtraSpecView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/action/?$", types.TypeActionView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/encryption/?$", encryption.EncryptionView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/encryption/(?P<key>[^/]+)/?$", encryption.EncryptionItemView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/os-volume-type-access/?$", types.TypeAccessView.as_view()),
     re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),
