@@ -174,3 +174,34 @@ for _name, _check, _desc, _ops in [
      [("DELETE", f"{_E}/{{encryption_id}}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_G, _GT, _GS = "/groups/{group_id}", "/group_types/{group_type_id}", "/group_snapshots/{group_snapshot_id}"
+for _name, _check, _desc, _ops in [
+    ("group:group_types:create", "admin", "Create a group type.", [("POST", "/group_types")]),
+    ("group:group_types:update", "admin", "Update a group type.", [("PUT", _GT)]),
+    ("group:group_types:delete", "admin", "Delete a group type.", [("DELETE", _GT)]),
+    ("group:access_group_types_specs", "admin", "Show 'group_specs' in group type responses.",
+     [("GET", "/group_types"), ("GET", _GT)]),
+    ("group:group_types_specs:get", "admin", "Show a group type's specs or one of them.",
+     [("GET", f"{_GT}/group_specs"), ("GET", f"{_GT}/group_specs/{{key}}")]),
+    ("group:group_types_specs:create", "admin", "Set group type specs.",
+     [("POST", f"{_GT}/group_specs"), ("PUT", f"{_GT}/group_specs/{{key}}")]),
+    ("group:group_types_specs:delete", "admin", "Delete a group type spec.",
+     [("DELETE", f"{_GT}/group_specs/{{key}}")]),
+    ("group:get_all", _READER, "List groups.", [("GET", "/groups"), ("GET", "/groups/detail")]),
+    ("group:get", _READER, "Show a group.", [("GET", _G)]),
+    ("group:create", _OWNER, "Create a group (also from a group snapshot or a source group).",
+     [("POST", "/groups"), ("POST", "/groups/action (create-from-src)")]),
+    ("group:update", _OWNER, "Update a group, add or remove its volumes.", [("PUT", _G)]),
+    ("group:delete", _OWNER, "Delete a group (and its volumes with delete-volumes).",
+     [("POST", f"{_G}/action (delete)")]),
+    ("group:reset_status", "admin", "Reset a group's status.", [("POST", f"{_G}/action (reset_status)")]),
+    ("group:get_all_group_snapshots", _READER, "List group snapshots.",
+     [("GET", "/group_snapshots"), ("GET", "/group_snapshots/detail")]),
+    ("group:get_group_snapshot", _READER, "Show a group snapshot.", [("GET", _GS)]),
+    ("group:create_group_snapshot", _OWNER, "Create a group snapshot.", [("POST", "/group_snapshots")]),
+    ("group:delete_group_snapshot", _OWNER, "Delete a group snapshot.", [("DELETE", _GS)]),
+    ("group:reset_group_snapshot_status", "admin", "Reset a group snapshot's status.",
+     [("POST", f"{_GS}/action (reset_status)")]),
+]:
+    register(_name, _check, _desc, _ops)

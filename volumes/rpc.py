@@ -55,3 +55,11 @@ def backup_restore(*, backup_id: str, volume_id: str) -> None:
 
 def backup_import(*, backup_id: str) -> None:
     _cast("volumes.backup_import_task", backup_id=backup_id)
+
+
+def group_snapshot_create(*, group_snapshot_id: str) -> None:
+    _cast("volumes.group_snapshot_create_task", group_snapshot_id=group_snapshot_id)
+
+
+def group_snapshot_delete(*, group_snapshot_id: str) -> None:
+    _cast("volumes.group_snapshot_delete_task", group_snapshot_id=group_snapshot_id)

@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import backups, encryption, quotas, snapshots, transfers, types, views
+from . import backups, encryption, groups, quotas, snapshots, transfers, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -36,6 +36,19 @@ urlpatterns = [
         re_path(P + path + r"/detail/?$", transfers.TransfersDetailView.as_view(path=path)),
         re_path(P + path + r"/(?P<transfer_id>[^/]+)/accept/?$", transfers.TransferAcceptView.as_view(path=path)),
         re_path(P + path + r"/(?P<transfer_id>[^/]+)/?$", transfers.TransferView.as_view(path=path)))],
+    re_path(P + r"group_types/?$", groups.GroupTypesView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/group_specs/?$", groups.GroupSpecsView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/group_specs/(?P<key>[^/]+)/?$", groups.GroupSpecView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/?$", groups.GroupTypeView.as_view()),
+    re_path(P + r"groups/?$", groups.GroupsView.as_view()),
+    re_path(P + r"groups/detail/?$", groups.GroupsDetailView.as_view()),
+    re_path(P + r"groups/action/?$", groups.GroupsActionView.as_view()),
+    re_path(P + r"groups/(?P<group_id>[^/]+)/action/?$", groups.GroupActionView.as_view()),
+    re_path(P + r"groups/(?P<group_id>[^/]+)/?$", groups.GroupView.as_view()),
+    re_path(P + r"group_snapshots/?$", groups.GroupSnapshotsView.as_view()),
+    re_path(P + r"group_snapshots/detail/?$", groups.GroupSnapshotsDetailView.as_view()),
+    re_path(P + r"group_snapshots/(?P<group_snapshot_id>[^/]+)/action/?$", groups.GroupSnapshotActionView.as_view()),
+    re_path(P + r"group_snapshots/(?P<group_snapshot_id>[^/]+)/?$", groups.GroupSnapshotView.as_view()),
     re_path(P + r"os-hosts/?$", backups.HostsView.as_view()),
     re_path(P + r"os-hosts/(?P<host_name>[^/]+)/?$", backups.HostView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),

@@ -1,0 +1,146 @@
+"""Backups beyond the full copy with the real ``openstack`` CLI against the live cloud (a real volume
+worker writes the backup store): ``volume backup create --incremental`` builds on the newest backup
+and the parent cannot be deleted while it has one; ``--snapshot`` backs up a snapshot's bytes;
+``volume backup set`` renames and adds properties; ``volume backup record export`` (admin) gives a
+record that, imported under another id, is a backup of the same data; restores give the bytes the
+volume had.
+
+``volume backup record import`` is driven with a plain HTTP request as cinderclient and Tempest send
+it: openstacksdk 4.22's ``Backup.import_record`` (which the CLI calls) posts to
+``/backups/export_record`` with the path in place of the record's ``backup_url``, so it cannot
+import into any cloud."""
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cloud import LiveCloud
+from .test_cli_volumes import wait_volume
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+MiB = 1024 ** 2
+
+
+def _volume_file(cloud: LiveCloud, volume_id: str) -> Path:
+    return cloud.var_dir / "volumes" / f"volume-{volume_id}"
+
+
+def _write(cloud: LiveCloud, volume_id: str, offset: int, data: bytes) -> None:
+    with open(_volume_file(cloud, volume_id), "r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+
+
+def _read(cloud: LiveCloud, volume_id: str, offset: int, length: int) -> bytes:
+    with open(_volume_file(cloud, volume_id), "rb") as fh:
+        fh.seek(offset)
+        return fh.read(length)
+
+
+def _backup(cloud: LiveCloud, *args: str) -> dict[str, Any]:
+    created = cloud.openstack_json("volume", "backup", "create", *args)
+    return wait_volume(cloud, "backup", created["id"], "available")
+
+
+def _restore(cloud: LiveCloud, backup: str, name: str) -> str:
+    cloud.openstack("volume", "backup", "restore", backup, name)
+    return str(wait_volume(cloud, "volume", name, "available")["id"])
+
+
+def _import_record(cloud: LiveCloud, record: dict[str, str]) -> dict[str, Any]:
+    token = cloud.openstack_json("token", "issue", cloud="cloudcore-admin")["id"]
+    request = urllib.request.Request(  # noqa: S310 - the live cloud's own URL
+        f"{cloud.url}/volume/v3/backups/import_record", method="POST",
+        data=json.dumps({"backup-record": record}).encode(),
+        headers={"X-Auth-Token": token, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        assert response.status == 201
+        return dict(json.loads(response.read())["backup"])
+
+
+def _admin_wait(cloud: LiveCloud, kind: str, name: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = cloud.openstack_json("volume", *([] if kind == "volume" else [kind]), "show", name,
+                                     cloud="cloudcore-admin")
+        if shown["status"] == "available":
+            return dict(shown)
+        assert time.monotonic() < deadline, f"{kind} {name} is {shown['status']}\n{cloud.tail(40)}"
+        time.sleep(0.5)
+
+
+def test_incremental_snapshot_update_export_import_with_the_cli(live_cloud: LiveCloud) -> None:
+    cloud = live_cloud
+    admin = "cloudcore-admin"
+    try:
+        # given a volume holding FULL, backed up in full
+        vol_id = cloud.openstack_json("volume", "create", "--size", "1", "chain-src")["id"]
+        wait_volume(cloud, "volume", "chain-src", "available")
+        _write(cloud, vol_id, 0, b"FULL")
+        full = _backup(cloud, "--name", "chain-full", "chain-src")
+        assert full["is_incremental"] is False
+        # when INCR is written at 5 MiB and an incremental backup made
+        _write(cloud, vol_id, 5 * MiB, b"INCR")
+        incr = _backup(cloud, "--name", "chain-incr", "--incremental", "chain-src")
+        # then it is incremental, its parent has a dependent and cannot be deleted
+        assert incr["is_incremental"] is True
+        assert cloud.openstack_json("volume", "backup", "show", "chain-full")["has_dependent_backups"] is True
+        refused = cloud.openstack("volume", "backup", "delete", "chain-full", check=False)
+        assert refused.returncode != 0 and "Incremental backups exist for this backup" in refused.stderr
+
+        # a snapshot's backup holds the snapshot's bytes, not the volume's later ones
+        cloud.openstack("volume", "snapshot", "create", "--volume", "chain-src", "chain-snap")
+        snap = wait_volume(cloud, "snapshot", "chain-snap", "available")
+        _write(cloud, vol_id, 0, b"LATE")
+        snap_backup = _backup(cloud, "--name", "chain-snapbk", "--snapshot", "chain-snap", "chain-src")
+        assert snap_backup["snapshot_id"] == snap["id"]
+        assert wait_volume(cloud, "snapshot", "chain-snap", "available")["status"] == "available"
+
+        # backup set renames, describes and adds properties
+        cloud.openstack("volume", "backup", "set", "--name", "chain-incr2", "--description", "delta",
+                        "--property", "kind=delta", "chain-incr")
+        shown = cloud.openstack_json("volume", "backup", "show", "chain-incr2")
+        assert (shown["name"], shown["description"], shown["metadata"]) == ("chain-incr2", "delta", {"kind": "delta"})
+
+        # restores give the bytes each backup saw
+        from_incr = _restore(cloud, "chain-incr2", "chain-from-incr")
+        assert (_read(cloud, from_incr, 0, 4), _read(cloud, from_incr, 5 * MiB, 4)) == (b"FULL", b"INCR")
+        from_snap = _restore(cloud, "chain-snapbk", "chain-from-snap")
+        assert _read(cloud, from_snap, 0, 4) == b"FULL"
+
+        # the admin exports the full backup's record; imported under a new id it restores the same data
+        refused = cloud.openstack("volume", "backup", "record", "export", full["id"], check=False)
+        assert refused.returncode != 0 and "backup:export-import" in refused.stderr
+        record = cloud.openstack_json("volume", "backup", "record", "export", full["id"], cloud=admin)
+        assert record["backup_service"].startswith("cinder.backup.drivers.")
+        fields = json.loads(base64.b64decode(record["backup_url"]))
+        fields["id"] = "7c2a3f5e-1d4b-4e8a-9b6c-0a1e2f3d4c5b"
+        imported = _import_record(cloud, {"backup_service": record["backup_service"],
+                                          "backup_url": base64.b64encode(json.dumps(fields).encode()).decode()})
+        assert imported["id"] == fields["id"]
+        # (it is the admin's: the import makes it in the importer's project)
+        assert _admin_wait(cloud, "backup", fields["id"])["volume_id"] == vol_id
+        cloud.openstack("volume", "backup", "restore", fields["id"], "chain-from-import", cloud=admin)
+        restored = _admin_wait(cloud, "volume", "chain-from-import")
+        assert (_read(cloud, restored["id"], 0, 4), _read(cloud, restored["id"], 5 * MiB, 4)) == (b"FULL", b"\0" * 4)
+
+        # newest first, the chain goes
+        cloud.openstack("volume", "backup", "delete", fields["id"], cloud=admin)
+        for name in ("chain-snapbk", "chain-incr2", "chain-full"):
+            cloud.openstack("volume", "backup", "delete", name)
+            deadline = time.monotonic() + 60
+            while name in {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")}:
+                assert time.monotonic() < deadline, cloud.tail(40)
+                time.sleep(0.5)
+    finally:
+        for name in ("chain-snapbk", "chain-incr2", "chain-incr", "chain-full"):
+            cloud.openstack("volume", "backup", "delete", "--force", name, check=False)
+        cloud.openstack("volume", "delete", "chain-from-import", cloud=admin, check=False)
+        cloud.openstack("volume", "snapshot", "delete", "chain-snap", check=False)
+        cloud.openstack("volume", "delete", "chain-from-incr", "chain-from-snap", check=False)
