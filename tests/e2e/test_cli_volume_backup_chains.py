@@ -144,3 +144,69 @@ def test_incremental_snapshot_update_export_import_with_the_cli(live_cloud: Live
         cloud.openstack("volume", "delete", "chain-from-import", cloud=admin, check=False)
         cloud.openstack("volume", "snapshot", "delete", "chain-snap", check=False)
         cloud.openstack("volume", "delete", "chain-from-incr", "chain-from-snap", check=False)
+
+
+def test_volume_groups_with_the_cli(live_cloud: LiveCloud) -> None:
+    """``volume group type`` (admin), ``volume group create/add volume/set/show/delete --force`` and
+    ``volume group snapshot create/list/delete``, a group from the group snapshot (the CLI needs
+    ``--os-volume-api-version`` for groups)."""
+    cloud = live_cloud
+    v = ("--os-volume-api-version", "3.20")
+    admin = "cloudcore-admin"
+    try:
+        # given a group type with a property and a volume type (admin)
+        cloud.openstack(*v, "volume", "group", "type", "create", "--description", "e2e", "e2e-gt", cloud=admin)
+        cloud.openstack(*v, "volume", "group", "type", "set", "--property", "k=v", "e2e-gt", cloud=admin)
+        shown = cloud.openstack_json(*v, "volume", "group", "type", "show", "e2e-gt", cloud=admin)
+        assert (shown["Description"], shown["Properties"]) == ("e2e", {"k": "v"}), shown
+        cloud.openstack("volume", "type", "create", "e2e-gvt", cloud=admin)
+        # when a member makes a group of them and adds a volume of the type
+        group = cloud.openstack_json(*v, "volume", "group", "create", "--volume-group-type", "e2e-gt",
+                                     "--volume-type", "e2e-gvt", "--name", "e2e-grp")
+        assert group["Status"] == "available", group
+        vol_id = cloud.openstack_json("volume", "create", "--size", "1", "--type", "e2e-gvt", "e2e-gvol")["id"]
+        wait_volume(cloud, "volume", "e2e-gvol", "available")
+        _write(cloud, vol_id, 0, b"GRP!")
+        cloud.openstack(*v, "volume", "group", "add", "volume", "e2e-grp", "e2e-gvol")
+        assert cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "show", "e2e-gvol")[
+            "group_id"] == group["ID"]
+        cloud.openstack(*v, "volume", "group", "set", "--name", "e2e-grp2", "--description", "g", "e2e-grp")
+        assert cloud.openstack_json(*v, "volume", "group", "show", "e2e-grp2")["Description"] == "g"
+        # then a group snapshot is made of it, and a group from that snapshot holds a copy of the volume
+        gsnap = cloud.openstack_json(*v, "volume", "group", "snapshot", "create", "--name", "e2e-gs", "e2e-grp2")
+        deadline = time.monotonic() + 60
+        while cloud.openstack_json(*v, "volume", "group", "snapshot", "show", gsnap["ID"])["Status"] != "available":
+            assert time.monotonic() < deadline, cloud.tail(40)
+            time.sleep(0.5)
+        copy = cloud.openstack_json(*v, "volume", "group", "create", "--group-snapshot", "e2e-gs",
+                                    "--name", "e2e-from-gs")
+        assert copy["Group Snapshot ID"] == gsnap["ID"]
+        deadline = time.monotonic() + 60
+        while True:
+            members = [vol for vol in cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "list",
+                                                           "--long")
+                       if vol["ID"] != vol_id and vol["Status"] == "available"
+                       and cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "show",
+                                                vol["ID"])["group_id"] == copy["ID"]]
+            if members or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert len(members) == 1, cloud.tail(40)
+        assert _read(cloud, members[0]["ID"], 0, 4) == b"GRP!"
+        # a group with volumes needs --force (delete-volumes); its snapshot goes first
+        refused = cloud.openstack(*v, "volume", "group", "delete", "e2e-from-gs", check=False)
+        assert refused.returncode != 0 and "delete-volumes flag is required" in refused.stderr
+        cloud.openstack(*v, "volume", "group", "delete", "--force", "e2e-from-gs")
+        cloud.openstack(*v, "volume", "group", "snapshot", "delete", "e2e-gs")
+        deadline = time.monotonic() + 60
+        while cloud.openstack_json(*v, "volume", "group", "snapshot", "list"):
+            assert time.monotonic() < deadline, cloud.tail(40)
+            time.sleep(0.5)
+        cloud.openstack(*v, "volume", "group", "delete", "--force", "e2e-grp2")
+        assert cloud.openstack(*v, "volume", "group", "show", "e2e-grp2", check=False).returncode != 0
+    finally:
+        cloud.openstack(*v, "volume", "group", "snapshot", "delete", "e2e-gs", check=False)
+        for name in ("e2e-from-gs", "e2e-grp2", "e2e-grp"):
+            cloud.openstack(*v, "volume", "group", "delete", "--force", name, check=False)
+        cloud.openstack("volume", "delete", "e2e-gvol", check=False)
+        cloud.openstack(*v, "volume", "group", "type", "delete", "e2e-gt", cloud=admin, check=False)

@@ -1,7 +1,8 @@
 """Cinder's generic volume groups (``volumes.groups``): ``/group_types`` and their
 ``group_specs`` (3.11), ``/groups`` (3.13; ``create-from-src`` 3.14, ``reset_status`` 3.20) and
 ``/group_snapshots`` (3.14; ``reset_status`` 3.19). Below its microversion each is a 404, as
-Cinder answers a method the request's version does not have."""
+Cinder answers a method the request's version does not have. Creates of group types, specs,
+groups and group snapshots answer 202 with the summary (``id``, ``name``), as Cinder does."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .. import groups
 from ..models import GroupSnapshot, GroupType, Volume, VolumeGroup
 from ..presenter import VOLUME_FEATURES
 from .types import _BOOL, _SPECS, _bool, _is_public_param
-from .views import VolumeAPIView, _base, _int_param, _sort_param
+from .views import VolumeAPIView, _int_param, _sort_param
 
 _NAME = {"type": ["string", "null"], "maxLength": 255}
 TYPE_CREATE_SCHEMA = {"type": "object", "required": ["group_type"], "additionalProperties": False, "properties": {
@@ -125,7 +126,7 @@ class GroupTypesView(GroupTypeAPIView):
         gt = groups.group_type_create(self.ctx, name=body["name"], description=body.get("description"),
                                       is_public=_bool(body.get("is_public", True)),
                                       group_specs=body.get("group_specs"))
-        return Response({"group_type": self.body_of(gt)})
+        return Response({"group_type": self.body_of(gt)}, status=202)
 
 
 class GroupTypeView(GroupTypeAPIView):
@@ -151,7 +152,7 @@ class GroupSpecsView(GroupTypeAPIView):
     def post(self, request: Request, type_id: str, **_kw: Any) -> Response:
         specs = validate(self.body(), SPECS_SCHEMA)["group_specs"]
         groups.group_specs_set(self.ctx, groups.group_type_get(self.ctx, type_id), specs=specs)
-        return Response({"group_specs": specs})
+        return Response({"group_specs": specs}, status=202)
 
 
 class GroupSpecView(GroupTypeAPIView):
@@ -183,8 +184,7 @@ class GroupsBaseView(GroupAPIView):
         return present(GROUP_FIELDS, ShownGroup(group, list_volume=list_volume), self.v)
 
     def summary(self, group: VolumeGroup) -> dict[str, Any]:
-        return {"id": group.id, "name": group.name,
-                "links": [{"rel": "self", "href": f"{_base(self.request)}/v3/{group.project_id}/groups/{group.id}"}]}
+        return {"id": group.id, "name": group.name}
 
 
 class GroupsView(GroupsBaseView):
