@@ -1,9 +1,11 @@
-"""Backups beyond the full copy with the real ``openstack`` CLI against the live cloud (a real volume
-worker writes the backup store): ``volume backup create --incremental`` builds on the newest backup
-and the parent cannot be deleted while it has one; ``--snapshot`` backs up a snapshot's bytes;
-``volume backup set`` renames and adds properties; ``volume backup record export`` (admin) gives a
-record that, imported under another id, is a backup of the same data; restores give the bytes the
-volume had.
+"""Block storage beyond volumes and full backups with the real ``openstack`` CLI against the live
+cloud (a real volume worker): backup chains, generic volume groups, volume type encryption.
+
+Backups (the worker writes the backup store): ``volume backup create --incremental`` builds on the
+newest backup and the parent cannot be deleted while it has one; ``--snapshot`` backs up a
+snapshot's bytes; ``volume backup set`` renames and adds properties; ``volume backup record
+export`` (admin) gives a record that, imported under another id, is a backup of the same data;
+restores give the bytes the volume had.
 
 ``volume backup record import`` is driven with a plain HTTP request as cinderclient and Tempest send
 it: openstacksdk 4.22's ``Backup.import_record`` (which the CLI calls) posts to
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from .cloud import LiveCloud
+from .test_cli_security_groups import wait_active
 from .test_cli_volumes import wait_volume
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -210,3 +213,40 @@ def test_volume_groups_with_the_cli(live_cloud: LiveCloud) -> None:
             cloud.openstack(*v, "volume", "group", "delete", "--force", name, check=False)
         cloud.openstack("volume", "delete", "e2e-gvol", check=False)
         cloud.openstack(*v, "volume", "group", "type", "delete", "e2e-gt", cloud=admin, check=False)
+
+
+def test_volume_type_encryption_with_the_cli(live_cloud: LiveCloud) -> None:
+    """``volume type create --encryption-provider ...`` (admin) makes volumes of the type
+    ``encrypted``; ``volume type set/unset --encryption-*`` is refused while the type has volumes;
+    ``server add volume`` refuses an encrypted volume (this cloud's compute has no key manager)."""
+    cloud = live_cloud
+    admin = "cloudcore-admin"
+    try:
+        cloud.openstack("volume", "type", "create", "--encryption-provider", "luks", "--encryption-cipher",
+                        "aes-xts-plain64", "--encryption-key-size", "256", "e2e-enc", cloud=admin)
+        shown = cloud.openstack_json("volume", "type", "show", "--encryption-type", "e2e-enc", cloud=admin)
+        assert (shown["encryption"]["provider"], shown["encryption"]["key_size"]) == ("luks", 256), shown
+        vol = cloud.openstack_json("volume", "create", "--size", "1", "--type", "e2e-enc", "e2e-encvol")
+        assert vol["encrypted"] is True
+        wait_volume(cloud, "volume", "e2e-encvol", "available")
+        refused = cloud.openstack("volume", "type", "set", "--encryption-key-size", "128", "e2e-enc", cloud=admin,
+                                  check=False)
+        assert refused.returncode != 0 and "Volume type in use" in refused.stderr
+        cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                        "e2e-enc-vm")
+        wait_active(cloud, "e2e-enc-vm")
+        refused = cloud.openstack("server", "add", "volume", "e2e-enc-vm", "e2e-encvol", check=False)
+        assert refused.returncode != 0 and "is encrypted" in refused.stderr, refused.stderr
+        assert cloud.openstack_json("volume", "show", "e2e-encvol")["status"] == "available"
+        cloud.openstack("volume", "delete", "e2e-encvol")
+        deadline = time.monotonic() + 60
+        while cloud.openstack("volume", "show", "e2e-encvol", check=False).returncode == 0:
+            assert time.monotonic() < deadline, cloud.tail(40)
+            time.sleep(0.5)
+        cloud.openstack("volume", "type", "unset", "--encryption-type", "e2e-enc", cloud=admin)
+        shown = cloud.openstack_json("volume", "type", "show", "--encryption-type", "e2e-enc", cloud=admin)
+        assert not shown.get("encryption"), shown
+    finally:
+        cloud.openstack("server", "delete", "--wait", "e2e-enc-vm", check=False)
+        cloud.openstack("volume", "delete", "e2e-encvol", check=False)
+        cloud.openstack("volume", "type", "delete", "e2e-enc", cloud=admin, check=False)

@@ -98,3 +98,22 @@ def test_volumes_of_an_encrypted_type_are_encrypted_and_lock_the_spec(bfv: Any) 
     # once the volume is gone, the spec can go
     assert call(member, "delete", f"/volume/v3/volumes/{vid}").status_code == 202
     assert call(admin, "delete", f"{url}/{enc_id}").status_code == 202
+
+
+def test_booting_from_an_encrypted_volume_is_refused(bfv: Any) -> None:
+    admin, member = bfv.admin(), bfv.member()
+    type_id = _type(admin, "enc-boot")
+    call(admin, "post", f"/volume/v3/types/{type_id}/encryption", {"encryption": SPEC})
+    # given an existing encrypted volume, a boot from it is refused before anything is recorded
+    vid = call(member, "post", "/volume/v3/volumes", {"volume": {"size": 1, "volume_type": "enc-boot",
+                                                                 "imageRef": bfv.image_a}}).json()["volume"]["id"]
+    bdm = [{"boot_index": 0, "uuid": vid, "source_type": "volume", "destination_type": "volume"}]
+    refused = bfv.create_server(member, "enc-boot", image=None, block_device_mapping_v2=bdm, expect=400)
+    assert "is encrypted" in refused["badRequest"]["message"]
+    # a boot whose new root volume would be of the encrypted type fails its build, and the volume goes
+    bdm = [{"boot_index": 0, "uuid": bfv.image_a, "source_type": "image", "destination_type": "volume",
+            "volume_size": 1, "volume_type": "enc-boot", "delete_on_termination": True}]
+    server = bfv.create_server(member, "enc-new", image=None, block_device_mapping_v2=bdm, version="2.67")
+    assert bfv.show(member, server["id"])["status"] == "ERROR"
+    volumes = call(member, "get", "/volume/v3/volumes/detail").json()["volumes"]
+    assert [v["id"] for v in volumes] == [vid]
