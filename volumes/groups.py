@@ -61,6 +61,17 @@ class InvalidGroupSnapshot(Invalid):
     message = "Invalid GroupSnapshot: %(reason)s"
 
 
+def _bury(row: VolumeGroup | GroupSnapshot) -> None:
+    row.status = "deleted"
+    row.save(update_fields=["status", "updated_at"])
+    row.soft_delete()
+
+
+def _check_status(what: str, status: str, allowed: tuple[str, ...]) -> None:
+    if status not in allowed:
+        raise Invalid(f"Invalid input received: {what} status: {status}, Valid statuses are: {', '.join(allowed)}.")
+
+
 def _own(ctx: RequestContext) -> dict[str, Any]:
     return {"project_id": ctx.project_id, "user_id": ctx.user_id}
 
@@ -259,17 +270,13 @@ def group_delete(ctx: RequestContext, group_id: str, *, delete_volumes: bool = F
     with api_atomic():
         for vol in volumes:
             volume_delete(ctx, vol)
-        group.status = "deleted"
-        group.save(update_fields=["status", "updated_at"])
-        group.soft_delete()
+        _bury(group)
 
 
 def group_reset_status(ctx: RequestContext, group_id: str, *, status: str) -> None:
     group = _visible(ctx, group_id)
     authorize(ctx, "group:reset_status", _target(group))
-    if status not in GROUP_STATUSES:
-        raise Invalid(f"Invalid input received: Group status: {status}, Valid statuses are: "
-                      f"{', '.join(GROUP_STATUSES)}.")
+    _check_status("Group", status, GROUP_STATUSES)
     VolumeGroup.objects.filter(pk=group.pk).update(status=status, updated_at=timezone.now())
 
 
@@ -404,15 +411,11 @@ def group_snapshot_delete_backend(group_snapshot_id: str) -> None:
             GroupSnapshot.objects.filter(pk=gsnap.pk).update(status="error_deleting")
             return
         snap.delete()
-    gsnap.status = "deleted"
-    gsnap.save(update_fields=["status", "updated_at"])
-    gsnap.soft_delete()
+    _bury(gsnap)
 
 
 def group_snapshot_reset_status(ctx: RequestContext, group_snapshot_id: str, *, status: str) -> None:
     gsnap = group_snapshot_get(ctx, group_snapshot_id)
     authorize(ctx, "group:reset_group_snapshot_status", _target(gsnap))
-    if status not in GROUP_SNAPSHOT_STATUSES:
-        raise Invalid(f"Invalid input received: Group snapshot status: {status}, Valid statuses are: "
-                      f"{', '.join(GROUP_SNAPSHOT_STATUSES)}.")
+    _check_status("Group snapshot", status, GROUP_SNAPSHOT_STATUSES)
     GroupSnapshot.objects.filter(pk=gsnap.pk).update(status=status, updated_at=timezone.now())
