@@ -38,6 +38,11 @@ class VolumeType(ApiModel, TimestampedModel):
         spec = str((self.extra_specs or {}).get("multiattach") or "")
         return " ".join(spec.split()).lower() == "<is> true"
 
+    @property
+    def is_encrypted(self) -> bool:
+        """The type has an encryption spec (``/types/{id}/encryption``)."""
+        return VolumeTypeEncryption.objects.filter(volume_type_id=self.pk).exists()
+
 
 class VolumeTypeProject(ApiModel, TimestampedModel):
     """A project's access to a private volume type (Cinder's ``volume_type_projects``)."""
@@ -72,6 +77,8 @@ class Volume(ApiModel, SoftDeleteModel):
     metadata = models.JSONField(default=dict)
     backend_name = models.CharField(max_length=255, null=True, blank=True)
     provider_location = models.TextField(null=True, blank=True)
+    #: The generic volume group (``VolumeGroup``) the volume belongs to, if any (3.13).
+    group_id = models.CharField(max_length=36, null=True, blank=True, db_index=True)
 
     class Meta(SoftDeleteModel.Meta):
         pass
@@ -103,6 +110,8 @@ class SnapshotStatus:
     DELETING = "deleting"
     ERROR = "error"
     ERROR_DELETING = "error_deleting"
+    #: A backup is being made of it (Cinder's state; back to ``available`` after).
+    BACKING_UP = "backing-up"
 
 
 class Snapshot(ApiModel, SoftDeleteModel):
@@ -118,6 +127,8 @@ class Snapshot(ApiModel, SoftDeleteModel):
     project_id = models.CharField(max_length=255, db_index=True)
     user_id = models.CharField(max_length=255)
     metadata = models.JSONField(default=dict)
+    #: The group snapshot (``GroupSnapshot``) it was taken as part of, if any (3.14).
+    group_snapshot_id = models.CharField(max_length=36, null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -169,9 +180,22 @@ class Backup(ApiModel, SoftDeleteModel):
     #: The volume's status when the backup started (a volume is ``backing-up`` meanwhile).
     volume_prior_status = models.CharField(max_length=32, null=True, blank=True)
     data_timestamp = models.DateTimeField(null=True, blank=True)
+    #: The backup an incremental backup holds the changes since (Cinder's ``parent_id``); null for a full one.
+    parent_id = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    #: Where its bytes are in the backup store (Cinder's ``service_metadata``): the data file's name,
+    #: ``backup-<id>`` of the backup that wrote them (an imported record names the file it came from).
+    service_metadata = models.CharField(max_length=255, null=True, blank=True)
 
     class Meta(SoftDeleteModel.Meta):
         ordering = ["-created_at", "id"]
+
+    @property
+    def is_incremental(self) -> bool:
+        return bool(self.parent_id)
+
+    @property
+    def data_name(self) -> str:
+        return self.service_metadata or f"backup-{self.id}"
 
 
 class VolumeTransfer(ApiModel, SoftDeleteModel):
@@ -190,3 +214,68 @@ class VolumeTransfer(ApiModel, SoftDeleteModel):
 
     class Meta(SoftDeleteModel.Meta):
         pass
+
+
+class VolumeTypeEncryption(ApiModel, TimestampedModel):
+    """A volume type's encryption spec (Cinder's ``encryption`` table): volumes of the type are
+    created ``encrypted``. Set, changed and removed only while no volume has the type."""
+
+    #: Cinder's ``encryption_id``.
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    volume_type = models.OneToOneField(VolumeType, on_delete=models.CASCADE, related_name="encryption")
+    provider = models.CharField(max_length=255)
+    cipher = models.CharField(max_length=255, null=True, blank=True)
+    key_size = models.IntegerField(null=True, blank=True)
+    control_location = models.CharField(max_length=255, default="front-end")
+
+
+class GroupType(ApiModel, TimestampedModel):
+    """Cinder's group type (3.11): a name, group specs (backend hints for the group as a whole,
+    admins') and who may use it."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, unique=True)
+    description = models.TextField(null=True, blank=True)
+    is_public = models.BooleanField(default=True)
+    group_specs = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class VolumeGroup(ApiModel, SoftDeleteModel):
+    """Cinder's generic volume group (3.13): volumes of the group's volume types managed together
+    (snapshotted at once, deleted at once). A volume names its group in ``Volume.group_id``."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    status = models.CharField(max_length=32, default="creating", db_index=True)
+    availability_zone = models.CharField(max_length=255, default="nova")
+    group_type_id = models.CharField(max_length=36)
+    #: The ids of the volume types the group's volumes may have.
+    volume_type_ids = models.JSONField(default=list)
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+    group_snapshot_id = models.CharField(max_length=36, null=True, blank=True)
+    source_group_id = models.CharField(max_length=36, null=True, blank=True)
+
+    class Meta(SoftDeleteModel.Meta):
+        ordering = ["-created_at", "id"]
+
+
+class GroupSnapshot(ApiModel, SoftDeleteModel):
+    """Cinder's group snapshot (3.14): one snapshot of each volume of a group, taken together; its
+    snapshots name it in ``Snapshot.group_snapshot_id``."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    group_id = models.CharField(max_length=36, db_index=True)
+    group_type_id = models.CharField(max_length=36)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    status = models.CharField(max_length=32, default="creating", db_index=True)
+    project_id = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255)
+
+    class Meta(SoftDeleteModel.Meta):
+        ordering = ["-created_at", "id"]

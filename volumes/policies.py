@@ -150,9 +150,58 @@ for _name, _check, _desc, _ops in [
     ("backup:force_delete", "admin", "Delete a backup whatever its status.",
      [("POST", f"{_B}/action (os-force_delete)")]),
     ("backup:restore", _OWNER, "Restore a backup into a new or an existing volume.", [("POST", f"{_B}/restore")]),
+    ("backup:update", _OWNER, "Update a backup's name, description and metadata (3.9).", [("PUT", _B)]),
+    ("backup:export-import", "admin", "Export a backup's record.", [("GET", f"{_B}/export_record")]),
+    ("backup:backup-import", "admin", "Import a backup record.", [("POST", "/backups/import_record")]),
+    ("volume_extension:backup_admin_actions:reset_status", "admin", "Reset a backup's status.",
+     [("POST", f"{_B}/action (os-reset_status)")]),
     ("backup:backup_project_attribute", "admin", "Add 'os-backup-project-attr:project_id' to backup responses.",
      [("GET", _B), ("GET", "/backups/detail")]),
     ("volume_extension:hosts", "admin", "List the block storage hosts and show a host's volumes and snapshots.",
      [("GET", "/os-hosts"), ("GET", "/os-hosts/{host_name}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+_E = "/types/{type_id}/encryption"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_type_encryption:create", "admin", "Create a volume type's encryption spec.",
+     [("POST", _E)]),
+    ("volume_extension:volume_type_encryption:get", "admin", "Show a volume type's encryption spec or one item of it.",
+     [("GET", _E), ("GET", f"{_E}/{{encryption_key}}")]),
+    ("volume_extension:volume_type_encryption:update", "admin", "Update a volume type's encryption spec.",
+     [("PUT", f"{_E}/{{encryption_id}}")]),
+    ("volume_extension:volume_type_encryption:delete", "admin", "Delete a volume type's encryption spec.",
+     [("DELETE", f"{_E}/{{encryption_id}}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+_G, _GT, _GS = "/groups/{group_id}", "/group_types/{group_type_id}", "/group_snapshots/{group_snapshot_id}"
+for _name, _check, _desc, _ops in [
+    ("group:group_types:create", "admin", "Create a group type.", [("POST", "/group_types")]),
+    ("group:group_types:update", "admin", "Update a group type.", [("PUT", _GT)]),
+    ("group:group_types:delete", "admin", "Delete a group type.", [("DELETE", _GT)]),
+    ("group:access_group_types_specs", "admin", "Show 'group_specs' in group type responses.",
+     [("GET", "/group_types"), ("GET", _GT)]),
+    ("group:group_types_specs:get", "admin", "Show a group type's specs or one of them.",
+     [("GET", f"{_GT}/group_specs"), ("GET", f"{_GT}/group_specs/{{key}}")]),
+    ("group:group_types_specs:create", "admin", "Set group type specs.",
+     [("POST", f"{_GT}/group_specs"), ("PUT", f"{_GT}/group_specs/{{key}}")]),
+    ("group:group_types_specs:delete", "admin", "Delete a group type spec.",
+     [("DELETE", f"{_GT}/group_specs/{{key}}")]),
+    ("group:get_all", _READER, "List groups.", [("GET", "/groups"), ("GET", "/groups/detail")]),
+    ("group:get", _READER, "Show a group.", [("GET", _G)]),
+    ("group:create", _OWNER, "Create a group (also from a group snapshot or a source group).",
+     [("POST", "/groups"), ("POST", "/groups/action (create-from-src)")]),
+    ("group:update", _OWNER, "Update a group, add or remove its volumes.", [("PUT", _G)]),
+    ("group:delete", _OWNER, "Delete a group (and its volumes with delete-volumes).",
+     [("POST", f"{_G}/action (delete)")]),
+    ("group:reset_status", "admin", "Reset a group's status.", [("POST", f"{_G}/action (reset_status)")]),
+    ("group:get_all_group_snapshots", _READER, "List group snapshots.",
+     [("GET", "/group_snapshots"), ("GET", "/group_snapshots/detail")]),
+    ("group:get_group_snapshot", _READER, "Show a group snapshot.", [("GET", _GS)]),
+    ("group:create_group_snapshot", _OWNER, "Create a group snapshot.", [("POST", "/group_snapshots")]),
+    ("group:delete_group_snapshot", _OWNER, "Delete a group snapshot.", [("DELETE", _GS)]),
+    ("group:reset_group_snapshot_status", "admin", "Reset a group snapshot's status.",
+     [("POST", f"{_GS}/action (reset_status)")]),
 ]:
     register(_name, _check, _desc, _ops)

@@ -13,9 +13,13 @@ from cloudcore.core.policy import can
 from .models import Backup, Snapshot, Volume, VolumeType
 from .types import visible_extra_specs
 
-#: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``.
+#: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``; generic
+#: volume groups: 3.11 group types, 3.13 groups, 3.14 group snapshots and groups from a source,
+#: 3.19 / 3.20 their ``reset_status``.
 VOLUME_FEATURES = Since({"summary": (3, 12), "summary_metadata": (3, 36), "attachments": (3, 27),
-                         "attachment_complete": (3, 44), "reimage": (3, 68)})
+                         "attachment_complete": (3, 44), "reimage": (3, 68),
+                         "group_types": (3, 11), "groups": (3, 13), "group_snapshots": (3, 14),
+                         "group_snapshot_reset_status": (3, 19), "group_reset_status": (3, 20)})
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
     Field("shared_targets", lambda v: False, since=(3, 48)),
     Field("volume_type_id", lambda v: v.volume.volume_type_id, since=(3, 63)),
     Field("cluster_name", lambda v: None, since=(3, 61)),
+    Field("group_id", lambda v: v.volume.group_id, since=(3, 13)),
 )
 
 
@@ -84,7 +89,7 @@ SNAPSHOT_FIELDS: tuple[Field[ShownSnapshot], ...] = (
     Field("os-extended-snapshot-attributes:progress", lambda v: v.snapshot.progress, when=lambda v: v.extended),
     Field("os-extended-snapshot-attributes:project_id", lambda v: v.snapshot.project_id,
           when=lambda v: v.extended),
-    Field("group_snapshot_id", lambda v: None, since=(3, 14)),
+    Field("group_snapshot_id", lambda v: v.snapshot.group_snapshot_id, since=(3, 14)),
     Field("user_id", lambda v: v.snapshot.user_id, since=(3, 41)),
     Field("consumes_quota", lambda v: True, since=(3, 65)),
 )
@@ -111,9 +116,10 @@ BACKUP_FIELDS: tuple[Field[ShownBackup], ...] = (
     Field("data_timestamp", lambda v: _ts(v.backup.data_timestamp or v.backup.created_at),
           when=lambda v: v.extended),
     _backup("description"), _backup("fail_reason"),
-    Field("has_dependent_backups", lambda v: False, when=lambda v: v.extended),
+    Field("has_dependent_backups", lambda v: Backup.objects.filter(parent_id=v.backup.id).exists(),
+          when=lambda v: v.extended),
     Field("id", lambda v: v.backup.id),
-    Field("is_incremental", lambda v: False, when=lambda v: v.extended),
+    Field("is_incremental", lambda v: v.backup.is_incremental, when=lambda v: v.extended),
     Field("links", lambda v: [{"rel": "self",
                                "href": f"{v.base_url}/v3/{v.backup.project_id}/backups/{v.backup.id}"}]),
     Field("name", lambda v: v.backup.name),

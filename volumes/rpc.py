@@ -51,3 +51,15 @@ def backup_delete(*, backup_id: str) -> None:
 
 def backup_restore(*, backup_id: str, volume_id: str) -> None:
     _cast("volumes.backup_restore_task", backup_id=backup_id, volume_id=volume_id)
+
+
+def backup_import(*, backup_id: str) -> None:
+    _cast("volumes.backup_import_task", backup_id=backup_id)
+
+
+def group_snapshot_create(*, group_snapshot_id: str) -> None:
+    _cast("volumes.group_snapshot_create_task", group_snapshot_id=group_snapshot_id)
+
+
+def group_snapshot_delete(*, group_snapshot_id: str) -> None:
+    _cast("volumes.group_snapshot_delete_task", group_snapshot_id=group_snapshot_id)

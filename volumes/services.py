@@ -30,7 +30,16 @@ from servers.services.external_events import server_external_events_create
 
 from . import rpc
 from .backends import VolumeBackendError, get_backend
-from .models import AttachStatus, Snapshot, SnapshotStatus, Volume, VolumeAttachment, VolumeStatus
+from .models import (
+    AttachStatus,
+    Snapshot,
+    SnapshotStatus,
+    Volume,
+    VolumeAttachment,
+    VolumeGroup,
+    VolumeStatus,
+    VolumeType,
+)
 from .owned import sorted_page
 from .quotas import quota_check
 from .snapshots import snapshot_for_new_volume
@@ -229,11 +238,24 @@ def _source_volume(ctx: RequestContext | None, source_volid: str, size: int | No
     return source, wanted
 
 
+def _check_joins_group(ctx: RequestContext, group_id: str, vt: VolumeType) -> None:
+    """A new volume may be created into generic group ``group_id`` (``volumes.groups``): the
+    group is the actor's (NotFound), ``available`` and allows the volume's type (Invalid)."""
+    group = VolumeGroup.objects.filter(pk=group_id).first()
+    if group is None or not (ctx.is_admin or group.project_id == ctx.project_id):
+        raise NotFound(f"Group {group_id} could not be found.")
+    if group.status != "available":
+        raise Invalid(f"Invalid Group: Group {group.id} status must be available, but current status is: "
+                      f"{group.status}.")
+    if vt.id not in (group.volume_type_ids or []):
+        raise Invalid(f"Invalid input received: Invalid volume_type provided: {vt.id} for group {group.id}.")
+
+
 def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | None = None,
                   description: str | None = None, image_id: str | None = None, multiattach: bool = False,
                   availability_zone: str | None = None, metadata: dict[str, Any] | None = None,
                   volume_type: str | None = None, run_now: bool = False, snapshot_id: str | None = None,
-                  source_volid: str | None = None) -> Volume:
+                  source_volid: str | None = None, group_id: str | None = None) -> Volume:
     """Create a volume record (``creating``) and enqueue the backend work; ``run_now`` does the
     backend work in this process (the compute's boot-from-volume path).
 
@@ -266,14 +288,16 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         vt = origin.volume_type
     else:
         vt = default_volume_type()
+    if group_id:
+        _check_joins_group(ctx, group_id, vt)
     vol = Volume.objects.create(
         name=name, description=description, size=int(size), status=VolumeStatus.CREATING,
         availability_zone=availability_zone or "nova",
-        multiattach=bool(multiattach) or vt.is_multiattach, project_id=ctx.project_id or "",
+        multiattach=bool(multiattach) or vt.is_multiattach, encrypted=vt.is_encrypted, project_id=ctx.project_id or "",
         user_id=ctx.user_id or "", volume_type=vt, image_id=image_id, snapshot_id=snapshot_id,
         source_volid=source_volid, bootable=bool(origin and origin.bootable),
         volume_image_metadata=image_meta or (dict(origin.volume_image_metadata or {}) if origin else {}),
-        metadata=metadata or {}, backend_name=get_backend().name,
+        metadata=metadata or {}, backend_name=get_backend().name, group_id=group_id or None,
     )
     if run_now:
         volume_create_backend(vol.id)

@@ -5,7 +5,7 @@ from celery import shared_task
 
 from cells.isolation import on_service_side
 
-from . import backups, services, snapshots
+from . import backups, groups, services, snapshots
 
 
 @shared_task(name="volumes.volume_create_task", queue="volume", time_limit=3600)
@@ -60,3 +60,21 @@ def backup_delete_task(*, backup_id: str) -> None:
 @on_service_side
 def backup_restore_task(*, backup_id: str, volume_id: str) -> None:
     backups.backup_restore_backend(backup_id, volume_id)
+
+
+@shared_task(name="volumes.backup_import_task", queue="volume", time_limit=600)
+@on_service_side
+def backup_import_task(*, backup_id: str) -> None:
+    backups.backup_import_backend(backup_id)
+
+
+@shared_task(name="volumes.group_snapshot_create_task", queue="volume", time_limit=3600)
+@on_service_side
+def group_snapshot_create_task(*, group_snapshot_id: str) -> None:
+    groups.group_snapshot_create_backend(group_snapshot_id)
+
+
+@shared_task(name="volumes.group_snapshot_delete_task", queue="volume", time_limit=600)
+@on_service_side
+def group_snapshot_delete_task(*, group_snapshot_id: str) -> None:
+    groups.group_snapshot_delete_backend(group_snapshot_id)

@@ -42,7 +42,7 @@ from .external import (
 )
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 from .server_groups import group_for_create, group_members_add
-from .volume_attachments import check_multiattach_allowed
+from .volume_attachments import check_encryption_supported, check_multiattach_allowed
 
 
 class FlavorNotFound(NotFound):
@@ -282,12 +282,14 @@ def merge_bdms(image_bdms: list[dict[str, Any]], requested: list[dict[str, Any]]
 
 def _check_multiattach_volumes(bdms: list[dict[str, Any]], *, multiattach_supported: bool) -> None:
     """An existing volume mapped to the new server (``source_type`` volume) that is multiattach
-    needs 2.60 (400, Nova's ``MultiattachNotSupportedOldMicroversion``)."""
+    needs 2.60 (400, Nova's ``MultiattachNotSupportedOldMicroversion``); one that is encrypted is
+    refused (400, ``check_encryption_supported``)."""
     for bdm in bdms:
         if bdm.get("source_type") == "volume" and bdm.get("uuid"):
             volume = volume_selectors.volume_find(str(bdm["uuid"]))
             if volume is not None:
                 check_multiattach_allowed(volume, multiattach_supported=multiattach_supported)
+                check_encryption_supported(volume)
 
 
 def _volume_backed(bdms: list[dict[str, Any]]) -> bool:

@@ -59,6 +59,19 @@ def check_multiattach_allowed(volume: Volume, *, multiattach_supported: bool) ->
         raise MultiattachNotSupportedOldMicroversion()
 
 
+class EncryptedVolumeNotSupported(Invalid):
+    message = ("Volume %(volume_id)s is encrypted: this cloud's compute has no key manager to unlock encrypted "
+               "volumes, and does not attach them as plaintext.")
+
+
+def check_encryption_supported(volume: Volume) -> None:
+    """An encrypted volume (of a type with an encryption spec) is never given to a guest: Nova
+    would fetch its key from a key manager and have libvirt open it as LUKS; this cloud's compute
+    has neither and would hand the guest the raw bytes (400, before anything is reserved)."""
+    if volume.encrypted:
+        raise EncryptedVolumeNotSupported(volume_id=volume.id)
+
+
 class AttachInvalidState(Conflict):
     message = "Cannot '%(method)s' instance %(instance_uuid)s while it is in vm_state %(state)s"
 
@@ -91,6 +104,11 @@ def bdm_volumes_create(instance: Instance) -> None:
                                         volume_type=bdm.volume_type, run_now=True)
         except CloudcoreError as exc:
             log.warning("could not create the volume of block device %s of %s: %s", bdm.uuid, instance.uuid, exc)
+            continue
+        if vol.encrypted:  # its type is encrypted: no guest gets it (check_encryption_supported)
+            log.warning("block device %s of %s would be an encrypted volume, which this cloud's compute cannot "
+                        "attach; the volume is deleted", bdm.uuid, instance.uuid)
+            volumes.volume_delete(owner, vol, run_now=True)
             continue
         bdm.volume_id = vol.id
         bdm.save(update_fields=["volume_id", "updated_at"])
@@ -146,6 +164,7 @@ def volume_attach(*, actor: RequestContext, instance: Instance, cell: CellMappin
     except NotFound as exc:
         raise NotFound(f"Volume {volume_id} could not be found.") from exc
     check_multiattach_allowed(vol, multiattach_supported=multiattach_supported)
+    check_encryption_supported(vol)
     if vol.multiattach and instance.vm_state == VmState.SHELVED_OFFLOADED:
         raise MultiattachToShelvedNotSupported()
     att = volumes.attachment_create(actor, volume_id=vol.id, instance_uuid=instance.uuid)

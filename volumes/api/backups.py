@@ -1,4 +1,5 @@
-"""Cinder's ``/backups`` (create, list and detail, show, delete, restore) and the admin-only
+"""Cinder's ``/backups`` (create, list and detail, show, update 3.9, delete, restore, the admin's
+``export_record``/``import_record``, ``os-force_delete`` and ``os-reset_status``) and the admin-only
 ``/os-hosts`` (the block storage hosts, and one host's volumes and snapshots per project)."""
 from __future__ import annotations
 
@@ -30,6 +31,23 @@ CREATE_SCHEMA = {"type": "object", "required": ["backup"], "additionalProperties
         "incremental": {"type": ["boolean", "string", "null"]}, "force": {"type": ["boolean", "string", "null"]},
         "snapshot_id": {"type": ["string", "null"]}, "metadata": {"type": ["object", "null"]},
         "availability_zone": {"type": ["string", "null"]}}}}}
+_NAME = {"type": ["string", "null"], "maxLength": 255}
+#: Backup update (3.9): name and description; metadata from 3.43 (anything else is a 400).
+UPDATE_SCHEMAS = {
+    (3, 9): {"type": "object", "required": ["backup"], "additionalProperties": False, "properties": {
+        "backup": {"type": "object", "additionalProperties": False, "properties": {
+            "name": _NAME, "description": {"type": ["string", "null"], "maxLength": 255}}}}},
+    (3, 43): {"type": "object", "required": ["backup"], "additionalProperties": False, "properties": {
+        "backup": {"type": "object", "additionalProperties": False, "properties": {
+            "name": _NAME, "description": {"type": ["string", "null"], "maxLength": 255},
+            "metadata": {"type": ["object", "null"]}}}}},
+}
+IMPORT_SCHEMA = {"type": "object", "required": ["backup-record"], "properties": {
+    "backup-record": {"type": "object", "required": ["backup_service", "backup_url"], "additionalProperties": False,
+                      "properties": {"backup_service": {"type": "string", "minLength": 1, "maxLength": 255},
+                                     "backup_url": {"type": "string", "minLength": 1}}}}}
+RESET_SCHEMA = {"type": "object", "required": ["status"], "additionalProperties": False, "properties": {
+    "status": {"type": "string"}}}
 RESTORE_SCHEMA = {"type": "object", "required": ["restore"], "properties": {
     "restore": {"type": ["object", "null"], "properties": {
         "volume_id": {"type": ["string", "null"]}, "name": {"type": ["string", "null"], "maxLength": 255}}}}}
@@ -71,9 +89,31 @@ class BackupView(BackupAPIView):
     def get(self, request: Request, backup_id: str, **_kw: Any) -> Response:
         return Response({"backup": self.shown(request, backups.backup_get(self.ctx, backup_id))})
 
+    def put(self, request: Request, backup_id: str, **_kw: Any) -> Response:
+        """Backup update (3.9; ``metadata`` 3.43): the summary view of the backup."""
+        schema = next((s for since, s in sorted(UPDATE_SCHEMAS.items(), reverse=True) if self.v >= since), None)
+        if schema is None:
+            raise NotFound("The resource could not be found.")
+        changes = validate(self.body(), schema)["backup"]
+        backup = backups.backup_update(self.ctx, backup_id, changes=changes)
+        return Response({"backup": self.shown(request, backup, extended=False)})
+
     def delete(self, request: Request, backup_id: str, **_kw: Any) -> Response:
         backups.backup_delete(self.ctx, backup_id)
         return Response(status=202)
+
+
+class BackupExportView(BackupAPIView):
+    def get(self, request: Request, backup_id: str, **_kw: Any) -> Response:
+        return Response({"backup-record": backups.backup_export(self.ctx, backup_id)})
+
+
+class BackupImportView(BackupAPIView):
+    def post(self, request: Request, **_kw: Any) -> Response:
+        record = validate(self.body(), IMPORT_SCHEMA)["backup-record"]
+        backup = backups.backup_import(self.ctx, backup_service=record["backup_service"],
+                                       backup_url=record["backup_url"])
+        return Response({"backup": self.shown(request, backup, extended=False)}, status=201)
 
 
 class BackupRestoreView(BackupAPIView):
@@ -85,10 +125,13 @@ class BackupRestoreView(BackupAPIView):
 
 class BackupActionView(BackupAPIView):
     def post(self, request: Request, backup_id: str, **_kw: Any) -> Response:
-        action, _args = self.requested_action()
-        if action != "os-force_delete":
+        action, args = self.requested_action()
+        if action == "os-force_delete":
+            backups.backup_delete(self.ctx, backup_id, force=True)
+        elif action == "os-reset_status":
+            backups.backup_reset_status(self.ctx, backup_id, status=validate(args, RESET_SCHEMA)["status"])
+        else:
             raise NotFound("The resource could not be found.")
-        backups.backup_delete(self.ctx, backup_id, force=True)
         return Response(status=202)
 
 

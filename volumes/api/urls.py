@@ -2,7 +2,7 @@
 the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog."""
 from django.urls import re_path
 
-from . import backups, quotas, snapshots, transfers, types, views
+from . import backups, encryption, groups, quotas, snapshots, transfers, types, views
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -26,7 +26,9 @@ urlpatterns = [
     re_path(P + r"snapshots/(?P<snapshot_id>[^/]+)/?$", snapshots.SnapshotView.as_view()),
     re_path(P + r"backups/?$", backups.BackupsView.as_view()),
     re_path(P + r"backups/detail/?$", backups.BackupsDetailView.as_view()),
+    re_path(P + r"backups/import_record/?$", backups.BackupImportView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/restore/?$", backups.BackupRestoreView.as_view()),
+    re_path(P + r"backups/(?P<backup_id>[^/]+)/export_record/?$", backups.BackupExportView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/action/?$", backups.BackupActionView.as_view()),
     re_path(P + r"backups/(?P<backup_id>[^/]+)/?$", backups.BackupView.as_view()),
     *[route for path in ("os-volume-transfer", "volume-transfers") for route in (
@@ -34,6 +36,19 @@ urlpatterns = [
         re_path(P + path + r"/detail/?$", transfers.TransfersDetailView.as_view(path=path)),
         re_path(P + path + r"/(?P<transfer_id>[^/]+)/accept/?$", transfers.TransferAcceptView.as_view(path=path)),
         re_path(P + path + r"/(?P<transfer_id>[^/]+)/?$", transfers.TransferView.as_view(path=path)))],
+    re_path(P + r"group_types/?$", groups.GroupTypesView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/group_specs/?$", groups.GroupSpecsView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/group_specs/(?P<key>[^/]+)/?$", groups.GroupSpecView.as_view()),
+    re_path(P + r"group_types/(?P<type_id>[^/]+)/?$", groups.GroupTypeView.as_view()),
+    re_path(P + r"groups/?$", groups.GroupsView.as_view()),
+    re_path(P + r"groups/detail/?$", groups.GroupsDetailView.as_view()),
+    re_path(P + r"groups/action/?$", groups.GroupsActionView.as_view()),
+    re_path(P + r"groups/(?P<group_id>[^/]+)/action/?$", groups.GroupActionView.as_view()),
+    re_path(P + r"groups/(?P<group_id>[^/]+)/?$", groups.GroupView.as_view()),
+    re_path(P + r"group_snapshots/?$", groups.GroupSnapshotsView.as_view()),
+    re_path(P + r"group_snapshots/detail/?$", groups.GroupSnapshotsDetailView.as_view()),
+    re_path(P + r"group_snapshots/(?P<group_snapshot_id>[^/]+)/action/?$", groups.GroupSnapshotActionView.as_view()),
+    re_path(P + r"group_snapshots/(?P<group_snapshot_id>[^/]+)/?$", groups.GroupSnapshotView.as_view()),
     re_path(P + r"os-hosts/?$", backups.HostsView.as_view()),
     re_path(P + r"os-hosts/(?P<host_name>[^/]+)/?$", backups.HostView.as_view()),
     re_path(P + r"attachments/?$", views.AttachmentsView.as_view()),
@@ -43,6 +58,8 @@ urlpatterns = [
     re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/?$", types.TypeExtraSpecsView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/extra_specs/(?P<key>[^/]+)/?$", types.TypeExtraSpecView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/action/?$", types.TypeActionView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/encryption/?$", encryption.EncryptionView.as_view()),
+    re_path(P + r"types/(?P<type_id>[^/]+)/encryption/(?P<key>[^/]+)/?$", encryption.EncryptionItemView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/os-volume-type-access/?$", types.TypeAccessView.as_view()),
     re_path(P + r"os-availability-zone/?$", views.AvailabilityZonesView.as_view()),
     re_path(P + r"extensions/?$", views.ExtensionsView.as_view()),

@@ -191,7 +191,8 @@ class VolumesView(VolumeAPIView):
                                      image_id=body.get("imageRef"), multiattach=bool(body.get("multiattach")),
                                      availability_zone=body.get("availability_zone"),
                                      metadata=body.get("metadata"), volume_type=body.get("volume_type"),
-                                     snapshot_id=body.get("snapshot_id"), source_volid=body.get("source_volid"))
+                                     snapshot_id=body.get("snapshot_id"), source_volid=body.get("source_volid"),
+                                     group_id=body.get("group_id") if VOLUME_FEATURES.has("groups", self.v) else None)
         return Response({"volume": volume_body(request, vol, self.v, extended=False)}, status=202)
 
 

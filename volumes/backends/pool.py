@@ -32,7 +32,7 @@ def sparse_copy(source: Path, target: Path, *, size: int | None = None) -> None:
     zero = bytes(COPY_BLOCK)
     with open(source, "rb") as src, open(target, "wb") as dst:
         end_of_file = os.fstat(src.fileno()).st_size
-        for start, end in _data_ranges(src.fileno(), end_of_file):
+        for start, end in data_ranges(src.fileno(), end_of_file):
             src.seek(start)
             dst.seek(start)
             left = end - start
@@ -45,7 +45,7 @@ def sparse_copy(source: Path, target: Path, *, size: int | None = None) -> None:
         dst.truncate(end_of_file if size is None else size)
 
 
-def _data_ranges(fd: int, end_of_file: int) -> list[tuple[int, int]]:
+def data_ranges(fd: int, end_of_file: int) -> list[tuple[int, int]]:
     """The ``(start, end)`` ranges of the file that hold data; the whole file where the file system
     cannot tell holes apart."""
     ranges: list[tuple[int, int]] = []

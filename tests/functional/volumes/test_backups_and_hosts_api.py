@@ -87,10 +87,12 @@ def test_backup_create_restore_delete(backups: Any) -> None:
 def test_backup_refusals(backups: Any) -> None:
     client = backups.member()
     vol = _volume(client, name="v")
-    # an unknown volume is a 404, incremental is not offered, other projects see nothing
+    # an unknown volume is a 404, incremental needs a backup to build on, other projects see nothing
     assert call(client, "post", "/volume/v3/backups", {"backup": {"volume_id": "nope"}}).status_code == 404
     incremental = call(client, "post", "/volume/v3/backups", {"backup": {"volume_id": vol["id"], "incremental": True}})
     assert incremental.status_code == 400
+    assert incremental.json()["badRequest"]["message"] == (
+        "Invalid backup: No backups available to do an incremental backup.")
     bid = call(client, "post", "/volume/v3/backups", {"backup": {"volume_id": vol["id"]}}).json()["backup"]["id"]
     other = backups.member("eve", "demo2")
     assert call(other, "get", f"/volume/v3/backups/{bid}").status_code == 404
