@@ -1,8 +1,11 @@
 """The SQLite backend of cloudcore (``cloudcore.core.sqlite3``): the write transactions of one
 process's threads on one database file queue on a lock of the process, taken at ``BEGIN
-IMMEDIATE`` and given back at commit, rollback or close; in-memory databases are left alone."""
+IMMEDIATE`` and given back at commit, rollback or close, and the processes' writers on the
+``flock`` of a file beside it; in-memory databases are left alone."""
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -94,3 +97,61 @@ def test_in_memory_databases_take_no_lock() -> None:
     _begin(conn)
     assert conn._writer is None
     _end(conn, "commit")
+
+
+def _taken_by_another_process(path: Path) -> bool:
+    """Whether the ``flock`` of ``path``'s ``-writers`` file is held (tried through a descriptor of
+    its own, as another process would)."""
+    fd = os.open(f"{path}-writers", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_a_write_transaction_holds_the_file_lock_other_processes_queue_on(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    conn = _wrapper(path, "w5")
+    conn.cursor().execute("CREATE TABLE t (who TEXT)")
+    for how in ("commit", "rollback"):
+        _begin(conn)
+        conn.cursor().execute("INSERT INTO t VALUES ('x')")
+        assert _taken_by_another_process(path)
+        _end(conn, how)
+        assert not _taken_by_another_process(path)
+    _begin(conn)
+    assert _taken_by_another_process(path)
+    conn.close()
+    assert not _taken_by_another_process(path)
+
+
+def test_a_writer_waits_for_another_processes_transaction_and_then_writes(tmp_path: Path) -> None:
+    # given another process (a descriptor of its own) in the middle of a write
+    path = tmp_path / "db.sqlite3"
+    conn = _wrapper(path, "w6")
+    conn.cursor().execute("CREATE TABLE t (who TEXT)")
+    other = os.open(f"{path}-writers", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    done = threading.Event()
+
+    def write() -> None:
+        _begin(conn)
+        conn.cursor().execute("INSERT INTO t VALUES ('mine')")
+        _end(conn, "commit")
+        done.set()
+
+    conn.inc_thread_sharing()
+    thread = threading.Thread(target=write)
+    thread.start()
+    # then this process's writer waits for it, and writes as soon as it is done
+    assert not done.wait(0.3)
+    fcntl.flock(other, fcntl.LOCK_UN)
+    os.close(other)
+    thread.join(10)
+    assert done.is_set()
+    assert conn.cursor().execute("SELECT who FROM t").fetchall() == [("mine",)]
+    conn.dec_thread_sharing()
+    conn.close()
