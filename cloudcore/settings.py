@@ -194,6 +194,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
+# Celery's Django fixup closes every database connection around each task unless this many tasks
+# have not run yet; cloudcore.celery closes them as Django does around a request instead (those
+# past CONN_MAX_AGE, i.e. CLOUDCORE_DB_CONN_MAX_AGE, or unusable).
+CELERY_DB_REUSE_MAX = 2**62
 # The results of the few tasks that answer (the conductor's synchronous calls to a compute host,
 # ``compute.rpc._call``) go back through the broker's Redis; the caller forgets each one it read.
 # (kombu's in-process ``memory://`` broker, the tests', gets the in-process result store.)
