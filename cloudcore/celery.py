@@ -1,9 +1,10 @@
 """The Celery application shared by the conductor, volume and compute workers, and beat's schedule."""
 import os
+import sys
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")
 
@@ -28,6 +29,14 @@ def _close_old_connections(sender: Any = None, **_kwargs: object) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@worker_init.connect
+def _switch_interval(**_kwargs: object) -> None:
+    """A worker's threads hand the GIL over every ``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings)."""
+    from django.conf import settings
+
+    sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL_MS / 1000)
 
 
 @app.on_after_configure.connect

@@ -231,6 +231,11 @@ CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # mostly waiting on SQLite and the broker), and the task threads of each compute host's worker.
 WEB_WORKERS = env_int("WEB_WORKERS", max(2, os.cpu_count() or 1), minimum=1)
 WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+# How long (ms) a thread of the web and worker processes runs Python before it must hand the GIL to
+# a thread that waits for it (Python's default: 5 ms). Their threads mostly wait on SQLite, Redis
+# and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,
+# up to the whole interval each time, tens of times per request (see docs/processes.md).
+GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
 COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
