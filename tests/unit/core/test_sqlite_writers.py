@@ -39,6 +39,27 @@ def _end(conn: DatabaseWrapper, how: str) -> None:
     conn.set_autocommit(True)
 
 
+def _write_in_thread(conn: DatabaseWrapper, who: str) -> tuple[threading.Thread, threading.Event, list[Any]]:
+    """A thread writing ``who`` through ``conn`` in a write transaction of its own, started: the
+    thread, set when it committed, and what it saw in the table first."""
+    started, done = threading.Event(), threading.Event()
+    seen: list[Any] = []
+
+    def write() -> None:
+        started.set()
+        _begin(conn)
+        seen.append(conn.cursor().execute("SELECT who FROM t").fetchall())
+        conn.cursor().execute("INSERT INTO t VALUES (%s)", [who])
+        _end(conn, "commit")
+        done.set()
+
+    conn.inc_thread_sharing()
+    thread = threading.Thread(target=write)
+    thread.start()
+    started.wait(5)
+    return thread, done, seen
+
+
 def test_file_urls_use_the_queueing_backend() -> None:
     assert database_config("sqlite:////tmp/cloudcore-x/api.sqlite3")["ENGINE"] == "cloudcore.core.sqlite3"
 
@@ -52,21 +73,7 @@ def test_a_second_writer_of_the_process_waits_for_the_first_to_commit(tmp_path: 
     first.cursor().execute("INSERT INTO t VALUES ('first')")
     assert lock.locked()
     # when a second thread starts its write transaction
-    started, done = threading.Event(), threading.Event()
-    seen: list[Any] = []
-
-    def write() -> None:
-        started.set()
-        _begin(second)
-        seen.append(second.cursor().execute("SELECT who FROM t").fetchall())
-        second.cursor().execute("INSERT INTO t VALUES ('second')")
-        _end(second, "commit")
-        done.set()
-
-    second.inc_thread_sharing()
-    thread = threading.Thread(target=write)
-    thread.start()
-    started.wait(5)
+    thread, done, seen = _write_in_thread(second, "second")
     # then it waits (on the process's lock) until the first commits, and sees what it wrote
     assert not done.wait(0.3)
     _end(first, "commit")
@@ -135,17 +142,7 @@ def test_a_writer_waits_for_another_processes_transaction_and_then_writes(tmp_pa
     conn.cursor().execute("CREATE TABLE t (who TEXT)")
     other = os.open(f"{path}-writers", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(other, fcntl.LOCK_EX)
-    done = threading.Event()
-
-    def write() -> None:
-        _begin(conn)
-        conn.cursor().execute("INSERT INTO t VALUES ('mine')")
-        _end(conn, "commit")
-        done.set()
-
-    conn.inc_thread_sharing()
-    thread = threading.Thread(target=write)
-    thread.start()
+    thread, done, _seen = _write_in_thread(conn, "mine")
     # then this process's writer waits for it, and writes as soon as it is done
     assert not done.wait(0.3)
     fcntl.flock(other, fcntl.LOCK_UN)
