@@ -438,6 +438,10 @@ def _live_load_section(live: dict[str, Any]) -> list[str]:
     if "servers_per_s" in external:
         md += [f"{_pass_line(external)}.", ""]
         md += _table(["figure", "value", "unit", "target", ""], _live_figures(external, targets))
+        if external.get("process_cpu_s"):
+            md += ["", f"CPU seconds per process while its {external['boots']} boots ran: " + ", ".join(
+                f"{name} {seconds:.2f}" for name, seconds in external["process_cpu_s"].items() if seconds >= 0.01)
+                + "."]
     else:
         md += [f"Not run ({external.get('not_run', 'the variables were not set')})."]
     timeline = live.get("timeline")

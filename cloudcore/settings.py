@@ -194,6 +194,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_IGNORE_RESULT = True
+# Celery's Django fixup closes every database connection around each task unless this many tasks
+# have not run yet; cloudcore.celery closes them as Django does around a request instead (those
+# past CONN_MAX_AGE, i.e. CLOUDCORE_DB_CONN_MAX_AGE, or unusable).
+CELERY_DB_REUSE_MAX = 2**62
 # The results of the few tasks that answer (the conductor's synchronous calls to a compute host,
 # ``compute.rpc._call``) go back through the broker's Redis; the caller forgets each one it read.
 # (kombu's in-process ``memory://`` broker, the tests', gets the in-process result store.)
@@ -227,6 +231,11 @@ CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # mostly waiting on SQLite and the broker), and the task threads of each compute host's worker.
 WEB_WORKERS = env_int("WEB_WORKERS", max(2, os.cpu_count() or 1), minimum=1)
 WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+# How long (ms) a thread of the web and worker processes runs Python before it must hand the GIL to
+# a thread that waits for it (Python's default: 5 ms). Their threads mostly wait on SQLite, Redis
+# and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,
+# up to the whole interval each time, tens of times per request (see docs/processes.md).
+GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
 COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.

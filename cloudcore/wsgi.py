@@ -5,8 +5,10 @@ every app's policies, the Celery result backend's module): a gunicorn worker loa
 application before it accepts connections, so the first requests of its threads do not all wait
 on the import lock behind one of them (about a second per worker on this machine, with 20 clients
 starting at once). With ``CLOUDCORE_PROFILE_DIR`` set every request is profiled
-(``cloudcore.core.profiling``)."""
+(``cloudcore.core.profiling``). The process's threads hand the GIL over every
+``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings)."""
 import os
+import sys
 
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
@@ -29,5 +31,6 @@ def warm_up() -> None:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")
 application = get_wsgi_application()
 warm_up()
+sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL_MS / 1000)
 if settings.PROFILE_DIR:
     application = profiled(application, settings.PROFILE_DIR)

@@ -49,26 +49,46 @@ TARGETS = {"servers_per_s": (20.0, "min"), "post_p50_ms": (100.0, "max"), "post_
 #: what the profiles of this scenario showed, what was fixed, what is left (the table gives the numbers)
 FINDINGS = (
     "Measured: the figures come from a pass without the profiler; cProfile had slowed the web process about "
-    "twofold (same code, load average under 3: `POST /servers` p50 726 ms profiled, 293 ms not).",
+    "twofold (same code, load average under 3: `POST /servers` p50 726 ms profiled, 293 ms not). The machine is "
+    "shared: compare passes by their load average, and by the CPU seconds per process, which vary less.",
     "Fixed: builds queued at the compute hosts (the scheduler put all 100 boots on the two bigger hosts, 4 threads "
     "each: 'placed -> build starts' p50 0.6 s); `CLOUDCORE_COMPUTE_CONCURRENCY` now 8 (p50 60-80 ms).",
-    "Found: the conductor is the pipeline's bottleneck: every `POST` is answered about 4 s in, the last boot is "
-    "placed in its cell seconds later, while the conductor uses a third of a core. Its threads, sampled: about 4 "
-    "in 10 wait in SQLite's `BEGIN IMMEDIATE` (mostly recording the compute hosts' notifications, one API-database "
-    "write transaction each, and placement claims), about 1 in 6 in broker round trips (kombu looks up the "
-    "exchange's bindings with SMEMBERS on each publish), 1 in 15 opening connections.",
-    "Fixed: the conductor's connections kept between tasks "
-    "(`CLOUDCORE_DB_CONN_MAX_AGE`), Celery workers without gossip/mingle/heartbeat, and the write transactions of "
-    "a process's threads queue on a lock of the process (`cloudcore.core.sqlite3`) instead of polling SQLite's "
-    "busy handler (up to 100 ms sleeps) against each other. 8 conductor threads instead of 4 placed the boots "
-    "about twice as fast under load 15 (`CLOUDCORE_CONDUCTOR_CONCURRENCY=8`); the default stays 4 (see "
-    "docs/processes.md).",
-    "Left: one API-database write per notification a compute host hands to the conductor (instance.create.start/"
-    "end, ...): batching them would take most of the conductor's lock waits away. On this 2-core machine the "
-    "web, conductor and compute processes together use 7-9 CPU seconds per 100 boots, so 20 servers/s needs "
-    "both cores nearly idle otherwise (see the load average of each pass).",
+    "Found (py-spy, the conductor's threads while they run tasks, 50 samples/s over the boots): about 4 in 10 "
+    "waited in SQLite's `BEGIN IMMEDIATE`, mostly to store the notifications the compute hosts hand over (one "
+    "API-database write transaction each) and placement claims, and mostly behind the web process's writes; "
+    "about 1 in 6 in broker round trips.",
+    "Fixed: the rows the threads of a process store at the same time are committed as a group "
+    "(`cloudcore.core.scope`): one transaction for the notifications (and scheduler traces) stored together, "
+    "each thread returning, and its task being acknowledged, only once its own rows are committed; a failed "
+    "group leaves each thread to write its own alone. Then: 38% of the conductor's busy samples in "
+    "`BEGIN IMMEDIATE`, the notification tasks 23% of them.",
+    "Fixed: the processes' SQLite writers queue on a `flock` of `<database>-writers` (tried every 2 ms at most, "
+    "`cloudcore.core.sqlite3`) instead of SQLite's busy handler sleeping up to 100 ms while the lock may be "
+    "free: 15-21% of the conductor's busy samples in `BEGIN IMMEDIATE` (the notification tasks 8-21%).",
+    "Fixed: the conductor opened a SQLite connection (and ran its pragmas) per task, 8% of its busy samples: "
+    "Celery's Django fixup closes every connection around each task whatever `CONN_MAX_AGE` says; "
+    "`CELERY_DB_REUSE_MAX` holds it back and `cloudcore.celery` closes them as Django does around requests "
+    "(0.2% after).",
+    "Found on the `POST /servers` path (py-spy, web workers' threads inside the view): 38% waiting to begin its "
+    "write transaction (32% behind the other threads of its process, 6% behind other processes), 27% in the cast "
+    "to the conductor, 10% reading the image. Much of the cast is not the broker: it is taking the GIL back after "
+    "a Redis reply or an `os.urandom` (Celery's and kombu's uuid4 ids) behind a thread running Python, up to "
+    "Python's 5 ms switch interval each time. Fixed: the web and worker processes hand the GIL over every 1 ms "
+    "(`CLOUDCORE_GIL_SWITCH_INTERVAL_MS`).",
+    "Left (kombu's to change, not ours): each notification published on the `notifications` topic exchange "
+    "costs an `SMEMBERS` of its bindings (kombu's Redis transport routes topic exchanges in the publisher, and a "
+    "listener bound a moment ago must get the next notification, so the bindings are not cached), 15% of the "
+    "conductor's busy samples once the SQLite waits were gone. Celery's task casts publish to the anonymous "
+    "exchange (a direct `LPUSH`, no lookup), and the exchange is declared once per connection (kombu's "
+    "`maybe_declare` cache).",
+    "Left: the instance mapping's `UPDATE` when the conductor places a boot is an autocommit statement (SQLite's "
+    "busy handler, not the writers' queue), 6% of the conductor's busy samples; putting it in a transaction "
+    "would add statements to the boot's budget. On this 2-core machine the web, conductor and compute processes "
+    "together use 8-10 CPU seconds per 100 boots, so 20 servers/s needs both cores nearly idle otherwise (see "
+    "the load average of each pass).",
     "Fixed earlier: policy discovery locked, URLconf/policies/result backend imported when a gunicorn worker "
-    "loads the app, and the web process's threads keep their database connections (`CLOUDCORE_DB_CONN_MAX_AGE`).",
+    "loads the app, the web process's threads keep their database connections (`CLOUDCORE_DB_CONN_MAX_AGE`), "
+    "Celery workers without gossip/mingle/heartbeat.",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
 )

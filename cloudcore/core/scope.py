@@ -19,11 +19,25 @@ A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_d
 Outside a scope (tests calling services, Celery tasks outside the scheduler, commands) nothing is
 memoised and deferred work runs at once: the scope only saves repeated reads and writes, it never changes what
 is read or written.
+
+The writes of the threads of one process are committed as a group (``_GroupCommit``): a thread
+whose rows are to be written now (``insert`` outside a scope, not inside a transaction; a scope's
+rows when it ends) queues them and waits; the first of the waiting threads writes every queued
+row in one transaction (one INSERT per model) while the others wait for its commit, and the rows
+queued meanwhile go in the next one. Each thread returns only once its own rows are committed, as
+if it had written them alone: a Celery task that returned (and was acknowledged) has its rows in
+the database, and a process that dies before has acknowledged nothing of them. Under load (the
+conductor's threads storing the notifications of the compute hosts, one task each) this is one
+write transaction for many rows instead of one each; alone, a thread writes at once. When a
+group's transaction fails, each thread writes its own rows again alone, so that a failure is its
+own thread's (raised to the caller of ``insert``, logged for a scope) and does not take the others'
+rows with it.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -105,7 +119,11 @@ def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None) 
     model = type(rows[0])
     scope = _current.get()
     if scope is None:
-        _write_rows(model, rows)
+        database = router.db_for_write(model)
+        if transaction.get_connection(database).in_atomic_block:  # part of the caller's transaction
+            _write_rows(model, rows)
+        elif not _group.write(database, [(model, rows)]):
+            _write_rows(model, rows)  # the group failed: alone, its failure raised here
         if then is not None:
             then(rows)
         return
@@ -141,7 +159,10 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
         if model_rows:
             by_database.setdefault(router.db_for_write(model), []).append((model, model_rows))
     for database, groups in by_database.items():
-        for model, model_rows in write_together(database, groups):
+        in_transaction = transaction.get_connection(database).in_atomic_block
+        if in_transaction or not _group.write(database, groups):
+            groups = write_together(database, groups)
+        for model, model_rows in groups:
             if model in then:
                 try:
                     then[model](model_rows)
@@ -176,6 +197,74 @@ def write_together(database: str, groups: list[tuple[type[Row], list[Row]]]) -> 
         except Exception:  # one failing write does not hide the others
             log.exception("request scope: could not write %d %s rows", len(model_rows), model.__name__)
     return written
+
+
+class _GroupCommit:
+    """The rows the threads of this process write at the same time, committed together (see the
+    module's docstring): per database, the rows queued and whether a thread is writing them."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Condition()
+        self.queued: dict[str, list[_Pending]] = {}
+        self.writing: set[str] = set()
+
+    def write(self, database: str, groups: list[tuple[type[Row], list[Row]]]) -> bool:
+        """Queue ``groups`` and return once they are committed (True), with the other threads'
+        rows queued meanwhile; False: the transaction they were in failed and nothing of them is
+        written (the caller writes them alone)."""
+        mine = _Pending(groups)  # type: ignore[arg-type]
+        with self.ready:
+            self.queued.setdefault(database, []).append(mine)
+            while mine.written is None and database in self.writing:
+                self.ready.wait()
+            if mine.written is not None:
+                return mine.written
+            self.writing.add(database)  # this thread writes what is queued, its own rows included
+            batch = self.queued.pop(database)
+        written = False  # also when the write is interrupted (a time limit): the waiters write alone
+        try:
+            written = _write_batch(database, batch)
+        finally:
+            with self.ready:
+                for pending in batch:
+                    pending.written = written if pending.written is None else pending.written
+                self.writing.discard(database)
+                self.ready.notify_all()
+        return bool(mine.written)
+
+
+class _Pending:
+    def __init__(self, groups: list[tuple[type[models.Model], list[models.Model]]]) -> None:
+        self.groups = groups
+        #: None while queued; then whether the group's transaction committed
+        self.written: bool | None = None
+
+
+def _write_batch(database: str, batch: list[_Pending]) -> bool:
+    """Every row of ``batch`` in one transaction on ``database``, one INSERT per model (the rows
+    in the order they were queued); on failure their ids are given back (the rows are unsaved)."""
+    by_model: dict[type[models.Model], list[models.Model]] = {}
+    for pending in batch:
+        for model, model_rows in pending.groups:
+            by_model.setdefault(model, []).extend(model_rows)
+    fresh = {id(row) for rows in by_model.values() for row in rows if row.pk is None}
+    try:
+        with transaction.atomic(using=database):
+            for model, model_rows in by_model.items():
+                model._default_manager.bulk_create(model_rows)
+        return True
+    except Exception:
+        log.warning("request scope: %d threads' rows could not be written together; each writes its own alone",
+                    len(batch), exc_info=True)
+        for rows in by_model.values():
+            for row in rows:
+                if id(row) in fresh:  # the ids given in the transaction rolled back are not theirs
+                    row.pk = None
+                    row._state.adding = True
+        return False
+
+
+_group = _GroupCommit()
 
 
 class RequestScopeMiddleware:

@@ -14,10 +14,24 @@ other processes. The lock is waited for at most the connection's busy timeout, a
 transaction starts as it would without it (SQLite's own wait then decides, as before); a thread
 that already holds a file's lock through another connection does not take it again. In-memory
 databases (the tests) are left as they are.
+
+Between processes (the web workers, the conductor and the compute hosts share the API and cell
+databases), the thread holding its process's lock then takes an exclusive ``flock`` on a file
+beside the database (``<name>-writers``) before ``BEGIN IMMEDIATE``, and gives it back with the
+process's lock: the waiting process tries again every few milliseconds (at most 2 ms apart)
+instead of SQLite's busy handler sleeping up to 100 ms between tries while the lock may be free
+(sampled under 20 clients booting 100 servers, the conductor's threads spent a third of their time
+in ``BEGIN IMMEDIATE``, mostly waiting for the web process's writes and the other way round). It is
+waited for within the same busy timeout; when the file cannot be opened or the wait runs out, the
+transaction starts without it (SQLite's own wait decides). Each process opens the file itself
+(a descriptor inherited across ``fork`` would share its lock with the parent).
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
+import time
 from typing import Any
 
 from django.db.backends.sqlite3 import base
@@ -25,12 +39,49 @@ from django.db.backends.sqlite3 import base
 _guard = threading.Lock()
 _writers: dict[str, threading.Lock] = {}
 _held = threading.local()
+#: database file -> (the process that opened it, descriptor of its ``-writers`` file)
+_files: dict[str, tuple[int, int]] = {}
+#: the longest pause between two tries of another process's lock
+_MAX_PAUSE_S = 0.002
 
 
 def writer_lock(name: str) -> threading.Lock:
     """The process's lock of database file ``name``."""
     with _guard:
         return _writers.setdefault(name, threading.Lock())
+
+
+def _writers_file(name: str) -> int | None:
+    """This process's descriptor of the file whose ``flock`` queues the writers of ``name``'s
+    processes (None when it cannot be opened)."""
+    pid = os.getpid()
+    with _guard:
+        opened = _files.get(name)
+        if opened is not None and opened[0] == pid:
+            return opened[1]
+        try:
+            fd = os.open(f"{name}-writers", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return None
+        _files[name] = (pid, fd)
+        return fd
+
+
+def _lock_file(fd: int, timeout: float) -> bool:
+    """Take the exclusive ``flock`` of ``fd`` within ``timeout`` seconds."""
+    deadline, pause = time.monotonic() + timeout, 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(2 * pause, _MAX_PAUSE_S)
 
 
 def _held_names() -> set[str]:
@@ -42,6 +93,8 @@ def _held_names() -> set[str]:
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _writer: threading.Lock | None = None
+    #: the ``-writers`` file whose ``flock`` this connection holds
+    _writer_fd: int | None = None
 
     def _queued_name(self) -> str | None:
         """The file whose writers queue here, None for an in-memory database."""
@@ -55,18 +108,28 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return
         lock = writer_lock(name)
         timeout = float(self.settings_dict.get("OPTIONS", {}).get("timeout", 5))
+        deadline = time.monotonic() + timeout
         if not lock.acquire(timeout=timeout):
             super()._start_transaction_under_autocommit()  # type: ignore[misc]  # SQLite's busy wait decides
             return
-        try:
-            super()._start_transaction_under_autocommit()  # type: ignore[misc]
-        except BaseException:
-            lock.release()
-            raise
         self._writer = lock
         _held_names().add(name)
+        try:
+            fd = _writers_file(name)
+            if fd is not None and _lock_file(fd, max(0.0, deadline - time.monotonic())):
+                self._writer_fd = fd
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
+        except BaseException:
+            self._release_writer()
+            raise
 
     def _release_writer(self) -> None:
+        fd, self._writer_fd = self._writer_fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError:  # closed meanwhile: its lock went with it
+                pass
         lock, self._writer = self._writer, None
         if lock is not None:
             _held_names().discard(self._queued_name() or "")

@@ -1,6 +1,8 @@
 """Loading the WSGI application imports what the first request would."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.urls import clear_url_caches, get_resolver
 
@@ -19,3 +21,21 @@ def test_warm_up_loads_policies_urlconf_and_result_backend(monkeypatch: pytest.M
     assert "os_compute_api:servers:create" in {rule.name for rule in policy._REGISTRY.values()}
     assert "url_patterns" in get_resolver().__dict__  # the cached property has been computed
     assert wsgi.celery_app._local.backend is wsgi.celery_app.backend  # made on this thread, kept
+
+
+def test_the_web_and_worker_processes_hand_the_gil_over_at_the_configured_interval(settings: Any) -> None:
+    import importlib
+    import sys
+
+    from celery.signals import worker_init
+
+    default = sys.getswitchinterval()
+    settings.GIL_SWITCH_INTERVAL_MS = 0.5
+    try:
+        importlib.reload(wsgi)  # what a gunicorn worker does when it loads the application
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        sys.setswitchinterval(default)
+        worker_init.send(sender=None)  # a Celery worker starting
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(default)
