@@ -26,6 +26,7 @@ from ..services import consoles, deferred_delete, evacuate, power, rebuild, resi
 from ..services import pause_suspend_rescue as pause_rescue
 from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
+from ..services.disk_config import disk_config_from_api
 from ..services.password import server_set_password
 from ..services.reset_state import server_reset_state
 from ..services.snapshot import server_create_backup, server_create_image
@@ -335,7 +336,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     admin_pass = body.get("adminPass") or generate_password()
     rebuild.server_rebuild(actor=view.ctx, instance=instance, cell=cell, image=image, changes=changes,
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
-                           version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
+                           version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"),
+                           auto_disk_config=disk_config_from_api(body.get("OS-DCF:diskConfig")))
     record = get_server(view.ctx, instance.uuid, version=view.version)
     server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
                                     rebuild=True)
@@ -350,7 +352,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
 @handles("resize")
 def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
 
-    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]))
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]),
+                         auto_disk_config=disk_config_from_api(body.get("OS-DCF:diskConfig")))
 
 
 @handles("migrate")
