@@ -28,8 +28,10 @@ from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
 from ..services.disk_config import disk_config_from_api
 from ..services.password import server_set_password
+from ..services.personality import injected_files_checked
 from ..services.reset_state import server_reset_state
 from ..services.snapshot import server_create_backup, server_create_image
+from .schemas import PERSONALITY
 from .servers import get_server, render
 
 NULL = {"type": "null"}
@@ -56,7 +58,7 @@ REBUILD_BASE: dict[str, Any] = {
         "preserve_ephemeral": {"type": "boolean"},
         "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
         "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
-        "personality": {"type": "array"},
+        "personality": PERSONALITY,
     },
     "required": ["imageRef"],
     "additionalProperties": False,
@@ -319,6 +321,9 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                         ("accessIPv4", "access_ip_v4"), ("accessIPv6", "access_ip_v6"), ("hostname", "hostname")):
         if key in body:
             changes[column] = body[key]
+    if "personality" in body:
+        changes["injected_files"] = injected_files_checked(project_id=instance.project_id or "",
+                                                           personality=list(body["personality"] or []))
     if "user_data" in body:
         changes["user_data"] = body["user_data"]
         try:

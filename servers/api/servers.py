@@ -359,6 +359,7 @@ def build_create_request(body: dict[str, Any], version: Version
         scheduler_hints=dict(hints),
         config_drive=bool(config_drive) and str(config_drive).lower() not in ("false", "0", ""),
         auto_disk_config=disk_config_from_api(server.get("OS-DCF:diskConfig")),
+        personality=list(server.get("personality") or []),
         admin_pass=server.get("adminPass"),
         access_ip_v4=server.get("accessIPv4"),
         access_ip_v6=server.get("accessIPv6"),

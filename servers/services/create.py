@@ -41,6 +41,7 @@ from .external import (
     instance_security_groups_request,
     security_group_find,
 )
+from .personality import injected_files_checked
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 from .server_groups import group_for_create, group_members_add
 from .volume_attachments import check_multiattach_allowed
@@ -96,6 +97,8 @@ class ServerCreateRequest:
     config_drive: bool = False
     #: ``OS-DCF:diskConfig`` as a boolean (AUTO), None when the request names none (the image decides)
     auto_disk_config: bool | None = None
+    #: ``personality`` (below 2.57): ``[{"path", "contents"}]`` as sent
+    personality: list[dict[str, Any]] = field(default_factory=list)
     admin_pass: str | None = None
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
@@ -390,6 +393,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     if request.min_count > request.max_count:
         raise Invalid("min_count must be <= max_count")
     quota_check_metadata(project_id=actor.project_id or "", count=len(request.metadata))
+    injected_files = injected_files_checked(project_id=actor.project_id or "", personality=request.personality)
     key_data = None
     if request.key_name:
         keypair = KeyPair.objects.filter(user_id=actor.user_id, name=request.key_name).first()
@@ -459,6 +463,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 "access_ip_v4": request.access_ip_v4,
                 "access_ip_v6": request.access_ip_v6,
                 "auto_disk_config": auto_disk_config,
+                "injected_files": injected_files,
                 "created_at": now,
                 "admin_password_set": True,
             }
