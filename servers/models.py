@@ -234,6 +234,11 @@ class Instance(CellModel, SoftDeleteModel):
     config_drive = models.CharField(max_length=255, blank=True, default="")
     access_ip_v4 = models.CharField(max_length=64, null=True, blank=True)
     access_ip_v6 = models.CharField(max_length=64, null=True, blank=True)
+    #: ``OS-DCF:diskConfig``: AUTO (True) or MANUAL (False), see ``services.disk_config``.
+    auto_disk_config = models.BooleanField(default=False)
+    #: personality (below 2.57): ``[{"path", "contents" (base64)}]`` for the config drive, see
+    #: ``services.personality``.
+    injected_files = models.JSONField(default=list, blank=True)
     progress = models.IntegerField(default=0)
     admin_password_set = models.BooleanField(default=False)
     trusted_certs = models.JSONField(null=True, blank=True)

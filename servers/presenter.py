@@ -33,6 +33,7 @@ from .models import (
     Migration,
 )
 from .selectors import ServerRecord
+from .services.disk_config import disk_config_to_api
 from .status import PROGRESS_STATUSES, shown_vm_state, status_from_state
 
 Version = tuple[int, int]
@@ -230,7 +231,7 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
     Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
     Field("links", lambda v: links("servers", v.record.uuid, base=v.base)),
-    Field("OS-DCF:diskConfig", lambda v: "MANUAL"),
+    Field("OS-DCF:diskConfig", lambda v: disk_config_to_api(v.data.get("auto_disk_config"))),
     Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
     Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or ""),
     Field("config_drive", lambda v: v.data.get("config_drive") or ""),

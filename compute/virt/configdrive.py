@@ -97,10 +97,27 @@ def _user_data(instance: Any) -> bytes | None:
         return str(raw).encode()
 
 
+def _injected_files(instance: Any) -> list[tuple[str, bytes]]:
+    """The personality files (``Instance.injected_files``, base64 as the API took them), decoded."""
+    out = []
+    for item in getattr(instance, "injected_files", None) or []:
+        try:
+            out.append((str(item["path"]), base64.b64decode(item["contents"], validate=True)))
+        except (binascii.Error, ValueError, KeyError, TypeError):
+            continue  # the API refused what does not decode: nothing of the kind is stored
+    return out
+
+
 def config_drive_files(instance: Any, network_info: list[dict[str, Any]]) -> dict[str, bytes]:
-    """The drive's files, path -> bytes (paths relative to the drive's root)."""
+    """The drive's files, path -> bytes (paths relative to the drive's root). Personality files are
+    ``openstack/content/NNNN``, listed with their guest paths in ``meta_data.json``'s ``files``."""
+    meta = meta_data(instance)
+    injected = _injected_files(instance)
+    if injected:
+        meta["files"] = [{"path": path, "content_path": f"/content/{index:04d}"}
+                         for index, (path, _) in enumerate(injected)]
     files = {
-        f"{_LATEST}/meta_data.json": json.dumps(meta_data(instance)).encode(),
+        f"{_LATEST}/meta_data.json": json.dumps(meta).encode(),
         f"{_LATEST}/network_data.json": json.dumps(network_data(network_info)).encode(),
         f"{_LATEST}/vendor_data.json": b"{}",
         f"{_LATEST}/vendor_data2.json": b"{}",
@@ -108,6 +125,8 @@ def config_drive_files(instance: Any, network_info: list[dict[str, Any]]) -> dic
     user_data = _user_data(instance)
     if user_data is not None:
         files[f"{_LATEST}/user_data"] = user_data
+    for index, (_, content) in enumerate(injected):
+        files[f"openstack/content/{index:04d}"] = content
     return files
 
 

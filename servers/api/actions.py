@@ -26,9 +26,12 @@ from ..services import consoles, deferred_delete, evacuate, power, rebuild, resi
 from ..services import pause_suspend_rescue as pause_rescue
 from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
+from ..services.disk_config import disk_config_from_api
 from ..services.password import server_set_password
+from ..services.personality import injected_files_checked
 from ..services.reset_state import server_reset_state
 from ..services.snapshot import server_create_backup, server_create_image
+from .schemas import PERSONALITY
 from .servers import get_server, render
 
 NULL = {"type": "null"}
@@ -55,7 +58,7 @@ REBUILD_BASE: dict[str, Any] = {
         "preserve_ephemeral": {"type": "boolean"},
         "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
         "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
-        "personality": {"type": "array"},
+        "personality": PERSONALITY,
     },
     "required": ["imageRef"],
     "additionalProperties": False,
@@ -318,6 +321,9 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
                         ("accessIPv4", "access_ip_v4"), ("accessIPv6", "access_ip_v6"), ("hostname", "hostname")):
         if key in body:
             changes[column] = body[key]
+    if "personality" in body:
+        changes["injected_files"] = injected_files_checked(project_id=instance.project_id or "",
+                                                           personality=list(body["personality"] or []))
     if "user_data" in body:
         changes["user_data"] = body["user_data"]
         try:
@@ -335,7 +341,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
     admin_pass = body.get("adminPass") or generate_password()
     rebuild.server_rebuild(actor=view.ctx, instance=instance, cell=cell, image=image, changes=changes,
                            admin_pass=admin_pass, preserve_ephemeral=bool(body.get("preserve_ephemeral")),
-                           version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"))
+                           version=tuple(view.version), reimage_boot_volume=body.get("reimage_boot_volume"),
+                           auto_disk_config=disk_config_from_api(body.get("OS-DCF:diskConfig")))
     record = get_server(view.ctx, instance.uuid, version=view.version)
     server = present_updated_server(render([record], version=view.version, actor=view.ctx)[0], version=view.version,
                                     rebuild=True)
@@ -350,7 +357,8 @@ def _rebuild_action(view: ServerActionView, request: Any, instance: Instance, ce
 @handles("resize")
 def _resize(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
 
-    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]))
+    resize.server_resize(actor=view.ctx, instance=instance, cell=cell, flavor_ref=str(body["flavorRef"]),
+                         auto_disk_config=disk_config_from_api(body.get("OS-DCF:diskConfig")))
 
 
 @handles("migrate")

@@ -22,6 +22,9 @@ _TAG = {"type": "string", "minLength": 1, "maxLength": 60, "pattern": r"^[^,/]*$
 _HOSTNAME = {"type": "string", "minLength": 1, "maxLength": 255,
              "pattern": r"^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?$"}
 _COUNT = {"type": ["integer", "string"], "pattern": r"^[0-9]+$", "minimum": 1}
+#: create and rebuild below 2.57: files for the guest (the contents are checked as base64 by the service)
+PERSONALITY = {"type": "array", "items": {"type": "object", "properties": {
+    "path": {"type": "string"}, "contents": {"type": "string"}}, "additionalProperties": False}}
 
 
 def _network_entry(version: Version) -> dict[str, Any]:
@@ -85,6 +88,8 @@ def create_schema(version: Version) -> dict[str, Any]:
             "name": {"type": "string"}}, "additionalProperties": False}},
         "user_data": {"type": "string", "maxLength": 65535},
     }
+    if version < (2, 57):
+        server["personality"] = PERSONALITY
     if version >= (2, 19):
         server["description"] = _DESCRIPTION
     if version >= (2, 52):

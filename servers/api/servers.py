@@ -44,6 +44,7 @@ from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
 from ..services import tags as tags_svc
 from ..services import update as update_svc
+from ..services.disk_config import disk_config_from_api, disk_config_to_api
 from ..services.external import addresses_for_instances, instance_uuids_with_ip, security_groups_of_instances
 from ..services.guards import record_target
 from . import schemas
@@ -357,6 +358,8 @@ def build_create_request(body: dict[str, Any], version: Version
         hostname=server.get("hostname"),
         scheduler_hints=dict(hints),
         config_drive=bool(config_drive) and str(config_drive).lower() not in ("false", "0", ""),
+        auto_disk_config=disk_config_from_api(server.get("OS-DCF:diskConfig")),
+        personality=list(server.get("personality") or []),
         admin_pass=server.get("adminPass"),
         access_ip_v4=server.get("accessIPv4"),
         access_ip_v6=server.get("accessIPv6"),
@@ -381,7 +384,7 @@ def create_server(view: ComputeAPIView, request: Request) -> Response:
     server: dict[str, Any] = {
         "id": server_id,
         "links": links("servers", server_id),
-        "OS-DCF:diskConfig": "MANUAL",
+        "OS-DCF:diskConfig": disk_config_to_api(result.auto_disk_config),
         "security_groups": [{"name": name} for name in dict.fromkeys(req.security_groups or ["default"])],
     }
     if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
@@ -430,8 +433,10 @@ class ServerView(ComputeAPIView):
         fields = {"name": "name", "description": "description", "hostname": "hostname",
                   "accessIPv4": "access_ip_v4", "accessIPv6": "access_ip_v6",
                   "pinned_availability_zone": "pinned_availability_zone"}
-        record = update_svc.server_update(actor=self.ctx, record=record,
-                                          **{arg: changes[key] for key, arg in fields.items() if key in changes})
+        args = {arg: changes[key] for key, arg in fields.items() if key in changes}
+        if "OS-DCF:diskConfig" in changes:
+            args["auto_disk_config"] = disk_config_from_api(changes["OS-DCF:diskConfig"])
+        record = update_svc.server_update(actor=self.ctx, record=record, **args)
         return Response({"server": present_updated_server(render([record], version=self.version, actor=self.ctx)[0],
                                                           version=self.version)})
 

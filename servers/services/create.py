@@ -34,12 +34,14 @@ from volumes import selectors as volume_selectors
 from volumes.snapshots import snapshot_get
 
 from ..models import BuildRequest, Flavor, KeyPair
+from .disk_config import auto_disk_config_for_image
 from .external import (
     SecurityGroupNotFoundByNameOrId,
     image_get,
     instance_security_groups_request,
     security_group_find,
 )
+from .personality import injected_files_checked
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
 from .server_groups import group_for_create, group_members_add
 from .volume_attachments import check_encryption_supported, check_multiattach_allowed
@@ -93,6 +95,10 @@ class ServerCreateRequest:
     hostname: str | None = None
     scheduler_hints: dict[str, Any] = field(default_factory=dict)
     config_drive: bool = False
+    #: ``OS-DCF:diskConfig`` as a boolean (AUTO), None when the request names none (the image decides)
+    auto_disk_config: bool | None = None
+    #: ``personality`` (below 2.57): ``[{"path", "contents"}]`` as sent
+    personality: list[dict[str, Any]] = field(default_factory=list)
     admin_pass: str | None = None
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
@@ -108,6 +114,7 @@ class ServerCreateResult:
     instance_uuids: list[str]
     reservation_id: str
     admin_pass: str
+    auto_disk_config: bool = False
 
 
 def generate_password(length: int = 12) -> str:
@@ -388,6 +395,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     if request.min_count > request.max_count:
         raise Invalid("min_count must be <= max_count")
     quota_check_metadata(project_id=actor.project_id or "", count=len(request.metadata))
+    injected_files = injected_files_checked(project_id=actor.project_id or "", personality=request.personality)
     key_data = None
     if request.key_name:
         keypair = KeyPair.objects.filter(user_id=actor.user_id, name=request.key_name).first()
@@ -413,6 +421,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     uuids = [str(uuidlib.uuid4()) for _ in range(count)]
     now = timezone.now().isoformat()
     image_props = (image or {}).get("properties", {})
+    auto_disk_config = auto_disk_config_for_image(image, request.auto_disk_config)
     # an image's block device mappings are too large for system metadata (Nova skips them too)
     system_metadata = {f"image_{k}": str(v) for k, v in image_props.items() if k not in _SM_SKIP_KEYS}
     if image:
@@ -455,6 +464,8 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
                 "config_drive": "True" if request.config_drive else "",
                 "access_ip_v4": request.access_ip_v4,
                 "access_ip_v6": request.access_ip_v6,
+                "auto_disk_config": auto_disk_config,
+                "injected_files": injected_files,
                 "created_at": now,
                 "admin_password_set": True,
             }
@@ -496,4 +507,5 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             group_members_add(group_uuid=group["uuid"], instance_uuids=uuids)
         transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor, instance_uuids=uuids,
                                       admin_pass=admin_pass))
-    return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass)
+    return ServerCreateResult(instance_uuids=uuids, reservation_id=reservation_id, admin_pass=admin_pass,
+                              auto_disk_config=auto_disk_config)

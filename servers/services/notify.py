@@ -17,6 +17,7 @@ from cloudcore.core.context import RequestContext
 from scheduling.trace import failure_summary
 
 from ..models import Instance, Migration
+from .disk_config import disk_config_to_api
 from .external import network_info
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
         "kernel_id": instance.kernel_id,
         "ramdisk_id": instance.ramdisk_id,
         "reservation_id": instance.reservation_id,
-        "auto_disk_config": "MANUAL",
+        "auto_disk_config": disk_config_to_api(instance.auto_disk_config),
         "ip_addresses": [],
         "block_devices": [],
     }

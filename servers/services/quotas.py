@@ -64,6 +64,18 @@ class QuotaLimitBelowUsage(Invalid):
                "reserved %(minimum)s.")
 
 
+class InjectedFileLimitExceeded(QuotaExceeded):
+    message = "Personality file limit exceeded"
+
+
+class InjectedFilePathLimitExceeded(QuotaExceeded):
+    message = "Personality file path exceeds maximum %(allowed)s"
+
+
+class InjectedFileContentLimitExceeded(QuotaExceeded):
+    message = "Personality file content exceeds maximum %(allowed)s"
+
+
 class MetadataLimitExceeded(QuotaExceeded):
     message = ("Quota exceeded for metadata_items: Requested %(requested)s, but already used 0 of %(limit)s "
                "metadata_items")
@@ -185,6 +197,20 @@ def quota_check_metadata(*, project_id: str, count: int) -> None:
     limit = quota_limits(project_id)["metadata_items"]
     if 0 <= limit < count:
         raise MetadataLimitExceeded(requested=count, limit=limit)
+
+
+def quota_check_injected_files(*, project_id: str, files: list[tuple[str, bytes]]) -> None:
+    """Nova's personality limits (403): the number of files first (``injected_files``), then the
+    longest path (``injected_file_path_bytes``), then the largest decoded content
+    (``injected_file_content_bytes``)."""
+    limits = quota_limits(project_id)
+    if 0 <= limits["injected_files"] < len(files):
+        raise InjectedFileLimitExceeded()
+    path_limit, content_limit = limits["injected_file_path_bytes"], limits["injected_file_content_bytes"]
+    if 0 <= path_limit < max((len(path) for path, _ in files), default=0):
+        raise InjectedFilePathLimitExceeded(allowed=path_limit)
+    if 0 <= content_limit < max((len(content) for _, content in files), default=0):
+        raise InjectedFileContentLimitExceeded(allowed=content_limit)
 
 
 def quota_keypairs_allow(*, project_id: str | None, user_id: str) -> bool:

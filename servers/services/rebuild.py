@@ -25,6 +25,7 @@ from conductor import rpc as conductor_rpc
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
+from .disk_config import auto_disk_config_for_image
 from .guards import check_not_locked, claim_task_state
 from .power import target
 from .rebuild_bfv import validate_volume_backed_rebuild
@@ -43,11 +44,16 @@ class VolumeBackedRebuildNotSupported(Invalid):
 
 def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMapping, image: dict[str, Any],
                    changes: dict[str, Any], admin_pass: str, preserve_ephemeral: bool = False,
-                   version: tuple[int, ...] = (2, 1), reimage_boot_volume: bool | None = None) -> None:
+                   version: tuple[int, ...] = (2, 1), reimage_boot_volume: bool | None = None,
+                   auto_disk_config: bool | None = None) -> None:
     """``changes``: Instance fields set by the rebuild (display_name, metadata, key_name, ...).
+    ``auto_disk_config``: the body's ``OS-DCF:diskConfig`` (None: the server keeps its own); AUTO of an
+    image that disables it is a 400 (``AutoDiskConfigDisabledByImage``), checked before the claim.
     ``version``/``reimage_boot_volume``: seed 1's rules (``services.rebuild_bfv``)."""
     authorize(actor, "os_compute_api:servers:rebuild", target(instance))
     check_not_locked(actor, instance)
+    if auto_disk_config is not None:
+        changes = {**changes, "auto_disk_config": auto_disk_config_for_image(image, auto_disk_config)}
     if instance.vm_state == VmState.PENDING:
         server_rebuild_pending(actor=actor, instance=instance, cell=cell, image=image, changes=changes,
                                admin_pass=admin_pass)

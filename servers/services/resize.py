@@ -75,8 +75,10 @@ def _flavor(ref: str) -> Flavor:
 
 
 def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMapping, flavor_ref: str | None,
-                  host: str | None = None) -> Migration:
-    """``flavor_ref`` None means a cold migration (optionally to ``host``, 2.56)."""
+                  host: str | None = None, auto_disk_config: bool | None = None) -> Migration:
+    """``flavor_ref`` None means a cold migration (optionally to ``host``, 2.56). ``auto_disk_config``:
+    the resize body's ``OS-DCF:diskConfig``, written with the claim as Nova's resize updates the
+    instance (None keeps the server's)."""
 
     if flavor_ref is None:
         authorize(actor, "os_compute_api:os-migrate-server:migrate", target(instance))
@@ -106,7 +108,11 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
         check_compute_host(host, cell=None if cross_cell_allowed(actor, instance) else cell)
     claim_task_state(instance, method, new_task_state=TaskState.RESIZE_PREP, vm_states=MOVE_STATES)
     instance.system_metadata = {**(instance.system_metadata or {}), "old_vm_state": instance.vm_state}
-    instance.save(update_fields=["system_metadata", "updated_at"])
+    update_fields = ["system_metadata", "updated_at"]
+    if auto_disk_config is not None:
+        instance.auto_disk_config = auto_disk_config
+        update_fields.append("auto_disk_config")
+    instance.save(update_fields=update_fields)
     migration = Migration.objects.create(
         instance_uuid=instance.uuid, source_compute=instance.host, source_node=instance.node,
         status=MigrationStatus.PRE_MIGRATING,

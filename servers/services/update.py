@@ -36,6 +36,7 @@ def server_update(
     access_ip_v4: str | None = UNSET,
     access_ip_v6: str | None = UNSET,
     pinned_availability_zone: str | None = UNSET,
+    auto_disk_config: bool = UNSET,
 ) -> ServerRecord:
     """Write the given fields (the ones left ``UNSET`` keep their value) and return ``record``
     holding the new values.
@@ -53,7 +54,7 @@ def server_update(
     if pinned_availability_zone is not UNSET:
         _pin(record, pinned_availability_zone)
     columns = {"display_name": name, "display_description": description, "hostname": hostname,
-               "access_ip_v4": access_ip_v4, "access_ip_v6": access_ip_v6}
+               "access_ip_v4": access_ip_v4, "access_ip_v6": access_ip_v6, "auto_disk_config": auto_disk_config}
     changes = {column: value for column, value in columns.items() if value is not UNSET}
     if record.build_request is not None:
         br = record.build_request
