@@ -27,6 +27,10 @@ class VolumeType(ApiModel, TimestampedModel):
     description = models.TextField(null=True, blank=True)
     is_public = models.BooleanField(default=True)
     extra_specs = models.JSONField(default=dict)
+    #: The type's QoS specs (Cinder's ``qos_specs_id``), at most one; deleting the specs (forced)
+    #: disassociates them.
+    qos_specs = models.ForeignKey("QosSpecs", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="volume_types")
 
     def __str__(self) -> str:
         return self.name
@@ -37,6 +41,19 @@ class VolumeType(ApiModel, TimestampedModel):
         may be attached to several servers at once."""
         spec = str((self.extra_specs or {}).get("multiattach") or "")
         return " ".join(spec.split()).lower() == "<is> true"
+
+
+class QosSpecs(ApiModel, TimestampedModel):
+    """Cinder's QoS specs: named key/value limits for a ``consumer`` (``front-end``: enforced by the
+    hypervisor, ``back-end``: by the storage, or ``both``), associated with volume types."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, unique=True)
+    consumer = models.CharField(max_length=32, default="back-end")
+    specs = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class VolumeTypeProject(ApiModel, TimestampedModel):

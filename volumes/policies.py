@@ -156,3 +156,17 @@ for _name, _check, _desc, _ops in [
      [("GET", "/os-hosts"), ("GET", "/os-hosts/{host_name}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_Q = "/qos-specs"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:qos_specs_manage:create", "admin", "Create QoS specs.", [("POST", _Q)]),
+    ("volume_extension:qos_specs_manage:get", "admin", "Show QoS specs.", [("GET", f"{_Q}/{{qos_id}}")]),
+    ("volume_extension:qos_specs_manage:get_all", "admin", "List QoS specs and their associations.",
+     [("GET", _Q), ("GET", f"{_Q}/{{qos_id}}/associations")]),
+    ("volume_extension:qos_specs_manage:update", "admin",
+     "Set or delete keys of QoS specs; associate or disassociate them with volume types.",
+     [("PUT", f"{_Q}/{{qos_id}}"), ("PUT", f"{_Q}/{{qos_id}}/delete_keys"), ("GET", f"{_Q}/{{qos_id}}/associate"),
+      ("GET", f"{_Q}/{{qos_id}}/disassociate"), ("GET", f"{_Q}/{{qos_id}}/disassociate_all")]),
+    ("volume_extension:qos_specs_manage:delete", "admin", "Delete QoS specs.", [("DELETE", f"{_Q}/{{qos_id}}")]),
+]:
+    register(_name, _check, _desc, _ops)

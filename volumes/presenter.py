@@ -140,7 +140,7 @@ def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: b
     if can(ctx, "volume_extension:access_types_extra_specs", target):
         body["extra_specs"] = visible_extra_specs(ctx, vt)
     if qos and can(ctx, "volume_extension:access_types_qos_specs_id", target):
-        body["qos_specs_id"] = None
+        body["qos_specs_id"] = vt.qos_specs_id
     if access_extension and can(ctx, "volume_extension:volume_type_access", target):
         body["os-volume-type-access:is_public"] = vt.is_public
     return body

@@ -1,0 +1,17 @@
+"""Cinder's admin routes beside the volumes: QoS specs, block storage services, back-end pools and
+capabilities, and user messages; ``urls.py`` mounts them with its project-id prefix."""
+from django.urls import URLPattern, re_path
+
+from . import qos
+
+
+def admin_urlpatterns(prefix: str) -> list[URLPattern]:
+    q = prefix + r"qos-specs"
+    return [
+        re_path(q + r"/?$", qos.QosSpecsView.as_view()),
+        re_path(q + r"/(?P<specs_id>[^/]+)/delete_keys/?$", qos.QosDeleteKeysView.as_view()),
+        re_path(q + r"/(?P<specs_id>[^/]+)/associations/?$", qos.QosAssociationsView.as_view()),
+        *[re_path(q + rf"/(?P<specs_id>[^/]+)/{op}/?$", qos.QosAssociateView.as_view(operation=op))
+          for op in ("associate", "disassociate", "disassociate_all")],
+        re_path(q + r"/(?P<specs_id>[^/]+)/?$", qos.QosSpecView.as_view()),
+    ]
