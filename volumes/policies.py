@@ -170,3 +170,5 @@ for _name, _check, _desc, _ops in [
     ("volume_extension:qos_specs_manage:delete", "admin", "Delete QoS specs.", [("DELETE", f"{_Q}/{{qos_id}}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+register("volume:retype", _OWNER, "Change a volume's type.", [("POST", "/volumes/{volume_id}/action (os-retype)")])

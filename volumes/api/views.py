@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize, can
 
-from .. import actions, quotas, services
+from .. import actions, quotas, retype, services
 from ..models import Volume, VolumeAttachment
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
@@ -228,6 +228,11 @@ EXTEND_SCHEMA = {"type": "object", "required": ["new_size"], "additionalProperti
     "new_size": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 1, "maximum": 0x7FFFFFFF}}}
 
 
+RETYPE_SCHEMA = {"type": "object", "required": ["new_type"], "additionalProperties": False, "properties": {
+    "new_type": {"type": "string", "minLength": 1, "maxLength": 255},
+    "migration_policy": {"type": ["string", "null"], "enum": ["never", "on-demand", None]}}}
+
+
 class VolumeActionView(VolumeAPIView):
     """Volume actions: ``os-extend`` (of an ``in-use`` volume from 3.42) and, from 3.68,
     ``os-reimage`` (``image_id``, ``reimage_reserved``). Reimaging destroys all data on the volume:
@@ -269,6 +274,11 @@ class VolumeActionView(VolumeAPIView):
                 if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
+        if action == "os-retype":
+            args = validate(args, RETYPE_SCHEMA)
+            retype.volume_retype(self.ctx, vol, new_type=args["new_type"],
+                                 migration_policy=args.get("migration_policy"))
+            return Response(status=202)
         if action in ("os-reserve", "os-unreserve"):
             services.volume_reserve(self.ctx, vol, reserve=action == "os-reserve")
             return Response(status=202)
