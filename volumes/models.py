@@ -207,3 +207,23 @@ class VolumeTransfer(ApiModel, SoftDeleteModel):
 
     class Meta(SoftDeleteModel.Meta):
         pass
+
+
+class VolumeService(ApiModel, TimestampedModel):
+    """A block storage service (Cinder's ``services`` row): the volume worker's ``cinder-volume``
+    (host ``<machine>@<backend>``) and ``cinder-backup`` (the same worker runs backups). The worker
+    heartbeats ``last_seen_up``; an admin may disable it (then volumes are not scheduled to it)."""
+
+    host = models.CharField(max_length=255)
+    binary = models.CharField(max_length=255)
+    availability_zone = models.CharField(max_length=255, default="nova")
+    disabled = models.BooleanField(default=False)
+    disabled_reason = models.CharField(max_length=255, null=True, blank=True)
+    last_seen_up = models.DateTimeField(null=True, blank=True)
+    report_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "binary"], name="volumes_service_host_binary")]
+
+    def __str__(self) -> str:
+        return f"{self.binary}@{self.host}"

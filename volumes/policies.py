@@ -172,3 +172,10 @@ for _name, _check, _desc, _ops in [
     register(_name, _check, _desc, _ops)
 
 register("volume:retype", _OWNER, "Change a volume's type.", [("POST", "/volumes/{volume_id}/action (os-retype)")])
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:services:index", "admin", "List the block storage services.", [("GET", "/os-services")]),
+    ("volume_extension:services:update", "admin", "Enable or disable a block storage service.",
+     [("PUT", "/os-services/enable"), ("PUT", "/os-services/disable"), ("PUT", "/os-services/disable-log-reason")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -2,7 +2,7 @@
 capabilities, and user messages; ``urls.py`` mounts them with its project-id prefix."""
 from django.urls import URLPattern, re_path
 
-from . import qos
+from . import qos, services
 
 
 def admin_urlpatterns(prefix: str) -> list[URLPattern]:
@@ -14,4 +14,6 @@ def admin_urlpatterns(prefix: str) -> list[URLPattern]:
         *[re_path(q + rf"/(?P<specs_id>[^/]+)/{op}/?$", qos.QosAssociateView.as_view(operation=op))
           for op in ("associate", "disassociate", "disassociate_all")],
         re_path(q + r"/(?P<specs_id>[^/]+)/?$", qos.QosSpecView.as_view()),
+        re_path(prefix + r"os-services/?$", services.ServicesView.as_view()),
+        re_path(prefix + r"os-services/(?P<action>[^/]+)/?$", services.ServiceActionView.as_view()),
     ]
