@@ -221,6 +221,9 @@ class VolumeService(ApiModel, TimestampedModel):
     disabled_reason = models.CharField(max_length=255, null=True, blank=True)
     last_seen_up = models.DateTimeField(null=True, blank=True)
     report_count = models.IntegerField(default=0)
+    #: What the service last reported of its back end (``cinder-volume`` only): its pool's
+    #: capabilities and capacity, as Cinder's volume service reports them to the scheduler.
+    capabilities = models.JSONField(default=dict)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["host", "binary"], name="volumes_service_host_binary")]

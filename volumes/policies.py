@@ -179,3 +179,10 @@ for _name, _check, _desc, _ops in [
      [("PUT", "/os-services/enable"), ("PUT", "/os-services/disable"), ("PUT", "/os-services/disable-log-reason")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("scheduler_extension:scheduler_stats:get_pools", "admin", "List the back-end pools and their capabilities.",
+     [("GET", "/scheduler-stats/get_pools")]),
+    ("volume_extension:capabilities", "admin", "Show a back end's capabilities.", [("GET", "/capabilities/{host}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -10,23 +10,26 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from cells.transactions import api_atomic
+from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from .backends import get_backend
-from .models import VolumeService
+from .models import Volume, VolumeService, VolumeType
 
 VOLUME_BINARY = "cinder-volume"
 BACKUP_BINARY = "cinder-backup"
 #: the zone of the one storage backend (Cinder's ``storage_availability_zone`` default)
 ZONE = "nova"
+DRIVER_VERSION = "1.0.0"
 
 
 class HostBinaryNotFound(NotFound):
@@ -39,16 +42,42 @@ def worker_hosts() -> list[tuple[str, str]]:
     return [(VOLUME_BINARY, f"{machine}@{get_backend().name}"), (BACKUP_BINARY, machine)]
 
 
-def volume_service_heartbeat(*, binary: str, host: str) -> VolumeService:
-    """Record that the service is alive now (created on its first heartbeat)."""
+def backend_capabilities() -> dict[str, Any]:
+    """What ``cinder-volume`` reports of its back end's one pool (Cinder's volume stats): the
+    file system's size and free space under the pool directory, the GiB its live volumes were
+    given, and what the pool can do (sparse files: thin provisioning; multiattach)."""
+    backend = get_backend()
+    total, free = backend.capacity()
+    allocated = int(Volume.objects.filter(backend_name=backend.name).aggregate(total=Sum("size"))["total"] or 0)
+    return {"pool_name": backend.name, "volume_backend_name": backend.name, "vendor_name": "cloudcore",
+            "driver_version": DRIVER_VERSION, "storage_protocol": "file", "total_capacity_gb": total,
+            "free_capacity_gb": free, "allocated_capacity_gb": allocated, "provisioned_capacity_gb": allocated,
+            "max_over_subscription_ratio": "1.0", "reserved_percentage": 0, "thin_provisioning_support": True,
+            "thick_provisioning_support": False, "QoS_support": False, "multiattach": True,
+            "timestamp": _ts(timezone.now())}
+
+
+def volume_service_heartbeat(*, binary: str, host: str, capabilities: dict[str, Any] | None = None) -> VolumeService:
+    """Record that the service is alive now (created on its first heartbeat) and, when given,
+    what it reports of its back end."""
+    now = timezone.now()
+    report: dict[str, Any] = {} if capabilities is None else {"capabilities": capabilities}
     with api_atomic():
         svc, created = VolumeService.objects.get_or_create(
-            host=host, binary=binary, defaults={"availability_zone": ZONE, "last_seen_up": timezone.now(),
-                                                "report_count": 1})
+            host=host, binary=binary, defaults={"availability_zone": ZONE, "last_seen_up": now, "report_count": 1,
+                                                **report})
         if not created:
-            VolumeService.objects.filter(pk=svc.pk).update(last_seen_up=timezone.now(),
-                                                           report_count=F("report_count") + 1)
+            VolumeService.objects.filter(pk=svc.pk).update(last_seen_up=now, report_count=F("report_count") + 1,
+                                                           **report)
     return svc
+
+
+def worker_heartbeat() -> None:
+    """One heartbeat of every service of the volume worker on this machine; ``cinder-volume``
+    reports its back end's capabilities with it."""
+    for binary, host in worker_hosts():
+        volume_service_heartbeat(binary=binary, host=host,
+                                 capabilities=backend_capabilities() if binary == VOLUME_BINARY else None)
 
 
 def volume_service_is_up(svc: VolumeService, *, now: datetime | None = None) -> bool:
@@ -107,3 +136,42 @@ def volume_service_update(ctx: RequestContext, *, action: str, host: str | None,
     if not updated:
         raise HostBinaryNotFound(host=host, binary=binary)
     return ServiceUpdate(host=host, binary=binary, disabled=disabled, disabled_reason=reason)
+
+
+def _admin(ctx: RequestContext, rule: str) -> None:
+    authorize(ctx, rule, {"project_id": ctx.project_id, "user_id": ctx.user_id})
+
+
+def pool_list(ctx: RequestContext, *, name: str | None = None,
+              volume_type: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """``(pool name, capabilities)`` of the back ends that can take volumes now (Cinder's
+    scheduler's view: enabled ``cinder-volume`` services that are up and reported), by pool name
+    (``host@backend#pool``) and, given a volume type, only the pools that type may use (admin)."""
+    _admin(ctx, "scheduler_extension:scheduler_stats:get_pools")
+    wanted = None
+    if volume_type:
+        vt = VolumeType.objects.filter(pk=volume_type).first() or VolumeType.objects.filter(name=volume_type).first()
+        if vt is None:
+            raise NotFound(f"Volume type {volume_type} could not be found.")
+        wanted = vt.extra_specs.get("volume_backend_name")
+    now = timezone.now()
+    pools = []
+    for svc in VolumeService.objects.filter(binary=VOLUME_BINARY, disabled=False).order_by("host"):
+        caps = svc.capabilities or {}
+        if not caps or not volume_service_is_up(svc, now=now):
+            continue
+        pool = f"{svc.host}#{caps.get('pool_name')}"
+        if (name and name != pool) or (wanted and wanted != caps.get("volume_backend_name")):
+            continue
+        pools.append((pool, caps))
+    return pools
+
+
+def capabilities_get(ctx: RequestContext, host: str) -> tuple[VolumeService, dict[str, Any]]:
+    """The last capabilities the ``cinder-volume`` service of ``host`` reported (admin); 404 for
+    a host with no such service."""
+    _admin(ctx, "volume_extension:capabilities")
+    svc = VolumeService.objects.filter(binary=VOLUME_BINARY, host=host).first()
+    if svc is None:
+        raise NotFound(f"Can't find service: {host}")
+    return svc, dict(svc.capabilities or {})

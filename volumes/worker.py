@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from . import rpc
-from .servicegroup import volume_service_heartbeat, worker_hosts
+from .servicegroup import worker_heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,7 @@ log = logging.getLogger(__name__)
 def _heartbeat_forever() -> None:
     while True:
         try:
-            for binary, host in worker_hosts():
-                volume_service_heartbeat(binary=binary, host=host)
+            worker_heartbeat()
         except Exception:
             log.exception("volume service heartbeat failed")
         finally:

@@ -16,4 +16,6 @@ def admin_urlpatterns(prefix: str) -> list[URLPattern]:
         re_path(q + r"/(?P<specs_id>[^/]+)/?$", qos.QosSpecView.as_view()),
         re_path(prefix + r"os-services/?$", services.ServicesView.as_view()),
         re_path(prefix + r"os-services/(?P<action>[^/]+)/?$", services.ServiceActionView.as_view()),
+        re_path(prefix + r"scheduler-stats/get_pools/?$", services.PoolsView.as_view()),
+        re_path(prefix + r"capabilities/(?P<host>[^/]+)/?$", services.CapabilitiesView.as_view()),
     ]

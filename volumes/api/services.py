@@ -53,3 +53,35 @@ class ServiceActionView(VolumeAPIView):
         if action == "disable-log-reason":
             answer["disabled_reason"] = done.disabled_reason
         return Response(answer)
+
+
+#: what a capability property means, as Cinder's drivers describe theirs
+PROPERTIES = {"thin_provisioning": {"title": "Thin Provisioning", "description": "Sets thin provisioning.",
+                                    "type": "boolean"}}
+_TRUE = ("true", "1", "yes", "on", "y", "t")
+
+
+class PoolsView(VolumeAPIView):
+    """``GET /scheduler-stats/get_pools`` (admins): the pools' names, with ``?detail=true`` their
+    capabilities; from 3.28 filtered by ``name`` and ``volume_type``."""
+
+    def get(self, request: Request, **_kw: Any) -> Response:
+        params = request.query_params
+        filters = {"name": params.get("name"), "volume_type": params.get("volume_type")} if self.v >= (3, 28) else {}
+        detail = str(params.get("detail", "false")).lower() in _TRUE
+        pools = servicegroup.pool_list(self.ctx, **filters)
+        return Response({"pools": [{"name": name, "capabilities": caps} if detail else {"name": name}
+                                   for name, caps in pools]})
+
+
+class CapabilitiesView(VolumeAPIView):
+    """``GET /capabilities/{host}`` (admins): what the back end of a ``cinder-volume`` host reports."""
+
+    def get(self, request: Request, host: str, **_kw: Any) -> Response:
+        svc, caps = servicegroup.capabilities_get(self.ctx, host)
+        return Response({
+            "namespace": f"OS::Storage::Capabilities::{svc.host}", "vendor_name": caps.get("vendor_name"),
+            "volume_backend_name": caps.get("volume_backend_name"), "pool_name": caps.get("pool_name"),
+            "driver_version": caps.get("driver_version"), "storage_protocol": caps.get("storage_protocol"),
+            "display_name": None, "description": None, "visibility": None, "replication_targets": [],
+            "properties": PROPERTIES if caps.get("thin_provisioning_support") else {}})

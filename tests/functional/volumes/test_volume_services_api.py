@@ -15,10 +15,9 @@ S = "/volume/v3/os-services"
 
 def _heartbeat() -> dict[str, str]:
     """What the volume worker's heartbeat thread does every REPORT_INTERVAL."""
-    from volumes.servicegroup import volume_service_heartbeat, worker_hosts
+    from volumes.servicegroup import worker_heartbeat, worker_hosts
 
-    for binary, host in worker_hosts():
-        volume_service_heartbeat(binary=binary, host=host)
+    worker_heartbeat()
     return {binary: host for binary, host in worker_hosts()}
 
 
@@ -79,3 +78,42 @@ def test_admin_disables_with_a_reason_and_enables(bfv: Any) -> None:
                 {"host": host, "binary": "cinder-volume", "disabled_reason": " "}).status_code == 400
     # and a member may not
     assert call(bfv.member(), "put", f"{S}/enable", {"host": host, "binary": "cinder-volume"}).status_code == 403
+
+
+def test_pools_and_capabilities_are_what_the_worker_reported(bfv: Any) -> None:
+    from volumes.backends import get_backend
+
+    admin, member = bfv.admin(), bfv.member()
+    host = _heartbeat()["cinder-volume"]
+    # given a 3 GB volume of the default type lives in the pool
+    call(member, "post", "/volume/v3/volumes", {"volume": {"size": 3}})
+    _heartbeat()
+    # when an admin lists the pools, there is the one pool of the worker's back end
+    assert call(admin, "get", "/volume/v3/scheduler-stats/get_pools").json() == {"pools": [{"name": f"{host}#pool"}]}
+    detail = call(admin, "get", "/volume/v3/scheduler-stats/get_pools?detail=true").json()["pools"][0]
+    caps = detail["capabilities"]
+    # with the capacity of the file system under the pool directory and the GB its volumes hold
+    total, free = get_backend().capacity()
+    assert (caps["total_capacity_gb"], caps["allocated_capacity_gb"]) == (total, 3)
+    assert 0 <= caps["free_capacity_gb"] <= total
+    assert (caps["volume_backend_name"], caps["pool_name"], caps["thin_provisioning_support"]) == ("pool", "pool", True)
+    # the 3.28 filters: a type for another back end has no pool, a type of this one has it
+    call(admin, "post", "/volume/v3/types", {"volume_type": {"name": "elsewhere",
+                                                              "extra_specs": {"volume_backend_name": "lvm"}}})
+    elsewhere = call(admin, "get", "/volume/v3/scheduler-stats/get_pools?volume_type=elsewhere",
+                     version="volume 3.28").json()
+    assert elsewhere == {"pools": []}
+    named = call(admin, "get", f"/volume/v3/scheduler-stats/get_pools?name={host}%23pool", version="volume 3.28")
+    assert [p["name"] for p in named.json()["pools"]] == [f"{host}#pool"]
+    # and the host's capabilities name the same back end
+    shown = call(admin, "get", f"/volume/v3/capabilities/{host}").json()
+    assert (shown["namespace"], shown["volume_backend_name"], shown["storage_protocol"], shown["vendor_name"]) == (
+        f"OS::Storage::Capabilities::{host}", "pool", "file", "cloudcore")
+    assert "thin_provisioning" in shown["properties"]
+    assert call(admin, "get", "/volume/v3/capabilities/nowhere").status_code == 404
+    # a disabled back end takes no volumes: its pool is not listed
+    call(admin, "put", "/volume/v3/os-services/disable", {"host": host, "binary": "cinder-volume"})
+    assert call(admin, "get", "/volume/v3/scheduler-stats/get_pools").json() == {"pools": []}
+    # and members may see none of it
+    assert call(member, "get", "/volume/v3/scheduler-stats/get_pools").status_code == 403
+    assert call(member, "get", f"/volume/v3/capabilities/{host}").status_code == 403
