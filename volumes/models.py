@@ -230,3 +230,23 @@ class VolumeService(ApiModel, TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.binary}@{self.host}"
+
+
+class UserMessage(ApiModel, TimestampedModel):
+    """Cinder's user message: what went wrong with an asynchronous operation on a project's
+    resource, for its users to read (``/messages``, 3.3+). ``event_id`` is Cinder's
+    ``VOLUME_<resource>_<action>_<detail>``; kept until ``expires_at`` (Cinder's ``message_ttl``)."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    project_id = models.CharField(max_length=255, db_index=True)
+    request_id = models.CharField(max_length=255, null=True, blank=True)
+    resource_type = models.CharField(max_length=255, null=True, blank=True)
+    resource_uuid = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    event_id = models.CharField(max_length=255)
+    action_id = models.CharField(max_length=10)
+    detail_id = models.CharField(max_length=10)
+    message_level = models.CharField(max_length=255, default="ERROR")
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]

@@ -186,3 +186,10 @@ for _name, _check, _desc, _ops in [
     ("volume_extension:capabilities", "admin", "Show a back end's capabilities.", [("GET", "/capabilities/{host}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("message:get_all", _READER, "List the project's user messages.", [("GET", "/messages")]),
+    ("message:get", _READER, "Show a user message.", [("GET", "/messages/{message_id}")]),
+    ("message:delete", _OWNER, "Delete a user message.", [("DELETE", "/messages/{message_id}")]),
+]:
+    register(_name, _check, _desc, _ops)

@@ -1,12 +1,12 @@
 """Retype (Cinder's ``os-retype``): change the type of an ``available`` or ``in-use`` volume.
 
 The storage here is one back end (the directory pool), so a retype never moves bytes: the new type
-must be satisfiable where the volume already is. A type names the back end it wants with the extra
-spec ``volume_backend_name``; the volume's back end is its old type's ``volume_backend_name`` (the
-one it was created for) or, without one, the pool's name. When the new type asks for another back
-end the volume would have to migrate: with ``migration_policy`` ``never`` (the default) that is
-refused (400, as Cinder's volume manager refuses it); with ``on-demand`` it is refused too, since no
-other back end exists to take the volume (Cinder's scheduler answers NoValidBackend).
+must be satisfiable where the volume already is, i.e. the back end's capabilities must satisfy the
+new type's extra specs (``volume_backend_name``, ``storage_protocol``, ... as Cinder's capabilities
+filter reads them). When they do not, the volume would have to migrate: with ``migration_policy``
+``never`` (the default) that is refused (400, as Cinder's volume manager refuses it); with
+``on-demand`` it is refused too, since no other back end exists to take the volume (Cinder's
+scheduler answers NoValidBackend).
 
 Other rules, as Cinder's API: the new type must differ from the current one and be visible to the
 actor (404); a volume that is migrating cannot be retyped; an ``in-use`` volume cannot change to or
@@ -29,15 +29,10 @@ from cloudcore.core.policy import authorize
 from .choices import VolumeStatus
 from .models import Volume, VolumeType
 from .quotas import OverQuota, limits, usage
+from .servicegroup import backend_accepts, backend_capabilities
 from .types import volume_type_find
 
 MIGRATION_POLICIES = ("never", "on-demand")
-
-
-def volume_backend(vol: Volume) -> str:
-    """The back end a volume lives on, by the name types use for it (``volume_backend_name``)."""
-    old = vol.volume_type.extra_specs.get("volume_backend_name") if vol.volume_type else None
-    return str(old or vol.backend_name or "")
 
 
 def _check_type_quota(vol: Volume, vt: VolumeType) -> None:
@@ -69,12 +64,11 @@ def volume_retype(ctx: RequestContext, vol: Volume, *, new_type: str, migration_
     if vol.status == VolumeStatus.IN_USE and vt.is_multiattach != vol.multiattach:
         raise Invalid("Invalid input received: Retyping to or from a multiattach type is not supported for an "
                       "in-use volume.")
-    wanted = vt.extra_specs.get("volume_backend_name")
-    if wanted and str(wanted) != volume_backend(vol):
+    if not backend_accepts(vt.extra_specs or {}, backend_capabilities()):
         if policy == "never":
             raise Invalid("Invalid volume: Retype requires migration but is not allowed.")
-        raise Invalid(f"Invalid volume: No valid backend was found: no back end {wanted} can take volume "
-                      f"{vol.id}.")
+        raise Invalid(f"Invalid volume: No valid backend was found: no other back end can take volume {vol.id} "
+                      f"of type {vt.name}.")
     _check_type_quota(vol, vt)
     claimed = Volume.objects.filter(pk=vol.pk, status=vol.status, volume_type_id=vol.volume_type_id).update(
         volume_type=vt, multiattach=vt.is_multiattach,

@@ -175,3 +175,67 @@ def capabilities_get(ctx: RequestContext, host: str) -> tuple[VolumeService, dic
     if svc is None:
         raise NotFound(f"Can't find service: {host}")
     return svc, dict(svc.capabilities or {})
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _compare(op: str, value: Any, wanted: str) -> bool:
+    if op == "<is>":
+        return str(value).lower() == wanted.lower()
+    if op == "<in>":
+        return wanted in str(value)
+    if op.startswith("s"):
+        text = str(value)
+        return {"s==": text == wanted, "s!=": text != wanted, "s<": text < wanted, "s<=": text <= wanted,
+                "s>": text > wanted, "s>=": text >= wanted}[op]
+    have, want = _number(value), _number(wanted)
+    if have is None or want is None:
+        return False
+    return {"=": have >= want, "==": have == want, "!=": have != want, "<=": have <= want,
+            ">=": have >= want}[op]
+
+
+_OPS = ("<is>", "<in>", "=", "==", "!=", "<=", ">=", "s==", "s!=", "s<", "s<=", "s>", "s>=")
+
+
+def spec_matches(value: Any, requirement: str) -> bool:
+    """Whether a reported capability satisfies one extra spec, with the operators of Cinder's
+    capabilities filter (``<is> True``, ``<in> x``, ``<or> a <or> b``, ``>= 10``, ``s== x``, ...);
+    a requirement without an operator is a plain equality."""
+    words = str(requirement).split()
+    op = words[0] if words else None
+    if op == "<or>":
+        return str(value) in words[1::2]
+    if op not in _OPS:
+        return str(value) == str(requirement)
+    return len(words) > 1 and value is not None and _compare(op, value, words[1])
+
+
+def backend_accepts(extra_specs: dict[str, Any], capabilities: dict[str, Any]) -> bool:
+    """Cinder's capabilities filter: every unscoped extra spec and every ``capabilities:`` one must
+    be a capability the back end reports (``volume_backend_name``, ``vendor_name``,
+    ``storage_protocol``, ``multiattach``, ...), satisfied by its value; other scopes
+    (``RESKEY:availability_zones``, ...) are left to their own filters."""
+    for key, requirement in (extra_specs or {}).items():
+        scope, _, name = str(key).partition(":")
+        if name and scope != "capabilities":
+            continue
+        capability = name or scope
+        if capability not in capabilities or not spec_matches(capabilities[capability], requirement):
+            return False
+    return True
+
+
+def volume_backend_for(extra_specs: dict[str, Any]) -> str | None:
+    """Cinder's scheduling of a new volume, for this worker's one back end: its ``cinder-volume``
+    host when that service is enabled and its capabilities satisfy the type's extra specs, else
+    None (Cinder's NoValidBackend)."""
+    host = dict(worker_hosts())[VOLUME_BINARY]
+    if not volume_service_accepts_volumes(host) or not backend_accepts(extra_specs, backend_capabilities()):
+        return None
+    return host

@@ -2,7 +2,7 @@
 capabilities, and user messages; ``urls.py`` mounts them with its project-id prefix."""
 from django.urls import URLPattern, re_path
 
-from . import qos, services
+from . import messages, qos, services
 
 
 def admin_urlpatterns(prefix: str) -> list[URLPattern]:
@@ -18,4 +18,6 @@ def admin_urlpatterns(prefix: str) -> list[URLPattern]:
         re_path(prefix + r"os-services/(?P<action>[^/]+)/?$", services.ServiceActionView.as_view()),
         re_path(prefix + r"scheduler-stats/get_pools/?$", services.PoolsView.as_view()),
         re_path(prefix + r"capabilities/(?P<host>[^/]+)/?$", services.CapabilitiesView.as_view()),
+        re_path(prefix + r"messages/?$", messages.MessagesView.as_view()),
+        re_path(prefix + r"messages/(?P<message_id>[^/]+)/?$", messages.MessageView.as_view()),
     ]

@@ -36,8 +36,8 @@ def _retype(client: Any, vid: str, new_type: str, policy: str | None = None) -> 
 
 def test_retype_on_the_same_back_end(bfv: Any) -> None:
     admin, member = bfv.admin(), bfv.member()
-    _type(admin, "src", volume_backend_name="lvm-1")
-    dst = _type(admin, "dst", volume_backend_name="lvm-1")
+    _type(admin, "src", volume_backend_name="pool")
+    dst = _type(admin, "dst", volume_backend_name="pool", storage_protocol="file")
     _type(admin, "anywhere")
     vol = _volume(member, "src")
     # when the owner retypes it to a type of the same back end, it needs no migration
@@ -58,8 +58,9 @@ def test_retype_on_the_same_back_end(bfv: Any) -> None:
 
 def test_a_needed_migration_or_a_bad_state_is_refused(bfv: Any) -> None:
     admin, member = bfv.admin(), bfv.member()
-    _type(admin, "here", volume_backend_name="lvm-1")
+    _type(admin, "here", volume_backend_name="pool")
     _type(admin, "there", volume_backend_name="lvm-2")
+    _type(admin, "iscsi", storage_protocol="iSCSI")
     vol = _volume(member, "here")
     # a type of another back end needs a migration: never allowed with policy never (the default)
     refused = _retype(member, vol["id"], "there")
@@ -67,6 +68,8 @@ def test_a_needed_migration_or_a_bad_state_is_refused(bfv: Any) -> None:
     # and with on-demand there is no other back end to take the volume
     on_demand = _retype(member, vol["id"], "there", "on-demand")
     assert on_demand.status_code == 400 and "No valid backend" in on_demand.json()["badRequest"]["message"]
+    # as for a type whose other capabilities this back end lacks
+    assert "requires migration" in _retype(member, vol["id"], "iscsi").json()["badRequest"]["message"]
     assert call(member, "get", f"{V}/{vol['id']}").json()["volume"]["volume_type"] == "here"
     # a volume in error cannot be retyped
     call(admin, "post", f"{V}/{vol['id']}/action", {"os-reset_status": {"status": "error"}})
