@@ -217,16 +217,22 @@ def spec_matches(value: Any, requirement: str) -> bool:
 
 
 def backend_accepts(extra_specs: dict[str, Any], capabilities: dict[str, Any]) -> bool:
-    """Cinder's capabilities filter: every unscoped extra spec and every ``capabilities:`` one must
-    be a capability the back end reports (``volume_backend_name``, ``vendor_name``,
-    ``storage_protocol``, ``multiattach``, ...), satisfied by its value; other scopes
-    (``RESKEY:availability_zones``, ...) are left to their own filters."""
+    """Cinder's capabilities filter: an unscoped extra spec naming a capability the back end
+    reports (``volume_backend_name``, ``vendor_name``, ``storage_protocol``, ``multiattach``, ...)
+    must be satisfied by its value, and a ``capabilities:`` one must name a reported capability
+    and be satisfied. Other scopes (``RESKEY:availability_zones``, ...) are left to their own
+    filters; unlike Cinder, an unscoped key the back end does not report (an operator's own label
+    such as ``tier``) is not a requirement, as it was not before this filter existed here."""
     for key, requirement in (extra_specs or {}).items():
         scope, _, name = str(key).partition(":")
         if name and scope != "capabilities":
             continue
         capability = name or scope
-        if capability not in capabilities or not spec_matches(capabilities[capability], requirement):
+        if capability not in capabilities:
+            if name:
+                return False
+            continue
+        if not spec_matches(capabilities[capability], requirement):
             return False
     return True
 

@@ -80,8 +80,16 @@ def test_a_disabled_backend_and_backend_failures_record_their_messages(bfv: Any)
     assert broken["status"] == "error"
     assert [m["user_message"] for m in _messages_of(member, broken["id"])] == [
         "create volume from backend storage:Driver failed to create the volume."]
-    # a volume that works records nothing; when its extend fails, the message says so
-    good = _create(member)
+    # a capabilities: spec the back end does not report finds no back end either
+    call(admin, "post", "/volume/v3/types", {"volume_type": {"name": "dedup", "extra_specs": {
+        "capabilities:dedup": "<is> True", "tier": "gold"}}})
+    assert _create(member, volume_type="dedup")["status"] == "error"
+    # a volume that works records nothing, also with an operator's own label and satisfied specs;
+    # when its extend fails, the message says so
+    call(admin, "post", "/volume/v3/types", {"volume_type": {"name": "gold", "extra_specs": {
+        "tier": "gold", "storage_protocol": "file", "capabilities:total_capacity_gb": ">= 0.001",
+        "vendor_name": "<or> cloudcore <or> other", "multiattach": "<is> True"}}})
+    good = _create(member, volume_type="gold")
     assert good["status"] == "available" and _messages_of(member, good["id"]) == []
     get_backend().inject_fault("extend")
     assert call(member, "post", f"{V}/{good['id']}/action", {"os-extend": {"new_size": 2}}).status_code == 202
