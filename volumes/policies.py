@@ -193,3 +193,11 @@ for _name, _check, _desc, _ops in [
     ("message:delete", _OWNER, "Delete a user message.", [("DELETE", "/messages/{message_id}")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_host_attribute", "admin",
+     "Add 'os-vol-host-attr:host' and the 'os-vol-mig-status-attr:' migration status to volume show and list "
+     "detail.",
+     [("GET", "/volumes/{volume_id}"), ("GET", "/volumes/detail")]),
+]:
+    register(_name, _check, _desc, _ops)

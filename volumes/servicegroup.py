@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, Sum
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from cells.transactions import api_atomic
@@ -98,7 +98,8 @@ def volume_service_list(ctx: RequestContext, *, host: str | None = None,
     authorize(ctx, "volume_extension:services:index", {"project_id": ctx.project_id, "user_id": ctx.user_id})
     qs = VolumeService.objects.order_by("binary", "host")
     if host:
-        qs = qs.filter(host=host)
+        # Cinder's host match: the host itself or any of its back ends and pools
+        qs = qs.filter(Q(host=host) | Q(host__startswith=f"{host}@") | Q(host__startswith=f"{host}#"))
     if binary:
         qs = qs.filter(binary=binary)
     return list(qs)
@@ -118,6 +119,10 @@ def volume_service_update(ctx: RequestContext, *, action: str, host: str | None,
     for another action or an unknown service, Invalid for a missing host or binary or a bad
     reason. Enabling clears the reason."""
     authorize(ctx, "volume_extension:services:update", {"project_id": ctx.project_id, "user_id": ctx.user_id})
+    if action in ("freeze", "thaw"):
+        if not host or not VolumeService.objects.filter(binary=VOLUME_BINARY, host=host).exists():
+            raise Invalid(f"Invalid input received: no cinder-volume service on host {host}.")
+        raise Invalid(f"Invalid input received: the back end of {host} has no replication to {action}.")
     if action not in ("enable", "disable", "disable-log-reason"):
         raise NotFound("Unknown action")
     if not host:

@@ -43,6 +43,16 @@ def test_services_are_listed_up_or_down_by_their_heartbeat(bfv: Any) -> None:
     only = call(admin, "get", f"{S}?binary=cinder-backup").json()["services"]
     assert [s["host"] for s in only] == [hosts["cinder-backup"]]
     assert call(admin, "get", f"{S}?host=nowhere").json() == {"services": []}
+    # a host filter matches the host and its back ends (Cinder's host@backend#pool)
+    machine = hosts["cinder-backup"]
+    assert sorted(s["binary"] for s in call(admin, "get", f"{S}?host={machine}").json()["services"]) == [
+        "cinder-backup", "cinder-volume"]
+    # and an admin sees a volume's back-end host, which names the service's host
+    vid = call(bfv.member(), "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
+    shown = call(admin, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert shown["os-vol-host-attr:host"] == f"{hosts['cinder-volume']}#pool"
+    assert shown["os-vol-mig-status-attr:migstat"] is None
+    assert "os-vol-host-attr:host" not in call(bfv.member(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
     # when the worker stops heartbeating for longer than SERVICE_DOWN_TIME, it is down
     VolumeService.objects.update(last_seen_up=timezone.now() - timedelta(hours=1))
     assert {s["state"] for s in call(admin, "get", S).json()["services"]} == {"down"}
@@ -73,6 +83,9 @@ def test_admin_disables_with_a_reason_and_enables(bfv: Any) -> None:
     # an unknown service or action is a 404, a missing host or an empty reason a 400
     assert call(admin, "put", f"{S}/disable", {"host": "nowhere", "binary": "cinder-volume"}).status_code == 404
     assert call(admin, "put", f"{S}/freeze-it", {"host": host, "binary": "cinder-volume"}).status_code == 404
+    # freeze and thaw: an unknown host is a 400, and there is no replication to freeze
+    assert call(admin, "put", f"{S}/freeze", {"host": "nowhere"}).status_code == 400
+    assert "no replication" in call(admin, "put", f"{S}/thaw", {"host": host}).json()["badRequest"]["message"]
     assert call(admin, "put", f"{S}/disable", {"binary": "cinder-volume"}).status_code == 400
     assert call(admin, "put", f"{S}/disable-log-reason",
                 {"host": host, "binary": "cinder-volume", "disabled_reason": " "}).status_code == 400
