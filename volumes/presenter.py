@@ -70,6 +70,7 @@ VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
     Field("os-vol-mig-status-attr:migstat", lambda v: v.volume.migration_status,
           when=lambda v: v.extended and v.host_attrs),
     Field("os-vol-mig-status-attr:name_id", lambda v: None, when=lambda v: v.extended and v.host_attrs),
+    Field("migration_status", lambda v: v.volume.migration_status, when=lambda v: v.extended and v.host_attrs),
     Field("volume_image_metadata", lambda v: v.volume.volume_image_metadata,
           when=lambda v: v.extended and bool(v.volume.volume_image_metadata)),
     Field("service_uuid", lambda v: None, since=(3, 48)),

@@ -51,8 +51,9 @@ def test_services_are_listed_up_or_down_by_their_heartbeat(bfv: Any) -> None:
     vid = call(bfv.member(), "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
     shown = call(admin, "get", f"/volume/v3/volumes/{vid}").json()["volume"]
     assert shown["os-vol-host-attr:host"] == f"{hosts['cinder-volume']}#pool"
-    assert shown["os-vol-mig-status-attr:migstat"] is None
-    assert "os-vol-host-attr:host" not in call(bfv.member(), "get", f"/volume/v3/volumes/{vid}").json()["volume"]
+    assert shown["os-vol-mig-status-attr:migstat"] is None and shown["migration_status"] is None
+    assert {"os-vol-host-attr:host", "migration_status"}.isdisjoint(
+        call(bfv.member(), "get", f"/volume/v3/volumes/{vid}").json()["volume"])
     # when the worker stops heartbeating for longer than SERVICE_DOWN_TIME, it is down
     VolumeService.objects.update(last_seen_up=timezone.now() - timedelta(hours=1))
     assert {s["state"] for s in call(admin, "get", S).json()["services"]} == {"down"}
