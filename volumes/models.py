@@ -27,6 +27,10 @@ class VolumeType(ApiModel, TimestampedModel):
     description = models.TextField(null=True, blank=True)
     is_public = models.BooleanField(default=True)
     extra_specs = models.JSONField(default=dict)
+    #: The type's QoS specs (Cinder's ``qos_specs_id``), at most one; deleting the specs (forced)
+    #: disassociates them.
+    qos_specs = models.ForeignKey("QosSpecs", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="volume_types")
 
     def __str__(self) -> str:
         return self.name
@@ -42,6 +46,19 @@ class VolumeType(ApiModel, TimestampedModel):
     def is_encrypted(self) -> bool:
         """The type has an encryption spec (``/types/{id}/encryption``)."""
         return VolumeTypeEncryption.objects.filter(volume_type_id=self.pk).exists()
+
+
+class QosSpecs(ApiModel, TimestampedModel):
+    """Cinder's QoS specs: named key/value limits for a ``consumer`` (``front-end``: enforced by the
+    hypervisor, ``back-end``: by the storage, or ``both``), associated with volume types."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    name = models.CharField(max_length=255, unique=True)
+    consumer = models.CharField(max_length=32, default="back-end")
+    specs = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class VolumeTypeProject(ApiModel, TimestampedModel):
@@ -278,4 +295,47 @@ class GroupSnapshot(ApiModel, SoftDeleteModel):
     user_id = models.CharField(max_length=255)
 
     class Meta(SoftDeleteModel.Meta):
+        ordering = ["-created_at", "id"]
+
+
+class VolumeService(ApiModel, TimestampedModel):
+    """A block storage service (Cinder's ``services`` row): the volume worker's ``cinder-volume``
+    (host ``<machine>@<backend>``) and ``cinder-backup`` (the same worker runs backups). The worker
+    heartbeats ``last_seen_up``; an admin may disable it (then volumes are not scheduled to it)."""
+
+    host = models.CharField(max_length=255)
+    binary = models.CharField(max_length=255)
+    availability_zone = models.CharField(max_length=255, default="nova")
+    disabled = models.BooleanField(default=False)
+    disabled_reason = models.CharField(max_length=255, null=True, blank=True)
+    last_seen_up = models.DateTimeField(null=True, blank=True)
+    report_count = models.IntegerField(default=0)
+    #: What the service last reported of its back end (``cinder-volume`` only): its pool's
+    #: capabilities and capacity, as Cinder's volume service reports them to the scheduler.
+    capabilities = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "binary"], name="volumes_service_host_binary")]
+
+    def __str__(self) -> str:
+        return f"{self.binary}@{self.host}"
+
+
+class UserMessage(ApiModel, TimestampedModel):
+    """Cinder's user message: what went wrong with an asynchronous operation on a project's
+    resource, for its users to read (``/messages``, 3.3+). ``event_id`` is Cinder's
+    ``VOLUME_<resource>_<action>_<detail>``; kept until ``expires_at`` (Cinder's ``message_ttl``)."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    project_id = models.CharField(max_length=255, db_index=True)
+    request_id = models.CharField(max_length=255, null=True, blank=True)
+    resource_type = models.CharField(max_length=255, null=True, blank=True)
+    resource_uuid = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    event_id = models.CharField(max_length=255)
+    action_id = models.CharField(max_length=10)
+    detail_id = models.CharField(max_length=10)
+    message_level = models.CharField(max_length=255, default="ERROR")
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
         ordering = ["-created_at", "id"]

@@ -205,3 +205,48 @@ for _name, _check, _desc, _ops in [
      [("POST", f"{_GS}/action (reset_status)")]),
 ]:
     register(_name, _check, _desc, _ops)
+
+_Q = "/qos-specs"
+for _name, _check, _desc, _ops in [
+    ("volume_extension:qos_specs_manage:create", "admin", "Create QoS specs.", [("POST", _Q)]),
+    ("volume_extension:qos_specs_manage:get", "admin", "Show QoS specs.", [("GET", f"{_Q}/{{qos_id}}")]),
+    ("volume_extension:qos_specs_manage:get_all", "admin", "List QoS specs and their associations.",
+     [("GET", _Q), ("GET", f"{_Q}/{{qos_id}}/associations")]),
+    ("volume_extension:qos_specs_manage:update", "admin",
+     "Set or delete keys of QoS specs; associate or disassociate them with volume types.",
+     [("PUT", f"{_Q}/{{qos_id}}"), ("PUT", f"{_Q}/{{qos_id}}/delete_keys"), ("GET", f"{_Q}/{{qos_id}}/associate"),
+      ("GET", f"{_Q}/{{qos_id}}/disassociate"), ("GET", f"{_Q}/{{qos_id}}/disassociate_all")]),
+    ("volume_extension:qos_specs_manage:delete", "admin", "Delete QoS specs.", [("DELETE", f"{_Q}/{{qos_id}}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+register("volume:retype", _OWNER, "Change a volume's type.", [("POST", "/volumes/{volume_id}/action (os-retype)")])
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:services:index", "admin", "List the block storage services.", [("GET", "/os-services")]),
+    ("volume_extension:services:update", "admin", "Enable or disable a block storage service.",
+     [("PUT", "/os-services/enable"), ("PUT", "/os-services/disable"), ("PUT", "/os-services/disable-log-reason")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("scheduler_extension:scheduler_stats:get_pools", "admin", "List the back-end pools and their capabilities.",
+     [("GET", "/scheduler-stats/get_pools")]),
+    ("volume_extension:capabilities", "admin", "Show a back end's capabilities.", [("GET", "/capabilities/{host}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("message:get_all", _READER, "List the project's user messages.", [("GET", "/messages")]),
+    ("message:get", _READER, "Show a user message.", [("GET", "/messages/{message_id}")]),
+    ("message:delete", _OWNER, "Delete a user message.", [("DELETE", "/messages/{message_id}")]),
+]:
+    register(_name, _check, _desc, _ops)
+
+for _name, _check, _desc, _ops in [
+    ("volume_extension:volume_host_attribute", "admin",
+     "Add 'os-vol-host-attr:host' and the 'os-vol-mig-status-attr:' migration status to volume show and list "
+     "detail.",
+     [("GET", "/volumes/{volume_id}"), ("GET", "/volumes/detail")]),
+]:
+    register(_name, _check, _desc, _ops)

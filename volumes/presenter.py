@@ -11,6 +11,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.policy import can
 
 from .models import Backup, Snapshot, Volume, VolumeType
+from .servicegroup import VOLUME_BINARY, worker_hosts
 from .types import visible_extra_specs
 
 #: 3.27 the attachments API, 3.44 attachment ``os-complete``, 3.68 volume ``os-reimage``; generic
@@ -31,12 +32,22 @@ class ShownVolume:
     admin: bool = False
     #: Show and list detail (not create or update): Cinder's extensions' attributes are added.
     extended: bool = True
+    #: The actor may see the volume's back-end host and migration status (admins: Cinder's
+    #: ``volume_extension:volume_host_attribute``, which governs both here).
+    host_attrs: bool = False
 
 
 def _attachments(v: ShownVolume) -> list[dict[str, Any]]:
     return [{"id": a.volume_id, "attachment_id": a.id, "volume_id": a.volume_id, "server_id": a.instance_uuid,
              "host_name": a.attached_host, "device": a.mountpoint, "attached_at": _ts(a.attach_time)}
             for a in v.volume.attachments.filter(deleted=False, attach_status="attached")]
+
+
+def _host(vol: Volume) -> str | None:
+    """Cinder's ``host@backend#pool`` of a volume the back end allocated (None before)."""
+    if not vol.provider_location:
+        return None
+    return f"{dict(worker_hosts())[VOLUME_BINARY]}#{vol.backend_name}"
 
 
 def _vol(name: str) -> Field[ShownVolume]:
@@ -59,6 +70,11 @@ VOLUME_FIELDS: tuple[Field[ShownVolume], ...] = (
     Field("links", lambda v: [{"rel": "self",
                                "href": f"{v.base_url}/v3/{v.volume.project_id}/volumes/{v.volume.id}"}]),
     Field("os-vol-tenant-attr:tenant_id", lambda v: v.volume.project_id, when=lambda v: v.extended and v.admin),
+    Field("os-vol-host-attr:host", lambda v: _host(v.volume), when=lambda v: v.extended and v.host_attrs),
+    Field("os-vol-mig-status-attr:migstat", lambda v: v.volume.migration_status,
+          when=lambda v: v.extended and v.host_attrs),
+    Field("os-vol-mig-status-attr:name_id", lambda v: None, when=lambda v: v.extended and v.host_attrs),
+    Field("migration_status", lambda v: v.volume.migration_status, when=lambda v: v.extended and v.host_attrs),
     Field("volume_image_metadata", lambda v: v.volume.volume_image_metadata,
           when=lambda v: v.extended and bool(v.volume.volume_image_metadata)),
     Field("service_uuid", lambda v: None, since=(3, 48)),
@@ -146,7 +162,7 @@ def volume_type_body(ctx: RequestContext, vt: VolumeType, *, access_extension: b
     if can(ctx, "volume_extension:access_types_extra_specs", target):
         body["extra_specs"] = visible_extra_specs(ctx, vt)
     if qos and can(ctx, "volume_extension:access_types_qos_specs_id", target):
-        body["qos_specs_id"] = None
+        body["qos_specs_id"] = vt.qos_specs_id
     if access_extension and can(ctx, "volume_extension:volume_type_access", target):
         body["os-volume-type-access:is_public"] = vt.is_public
     return body

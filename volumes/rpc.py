@@ -17,8 +17,8 @@ def _cast(task_name: str, **kwargs: Any) -> None:
     current_app.tasks[task_name].apply_async(kwargs=kwargs, queue=QUEUE)
 
 
-def volume_create(*, volume_id: str) -> None:
-    _cast("volumes.volume_create_task", volume_id=volume_id)
+def volume_create(*, volume_id: str, request_id: str | None = None) -> None:
+    _cast("volumes.volume_create_task", volume_id=volume_id, request_id=request_id)
 
 
 def volume_delete(*, volume_id: str) -> None:

@@ -28,8 +28,9 @@ from images.formats import convert
 from images.services import ImageNotFound, image_data_path, image_get_internal
 from servers.services.external_events import server_external_events_create
 
-from . import rpc
+from . import messages, rpc
 from .backends import VolumeBackendError, get_backend
+from .messages import user_message_record
 from .models import (
     AttachStatus,
     Snapshot,
@@ -42,6 +43,7 @@ from .models import (
 )
 from .owned import sorted_page
 from .quotas import quota_check
+from .servicegroup import volume_backend_for
 from .snapshots import snapshot_for_new_volume
 from .types import default_volume_type, volume_type_find
 
@@ -300,10 +302,10 @@ def volume_create(ctx: RequestContext, *, size: int | None = None, name: str | N
         metadata=metadata or {}, backend_name=get_backend().name, group_id=group_id or None,
     )
     if run_now:
-        volume_create_backend(vol.id)
+        volume_create_backend(vol.id, ctx.request_id)
         vol.refresh_from_db()
     else:
-        api_on_commit(lambda: rpc.volume_create(volume_id=vol.id))
+        api_on_commit(lambda: rpc.volume_create(volume_id=vol.id, request_id=ctx.request_id))
     return vol
 
 
@@ -323,10 +325,25 @@ def _copy_image(vol: Volume, image_id: str) -> None:
         get_backend().copy_image(vol.id, raw, vol.size)
 
 
-def volume_create_backend(volume_id: str) -> None:
-    """The volume worker's half of a create: allocate the file, copy the image's bytes."""
+def volume_create_backend(volume_id: str, request_id: str | None = None) -> None:
+    """The volume worker's half of a create: schedule it (the back end's service must be enabled
+    and its capabilities satisfy the type's extra specs), allocate the file, copy the source's
+    bytes. A failure leaves the volume in ``error`` with a user message for its project (Cinder's
+    action and detail: no back end, the back end's create, or the image copy)."""
     vol = Volume.objects.get(pk=volume_id)
     backend = get_backend()
+
+    def failed(action: tuple[str, str], detail: tuple[str, str]) -> None:
+        vol.status = VolumeStatus.ERROR
+        user_message_record(project_id=vol.project_id, action=action, detail=detail, resource_uuid=vol.id,
+                            request_id=request_id)
+
+    step = messages.CREATE_VOLUME_FROM_BACKEND, messages.DRIVER_FAILED_CREATE
+    if volume_backend_for(vol.volume_type.extra_specs if vol.volume_type else {}) is None:
+        log.warning("creating volume %s failed: no valid back end", volume_id)
+        failed(messages.SCHEDULE_ALLOCATE_VOLUME, messages.NO_BACKEND_AVAILABLE)
+        vol.save(update_fields=["status", "updated_at"])
+        return
     try:
         vol.provider_location = backend.create(vol.id, vol.size)
         if vol.snapshot_id:
@@ -334,12 +351,13 @@ def volume_create_backend(volume_id: str) -> None:
         elif vol.source_volid:
             backend.copy_volume(vol.source_volid, vol.id, vol.size)
         if vol.image_id:
+            step = messages.COPY_IMAGE_TO_VOLUME, messages.UNKNOWN_ERROR
             _copy_image(vol, vol.image_id)
             vol.bootable = True
         vol.status = VolumeStatus.AVAILABLE
     except (VolumeBackendError, OSError) as exc:
         log.warning("creating volume %s failed: %s", volume_id, exc)
-        vol.status = VolumeStatus.ERROR
+        failed(*step)
     vol.save(update_fields=["provider_location", "bootable", "status", "updated_at"])
 
 
@@ -438,6 +456,8 @@ def volume_extend_backend(volume_id: str, new_size: int, prior_status: str) -> N
         get_backend().extend(vol.id, new_size)
     except (VolumeBackendError, OSError):
         Volume.objects.filter(pk=volume_id).update(status=VolumeStatus.ERROR_EXTENDING)
+        user_message_record(project_id=vol.project_id, action=messages.EXTEND_VOLUME,
+                            detail=messages.DRIVER_FAILED_EXTEND, resource_uuid=vol.id)
         return
     Volume.objects.filter(pk=volume_id).update(status=prior_status, size=new_size, updated_at=timezone.now())
     if prior_status == VolumeStatus.IN_USE:

@@ -10,8 +10,8 @@ from . import backups, groups, services, snapshots
 
 @shared_task(name="volumes.volume_create_task", queue="volume", time_limit=3600)
 @on_service_side
-def volume_create_task(*, volume_id: str) -> None:
-    services.volume_create_backend(volume_id)
+def volume_create_task(*, volume_id: str, request_id: str | None = None) -> None:
+    services.volume_create_backend(volume_id, request_id)
 
 
 @shared_task(name="volumes.volume_delete_task", queue="volume", time_limit=600)

@@ -3,6 +3,7 @@ the URL (``/volume/v3/<project_id>/...``), as clients build it from the catalog.
 from django.urls import re_path
 
 from . import backups, encryption, groups, quotas, snapshots, transfers, types, views
+from .admin_urls import admin_urlpatterns
 
 P = r"^v3/(?:[0-9a-zA-Z_-]{1,64}/)??"
 
@@ -68,4 +69,5 @@ urlpatterns = [
     re_path(P + r"os-quota-sets/(?P<target_project>[^/]+)/?$", quotas.QuotaSetView.as_view()),
     re_path(P + r"os-quota-class-sets/(?P<class_name>[^/]+)/?$", quotas.QuotaClassSetView.as_view()),
     re_path(P + r"types/(?P<type_id>[^/]+)/?$", types.TypeView.as_view()),
+    *admin_urlpatterns(P),
 ]

@@ -18,7 +18,7 @@ from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize, can
 
-from .. import actions, quotas, services
+from .. import actions, quotas, retype, services
 from ..models import Volume, VolumeAttachment
 from ..presenter import VOLUME_FEATURES, VOLUME_FIELDS, ShownVolume, volume_type_body
 
@@ -28,12 +28,13 @@ def _base(request: Request) -> str:
 
 
 def volume_body(request: Request, vol: Volume, version: tuple[int, int], *, admin: bool = False,
-                extended: bool = True) -> dict[str, Any]:
+                extended: bool = True, host_attrs: bool = False) -> dict[str, Any]:
     """Cinder's volume view (``volumes.presenter.VOLUME_FIELDS``). ``extended`` (show and list
     detail, not create or update) adds what Cinder's extensions add there: ``volume_image_metadata``
     and, where ``admin`` (the policy ``volume_extension:volume_tenant_attribute``: readers of the
     volume's project and admins, Cinder's default since Xena) allows, ``os-vol-tenant-attr:tenant_id``."""
-    return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended), version)
+    return present(VOLUME_FIELDS, ShownVolume(vol, _base(request), admin=admin, extended=extended,
+                                              host_attrs=host_attrs), version)
 
 
 def attachment_body(att: VolumeAttachment) -> dict[str, Any]:
@@ -77,6 +78,11 @@ class VolumeAPIView(OpenStackAPIView):
         """Whether the caller sees the volume's ``os-vol-tenant-attr:tenant_id``."""
         return can(self.ctx, "volume_extension:volume_tenant_attribute",
                    {"project_id": vol.project_id, "user_id": self.ctx.user_id})
+
+    def shows_host(self) -> bool:
+        """Whether the caller sees volumes' ``os-vol-host-attr:host`` and migration status."""
+        return can(self.ctx, "volume_extension:volume_host_attribute",
+                   {"project_id": self.ctx.project_id, "user_id": self.ctx.user_id})
 
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         """Cinder's fault body; its quota errors (413) also say when to retry."""
@@ -160,7 +166,8 @@ class VolumesView(VolumeAPIView):
         vols = services.volume_list(self.ctx, all_tenants=bool(params.get("all_tenants")), filters=filters,
                                     limit=limit, marker=params.get("marker"), sort=_sort_param(params))
         if detail:
-            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.shows_tenant(v))
+            body: dict[str, Any] = {"volumes": [volume_body(request, v, self.v, admin=self.shows_tenant(v),
+                                                                             host_attrs=self.shows_host())
                                                 for v in vols]}
         else:
             body = {"volumes": [{"id": v.id, "name": v.name, "links": volume_body(request, v, self.v)["links"]}
@@ -205,7 +212,8 @@ class VolumeView(VolumeAPIView):
     def get(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         self.authorize("volume:get", vol.project_id)
-        return Response({"volume": volume_body(request, vol, self.v, admin=self.shows_tenant(vol))})
+        return Response({"volume": volume_body(request, vol, self.v, admin=self.shows_tenant(vol),
+                                               host_attrs=self.shows_host())})
 
     def put(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
@@ -227,6 +235,11 @@ class VolumeView(VolumeAPIView):
 
 EXTEND_SCHEMA = {"type": "object", "required": ["new_size"], "additionalProperties": False, "properties": {
     "new_size": {"type": ["integer", "string"], "pattern": "^[0-9]+$", "minimum": 1, "maximum": 0x7FFFFFFF}}}
+
+
+RETYPE_SCHEMA = {"type": "object", "required": ["new_type"], "additionalProperties": False, "properties": {
+    "new_type": {"type": "string", "minLength": 1, "maxLength": 255},
+    "migration_policy": {"type": ["string", "null"], "enum": ["never", "on-demand", None]}}}
 
 
 class VolumeActionView(VolumeAPIView):
@@ -270,6 +283,11 @@ class VolumeActionView(VolumeAPIView):
                 if vol.volume_type else None, "image_id": image.id,
                 "container_format": image.container_format, "disk_format": image.disk_format,
                 "image_name": image.name}}, status=202)
+        if action == "os-retype":
+            args = validate(args, RETYPE_SCHEMA)
+            retype.volume_retype(self.ctx, vol, new_type=args["new_type"],
+                                 migration_policy=args.get("migration_policy"))
+            return Response(status=202)
         if action in ("os-reserve", "os-unreserve"):
             services.volume_reserve(self.ctx, vol, reserve=action == "os-reserve")
             return Response(status=202)

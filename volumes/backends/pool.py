@@ -88,6 +88,12 @@ class DirPoolBackend:
         except Exception:  # the pool is a convenience for operators; files are ours either way
             log.warning("could not define the libvirt volume pool at %s", uri, exc_info=True)
 
+    def capacity(self) -> tuple[float, float]:
+        """``(total, free)`` GiB of the file system the pool directory is on (what the pool's
+        sparse volume files can grow into)."""
+        stats = os.statvfs(self.pool_dir)
+        return (round(stats.f_blocks * stats.f_frsize / GiB, 2), round(stats.f_bavail * stats.f_frsize / GiB, 2))
+
     def _fault(self, operation: str) -> None:
         flag = self.pool_dir / f"FAIL_{operation.upper()}"
         if flag.exists():
