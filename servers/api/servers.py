@@ -32,6 +32,7 @@ from ..models import BlockDeviceMapping, InstanceFault, Tag
 from ..presenter import (
     base_url,
     links,
+    list_columns,
     present_down_cell_show,
     present_server,
     present_server_brief,
@@ -168,6 +169,8 @@ _USER_FILTERS = {
 }
 _ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
 _ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
+#: What ``present_server_brief`` reads of a row.
+_BRIEF_COLUMNS = ("uuid", "display_name")
 #: Every query parameter Nova's list schema knows; from 2.75 any other one is a 400.
 _KNOWN_PARAMS = _USER_FILTERS | _ADMIN_FILTERS | {
     "limit", "marker", "sort_key", "sort_dir", "vm_state", "task_state", "power_state", "config_drive",
@@ -259,7 +262,8 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     sort_key = (sort_keys or ["created_at"])[0]
     sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
-                         sort_dir=sort_dir, version=version)
+                         sort_dir=sort_dir, version=version,
+                         columns=list_columns(version) if detail else _BRIEF_COLUMNS)
     records = result.records
     if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
