@@ -213,8 +213,21 @@ class Field:
     columns: tuple[str, ...] = ()
 
 
+class _Column:
+    """The getter of a field that shows one column as it is; a page's rows read it straight from
+    their data (``present_server``), without a call per row."""
+
+    __slots__ = ("column",)
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def __call__(self, v: View) -> Any:
+        return v.data.get(self.column)
+
+
 def _d(key: str) -> Getter:
-    return lambda v: v.data.get(key)
+    return _Column(key)
 
 
 _STATE = ("vm_state", "task_state")
@@ -326,7 +339,9 @@ def present_server(
     shown = memo.get(key)
     if shown is None:
         shown = memo[key] = _shown_fields(view)
-    return {name: getter(view) for name, getter, when in shown if when is None or when(view)}
+    get = data.get
+    return {name: get(column) if column is not None else getter(view)
+            for name, column, getter, when in shown if when is None or when(view)}
 
 
 def _row_data(record: ServerRecord, version: Version) -> dict[str, Any]:
@@ -357,10 +372,11 @@ def list_columns(version: Version) -> frozenset[str]:
     return _columns_at(version)
 
 
-def _shown_fields(view: View) -> tuple[tuple[str, Getter, Callable[[View], bool] | None], ...]:
+def _shown_fields(view: View) -> tuple[tuple[str, str | None, Getter, Callable[[View], bool] | None], ...]:
     """The fields of ``view``'s version and project, with the policy-only conditions already asked:
-    (name, getter, the condition left to ask per row)."""
-    return tuple((f.name, f.getter, None if f.policy_only else f.when) for f in _fields_at(view.version)
+    (name, the column shown as it is or None, getter, the condition left to ask per row)."""
+    return tuple((f.name, f.getter.column if isinstance(f.getter, _Column) else None, f.getter,
+                  None if f.policy_only else f.when) for f in _fields_at(view.version)
                  if not (f.policy_only and f.when is not None and not f.when(view)))
 
 

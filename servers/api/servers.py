@@ -121,25 +121,27 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         uuids = [r.uuid for r in cell_records]
         with target_cell(cell_uuid):
             if want_tags:
-                for t in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag"):
-                    tags[t.instance_uuid].append(t.tag)
+                for instance_uuid, tag in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag")\
+                        .values_list("instance_uuid", "tag"):
+                    tags[instance_uuid].append(tag)
             shows_fault = [r.uuid for r in cell_records
                            if r.instance is not None and r.instance.vm_state in ("error", "pending")]
             if shows_fault:
                 for f in InstanceFault.objects.filter(instance_uuid__in=shows_fault).order_by("-created_at", "-id"):
                     faults.setdefault(f.instance_uuid, _fault_body(f, actor))
-            for bdm in BlockDeviceMapping.objects.filter(instance_uuid__in=uuids, volume_id__isnull=False)\
-                    .order_by("id"):
-                volumes[bdm.instance_uuid].append(
-                    {"id": bdm.volume_id, "delete_on_termination": bdm.delete_on_termination})
+            for instance_uuid, volume_id, delete_on_termination in BlockDeviceMapping.objects.filter(
+                    instance_uuid__in=uuids, volume_id__isnull=False).order_by("id")\
+                    .values_list("instance_uuid", "volume_id", "delete_on_termination"):
+                volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": delete_on_termination})
             if want_host_status:
                 hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
                 if hosts:
 
                     services = compute_services(hosts)
+                    by_host = {host: _host_status(services, host) for host in hosts}  # once per host, not per row
                     for r in cell_records:
                         assert r.instance is not None
-                        host_status[r.uuid] = _host_status(services, r.instance.host)
+                        host_status[r.uuid] = by_host.get(r.instance.host or "", "")
     for r in records:
         if r.build_request is not None and want_tags:
             tags[r.uuid] = sorted(r.build_request.tags or [])
@@ -268,8 +270,10 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
     if detail:  # server_groups (2.71) is shown by GET /servers/{id} only, not in lists
-        body: dict[str, Any] = {"servers": [{k: v for k, v in server.items() if k != "server_groups"}
-                                            for server in render(records, version=version, actor=actor)]}
+        servers = render(records, version=version, actor=actor)
+        for server in servers:
+            server.pop("server_groups", None)
+        body: dict[str, Any] = {"servers": servers}
     else:
         body = {"servers": [
             {"id": r.uuid, "status": "UNKNOWN", "links": links("servers", r.uuid)} if r.down_cell
