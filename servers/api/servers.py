@@ -24,6 +24,7 @@ from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
+from cloudcore.core.sqlin import values_in
 from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
 from scheduling.services.request_specs import request_spec_get, request_specs_get
@@ -121,7 +122,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         uuids = [r.uuid for r in cell_records]
         with target_cell(cell_uuid):
             if want_tags:
-                for instance_uuid, tag in Tag.objects.filter(instance_uuid__in=uuids).order_by("tag")\
+                for instance_uuid, tag in Tag.objects.filter(instance_uuid__in=values_in(uuids)).order_by("tag")\
                         .values_list("instance_uuid", "tag"):
                     tags[instance_uuid].append(tag)
             shows_fault = [r.uuid for r in cell_records
@@ -130,7 +131,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                 for f in InstanceFault.objects.filter(instance_uuid__in=shows_fault).order_by("-created_at", "-id"):
                     faults.setdefault(f.instance_uuid, _fault_body(f, actor))
             for instance_uuid, volume_id, delete_on_termination in BlockDeviceMapping.objects.filter(
-                    instance_uuid__in=uuids, volume_id__isnull=False).order_by("id")\
+                    instance_uuid__in=values_in(uuids), volume_id__isnull=False).order_by("id")\
                     .values_list("instance_uuid", "volume_id", "delete_on_termination"):
                 volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": delete_on_termination})
             if want_host_status:
