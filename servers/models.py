@@ -252,8 +252,9 @@ class Instance(CellModel, SoftDeleteModel):
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Any, values: Any) -> Instance:
-        if len(values) == len(field_names) \
-                and not (pre_init.has_listeners(cls) or post_init.has_listeners(cls)):
+        # (no receiver at all: a look at the lists, cheaper than asking has_listeners per row)
+        if len(values) == len(field_names) and ((not pre_init.receivers and not post_init.receivers)
+                                                or not (pre_init.has_listeners(cls) or post_init.has_listeners(cls))):
             # A whole row, or the columns a list page reads (1,000 per page, ``only()``): the
             # attributes straight into __dict__, where Model.__init__ would put them one setattr at
             # a time (a column not read is left out of __dict__, deferred, as Model.__init__ does).
