@@ -25,6 +25,7 @@ from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from cloudcore.core.sqlin import values_in
 
 from . import quotas
 from .firewall import port_filters_changed
@@ -627,9 +628,9 @@ def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Ite
     uuids = list(instance_uuids)
     out: dict[str, list[SecurityGroup]] = {}
     through = Port.security_groups.through
-    rows = (through.objects.filter(port__device_id__in=uuids).select_related("securitygroup", "port")
+    rows = (through.objects.filter(port__device_id__in=values_in(uuids)).select_related("securitygroup", "port")
             .order_by("port__created_at", "port_id", "id"))
-    with_ports = set(Port.objects.filter(device_id__in=uuids).values_list("device_id", flat=True))
+    with_ports = set(Port.objects.filter(device_id__in=values_in(uuids)).values_list("device_id", flat=True))
     for row in rows:
         groups = out.setdefault(row.port.device_id, [])
         if row.securitygroup not in groups:

@@ -19,6 +19,7 @@ from django.db.models import Q, QuerySet
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from cloudcore.core.sqlin import values_in
 
 from . import quotas, secgroups
 from .firewall import groups_of_ports, port_filters_changed
@@ -645,7 +646,7 @@ def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str
     if not uuids:
         return {}
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    rows = list(IPAllocation.objects.filter(port__device_id__in=uuids)
+    rows = list(IPAllocation.objects.filter(port__device_id__in=values_in(uuids))
                 .values_list("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
                              "port__mac_address", "port_id").order_by("port__created_at", "id"))
     floating = _floating_by_fixed_ip(list({row[5] for row in rows}))

@@ -8,7 +8,7 @@ Rows that move between cells keep their uuid; cross-database references are uuid
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any, ClassVar
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
@@ -257,32 +257,24 @@ class Instance(CellModel, SoftDeleteModel):
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Any, values: Any) -> Instance:
-        attnames = cls._full_row_attnames()
-        if len(values) == len(attnames) and tuple(field_names) == attnames \
-                and not (pre_init.has_listeners(cls) or post_init.has_listeners(cls)):
-            # A whole row, as every list reads (1,000 per page): the attributes straight into
-            # __dict__, where Model.__init__ would put them one setattr at a time.
+        # (no receiver at all: a look at the lists, cheaper than asking has_listeners per row)
+        if len(values) == len(field_names) and ((not pre_init.receivers and not post_init.receivers)
+                                                or not (pre_init.has_listeners(cls) or post_init.has_listeners(cls))):
+            # A whole row, or the columns a list page reads (1,000 per page, ``only()``): the
+            # attributes straight into __dict__, where Model.__init__ would put them one setattr at
+            # a time (a column not read is left out of __dict__, deferred, as Model.__init__ does).
             obj = cls.__new__(cls)
-            obj.__dict__.update(zip(attnames, values, strict=True))
+            obj.__dict__.update(zip(field_names, values, strict=True))
             obj._state = ModelState()
             obj._state.adding = False
             obj._state.db = db
         else:
             obj = super().from_db(db, field_names, values)
-        obj._loaded_node = obj.__dict__.get("node")
-        obj._loaded_compute_id = obj.__dict__.get("compute_id")
+        values_in = obj.__dict__
+        if "node" in values_in and "compute_id" in values_in:  # deferred: save() reads them then
+            obj._loaded_node = values_in["node"]
+            obj._loaded_compute_id = values_in["compute_id"]
         return obj
-
-    #: The concrete fields' attnames in the order a whole-row SELECT returns them (filled on first use).
-    _attnames: ClassVar[tuple[str, ...] | None] = None
-
-    @classmethod
-    def _full_row_attnames(cls) -> tuple[str, ...]:
-        names = cls._attnames
-        if names is None:
-            names = tuple(f.attname for f in cls._meta.concrete_fields)
-            cls._attnames = names
-        return names
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self._check_node_linkage()

@@ -209,49 +209,78 @@ class Field:
     #: ``when`` asks only the version and the policy, so it holds for every server of a project
     #: alike: a page asks it once per project.
     policy_only: bool = False
+    #: The Instance columns the getter (and ``when``) reads: a list page loads only those of the
+    #: fields of its version.
+    columns: tuple[str, ...] = ()
+
+
+class _Column:
+    """The getter of a field that shows one column as it is; a page's rows read it straight from
+    their data (``present_server``), without a call per row."""
+
+    __slots__ = ("column",)
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def __call__(self, v: View) -> Any:
+        return v.data.get(self.column)
 
 
 def _d(key: str) -> Getter:
-    return lambda v: v.data.get(key)
+    return _Column(key)
 
+
+_STATE = ("vm_state", "task_state")
 
 SERVER_FIELDS: tuple[Field, ...] = (
     Field("id", lambda v: v.record.uuid),
-    Field("name", _d("display_name")),
-    Field("status", _status),
-    Field("tenant_id", _d("project_id")),
-    Field("user_id", _d("user_id")),
-    Field("metadata", lambda v: v.data.get("metadata") or {}),
-    Field("hostId", lambda v: host_id(v.data.get("project_id") or "", v.data.get("host"))),
-    Field("image", _image),
-    Field("flavor", _flavor),
-    Field("created", lambda v: _ts(v.data.get("created_at"))),
-    Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at"))),
+    Field("name", _d("display_name"), columns=("display_name",)),
+    Field("status", _status, columns=_STATE),
+    Field("tenant_id", _d("project_id"), columns=("project_id",)),
+    Field("user_id", _d("user_id"), columns=("user_id",)),
+    Field("metadata", lambda v: v.data.get("metadata") or {}, columns=("metadata",)),
+    Field("hostId", lambda v: host_id(v.data.get("project_id") or "", v.data.get("host")),
+          columns=("project_id", "host")),
+    Field("image", _image, max_version=(2, 97), columns=("image_ref",)),
+    Field("image", _image, (2, 98), columns=("image_ref", "system_metadata")),
+    Field("flavor", _flavor, columns=("flavor",)),
+    Field("created", lambda v: _ts(v.data.get("created_at")), columns=("created_at",)),
+    Field("updated", lambda v: _ts(v.data.get("updated_at") or v.data.get("created_at")),
+          columns=("updated_at", "created_at")),
     Field("addresses", lambda v: v.addresses),
-    Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or ""),
-    Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6"))),
+    Field("accessIPv4", lambda v: v.data.get("access_ip_v4") or "", columns=("access_ip_v4",)),
+    Field("accessIPv6", lambda v: compact_ipv6(v.data.get("access_ip_v6")), columns=("access_ip_v6",)),
     Field("links", lambda v: links("servers", v.record.uuid, base=v.base)),
-    Field("OS-DCF:diskConfig", lambda v: disk_config_to_api(v.data.get("auto_disk_config"))),
-    Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES),
-    Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or ""),
-    Field("config_drive", lambda v: v.data.get("config_drive") or ""),
-    Field("key_name", _d("key_name")),
-    Field("OS-SRV-USG:launched_at", lambda v: timestamp(v.data.get("launched_at"))),
-    Field("OS-SRV-USG:terminated_at", lambda v: timestamp(v.data.get("terminated_at"))),
-    Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin, policy_only=True),
+    Field("OS-DCF:diskConfig", lambda v: disk_config_to_api(v.data.get("auto_disk_config")),
+          columns=("auto_disk_config",)),
+    Field("progress", _progress, when=lambda v: _status(v) in PROGRESS_STATUSES, columns=("progress", *_STATE)),
+    Field("OS-EXT-AZ:availability_zone", lambda v: v.data.get("availability_zone") or "",
+          columns=("availability_zone",)),
+    Field("config_drive", lambda v: v.data.get("config_drive") or "", columns=("config_drive",)),
+    Field("key_name", _d("key_name"), columns=("key_name",)),
+    Field("OS-SRV-USG:launched_at", lambda v: timestamp(v.data.get("launched_at")), columns=("launched_at",)),
+    Field("OS-SRV-USG:terminated_at", lambda v: timestamp(v.data.get("terminated_at")), columns=("terminated_at",)),
+    Field("OS-EXT-SRV-ATTR:host", _d("host"), when=_admin, policy_only=True, columns=("host",)),
     Field("OS-EXT-SRV-ATTR:instance_name", lambda v: f"instance-{v.record.uuid}", when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:reservation_id", _d("reservation_id"), (2, 3), when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:launch_index", _d("launch_index"), (2, 3), when=_admin, policy_only=True),
+    Field("OS-EXT-SRV-ATTR:hypervisor_hostname", _d("node"), when=_admin, policy_only=True, columns=("node",)),
+    Field("OS-EXT-SRV-ATTR:reservation_id", _d("reservation_id"), (2, 3), when=_admin, policy_only=True,
+          columns=("reservation_id",)),
+    Field("OS-EXT-SRV-ATTR:launch_index", _d("launch_index"), (2, 3), when=_admin, policy_only=True,
+          columns=("launch_index",)),
     Field("OS-EXT-SRV-ATTR:hostname", _d("hostname"), (2, 3),
-          when=lambda v: v.version >= (2, 90) or _admin(v), policy_only=True),
-    Field("OS-EXT-SRV-ATTR:kernel_id", _d("kernel_id"), (2, 3), when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:ramdisk_id", _d("ramdisk_id"), (2, 3), when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:root_device_name", _d("root_device_name"), (2, 3), when=_admin, policy_only=True),
-    Field("OS-EXT-SRV-ATTR:user_data", _d("user_data"), (2, 3), when=_admin, policy_only=True),
-    Field("OS-EXT-STS:task_state", _d("task_state")),
-    Field("OS-EXT-STS:vm_state", lambda v: shown_vm_state(v.data["vm_state"], v.version)),
-    Field("OS-EXT-STS:power_state", lambda v: v.data.get("power_state") or 0),
+          when=lambda v: v.version >= (2, 90) or _admin(v), policy_only=True, columns=("hostname",)),
+    Field("OS-EXT-SRV-ATTR:kernel_id", _d("kernel_id"), (2, 3), when=_admin, policy_only=True,
+          columns=("kernel_id",)),
+    Field("OS-EXT-SRV-ATTR:ramdisk_id", _d("ramdisk_id"), (2, 3), when=_admin, policy_only=True,
+          columns=("ramdisk_id",)),
+    Field("OS-EXT-SRV-ATTR:root_device_name", _d("root_device_name"), (2, 3), when=_admin, policy_only=True,
+          columns=("root_device_name",)),
+    Field("OS-EXT-SRV-ATTR:user_data", _d("user_data"), (2, 3), when=_admin, policy_only=True,
+          columns=("user_data",)),
+    Field("OS-EXT-STS:task_state", _d("task_state"), columns=("task_state",)),
+    Field("OS-EXT-STS:vm_state", lambda v: shown_vm_state(v.data["vm_state"], v.version), columns=("vm_state",)),
+    Field("OS-EXT-STS:power_state", lambda v: v.data.get("power_state") or 0, columns=("power_state",)),
     Field("os-extended-volumes:volumes_attached", lambda v: [
         {"id": vol["id"], **({"delete_on_termination": vol["delete_on_termination"]}
                              if v.version >= (2, 3) else {})} for vol in v.volumes
@@ -259,18 +288,22 @@ SERVER_FIELDS: tuple[Field, ...] = (
     # Nova shows the groups of the server's ports, and no key at all for a server in none.
     Field("security_groups", lambda v: [{"name": name} for name in v.security_groups],
           when=lambda v: bool(v.security_groups)),
-    Field("locked", lambda v: bool(v.data.get("locked")), (2, 9)),
+    Field("locked", lambda v: bool(v.data.get("locked")), (2, 9), columns=("locked",)),
     Field("host_status", lambda v: v.host_status, (2, 16), when=lambda v: _host_status_allowed(v),
           policy_only=True),
-    Field("description", _d("display_description"), (2, 19)),
+    Field("description", _d("display_description"), (2, 19), columns=("display_description",)),
     Field("tags", lambda v: v.tags, (2, 26)),
-    Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63)),
-    Field("locked_reason", _d("locked_reason"), (2, 73)),
+    Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63), columns=("trusted_certs",)),
+    Field("locked_reason", _d("locked_reason"), (2, 73), columns=("locked_reason",)),
     Field("pinned_availability_zone", lambda v: (v.spec or {}).get("availability_zone") or None, (2, 96)),
     Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71)),
     Field("scheduler_hints", lambda v: (v.spec or {}).get("scheduler_hints") or {}, (2, 100)),
     Field("fault", _fault, when=lambda v: v.fault is not None),
 )
+
+#: What ``render`` reads of a page's rows besides the fields (faults, security groups of servers
+#: still building, host status); the selector adds the sort key.
+_RENDER_COLUMNS = ("uuid", "project_id", "vm_state", "host")
 
 
 def _host_status_allowed(v: View) -> bool:
@@ -300,7 +333,7 @@ def present_server(
     base = memo.get("base_url")
     if base is None:
         base = memo["base_url"] = base_url()
-    data = _row_data(record)
+    data = _row_data(record, version)
     view = View(record, data, version, actor, addresses or {}, volumes or [], tags or [],
                 fault, host_status, spec, tuple(security_groups or ()), memo,
                 status_from_state(data["vm_state"], data.get("task_state"), version), base)
@@ -308,30 +341,44 @@ def present_server(
     shown = memo.get(key)
     if shown is None:
         shown = memo[key] = _shown_fields(view)
-    return {name: getter(view) for name, getter, when in shown if when is None or when(view)}
+    get = data.get
+    return {name: get(column) if column is not None else getter(view)
+            for name, column, getter, when in shown if when is None or when(view)}
 
 
-def _row_data(record: ServerRecord) -> dict[str, Any]:
-    """The instance's fields as getters read them: an Instance row's own ``__dict__`` when every
-    field is loaded (no copy), else ``instance_data``."""
-    global _INSTANCE_ATTNAME_SET
+def _row_data(record: ServerRecord, version: Version) -> dict[str, Any]:
+    """The instance's fields as getters read them: an Instance row's own ``__dict__`` when the
+    columns of ``version``'s fields are loaded (no copy; a list page loads only those), else
+    ``instance_data``."""
     inst = record.instance
     if inst is not None:
-        if not _INSTANCE_ATTNAME_SET:
-            _INSTANCE_ATTNAME_SET = frozenset(f.attname for f in Instance._meta.concrete_fields)
         values = inst.__dict__
-        if values.keys() >= _INSTANCE_ATTNAME_SET:
+        if values.keys() >= _columns_at(version):
             return values
     return instance_data(record)
 
 
-_INSTANCE_ATTNAME_SET: frozenset[str] = frozenset()
+_COLUMNS_AT: dict[Version, frozenset[str]] = {}
 
 
-def _shown_fields(view: View) -> tuple[tuple[str, Getter, Callable[[View], bool] | None], ...]:
+def _columns_at(version: Version) -> frozenset[str]:
+    columns = _COLUMNS_AT.get(version)
+    if columns is None:
+        columns = _COLUMNS_AT[version] = frozenset(
+            {c for f in _fields_at(version) for c in f.columns} | set(_RENDER_COLUMNS))
+    return columns
+
+
+def list_columns(version: Version) -> frozenset[str]:
+    """The Instance columns a detail page at ``version`` reads (its fields' and ``render``'s)."""
+    return _columns_at(version)
+
+
+def _shown_fields(view: View) -> tuple[tuple[str, str | None, Getter, Callable[[View], bool] | None], ...]:
     """The fields of ``view``'s version and project, with the policy-only conditions already asked:
-    (name, getter, the condition left to ask per row)."""
-    return tuple((f.name, f.getter, None if f.policy_only else f.when) for f in _fields_at(view.version)
+    (name, the column shown as it is or None, getter, the condition left to ask per row)."""
+    return tuple((f.name, f.getter.column if isinstance(f.getter, _Column) else None, f.getter,
+                  None if f.policy_only else f.when) for f in _fields_at(view.version)
                  if not (f.policy_only and f.when is not None and not f.when(view)))
 
 

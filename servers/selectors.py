@@ -230,8 +230,11 @@ def server_list(
     sort_key: str = "created_at",
     sort_dir: str = "desc",
     version: tuple[int, int] = (2, 1),
+    columns: Iterable[str] | None = None,
 ) -> ServerListResult:
-    """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit."""
+    """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit. ``columns``:
+    the Instance columns to load (with the sort key and ``uuid``; the others are deferred: what the
+    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows."""
     if sort_key not in SORT_KEYS:
         raise Invalid(f"Invalid sort_key {sort_key!r}")
     if sort_dir not in ("asc", "desc"):
@@ -274,9 +277,12 @@ def server_list(
     remaining = None if limit is None else limit - len(records)
     q = _instance_query(actor, filters, version)
     order = [f"-{column}", "-uuid"] if desc else [column, "uuid"]
+    loaded = None if columns is None else sorted({*columns, column, "uuid"})
 
     def per_cell(cell: CellMapping) -> list[Instance]:
         qs = Instance.all_objects.filter(q)
+        if loaded is not None:
+            qs = qs.only(*loaded)
         qs = _apply_tag_filters(qs, filters)
         if marker_values is not None:
             value, muuid = marker_values

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db.models import JSONField, Subquery
 
+from cloudcore.core.sqlin import values_in
+
 from ..models import RequestSpec
 
 
@@ -27,7 +29,8 @@ def request_spec_get(instance_uuid: str) -> dict[str, Any] | None:
 
 def request_specs_get(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{instance_uuid: spec}`` of those among ``instance_uuids`` that have one."""
-    return dict(RequestSpec.objects.filter(instance_uuid__in=list(instance_uuids)).values_list("instance_uuid", "spec"))
+    rows = RequestSpec.objects.filter(instance_uuid__in=values_in(list(instance_uuids)))
+    return dict(rows.values_list("instance_uuid", "spec"))
 
 
 def request_spec_of(instance_uuid: Any) -> Subquery:

@@ -100,7 +100,9 @@ class OpenStackJSONRenderer(JSONRenderer):
             return self._drf(data, accepted_media_type, renderer_context)
         if _other_float_notation(out):
             return self._drf(data, accepted_media_type, renderer_context)
-        return out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+        if b"\xe2\x80" in out:  # one scan of the page, where two replaces would make two
+            out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+        return out
 
     def _drf(self, data: Any, accepted_media_type: str | None, renderer_context: Mapping[str, Any] | None) -> bytes:
         """DRF's own rendering, for what orjson would write differently."""

@@ -1,0 +1,23 @@
+"""An ``IN`` list Django passes to the database as it is.
+
+``Model.objects.filter(column__in=values)`` prepares every value in Python (five calls each: the
+lookup's resolution, the field's ``get_prep_value`` and ``to_python``, ...); a list page asks each
+of its extras (tags, volumes, ports, security groups, request specs) for the servers of the page,
+a thousand uuids each time. ``column__in=values_in(uuids)`` sends the same ``IN (%s, ...)`` with the
+values as they are: for values that already are the column's database form (strings for a
+``CharField``), where the preparation changes nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from django.db.models.expressions import RawSQL
+
+
+def values_in(values: Collection[str]) -> RawSQL | list[str]:
+    """The right-hand side of an ``__in`` lookup for ``values`` (strings), unprepared; an empty
+    list stays a list (Django answers an empty ``IN`` without a query)."""
+    if not values:
+        return []
+    # only placeholders in the SQL: the values go as parameters
+    return RawSQL(", ".join(["%s"] * len(values)), list(values))  # noqa: S611

@@ -1,0 +1,28 @@
+"""``values_in``: the same rows as ``__in`` with a list, one statement, nothing for no values."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from cloudcore.core.sqlin import values_in
+from identity.models import Project
+
+pytestmark = pytest.mark.django_db
+
+
+def test_values_in_selects_what_a_list_selects() -> None:
+    # given projects, some of them asked for, with a quote and a value no row has
+    for name in ("a", "b", "c'", "d"):
+        Project.objects.create(name=name)
+    wanted = ["a", "c'", "nobody"]
+    # when they are looked up with values_in and with a plain list
+    with CaptureQueriesContext(connection) as queries:
+        found = sorted(Project.objects.filter(name__in=values_in(wanted)).values_list("name", flat=True))
+    # then the same rows, in one statement
+    assert found == sorted(Project.objects.filter(name__in=wanted).values_list("name", flat=True)) == ["a", "c'"]
+    assert len(queries) == 1
+    # and no values select nothing, without a statement
+    with CaptureQueriesContext(connection) as queries:
+        assert list(Project.objects.filter(name__in=values_in([]))) == []
+    assert len(queries) == 0
