@@ -79,7 +79,7 @@ def test_outside_a_request_a_notification_is_stored_at_once() -> None:
 
 
 def _trace_row(uuid: str = "i1", result: str | None = "no_valid_host") -> SchedulingTraceRecord:
-    return SchedulingTraceRecord(instance_uuid=uuid, request_id="req-1", result=result, trace={"result": result})
+    return SchedulingTraceRecord(instance_uuid=uuid, request_id="req-1", result=result, body_digest="d")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -84,8 +84,10 @@ def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(ce
     settings.NOTIFICATIONS_ENABLED = False
     with trace_scenario._scope_writes() as writes:
         scenario.where_the_time_goes(1, trace_scenario.PARTS, trace_scenario._impossible_spec())
-    # the scope's transaction held the trace rows alone: all of it is the trace's
-    assert [(model.__name__, len(rows)) for model, rows in writes.last[0][1]] == [("SchedulingTraceRecord", 1)]
+    # the scope's transaction held the trace rows alone (its body, stored already, and its
+    # record): all of it is the trace's
+    assert [(model.__name__, len(rows)) for model, rows in writes.last[0][1]] == [("SchedulingTraceBody", 1),
+                                                                                  ("SchedulingTraceRecord", 1)]
     alone, insert = trace_scenario._record_cost(writes.last, replays=3)
     assert alone == 1.0 and insert > 0 and writes.seconds > 0
     # with the start notification in it, a part of it
