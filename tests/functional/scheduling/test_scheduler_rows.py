@@ -179,6 +179,22 @@ def test_the_same_failure_asked_again_stores_one_body_and_reads_whole(compute_ho
     assert "nearest c1: MEMORY_MB short by" in once_text
 
 
+def test_the_json_reused_for_an_equal_failure_is_the_trace_as_it_was_saved(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost) as first:
+        select_destinations(CTX, too_big(), ["i1"])
+    saved = server_explanation(instance_uuid="i1")["trace"]
+    # given the first failure's trace changed by a reader after it was saved
+    first.value.trace["placement"]["shortfall"]["providers"] = 99  # type: ignore[attr-defined]
+    first.value.trace["placement"]["shortfall"]["nearest"].clear()  # type: ignore[attr-defined]
+    # when the same failure is saved again, then its body is the one saved, unchanged
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert server_explanation(instance_uuid="i2")["trace"] == saved
+    assert saved["placement"]["shortfall"]["providers"] == 1 and saved["placement"]["shortfall"]["nearest"]
+    assert SchedulingTraceBody.objects.count() == 1
+
+
 def test_deleting_a_record_keeps_the_body_another_record_names(compute_host):
     compute_host("c1", cell="cell1", memory_mb=4096)
     # given the same failure recorded for two servers, and another one for a third
