@@ -198,7 +198,7 @@ def _measured(spec: dict[str, Any] | None = None, between: Any = None, requests:
     bodies = SchedulingTraceBody.objects.count()
     with _scope_writes() as writes:
         rows = base.where_the_time_goes(requests, PARTS, spec, between=between)
-    fresh_bodies = SchedulingTraceBody.objects.count() - bodies >= requests / 2
+    fresh_bodies = SchedulingTraceBody.objects.count() - bodies > requests / 2
     fraction, insert = _record_cost(writes.last, replays, fresh_bodies)
     transaction_ms = writes.seconds / requests * 1000
     rows.append({"step": RECORD, "ms": transaction_ms * fraction})

@@ -50,7 +50,7 @@ def test_where_the_time_goes_times_each_step_and_puts_them_back(cells):
 
 def test_the_trace_scenario_times_its_parts(cells):
     from bench.scenarios import scheduling_trace as trace_scenario
-    from scheduling.models import SchedulingTraceRecord
+    from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 
     env = SimpleNamespace(cells=cells)
     scenario.populate(env, 10)
@@ -71,6 +71,11 @@ def test_the_trace_scenario_times_its_parts(cells):
     assert placed["trace_ms"] == pytest.approx(sum(ms for step, ms in parts.items() if step.startswith("trace:")))
     # 2 requests each, then 3 replays of the last one's trace rows
     assert SchedulingTraceRecord.objects.count() == 2 * (2 + 3)
+    # a body per placed request (it names the server), and per replay of one (as the request
+    # wrote it); one for the same failure asked twice, found by its replays
+    assert SchedulingTraceBody.objects.count() == (2 + 3) + 1
+    assert "a new body each" in next(p["step"] for p in placed["parts"] if p["step"].startswith("  ("))
+    assert "the body stored already" in next(p["step"] for p in failed["parts"] if p["step"].startswith("  ("))
 
 
 def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(cells, settings):
