@@ -332,6 +332,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         md += ["", SCHEDULER_PROFILE]
     else:
         md += _failed(results, "scheduler")
+    if trace := _ok(results, "scheduling_trace"):
+        md += ["", "### The scheduling trace's cost (issue 22)", "",
+               f"{trace['method']}. {trace['requests']} requests per case.", ""]
+        md += _table(["hosts", "case", "request ms", "trace ms", "share %"],
+                     [[r["hosts"], r["case"], r["total_ms"], r["trace_ms"], r["share_pct"]] for r in trace["rows"]])
 
     md += ["", "## 4. Cross-cell resize (cell1 -> cell2)", ""]
     if move := _ok(results, "cross_cell_resize"):

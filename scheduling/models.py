@@ -3,6 +3,7 @@ specs. All in the API database."""
 from __future__ import annotations
 
 import uuid as uuidlib
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -157,17 +158,33 @@ class RequestSpec(ApiModel, TimestampedModel):
 class SchedulingTraceRecord(ApiModel):
     """The trace of one scheduling decision (``scheduling.trace``) for one instance: kept with the
     request (``request_id`` is the request context's, as on the instance action) so that admins
-    can ask why a server went where it went, or nowhere."""
+    can ask why a server went where it went, or nowhere. The trace itself is a
+    ``SchedulingTraceBody``, named by its digest: the same failure asked again and again (the
+    PENDING seed's retries) stores one body and a small row per request. The selectors of
+    ``scheduling.services.traces`` set ``trace`` (the body, read) on the records they return."""
 
-    instance_uuid = models.CharField(max_length=36, db_index=True)
+    instance_uuid = models.CharField(max_length=36)
     request_id = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     result = models.CharField(max_length=32)
     message = models.CharField(max_length=255, blank=True, default="")
-    trace = models.JSONField(default=dict)
+    #: ``SchedulingTraceBody.digest`` (no foreign key: a trace row is written without reading it)
+    body_digest = models.CharField(max_length=64)
+    #: the whole trace (set by the selectors, not stored in this row)
+    trace: dict[str, Any]
 
     class Meta:
+        # the one index: (instance_uuid, ...) serves the reads by instance too
         indexes = [models.Index(fields=["instance_uuid", "request_id"])]
+
+
+class SchedulingTraceBody(ApiModel):
+    """A scheduling trace's whole body as compact JSON (``SchedulingTrace.to_dict``), stored once
+    for every ``SchedulingTraceRecord`` with the same body (same question, same answer), under
+    the digest of its text. Deleted with the last record naming it."""
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    body = models.TextField()
 
 
 class PlacementUsageSample(ApiModel):

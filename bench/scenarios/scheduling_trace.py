@@ -5,16 +5,21 @@ summary for the end notification, the trace record) and for one that finds no va
 Each part is timed by wrapping its function for the duration; its share is of the whole
 ``select_destinations`` time.
 
-The trace record is not written by its own statement: the scheduler's request scope writes it
-with the start and end notifications' records in one transaction when ``select_destinations``
-ends (``cloudcore.core.scope.write_together``, inside the timed request). Its cost is making the
-rows (``trace_record_save``, timed in the request) plus its rows' part of that transaction: the
-transaction's time in the requests (mean, with what the machine's load and SQLite's checkpoints
-add to it) times the trace rows' fraction of it, found after the requests by writing the last
-request's rows again, alternately with and without the trace rows (the difference of the
-medians over the median with them; the difference never less than the trace rows' INSERT
-statement alone). With notifications off ("notifications off") the transaction holds the trace
-rows alone, and the whole of it is the trace's.
+The trace's rows (its body, stored once per distinct body under its digest, and a record per
+server naming it; ``scheduling.services.traces``) are not written by their own statements: the
+scheduler's request scope writes them with the start and end notifications' records in one
+transaction when ``select_destinations`` ends (``cloudcore.core.scope.write_together``, inside
+the timed request), each model's rows by one plain INSERT. Their cost is making the rows
+(``trace_record_save``: the JSON and its digest, timed in the request) plus their part of that
+transaction: the transaction's time in the requests (mean, with what the machine's load and
+SQLite's checkpoints add to it) times the trace rows' fraction of it, found after the requests
+by writing the last request's rows again, alternately with and without the trace rows (the
+difference of the medians over the median with them; the difference never less than the trace
+rows' INSERT statements alone). When the requests stored a new body each (placed: the body
+names the server), each replay writes its body under a new digest, as a request would; when
+they named a body stored already (the same failure again), the replay's body INSERT finds it
+and writes nothing, as theirs did. With notifications off ("notifications off") the
+transaction holds the trace rows alone, and the whole of it is the trace's.
 
 The scheduler walks the providers for a shortfall once and keeps it: a run of identical requests
 that do not fit while placement does not change is answered from it as it is ("no valid host",
@@ -81,7 +86,8 @@ RECORD = "trace: record rows' part of the scope's one transaction"
 
 class _ScopeWrites:
     """What the request scope wrote while ``_scope_writes`` was active: the time spent in its
-    transactions (``scope.write_together``) and the rows of the last one (``(database, groups)``)."""
+    transactions (``scope.write_together``) and the rows of the last one (``(database, groups,
+    plain)``)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -95,11 +101,11 @@ def _scope_writes() -> Iterator[_ScopeWrites]:
     seen = _ScopeWrites()
     original = scope.write_together
 
-    def timed(database: str, groups: list[Any]) -> Any:
-        seen.last[:] = [(database, [(model, list(rows)) for model, rows in groups])]
+    def timed(database: str, groups: list[Any], plain: Any = None) -> Any:
+        seen.last[:] = [(database, [(model, list(rows)) for model, rows in groups], dict(plain or {}))]
         started = time.perf_counter()
         try:
-            return original(database, groups)
+            return original(database, groups, plain)
         finally:
             seen.seconds += time.perf_counter() - started
 
@@ -111,47 +117,71 @@ def _scope_writes() -> Iterator[_ScopeWrites]:
 
 
 def _copy(row: Any) -> Any:
-    fields = [f for f in type(row)._meta.concrete_fields if not f.primary_key]
+    opts = type(row)._meta
+    fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
     return type(row)(**{f.attname: getattr(row, f.attname) for f in fields})
 
 
-def _record_cost(last: list[Any], replays: int = REPLAYS) -> tuple[float, float]:
-    """(the trace rows' fraction of the scope's transaction, ms of their INSERT statement alone):
-    the last request's rows written again ``replays`` times with and without the trace rows,
-    alternately; the fraction is the difference of the medians (never less than the INSERT's
-    median) over the median with them (the rows are left in the bench's database)."""
+def _trace_models() -> tuple[Any, ...]:
+    from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
+
+    return SchedulingTraceBody, SchedulingTraceRecord
+
+
+def _replayed(model: Any, rows: list[Any], fresh_bodies: bool, turn: int) -> list[Any]:
+    """Copies of ``rows`` to write again; with ``fresh_bodies``, bodies (and the records naming
+    them) under a digest of their own for this replay, so that the body is written as it was."""
+    copies = [_copy(r) for r in rows]
+    if fresh_bodies:
+        for row in copies:
+            for name in ("digest", "body_digest"):
+                if hasattr(row, name):
+                    setattr(row, name, f"{getattr(row, name)[:24]}-replay{turn}")
+    return copies
+
+
+def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = False) -> tuple[float, float]:
+    """(the trace rows' fraction of the scope's transaction, ms of their INSERT statements
+    alone): the last request's rows written again ``replays`` times with and without the trace
+    rows, alternately (``fresh_bodies``: see ``_replayed``); the fraction is the difference of
+    the medians (never less than the INSERTs' median) over the median with them (the rows are
+    left in the bench's database)."""
     from cloudcore.core import scope
-    from scheduling.models import SchedulingTraceRecord
 
     if not last:
         return 0.0, 0.0
-    database, groups = last[0]
-    manager = SchedulingTraceRecord._default_manager
+    database, groups, plain = last[0]
+    trace_models = _trace_models()
     with_trace, without, inserts = [], [], []
-    original_insert = manager.bulk_create
+    original_insert = scope.insert_plain
+    spent = [0.0]
 
-    def timed_insert(*args: Any, **kwargs: Any) -> Any:
+    def timed_insert(database: str, model: Any, rows: list[Any], **kwargs: Any) -> None:
         started = time.perf_counter()
         try:
-            return original_insert(*args, **kwargs)
+            original_insert(database, model, rows, **kwargs)
         finally:
-            inserts.append(time.perf_counter() - started)
+            if model in trace_models:
+                spent[0] += time.perf_counter() - started
 
-    for _ in range(replays):
+    for turn in range(replays):
         for keep_trace, into in ((True, with_trace), (False, without)):
-            batch = [(model, [_copy(r) for r in rows]) for model, rows in groups
-                     if keep_trace or model is not SchedulingTraceRecord]
+            batch = [(model, _replayed(model, rows, fresh_bodies, turn)) for model, rows in groups
+                     if keep_trace or model not in trace_models]
             if not batch:  # the trace rows were all of it
                 into.append(0.0)
                 continue
+            spent[0] = 0.0
             started = time.perf_counter()
-            manager.bulk_create = timed_insert  # type: ignore[method-assign]
+            scope.insert_plain = timed_insert  # type: ignore[assignment]
             try:
-                scope.write_together(database, batch)
+                scope.write_together(database, batch, plain)
             finally:
-                del manager.bulk_create
+                scope.insert_plain = original_insert  # type: ignore[assignment]
             into.append(time.perf_counter() - started)
-    if not inserts:
+            if keep_trace:
+                inserts.append(spent[0])
+    if not any(inserts):
         return 0.0, 0.0
     insert = statistics.median(inserts)
     whole = statistics.median(with_trace)
@@ -163,13 +193,18 @@ def _measured(spec: dict[str, Any] | None = None, between: Any = None, requests:
               replays: int = REPLAYS) -> list[dict[str, Any]]:
     """``where_the_time_goes`` over ``PARTS``, plus the trace rows' part of the scope's
     transactions: their time in the requests (mean) times the trace rows' fraction of it."""
+    from scheduling.models import SchedulingTraceBody
+
+    bodies = SchedulingTraceBody.objects.count()
     with _scope_writes() as writes:
         rows = base.where_the_time_goes(requests, PARTS, spec, between=between)
-    fraction, insert = _record_cost(writes.last, replays)
+    fresh_bodies = SchedulingTraceBody.objects.count() - bodies > requests / 2
+    fraction, insert = _record_cost(writes.last, replays, fresh_bodies)
     transaction_ms = writes.seconds / requests * 1000
     rows.append({"step": RECORD, "ms": transaction_ms * fraction})
     rows.append({"step": f"  (the scope's transaction: {transaction_ms:.3f} ms per request, the trace rows "
-                         f"{100 * fraction:.0f}% of it when replayed; their INSERT alone)", "ms": insert})
+                         f"{100 * fraction:.0f}% of it when replayed; their INSERTs alone, "
+                         f"{'a new body each' if fresh_bodies else 'the body stored already'})", "ms": insert})
     return rows
 
 
@@ -202,7 +237,10 @@ def run(env: Any) -> dict[str, Any]:
                 print(f"   {'':>7} {part['ms']:>8.3f} ms  {part['step']}")
     return {"rows": out, "requests": REQUESTS,
             "method": "select_destinations() in-process on the scheduler scenario's population; each trace "
-                      "function wrapped with a timer (mean ms per request); the trace rows' part of the "
-                      "transaction the scheduler's scope ends with: its mean time per request times their "
-                      f"fraction of it (the last request's rows written again {REPLAYS} times with and "
-                      f"{REPLAYS} times without them, difference of the medians over the median with them)"}
+                      "function wrapped with a timer (mean ms per request); the trace rows' (body and "
+                      "records) part of the transaction the scheduler's scope ends with: its mean time per "
+                      "request times their fraction of it (the last request's rows written again "
+                      f"{REPLAYS} times with and {REPLAYS} times without them, difference of the medians "
+                      "over the median with them; a replayed body under a new digest when the requests "
+                      "stored a new body each); the share is the sum of the trace's parts over the mean "
+                      "select_destinations time"}

@@ -13,6 +13,11 @@ have been written one by one. When that transaction fails, each model's rows are
 alone, so that one failing write does not take the others with it; nothing is raised to the
 request. A reader that may run inside the same scope calls ``flush(model)`` first.
 
+A model's rows may be written by a plain INSERT (``insert(..., plain=True)``, ``insert_plain``):
+one statement made from the rows' field values, without the ORM's ``bulk_create`` (which costs
+more than the statement for one small row), optionally skipping the rows whose key is already
+stored (``ignore_conflicts``). The rows get no primary key back.
+
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
 
@@ -42,7 +47,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from django.db import models, router, transaction
+from django.db import connections, models, router, transaction
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,6 +60,8 @@ class Scope:
         self.rows: dict[type[models.Model], list[models.Model]] = {}
         #: per model, what to do once its rows are written (e.g. prune old ones)
         self.then: dict[type[models.Model], Callable[[list[models.Model]], None]] = {}
+        #: the models whose rows are written by ``insert_plain`` (the value: ``ignore_conflicts``)
+        self.plain: dict[type[models.Model], bool] = {}
 
 
 _current: ContextVar[Scope | None] = ContextVar("cloudcore_request_scope", default=None)
@@ -78,7 +85,7 @@ def request_scope() -> Iterator[Scope]:
     finally:
         _current.reset(token)
         try:
-            _write_deferred(scope.rows, scope.then)
+            _write_deferred(scope.rows, scope.then, scope.plain)
         except Exception:  # nor hide what the request raised
             log.exception("request scope: deferred rows failed")
 
@@ -110,36 +117,46 @@ def forget(key: Any) -> None:
 Row = TypeVar("Row", bound=models.Model)
 
 
-def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None) -> None:
+def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None, plain: bool = False,
+           ignore_conflicts: bool = False) -> None:
     """Insert ``rows`` (all of one model) with the other rows deferred in this scope when it
     ends, or at once outside a scope; ``then(rows)`` runs once they are written (after the
-    transaction, its failure logged). A failure outside a scope is raised to the caller."""
+    transaction, its failure logged). A failure outside a scope is raised to the caller.
+    ``plain``: by ``insert_plain`` (with ``ignore_conflicts``), the same for every row of the
+    model in the scope."""
     if not rows:
         return
     model = type(rows[0])
     scope = _current.get()
     if scope is None:
         database = router.db_for_write(model)
-        if transaction.get_connection(database).in_atomic_block:  # part of the caller's transaction
-            _write_rows(model, rows)
-        elif not _group.write(database, [(model, rows)]):
-            _write_rows(model, rows)  # the group failed: alone, its failure raised here
+        in_transaction = transaction.get_connection(database).in_atomic_block  # part of the caller's
+        # the group failed: written alone, its failure raised here
+        if in_transaction or not _group.write(database, [(model, rows)], {model: ignore_conflicts} if plain else None):
+            if plain:
+                insert_plain(database, model, rows, ignore_conflicts=ignore_conflicts)
+            else:
+                _write_rows(model, rows)
         if then is not None:
             then(rows)
         return
     scope.rows.setdefault(model, []).extend(rows)
     if then is not None:
         scope.then[model] = then  # type: ignore[assignment]
+    if plain:
+        scope.plain[model] = ignore_conflicts
 
 
-def flush(model: type[models.Model]) -> None:
-    """Write now the rows of ``model`` deferred in this scope (a reader of ``model`` inside the
-    scope calls it first)."""
+def flush(*models_: type[models.Model]) -> None:
+    """Write now the rows of ``models_`` deferred in this scope, in one transaction (a reader of
+    them inside the scope calls it first)."""
     scope = _current.get()
-    if scope is not None and scope.rows.get(model):
-        rows = {model: scope.rows.pop(model)}
-        then = {model: scope.then.pop(model)} if model in scope.then else {}
-        _write_deferred(rows, then)
+    if scope is None:
+        return
+    rows = {model: scope.rows.pop(model) for model in models_ if scope.rows.get(model)}
+    if rows:
+        then = {model: scope.then.pop(model) for model in rows if model in scope.then}
+        _write_deferred(rows, then, scope.plain)
 
 
 def _write_rows(model: type[Row], rows: list[Row]) -> None:
@@ -151,8 +168,32 @@ def _write_rows(model: type[Row], rows: list[Row]) -> None:
         model._default_manager.bulk_create(rows)
 
 
+#: rows per plain INSERT statement (below every backend's limit of parameters)
+PLAIN_BATCH = 100
+
+
+def insert_plain(database: str, model: type[Row], rows: list[Row], *, ignore_conflicts: bool = False) -> None:
+    """``rows`` of ``model`` in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``:
+    every concrete field but an auto primary key, as ``save`` would prepare it; with
+    ``ignore_conflicts`` a row whose unique key is stored already is skipped (``ON CONFLICT DO
+    NOTHING``, SQLite and PostgreSQL alike). The rows are not given their primary keys."""
+    connection = connections[database]
+    opts = model._meta
+    fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
+    quote = connection.ops.quote_name
+    head = f"INSERT INTO {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "  # noqa: S608 - names from the model
+    marks = f"({', '.join(['%s'] * len(fields))})"
+    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), PLAIN_BATCH):
+            batch = rows[start:start + PLAIN_BATCH]
+            params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in batch for f in fields]
+            cursor.execute(head + ", ".join([marks] * len(batch)) + tail, params)
+
+
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
-                    then: dict[type[models.Model], Callable[[list[models.Model]], None]]) -> None:
+                    then: dict[type[models.Model], Callable[[list[models.Model]], None]],
+                    plain: dict[type[models.Model], bool] | None = None) -> None:
     """Every database's deferred rows in one transaction; ``then`` of each model written."""
     by_database: dict[str, list[tuple[type[models.Model], list[models.Model]]]] = {}
     for model, model_rows in rows.items():
@@ -160,8 +201,8 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
             by_database.setdefault(router.db_for_write(model), []).append((model, model_rows))
     for database, groups in by_database.items():
         in_transaction = transaction.get_connection(database).in_atomic_block
-        if in_transaction or not _group.write(database, groups):
-            groups = write_together(database, groups)
+        if in_transaction or not _group.write(database, groups, plain):
+            groups = write_together(database, groups, plain)
         for model, model_rows in groups:
             if model in then:
                 try:
@@ -170,14 +211,24 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
                     log.exception("request scope: after writing %s rows", model.__name__)
 
 
-def write_together(database: str, groups: list[tuple[type[Row], list[Row]]]) -> list[tuple[type[Row], list[Row]]]:
-    """Insert each model's rows (one INSERT per model) in one transaction on ``database``; when it
-    fails, each model's rows alone. The groups written."""
+def write_together(database: str, groups: list[tuple[type[Row], list[Row]]],
+                   plain: dict[type[models.Model], bool] | None = None) -> list[tuple[type[Row], list[Row]]]:
+    """Insert each model's rows (one INSERT per model; ``insert_plain`` for the models in
+    ``plain``) in one transaction on ``database``; when it fails, each model's rows alone. The
+    groups written."""
+    plain = plain or {}
+
+    def write(model: type[Row], model_rows: list[Row]) -> None:
+        if model in plain:
+            insert_plain(database, model, model_rows, ignore_conflicts=plain[model])
+        else:
+            model._default_manager.bulk_create(model_rows)
+
     fresh = [[row.pk is None for row in model_rows] for _model, model_rows in groups]
     try:
         with transaction.atomic(using=database):
             for model, model_rows in groups:
-                model._default_manager.bulk_create(model_rows)
+                write(model, model_rows)
         return groups
     except Exception:
         if len(groups) == 1:
@@ -192,7 +243,7 @@ def write_together(database: str, groups: list[tuple[type[Row], list[Row]]]) -> 
                 row._state.adding = True
         try:
             with transaction.atomic(using=database):
-                model._default_manager.bulk_create(model_rows)
+                write(model, model_rows)
             written.append((model, model_rows))
         except Exception:  # one failing write does not hide the others
             log.exception("request scope: could not write %d %s rows", len(model_rows), model.__name__)
@@ -208,11 +259,12 @@ class _GroupCommit:
         self.queued: dict[str, list[_Pending]] = {}
         self.writing: set[str] = set()
 
-    def write(self, database: str, groups: list[tuple[type[Row], list[Row]]]) -> bool:
+    def write(self, database: str, groups: list[tuple[type[Row], list[Row]]],
+              plain: dict[type[models.Model], bool] | None = None) -> bool:
         """Queue ``groups`` and return once they are committed (True), with the other threads'
         rows queued meanwhile; False: the transaction they were in failed and nothing of them is
         written (the caller writes them alone)."""
-        mine = _Pending(groups)  # type: ignore[arg-type]
+        mine = _Pending(groups, plain or {})  # type: ignore[arg-type]
         with self.ready:
             self.queued.setdefault(database, []).append(mine)
             while mine.written is None and database in self.writing:
@@ -234,8 +286,11 @@ class _GroupCommit:
 
 
 class _Pending:
-    def __init__(self, groups: list[tuple[type[models.Model], list[models.Model]]]) -> None:
+    def __init__(self, groups: list[tuple[type[models.Model], list[models.Model]]],
+                 plain: dict[type[models.Model], bool]) -> None:
         self.groups = groups
+        #: the models written by ``insert_plain`` (with ``ignore_conflicts``), as ``write_together``'s
+        self.plain = plain
         #: None while queued; then whether the group's transaction committed
         self.written: bool | None = None
 
@@ -244,14 +299,19 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
     """Every row of ``batch`` in one transaction on ``database``, one INSERT per model (the rows
     in the order they were queued); on failure their ids are given back (the rows are unsaved)."""
     by_model: dict[type[models.Model], list[models.Model]] = {}
+    plain: dict[type[models.Model], bool] = {}
     for pending in batch:
+        plain.update(pending.plain)
         for model, model_rows in pending.groups:
             by_model.setdefault(model, []).extend(model_rows)
     fresh = {id(row) for rows in by_model.values() for row in rows if row.pk is None}
     try:
         with transaction.atomic(using=database):
             for model, model_rows in by_model.items():
-                model._default_manager.bulk_create(model_rows)
+                if model in plain:
+                    insert_plain(database, model, model_rows, ignore_conflicts=plain[model])
+                else:
+                    model._default_manager.bulk_create(model_rows)
         return True
     except Exception:
         log.warning("request scope: %d threads' rows could not be written together; each writes its own alone",

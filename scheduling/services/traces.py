@@ -1,46 +1,125 @@
 """Scheduling trace records: written by the scheduler after each decision, read by the
 explanation API and ``manage.py scheduler explain`` (all in the API database).
 
+A trace is two rows: its body (``SchedulingTraceBody``: the whole trace as compact JSON, under
+the digest of that text) and a small record per instance naming it (``SchedulingTraceRecord``).
+The same question with the same answer (a server retried while it is PENDING, the same flavor
+that fits nowhere) has the same body: it is stored once, and each later request adds only its
+record (the body's INSERT skips a digest stored already, which costs a lookup of the key, no
+write). The JSON is made once, when the trace is saved (a failure equal to one of the last few
+this process saved reuses theirs); the readers parse it back, so what they return is what the
+trace held. Both rows are written by a plain INSERT statement each
+(``scope.insert(..., plain=True)``).
+
 The scheduler runs in a request scope (``cloudcore.core.scope``): its records are written when
 the scope ends, with its notifications in one transaction (in a worker, as
 ``select_destinations`` returns; inside an HTTP request, as the request ends). The readers here
 write the current scope's pending records first, so a record is readable as soon as the
-scheduling call has returned."""
+scheduling call has returned.
+
+Deleting records (``trace_records_delete``, when servers are archived) deletes the bodies no
+record names any more, in the same transaction."""
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import router, transaction
+
 from cloudcore.core import scope
 
-from ..models import SchedulingTraceRecord
-from ..trace import SchedulingTrace
+from ..models import SchedulingTraceBody, SchedulingTraceRecord
+from ..trace import RESULT_NO_VALID_HOST, SchedulingTrace
+
+
+def trace_body_digest(body: str) -> str:
+    """The name of a trace body: a digest of its JSON text (32 hex digits)."""
+    return hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+
+
+#: how many no-valid-host traces this process remembers with their JSON (``_body``)
+RECENT_KEPT = 8
+#: (the trace as its JSON reads back, the JSON, its digest), newest first
+_recent: list[tuple[dict[str, Any], str, str]] = []
+
+
+def _body(trace: SchedulingTrace) -> tuple[str, str]:
+    """(the trace's JSON, its digest). A no-valid-host trace equal to one of the last
+    ``RECENT_KEPT`` saved by this process (the same failure asked again) reuses its JSON: comparing
+    costs less than serialising. What is kept is the JSON read back, which nothing else holds;
+    a trace that does not read back as itself (a tuple in it) is only never found."""
+    whole = trace.to_dict()
+    failed = trace.result == RESULT_NO_VALID_HOST
+    if failed:
+        for kept, body, digest in list(_recent):
+            if kept == whole:
+                return body, digest
+    body = json.dumps(whole, separators=(",", ":"))
+    digest = trace_body_digest(body)
+    if failed:
+        _recent.insert(0, (json.loads(body), body, digest))
+        del _recent[RECENT_KEPT:]
+    return body, digest
 
 
 def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], request_id: str | None) -> None:
-    """One row per instance of the request, the same trace in each (``created_at`` now), written
-    in one INSERT: with the current scope's other rows when it ends, at once outside a scope."""
-    body: dict[str, Any] = trace.to_dict()
+    """One record per instance of the request, all naming one body (``created_at`` now), and the
+    body unless it is stored already: with the current scope's other rows when it ends, at once
+    outside a scope."""
+    uuids = list(instance_uuids)
+    if not uuids:
+        return
+    body, digest = _body(trace)
+    scope.insert([SchedulingTraceBody(digest=digest, body=body)], plain=True, ignore_conflicts=True)
     scope.insert([SchedulingTraceRecord(instance_uuid=uuid, request_id=request_id or "", result=trace.result,
-                                        message=trace.message[:255], trace=body) for uuid in instance_uuids])
+                                        message=trace.message[:255], body_digest=digest) for uuid in uuids],
+                 plain=True)
+
+
+def _with_traces(records: list[SchedulingTraceRecord]) -> list[SchedulingTraceRecord]:
+    """``records`` with ``trace`` set from their bodies (one query); a body deleted under a record
+    (an archive racing a new record of the same body) reads as the record's result and message."""
+    digests = {r.body_digest for r in records}
+    bodies = dict(SchedulingTraceBody.objects.filter(digest__in=digests).values_list("digest", "body")) \
+        if digests else {}
+    for record in records:
+        text = bodies.get(record.body_digest)
+        record.trace = json.loads(text) if text is not None else {"result": record.result,
+                                                                   "message": record.message}
+    return records
 
 
 def trace_record_get(*, instance_uuid: str, request_id: str | None = None) -> SchedulingTraceRecord | None:
-    """The latest trace of the instance (of ``request_id`` when given)."""
-    scope.flush(SchedulingTraceRecord)
+    """The latest trace of the instance (of ``request_id`` when given), ``trace`` set."""
+    scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
     qs = SchedulingTraceRecord.objects.filter(instance_uuid=instance_uuid)
     if request_id:
         qs = qs.filter(request_id=request_id)
-    return qs.order_by("-created_at", "-id").first()
+    record = qs.order_by("-created_at", "-id").first()
+    return _with_traces([record])[0] if record is not None else None
 
 
 def trace_record_list(*, instance_uuid: str) -> list[SchedulingTraceRecord]:
-    """Every trace of the instance, newest first."""
-    scope.flush(SchedulingTraceRecord)
-    return list(SchedulingTraceRecord.objects.filter(instance_uuid=instance_uuid).order_by("-created_at", "-id"))
+    """Every trace of the instance, newest first, ``trace`` set."""
+    scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
+    return _with_traces(list(SchedulingTraceRecord.objects.filter(instance_uuid=instance_uuid)
+                             .order_by("-created_at", "-id")))
 
 
 def trace_records_delete(instance_uuids: list[str]) -> int:
-    """Delete the traces of archived servers; the number of rows deleted."""
-    scope.flush(SchedulingTraceRecord)
-    return SchedulingTraceRecord.objects.filter(instance_uuid__in=instance_uuids).delete()[0]
+    """Delete the traces of archived servers, and the bodies no other record names (in one
+    transaction); the number of records deleted. Finding the bodies still named reads the
+    records' ``body_digest`` without an index (an archive's cost, not the scheduler's)."""
+    scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
+    with transaction.atomic(using=router.db_for_write(SchedulingTraceRecord)):
+        records = SchedulingTraceRecord.objects.filter(instance_uuid__in=instance_uuids)
+        digests = set(records.values_list("body_digest", flat=True))
+        deleted: int = records.delete()[0]
+        if digests:
+            named = SchedulingTraceRecord.objects.filter(body_digest__in=digests).values("body_digest")
+            SchedulingTraceBody.objects.filter(digest__in=digests).exclude(digest__in=named).delete()
+    return deleted
+
+

@@ -10,8 +10,8 @@ import pytest
 
 from cells.context import target_cell
 from compute.ops import destroy_evacuated_instances
-from scheduling.models import SchedulingTraceRecord
 from scheduling.placement.services import allocations_get
+from scheduling.services.traces import trace_record_list
 from tests.cloud import Cloud
 
 pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
@@ -85,8 +85,8 @@ def test_evacuate_to_the_host_the_scheduler_picks(cloud: Cloud) -> None:
                        version="2.84").json()["instanceAction"]
     events = {e["event"]: e["result"] for e in detail["events"]}
     assert events == {"rebuild_server": "Success", "compute_rebuild_instance": "Success"}
-    traces = SchedulingTraceRecord.objects.filter(instance_uuid=server["id"]).order_by("id")
-    assert traces.count() == 2 and traces.last().trace["selections"][0]["host"] == dest
+    traces = trace_record_list(instance_uuid=server["id"])  # newest first
+    assert len(traces) == 2 and traces[0].trace["selections"][0]["host"] == dest
     assert [n["payload"]["nova_object.data"]["host"] for n in cloud.notifications("instance.evacuate")] == [source]
     assert len(cloud.notifications("instance.rebuild.end")) == 1
 
@@ -235,7 +235,7 @@ def test_anti_affinity_is_honoured(cloud: Cloud) -> None:
     shown = cloud.show(admin, first["id"])
     assert shown["status"] == "ERROR" and shown["OS-EXT-SRV-ATTR:host"] == source
     assert "No valid host" in shown["fault"]["message"]
-    trace = SchedulingTraceRecord.objects.filter(instance_uuid=first["id"]).order_by("id").last().trace
+    trace = trace_record_list(instance_uuid=first["id"])[0].trace
     assert "ServerGroupAntiAffinityFilter" in str(trace)
     assert migration_of(cloud, first["id"])["status"] == "error"
     assert allocs(first["id"]) == {node_of(cloud, source): TINY}

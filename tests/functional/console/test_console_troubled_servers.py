@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from scheduling.models import SchedulingTraceBody
 from tests.apihelpers import auth_client, make_identity
 
 from .conftest import login
@@ -150,3 +151,20 @@ def test_unlock_is_offered_only_to_who_may_lift_the_lock(cloud: Any) -> None:
     assert 'value="unlock"' in _body(admin, server["id"])
     # and the API agrees: the member's unlock is refused
     assert cloud.action(api, server["id"], {"unlock": None}).status_code == 403
+
+
+def test_a_second_server_with_the_same_failure_shows_the_whole_trace(cloud: Any) -> None:
+    # given two servers that failed to schedule for the same reason (one trace body stored)
+    first = _unschedulable(cloud, cloud.member())
+    second = cloud.create_server(cloud.member(), "too-big-again", flavor="m1.huge")
+    assert SchedulingTraceBody.objects.count() == 1
+    admin = login("admin", "admin", ["admin"])
+    # then the second server's page shows the same whole trace as the first one's
+    traces = []
+    for server in (first, second):
+        card = _fault_card(admin.get(f"/servers/{server['id']}/").content.decode())
+        start = card.index('id="scheduling-explanation"')
+        trace = card[card.index("<pre", start):card.index("</pre>", start)]
+        assert "placement: 0 candidates" in html.unescape(trace) and "MEMORY_MB" in trace
+        traces.append(trace)
+    assert traces[0] == traces[1]

@@ -96,7 +96,7 @@ def test_rows_stored_by_threads_at_once_are_committed_together_before_each_retur
 def test_a_failing_group_keeps_the_others_rows_and_fails_only_its_own_thread(monkeypatch: Any) -> None:
     # given a trace row that cannot be written (no result: NOT NULL) queued with two notifications
     held = _HeldFirstWrite(monkeypatch, queued=3)
-    bad = SchedulingTraceRecord(instance_uuid="bad", request_id="r", result=None, trace={})
+    bad = SchedulingTraceRecord(instance_uuid="bad", request_id="r", result=None, body_digest="d")
     results = _in_threads(lambda: _keep_and_look("compute.instance.first"),
                           lambda: _keep_and_look("compute.instance.a"),
                           lambda: scope.insert([bad]),

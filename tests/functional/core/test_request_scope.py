@@ -1,7 +1,8 @@
 """The request scope: a read memoised once per outermost request (nested requests join it, a
 write forgets it), and the notifications of a request stored in one INSERT when it ends, the
 same rows in the same order as one at a time; the rows of several models written in one
-transaction, a failing one not losing the others; the notifications pruned without a count."""
+transaction, a failing one not losing the others; plain INSERTs (skipping stored keys when asked);
+the notifications pruned without a count."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +13,7 @@ from django.test import override_settings
 
 from cloudcore.core import notifications, scope
 from cloudcore.core.models import NotificationRecord
-from scheduling.models import SchedulingTraceRecord
+from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 from tests.sqllog import api_db_transactions, inserted_tables
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +80,7 @@ def test_outside_a_request_a_notification_is_stored_at_once() -> None:
 
 
 def _trace_row(uuid: str = "i1", result: str | None = "no_valid_host") -> SchedulingTraceRecord:
-    return SchedulingTraceRecord(instance_uuid=uuid, request_id="req-1", result=result, trace={"result": result})
+    return SchedulingTraceRecord(instance_uuid=uuid, request_id="req-1", result=result, body_digest="d")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -130,6 +131,32 @@ def test_flush_writes_a_models_pending_rows_for_a_reader_in_the_scope() -> None:
         scope.flush(SchedulingTraceRecord)
         assert SchedulingTraceRecord.objects.filter(instance_uuid="i1").count() == 1
     assert SchedulingTraceRecord.objects.count() == 1  # not written again at the end
+
+
+@pytest.mark.django_db(transaction=True)
+def test_plain_rows_are_one_insert_each_model_and_ignore_conflicts_skips_stored_keys() -> None:
+    # given a body stored already
+    scope.insert([SchedulingTraceBody(digest="d1", body='{"a":1}')], plain=True, ignore_conflicts=True)
+    with api_db_transactions() as transactions:
+        with scope.request_scope():
+            # when the same key and a new one are inserted plainly, with records naming them
+            scope.insert([SchedulingTraceBody(digest="d1", body='{"a":2}'),
+                          SchedulingTraceBody(digest="d2", body='{"b":1}')], plain=True, ignore_conflicts=True)
+            scope.insert([_trace_row("i1"), _trace_row("i2")], plain=True)
+            # and a reader flushes both models in the scope
+            scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
+            assert SchedulingTraceRecord.objects.count() == 2
+    # then one transaction of one INSERT per model, the stored key kept as it was
+    assert [inserted_tables(t) for t in transactions if inserted_tables(t)] == [
+        ["scheduling_schedulingtracebody", "scheduling_schedulingtracerecord"]]
+    assert "ON CONFLICT DO NOTHING" in transactions[0][0] and "ON CONFLICT" not in transactions[0][1]
+    assert dict(SchedulingTraceBody.objects.values_list("digest", "body")) == {"d1": '{"a":1}', "d2": '{"b":1}'}
+    record = SchedulingTraceRecord.objects.get(instance_uuid="i1")
+    assert (record.request_id, record.result, record.body_digest) == ("req-1", "no_valid_host", "d")
+    assert record.created_at is not None
+    # and without ignore_conflicts a stored key fails
+    with pytest.raises(IntegrityError):
+        scope.insert([SchedulingTraceBody(digest="d1", body="{}")], plain=True)
 
 
 @override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=20)

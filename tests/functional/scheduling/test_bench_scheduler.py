@@ -50,7 +50,7 @@ def test_where_the_time_goes_times_each_step_and_puts_them_back(cells):
 
 def test_the_trace_scenario_times_its_parts(cells):
     from bench.scenarios import scheduling_trace as trace_scenario
-    from scheduling.models import SchedulingTraceRecord
+    from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 
     env = SimpleNamespace(cells=cells)
     scenario.populate(env, 10)
@@ -71,6 +71,11 @@ def test_the_trace_scenario_times_its_parts(cells):
     assert placed["trace_ms"] == pytest.approx(sum(ms for step, ms in parts.items() if step.startswith("trace:")))
     # 2 requests each, then 3 replays of the last one's trace rows
     assert SchedulingTraceRecord.objects.count() == 2 * (2 + 3)
+    # a body per placed request (it names the server), and per replay of one (as the request
+    # wrote it); one for the same failure asked twice, found by its replays
+    assert SchedulingTraceBody.objects.count() == (2 + 3) + 1
+    assert "a new body each" in next(p["step"] for p in placed["parts"] if p["step"].startswith("  ("))
+    assert "the body stored already" in next(p["step"] for p in failed["parts"] if p["step"].startswith("  ("))
 
 
 def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(cells, settings):
@@ -84,8 +89,10 @@ def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(ce
     settings.NOTIFICATIONS_ENABLED = False
     with trace_scenario._scope_writes() as writes:
         scenario.where_the_time_goes(1, trace_scenario.PARTS, trace_scenario._impossible_spec())
-    # the scope's transaction held the trace rows alone: all of it is the trace's
-    assert [(model.__name__, len(rows)) for model, rows in writes.last[0][1]] == [("SchedulingTraceRecord", 1)]
+    # the scope's transaction held the trace rows alone (its body, stored already, and its
+    # record): all of it is the trace's
+    assert [(model.__name__, len(rows)) for model, rows in writes.last[0][1]] == [("SchedulingTraceBody", 1),
+                                                                                  ("SchedulingTraceRecord", 1)]
     alone, insert = trace_scenario._record_cost(writes.last, replays=3)
     assert alone == 1.0 and insert > 0 and writes.seconds > 0
     # with the start notification in it, a part of it

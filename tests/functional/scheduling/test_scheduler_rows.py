@@ -1,13 +1,17 @@
 """What the scheduler writes besides its claims (issue 22: the trace must cost a few percent): the
-start and end notifications' records and the trace record, written together when the scheduling
-call ends (its request scope), one INSERT per model in one transaction; the trace readable as
+start and end notifications' records and the trace's rows (its body and a record per server),
+written together when the scheduling
+call ends (its request scope), one INSERT per model in one transaction; the same trace asked
+again stores no second body; the trace readable as
 soon as the call has returned, in a worker (no outer scope) and inside an HTTP request; one write
 failing loses neither the other rows nor the scheduler's answer."""
 from __future__ import annotations
 
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import DatabaseError
 from django.test import override_settings
 
@@ -15,9 +19,10 @@ from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from cloudcore.core.models import NotificationRecord
-from scheduling.models import SchedulingTraceRecord
+from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 from scheduling.scheduler import select_destinations
-from scheduling.services.explanations import server_explanation
+from scheduling.services.explanations import SchedulingTraceNotFound, server_explanation
+from scheduling.services.traces import trace_records_delete
 from tests.conftest import ALL_DATABASES
 from tests.functional.scheduling.test_scheduler import spec
 from tests.sqllog import api_db_transactions, inserted_tables
@@ -27,6 +32,7 @@ pytestmark = [pytest.mark.django_db(databases=ALL_DATABASES, transaction=True),
 
 CTX = RequestContext(user_id="u1", project_id="p1", request_id="req-rows-1")
 NOTIFICATIONS, TRACES = "core_notificationrecord", "scheduling_schedulingtracerecord"
+BODIES = "scheduling_schedulingtracebody"
 
 
 @pytest.fixture
@@ -56,10 +62,10 @@ def test_a_placed_request_writes_its_rows_in_one_transaction(compute_host):
     with api_db_transactions() as transactions:
         selections = select_destinations(CTX, {**spec(), "num_instances": 2}, ["i1", "i2"])
     assert scope.current() is None and len(selections) == 2
-    # then the start and end notifications and both trace rows are one transaction: its only
-    # statements an INSERT per model
+    # then the start and end notifications, the trace's body and both its records are one
+    # transaction: its only statements an INSERT per model
     written = rows_transaction(transactions)
-    assert inserted_tables(written) == [NOTIFICATIONS, TRACES] and len(written) == 2
+    assert inserted_tables(written) == [NOTIFICATIONS, BODIES, TRACES] and len(written) == 3
     # with the same rows, order and timestamps as one at a time
     assert events() == ["scheduler.select_destinations.start", "scheduler.select_destinations.end"]
     start, end = NotificationRecord.objects.order_by("id")
@@ -78,7 +84,7 @@ def test_no_valid_host_in_a_worker_is_explained_as_soon_as_the_call_returns(comp
     assert explanation["request_id"] == "req-rows-1" and explanation["result"] == "no_valid_host"
     assert explanation["trace"]["placement"]["shortfall"]["resources"]["MEMORY_MB"]["most_free"] == 4096
     # written with the start notification in one transaction (no end notification on this path)
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
     assert events() == ["scheduler.select_destinations.start"]
 
 
@@ -107,7 +113,14 @@ def test_a_failing_trace_write_loses_neither_the_notifications_nor_the_answer(co
         raise DatabaseError("disk I/O error")
 
     # given a trace record that cannot be written
-    monkeypatch.setattr(SchedulingTraceRecord._default_manager, "bulk_create", broken)
+    plain = scope.insert_plain
+
+    def broken_records(database: str, model: Any, rows: list[Any], **kwargs: Any) -> None:
+        if model is SchedulingTraceRecord:
+            broken()
+        plain(database, model, rows, **kwargs)
+
+    monkeypatch.setattr(scope, "insert_plain", broken_records)
     # when a server is placed, then the answer is the scheduler's
     (selection,) = select_destinations(CTX, spec(), ["i1"])
     assert selection[0].service_host == "c1"
@@ -132,3 +145,75 @@ def test_failing_notifications_lose_neither_the_trace_nor_the_answer(compute_hos
         select_destinations(CTX, too_big(), ["i1"])
     assert not NotificationRecord.objects.exists()
     assert server_explanation(instance_uuid="i1")["result"] == "no_valid_host"
+
+
+def _explained(uuid: str) -> tuple[dict[str, Any], str]:
+    out = StringIO()
+    call_command("scheduler", "explain", uuid, stdout=out)
+    return server_explanation(instance_uuid=uuid), out.getvalue()
+
+
+def test_the_same_failure_asked_again_stores_one_body_and_reads_whole(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given a request that does not fit, explained once
+    with pytest.raises(NoValidHost) as first:
+        select_destinations(CTX, too_big(), ["i1"])
+    once, once_text = _explained("i1")
+    # when the same question is asked again for other servers (the same answer)
+    with api_db_transactions() as transactions, pytest.raises(NoValidHost) as again:
+        select_destinations(RequestContext(user_id="u1", project_id="p1", request_id="req-rows-2"),
+                            too_big(), ["i2", "i3"])
+    # then the body's INSERT wrote nothing: one body, a record per server naming it
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert SchedulingTraceBody.objects.count() == 1
+    assert {r.body_digest for r in SchedulingTraceRecord.objects.all()} == {SchedulingTraceBody.objects.get().digest}
+    # and each server's explanation (API and command) is the whole trace, as the first one's
+    for uuid, request_id in (("i2", "req-rows-2"), ("i3", "req-rows-2"), ("i1", "req-rows-1")):
+        explanation, text = _explained(uuid)
+        assert explanation["request_id"] == request_id
+        assert {k: v for k, v in explanation.items() if k not in ("server_id", "request_id", "created_at")} \
+            == {k: v for k, v in once.items() if k not in ("server_id", "request_id", "created_at")}
+        assert explanation["trace"] == first.value.trace == again.value.trace  # type: ignore[attr-defined]
+        head, *rest = text.splitlines()
+        assert uuid in head and request_id in head and rest == once_text.splitlines()[1:]
+    assert "nearest c1: MEMORY_MB short by" in once_text
+
+
+def test_the_json_reused_for_an_equal_failure_is_the_trace_as_it_was_saved(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost) as first:
+        select_destinations(CTX, too_big(), ["i1"])
+    saved = server_explanation(instance_uuid="i1")["trace"]
+    # given the first failure's trace changed by a reader after it was saved
+    first.value.trace["placement"]["shortfall"]["providers"] = 99  # type: ignore[attr-defined]
+    first.value.trace["placement"]["shortfall"]["nearest"].clear()  # type: ignore[attr-defined]
+    # when the same failure is saved again, then its body is the one saved, unchanged
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert server_explanation(instance_uuid="i2")["trace"] == saved
+    assert saved["placement"]["shortfall"]["providers"] == 1 and saved["placement"]["shortfall"]["nearest"]
+    assert SchedulingTraceBody.objects.count() == 1
+
+
+def test_deleting_a_record_keeps_the_body_another_record_names(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given the same failure recorded for two servers, and another one for a third
+    for uuid in ("i1", "i2"):
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), [uuid])
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, spec(flavor={"vcpus": 1, "memory_mb": 10 ** 7, "root_gb": 1, "ephemeral_gb": 0,
+                                              "swap": 0, "extra_specs": {}}), ["i3"])
+    assert SchedulingTraceBody.objects.count() == 2
+    whole = server_explanation(instance_uuid="i2")
+    # when the first server's traces are deleted (archived)
+    assert trace_records_delete(["i1"]) == 1
+    # then the body the second one names is kept: its explanation is whole
+    assert SchedulingTraceBody.objects.count() == 2
+    assert server_explanation(instance_uuid="i2") == whole
+    # and deleting the last record naming a body deletes the body, not the others'
+    assert trace_records_delete(["i2"]) == 1
+    assert SchedulingTraceBody.objects.count() == 1
+    assert server_explanation(instance_uuid="i3")["trace"]["request"]["resources"]["MEMORY_MB"] == 10 ** 7
+    with pytest.raises(SchedulingTraceNotFound):
+        server_explanation(instance_uuid="i2")
