@@ -31,13 +31,13 @@ QUOTA_FIELDS: tuple[Field[dict[str, int]], ...] = (
     Field("maxTotalKeypairs", itemgetter("key_pairs")),
     Field("maxServerGroups", itemgetter("server_groups")),
     Field("maxServerGroupMembers", itemgetter("server_group_members")),
+    Field("maxSecurityGroups", itemgetter("security_groups"), until=(2, 35)),
+    Field("maxSecurityGroupRules", itemgetter("security_group_rules"), until=(2, 35)),
+    Field("maxTotalFloatingIps", itemgetter("floating_ips"), until=(2, 35)),
 )
 #: Nova's fixed answers for what Neutron, Glance or nobody meters (2.36 drops the network proxies).
 FIXED_LIMITS: tuple[Field[None], ...] = (
     Field("maxImageMeta", lambda _: 128),
-    Field("maxSecurityGroups", lambda _: -1, until=(2, 35)),
-    Field("maxSecurityGroupRules", lambda _: -1, until=(2, 35)),
-    Field("maxTotalFloatingIps", lambda _: -1, until=(2, 35)),
     Field("totalFloatingIpsUsed", lambda _: 0, until=(2, 35)),
     Field("totalSecurityGroupsUsed", lambda _: 0, until=(2, 35)),
     Field("totalServerGroupsUsed", lambda _: 0),

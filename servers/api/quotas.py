@@ -2,8 +2,8 @@
 (``/os-quota-class-sets/{class}``), over ``servers.services.quotas``.
 
 Which resources a body carries depends on the microversion, in one table per resource below:
-the network proxies (always -1, Neutron owns them) go at 2.36 for quota sets and at 2.50 for
-quota classes (which gain the server group resources there); the injected-file ones go at 2.57.
+the network proxies (stored and shown, never enforced: Neutron owns them) go at 2.36 for quota
+sets and at 2.50 for quota classes (which gain the server group resources there); the injected-file ones go at 2.57.
 ``?user_id=`` reads a user's view of the project's quota (key pairs counted for that user);
 per-user limits are not stored, so a write with ``user_id`` is refused.
 """

@@ -43,8 +43,15 @@ FIXED_DEFAULTS: dict[str, int] = {
     "server_group_members": 10,
 }
 
-#: Resources Neutron owns: shown as unlimited below 2.36 (2.50 for quota classes), never stored.
-NETWORK_PROXIES = ("fixed_ips", "floating_ips", "security_group_rules", "security_groups", "networks")
+#: The nova-network resources Neutron now owns: shown below 2.36 (2.50 for quota classes), stored
+#: when a client sets them there, never counted nor enforced (Nova keeps them for the same reason,
+#: so that the old microversions' bodies do not change), with Nova's defaults.
+NETWORK_PROXY_DEFAULTS: dict[str, int] = {
+    "fixed_ips": -1,
+    "floating_ips": 10,
+    "security_groups": 10,
+    "security_group_rules": 20,
+}
 
 
 def built_in_defaults() -> dict[str, int]:
@@ -53,10 +60,11 @@ def built_in_defaults() -> dict[str, int]:
         "cores": settings.QUOTA_CORES,
         "ram": settings.QUOTA_RAM,
         **FIXED_DEFAULTS,
+        **NETWORK_PROXY_DEFAULTS,
     }
 
 
-RESOURCES: tuple[str, ...] = ("instances", "cores", "ram", *FIXED_DEFAULTS)
+RESOURCES: tuple[str, ...] = ("instances", "cores", "ram", *FIXED_DEFAULTS, *NETWORK_PROXY_DEFAULTS)
 
 
 class QuotaLimitBelowUsage(Invalid):

@@ -30,7 +30,10 @@ def test_show_defaults_and_resources_per_microversion(cloud: Cloud) -> None:
     assert shown["id"] == project and shown["instances"] == 10 and shown["cores"] == 20
     assert shown["ram"] == 51200 and shown["key_pairs"] == 100 and shown["server_groups"] == 10
     assert shown["server_group_members"] == 10 and shown["metadata_items"] == 128
-    assert shown["floating_ips"] == -1 and shown["security_groups"] == -1 and shown["injected_files"] == 5
+    # the nova-network proxies carry Nova's defaults
+    assert (shown["fixed_ips"], shown["floating_ips"], shown["security_groups"], shown["security_group_rules"]) == (
+        -1, 10, 10, 20)
+    assert shown["injected_files"] == 5
     assert "networks" not in shown
     at_236 = cloud.get(member, f"os-quota-sets/{project}", version="2.36").json()["quota_set"]
     assert "fixed_ips" not in at_236 and "security_group_rules" not in at_236 and "injected_files" in at_236
@@ -117,6 +120,29 @@ def test_class_default_applies_to_projects_without_their_own(cloud: Cloud) -> No
     assert cloud.get(member, f"os-quota-sets/{project}/defaults").json()["quota_set"]["cores"] == 7
     absolute = cloud.get(member, "limits").json()["limits"]["absolute"]
     assert absolute["maxTotalCores"] == 7
+
+
+def test_network_proxies_are_kept_where_old_microversions_set_them(cloud: Cloud) -> None:
+    # Tempest's test_update_default_quotas sets every key of the 2.1 body and reads each back
+    admin, project = cloud.admin(), demo_id(cloud)
+    proxies = {"fixed_ips": 7, "floating_ips": 8, "security_groups": 9, "security_group_rules": 11}
+    updated = cloud.put(admin, "os-quota-class-sets/default", {"quota_class_set": proxies})
+    assert updated.status_code == 200
+    assert {k: updated.json()["quota_class_set"][k] for k in proxies} == proxies
+    shown = cloud.get(admin, "os-quota-class-sets/default").json()["quota_class_set"]
+    assert {k: shown[k] for k in proxies} == proxies
+    # a project without its own limits takes them (2.35), and sets its own there
+    assert cloud.get(admin, f"os-quota-sets/{project}", version="2.35").json()["quota_set"]["floating_ips"] == 8
+    assert set_quota(cloud, project, version="2.35", floating_ips=3).json()["quota_set"]["floating_ips"] == 3
+    absolute = cloud.get(cloud.member(), "limits", version="2.35").json()["limits"]["absolute"]
+    assert (absolute["maxTotalFloatingIps"], absolute["maxSecurityGroups"], absolute["maxSecurityGroupRules"]) == (
+        3, 9, 11)
+    # from 2.36 (2.50 for classes) they are neither shown nor accepted
+    assert "floating_ips" not in cloud.get(admin, f"os-quota-sets/{project}", version="2.36").json()["quota_set"]
+    assert "maxTotalFloatingIps" not in cloud.get(admin, "limits", version="2.36").json()["limits"]["absolute"]
+    assert set_quota(cloud, project, version="2.36", floating_ips=3).status_code == 400
+    refused = cloud.put(admin, "os-quota-class-sets/default", {"quota_class_set": {"fixed_ips": 1}}, version="2.50")
+    assert refused.status_code == 400
 
 
 def test_boot_refused_at_the_project_limit_and_limits_agree(cloud: Cloud) -> None:
