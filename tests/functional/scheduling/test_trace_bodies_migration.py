@@ -40,7 +40,10 @@ def test_records_before_the_migration_keep_their_trace_with_one_body_each_distin
         bodies = dict(Body.objects.values_list("digest", "body"))
         assert sorted(json.loads(b)["result"] for b in bodies.values()) == ["no_valid_host", "selected"]
         named = dict(Record.objects.values_list("instance_uuid", "body_digest"))
-        assert named["i1"] == named["i2"] == trace_body_digest(json.dumps(same, separators=(",", ":")))
+        # (the digest of the body's text: on PostgreSQL the old jsonb column gave the keys back in
+        # its own order, so the text is not always json.dumps(same))
+        assert named["i1"] == named["i2"] == trace_body_digest(bodies[named["i1"]])
+        assert json.loads(bodies[named["i1"]]) == same
         assert json.loads(bodies[named["i3"]]) == other
         # and the way back gives each record its trace again
         Record = _migrate(BEFORE).get_model("scheduling", "SchedulingTraceRecord")  # type: ignore[attr-defined]
