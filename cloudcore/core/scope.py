@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -211,24 +211,38 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
                     log.exception("request scope: after writing %s rows", model.__name__)
 
 
+def _write_model(database: str, model: type[Row], rows: list[Row], plain: dict[type[models.Model], bool]) -> None:
+    """One INSERT of ``rows`` on ``database``: ``insert_plain`` for a model in ``plain`` (its value:
+    ``ignore_conflicts``), else the ORM's ``bulk_create``."""
+    if model in plain:
+        insert_plain(database, model, rows, ignore_conflicts=plain[model])
+    else:
+        model._default_manager.bulk_create(rows)
+
+
+def _unsaved(rows: Sequence[models.Model]) -> Callable[[], None]:
+    """Which of ``rows`` have no primary key yet; the callable gives those their unsaved state
+    back after a rolled-back transaction (the ids it gave them are not theirs)."""
+    fresh = [row for row in rows if row.pk is None]
+
+    def restore() -> None:
+        for row in fresh:
+            row.pk = None
+            row._state.adding = True
+    return restore
+
+
 def write_together(database: str, groups: list[tuple[type[Row], list[Row]]],
                    plain: dict[type[models.Model], bool] | None = None) -> list[tuple[type[Row], list[Row]]]:
     """Insert each model's rows (one INSERT per model; ``insert_plain`` for the models in
     ``plain``) in one transaction on ``database``; when it fails, each model's rows alone. The
     groups written."""
     plain = plain or {}
-
-    def write(model: type[Row], model_rows: list[Row]) -> None:
-        if model in plain:
-            insert_plain(database, model, model_rows, ignore_conflicts=plain[model])
-        else:
-            model._default_manager.bulk_create(model_rows)
-
-    fresh = [[row.pk is None for row in model_rows] for _model, model_rows in groups]
+    restore = [_unsaved(model_rows) for _model, model_rows in groups]
     try:
         with transaction.atomic(using=database):
             for model, model_rows in groups:
-                write(model, model_rows)
+                _write_model(database, model, model_rows, plain)
         return groups
     except Exception:
         if len(groups) == 1:
@@ -236,14 +250,11 @@ def write_together(database: str, groups: list[tuple[type[Row], list[Row]]],
             return []
         log.exception("request scope: could not write the deferred rows together; writing each model alone")
     written = []
-    for (model, model_rows), unsaved in zip(groups, fresh, strict=True):
-        for row, was_unsaved in zip(model_rows, unsaved, strict=True):
-            if was_unsaved:  # the ids given in the transaction rolled back are not theirs
-                row.pk = None
-                row._state.adding = True
+    for (model, model_rows), give_back in zip(groups, restore, strict=True):
+        give_back()
         try:
             with transaction.atomic(using=database):
-                write(model, model_rows)
+                _write_model(database, model, model_rows, plain)
             written.append((model, model_rows))
         except Exception:  # one failing write does not hide the others
             log.exception("request scope: could not write %d %s rows", len(model_rows), model.__name__)
@@ -304,23 +315,16 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
         plain.update(pending.plain)
         for model, model_rows in pending.groups:
             by_model.setdefault(model, []).extend(model_rows)
-    fresh = {id(row) for rows in by_model.values() for row in rows if row.pk is None}
+    restore = _unsaved([row for rows in by_model.values() for row in rows])
     try:
         with transaction.atomic(using=database):
             for model, model_rows in by_model.items():
-                if model in plain:
-                    insert_plain(database, model, model_rows, ignore_conflicts=plain[model])
-                else:
-                    model._default_manager.bulk_create(model_rows)
+                _write_model(database, model, model_rows, plain)
         return True
     except Exception:
         log.warning("request scope: %d threads' rows could not be written together; each writes its own alone",
                     len(batch), exc_info=True)
-        for rows in by_model.values():
-            for row in rows:
-                if id(row) in fresh:  # the ids given in the transaction rolled back are not theirs
-                    row.pk = None
-                    row._state.adding = True
+        restore()
         return False
 
 
