@@ -151,7 +151,8 @@ def validated_remember(token: Token, fields: dict[str, Any]) -> None:
     seconds = settings.TOKEN_CACHE_SECONDS
     if seconds <= 0:
         return
-    entry = Validated(user=token.user, fields=dict(fields), stamp=stamp_of(token), expires_at=token.expires_at,
+    entry = Validated(user=token.user, fields={**fields, "roles": list(fields["roles"])}, stamp=stamp_of(token),
+                      expires_at=token.expires_at,
                       fresh_until=time.monotonic() + seconds)
     with _lock:
         _validated[token.id_hash] = entry

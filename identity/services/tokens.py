@@ -112,7 +112,8 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
     stamps read with the token, so that its policy grants may be remembered too."""
     remembered = token_cache.validated_get(token_id)
     if remembered is not None:
-        return remembered.user, RequestContext(**remembered.fields, request_id=request_id or new_request_id())
+        own = {**remembered.fields, "roles": list(remembered.fields["roles"])}  # a context's own list
+        return remembered.user, RequestContext(**own, request_id=request_id or new_request_id())
     try:
         token = _valid(token_cache.token_read(token_id), token_id)
         roles = token_cache.roles_of(token)
