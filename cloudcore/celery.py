@@ -39,6 +39,17 @@ def _switch_interval(**_kwargs: object) -> None:
     sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL_MS / 1000)
 
 
+@worker_init.connect
+def _background_priority(**_kwargs: object) -> None:
+    """A worker runs at niceness ``CLOUDCORE_WORKER_NICE`` (settings) or its own if higher. Set
+    before its pool's threads start (Linux keeps a niceness per thread; new threads inherit it)."""
+    from django.conf import settings
+
+    target = min(settings.WORKER_NICE, 19)
+    if target and os.getpriority(os.PRIO_PROCESS, 0) < target:
+        os.setpriority(os.PRIO_PROCESS, 0, target)
+
+
 @app.on_after_configure.connect
 def _schedule(sender: Celery, **_kwargs: object) -> None:
     from django.conf import settings

@@ -237,6 +237,10 @@ WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 # up to the whole interval each time, tens of times per request (see docs/processes.md).
 GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
 COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
+# The niceness (0-19) the Celery workers (conductor, computes, volume) raise themselves to when they
+# start, so that on a busy machine the web process's requests get the CPU first and the workers catch
+# up (docs/processes.md). 0: the priority they were started with.
+WORKER_NICE = env_int("WORKER_NICE", 0, minimum=0)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", True)

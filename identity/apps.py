@@ -32,7 +32,7 @@ def _connect_token_cache() -> None:
     from django.contrib.auth.models import Group
     from django.db.models.signals import m2m_changed, post_delete, post_save
 
-    from .models import ApplicationCredential, User
+    from .models import ApplicationCredential, Project, User
     from .services import token_cache
 
     # per model: a delete receiver on every model would cost other models their fast deletes
@@ -42,6 +42,11 @@ def _connect_token_cache() -> None:
                           dispatch_uid=f"identity-token-cache-save-{app_label}-{model_name}")
         post_delete.connect(token_cache.on_delete, sender=model,
                             dispatch_uid=f"identity-token-cache-delete-{app_label}-{model_name}")
+    for model in (User, Project, ApplicationCredential):
+        post_save.connect(token_cache.on_account_write, sender=model,
+                          dispatch_uid=f"identity-token-cache-account-save-{model.__name__}")
+        post_delete.connect(token_cache.on_account_write, sender=model,
+                            dispatch_uid=f"identity-token-cache-account-delete-{model.__name__}")
     for through in (User.groups.through, User.user_permissions.through, Group.permissions.through,
                     ApplicationCredential.roles.through):
         m2m_changed.connect(token_cache.on_m2m, sender=through, dispatch_uid=f"identity-token-cache-{through.__name__}")

@@ -59,11 +59,22 @@ def _visible(ctx: RequestContext, qs: QuerySet[Image],
                          members__status__in=member_statuses)).distinct()
 
 
+def _sees(ctx: RequestContext, image: Image) -> bool:
+    """``_visible``'s rule (any member status) for one image already read."""
+    if ctx.is_admin or image.visibility in ("public", "community") or image.owner == ctx.project_id:
+        return True
+    return image.visibility == "shared" and image.members.filter(member=ctx.project_id,
+                                                                 status__in=MEMBER_STATUSES).exists()
+
+
 def image_get(ctx: RequestContext, image_id: str) -> Image:
     """The image if ``ctx`` may see it (a member of a shared image may, before accepting it:
-    that is how it finds the image to accept); ImageNotFound (404) otherwise."""
-    image = _visible(ctx, Image.objects.filter(id=image_id)).first()
-    if image is None:
+    that is how it finds the image to accept); ImageNotFound (404) otherwise. The row is read by
+    its id alone and the rule checked on it (a membership read only for another project's shared
+    image): the query with ``_visible``'s join and DISTINCT cost ``POST /servers`` a sixth of its
+    CPU in the web process to build."""
+    image = Image.objects.filter(id=image_id).first()
+    if image is None or not _sees(ctx, image):
         raise ImageNotFound(image_id=image_id)
     return image
 

@@ -19,6 +19,7 @@ from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Un
 from cloudcore.core.policy import authorize, members_group_name
 
 from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
+from . import token_cache
 from .roles import RoleNotFound, roles_for
 
 DEFAULT_DOMAIN_NAME = "Default"
@@ -190,6 +191,7 @@ def _user_write(user: User, *, password: str | None = None, **changes: Any) -> U
     if password is not None or changes.get("enabled") is False:
         # Keystone revokes a user's tokens when the password changes or the user is disabled.
         Token.objects.filter(user=user, revoked=False).update(revoked=True)
+        token_cache.identity_changed([user.id])  # after the update: no process validates them again
     if changes.get("enabled") is False:
         ApplicationCredential.objects.filter(user=user).delete()
     return user

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db import router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -94,8 +96,10 @@ def token_revoke(*, actor: RequestContext, token_id: str) -> None:
     own user or an admin)."""
     token = token_get_valid(token_id)
     authorize(actor, "identity:revoke_token", {"user_id": token.user_id, "project_id": token.project_id})
-    if not Token.objects.filter(id_hash=token.id_hash, revoked=False).update(revoked=True):
-        raise TokenNotFound(token_id=token_id)
+    with transaction.atomic(using=router.db_for_write(Token)):
+        if not Token.objects.filter(id_hash=token.id_hash, revoked=False).update(revoked=True):
+            raise TokenNotFound(token_id=token_id)
+        token_cache.identity_changed([token.user_id])  # every process's validation of it ends
 
 
 def is_admin_project(project: Project | None) -> bool:
@@ -106,6 +110,10 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
     """The acting user and RequestContext of a token; Unauthorized (401) if it is not valid.
     One statement when its roles are remembered (``token_cache``); the context carries the change
     stamps read with the token, so that its policy grants may be remembered too."""
+    remembered = token_cache.validated_get(token_id)
+    if remembered is not None:
+        own = {**remembered.fields, "roles": list(remembered.fields["roles"])}  # a context's own list
+        return remembered.user, RequestContext(**own, request_id=request_id or new_request_id())
     try:
         token = _valid(token_cache.token_read(token_id), token_id)
         roles = token_cache.roles_of(token)
@@ -115,7 +123,7 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
     except TokenNotFound:
         raise Unauthorized() from None
     credential = token.application_credential
-    ctx = RequestContext(
+    fields: dict[str, Any] = dict(
         user_id=token.user.id,
         project_id=token.project.id if token.project else None,
         roles=roles,
@@ -125,9 +133,9 @@ def context_for_token(token_id: str, *, request_id: str | None = None) -> tuple[
         application_credential_id=credential.id if credential else None,
         application_credential_restricted=credential is not None and not credential.unrestricted,
         grants_stamp=token_cache.stamp_of(token),
-        request_id=request_id or new_request_id(),
     )
-    return token.user, ctx
+    token_cache.validated_remember(token, fields)
+    return token.user, RequestContext(**fields, request_id=request_id or new_request_id())
 
 
 def token_flush(*, older_than_seconds: int = 0) -> int:

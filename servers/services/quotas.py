@@ -16,9 +16,10 @@ below the usage without ``force``, ``PolicyNotAuthorized`` (403) from the ``os-q
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
-from django.db.models import BooleanField, Count, Q, Sum, Value
+from django.db.models import BooleanField, Count, Q, QuerySet, Sum, Value
 
 from cells.scatter import failed, scatter_gather
 from cells.transactions import api_atomic
@@ -26,6 +27,7 @@ from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, QuotaExceeded
 from cloudcore.core.policy import authorize
+from cloudcore.core.prepared import prepared_rows
 
 from ..choices import VmState
 from ..models import BuildRequest, Instance, KeyPair, QuotaClass, QuotaLimit
@@ -115,19 +117,25 @@ def quota_class_limits(class_name: str = DEFAULT_CLASS) -> dict[str, int]:
     return {**built_in_defaults(), **_class_rows(class_name)}
 
 
+def _class_and_project_query(class_name: str, project_id: str) -> QuerySet[Any]:
+    classes = QuotaClass.objects.filter(class_name=class_name, resource__in=RESOURCES).values_list(
+        "resource", "hard_limit", Value(True, output_field=BooleanField()))
+    projects = QuotaLimit.objects.filter(project_id=project_id, resource__in=RESOURCES).values_list(
+        "resource", "hard_limit", Value(False, output_field=BooleanField()))
+    return classes.union(projects, all=True)
+
+
 def _class_and_project_rows(project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """``_class_rows(DEFAULT_CLASS)`` and ``_project_rows(project_id)``: when the request knows
-    neither, read in one statement (a UNION) and memoised as those two would be."""
+    neither, read in one statement (a UNION, its SQL built once per process: ``prepared_rows``) and
+    memoised as those two would be."""
     class_key, project_key = ("quota.class", DEFAULT_CLASS), ("quota.project", project_id)
     current = scope.current()
     if current is not None and (class_key in current.memo or project_key in current.memo):
         return _class_rows(DEFAULT_CLASS), _project_rows(project_id)
-    classes = QuotaClass.objects.filter(class_name=DEFAULT_CLASS, resource__in=RESOURCES).values_list(
-        "resource", "hard_limit", Value(True, output_field=BooleanField()))
-    projects = QuotaLimit.objects.filter(project_id=project_id, resource__in=RESOURCES).values_list(
-        "resource", "hard_limit", Value(False, output_field=BooleanField()))
     rows: dict[bool, dict[str, int]] = {True: {}, False: {}}
-    for resource, hard_limit, of_class in classes.union(projects, all=True):
+    for resource, hard_limit, of_class in prepared_rows("quota.class_and_project", _class_and_project_query,
+                                                        (DEFAULT_CLASS, project_id)):
         rows[bool(of_class)][resource] = hard_limit
     scope.remember(class_key, rows[True])
     scope.remember(project_key, rows[False])

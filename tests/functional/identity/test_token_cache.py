@@ -41,7 +41,7 @@ def test_a_validated_token_costs_one_statement(alice: Any, django_assert_num_que
     _, _, token = alice
     first_user, first = context_for_token(token, request_id="req-1")
     # when it is presented again
-    with django_assert_num_queries(1):  # the token row (user, project and change stamp joined)
+    with django_assert_num_queries(1):  # the change stamps (the token's validation is remembered)
         user, ctx = context_for_token(token, request_id="req-2")
     # then the same user and roles come back, in a context of its own
     assert user.id == first_user.id and ctx.roles == first.roles == ["member", "reader"]
@@ -91,13 +91,36 @@ def test_a_role_removed_by_another_process_is_seen(alice: Any) -> None:
     assert context_for_token(token)[1].roles == ["member", "reader"]
 
 
-def test_a_token_revoked_behind_the_cache_is_refused(alice: Any) -> None:
-    # the token row itself is read on every request: no stamp is needed for a revocation
-    _, _, token = alice
+def test_a_token_revoked_by_another_process_is_refused(alice: Any) -> None:
+    # given a token this process validated
+    user, _, token = alice
     context_for_token(token)
+    # when another process revokes it as token_revoke does: the row, and its user's stamp bumped
     Token.objects.update(revoked=True)
+    IdentityChangeStamp.objects.filter(key=user.id).update(seq=F("seq") + 1)
+    # then this process's next request refuses it
     with pytest.raises(Unauthorized):
         context_for_token(token)
+
+
+def test_a_token_revoked_without_a_stamp_is_refused_once_its_entry_ends(alice: Any) -> None:
+    # a raw write that bumps no stamp is seen after TOKEN_CACHE_SECONDS (here: nothing remembered)
+    _, _, token = alice
+    with override_settings(TOKEN_CACHE_SECONDS=0):
+        context_for_token(token)
+        Token.objects.update(revoked=True)
+        with pytest.raises(Unauthorized):
+            context_for_token(token)
+
+
+def test_a_remembered_token_is_checked_by_the_stamps_alone(alice: Any,
+                                                           django_assert_num_queries: Any) -> None:
+    # given a validated token, when it is presented again: one statement, the change stamps
+    _, _, token = alice
+    context_for_token(token)
+    with django_assert_num_queries(1) as captured:
+        context_for_token(token)
+    assert "identity_token" not in captured.captured_queries[0]["sql"]
 
 
 def test_a_new_token_or_another_users_grant_does_not_end_the_others(alice: Any,

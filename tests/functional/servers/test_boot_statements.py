@@ -90,11 +90,13 @@ def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None
         assert len(statements) <= BUDGET, "\n".join(f"[{a}] {s[:120]}" for a, s in statements)
         assert sum(steps.values()) == len(statements)
         assert {step: n for step, n in steps.items() if n > BUDGET_BY_STEP.get(step, 0)} == {}, steps
-        # and what used to repeat is read once: the user's token (its roles remembered; the host,
-        # handed the image, calls no service and validates no token of its own), the cells, the
+        # and what used to repeat is read once: the user's token's change stamps (its validation
+        # remembered, the token row not read again; the host, handed the image, calls no service
+        # and validates no token of its own), the cells, the
         # quota limits; the requested security groups are written with one upsert and not read
         # back; the notifications are one INSERT
-        assert _count(statements, r'FROM "identity_token"') == 1
+        assert _count(statements, r'FROM "identity_token"') == 0
+        assert _count(statements, r'FROM "identity_identitychangestamp"') == 1
         assert _count(statements, r'FROM "images_image"') == 1  # the API's; the host is handed it
         assert _count(statements, r'"identity_role"|guardian_') == 0
         assert _count(statements, r'FROM "cells_cellmapping"') == 1

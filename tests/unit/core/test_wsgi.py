@@ -39,3 +39,22 @@ def test_the_web_and_worker_processes_hand_the_gil_over_at_the_configured_interv
         assert sys.getswitchinterval() == pytest.approx(0.0005)
     finally:
         sys.setswitchinterval(default)
+
+
+@pytest.mark.parametrize(("configured", "own", "expected"), [(5, 0, 5), (5, 10, None), (0, 0, None)])
+def test_a_worker_lowers_its_priority_to_the_configured_niceness(settings: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                 configured: int, own: int,
+                                                                 expected: int | None) -> None:
+    import os
+
+    from celery.signals import worker_init
+
+    # given a configured niceness and the niceness the worker was started with
+    settings.WORKER_NICE = configured
+    set_to: list[int] = []
+    monkeypatch.setattr(os, "getpriority", lambda which, who: own)
+    monkeypatch.setattr(os, "setpriority", lambda which, who, value: set_to.append(value))
+    # when a Celery worker starts
+    worker_init.send(sender=None)
+    # then it is lowered to the configured niceness, never raised back above its own
+    assert set_to == ([] if expected is None else [expected])
