@@ -49,16 +49,23 @@ lint: venv
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
+# The in-process tiers two at a time (pytest-xdist: a worker per core, each with its own test
+# databases), then the real-process tests (live clouds, workers, browsers) one at a time, as before.
+# --durations: every CI log says where the time goes.
 test-sqlite: venv
-	$(PY) -m pytest tests -q
+	@set -o pipefail; status=0; \
+	$(PY) -m pytest tests -q -m "not slow" -n 2 --durations=25 || status=1; \
+	$(PY) -m pytest tests -q -m slow --durations=40 || status=1; \
+	exit $$status
 
-# The database-layer tests again on PostgreSQL, one real database per cell.
+# The database-layer tests again on PostgreSQL, one real database per cell (two at a time: each
+# xdist worker gets its own test databases, pytest-django's _gw<N> suffix).
 test-postgres: venv
 	@scripts/services.sh start postgres
 	@set -o pipefail; \
 	CLOUDCORE_DATABASE_URL=$(PG_URL)/cloudcore \
 	CLOUDCORE_CELL_DATABASES=cell0=$(PG_URL)/cloudcore_cell0,cell1=$(PG_URL)/cloudcore_cell1,cell2=$(PG_URL)/cloudcore_cell2 \
-	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly; \
+	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly -n 2 --durations=25; \
 	status=$$?; scripts/services.sh stop postgres; exit $$status
 
 # The whole live cloud (manage.py run_cloud, every process) on PostgreSQL (API + one database per
@@ -77,11 +84,11 @@ test-e2e-postgres: venv
 	scripts/services.sh start postgres && scripts/services.sh start redis || exit 1; \
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
-	$(PY) -m pytest tests/e2e/test_cli_postgres.py $(E2E_ON_POSTGRES) -q -p no:randomly || status=1; \
+	$(PY) -m pytest tests/e2e/test_cli_postgres.py $(E2E_ON_POSTGRES) -q -p no:randomly --durations=25 || status=1; \
 	scripts/services.sh stop redis && scripts/services.sh start redis || exit 1; \
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
-	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly || status=1; \
+	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly --durations=10 || status=1; \
 	exit $$status
 
 bench: venv
