@@ -72,11 +72,13 @@ test-postgres: venv
 # cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI; then,
 # in a pytest run of its own (its own cloud), the fault suite: kill -9 of a compute worker, the
 # conductor, Redis and a cell database in the middle of builds and resizes (tests/e2e/test_faults.py).
-# The CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in test-sqlite);
-# with CLOUDCORE_COMPUTE_ISOLATION on, the CLI suite also runs on a second cloud whose compute workers
-# connect as a role per cell that reaches only that cell's database (test_isolated_computes.py);
+# The volume CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in
+# test-sqlite); the CLI suite (test_cli_cloud.py) runs once here, on a second cloud whose compute workers
+# (isolated, CLOUDCORE_COMPUTE_ISOLATION, on by default as on the first) connect as a role per cell that
+# reaches only that cell's database (test_isolated_computes.py collects it): on the first cloud it would
+# repeat the same flow with the computes' database user the only difference.
 # Redis is restarted empty before the fault suite so that no task of the first cloud reaches the second.
-E2E_ON_POSTGRES := tests/e2e/test_cli_cloud.py tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
+E2E_ON_POSTGRES := tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
 	tests/hardening/test_concurrent_actions.py tests/e2e/test_isolated_computes.py
 test-e2e-postgres: venv
 	@set -o pipefail; status=0; \
