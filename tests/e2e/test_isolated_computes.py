@@ -81,7 +81,7 @@ def cloud(isolated_cloud: LiveCloud) -> LiveCloud:
 def _cli_suite_once_on_sqlite(request: pytest.FixtureRequest) -> None:
     if not ON_POSTGRES and request.function.__module__ != __name__:
         pytest.skip("on SQLite the isolated cloud is the session's cloud, where tests/e2e/test_cli_cloud.py runs "
-                    "this test; it runs here again on PostgreSQL (make test-e2e-postgres), on a cloud of its own")
+                    "this test; on PostgreSQL (make test-e2e-postgres) it runs here, on a cloud of its own")
 
 
 def compute_environments(cloud: LiveCloud) -> dict[str, dict[str, str]]:
