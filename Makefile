@@ -49,27 +49,36 @@ lint: venv
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 
+# The in-process tiers two at a time (pytest-xdist: a worker per core, each with its own test
+# databases), then the real-process tests (live clouds, workers, browsers) one at a time, as before.
+# --durations: every CI log says where the time goes.
 test-sqlite: venv
-	$(PY) -m pytest tests -q
+	@set -o pipefail; status=0; \
+	$(PY) -m pytest tests -q -m "not slow" -n 2 --durations=25 || status=1; \
+	$(PY) -m pytest tests -q -m slow --durations=40 || status=1; \
+	exit $$status
 
-# The database-layer tests again on PostgreSQL, one real database per cell.
+# The database-layer tests again on PostgreSQL, one real database per cell (two at a time: each
+# xdist worker gets its own test databases, pytest-django's _gw<N> suffix).
 test-postgres: venv
 	@scripts/services.sh start postgres
 	@set -o pipefail; \
 	CLOUDCORE_DATABASE_URL=$(PG_URL)/cloudcore \
 	CLOUDCORE_CELL_DATABASES=cell0=$(PG_URL)/cloudcore_cell0,cell1=$(PG_URL)/cloudcore_cell1,cell2=$(PG_URL)/cloudcore_cell2 \
-	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly; \
+	$(PY) -m pytest tests/unit tests/functional -q -m "not slow" -p no:randomly -n 2 --durations=25; \
 	status=$$?; scripts/services.sh stop postgres; exit $$status
 
 # The whole live cloud (manage.py run_cloud, every process) on PostgreSQL (API + one database per
 # cell, fresh names each run) with Redis as the Celery broker, driven with the openstack CLI; then,
 # in a pytest run of its own (its own cloud), the fault suite: kill -9 of a compute worker, the
 # conductor, Redis and a cell database in the middle of builds and resizes (tests/e2e/test_faults.py).
-# The CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in test-sqlite);
-# with CLOUDCORE_COMPUTE_ISOLATION on, the CLI suite also runs on a second cloud whose compute workers
-# connect as a role per cell that reaches only that cell's database (test_isolated_computes.py);
+# The volume CLI and SDK suites and the concurrency race run again on this cloud (they ran on SQLite in
+# test-sqlite); the CLI suite (test_cli_cloud.py) runs once here, on a second cloud whose compute workers
+# (isolated, CLOUDCORE_COMPUTE_ISOLATION, on by default as on the first) connect as a role per cell that
+# reaches only that cell's database (test_isolated_computes.py collects it): on the first cloud it would
+# repeat the same flow with the computes' database user the only difference.
 # Redis is restarted empty before the fault suite so that no task of the first cloud reaches the second.
-E2E_ON_POSTGRES := tests/e2e/test_cli_cloud.py tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
+E2E_ON_POSTGRES := tests/e2e/test_cli_volumes.py tests/e2e/test_sdk.py \
 	tests/hardening/test_concurrent_actions.py tests/e2e/test_isolated_computes.py
 test-e2e-postgres: venv
 	@set -o pipefail; status=0; \
@@ -77,11 +86,11 @@ test-e2e-postgres: venv
 	scripts/services.sh start postgres && scripts/services.sh start redis || exit 1; \
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
-	$(PY) -m pytest tests/e2e/test_cli_postgres.py $(E2E_ON_POSTGRES) -q -p no:randomly || status=1; \
+	$(PY) -m pytest tests/e2e/test_cli_postgres.py $(E2E_ON_POSTGRES) -q -p no:randomly --durations=25 || status=1; \
 	scripts/services.sh stop redis && scripts/services.sh start redis || exit 1; \
 	CLOUDCORE_E2E_DATABASE_URL=$(PG_URL)/cloudcore_e2e \
 	CLOUDCORE_E2E_BROKER_URL=redis://127.0.0.1:$(REDIS_PORT)/0 \
-	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly || status=1; \
+	$(PY) -m pytest tests/e2e/test_faults.py -q -p no:randomly --durations=10 || status=1; \
 	exit $$status
 
 bench: venv

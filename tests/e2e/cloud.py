@@ -17,7 +17,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,8 @@ class LiveCloud:
     env: dict[str, str]
     process: subprocess.Popen[bytes] | None = None
     log_path: Path = field(init=False)
+    #: openstacksdk connections by cloud name (``sdk``), kept for the cloud's life
+    connections: dict[str, Any] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.log_path = self.var_dir / "run_cloud.log"
@@ -71,6 +73,7 @@ class LiveCloud:
         raise RuntimeError(f"run_cloud did not come up in {timeout}s:\n{self.tail()}")
 
     def stop(self) -> None:
+        self.close_connections()
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGINT)
@@ -113,6 +116,55 @@ class LiveCloud:
 
     def openstack_json(self, *args: str, cloud: str = "cloudcore-demo") -> Any:
         return json.loads(self.openstack(*args, "-f", "json", cloud=cloud).stdout)
+
+    def sdk(self, cloud: str = "cloudcore-demo") -> Any:
+        """An openstacksdk connection as ``cloud`` from this cloud's ``clouds.yaml``, kept (one
+        token) until ``stop``. For the waits between the CLI steps a test checks: polling with the
+        CLI pays its start-up (1-3 s on a loaded 2-core machine) on every poll, an SDK GET a few ms."""
+        if cloud not in self.connections:
+            from .traffic import connect
+
+            self.connections[cloud] = connect(self, cloud)
+        return self.connections[cloud]
+
+    def close_connections(self) -> None:
+        for conn in self.connections.values():
+            conn.close()
+        self.connections.clear()
+
+    def poll(self, fetch: Callable[[Any], Any], done: Callable[[Any], bool], what: str, *,
+             cloud: str = "cloudcore-demo", timeout: float = 60.0, interval: float = 0.5) -> Any:
+        """``fetch(connection)`` (an openstacksdk connection as ``cloud``) once ``done`` says yes of
+        it; AssertionError naming ``what``, the last value and the logs past ``timeout``."""
+        conn = self.sdk(cloud)
+        deadline = time.monotonic() + timeout
+        while True:
+            value = fetch(conn)
+            if done(value):
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: still {value!r} after {timeout:.0f} s\n{self.tail(40)}")
+            time.sleep(interval)
+
+    def server_status(self, name: str, *wanted: str | None, cloud: str = "cloudcore-demo",
+                      timeout: float = 90) -> str | None:
+        """The status of server ``name`` (None: there is none) once it is one of ``wanted``, polled
+        with openstacksdk: the wait is not what a CLI test checks, the ``show`` after it is."""
+        status: str | None = self.poll(
+            lambda conn: getattr(conn.compute.find_server(name, ignore_missing=True), "status", None),
+            lambda status: status in wanted, f"server {name} to be one of {wanted}", cloud=cloud, timeout=timeout)
+        return status
+
+    def volume_status(self, kind: str, name: str, *wanted: str | None, cloud: str = "cloudcore-demo",
+                      timeout: float = 60) -> str | None:
+        """The status of the ``kind`` (volume, snapshot, backup, group, group_snapshot) ``name``
+        (None: there is none) once it is one of ``wanted``, polled with openstacksdk."""
+        def fetch(conn: Any) -> str | None:
+            return getattr(getattr(conn.block_storage, f"find_{kind}")(name, ignore_missing=True), "status", None)
+
+        status: str | None = self.poll(fetch, lambda status: status in wanted, f"{kind} {name} to be one of {wanted}",
+                                       cloud=cloud, timeout=timeout)
+        return status
 
     def wait_computes_up(self, timeout: float = 90, hosts: int = 4, why: str = "") -> LiveCloud:
         """This cloud, once ``hosts`` compute services are up; AssertionError (with the logs and

@@ -8,7 +8,6 @@ server back, the beat's periodic reclaims a soft-deleted server after the interv
 ``server delete --force`` deletes a soft-deleted one at once."""
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,12 +33,12 @@ def deferred_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveClo
 
 
 def server_gone(cloud: LiveCloud, server_id: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cloud.openstack("server", "show", server_id, check=False).returncode != 0:
-            return True
-        time.sleep(1)
-    return False
+    """Whether ``server show`` fails within ``timeout`` (waited for with the SDK)."""
+    try:
+        cloud.server_status(server_id, None, timeout=timeout)
+    except AssertionError:
+        return False
+    return cloud.openstack("server", "show", server_id, check=False).returncode != 0
 
 
 def backup(cloud: LiveCloud, server: str, name: str, rotate: int) -> dict[str, Any]:
@@ -51,12 +50,13 @@ def backup(cloud: LiveCloud, server: str, name: str, rotate: int) -> dict[str, A
 
 
 def image_gone(cloud: LiveCloud, image_id: str, timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cloud.openstack("image", "show", image_id, check=False).returncode != 0:
-            return True
-        time.sleep(0.5)
-    return False
+    """Whether ``image show`` fails within ``timeout`` (waited for with the SDK)."""
+    try:
+        cloud.poll(lambda conn: conn.image.find_image(image_id, ignore_missing=True), lambda image: image is None,
+                   f"image {image_id} to go", timeout=timeout)
+    except AssertionError:
+        return False
+    return cloud.openstack("image", "show", image_id, check=False).returncode != 0
 
 
 def test_backup_diagnostics_restore_and_force_delete_with_the_cli(live_cloud: LiveCloud) -> None:

@@ -9,7 +9,6 @@ confirm and revert, rebuild.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -21,14 +20,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 def wait_status(cloud: LiveCloud, name: str, wanted: str, *, cloud_name: str = "cloudcore-demo",
                 timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name, cloud=cloud_name)
-        if shown["status"] == wanted:
-            return shown
-        time.sleep(0.5)
-    raise AssertionError(f"{name} is {shown.get('status')}, not {wanted}: {shown.get('fault')}\n{cloud.tail(30)}")
+    cloud.server_status(name, wanted, cloud=cloud_name, timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("server", "show", name, cloud=cloud_name)
+    assert shown["status"] == wanted, f"{name} is {shown['status']}, not {wanted}: {shown.get('fault')}"
+    return shown
 
 
 @pytest.fixture(scope="module")

@@ -34,13 +34,8 @@ def _settled(conn: Any, server_id: str, timeout: float = 90) -> Any:
 
 
 def _active(cloud: LiveCloud, name: str, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = _admin(cloud, "server", "show", name)
-        if shown["status"] in ("ACTIVE", "ERROR"):
-            break
-        time.sleep(0.5)
+    cloud.server_status(name, "ACTIVE", "ERROR", cloud=ADMIN, timeout=timeout)
+    shown: dict[str, Any] = _admin(cloud, "server", "show", name)
     assert shown.get("status") == "ACTIVE", f"{name}: {shown.get('status')} {shown.get('fault')}\n{cloud.tail(30)}"
     return shown
 

@@ -3,7 +3,6 @@ server is paused and unpaused, suspended and resumed, rescued (with the image na
 sent a crash dump at 2.17, and a wrong-state request is refused with Nova's message."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -16,15 +15,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 def wait_status(cloud: LiveCloud, name: str, status: str, timeout: float = 90) -> dict[str, Any]:
     """The server once its status is ``status`` and it has no task left."""
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name)
-        if shown["status"] == status and not shown.get("OS-EXT-STS:task_state"):
-            return shown
-        if shown["status"] == "ERROR":
-            break
-        time.sleep(0.5)
+    cloud.poll(lambda conn: conn.compute.find_server(name), lambda server: server.status == "ERROR" or (
+        server.status == status and not server.task_state), f"server {name} to be {status}", timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("server", "show", name)
+    if shown["status"] == status and not shown.get("OS-EXT-STS:task_state"):
+        return shown
     raise AssertionError(f"{name}: {shown.get('status')} (wanted {status}) {shown.get('fault')}\n{cloud.tail(30)}")
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -42,14 +41,10 @@ def cloud(live_cloud: LiveCloud) -> LiveCloud:
 
 
 def wait_status(cloud: LiveCloud, name: str, wanted: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name)
-        if shown["status"] == wanted:
-            return shown
-        time.sleep(0.5)
-    raise AssertionError(f"{name} is {shown.get('status')}, not {wanted}: {shown.get('fault')}\n{cloud.tail(30)}")
+    cloud.server_status(name, wanted, timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("server", "show", name)
+    assert shown["status"] == wanted, f"{name} is {shown['status']}, not {wanted}: {shown.get('fault')}"
+    return shown
 
 
 class Databases:

@@ -2,7 +2,6 @@
 a server booted into it, a group added and removed, and a group in use refused deletion."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -13,13 +12,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 
 def wait_active(cloud: LiveCloud, name: str, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name)
-        if shown["status"] in ("ACTIVE", "ERROR"):
-            break
-        time.sleep(0.5)
+    cloud.server_status(name, "ACTIVE", "ERROR", timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("server", "show", name)
     assert shown.get("status") == "ACTIVE", f"{name}: {shown.get('status')} {shown.get('fault')}\n{cloud.tail(30)}"
     return shown
 

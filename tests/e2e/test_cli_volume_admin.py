@@ -4,7 +4,6 @@ services the real volume worker heartbeats (list, disable with a reason, enable)
 and capabilities, and the user message a volume gets when no back end may take it."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -17,14 +16,12 @@ ADMIN = "cloudcore-admin"
 
 
 def _services_up(cloud: LiveCloud, timeout: float = 90) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    services: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        services = cloud.openstack_json("volume", "service", "list", cloud=ADMIN)
-        if {s["Binary"] for s in services if s["State"] == "up"} == {"cinder-volume", "cinder-backup"}:
-            return services
-        time.sleep(1)
-    raise AssertionError(f"the volume worker's services are not up: {services}\n{cloud.tail(40)}")
+    wanted = {"cinder-volume", "cinder-backup"}
+    cloud.poll(lambda conn: {s.binary for s in conn.block_storage.services() if s.state == "up"},
+               lambda up: up == wanted, "the volume worker's services to be up", cloud=ADMIN, timeout=timeout)
+    services: list[dict[str, Any]] = cloud.openstack_json("volume", "service", "list", cloud=ADMIN)
+    assert {s["Binary"] for s in services if s["State"] == "up"} == wanted, services
+    return services
 
 
 def test_qos_specs_with_the_cli(live_cloud: LiveCloud) -> None:
@@ -74,10 +71,8 @@ def test_retype_with_the_cli(live_cloud: LiveCloud) -> None:
     assert refused.returncode != 0 and "requires migration" in refused.stderr
     assert cloud.openstack_json("volume", "show", "retyped")["type"] == "e2e-dst"
     cloud.openstack("volume", "delete", "retyped")
-    deadline = time.monotonic() + 60
-    while "retyped" in {v["Name"] for v in cloud.openstack_json("volume", "list")}:
-        assert time.monotonic() < deadline, cloud.tail(40)
-        time.sleep(0.5)
+    cloud.volume_status("volume", "retyped", None)
+    assert "retyped" not in {v["Name"] for v in cloud.openstack_json("volume", "list")}
     cloud.openstack("volume", "type", "delete", "e2e-src", "e2e-dst", "e2e-elsewhere", cloud=ADMIN)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -68,14 +67,11 @@ def _import_record(cloud: LiveCloud, record: dict[str, str]) -> dict[str, Any]:
 
 
 def _admin_wait(cloud: LiveCloud, kind: str, name: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        shown = cloud.openstack_json("volume", *([] if kind == "volume" else [kind]), "show", name,
-                                     cloud="cloudcore-admin")
-        if shown["status"] == "available":
-            return dict(shown)
-        assert time.monotonic() < deadline, f"{kind} {name} is {shown['status']}\n{cloud.tail(40)}"
-        time.sleep(0.5)
+    cloud.volume_status(kind, name, "available", cloud="cloudcore-admin", timeout=timeout)
+    shown = cloud.openstack_json("volume", *([] if kind == "volume" else [kind]), "show", name,
+                                 cloud="cloudcore-admin")
+    assert shown["status"] == "available", f"{kind} {name} is {shown['status']}\n{cloud.tail(40)}"
+    return dict(shown)
 
 
 def test_incremental_snapshot_update_export_import_with_the_cli(live_cloud: LiveCloud) -> None:
@@ -137,10 +133,9 @@ def test_incremental_snapshot_update_export_import_with_the_cli(live_cloud: Live
         cloud.openstack("volume", "backup", "delete", fields["id"], cloud=admin)
         for name in ("chain-snapbk", "chain-incr2", "chain-full"):
             cloud.openstack("volume", "backup", "delete", name)
-            deadline = time.monotonic() + 60
-            while name in {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")}:
-                assert time.monotonic() < deadline, cloud.tail(40)
-                time.sleep(0.5)
+            cloud.volume_status("backup", name, None)
+        assert not {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")} & {
+            "chain-snapbk", "chain-incr2", "chain-full"}
     finally:
         for name in ("chain-snapbk", "chain-incr2", "chain-incr", "chain-full"):
             cloud.openstack("volume", "backup", "delete", "--force", name, check=False)
@@ -177,23 +172,18 @@ def test_volume_groups_with_the_cli(live_cloud: LiveCloud) -> None:
         assert cloud.openstack_json(*v, "volume", "group", "show", "e2e-grp2")["Description"] == "g"
         # then a group snapshot is made of it, and a group from that snapshot holds a copy of the volume
         gsnap = cloud.openstack_json(*v, "volume", "group", "snapshot", "create", "--name", "e2e-gs", "e2e-grp2")
-        deadline = time.monotonic() + 60
-        while cloud.openstack_json(*v, "volume", "group", "snapshot", "show", gsnap["ID"])["Status"] != "available":
-            assert time.monotonic() < deadline, cloud.tail(40)
-            time.sleep(0.5)
+        cloud.volume_status("group_snapshot", gsnap["ID"], "available")
+        assert cloud.openstack_json(*v, "volume", "group", "snapshot", "show", gsnap["ID"])["Status"] == "available"
         copy = cloud.openstack_json(*v, "volume", "group", "create", "--group-snapshot", "e2e-gs",
                                     "--name", "e2e-from-gs")
         assert copy["Group Snapshot ID"] == gsnap["ID"]
-        deadline = time.monotonic() + 60
-        while True:
-            members = [vol for vol in cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "list",
-                                                           "--long")
-                       if vol["ID"] != vol_id and vol["Status"] == "available"
-                       and cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "show",
-                                                vol["ID"])["group_id"] == copy["ID"]]
-            if members or time.monotonic() > deadline:
-                break
-            time.sleep(1)
+        cloud.poll(lambda conn: [vol.id for vol in conn.block_storage.volumes()
+                                 if vol.group_id == copy["ID"] and vol.status == "available"], bool,
+                   "the volume of the group from the snapshot")
+        members = [vol for vol in cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "list", "--long")
+                   if vol["ID"] != vol_id and vol["Status"] == "available"
+                   and cloud.openstack_json("--os-volume-api-version", "3.13", "volume", "show",
+                                            vol["ID"])["group_id"] == copy["ID"]]
         assert len(members) == 1, cloud.tail(40)
         assert _read(cloud, members[0]["ID"], 0, 4) == b"GRP!"
         # a group with volumes needs --force (delete-volumes); its snapshot goes first
@@ -201,10 +191,9 @@ def test_volume_groups_with_the_cli(live_cloud: LiveCloud) -> None:
         assert refused.returncode != 0 and "delete-volumes flag is required" in refused.stderr
         cloud.openstack(*v, "volume", "group", "delete", "--force", "e2e-from-gs")
         cloud.openstack(*v, "volume", "group", "snapshot", "delete", "e2e-gs")
-        deadline = time.monotonic() + 60
-        while cloud.openstack_json(*v, "volume", "group", "snapshot", "list"):
-            assert time.monotonic() < deadline, cloud.tail(40)
-            time.sleep(0.5)
+        cloud.poll(lambda conn: list(conn.block_storage.group_snapshots()), lambda left: not left,
+                   "the group snapshot to go")
+        assert not cloud.openstack_json(*v, "volume", "group", "snapshot", "list")
         cloud.openstack(*v, "volume", "group", "delete", "--force", "e2e-grp2")
         assert cloud.openstack(*v, "volume", "group", "show", "e2e-grp2", check=False).returncode != 0
     finally:
@@ -239,10 +228,8 @@ def test_volume_type_encryption_with_the_cli(live_cloud: LiveCloud) -> None:
         assert refused.returncode != 0 and "is encrypted" in refused.stderr, refused.stderr
         assert cloud.openstack_json("volume", "show", "e2e-encvol")["status"] == "available"
         cloud.openstack("volume", "delete", "e2e-encvol")
-        deadline = time.monotonic() + 60
-        while cloud.openstack("volume", "show", "e2e-encvol", check=False).returncode == 0:
-            assert time.monotonic() < deadline, cloud.tail(40)
-            time.sleep(0.5)
+        cloud.volume_status("volume", "e2e-encvol", None)
+        assert cloud.openstack("volume", "show", "e2e-encvol", check=False).returncode != 0
         cloud.openstack("volume", "type", "unset", "--encryption-type", "e2e-enc", cloud=admin)
         shown = cloud.openstack_json("volume", "type", "show", "--encryption-type", "e2e-enc", cloud=admin)
         assert not shown.get("encryption"), shown

@@ -4,7 +4,6 @@
 properties, private types with project access, delete refused in use), clones and extend."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -15,14 +14,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 
 def wait_status(cloud: LiveCloud, name: str, wanted: str, timeout: float = 90) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("server", "show", name, "--os-compute-api-version", "2.93")
-        if shown["status"] == wanted:
-            return shown
-        time.sleep(0.5)
-    raise AssertionError(f"{name} is {shown.get('status')}, not {wanted}: {shown.get('fault')}\n{cloud.tail(40)}")
+    """The CLI's ``server show`` (2.93) of ``name`` once its status is ``wanted`` (polled with the SDK)."""
+    cloud.server_status(name, wanted, timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("server", "show", name, "--os-compute-api-version", "2.93")
+    assert shown["status"] == wanted, f"{name} is {shown['status']}, not {wanted}: {shown.get('fault')}"
+    return shown
 
 
 def test_boot_from_volume_and_reimage(live_cloud: LiveCloud) -> None:
@@ -45,14 +41,11 @@ def test_boot_from_volume_and_reimage(live_cloud: LiveCloud) -> None:
 
 
 def wait_volume(cloud: LiveCloud, kind: str, name: str, wanted: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    shown: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        shown = cloud.openstack_json("volume", *([] if kind == "volume" else [kind]), "show", name)
-        if shown["status"] == wanted:
-            return shown
-        time.sleep(0.5)
-    raise AssertionError(f"{kind} {name} is {shown.get('status')}, not {wanted}\n{cloud.tail(40)}")
+    """The CLI's ``volume [KIND] show NAME`` once its status is ``wanted`` (polled with the SDK)."""
+    cloud.volume_status(kind, name, wanted, timeout=timeout)
+    shown: dict[str, Any] = cloud.openstack_json("volume", *([] if kind == "volume" else [kind]), "show", name)
+    assert shown["status"] == wanted, f"{kind} {name} is {shown['status']}, not {wanted}\n{cloud.tail(40)}"
+    return shown
 
 
 def test_volume_snapshots_with_the_cli(live_cloud: LiveCloud) -> None:
@@ -70,10 +63,8 @@ def test_volume_snapshots_with_the_cli(live_cloud: LiveCloud) -> None:
     refused = cloud.openstack("volume", "delete", "snap-src", check=False)
     assert refused.returncode != 0 and "have snapshots" in refused.stderr
     cloud.openstack("volume", "snapshot", "delete", "snap-1")
-    deadline = time.monotonic() + 60
-    while "snap-1" in {s["Name"] for s in cloud.openstack_json("volume", "snapshot", "list")}:
-        assert time.monotonic() < deadline, cloud.tail(40)
-        time.sleep(0.5)
+    cloud.volume_status("snapshot", "snap-1", None)
+    assert "snap-1" not in {s["Name"] for s in cloud.openstack_json("volume", "snapshot", "list")}
     cloud.openstack("volume", "delete", "snap-src", "from-snap")
 
 
@@ -91,10 +82,10 @@ def test_volume_types_clones_and_extend_with_the_cli(live_cloud: LiveCloud) -> N
     assert wait_volume(cloud, "volume", "typed", "available")["type"] == "e2e-gold"
     # and `volume set --size` extends it (offline)
     cloud.openstack("volume", "set", "--size", "2", "typed")
-    deadline = time.monotonic() + 60
-    while (grown := wait_volume(cloud, "volume", "typed", "available"))["size"] != 2:
-        assert time.monotonic() < deadline, cloud.tail(40)
-        time.sleep(0.5)
+    cloud.poll(lambda conn: conn.block_storage.find_volume("typed"),
+               lambda vol: (vol.status, vol.size) == ("available", 2), "volume typed to be extended")
+    grown = wait_volume(cloud, "volume", "typed", "available")
+    assert grown["size"] == 2
     # and a clone of it (--source) has its size and type
     cloud.openstack("volume", "create", "--source", "typed", "typed-clone")
     clone = wait_volume(cloud, "volume", "typed-clone", "available")
@@ -109,10 +100,9 @@ def test_volume_types_clones_and_extend_with_the_cli(live_cloud: LiveCloud) -> N
                                                                           cloud="cloudcore-demo2")}
     # once the volumes are gone the types go
     cloud.openstack("volume", "delete", "typed", "typed-clone")
-    deadline = time.monotonic() + 60
-    while {"typed", "typed-clone"} & {v["Name"] for v in cloud.openstack_json("volume", "list")}:
-        assert time.monotonic() < deadline, cloud.tail(40)
-        time.sleep(0.5)
+    for name in ("typed", "typed-clone"):
+        cloud.volume_status("volume", name, None)
+    assert not {"typed", "typed-clone"} & {v["Name"] for v in cloud.openstack_json("volume", "list")}
     cloud.openstack("volume", "type", "delete", "e2e-gold", "e2e-private", cloud=admin)
 
 
@@ -133,10 +123,8 @@ def test_volume_backups_with_the_cli(live_cloud: LiveCloud) -> None:
         assert restored["size"] == 1
         # and the backup can then go
         cloud.openstack("volume", "backup", "delete", "bk-1")
-        deadline = time.monotonic() + 60
-        while "bk-1" in {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")}:
-            assert time.monotonic() < deadline, cloud.tail(40)
-            time.sleep(0.5)
+        cloud.volume_status("backup", "bk-1", None)
+        assert "bk-1" not in {b["Name"] for b in cloud.openstack_json("volume", "backup", "list")}
     finally:
         cloud.openstack("volume", "backup", "delete", "bk-1", check=False)
         cloud.openstack("volume", "delete", "backup-src", "from-backup", check=False)

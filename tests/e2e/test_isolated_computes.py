@@ -56,7 +56,16 @@ def violations(var_dir: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def isolated_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
+def isolated_cloud(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
+    """On PostgreSQL a cloud of its own (each cell's computes connect as that cell's role). On SQLite
+    the session's ``live_cloud``: with ``COMPUTE_ISOLATION`` on (the default) its computes already run
+    isolated, each with its own cell's file, which is all a second cloud would have."""
+    if not ON_POSTGRES:
+        cloud: LiveCloud = request.getfixturevalue("live_cloud")
+        yield cloud
+        found = violations(cloud.var_dir)
+        assert not found, "compute workers reached beyond their cell:\n" + "\n".join(found[:40])
+        return
     with running_cloud(tmp_path_factory, "isolated-cloud", broker_db=2, isolated_computes=True) as cloud:
         yield cloud
         found = violations(cloud.var_dir)
@@ -66,6 +75,13 @@ def isolated_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveClo
 @pytest.fixture(scope="module")
 def cloud(isolated_cloud: LiveCloud) -> LiveCloud:
     return isolated_cloud.wait_computes_up(timeout=120, why="\n".join(violations(isolated_cloud.var_dir)[:40]))
+
+
+@pytest.fixture(autouse=True)
+def _cli_suite_once_on_sqlite(request: pytest.FixtureRequest) -> None:
+    if not ON_POSTGRES and request.function.__module__ != __name__:
+        pytest.skip("on SQLite the isolated cloud is the session's cloud, where tests/e2e/test_cli_cloud.py runs "
+                    "this test; on PostgreSQL (make test-e2e-postgres) it runs here, on a cloud of its own")
 
 
 def compute_environments(cloud: LiveCloud) -> dict[str, dict[str, str]]:
