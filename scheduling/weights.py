@@ -124,4 +124,6 @@ def weigh_hosts(
             scores[weigher.name] = (multiplier, values)
     for host, weight in zip(hosts, weights, strict=True):
         host.weight = weight
-    return sorted(hosts, key=lambda h: -h.weight)
+    # highest weight first, equal weights in their order (a reversed sort keeps that order): the
+    # positions sorted by the weights list, no key function called per host
+    return [hosts[i] for i in sorted(range(len(hosts)), key=weights.__getitem__, reverse=True)]
