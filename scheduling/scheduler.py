@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
 
@@ -144,6 +145,9 @@ def _read_cell_nodes(cell: Any, updated_after: datetime | None = None) -> dict[s
 #: ``_CellsView.node_uuids``'s last answer, with the cells' node copies it was made of (held, so
 #: that their identity cannot be taken by new objects)
 _last_node_uuids: tuple[tuple[dict[str, NodeFacts], ...], frozenset[str]] = ((), frozenset())
+#: ``_cells_view``'s last merged node dict, with the cells' node copies it was made of (the same
+#: dict while no copy changes: ten thousand entries are not copied again per request)
+_last_nodes: tuple[tuple[dict[str, NodeFacts], ...], dict[str, NodeFacts]] = ((), {})
 
 
 @dataclass
@@ -178,7 +182,9 @@ class _CellsView:
 
 def _cells_view(cells: Iterable[Any]) -> _CellsView:
     """One statement per cell for its fingerprint and its services' state (the node rows
-    themselves only when the cell changed); a cell that cannot be read offers no hosts this time."""
+    themselves only when the cell changed); a cell that cannot be read offers no hosts this time.
+    ``nodes`` is shared by the requests that see the same node copies: do not mutate it."""
+    global _last_nodes
     view = _CellsView()
     service_fields = _service_fields()
     for cell in cells:
@@ -191,9 +197,15 @@ def _cells_view(cells: Iterable[Any]) -> _CellsView:
         except Exception:  # a cell that cannot be read offers no hosts this time
             log.exception("could not load compute nodes of cell %s", cell.uuid)
             continue
-        view.nodes.update(nodes)
         view.copies += (nodes,)
         view.problems[cell.uuid] = problems
+    copies, merged = _last_nodes
+    if len(copies) != len(view.copies) or any(a is not b for a, b in zip(copies, view.copies, strict=False)):
+        merged = {}
+        for nodes in view.copies:
+            merged.update(nodes)
+        _last_nodes = (view.copies, merged)
+    view.nodes = merged
     return view
 
 
@@ -225,11 +237,19 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
     default_zone = settings.DEFAULT_AVAILABILITY_ZONE
     summaries = summaries or {}
     no_summary: dict[str, Any] = {}
+    problems = view.problems
+    no_problems: dict[int, Any] = {}
     states = []
     for fact in facts:
         node, cell = fact.node, fact.cell
         summary = summaries.get(node.uuid, no_summary)
-        service, service_up = view.current_service(fact)
+        # ``view.current_service(fact)``, inline (once per host)
+        if fact.service is None:
+            service, service_up = None, None
+        elif (problem := problems.get(cell.uuid, no_problems).get(fact.service.id)) is not None:
+            service, service_up = problem, None
+        else:
+            service, service_up = fact.service_ok, True
         states.append(HostState(
             host=node.host, nodename=node.hypervisor_hostname, uuid=node.uuid, cell_uuid=cell.uuid, compute_id=node.id,
             cell_name=cell.name, service=service, service_up=service_up, hypervisor_type=node.hypervisor_type,
@@ -238,7 +258,7 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
             aggregate_metadata=dict(metadata[node.host]) if node.host in metadata else {},
             availability_zone=zones.get(node.host, default_zone), allocation_request=requests.get(node.uuid),
         ))
-    states.sort(key=lambda h: (h.host, h.nodename))
+    states.sort(key=attrgetter("host", "nodename"))
     return states
 
 
