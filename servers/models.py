@@ -17,7 +17,15 @@ from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
 from cloudcore.core.exceptions import ObjectActionError
-from cloudcore.core.models import ApiModel, CellModel, HardLimit, ProjectHardLimit, SoftDeleteModel, TimestampedModel
+from cloudcore.core.models import (
+    ApiModel,
+    CellModel,
+    HardLimit,
+    JSONField,
+    ProjectHardLimit,
+    SoftDeleteModel,
+    TimestampedModel,
+)
 
 from .choices import MigrationStatus, PowerState, VmState
 
@@ -208,9 +216,9 @@ class Instance(CellModel, SoftDeleteModel):
     image_ref = models.CharField(max_length=255, blank=True, default="")
     kernel_id = models.CharField(max_length=255, blank=True, default="")
     ramdisk_id = models.CharField(max_length=255, blank=True, default="")
-    flavor = models.JSONField(default=dict)
-    old_flavor = models.JSONField(null=True, blank=True)
-    new_flavor = models.JSONField(null=True, blank=True)
+    flavor = JSONField(default=dict)
+    old_flavor = JSONField(null=True, blank=True)
+    new_flavor = JSONField(null=True, blank=True)
     memory_mb = models.IntegerField(default=0)
     vcpus = models.IntegerField(default=0)
     root_gb = models.IntegerField(default=0)
@@ -218,9 +226,9 @@ class Instance(CellModel, SoftDeleteModel):
     key_name = models.CharField(max_length=255, null=True, blank=True)
     key_data = models.TextField(null=True, blank=True)
     user_data = models.TextField(null=True, blank=True)
-    metadata = models.JSONField(default=dict)
-    system_metadata = models.JSONField(default=dict)
-    migration_context = models.JSONField(null=True, blank=True)
+    metadata = JSONField(default=dict)
+    system_metadata = JSONField(default=dict)
+    migration_context = JSONField(null=True, blank=True)
     locked = models.BooleanField(default=False)
     locked_by = models.CharField(max_length=16, null=True, blank=True)
     locked_reason = models.CharField(max_length=255, null=True, blank=True)
@@ -238,15 +246,19 @@ class Instance(CellModel, SoftDeleteModel):
     auto_disk_config = models.BooleanField(default=False)
     #: personality (below 2.57): ``[{"path", "contents" (base64)}]`` for the config drive, see
     #: ``services.personality``.
-    injected_files = models.JSONField(default=list, blank=True)
+    injected_files = JSONField(default=list, blank=True)
     progress = models.IntegerField(default=0)
     admin_password_set = models.BooleanField(default=False)
-    trusted_certs = models.JSONField(null=True, blank=True)
+    trusted_certs = JSONField(null=True, blank=True)
     cleaned = models.BooleanField(default=False)
 
     class Meta(SoftDeleteModel.Meta):
         indexes = [
             models.Index(fields=["project_id", "deleted"]),
+            # A project's list page in the API's default order (created_at, uuid; newest first):
+            # read from the index up to the page's limit, where the project_id index made SQLite
+            # sort every row of the project (5,000 per cell for a page of 1,000 of 10,000 servers).
+            models.Index(fields=["project_id", "created_at", "uuid"]),
             models.Index(fields=["host", "node", "deleted"]),
             models.Index(fields=["compute", "deleted"]),
             models.Index(fields=["created_at", "id"]),

@@ -152,24 +152,30 @@ def where_the_time_goes(cloud: Any, client: Any, path: str, version: str, repeat
     return out
 
 
-def run(env: Any) -> dict[str, Any]:
+def make_cloud(env: Any) -> tuple[Any, Any]:
+    """The scenario's cloud (four hosts, two per cell, no quota) and its lister's client."""
     from django.conf import settings
 
-    from cells.context import target_cell
-    from servers.models import Instance
     from tests.cloud import Cloud
 
     settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
     settings.NOTIFICATIONS_KEEP = 0
-    sizes = QUICK_SIZES if env.quick else SIZES
-    booted_target = min(QUICK_BOOTED if env.quick else BOOTED, sizes[0])
-    repeats = QUICK_REPEATS if env.quick else REPEATS
     cloud = Cloud(cells=env.cells)
     for i in range(4):
         cloud.add_host(f"list-host-{i}", cell="cell1" if i < 2 else "cell2", zone=None, vcpus=4096,
                        memory_mb=4 * 1024 * 1024, disk_gb=100000)
     cloud.add_demo_objects()
-    client = cloud.member("lister", "lister")
+    return cloud, cloud.member("lister", "lister")
+
+
+def run(env: Any) -> dict[str, Any]:
+    from cells.context import target_cell
+    from servers.models import Instance
+
+    sizes = QUICK_SIZES if env.quick else SIZES
+    booted_target = min(QUICK_BOOTED if env.quick else BOOTED, sizes[0])
+    repeats = QUICK_REPEATS if env.quick else REPEATS
+    cloud, client = make_cloud(env)
     rows = []
     breakdown: dict[str, float] = {}
     breakdown_at = 0

@@ -1,0 +1,76 @@
+"""A deterministic count of full ``GET /servers/detail`` pages (issue 23 item 3), for a shared,
+noisy machine: instructions of ``N`` requests at each of 2.90 (the list_scale scenario's "detail"
+column), 2.1 and the latest microversion, a page of 1,000 servers (of ``SIZE`` in two cells, as in
+the list_scale scenario), counted by callgrind, which is switched on only around the requests::
+
+    SIZE=1000 N=3 valgrind --tool=callgrind --instr-atstart=no \\
+        --callgrind-out-file=/tmp/cg.out.%p .venv/bin/python -m bench.list_instructions
+
+then read the dump's total (``grep ^totals /tmp/cg.out.*.1``: all ``3 * N`` requests; one dump,
+callgrind_control wrote only the last of several named dumps). ``VERSIONS=latest`` counts one
+microversion only. Without valgrind (``PROFILE=1``) it prints a cProfile of the requests at the
+latest microversion instead."""
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import subprocess
+
+#: The microversions asked: list_scale's full page is asked at 2.90, and at 2.1 and latest.
+VERSIONS = ("2.90", "2.1", "latest")
+
+
+def main() -> None:
+    from .env import BenchEnv
+
+    size = int(os.environ.get("SIZE", "1000"))
+    requests = int(os.environ.get("N", "5"))
+    # under callgrind the set-up takes minutes: the hosts' heartbeats must not age out meanwhile
+    # (the servers would land in cell0, the hosts' status would read DOWN)
+    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
+    env = BenchEnv.create(quick=False)
+    try:
+        env.fresh()
+        from .scenarios import list_scale
+
+        cloud, client = list_scale.make_cloud(env)
+        booted = 20
+        for i in range(booted):
+            list_scale._enable_only(cloud, "cell1" if i < booted // 2 else "cell2")
+            cloud.create_server(client, f"list-{i:05d}", networks="none")
+        missing = size - booted
+        list_scale.insert_copies(cloud, "cell1", missing // 2, serial=booted)
+        list_scale.insert_copies(cloud, "cell2", missing - missing // 2, serial=booted + missing // 2)
+
+        def run(version: str | None, count: int) -> None:
+            for _ in range(count):
+                response = cloud.get(client, "servers/detail", version=version)
+                assert response.status_code == 200, response.content[:300]
+
+        def callgrind(*args: str) -> None:
+            subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)  # noqa: S603, S607
+
+        versions = os.environ.get("VERSIONS", ",".join(VERSIONS)).split(",")
+        for version in versions:
+            run(version, 2)  # warm: caches filled
+        if os.environ.get("PROFILE"):
+            profile = cProfile.Profile()
+            profile.enable()
+            run("latest", requests)
+            profile.disable()
+            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(45)
+            return
+        callgrind("-z")
+        callgrind("-i", "on")
+        for version in versions:
+            run(version, requests)
+        callgrind("-d", "detail-pages")
+        callgrind("-i", "off")
+        cloud.teardown()
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    main()
