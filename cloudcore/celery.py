@@ -40,6 +40,15 @@ def _switch_interval(**_kwargs: object) -> None:
 
 
 @worker_init.connect
+def _freeze_startup_heap(**_kwargs: object) -> None:
+    """What the worker loaded (Django, every app's tasks) is frozen out of the garbage collector's
+    full collections before its pool starts (``cloudcore.core.heap``)."""
+    from cloudcore.core.heap import freeze_startup_heap
+
+    freeze_startup_heap()
+
+
+@worker_init.connect
 def _background_priority(**_kwargs: object) -> None:
     """A worker runs at niceness ``CLOUDCORE_WORKER_NICE`` (settings) or its own if higher. Set
     before its pool's threads start (Linux keeps a niceness per thread; new threads inherit it)."""

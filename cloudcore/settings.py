@@ -236,6 +236,10 @@ WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
 # and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,
 # up to the whole interval each time, tens of times per request (see docs/processes.md).
 GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
+# The web and worker processes move the objects left once start-up is over into the garbage
+# collector's permanent generation, so that its full collections no longer walk them
+# (cloudcore/core/heap.py, docs/processes.md).
+GC_FREEZE = env_bool("GC_FREEZE", True)
 COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # The niceness (0-19) the Celery workers (conductor, computes, volume) raise themselves to when they
 # start, so that on a busy machine the web process's requests get the CPU first and the workers catch

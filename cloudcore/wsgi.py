@@ -6,7 +6,8 @@ application before it accepts connections, so the first requests of its threads 
 on the import lock behind one of them (about a second per worker on this machine, with 20 clients
 starting at once). With ``CLOUDCORE_PROFILE_DIR`` set every request is profiled
 (``cloudcore.core.profiling``). The process's threads hand the GIL over every
-``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings)."""
+``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings). Once all that is loaded, the objects it made are
+frozen out of the garbage collector's full collections (``cloudcore.core.heap``)."""
 import os
 import sys
 
@@ -16,6 +17,7 @@ from django.urls import get_resolver
 
 from cloudcore.celery import app as celery_app
 from cloudcore.core import policy
+from cloudcore.core.heap import freeze_startup_heap
 from cloudcore.core.profiling import profiled
 
 
@@ -32,5 +34,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")
 application = get_wsgi_application()
 warm_up()
 sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL_MS / 1000)
+freeze_startup_heap()
 if settings.PROFILE_DIR:
     application = profiled(application, settings.PROFILE_DIR)

@@ -58,3 +58,30 @@ def test_a_worker_lowers_its_priority_to_the_configured_niceness(settings: Any, 
     worker_init.send(sender=None)
     # then it is lowered to the configured niceness, never raised back above its own
     assert set_to == ([] if expected is None else [expected])
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_the_web_and_worker_processes_freeze_what_start_up_left_out_of_full_collections(
+        settings: Any, freeze: bool) -> None:
+    import gc
+    import importlib
+
+    from celery.signals import worker_init
+
+    settings.GC_FREEZE = freeze
+    gc.unfreeze()
+    try:
+        # when a gunicorn worker loads the application
+        importlib.reload(wsgi)
+        # then every object start-up left (the test process's: tens of thousands) is frozen, or none
+        frozen_by_web = gc.get_freeze_count()
+        gc.unfreeze()
+        # and likewise when a Celery worker starts
+        worker_init.send(sender=None)
+        frozen_by_worker = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    if freeze:
+        assert frozen_by_web > 20_000 and frozen_by_worker > 20_000
+    else:
+        assert frozen_by_web == frozen_by_worker == 0
