@@ -76,12 +76,14 @@ def rows_hard_delete(instance_uuid: str) -> None:
 
 # --- used by cross-cell ---
 # The rows of a server that moves between cells (``conductor.cross_cell``), in the targeted cell:
-# taken from the source as column dicts (ids left out), recreated in the target, and the
+# taken from the source as column dicts (ids left out) in the order of their ids, recreated in the
+# target in that order (so the target's ids keep it: PostgreSQL returns an unordered scan in any
+# order, e.g. an updated row after the rows inserted later), and the
 # server's own columns and its migrations' written by the conductor while it drives the move.
 
 
 def _rows(model: Any, **filters: Any) -> list[dict[str, Any]]:
-    return list(model._base_manager.filter(**filters).values(*_fields(model)))
+    return list(model._base_manager.filter(**filters).order_by("pk").values(*_fields(model)))
 
 
 def bdm_rows(instance_uuid: str) -> list[dict[str, Any]]:
@@ -93,8 +95,9 @@ def rows_take(instance_uuid: str) -> dict[str, Any]:
     """The server and its live block devices, VIFs, tags, migrations and actions (with their
     events), as column dicts: ``rows_restore`` recreates them in another cell."""
     acts = []
-    for action in InstanceAction.objects.filter(instance_uuid=instance_uuid):
-        events = [{f: getattr(e, f) for f in _fields(InstanceActionEvent, ("action_id",))} for e in action.events.all()]
+    for action in InstanceAction.objects.filter(instance_uuid=instance_uuid).order_by("pk"):
+        events = [{f: getattr(e, f) for f in _fields(InstanceActionEvent, ("action_id",))}
+                  for e in action.events.order_by("pk")]
         acts.append(({f: getattr(action, f) for f in _fields(InstanceAction)}, events))
     return {
         "instance": _rows(Instance, uuid=instance_uuid)[0],
