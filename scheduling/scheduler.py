@@ -166,18 +166,15 @@ class _CellsView:
         is found by identity, with its hash kept, instead of ten thousand uuids hashed again."""
         global _last_node_uuids
         copies, uuids = _last_node_uuids
-        if len(copies) != len(self.copies) or any(a is not b for a, b in zip(copies, self.copies, strict=False)):
+        if not _same_copies(copies, self.copies):
             uuids = frozenset(self.nodes)
             _last_node_uuids = (self.copies, uuids)
         return uuids
 
-    def current_service(self, facts: NodeFacts) -> tuple[Any, bool | None]:
-        """(service as it is now, True when known to be up and enabled / None: let the filter
-        look)."""
-        if facts.service is None:
-            return None, None
-        problem = self.problems.get(facts.cell.uuid, {}).get(facts.service.id)
-        return (problem, None) if problem is not None else (facts.service_ok, True)
+
+def _same_copies(seen: tuple[dict[str, NodeFacts], ...], now: tuple[dict[str, NodeFacts], ...]) -> bool:
+    """Whether ``now`` are the very node copies ``seen`` (no cell's copy changed since)."""
+    return len(seen) == len(now) and all(a is b for a, b in zip(seen, now, strict=True))
 
 
 def _cells_view(cells: Iterable[Any]) -> _CellsView:
@@ -200,7 +197,7 @@ def _cells_view(cells: Iterable[Any]) -> _CellsView:
         view.copies += (nodes,)
         view.problems[cell.uuid] = problems
     copies, merged = _last_nodes
-    if len(copies) != len(view.copies) or any(a is not b for a, b in zip(copies, view.copies, strict=False)):
+    if not _same_copies(copies, view.copies):
         merged = {}
         for nodes in view.copies:
             merged.update(nodes)
@@ -243,7 +240,8 @@ def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any
     for fact in facts:
         node, cell = fact.node, fact.cell
         summary = summaries.get(node.uuid, no_summary)
-        # ``view.current_service(fact)``, inline (once per host)
+        # the service as it is now, and True when it is known to be up and enabled (None: the
+        # filter looks): a service with a problem in ``view.problems`` is that problem's row
         if fact.service is None:
             service, service_up = None, None
         elif (problem := problems.get(cell.uuid, no_problems).get(fact.service.id)) is not None:
