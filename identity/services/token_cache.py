@@ -41,11 +41,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, models, router
-from django.db.models import F, OuterRef, Subquery
+from django.db import models
+from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from cloudcore.core import policy, scope
+from cloudcore.core.prepared import prepared_rows
 
 from ..models import IdentityChangeStamp, Token, User, token_digest
 
@@ -117,13 +118,14 @@ def clear() -> None:
 
 
 def _stamps(user_id: str) -> tuple[int, int]:
-    """The (global, user) change stamps now, by one plain statement."""
-    connection = connections[router.db_for_read(IdentityChangeStamp)]
-    table, key = (connection.ops.quote_name(name) for name in (IdentityChangeStamp._meta.db_table, "key"))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {key}, seq FROM {table} WHERE {key} IN (%s, %s)", [GLOBAL, user_id])  # noqa: S608
-        seqs = dict(cursor.fetchall())
+    """The (global, user) change stamps now, by one statement whose SQL is built once per process
+    (``cloudcore.core.prepared``)."""
+    seqs = dict(prepared_rows("identity.change_stamps", _stamps_query, (GLOBAL, user_id)))
     return seqs.get(GLOBAL) or 0, seqs.get(user_id) or 0
+
+
+def _stamps_query(global_key: str, user_key: str) -> QuerySet[IdentityChangeStamp, tuple[str, int]]:
+    return IdentityChangeStamp.objects.filter(key__in=[global_key, user_key]).values_list("key", "seq")
 
 
 def validated_get(value: str) -> Validated | None:
