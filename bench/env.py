@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,3 +225,16 @@ def sql_by_step() -> Iterator[dict[str, int]]:
         for alias in list(connections.settings):
             stack.enter_context(connections[alias].execute_wrapper(wrapper))
         yield steps
+
+
+def callgrind_dump(name: str, run: Callable[[], None]) -> None:
+    """``run()`` counted by callgrind, this process being run under ``valgrind --tool=callgrind
+    --instr-atstart=no``: the counters zeroed, the instrumentation on around it, one dump."""
+    def callgrind(*args: str) -> None:
+        subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)  # noqa: S603, S607
+
+    callgrind("-z")
+    callgrind("-i", "on")
+    run()
+    callgrind("-d", name)
+    callgrind("-i", "off")

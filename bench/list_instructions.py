@@ -15,14 +15,13 @@ from __future__ import annotations
 import cProfile
 import os
 import pstats
-import subprocess
 
 #: The microversions asked: list_scale's full page is asked at 2.90, and at 2.1 and latest.
 VERSIONS = ("2.90", "2.1", "latest")
 
 
 def main() -> None:
-    from .env import BenchEnv
+    from .env import BenchEnv, callgrind_dump
 
     size = int(os.environ.get("SIZE", "1000"))
     requests = int(os.environ.get("N", "5"))
@@ -48,9 +47,6 @@ def main() -> None:
                 response = cloud.get(client, "servers/detail", version=version)
                 assert response.status_code == 200, response.content[:300]
 
-        def callgrind(*args: str) -> None:
-            subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)  # noqa: S603, S607
-
         versions = os.environ.get("VERSIONS", ",".join(VERSIONS)).split(",")
         for version in versions:
             run(version, 2)  # warm: caches filled
@@ -61,12 +57,12 @@ def main() -> None:
             profile.disable()
             pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(45)
             return
-        callgrind("-z")
-        callgrind("-i", "on")
-        for version in versions:
-            run(version, requests)
-        callgrind("-d", "detail-pages")
-        callgrind("-i", "off")
+
+        def run_all() -> None:
+            for version in versions:
+                run(version, requests)
+
+        callgrind_dump("detail-pages", run_all)
         cloud.teardown()
     finally:
         env.close()

@@ -20,11 +20,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
+from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.sqlin import values_in
 
 from . import quotas
@@ -182,12 +184,18 @@ def _add_egress_rules(group: SecurityGroup) -> None:
         _add_rule(group, direction="egress", ethertype=ethertype)
 
 
+def _default_group(project_id: str) -> QuerySet[SecurityGroup]:
+    # read by every POST /servers: its SQL built once per process (prepared_objects); at most one
+    # row (the unique constraint on is_default)
+    return SecurityGroup.objects.filter(project_id=project_id, is_default=True)
+
+
 def default_group_for(project_id: str) -> SecurityGroup:
     """The project's ``default`` group, made with Neutron's default rules on first use. Two first uses at
     once both end up with the one row (the unique constraint on ``is_default`` decides the race)."""
-    group = SecurityGroup.objects.filter(project_id=project_id, is_default=True).first()
-    if group is not None:
-        return group
+    found = prepared_objects("networks.default_group", _default_group, (project_id,))
+    if found:
+        return found[0]
     try:
         with transaction.atomic():
             group = SecurityGroup.objects.create(name="default", description=DEFAULT_DESCRIPTION,

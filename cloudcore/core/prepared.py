@@ -11,6 +11,11 @@ Only for arguments Django passes to the database as they are (strings compared w
 ``CharField``), and rows wanted as the database gives them (no field converters: a boolean
 expression comes back as 0/1 from SQLite). When a placeholder does not reach the parameters
 unchanged the query is built by the ORM on every call, as before.
+
+``prepared_objects`` does the same for a queryset of model instances (annotations included): the
+row's values go through the fields' converters, as the ORM's, and become instances by the model's
+``from_db``. Not for ``select_related``, ``only``/``defer`` or prefetching (built by the ORM, as
+when the query cannot be prepared).
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import QuerySet
+from django.db.models.query import ModelIterable
 
 #: key: (database alias, SQL, for each parameter: the index of the argument or None, the constants)
 _statements: dict[str, tuple[str, str, list[int | None], list[Any]] | None] = {}
@@ -28,18 +34,25 @@ def _placeholder(index: int) -> str:
     return f"\x00prepared-argument-{index}\x00"
 
 
-def _prepare(build: Callable[..., QuerySet[Any]], count: int) -> tuple[str, str, list[int | None],
-                                                                                  list[Any]] | None:
+def _argument_positions(params: Sequence[Any], count: int) -> list[int | None] | None:
+    """For each of a statement's parameters the index of the placeholder argument it is, or None
+    for a constant; None when an argument was changed on its way (or used twice): not preparable."""
     placeholders = [_placeholder(i) for i in range(count)]
-    queryset = build(*placeholders)
-    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
     where: list[int | None] = [placeholders.index(p) if isinstance(p, str) and p in placeholders else None
                                for p in params]
     if sorted(i for i in where if i is not None) != list(range(count)) or any(
             isinstance(p, str) and "\x00prepared-argument-" in p for p, i in zip(params, where, strict=True)
             if i is None):
-        return None  # an argument was changed on its way (or used twice): not preparable
-    return queryset.db, sql, where, list(params)
+        return None
+    return where
+
+
+def _prepare(build: Callable[..., QuerySet[Any]], count: int) -> tuple[str, str, list[int | None],
+                                                                                  list[Any]] | None:
+    queryset = build(*(_placeholder(i) for i in range(count)))
+    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    where = _argument_positions(params, count)
+    return None if where is None else (queryset.db, sql, where, list(params))
 
 
 def prepared_rows(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -55,3 +68,70 @@ def prepared_rows(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[
     with connections[database].cursor() as cursor:
         cursor.execute(sql, params)
         return [tuple(row) for row in cursor.fetchall()]
+
+
+class _Objects:
+    """What turns a prepared statement's rows into a model's instances (Django's ModelIterable,
+    once per process): the model, where its fields are in the row and their names, the
+    annotations' positions, each converted column's converters."""
+
+    def __init__(self, queryset: QuerySet[Any]) -> None:
+        compiler = queryset.query.get_compiler(using=queryset.db)
+        self.sql, self.params = compiler.as_sql()
+        klass_info = compiler.klass_info
+        select = compiler.select
+        self.model = klass_info["model"]
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        self.fields = slice(start, end)
+        self.attnames = [column[0].target.attname for column in select[start:end]]
+        self.annotations = list(compiler.annotation_col_map.items())
+        self.converters = [(position, functions, expression) for position, (functions, expression)
+                           in compiler.get_converters([column[0] for column in select]).items()]
+
+    def objects(self, database: str, rows: list[Any]) -> list[Any]:
+        connection = connections[database]
+        made = []
+        for raw in rows:
+            row = list(raw)
+            for position, functions, expression in self.converters:
+                value = row[position]
+                for function in functions:
+                    value = function(value, expression, connection)
+                row[position] = value
+            obj = self.model.from_db(database, self.attnames, row[self.fields])
+            for name, position in self.annotations:
+                setattr(obj, name, row[position])
+            made.append(obj)
+        return made
+
+
+#: key: (database alias, what makes the instances, for each parameter: argument index or None)
+_object_statements: dict[str, tuple[str, _Objects, list[int | None]] | None] = {}
+
+
+def _prepare_objects(build: Callable[..., QuerySet[Any]], count: int) -> tuple[str, _Objects,
+                                                                                 list[int | None]] | None:
+    queryset = build(*(_placeholder(i) for i in range(count)))
+    query = queryset.query
+    if (queryset._iterable_class is not ModelIterable or getattr(queryset, "_prefetch_related_lookups", False)
+            or query.select_related or query.deferred_loading != (frozenset(), True)):
+        return None  # not instances of one model with all its fields: the ORM's iterable
+    objects = _Objects(queryset)
+    where = _argument_positions(objects.params, count)
+    return None if where is None else (queryset.db, objects, where)
+
+
+def prepared_objects(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str]) -> list[Any]:
+    """The model instances of ``build(*args)`` (annotations set on them), its SQL built and its
+    row reading worked out once per process under ``key``."""
+    if key not in _object_statements:
+        _object_statements[key] = _prepare_objects(build, len(args))
+    statement = _object_statements[key]
+    if statement is None:
+        return list(build(*args))
+    database, objects, where = statement
+    params = [objects.params[n] if i is None else args[i] for n, i in enumerate(where)]
+    with connections[database].cursor() as cursor:
+        cursor.execute(objects.sql, params)
+        rows = cursor.fetchall()
+    return objects.objects(database, rows)

@@ -1,14 +1,16 @@
-"""A hot query's SQL built once per process (``cloudcore.core.prepared``) gives the ORM's rows for
-every argument, and a query whose arguments Django transforms is left to the ORM."""
+"""A hot query's SQL built once per process (``cloudcore.core.prepared``) gives the ORM's rows (or
+model instances) for every argument, and a query whose arguments Django transforms, or whose rows
+hold more than one model, is left to the ORM."""
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from cloudcore.core import prepared
-from servers.models import QuotaLimit
+from images.models import Image
+from servers.models import Flavor, FlavorExtraSpec, QuotaLimit
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +45,75 @@ def test_an_argument_the_orm_transforms_is_not_prepared(monkeypatch: pytest.Monk
     assert prepared.prepared_rows("test.over", over, ("5",)) == [("instances",)]
     assert prepared.prepared_rows("test.over", over, ("9",)) == []
     assert prepared._statements["test.over"] is None
+
+
+def _fields(obj: Any, *annotations: str) -> dict[str, Any]:
+    values = {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+    return {**values, **{name: getattr(obj, name) for name in annotations}, "_db": obj._state.db,
+            "_adding": obj._state.adding}
+
+
+def _image(image_id: str) -> QuerySet[Any]:
+    return Image.objects.filter(id=image_id)
+
+
+def test_prepared_objects_are_the_orms_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given images with converted columns (JSON, booleans, a date) and nothing prepared yet
+    monkeypatch.setattr(prepared, "_object_statements", {})
+    first = Image.objects.create(name="a", status="active", visibility="public", protected=True,
+                                 properties={"hw_disk_bus": "virtio", "n": 3}, tags=["x"])
+    second = Image.objects.create(name="b", status="queued", properties={})
+    # when each is read through one prepared statement (and an id nobody has)
+    found = {i: prepared.prepared_objects("test.image", _image, (i,)) for i in (first.id, second.id, "nobody")}
+    # then each is the ORM's instance, field by field (converted values included), and the
+    # statement was prepared
+    assert found["nobody"] == []
+    for image in (first, second):
+        [obj] = found[image.id]
+        assert type(obj) is Image
+        assert _fields(obj) == _fields(Image.objects.get(id=image.id))
+    assert found[first.id][0].properties == {"hw_disk_bus": "virtio", "n": 3}
+    assert found[first.id][0].protected is True
+    assert prepared._object_statements["test.image"] is not None
+
+
+def _flavor_specs(flavorid: str) -> QuerySet[Any]:
+    return Flavor.objects.filter(flavorid=flavorid).annotate(
+        spec_key=F("extra_specs__key"), spec_value=F("extra_specs__value")).order_by("extra_specs__id")
+
+
+def test_prepared_objects_carry_annotations_of_a_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given a flavor with two extra specs and one without
+    monkeypatch.setattr(prepared, "_object_statements", {})
+    flavor = Flavor.objects.create(flavorid="f1", name="f1", vcpus=2, memory_mb=64, root_gb=1)
+    FlavorExtraSpec.objects.create(flavor=flavor, key="hw:cpu_policy", value="dedicated")
+    FlavorExtraSpec.objects.create(flavor=flavor, key="quota:disk_read_bytes_sec", value="10")
+    Flavor.objects.create(flavorid="f2", name="f2", vcpus=1, memory_mb=32, root_gb=1)
+    # when both are read through one prepared statement
+    rows = {ref: prepared.prepared_objects("test.flavor", _flavor_specs, (ref,)) for ref in ("f1", "f2")}
+    # then a row per spec (a row with no spec for the other), as the ORM gives them
+    for ref in ("f1", "f2"):
+        assert [_fields(r, "spec_key", "spec_value") for r in rows[ref]] == [
+            _fields(r, "spec_key", "spec_value") for r in _flavor_specs(ref)]
+    assert [(r.spec_key, r.spec_value) for r in rows["f1"]] == [("hw:cpu_policy", "dedicated"),
+                                                                ("quota:disk_read_bytes_sec", "10")]
+    assert [(r.flavorid, r.spec_key) for r in rows["f2"]] == [("f2", None)]
+
+
+def test_objects_of_a_query_that_reads_other_models_are_left_to_the_orm(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given a query that reads a related model's fields too (select_related) and one of values
+    monkeypatch.setattr(prepared, "_object_statements", {})
+    flavor = Flavor.objects.create(flavorid="f1", name="f1", vcpus=2, memory_mb=64, root_gb=1)
+    FlavorExtraSpec.objects.create(flavor=flavor, key="k", value="v")
+
+    def joined(key: str) -> QuerySet[Any]:
+        return FlavorExtraSpec.objects.filter(key=key).select_related("flavor")
+
+    def values(key: str) -> QuerySet[Any]:
+        return FlavorExtraSpec.objects.filter(key=key).values("value")
+
+    # when they are read, then the ORM answers them (the related instance comes with the row)
+    [spec] = prepared.prepared_objects("test.joined", joined, ("k",))
+    assert spec.flavor.name == "f1"
+    assert prepared.prepared_objects("test.values", values, ("k",)) == [{"value": "v"}]
+    assert prepared._object_statements == {"test.joined": None, "test.values": None}

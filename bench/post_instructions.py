@@ -1,0 +1,63 @@
+"""A deterministic count of ``POST /servers`` in the web process (issue 23 item 2), for a shared,
+noisy machine: instructions of ``N`` boots through the API (DRF test client), one server each,
+``networks: none``, as the live_load scenario's clients send them. Tasks are not run here: the
+cast to the conductor is published to kombu's in-memory transport (Celery's message building and
+kombu's publish are counted, the Redis socket round trip is not), so what is counted is the web's
+share of a boot. Counted by callgrind, which is switched on only around the requests::
+
+    N=20 valgrind --tool=callgrind --instr-atstart=no \\
+        --callgrind-out-file=/tmp/cg.out.%p .venv/bin/python -m bench.post_instructions
+
+then read the dump's total (``grep ^totals /tmp/cg.out.*.1``, for ``N`` requests). Without
+valgrind (``PROFILE=1``) it prints a cProfile of the requests instead (``SORT=cumulative`` to
+sort by cumulative time)."""
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+
+
+def main() -> None:
+    requests = int(os.environ.get("N", "20"))
+    # the casts go to an in-memory broker and stay there: the conductor's side is not counted
+    os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
+    os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
+    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
+    from .env import BenchEnv, callgrind_dump
+
+    env = BenchEnv.create(quick=False)
+    try:
+        env.fresh()
+        from django.conf import settings
+
+        from tests.cloud import Cloud
+
+        settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
+        cloud = Cloud(cells=env.cells)
+        cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
+                       disk_gb=100000)
+        cloud.add_demo_objects()
+        client = cloud.member("bench", "bench")
+        serial = iter(range(10**6))
+
+        def run(count: int) -> None:
+            for _ in range(count):
+                cloud.create_server(client, f"post-{next(serial):05d}", networks="none")
+
+        run(5)  # warm: caches filled, the broker's connection and the token remembered
+        if os.environ.get("PROFILE"):
+            profile = cProfile.Profile()
+            profile.enable()
+            run(requests)
+            profile.disable()
+            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(50)
+            return
+        callgrind_dump("posts", lambda: run(requests))
+        cloud.teardown()
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    main()
