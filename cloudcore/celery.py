@@ -20,9 +20,12 @@ class _ArgumentNamesAMQP(AMQP):  # type: ignore[misc]  # celery is untyped
 
     def as_task_v2(self, task_id: str, name: str, args: Any = None, kwargs: Any = None, *more: Any,
                    **options: Any) -> Any:
-        # (Celery passes most options by position; the reprs come by name, or not at all)
-        options.setdefault("argsrepr", f"<{len(args)} positional>" if args else "()")
-        options.setdefault("kwargsrepr", "{" + ", ".join(f"{key!r}: ..." for key in kwargs or {}) + "}")
+        # (Celery passes most options by position; the reprs come by name, or not at all; None is
+        # Celery's own "build it")
+        if options.get("argsrepr") is None:
+            options["argsrepr"] = f"<{len(args)} positional>" if args else "()"
+        if options.get("kwargsrepr") is None:
+            options["kwargsrepr"] = "{" + ", ".join(f"{key!r}: ..." for key in kwargs or {}) + "}"
         return super().as_task_v2(task_id, name, args, kwargs, *more, **options)
 
 

@@ -26,6 +26,10 @@ def test_positional_arguments_are_counted_and_a_given_repr_is_kept() -> None:
     # when a message with positional arguments is built, and one with its own reprs
     counted = app.amqp.as_task_v2("t1", "servers.periodic", ("a", "b"), None)
     given = app.amqp.as_task_v2("t2", "servers.periodic", ("a",), {"k": 1}, argsrepr="('a',)", kwargsrepr="{'k': 1}")
-    # then the first says how many there were, the second keeps what its caller gave
+    none = app.amqp.as_task_v2("t3", "servers.periodic", (), {"ctx": {"auth_token": "secret"}},
+                               argsrepr=None, kwargsrepr=None)
+    # then the first says how many there were, the second keeps what its caller gave, and a None
+    # passed by name is the same as none passed
     assert (counted.headers["argsrepr"], counted.headers["kwargsrepr"]) == ("<2 positional>", "{}")
+    assert (none.headers["argsrepr"], none.headers["kwargsrepr"]) == ("()", "{'ctx': ...}")
     assert (given.headers["argsrepr"], given.headers["kwargsrepr"]) == ("('a',)", "{'k': 1}")
