@@ -99,21 +99,32 @@ def _scope_writes() -> Iterator[_ScopeWrites]:
     from cloudcore.core import scope
 
     seen = _ScopeWrites()
-    original = scope.write_together
+    originals = scope.write_together, scope._write_batch
 
     def timed(database: str, groups: list[Any], plain: Any = None) -> Any:
         seen.last[:] = [(database, [(model, list(rows)) for model, rows in groups], dict(plain or {}))]
         started = time.perf_counter()
         try:
-            return original(database, groups, plain)
+            return originals[0](database, groups, plain)
         finally:
             seen.seconds += time.perf_counter() - started
 
-    scope.write_together = timed  # type: ignore[assignment]
+    def timed_batch(database: str, batch: list[Any]) -> Any:
+        # the group commit's transaction (the path a scope's rows take when no other thread is
+        # writing): its rows as one group each, as ``write_together`` would take them
+        seen.last[:] = [(database, [(model, list(rows)) for pending in batch for model, rows in pending.groups],
+                         {model: ignore for pending in batch for model, ignore in pending.plain.items()})]
+        started = time.perf_counter()
+        try:
+            return originals[1](database, batch)
+        finally:
+            seen.seconds += time.perf_counter() - started
+
+    scope.write_together, scope._write_batch = timed, timed_batch  # type: ignore[assignment]
     try:
         yield seen
     finally:
-        scope.write_together = original  # type: ignore[assignment]
+        scope.write_together, scope._write_batch = originals  # type: ignore[assignment]
 
 
 def _copy(row: Any) -> Any:

@@ -78,6 +78,11 @@ class _Inventory:
                 and (self.step_size == 1 or amount % self.step_size == 0)
                 and self.limit >= used + amount)
 
+    def free_and_fits(self, amount: int, used: int) -> tuple[int, bool]:
+        """(what is free, never less than 0; whether ``amount`` fits: ``can_take``), as a
+        shortfall counts one provider (``_Shortfall.walk`` inlines the same)."""
+        return max(self.capacity - used, 0), self.can_take(amount, used)
+
 
 @dataclass(slots=True)
 class _Provider:
@@ -148,6 +153,21 @@ def _bump(counts: dict[Any, int], key: Any, by: int) -> None:
         del counts[key]
 
 
+def _count_free(counts: dict[int, int], most: list[int], index: int, free: int, by: int) -> None:
+    """One provider's ``free`` amount put in (``by`` 1) or taken out (-1) of ``counts`` (how many
+    providers have each free amount of the check at ``index``), ``most[index]`` kept the highest."""
+    left = counts.get(free, 0) + by
+    if left:
+        counts[free] = left
+    else:
+        del counts[free]
+        if free == most[index]:
+            most[index] = max(counts, default=0)
+            return
+    if free > most[index]:
+        most[index] = free
+
+
 @dataclass(slots=True)
 class _Shortfall:
     """The answer to one ``shortfall`` question for the copy at ``generation``, kept as counts
@@ -173,6 +193,9 @@ class _Shortfall:
     ranked: int
     best: list[tuple[int, float, int]]
     _answer: dict[str, Any] | None = None
+    #: what each of the last answer's nearest lacks, by provider id, with the provider it was told
+    #: of (a provider is replaced, never changed, when reloaded: the same one lacks the same)
+    _lacking: dict[int, tuple[_Provider, dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def walk(cls, q: _Question, providers: list[_Provider], generation: int) -> _Shortfall:
@@ -257,64 +280,90 @@ class _Shortfall:
     def update(self, changed: Mapping[int, _Provider | None], providers: Mapping[int, _Provider],
                generation: int) -> bool:
         """Take the ``changed`` providers out as the answer counted them (their versions given,
-        None: not counted) and put them back in as ``providers`` has them now, each as the
-        answer of a walk over it alone; False when the nearest can no longer be told without a
-        walk of every provider (more of the best left than were kept)."""
+        None: not counted) and put them back in as ``providers`` has them now (``_count``);
+        False when the nearest can no longer be told without a walk of every provider (more of
+        the best left than were kept)."""
         q = self.question
         for pid, old in changed.items():
             if old is not None:
-                self._add(_Shortfall.walk(q, [old], generation), -1)
+                self._count(old, -1)
             new = providers.get(pid)
             if new is not None:
-                self._add(_Shortfall.walk(q, [new], generation), 1)
+                self._count(new, 1)
         self.generation, self._answer = generation, None
         return q.nearest <= 0 or len(self.best) >= min(q.nearest, self.ranked)
 
-    def _add(self, part: _Shortfall, by: int) -> None:
-        """Add (``by`` 1) or take out (-1) the counts of ``part``, the answer for one provider."""
-        self.total += by * part.total
-        self.outside += by * part.outside
-        self.eligible += by * part.eligible
-        for counts, more in ((self.missing, part.missing), (self.present, part.present)):
-            for trait, count in more.items():
-                _bump(counts, trait, by * count)
-        for index, short in enumerate(part.short_on):
-            self.short_on[index] += by * short
-            for mine, most, theirs in ((self.free_any, self.most_free_any, part.free_any),
-                                       (self.free_eligible, self.most_free_eligible, part.free_eligible)):
-                for free, count in theirs[index].items():
-                    _bump(mine[index], free, by * count)
-                    if by > 0 and free > most[index]:
-                        most[index] = free
-                    elif by < 0 and free == most[index] and free not in mine[index]:
-                        most[index] = max(mine[index], default=0)
+    def _count(self, rp: _Provider, by: int) -> None:
+        """Put ``rp`` in (``by`` 1) or take it out (-1) of the counts, exactly as ``walk`` counts
+        a provider (the same checks in the same order, so that its rank is the same number);
+        one provider's counts made in place, without the answer of a walk over it alone."""
+        checks, required, forbidden, groups, only, nearest = self.question
+        if only is not None and rp.uuid not in only:
+            return
+        self.total += by
+        problems = 0
+        traits = rp.traits
+        if required and not required <= traits:
+            for trait in required - traits:
+                _bump(self.missing, trait, by)
+                problems += 1
+        if forbidden and not forbidden.isdisjoint(traits):
+            for trait in forbidden & traits:
+                _bump(self.present, trait, by)
+                problems += 1
+        if groups and not all(not group.isdisjoint(rp.aggregates) for group in groups):
+            self.outside += by
+            problems += 1
+        eligible = not problems
+        if eligible:
+            self.eligible += by
+        relative = 0.0
+        inventories, usage = rp.inventories, rp.used
+        for index, (rc, n) in enumerate(checks):
+            inv = inventories.get(rc)
+            free, fits = inv.free_and_fits(n, usage.get(rc, 0)) if inv is not None else (0, False)
+            if not fits:
+                self.short_on[index] += by
+                problems += 1
+                relative += (n - free if free < n else n) / n
+            _count_free(self.free_any[index], self.most_free_any, index, free, by)
+            if eligible:
+                _count_free(self.free_eligible[index], self.most_free_eligible, index, free, by)
+        if not problems or nearest <= 0:
+            return
+        rank = (-problems, -relative, -rp.id)
         best = self.best
-        for rank in part.best:
-            self.ranked += by
-            if by < 0:
-                at = bisect_left(best, rank)
-                if at < len(best) and best[at] == rank:
-                    del best[at]
-            elif self.ranked - 1 == len(best) or (best and rank > best[0]):
-                # no ranked provider was left out, or it ranks above one that was kept
-                insort(best, rank)
-                if len(best) > self.question.nearest + NEAREST_SLACK:
-                    del best[0]
+        self.ranked += by
+        if by < 0:
+            at = bisect_left(best, rank)
+            if at < len(best) and best[at] == rank:
+                del best[at]
+        elif self.ranked - 1 == len(best) or (best and rank > best[0]):
+            # no ranked provider was left out, or it ranks above one that was kept
+            insort(best, rank)
+            if len(best) > nearest + NEAREST_SLACK:
+                del best[0]
 
     def answer(self, providers: Mapping[int, _Provider]) -> dict[str, Any]:
         """The answer (``ProviderCache.shortfall``), built once per generation: read it, do not
-        change it."""
+        change it. What a nearest provider lacks is told again only when it was reloaded since
+        the last answer (``_lacking``)."""
         if self._answer is None:
             q = self.question
             most_free = self.most_free_eligible if self.eligible else self.most_free_any
-            nearest = self.best[::-1][:q.nearest] if q.nearest > 0 else []
+            told, lacking = self._lacking, {}
+            for rank in self.best[::-1][:q.nearest] if q.nearest > 0 else []:
+                rp = providers[-rank[2]]
+                seen = told.get(rp.id)
+                lacking[rp.id] = seen if seen is not None and seen[0] is rp else (rp, _lacks(rp, q))
+            self._lacking = lacking
             self._answer = {
                 "providers": self.total,
                 "resources": {rc: {"requested": n, "short_on": self.short_on[i], "most_free": most_free[i]}
                               for i, (rc, n) in enumerate(q.checks) if self.short_on[i]},
                 "traits_missing": dict(self.missing), "traits_forbidden": dict(self.present),
                 "outside_aggregates": self.outside,
-                "nearest": [_lacks(providers[-rank[2]], q) for rank in nearest],
+                "nearest": [lacks for _rp, lacks in lacking.values()],
             }
         return self._answer
 

@@ -99,6 +99,30 @@ def test_the_trace_record_is_all_the_trace_transaction_with_notifications_off(ce
     assert 0 < shared <= 1.0
 
 
+
+def test_the_trace_cost_sees_the_group_commit_of_the_scope(cells):
+    # given the rows a scope hands to the group commit (the path outside a transaction: a
+    # scheduler in a worker, the bench's requests)
+    from bench.scenarios import scheduling_trace as trace_scenario
+    from cloudcore.core import scope
+    from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
+
+    body = SchedulingTraceBody(digest="d" * 32, body="{}")
+    record = SchedulingTraceRecord(instance_uuid="u", request_id="r", result="no_valid_host", message="",
+                                   body_digest="d" * 32)
+    batch = [scope._Pending([(SchedulingTraceBody, [body]), (SchedulingTraceRecord, [record])],
+                            {SchedulingTraceBody: True, SchedulingTraceRecord: False})]
+    # when the bench watches the scope's writes while the group commit writes them
+    with trace_scenario._scope_writes() as writes:
+        assert scope._write_batch("default", batch)
+    # then it saw that transaction, its rows and how each model is written, and timed it
+    database, groups, plain = writes.last[0]
+    assert database == "default" and writes.seconds > 0
+    assert [(model, rows) for model, rows in groups] == [(SchedulingTraceBody, [body]),
+                                                         (SchedulingTraceRecord, [record])]
+    assert plain == {SchedulingTraceBody: True, SchedulingTraceRecord: False}
+    assert SchedulingTraceRecord.objects.filter(body_digest="d" * 32).count() == 1
+
 def test_sql_by_step_names_the_step_on_the_stack(cells):
     from bench.env import sql_by_step
     from identity.auth import TokenAuthentication
