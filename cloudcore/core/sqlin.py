@@ -6,12 +6,26 @@ of its extras (tags, volumes, ports, security groups, request specs) for the ser
 a thousand uuids each time. ``column__in=values_in(uuids)`` sends the same ``IN (%s, ...)`` with the
 values as they are: for values that already are the column's database form (strings for a
 ``CharField``), where the preparation changes nothing.
+
+On SQLite the values go as one parameter, a JSON array read by ``json_each``: Django's SQLite
+backend rewrites every ``%s`` of a statement to ``?`` with a regular expression, and binds each
+parameter in a call of its own, which for the five lists of a 1,000-row page (five thousand
+placeholders) cost more than the queries' own work (2% of the page's instructions).
 """
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
+import orjson
 from django.db.models.expressions import RawSQL
+
+
+class _ValuesIn(RawSQL):
+    """``IN (%s, ...)``; on SQLite ``IN (SELECT value FROM json_each(%s))``, the same rows."""
+
+    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[str]]:
+        return "(SELECT value FROM json_each(%s))", [orjson.dumps(list(self.params)).decode()]
 
 
 def values_in(values: Collection[str]) -> RawSQL | list[str]:
@@ -20,4 +34,4 @@ def values_in(values: Collection[str]) -> RawSQL | list[str]:
     if not values:
         return []
     # only placeholders in the SQL: the values go as parameters
-    return RawSQL(", ".join(["%s"] * len(values)), list(values))  # noqa: S611
+    return _ValuesIn(", ".join(["%s"] * len(values)), list(values))  # noqa: S611

@@ -40,21 +40,29 @@ class Field(Generic[T]):
         return self.since <= tuple(version) <= self.until
 
 
+#: ``"00"`` to ``"99"``: the two-digit fields of a timestamp, looked up instead of formatted.
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(100))
+
+
 def timestamp(value: Any) -> str | None:
     """OpenStack's ``created_at``-style timestamp (microseconds, no zone), None for no value."""
     if not value:
         return None
-    if value.year < 1000:  # strftime does not pad the year; isoformat does
+    if value.year < 1000:  # strftime does not pad the year
         return str(value.strftime("%Y-%m-%dT%H:%M:%S.%f"))
-    # what strftime("%Y-%m-%dT%H:%M:%S.%f") writes, in a fifth of its time (a list writes thousands)
-    return str(value.isoformat(timespec="microseconds")[:26])
+    # what strftime("%Y-%m-%dT%H:%M:%S.%f") writes, in a sixth of its time and a third of isoformat's
+    # (a list writes thousands; isoformat of an aware datetime also formats the offset it then cuts)
+    d = _TWO_DIGITS
+    return (f"{value.year}-{d[value.month]}-{d[value.day]}T{d[value.hour]}:{d[value.minute]}:"
+            f"{d[value.second]}.{value.microsecond:06d}")
 
 
 def seconds_z(value: Any) -> str:
     """``value.strftime("%Y-%m-%dT%H:%M:%SZ")`` (the zone's fields as they are, a literal Z), faster."""
     if value.year < 1000:
         return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return str(value.isoformat(timespec="seconds")[:19]) + "Z"
+    d = _TWO_DIGITS
+    return f"{value.year}-{d[value.month]}-{d[value.day]}T{d[value.hour]}:{d[value.minute]}:{d[value.second]}Z"
 
 
 def present(fields: Iterable[Field[T]], obj: T, version: Version) -> dict[str, Any]:

@@ -1,0 +1,71 @@
+"""``present_server`` builds a body with a function written once per set of shown fields
+(``presenter._body_function``); whatever the microversion, the reader's policy answers and the row,
+that body is the field table read plainly: every field of ``SERVER_FIELDS`` that exists at the
+version and whose condition holds, in table order, with its getter's value."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from cloudcore.core.context import RequestContext
+from servers import presenter
+from servers.models import Instance
+from servers.presenter import SERVER_FIELDS, View, present_server
+from servers.selectors import ServerRecord
+from servers.status import status_from_state
+
+RULES = ("os_compute_api:os-extended-server-attributes", "os_compute_api:servers:show:host_status",
+         "os_compute_api:servers:show:flavor-extra-specs")
+VERSIONS = [(2, minor) for minor in range(1, presenter.MAX[1] + 1)]
+
+
+def _data(vm_state: str, task_state: str | None) -> dict[str, Any]:
+    when = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    return {
+        "id": 1, "uuid": "u-1", "display_name": "vm", "project_id": "p", "user_id": "u", "metadata": {"a": "1"},
+        "host": "h1", "node": "n1", "image_ref": "img",
+        "system_metadata": {"image_os_distro": "x", "image_min_ram": "1"},
+        "flavor": {"flavorid": "f1", "vcpus": 1, "memory_mb": 64, "root_gb": 1, "name": "tiny",
+                   "extra_specs": {"k": "v"}},
+        "created_at": when, "updated_at": None, "access_ip_v4": "10.0.0.1", "access_ip_v6": None,
+        "auto_disk_config": True, "progress": 40, "availability_zone": "az1", "config_drive": "",
+        "key_name": None, "launched_at": when, "terminated_at": None, "reservation_id": "r-1", "launch_index": 0,
+        "hostname": "vm", "kernel_id": "", "ramdisk_id": "", "root_device_name": "/dev/vda", "user_data": None,
+        "vm_state": vm_state, "task_state": task_state, "power_state": 1, "locked": False,
+        "display_description": "d", "trusted_certs": None, "locked_reason": None,
+    }
+
+
+def _view(version: tuple[int, int], allowed: bool, data: dict[str, Any], *, groups: tuple[str, ...],
+          fault: dict[str, Any] | None) -> View:
+    checks: dict[Any, Any] = {(rule, "p"): allowed for rule in RULES}
+    checks["base_url"] = "http://cloud/compute"
+    record = ServerRecord(uuid="u-1", instance=Instance(**data))
+    return View(record, record.instance.__dict__, version, RequestContext(user_id="u", project_id="p"), {"net": []},
+                [{"id": "v", "delete_on_termination": False}], ["t"], fault, "UP",
+                {"availability_zone": "az1", "scheduler_hints": {"a": ["b"]}}, groups, checks,
+                status_from_state(data["vm_state"], data["task_state"], version), "http://cloud/compute")
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+@pytest.mark.parametrize(("vm_state", "task_state", "groups", "fault"), [
+    ("active", None, ("default",), None),
+    ("active", "rebooting", (), None),  # progress shown
+    ("error", None, (), {"code": 500, "created": "2026-01-02T03:04:05Z", "message": "boom"}),
+])
+def test_the_written_body_is_the_field_table_read_plainly(
+        allowed: bool, vm_state: str, task_state: str | None, groups: tuple[str, ...],
+        fault: dict[str, Any] | None) -> None:
+    for version in VERSIONS:
+        # given a row and a reader whose policy answers are known
+        view = _view(version, allowed, _data(vm_state, task_state), groups=groups, fault=fault)
+        expected = {f.name: f.getter(view) for f in SERVER_FIELDS
+                    if f.min_version <= version <= f.max_version and (f.when is None or f.when(view))}
+        # when present_server builds it (the written function of its fields)
+        body = present_server(view.record, version=version, actor=view.actor, addresses=view.addresses,
+                              volumes=view.volumes, tags=view.tags, fault=fault, host_status="UP",
+                              spec=view.spec, security_groups=list(groups), checks=dict(view.checks or {}))
+        # then it is the table's body, keys in the same order
+        assert list(body.items()) == list(expected.items()), version
