@@ -7,6 +7,7 @@ that each scenario starts from an empty cloud whatever the one before it left be
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import subprocess
@@ -143,6 +144,21 @@ def capture_queries() -> Iterator[CapturedQueries]:
         for ctx in contexts.values():
             stack.enter_context(ctx)
         yield CapturedQueries(contexts)
+
+
+@contextlib.contextmanager
+def served_heap() -> Iterator[None]:
+    """Time requests with the heap as the served web process has it: what exists before them is
+    frozen (``gc.freeze``, as ``cloudcore.core.heap.freeze_startup_heap`` does once a gunicorn
+    worker has loaded the application), so a full collection during a timed request walks what
+    requests made, not the bench's own set-up (the servers it inserted, earlier scenarios' clouds),
+    which a web process never holds. Unfrozen after."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def peak_rss_kb() -> int:

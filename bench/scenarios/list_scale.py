@@ -84,18 +84,19 @@ def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: s
 
 
 def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90") -> dict[str, Any]:
-    from bench.env import capture_queries
+    from bench.env import capture_queries, served_heap
 
     times, statements, returned = [], [], 0
     cloud.get(client, path, version=version)  # warm-up (caches, SQLite pages after the bulk insert), not counted
-    for _ in range(repeats):
-        with capture_queries() as queries:
-            started = time.perf_counter()
-            response = cloud.get(client, path, version=version)
-            times.append(time.perf_counter() - started)
-        assert response.status_code == 200, response.content[:500]
-        statements.append(queries.total)
-        returned = len(response.json()["servers"])
+    with served_heap():
+        for _ in range(repeats):
+            with capture_queries() as queries:
+                started = time.perf_counter()
+                response = cloud.get(client, path, version=version)
+                times.append(time.perf_counter() - started)
+            assert response.status_code == 200, response.content[:500]
+            statements.append(queries.total)
+            returned = len(response.json()["servers"])
     return {"ms": statistics.median(times) * 1000, "min_ms": min(times) * 1000, "sql": max(statements),
             "returned": returned, "sql_by_db": queries.by_alias}
 
@@ -118,6 +119,8 @@ def where_the_time_goes(cloud: Any, client: Any, path: str, version: str, repeat
     import importlib
     from unittest import mock
 
+    from bench.env import served_heap
+
     spent: dict[str, float] = {}
 
     def timed(label: str, fn: Any) -> Any:
@@ -138,6 +141,7 @@ def where_the_time_goes(cloud: Any, client: Any, path: str, version: str, repeat
                 owner = getattr(owner, part)
             stack.enter_context(mock.patch.object(owner, name, timed(label, getattr(owner, name))))
         cloud.get(client, path, version=version)
+        stack.enter_context(served_heap())
         for _ in range(repeats):
             spent.clear()
             started = time.perf_counter()
