@@ -167,15 +167,17 @@ class LiveCloud:
         return status
 
     def wait_computes_up(self, timeout: float = 90, hosts: int = 4, why: str = "") -> LiveCloud:
-        """This cloud, once ``hosts`` compute services are up; AssertionError (with the logs and
-        ``why``) otherwise."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            services = self.openstack_json("compute", "service", "list", cloud="cloudcore-admin")
-            if len([s for s in services if s["State"] == "up"]) == hosts:
-                return self
-            time.sleep(1)
-        raise AssertionError(f"compute hosts did not come up:\n{self.tail()}\n{why}")
+        """This cloud, once ``hosts`` compute services are up (polled with openstacksdk: no CLI start
+        per poll); AssertionError (with the logs and ``why``) otherwise."""
+        def up(conn: Any) -> int:
+            return len([s for s in conn.compute.services() if s.binary == "nova-compute" and s.state == "up"])
+
+        try:
+            self.poll(up, lambda count: count == hosts, f"{hosts} compute hosts to come up", cloud="cloudcore-admin",
+                      timeout=timeout, interval=1)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{why}") from None
+        return self
 
 
 def make_env(var_dir: Path, port: int, *, external: bool = True, **extra: str) -> dict[str, str]:

@@ -78,6 +78,7 @@ class MadeCloud(LiveCloud):
 
     def stop(self) -> None:
         """Ctrl-C, as a user stops it."""
+        self.close_connections()
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGINT)
