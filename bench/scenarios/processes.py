@@ -121,7 +121,8 @@ def run(env: Any) -> dict[str, Any]:
     idle = QUICK_IDLE_S if env.quick else IDLE_S
     var_dir = Path(tempfile.mkdtemp(prefix="cloudcore-bench-live-"))
     port = free_port()
-    cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, CLOUDCORE_DEMO_PASSWORD=DEMO_PASSWORD))
+    cloud = LiveCloud(var_dir=var_dir, port=port, env=make_env(var_dir, port, external=False,
+                                                               CLOUDCORE_DEMO_PASSWORD=DEMO_PASSWORD))
     started = time.perf_counter()
     try:
         cloud.start()
