@@ -308,6 +308,13 @@ def server_list(
         for inst in result:  # type: ignore[union-attr]
             merged.append(ServerRecord(uuid=inst.uuid, instance=inst, cell=by_uuid[cell_uuid]))
     merged.sort(key=lambda r: (_sort_value(r, column), r.uuid), reverse=desc)
+    if records:
+        # a build request read above whose server the conductor has since created in its cell (the
+        # request is deleted just after): listed once, as the cell's row, its current state
+        in_cells = {r.uuid for r in merged} & {r.uuid for r in records}
+        if in_cells:
+            records = [r for r in records if r.uuid not in in_cells]
+        seen.update(r.uuid for r in records)
     for record in merged:
         if record.uuid in seen:  # the same server in two cells during a cross-cell move
             continue

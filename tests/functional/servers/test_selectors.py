@@ -42,6 +42,21 @@ def test_list_merges_cells_newest_first_with_build_requests_first(cells):
     assert [r.uuid for r in result.records] == [br.instance_uuid, new.uuid, mid.uuid, old.uuid]
 
 
+def test_a_build_request_whose_server_is_already_in_its_cell_is_listed_once_as_the_cell_row(cells):
+    # given a server the conductor has created in cell1 whose build request is not deleted yet
+    # (the window between the two writes, two databases), and another server still building
+    placed = _server(cells, "cell1", 10, project_id="project-a", display_name="placed")
+    BuildRequest.objects.create(instance_uuid=placed.uuid, project_id="project-a",
+                                instance={"display_name": "placed"})
+    building = BuildRequest.objects.create(instance_uuid="c" * 8 + "-0000-0000-0000-000000000000",
+                                           project_id="project-a", instance={"display_name": "building"})
+    # when the owner lists
+    records = server_list(OWNER, filters={}, limit=None, marker=None).records
+    # then each server is there once: the one still building first, the placed one as its cell's row
+    assert [r.uuid for r in records] == [building.instance_uuid, placed.uuid]
+    assert records[1].instance is not None and records[1].build_request is None
+
+
 def test_marker_paging_across_cells(cells):
     servers = [_server(cells, "cell1" if i % 2 else "cell2", 50 - i) for i in range(5)]
     expected = [s.uuid for s in reversed(servers)]
