@@ -152,9 +152,11 @@ def served_heap() -> Iterator[None]:
     frozen (``gc.freeze``, as ``cloudcore.core.heap.freeze_startup_heap`` does once a gunicorn
     worker has loaded the application), so a full collection during a timed request walks what
     requests made, not the bench's own set-up (the servers it inserted, earlier scenarios' clouds),
-    which a web process never holds. Unfrozen after."""
-    gc.collect()
-    gc.freeze()
+    which a web process never holds (``CLOUDCORE_GC_FREEZE`` off: not frozen, as the web). Unfrozen
+    after."""
+    from cloudcore.core.heap import freeze_startup_heap
+
+    freeze_startup_heap()
     try:
         yield
     finally:

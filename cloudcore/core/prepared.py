@@ -64,10 +64,17 @@ def prepared_rows(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[
     if statement is None:
         return [tuple(row) for row in build(*args)]
     database, sql, where, constants = statement
+    return [tuple(row) for row in _execute(database, sql, where, constants, args)]
+
+
+def _execute(database: str, sql: str, where: list[int | None], constants: list[Any],
+             args: Sequence[str]) -> list[Any]:
+    """The rows of a prepared statement: ``args`` in the parameters ``where`` names, its
+    constants in the others."""
     params = [constants[n] if i is None else args[i] for n, i in enumerate(where)]
     with connections[database].cursor() as cursor:
         cursor.execute(sql, params)
-        return [tuple(row) for row in cursor.fetchall()]
+        return list(cursor.fetchall())
 
 
 class _Objects:
@@ -77,7 +84,8 @@ class _Objects:
 
     def __init__(self, queryset: QuerySet[Any]) -> None:
         compiler = queryset.query.get_compiler(using=queryset.db)
-        self.sql, self.params = compiler.as_sql()
+        self.sql, params = compiler.as_sql()
+        self.params = list(params)
         klass_info = compiler.klass_info
         select = compiler.select
         self.model = klass_info["model"]
@@ -130,8 +138,4 @@ def prepared_objects(key: str, build: Callable[..., QuerySet[Any]], args: Sequen
     if statement is None:
         return list(build(*args))
     database, objects, where = statement
-    params = [objects.params[n] if i is None else args[i] for n, i in enumerate(where)]
-    with connections[database].cursor() as cursor:
-        cursor.execute(objects.sql, params)
-        rows = cursor.fetchall()
-    return objects.objects(database, rows)
+    return objects.objects(database, _execute(database, objects.sql, where, objects.params, args))
