@@ -154,9 +154,13 @@ def test_sqlite_datetime_texts_read_as_djangos_converter_reads_them() -> None:
     django_reads = connection.ops.convert_datetimefield_value
     faster = prepared._faster(django_reads, connection)
     assert faster is not django_reads
-    # when texts as SQLite holds them (and some it may hold otherwise) are read, then each reads as
-    # Django reads it, zone included
+    # when values as SQLite's decoding gives them (naive datetimes) and texts as SQLite holds them
+    # (and some it may hold otherwise) are read, then each reads as Django reads it, zone included
     for value in ("2026-11-25 10:45:26", "2026-11-25 10:45:26.000001", "2026-11-25 10:45:26.5",
                   "2026-11-25T10:45:26.123456", "2026-11-25 10:45:26+02:00", "2026-11-25 10:45:26.5+00:00",
-                  "2026-11-25", "0001-01-01 00:00:00", None, datetime(2026, 1, 1, tzinfo=UTC)):
-        assert repr(faster(value, None, connection)) == repr(django_reads(value, None, connection)), value
+                  "2026-11-25", "0001-01-01 00:00:00", None, datetime(2026, 1, 1, tzinfo=UTC),
+                  datetime(2026, 11, 25, 10, 45, 26), datetime(2026, 11, 25, 10, 45, 26, 123456),
+                  datetime(2026, 11, 25, 10, 45, 26, 5, fold=1), datetime(1, 1, 1)):
+        read, django_read = faster(value, None, connection), django_reads(value, None, connection)
+        assert repr(read) == repr(django_read), value
+        assert getattr(read, "fold", None) == getattr(django_read, "fold", None), value
