@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.backends.sqlite3.operations import DatabaseOperations as SQLiteOperations
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
 from django.db.models import QuerySet
 from django.db.models.query import ModelIterable
 
@@ -94,7 +94,7 @@ def _faster(converter: Any, connection: Any) -> Any:
     text (a column read without its declared type) is one ``fromisoformat`` with the UTC offset put
     after it. Anything else (an aware value, a text with an offset of its own, a date alone) is read
     by Django's converter."""
-    if getattr(converter, "__func__", None) is not SQLiteOperations.convert_datetimefield_value \
+    if getattr(converter, "__func__", None) is not SQLiteWrapper.ops_class.convert_datetimefield_value \
             or not settings.USE_TZ or connection.timezone is not dt.UTC:
         return converter
     naive, combine, fromisoformat, utc = dt.datetime, dt.datetime.combine, dt.datetime.fromisoformat, dt.UTC
