@@ -23,6 +23,7 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
+from cloudcore.core.prepared import RawRows
 
 from .choices import MigrationStatus, MigrationType, TaskState, VmState
 from .models import (
@@ -214,6 +215,10 @@ def _sort_value(record: ServerRecord, key: str) -> Any:
             value = record.build_request.created_at
     else:
         value = None
+    return _sort_key(value)
+
+
+def _sort_key(value: Any) -> Any:
     if value is None:
         return (0, "")
     if isinstance(value, datetime):
@@ -279,7 +284,7 @@ def server_list(
     order = [f"-{column}", "-uuid"] if desc else [column, "uuid"]
     loaded = None if columns is None else sorted({*columns, column, "uuid"})
 
-    def per_cell(cell: CellMapping) -> list[Instance]:
+    def per_cell(cell: CellMapping) -> tuple[RawRows, list[Any]]:
         qs = Instance.all_objects.filter(q)
         if loaded is not None:
             qs = qs.only(*loaded)
@@ -293,33 +298,40 @@ def server_list(
         qs = qs.order_by(*order)
         if remaining is not None:
             qs = qs[:remaining]
-        return list(qs)
+        # rows made instances only once the merge kept them: each cell reads up to the page's size
+        rows = RawRows(qs)
+        return rows, rows.rows()
 
     cells = cell_selectors.cell_list()
     results = scatter_gather(per_cell, cells)
     by_uuid = {c.uuid: c for c in cells}
-    merged: list[ServerRecord] = []
+    # (sort key, uuid, cell, the row, its reader)
+    merged: list[tuple[Any, str, CellMapping, Any, RawRows]] = []
     seen: set[str] = set()
     down: list[str] = []
     for cell_uuid, result in results.items():
         if failed(result):
             down.append(cell_uuid)
             continue
-        for inst in result:  # type: ignore[union-attr]
-            merged.append(ServerRecord(uuid=inst.uuid, instance=inst, cell=by_uuid[cell_uuid]))
-    merged.sort(key=lambda r: (_sort_value(r, column), r.uuid), reverse=desc)
+        reader, rows = result  # type: ignore[misc]
+        cell = by_uuid[cell_uuid]
+        merged.extend((_sort_key(reader.value(row, column)), reader.value(row, "uuid"), cell, row, reader)
+                      for row in rows)
+    merged.sort(key=lambda m: (m[0], m[1]), reverse=desc)
     if records:
         # a build request read above whose server the conductor has since created in its cell (the
         # request is deleted just after): listed once, as the cell's row, its current state
-        in_cells = {r.uuid for r in merged} & {r.uuid for r in records}
+        in_cells = {m[1] for m in merged} & {r.uuid for r in records}
         if in_cells:
             records = [r for r in records if r.uuid not in in_cells]
         seen.update(r.uuid for r in records)
-    for record in merged:
-        if record.uuid in seen:  # the same server in two cells during a cross-cell move
+    for _key, instance_uuid, cell, row, reader in merged:
+        if limit is not None and len(records) >= limit:
+            break  # the rest is cut below: not made instances
+        if instance_uuid in seen:  # the same server in two cells during a cross-cell move
             continue
-        seen.add(record.uuid)
-        records.append(record)
+        seen.add(instance_uuid)
+        records.append(ServerRecord(uuid=instance_uuid, instance=reader.instance(row), cell=cell))
     if down:
         records.extend(_down_cell_records(actor, filters, [by_uuid[u] for u in down], seen))
     if limit is not None:

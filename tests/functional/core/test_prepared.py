@@ -3,9 +3,11 @@ model instances) for every argument, and a query whose arguments Django transfor
 hold more than one model, is left to the ORM."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.db.models import F, QuerySet
 
 from cloudcore.core import prepared
@@ -117,3 +119,48 @@ def test_objects_of_a_query_that_reads_other_models_are_left_to_the_orm(monkeypa
     assert spec.flavor.name == "f1"
     assert prepared.prepared_objects("test.values", values, ("k",)) == [{"value": "v"}]
     assert prepared._object_statements == {"test.joined": None, "test.values": None}
+
+
+def test_raw_rows_become_the_orms_instances_when_asked() -> None:
+    # given images, one made at a whole second (SQLite's text of it has no fraction)
+    first = Image.objects.create(name="a", status="active", properties={"n": 3}, protected=True)
+    second = Image.objects.create(name="b", status="queued", properties={})
+    Image.objects.filter(id=second.id).update(created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    queryset = Image.objects.only("id", "name", "created_at", "properties", "protected").order_by("name")
+    # when the rows of a query of some columns are read as the database gives them
+    rows = prepared.RawRows(queryset)
+    raw = rows.rows()
+    # then each becomes, when asked, the ORM's instance (the other columns deferred alike), and a
+    # column's value is the ORM's
+    orm = list(queryset)
+    made = [rows.instance(row) for row in raw]
+    assert [type(obj) for obj in made] == [Image, Image]
+    assert [{k: v for k, v in obj.__dict__.items() if k != "_state"} for obj in made] == [
+        {k: v for k, v in obj.__dict__.items() if k != "_state"} for obj in orm]
+    assert [obj._state.db for obj in made] == [obj._state.db for obj in orm]
+    assert [rows.value(row, "created_at") for row in raw] == [obj.created_at for obj in orm]
+    assert [rows.value(row, "id") for row in raw] == [first.id, second.id]
+    assert repr(made[1].created_at) == repr(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    assert made[0].properties == {"n": 3} and made[0].protected is True
+    # and a query no row can meet (an empty IN list) reads nothing
+    assert prepared.RawRows(Image.objects.filter(id__in=[])).rows() == []
+
+
+def test_sqlite_datetime_texts_read_as_djangos_converter_reads_them() -> None:
+    # given SQLite's converter of a datetime column and the one-call reading in its place
+    connection = connections["default"]
+    if connection.vendor != "sqlite":
+        pytest.skip("the converter replaced is SQLite's")
+    django_reads = connection.ops.convert_datetimefield_value
+    faster = prepared._faster(django_reads, connection)
+    assert faster is not django_reads
+    # when values as SQLite's decoding gives them (naive datetimes) and texts as SQLite holds them
+    # (and some it may hold otherwise) are read, then each reads as Django reads it, zone included
+    for value in ("2026-11-25 10:45:26", "2026-11-25 10:45:26.000001", "2026-11-25 10:45:26.5",
+                  "2026-11-25T10:45:26.123456", "2026-11-25 10:45:26+02:00", "2026-11-25 10:45:26.5+00:00",
+                  "2026-11-25", "0001-01-01 00:00:00", None, datetime(2026, 1, 1, tzinfo=UTC),
+                  datetime(2026, 11, 25, 10, 45, 26), datetime(2026, 11, 25, 10, 45, 26, 123456),
+                  datetime(2026, 11, 25, 10, 45, 26, 5, fold=1), datetime(1, 1, 1)):
+        read, django_read = faster(value, None, connection), django_reads(value, None, connection)
+        assert repr(read) == repr(django_read), value
+        assert getattr(read, "fold", None) == getattr(django_read, "fold", None), value

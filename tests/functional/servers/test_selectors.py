@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
-from servers.models import BuildRequest
+from servers.models import BuildRequest, Instance
 from servers.selectors import MarkerNotFound, ServerNotFound, server_get, server_list
 from tests.conftest import ALL_DATABASES
 from tests.factories import InstanceFactory
@@ -124,3 +124,28 @@ def test_down_cell_servers_are_reported_not_fatal(cells, settings):
     by_uuid = {r.uuid: r for r in result.records}
     assert by_uuid[ok.uuid].instance is not None
     assert by_uuid[lost.uuid].down_cell is True
+
+
+def test_a_page_makes_instances_of_the_rows_the_merge_keeps_only(cells, monkeypatch):
+    # given six servers, three in each cell, their times interleaved
+    servers = [_server(cells, "cell1" if i % 2 else "cell2", 60 - i) for i in range(6)]
+    made = []
+    from_db = Instance.__dict__["from_db"].__func__
+
+    def counted(cls, db, field_names, values):
+        made.append(values)
+        return from_db(cls, db, field_names, values)
+
+    monkeypatch.setattr(Instance, "from_db", classmethod(counted))
+    # when a page of three is listed (each cell reads up to three rows: six read)
+    records = server_list(OWNER, filters={}, limit=3, marker=None, columns=("display_name", "created_at")).records
+    # then the newest three come, in order, and only those three rows were made instances, their
+    # times as the ORM reads them (aware) and the columns not asked deferred
+    newest = list(reversed(servers))[:3]
+    assert [r.uuid for r in records] == [s.uuid for s in newest]
+    assert len(made) == 3
+    for record, server in zip(records, newest, strict=True):
+        assert record.instance is not None and record.cell is not None
+        assert record.instance.created_at == server.created_at and record.instance.created_at.tzinfo is not None
+        assert record.instance.display_name == server.display_name
+        assert "host" not in record.instance.__dict__

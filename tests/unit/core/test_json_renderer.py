@@ -9,6 +9,7 @@ import pytest
 from django.utils.translation import gettext_lazy
 from rest_framework.renderers import JSONRenderer
 
+from cloudcore.core.api import views
 from cloudcore.core.api.views import OpenStackJSONRenderer
 
 UTC = datetime.UTC
@@ -33,6 +34,7 @@ SAME_BYTES = [
     "a string",
     {"text with a float look": ":1e5, [0.00001", "mac": "fa:16:3e:58:c6:54", "hex": ["9e1", "1e5"]},
     [1e-300, -2.5e-9, 1e300, -1e16, 0.00001, [0.000012]],
+    {"id": "9e1f000e-00e1-4e2e-be-e", "links": ["e-1", "x:e-1,"], "small": {"a": -7.5e-8}, "big": 3e20},
 ]
 
 
@@ -66,3 +68,16 @@ def test_no_body_and_unencodable_values_as_drf():
     assert OpenStackJSONRenderer().render(None) == b""
     with pytest.raises(TypeError):
         OpenStackJSONRenderer().render({"x": object()})
+
+
+def test_the_exponents_searched_are_those_orjson_writes_otherwise(monkeypatch):
+    # an orjson that writes 1e+16 as Python does: only a negative exponent is searched (a uuid's
+    # "e1" is no candidate); one that writes 1e16: both
+    assert views._other_float_notation(b'{"a":1.5e-7}')
+    monkeypatch.setattr(views, "_EXPONENT", views._NEGATIVE_EXPONENT)
+    assert not views._other_float_notation(b'{"a":1e16}')
+    assert views._other_float_notation(b'{"a":[2e-9]}')
+    monkeypatch.setattr(views, "_EXPONENT", views._ANY_EXPONENT)
+    assert views._other_float_notation(b'{"a":1e16}')
+    assert views._other_float_notation(b'{"a":[2e-9]}')
+    assert not views._other_float_notation(b'{"a":"9e16"}')
