@@ -111,9 +111,9 @@ def server_live_migrate(*, actor: RequestContext, instance: Instance, cell: Cell
         authorize(actor, RULE_HOST, target(instance))
     if force and not host:
         raise ForceWithoutHost()
-    if host is not None:
-        check_compute_host(host, cell=None)
     check_state(instance, "live_migrate", vm_states=LIVE_MIGRATE_STATES)
+    if host is not None:  # after the state, as Nova's compute API checks them
+        check_compute_host(host, cell=None)
     if host is not None and sync_checks:
         check_destination(instance, host)
     claim_task_state(instance, "live_migrate", new_task_state=TaskState.MIGRATING, vm_states=LIVE_MIGRATE_STATES)
