@@ -10,7 +10,17 @@ class ComputeConfig(AppConfig):
 
     def ready(self) -> None:
         # In ready(): these modules import models, which cannot load before the app registry.
-        from . import block_devices, consoles, cross_cell, interfaces, ops, pause_suspend_rescue, registry
+        from . import (
+            block_devices,
+            consoles,
+            cross_cell,
+            interfaces,
+            live_migration,
+            ops,
+            pause_suspend_rescue,
+            registry,
+        )
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 
-        registry.register_modules([ops, block_devices, consoles, cross_cell, pause_suspend_rescue, interfaces])
+        registry.register_modules([ops, block_devices, consoles, cross_cell, pause_suspend_rescue, interfaces,
+                                   live_migration])

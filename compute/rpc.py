@@ -174,6 +174,36 @@ def evacuate(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: s
                migration_uuid=migration_uuid, admin_pass=admin_pass, stop=stop)
 
 
+# --- live migration (compute.live_migration): conductor -> source -> destination -> source -> destination
+
+
+def live_migration_prepare(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                           migration_uuid: str) -> None:
+    """To the source ``host`` (the conductor's cast once the destination is scheduled)."""
+    _operation("live_migration_prepare", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               migration_uuid=migration_uuid)
+
+
+def pre_live_migration(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                       disk_source: str | None) -> None:
+    """To the destination ``host``: ``disk_source`` is the source's directory of the guest's disks."""
+    _operation("pre_live_migration", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               migration_uuid=migration_uuid, disk_source=disk_source)
+
+
+def live_migration(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                   migration_uuid: str) -> None:
+    """To the source ``host`` once the destination runs the guest."""
+    _operation("live_migration", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+               migration_uuid=migration_uuid)
+
+
+def post_live_migration_at_destination(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                                       migration_uuid: str) -> None:
+    _operation("post_live_migration_at_destination", ctx=ctx, host=host, instance_uuid=instance_uuid,
+               cell_uuid=cell_uuid, migration_uuid=migration_uuid)
+
+
 def snapshot(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str, image_id: str) -> None:
     _operation("snapshot", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid, image_id=image_id)
 

@@ -27,6 +27,7 @@ CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
 REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
 COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 EVACUATE_INSTANCE = "conductor.evacuate_instance"
+LIVE_MIGRATE_INSTANCE = "conductor.live_migrate_instance"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -76,6 +77,12 @@ def evacuate_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str
                       host: str | None, force: bool, admin_pass: str | None, stop: bool) -> None:
     _send(EVACUATE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, host=host, force=force, admin_pass=admin_pass, stop=stop)
+
+
+def live_migrate_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                          host: str | None, force: bool, block_migration: bool | str) -> None:
+    _send(LIVE_MIGRATE_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+          migration_uuid=migration_uuid, host=host, force=force, block_migration=block_migration)
 
 
 def reschedule_build(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, admin_pass: str | None,

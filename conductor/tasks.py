@@ -16,6 +16,7 @@ from .build import reschedule_build, schedule_and_build_instances
 from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
 from .evacuate import evacuate_instance
 from .hosts import compute_host_started
+from .live_migrate import live_migrate_instance
 from .rebuild import rebuild_instance
 from .resize import resize_instance
 from .unshelve import unshelve_instance
@@ -54,6 +55,15 @@ def evacuate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid
                            host: str | None, force: bool, admin_pass: str | None, stop: bool) -> None:
     evacuate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                       migration_uuid=migration_uuid, host=host, force=force, admin_pass=admin_pass, stop=stop)
+
+
+@shared_task(name=rpc.LIVE_MIGRATE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
+             soft_time_limit=3500)
+@on_service_side
+def live_migrate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, migration_uuid: str,
+                               host: str | None, force: bool, block_migration: bool | str) -> None:
+    live_migrate_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                          migration_uuid=migration_uuid, host=host, force=force, block_migration=block_migration)
 
 
 @shared_task(name=rpc.UNSHELVE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)

@@ -94,10 +94,19 @@ class MigrationStatus:
     #: an evacuation whose source host destroyed its guest when it came back
     COMPLETED = "completed"
     ACCEPTED = "accepted"
+    #: a live migration's steps (Nova's): scheduled and cast to the source, the destination
+    #: preparing, the guest moving; ``cancelled`` an aborted queued one
+    QUEUED = "queued"
+    PREPARING = "preparing"
+    RUNNING = "running"
+    CANCELLED = "cancelled"
     #: a move in these states is still under way: it never ends by itself if its worker died
-    UNFINISHED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING)
+    UNFINISHED = (PRE_MIGRATING, MIGRATING, POST_MIGRATING, QUEUED, PREPARING, RUNNING)
     #: every step a move passes through while it is moving (what consoles draw as in flight)
-    IN_FLIGHT = (ACCEPTED, PRE_MIGRATING, MIGRATING, POST_MIGRATING, CONFIRMING, REVERTING)
+    IN_FLIGHT = (ACCEPTED, PRE_MIGRATING, MIGRATING, POST_MIGRATING, CONFIRMING, REVERTING, QUEUED, PREPARING,
+                 RUNNING)
+    #: a live migration ``GET /servers/{id}/migrations`` shows (Nova's in-progress ones)
+    LIVE_IN_PROGRESS = (QUEUED, PREPARING, RUNNING, POST_MIGRATING)
 
 
 class MigrationType:

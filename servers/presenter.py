@@ -545,6 +545,30 @@ MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
 )
 
 
+#: ``GET /servers/{id}/migrations[/{id}]`` (2.23+): a live migration in progress
+SERVER_MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
+    VField("created_at", lambda m: timestamp(m.created_at)),
+    VField("dest_compute", attrgetter("dest_compute")),
+    VField("dest_host", attrgetter("dest_host")),
+    VField("dest_node", attrgetter("dest_node")),
+    VField("disk_processed_bytes", attrgetter("disk_processed")),
+    VField("disk_remaining_bytes", attrgetter("disk_remaining")),
+    VField("disk_total_bytes", attrgetter("disk_total")),
+    VField("id", attrgetter("id")),
+    VField("memory_processed_bytes", attrgetter("memory_processed")),
+    VField("memory_remaining_bytes", attrgetter("memory_remaining")),
+    VField("memory_total_bytes", attrgetter("memory_total")),
+    VField("server_uuid", attrgetter("instance_uuid")),
+    VField("source_compute", attrgetter("source_compute")),
+    VField("source_node", attrgetter("source_node")),
+    VField("status", attrgetter("status")),
+    VField("updated_at", lambda m: timestamp(m.updated_at)),
+    VField("uuid", attrgetter("uuid"), since=(2, 59)),
+    VField("user_id", attrgetter("user_id"), since=(2, 80)),
+    VField("project_id", attrgetter("project_id"), since=(2, 80)),
+)
+
+
 # --- os-instance-actions --------------------------------------------------------------------------
 INSTANCE_ACTION_FIELDS: tuple[VField[InstanceAction], ...] = (
     VField("action", attrgetter("action")),

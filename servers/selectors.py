@@ -573,6 +573,20 @@ def migrations_in_flight() -> list[Migration]:
     return list(Migration.objects.filter(status__in=MigrationStatus.IN_FLIGHT, hidden=False).order_by("-created_at"))
 
 
+def live_migrations_in_progress(instance_uuid: str) -> list[Migration]:
+    """The server's live migrations in progress (queued, preparing, running, post-migrating)."""
+    return list(Migration.objects.filter(instance_uuid=instance_uuid, migration_type=MigrationType.LIVE_MIGRATION,
+                                         status__in=MigrationStatus.LIVE_IN_PROGRESS).order_by("id"))
+
+
+def migration_of_instance(instance_uuid: str, migration_id: int | str) -> Migration | None:
+    """The targeted cell's migration with row id ``migration_id`` of the server, or None."""
+    try:
+        return Migration.objects.filter(pk=int(migration_id), instance_uuid=instance_uuid).first()
+    except (TypeError, ValueError):
+        return None
+
+
 def migration_unfinished_for(instance_uuid: str) -> Migration | None:
     """The server's newest migration still under way (pre-migrating, migrating, post-migrating)."""
     return (Migration.objects.filter(instance_uuid=instance_uuid, status__in=MigrationStatus.UNFINISHED)

@@ -141,6 +141,8 @@ class TestVirtDriver:
             "</domain>"
         )
         dom = self.conn.defineXML(xml)
+        if dom.isActive():  # another host's guest of this server on the shared connection (a live
+            dom.destroy()   # migration's destination): replaced, as the real driver's spawn does
         dom.create()
         self.spawned.append(instance.uuid)
         self.console_logs[instance.uuid] = (f"[    0.000000] booting {instance.uuid} on {self.host}\n"

@@ -390,6 +390,33 @@ class LibvirtDriver:
             if formats:
                 (workdir / "disk.info").write_text(json.dumps(formats) + "\n")
 
+    def guest_host(self, instance: Any) -> str | None:
+        """The host whose guest of ``instance`` this connection has (its ``<description>``), or
+        None: on a daemon the hosts share, the guest of that name may be another host's."""
+        try:
+            dom = self.conn.lookupByName(self.domain_name(instance))
+        except libvirt.libvirtError:
+            return None
+        if self.is_test:
+            return self.host
+        try:
+            description = str(dom.metadata(libvirt.VIR_DOMAIN_METADATA_DESCRIPTION, None))
+        except libvirt.libvirtError:
+            return None
+        return description.removeprefix("host=") if description.startswith("host=") else None
+
+    def cleanup_live_migration_source(self, *, instance: Any, **_kw: Any) -> None:
+        """Source of a live migration whose guest the destination started: this host's copy goes
+        with its disks. A test connection is this host's own; on a daemon the hosts share
+        (qemu:///system), the domain of that name is the destination's already (its ``spawn``
+        replaced this one), so only this host's instance directory goes."""
+        with self._lock:
+            owner = self.guest_host(instance)
+            if owner is not None and owner != self.host:
+                shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
+                return
+            self.destroy(instance=instance, destroy_disks=True)
+
     def confirm_migration(self, *, instance: Any, **_kw: Any) -> None:
         """Source of a confirmed move: the kept directory goes (the guest was taken down already)."""
         shutil.rmtree(self.resize_dir(instance), ignore_errors=True)

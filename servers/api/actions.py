@@ -22,7 +22,17 @@ from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from ..models import Instance, KeyPair
 from ..presenter import present_updated_server
 from ..selectors import ServerRecord
-from ..services import consoles, deferred_delete, evacuate, power, rebuild, resize, security_groups, shelve
+from ..services import (
+    consoles,
+    deferred_delete,
+    evacuate,
+    live_migrate,
+    power,
+    rebuild,
+    resize,
+    security_groups,
+    shelve,
+)
 from ..services import pause_suspend_rescue as pause_rescue
 from ..services.create import _image, generate_password
 from ..services.delete import server_force_delete
@@ -84,6 +94,20 @@ def _evacuate(extra: dict[str, Any], required: list[str] | None = None) -> dict[
     if required:
         schema["required"] = required
     return schema
+
+
+HOST_OR_NULL = {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
+
+
+def _migrate_live(extra: dict[str, Any], block_migration: dict[str, Any]) -> dict[str, Any]:
+    """Nova's os-migrateLive body: ``host`` (may be null) and ``block_migration`` required."""
+    return {"type": "object", "properties": {"host": HOST_OR_NULL, "block_migration": block_migration, **extra},
+            "required": ["host", "block_migration", *[k for k in extra if k != "force"]],
+            "additionalProperties": False}
+
+
+#: 2.25: ``block_migration`` may be "auto"
+BLOCK_MIGRATION_AUTO = {"anyOf": [BOOLEAN, {"type": "string", "enum": ["auto"]}]}
 
 
 def _rebuild(extra: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -192,6 +216,13 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
         ("2.29", "2.67", _action(_evacuate({"force": BOOLEAN}), "evacuate")),
         ("2.68", None, _action(_evacuate({}), "evacuate")),
     ),
+    # 2.25 ``disk_over_commit`` gone and ``block_migration`` "auto", 2.30 ``force``, gone at 2.68
+    "os-migrateLive": VersionedSchema(
+        ("2.1", "2.24", _action(_migrate_live({"disk_over_commit": BOOLEAN}, BOOLEAN), "os-migrateLive")),
+        ("2.25", "2.29", _action(_migrate_live({}, BLOCK_MIGRATION_AUTO), "os-migrateLive")),
+        ("2.30", "2.67", _action(_migrate_live({"force": BOOLEAN}, BLOCK_MIGRATION_AUTO), "os-migrateLive")),
+        ("2.68", None, _action(_migrate_live({}, BLOCK_MIGRATION_AUTO), "os-migrateLive")),
+    ),
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
@@ -210,6 +241,9 @@ ACTION_FEATURES = Since({"create_image_body": (2, 45)})
 #: evacuate: 2.14 the shared storage is found out (not told) and the answer has no password;
 #: 2.95 the evacuated server ends STOPPED on its new host.
 EVACUATE_FEATURES = Since({"no_password_answer": (2, 14), "leaves_stopped": (2, 95)})
+#: os-migrateLive: from 2.34 the conductor's checks of the named host run in the background (a
+#: failed one is the migration's ``error``, not a 400).
+LIVE_MIGRATE_FEATURES = Since({"async_checks": (2, 34)})
 #: 2.87: a volume-backed server may be rescued (stable device rescue).
 RESCUE_FEATURES = Since({"volume_backed": (2, 87)})
 
@@ -464,6 +498,18 @@ def _rescue(view: ServerActionView, request: Any, instance: Instance, cell: Any,
     if getattr(settings, "ENABLE_INSTANCE_PASSWORD", True):
         return Response({"adminPass": admin_pass}, status=200)
     return Response({}, status=200)
+
+
+@handles("os-migrateLive")
+def _migrate_live_action(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                         body: dict[str, Any]) -> None:
+    """202, no body; ``disk_over_commit`` (below 2.25) is accepted and has no effect, as with
+    Nova's libvirt driver since it stopped checking disk space itself."""
+    block = body["block_migration"]
+    live_migrate.server_live_migrate(
+        actor=view.ctx, instance=instance, cell=cell, host=body.get("host"),
+        block_migration=block if block == "auto" else _truthy(block), force=_truthy(body.get("force")),
+        sync_checks=not LIVE_MIGRATE_FEATURES.has("async_checks", view.version))
 
 
 @handles("evacuate")

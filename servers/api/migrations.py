@@ -11,16 +11,25 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cells.selectors import cell_list
 from cloudcore.core.api.paging import page_of
-from cloudcore.core.api.versioned import present
+from cloudcore.core.api.validation import VersionedSchema
+from cloudcore.core.api.versioned import Since, present
 from cloudcore.core.api.views import ComputeAPIView
-from cloudcore.core.exceptions import Invalid
+from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
+from ..choices import MigrationStatus, MigrationType
 from ..models import Migration
-from ..presenter import MIGRATION_FIELDS
+from ..presenter import MIGRATION_FIELDS, SERVER_MIGRATION_FIELDS
+from ..selectors import live_migrations_in_progress, migration_of_instance
+from ..services.live_migrate import (
+    MigrationNotFoundForInstance,
+    live_migration_abort,
+    live_migration_force_complete,
+)
 from .schemas import MIGRATION_QUERY
 from .servers import get_server
 
@@ -81,9 +90,70 @@ class MigrationsView(ComputeAPIView):
 
 
 class ServerMigrationsView(ComputeAPIView):
-    """``GET /servers/{id}/migrations``: in-progress live migrations (cloudcore has none)."""
+    """``GET /servers/{id}/migrations`` (2.23+): the server's live migrations in progress."""
+
+    available_from = (2, 23)
 
     def get(self, request: Request, server_id: str) -> Response:
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:migrations:index", self.version)
+        if record.instance is None or record.cell is None:
+            return Response({"migrations": []})
+        with target_cell(record.cell):
+            migrations = live_migrations_in_progress(record.uuid)
+        return Response({"migrations": [present(SERVER_MIGRATION_FIELDS, m, self.version) for m in migrations]})
 
-        get_server(self.ctx, server_id, "os_compute_api:servers:migrations:index", self.version)
-        return Response({"migrations": []})
+
+class ServerMigrationView(ComputeAPIView):
+    """``GET`` (2.23+) one live migration in progress; ``DELETE`` (2.24+) aborts it (202)."""
+
+    available_from = (2, 23)
+
+    def get(self, request: Request, server_id: str, migration_id: str) -> Response:
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:migrations:show", self.version)
+        migration = None
+        if record.instance is not None and record.cell is not None:
+            with target_cell(record.cell):
+                migration = migration_of_instance(record.uuid, migration_id)
+        if migration is None:
+            raise MigrationNotFoundForInstance(migration_id=migration_id, instance_id=record.uuid)
+        if (migration.migration_type != MigrationType.LIVE_MIGRATION
+                or migration.status not in MigrationStatus.LIVE_IN_PROGRESS):
+            raise NotFound(f"In-progress live migration {migration_id} is not found for server {record.uuid}.")
+        return Response({"migration": present(SERVER_MIGRATION_FIELDS, migration, self.version)})
+
+    def delete(self, request: Request, server_id: str, migration_id: str) -> Response:
+        if self.version < (2, 24):
+            raise NotFound("The resource could not be found.")  # Nova: no such method at this version
+        instance, cell = _writable(self, server_id)
+        with target_cell(cell):
+            live_migration_abort(actor=self.ctx, instance=instance, migration_id=migration_id,
+                                 abort_queued=SERVER_MIGRATION_FEATURES.has("abort_queued", self.version))
+        return Response(status=202)
+
+
+class ServerMigrationActionView(ComputeAPIView):
+    """``POST /servers/{id}/migrations/{id}/action`` ``{"force_complete": null}`` (2.22+): 202."""
+
+    available_from = (2, 22)
+
+    def post(self, request: Request, server_id: str, migration_id: str) -> Response:
+        FORCE_COMPLETE.validate(self.body(), self.version)
+        instance, cell = _writable(self, server_id)
+        with target_cell(cell):
+            live_migration_force_complete(actor=self.ctx, instance=instance, migration_id=migration_id)
+        return Response(status=202)
+
+
+#: 2.65: a queued (or preparing) live migration may be aborted
+SERVER_MIGRATION_FEATURES = Since({"abort_queued": (2, 65)})
+FORCE_COMPLETE = VersionedSchema(("2.22", None, {
+    "type": "object", "properties": {"force_complete": {"type": "null"}}, "required": ["force_complete"],
+    "additionalProperties": False}))
+
+
+def _writable(view: ComputeAPIView, server_id: str) -> tuple[Any, Any]:
+    record = get_server(view.ctx, server_id, version=view.version)
+    if record.instance is None or record.cell is None:
+        raise InstanceInvalidState(method="live migration", instance_uuid=record.uuid, attr="vm_state",
+                                   state="building")
+    return record.instance, record.cell

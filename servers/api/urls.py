@@ -57,6 +57,10 @@ urlpatterns += [
     path("os-migrations", _migrations.MigrationsView.as_view(), name="compute-migrations"),
     path("servers/<str:server_id>/migrations", _migrations.ServerMigrationsView.as_view(),
          name="compute-server-migrations"),
+    path("servers/<str:server_id>/migrations/<str:migration_id>", _migrations.ServerMigrationView.as_view(),
+         name="compute-server-migration"),
+    path("servers/<str:server_id>/migrations/<str:migration_id>/action",
+         _migrations.ServerMigrationActionView.as_view(), name="compute-server-migration-action"),
 ]
 
 # --- os-server-external-events (servers/api/external_events.py, issue 7) ------------------------

@@ -72,6 +72,19 @@ def _check_source_down(instance: Instance) -> None:
         raise ComputeServiceInUse(host=instance.host)
 
 
+def same_flavor_migration(actor: RequestContext, instance: Instance, *, host: str | None,
+                          migration_type: str) -> Migration:
+    """The ``accepted`` Migration of a move that keeps the flavor (an evacuation, a live
+    migration) from the server's host to ``host`` (None: the scheduler's choice, recorded later)."""
+    flavor = dict(instance.flavor or {})
+    return Migration.objects.create(
+        instance_uuid=instance.uuid, source_compute=instance.host, source_node=instance.node, dest_compute=host,
+        status=MigrationStatus.ACCEPTED, migration_type=migration_type, old_instance_type_id=flavor.get("id"),
+        new_instance_type_id=flavor.get("id"), old_flavor=flavor, new_flavor=flavor, user_id=actor.user_id,
+        project_id=instance.project_id,
+    )
+
+
 def server_evacuate(*, actor: RequestContext, instance: Instance, cell: CellMapping, host: str | None,
                     admin_pass: str | None, force: bool = False, stop: bool = False) -> Migration:
     """Evacuate ``instance`` (its cell targeted) to ``host`` (None: the scheduler picks); ``force``
@@ -87,13 +100,7 @@ def server_evacuate(*, actor: RequestContext, instance: Instance, cell: CellMapp
     check_state(instance, "evacuate", vm_states=EVACUATE_STATES)
     _check_source_down(instance)
     claim_task_state(instance, "evacuate", new_task_state=TaskState.REBUILDING, vm_states=EVACUATE_STATES)
-    flavor = dict(instance.flavor or {})
-    migration = Migration.objects.create(
-        instance_uuid=instance.uuid, source_compute=instance.host, source_node=instance.node, dest_compute=host,
-        status=MigrationStatus.ACCEPTED, migration_type=MigrationType.EVACUATION,
-        old_instance_type_id=flavor.get("id"), new_instance_type_id=flavor.get("id"), old_flavor=flavor,
-        new_flavor=flavor, user_id=actor.user_id, project_id=instance.project_id,
-    )
+    migration = same_flavor_migration(actor, instance, host=host, migration_type=MigrationType.EVACUATION)
     actions.action_start(actor, instance_uuid=instance.uuid, action="evacuate")
     notify_instance(actor, "instance.evacuate", instance)
     allocations_move(from_consumer_uuid=instance.uuid, to_consumer_uuid=migration.uuid,

@@ -10,33 +10,12 @@ import pytest
 
 from cells.context import target_cell
 from compute.ops import destroy_evacuated_instances
-from scheduling.placement.services import allocations_get
 from scheduling.services.traces import trace_record_list
 from tests.cloud import Cloud
 
+from .moves import TINY, allocs, migration_of, node_of, other, started
+
 pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
-
-TINY = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
-
-
-def allocs(consumer: str) -> dict[str, dict[str, int]]:
-    return {rp: dict(a["resources"]) if isinstance(a, dict) and "resources" in a else dict(a)
-            for rp, a in allocations_get(consumer_uuid=consumer).allocations.items()}
-
-
-def node_of(cloud: Cloud, host: str) -> str:
-    return cloud.hosts[host]["node_uuid"]
-
-
-def other(host: str) -> str:
-    return "compute2" if host == "compute1" else "compute1"
-
-
-def started(cloud: Cloud, **fields: Any) -> tuple[dict[str, Any], str]:
-    admin = cloud.admin()
-    server = cloud.create_server(admin, "vm1", availability_zone="az1", **fields)
-    shown = cloud.wait_for_status(admin, server["id"], "ACTIVE")
-    return server, shown["OS-EXT-SRV-ATTR:host"]
 
 
 def host_fails(cloud: Cloud, host: str, server_ids: list[str]) -> None:
@@ -50,11 +29,6 @@ def host_fails(cloud: Cloud, host: str, server_ids: list[str]) -> None:
 
 def evacuate(cloud: Cloud, server_id: str, body: dict[str, Any] | None = None, version: str = "2.94") -> Any:
     return cloud.action(cloud.admin(), server_id, {"evacuate": body or {}}, version=version)
-
-
-def migration_of(cloud: Cloud, server_id: str) -> dict[str, Any]:
-    found = cloud.get(cloud.admin(), f"os-migrations?instance_uuid={server_id}", version="2.80").json()
-    return found["migrations"][0]
 
 
 def test_evacuate_to_the_host_the_scheduler_picks(cloud: Cloud) -> None:

@@ -216,3 +216,47 @@ def _recv_until(conn: socket.socket, end: bytes) -> bytes:
             break
         data += chunk
     return data
+
+
+def test_live_migration_copies_the_disks_and_each_side_cleans_only_its_own_guest(tmp_path: Path) -> None:
+    # given a guest running on a source host
+    source, dest = driver(tmp_path, "src"), driver(tmp_path, "dst")
+    image = tmp_path / "image.raw"
+    image.write_bytes(b"IMAGE-BYTES")
+    inst = server()
+    source.spawn(instance=inst, image_meta={"path": str(image)}, network_info=[])
+    (source.instance_dir(inst) / "disk").write_bytes(b"WRITTEN-BY-THE-GUEST")
+    # when the destination copies its disks and starts it, and the source cleans up
+    dest.finish_migration(instance=inst, disk_source=str(source.instance_dir(inst)))
+    dest.spawn(instance=inst, image_meta={"path": str(image)}, network_info=[])
+    assert (dest.guest_host(inst), source.guest_host(inst)) == ("dst", "src")
+    source.cleanup_live_migration_source(instance=inst)
+    # then the guest runs on the destination only, on the source's data
+    assert source.list_instance_uuids() == [] and not source.instance_dir(inst).exists()
+    assert dest.get_info(inst)["power_state"] == PowerState.RUNNING
+    assert (dest.instance_dir(inst) / "disk").read_bytes() == b"WRITTEN-BY-THE-GUEST"
+
+
+class SharedDaemon(LibvirtDriver):
+    """A host on a libvirt daemon another host uses too (qemu:///system on one machine)."""
+
+    is_test = False  # type: ignore[assignment]
+
+
+def test_on_a_shared_daemon_the_source_leaves_the_destinations_guest_alone(tmp_path: Path) -> None:
+    # given the destination's guest, defined on the daemon both hosts use
+    dest = driver(tmp_path, "dst")
+    inst = server()
+    dest.spawn(instance=inst, image_meta=None, network_info=[])
+    state = tmp_path / "src"
+    node = write_test_node(state, hostname="src", vcpus=4, memory_mb=8192, disk_gb=40)
+    source = SharedDaemon(host="src", uri=f"test://{node}", state_path=state)
+    source.conn = dest.conn
+    source.instance_dir(inst).mkdir(parents=True)
+    (source.instance_dir(inst) / "disk").write_bytes(b"OLD")
+    # when the source cleans up after the move
+    assert source.guest_host(inst) == "dst"
+    source.cleanup_live_migration_source(instance=inst)
+    # then only its own directory goes: the guest of that name is the destination's
+    assert not source.instance_dir(inst).exists()
+    assert dest.get_info(inst)["power_state"] == PowerState.RUNNING
