@@ -14,14 +14,17 @@ lists the domains whose ``<description>`` says ``host=<its name>``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -67,6 +70,24 @@ MiB = 1024**2
 #: destination's guest writes its own)
 NOT_MOVED = frozenset({"disk.rescue", "unrescue.xml", "console.log"})
 
+#: The lock every compute process of this machine holds from picking a real guest's serial console
+#: port to defining the guest: the compute hosts of a machine (several of one cloud, or of several
+#: clouds) share its libvirtd, and a port is only seen as taken once a defined domain names it or its
+#: guest listens on it; without the lock two computes could both pick the same free port.
+SERIAL_PORTS_LOCK = Path(tempfile.gettempdir()) / "cloudcore-serial-console-ports.lock"
+
+
+@contextlib.contextmanager
+def serial_ports_claimed() -> Iterator[None]:
+    """Hold ``SERIAL_PORTS_LOCK`` (an exclusive ``flock``, released when the block ends or the
+    process dies)."""
+    fd = os.open(SERIAL_PORTS_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
 
 def write_hypervisor_sidecar(state_path: Path, *, hostname: str, disk_gb: int | None = None) -> Path:
     """Name this host's node (and optionally its disk size): for simulated hosts, and for hosts
@@ -106,7 +127,7 @@ class LibvirtDriver:
         self.state_path = Path(state_path)
         self._lock = threading.RLock()
         #: test mode: the guests' console servers (compute/virt/testconsoles.py), by (uuid, type)
-        self._test_consoles: dict[tuple[str, str], Any] = {}
+        self._test_consoles: dict[tuple[str, str], testconsoles.TCPConsole] = {}
         try:
             self.conn = libvirt.open(uri)
         except libvirt.libvirtError as exc:
@@ -605,16 +626,10 @@ class LibvirtDriver:
             local_disks = self._create_local_disks(instance, block_device_info)
             self._write_config_drive(instance, network_info or [])
             self._plug_vifs(network_info or [])
-            xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info, local_disks)
+            with self._serial_port_claim():
+                xml = self._domain_xml(instance, disk, image_meta, network_info or [], block_device_info, local_disks)
+                dom = self._redefine(instance, xml)
             try:
-                try:
-                    old = self.conn.lookupByName(self.domain_name(instance))
-                    if old.isActive():
-                        old.destroy()
-                    _undefine(old)
-                except libvirt.libvirtError:
-                    pass
-                dom = self.conn.defineXML(xml)
                 try:
                     dom.create()
                 except libvirt.libvirtError:
@@ -625,6 +640,28 @@ class LibvirtDriver:
                 raise VirtDriverError(host=self.host, reason=str(exc)) from exc
             if self.is_test:
                 self._write_boot_log(instance)
+
+    def _serial_port_claim(self) -> contextlib.AbstractContextManager[None]:
+        """``serial_ports_claimed()`` where the domain XML picks a TCP serial port (a real guest with
+        the serial console on); nothing otherwise."""
+        if self.is_test or not settings.SERIAL_CONSOLE_ENABLED:
+            return contextlib.nullcontext()
+        return serial_ports_claimed()
+
+    def _redefine(self, instance: Any, xml: str) -> Any:
+        """Define ``xml`` as the instance's domain, in place of the one of that name (stopped and
+        undefined first) if there is one."""
+        try:
+            old = self.conn.lookupByName(self.domain_name(instance))
+            if old.isActive():
+                old.destroy()
+            _undefine(old)
+        except libvirt.libvirtError:
+            pass
+        try:
+            return self.conn.defineXML(xml)
+        except libvirt.libvirtError as exc:
+            raise VirtDriverError(host=self.host, reason=str(exc)) from exc
 
     def destroy(self, *, instance: Any, destroy_disks: bool = True, block_device_info: Any = None, **_kw: Any) -> None:
         """Stop and undefine the guest; then its ports' filters and the libvirt networks it was on
@@ -791,16 +828,21 @@ class LibvirtDriver:
             if rescue_image_meta and rescue_image_meta.get("path"):
                 (workdir / "disk.rescue").unlink(missing_ok=True)
                 rescue_disk = self._create_disk(instance, rescue_image_meta, "disk.rescue")
-            xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
-            own_disk = workdir / "disk"
-            if not self.is_test and own_disk.exists():
-                xml = xml.replace("<serial ", self._disk_xml(instance, own_disk, "vdb") + "<serial ", 1)
-            xml = xml.replace("</name>", "</name><title>rescue</title>", 1)
+            with self._serial_port_claim():
+                xml = self._domain_xml(instance, rescue_disk, rescue_image_meta, network_info or [])
+                own_disk = workdir / "disk"
+                if not self.is_test and own_disk.exists():
+                    xml = xml.replace("<serial ", self._disk_xml(instance, own_disk, "vdb") + "<serial ", 1)
+                xml = xml.replace("</name>", "</name><title>rescue</title>", 1)
+                try:
+                    if dom.isActive():
+                        dom.destroy()
+                    _undefine(dom)
+                    rescue_dom = self.conn.defineXML(xml)
+                except libvirt.libvirtError as exc:
+                    raise VirtDriverError(host=self.host, reason=str(exc)) from exc
             try:
-                if dom.isActive():
-                    dom.destroy()
-                _undefine(dom)
-                self.conn.defineXML(xml).create()
+                rescue_dom.create()
             except libvirt.libvirtError as exc:
                 raise VirtDriverError(host=self.host, reason=str(exc)) from exc
 
@@ -857,10 +899,10 @@ class LibvirtDriver:
             raise ConsoleNotAvailable(host=self.host, reason="no console log") from None
 
     def _test_console_port(self, instance: Any, offset: int) -> int:
-        """The test driver's guests' consoles are at fixed ports derived from the uuid, where
-        ``get_serial_console`` / ``get_vnc_console`` stand up their models (testconsoles): VNC in
-        20000-29999, serial in 10000-19999, both below Linux's ephemeral range (32768 up), so no
-        client socket of another process can hold one."""
+        """The port a test driver's guest's console prefers, derived from its uuid (where
+        ``get_serial_console`` / ``get_vnc_console`` stand up its model, testconsoles, when it is
+        free): VNC in 20000-29999, serial in 10000-19999, both below Linux's ephemeral range (32768
+        up), so no client socket of another process can hold one."""
         return 20000 + offset + int(str(instance.uuid).replace("-", ""), 16) % 10000
 
     def _console(self, instance: Any, console_type: str, *, enabled: bool, test_offset: int, path: str,
@@ -884,8 +926,9 @@ class LibvirtDriver:
                               path="./devices/graphics[@type='vnc']", attribute="port")
         if self.is_test:
             name = getattr(instance, "display_name", "") or "guest"
-            self._serve_test_console(instance, "novnc", lambda: testconsoles.VncScreen(
-                name, host=settings.VNC_SERVER_LISTEN, port=where["port"]))
+            where["port"] = self._serve_test_console(
+                instance, "novnc", where["port"],
+                lambda port: testconsoles.VncScreen(name, host=settings.VNC_SERVER_LISTEN, port=port))
         return where
 
     def get_serial_console(self, *, instance: Any, **_kw: Any) -> dict[str, Any]:
@@ -900,21 +943,28 @@ class LibvirtDriver:
                 with log.open("ab") as out:
                     out.write(data)
 
-            self._serve_test_console(instance, "serial", lambda: testconsoles.SerialLine(
-                lambda: log.read_bytes() if log.exists() else b"", append, host=settings.SERIAL_CONSOLE_LISTEN,
-                port=where["port"]))
+            where["port"] = self._serve_test_console(
+                instance, "serial", where["port"],
+                lambda port: testconsoles.SerialLine(lambda: log.read_bytes() if log.exists() else b"", append,
+                                                     host=settings.SERIAL_CONSOLE_LISTEN, port=port))
         return where
 
-    def _serve_test_console(self, instance: Any, console_type: str, start: Any) -> None:
-        """A test guest's console server, started the first time its console is asked for (QEMU
-        would have opened it when the guest started); a port already taken is left to its owner."""
+    def _serve_test_console(self, instance: Any, console_type: str, preferred: int,
+                            start: Callable[[int], testconsoles.TCPConsole]) -> int:
+        """The port of a test guest's console server (``start(port)``), started the first time its
+        console is asked for (QEMU would have opened it when the guest started): at ``preferred``,
+        or, when another process holds that one (another cloud's guest on this machine with the
+        same uuid remainder, any server), at a port the kernel picks. The port handed out is always
+        one this server holds: the console proxy must never be sent to another process's socket."""
         with self._lock:
-            if (instance.uuid, console_type) in self._test_consoles:
-                return
-            try:
-                self._test_consoles[(instance.uuid, console_type)] = start()
-            except OSError:
-                pass  # something else listens there: the console proxy will reach that
+            server = self._test_consoles.get((instance.uuid, console_type))
+            if server is None:
+                try:
+                    server = start(preferred)
+                except OSError:
+                    server = start(0)
+                self._test_consoles[(instance.uuid, console_type)] = server
+            return int(server.port)
 
     def _stop_test_consoles(self, instance: Any) -> None:
         """The guest stopped: so do its console servers (test mode)."""

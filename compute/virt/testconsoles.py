@@ -26,7 +26,7 @@ SCREEN = (320, 200)
 COLOUR = (31, 111, 235)
 
 
-class _TCPConsole:
+class TCPConsole:
     """A listening socket on ``host``:``port`` (0: a free one); each client is served in its own
     thread. Raises ``OSError`` when the port is taken."""
 
@@ -73,7 +73,7 @@ class _TCPConsole:
             conn.close()
 
 
-class SerialLine(_TCPConsole):
+class SerialLine(TCPConsole):
     """``read_log()`` is the guest's output so far; ``append_log(data)`` logs what it prints."""
 
     def __init__(self, read_log: Callable[[], bytes], append_log: Callable[[bytes], None], host: str = "127.0.0.1",
@@ -99,7 +99,7 @@ def _recv_exact(conn: socket.socket, size: int) -> bytes:
     return data
 
 
-class VncScreen(_TCPConsole):
+class VncScreen(TCPConsole):
     """An RFB 3.8 server: no authentication, one screen of one colour, raw rectangles."""
 
     def __init__(self, name: str, host: str = "127.0.0.1", port: int = 0) -> None:

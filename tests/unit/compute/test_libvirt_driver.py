@@ -1,16 +1,19 @@
 """The libvirt driver against libvirt's test driver: each simulated host its own node definition."""
 from __future__ import annotations
 
+import fcntl
 import socket
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from cloudcore.core.exceptions import InvalidNodeConfiguration
 from compute import identity
 from compute.consoles import tail_lines
+from compute.virt import libvirt as libvirt_driver
 from compute.virt.driver import ConsoleTypeUnavailable, InstanceNotFoundOnHypervisor, VirtDriverError
 from compute.virt.libvirt import LibvirtDriver, write_test_node
 from servers.choices import PowerState
@@ -198,6 +201,64 @@ def test_consoles_of_a_test_driver_guest(tmp_path: Path) -> None:
     d.destroy(instance=inst, destroy_disks=True)
     with pytest.raises(InstanceNotFoundOnHypervisor):
         d.get_console_output(instance=inst)
+
+
+def test_a_test_guest_whose_console_port_another_process_holds_is_served_elsewhere(tmp_path: Path) -> None:
+    # given a guest of the test driver, and something else (another cloud's guest on this machine,
+    # any server) listening on the ports its consoles prefer (derived from its uuid)
+    d = driver(tmp_path)
+    inst = server(hostname="vm-a")
+    d.spawn(instance=inst, image_meta=None, network_info=[])
+    n = int(inst.uuid.replace("-", ""), 16) % 10000
+    with socket.create_server(("127.0.0.1", 10000 + n)), socket.create_server(("127.0.0.1", 20000 + n)):
+        # when its consoles are asked for
+        serial, vnc = d.get_serial_console(instance=inst), d.get_vnc_console(instance=inst)
+        # then they are handed out at other ports, where its own console servers answer (a proxy sent
+        # to the preferred ports would have reached the other process)
+        assert serial["port"] != 10000 + n and vnc["port"] != 20000 + n
+        with socket.create_connection(("127.0.0.1", serial["port"]), timeout=10) as line:
+            assert _recv_until(line, b"vm-a login: \n").endswith(b"vm-a login: \n")
+        with socket.create_connection(("127.0.0.1", vnc["port"]), timeout=10) as screen:
+            assert _recv_until(screen, b"\n") == b"RFB 003.008\n"
+        # and asked again, the same servers at the same ports
+        assert d.get_serial_console(instance=inst) == serial and d.get_vnc_console(instance=inst) == vnc
+    d.destroy(instance=inst, destroy_disks=True)
+
+
+def test_a_real_guests_serial_port_is_one_no_domain_names_and_nothing_listens_on(
+        tmp_path: Path, settings: Any) -> None:
+    # given a port range whose first port a defined domain of the daemon names and whose second
+    # something listens on
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        low = int(probe.getsockname()[1])
+    settings.SERIAL_CONSOLE_PORT_RANGE = (low, low + 2)
+    d = driver(tmp_path)
+    d.conn.defineXML(
+        "<domain type='test'><name>other</name><memory unit='MiB'>64</memory><os><type>hvm</type></os>"
+        f"<devices><serial type='tcp'><source mode='bind' host='127.0.0.1' service='{low}'/>"
+        "<protocol type='raw'/><target port='0'/></serial></devices></domain>")
+    try:
+        with socket.create_server(("127.0.0.1", low + 1)):
+            # then the port picked is the third
+            assert d._free_serial_port() == low + 2
+    except OSError:
+        pytest.skip("another process took a port of the range meanwhile")
+
+
+def test_serial_port_picking_is_one_process_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given the machine-wide lock of the serial ports (its own file here)
+    lock = tmp_path / "serial-ports.lock"
+    monkeypatch.setattr(libvirt_driver, "SERIAL_PORTS_LOCK", lock)
+    # when a compute holds it (between picking a real guest's serial port and defining the guest)
+    with libvirt_driver.serial_ports_claimed():
+        # then no other holder gets it (flock: another open file, as another process's would be)
+        with lock.open() as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    # and once the guest is defined, the next one does
+    with lock.open() as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def test_console_log_tail() -> None:
