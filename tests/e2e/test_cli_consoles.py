@@ -22,7 +22,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 
 class TokenWebSocket(WebSocket):
-    """websockify's client, keeping the query string (the token) in the upgrade request."""
+    """websockify's client, keeping the query string (the token) in the upgrade request, and not
+    losing the frames that came with the upgrade's answer.
+
+    websockify's ``connect()`` keeps what it read past the ``101`` response in its buffer, but
+    ``recv()`` decodes that buffer only after the socket gives more bytes. A console speaks first
+    and then waits for the client (a VNC server's greeting, a serial line's replayed log): when its
+    first frame came in the same read as the ``101`` (the proxy forwards it at once; under load the
+    client reads late, and gets both), ``recv()`` waited for bytes that never came and the test saw
+    nothing from the console. ``connect()`` here queues those frames as ``recv()`` would."""
 
     def __init__(self, query: str) -> None:
         super().__init__()
@@ -30,6 +38,12 @@ class TokenWebSocket(WebSocket):
 
     def send_request(self, type: str, path: str) -> None:  # noqa: A002 - websockify's signature
         super().send_request(type, f"{path}?{self.query}")
+
+    def connect(self, uri: str, origin: str | None = None, protocols: list[str] | None = None) -> None:
+        super().connect(uri, origin=origin, protocols=protocols or [])
+        while (frame := self._decode_hybi(self._recv_buffer)) is not None:
+            self._recv_buffer = self._recv_buffer[frame["length"]:]
+            self._recv_queue.append(frame)
 
 
 def open_console(proxy_port: int, token: str, origin: str | None = None) -> WebSocket:
