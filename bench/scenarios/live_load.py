@@ -114,7 +114,8 @@ FINDINGS = (
     "`LPUSH` (kombu's exchange declaration is cached per connection). Not the cause: connections (kept, "
     "`CLOUDCORE_DB_CONN_MAX_AGE`: 21 opened over the pass, one per thread and database), Redis (one round trip "
     "per cast once a thread's connection is up).",
-    "Fixed: Django's health check of a kept connection (`CONN_HEALTH_CHECKS`, a `SELECT 1` before its first use "
+    "Found, and made optional (`CLOUDCORE_DB_SOCKET_HEALTH_CHECK=1`, off by default): Django's health check "
+    "of a kept connection (`CONN_HEALTH_CHECKS`, a `SELECT 1` before its first use "
     "in each request and each worker task) was the most frequent statement of all the processes: 848-970 of "
     "8,906-9,479 over the 100 boots (9-10%), 6.5 ms each in the web under the profiler. The backend "
     "`cloudcore.core.postgresql` looks at the idle connection's socket first and asks the server only when it "
@@ -122,7 +123,9 @@ FINDINGS = (
     "transaction is open: 0 `SELECT 1` after (8,204-8,374 statements; in the web's profile, 0 health checks among "
     "1,198 statements where there were 164 among 1,332). Wall-clock before/after could not be "
     "compared: the machine's load average was 12-18 during those passes (7.3-7.6 servers/s, `POST /servers` "
-    "p50 170-781 ms both ways).",
+    "p50 170-781 ms both ways). Off by default because of a race it opens: with every backend terminated and "
+    "12 clients sending at once, 3 of 36 requests answered 500 (the FATAL message not written yet when the "
+    "socket was looked at), none with `SELECT 1`, none either way a second later.",
     "Left on PostgreSQL: each placement claim of the conductor first takes the change-stamp row "
     "(`UPDATE scheduling_placementchangestamp`, the one lock every placement writer orders itself behind) and "
     "holds it to its commit: 9.8 ms mean per claim in the server (pg_stat_statements), 1 s over 100 boots, "

@@ -17,6 +17,13 @@ knows is closed goes through Django's ``SELECT 1`` as before. A peer that vanish
 word (no packet at all) is found by neither check before TCP's keepalives give up on it
 (``cells.dburl.POSTGRES_OPTIONS``), after which the socket reports the error.
 
+Off by default (``CLOUDCORE_DB_SOCKET_HEALTH_CHECK=1`` turns it on, ``cells.dburl``): a backend
+terminated a moment before the check may not have written its FATAL message yet, and the request
+then fails on its first statement where ``SELECT 1`` would have found the connection dead and
+opened another. Measured on a live cloud (PostgreSQL, load average 12-15): 3 of 36 requests sent
+right after every backend was terminated answered 500 with this check, none with Django's; none
+either way when they were sent a second later.
+
 Only the health check changes: after an error (``close_if_unusable_or_obsolete``,
 ``cells.registry.drop_broken_connections``) ``is_usable`` still asks the server.
 """

@@ -63,7 +63,10 @@ def test_a_connection_in_a_transaction_or_closed_is_checked_by_a_query(
     assert not idle_and_silent(closed)  # type: ignore[arg-type]
 
 
-def test_postgres_urls_get_the_backend() -> None:
+def test_postgres_urls_get_the_backend_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", raising=False)
+    assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] != POSTGRES_ENGINE
+    monkeypatch.setenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", "1")
     assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] == POSTGRES_ENGINE
 
 
