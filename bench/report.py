@@ -428,6 +428,13 @@ def _pass_line(live: dict[str, Any]) -> str:
             f"{live['load_before'][0]:.2f} before, {live['load_after'][0]:.2f} after")
 
 
+def _profile_rows(profile: dict[str, Any]) -> list[str]:
+    """The "where the time goes" table of a profiled pass."""
+    return _table(["what", "seconds", "share of app time", "calls", "measured as"],
+                  [[r["what"], f"{r['seconds']:.2f}", f"{100 * r['seconds'] / (profile['app_s'] or 1):.0f}%",
+                    r["calls"], r["measured_as"]] for r in profile["rows"]])
+
+
 def _live_load_section(live: dict[str, Any]) -> list[str]:
     """Figures against the issue's targets (from the pass without the profiler), the same on
     PostgreSQL + Redis when run, where each boot's time went across the processes, and the
@@ -447,6 +454,11 @@ def _live_load_section(live: dict[str, Any]) -> list[str]:
             md += ["", f"CPU seconds per process while its {external['boots']} boots ran: " + ", ".join(
                 f"{name} {seconds:.2f}" for name, seconds in external["process_cpu_s"].items() if seconds >= 0.01)
                 + "."]
+        if (pg_profile := external.get("profile")) and (pg_profiled := external.get("profiled_pass")):
+            md += ["", f"Where the time goes in the web process on {external['database']} (profiled pass, quick "
+                       f"size; {_pass_line(pg_profiled)}: {pg_profile['requests']} requests, "
+                       f"{pg_profile['app_s']:.1f} s inside the application):", ""]
+            md += _profile_rows(pg_profile)
     else:
         md += [f"Not run ({external.get('not_run', 'the variables were not set')})."]
     timeline = live.get("timeline")
@@ -489,9 +501,7 @@ def _live_load_section(live: dict[str, Any]) -> list[str]:
                f"{profile['app_s']:.1f} s inside the application summed over its threads; wall-clock, so "
                f"waiting for the GIL counts where it happens; rows overlap, e.g. token validation includes "
                f"its SQL):", ""]
-    md += _table(["what", "seconds", "share of app time", "calls", "measured as"],
-                 [[r["what"], f"{r['seconds']:.2f}", f"{100 * r['seconds'] / (profile['app_s'] or 1):.0f}%",
-                   r["calls"], r["measured_as"]] for r in profile["rows"]])
+    md += _profile_rows(profile)
     md += ["", "Top functions by own time: " + "; ".join(
         f"`{t['function']}` {t['own_s']:.2f} s ({t['calls']} calls)" for t in profile["top"][:8]) + "."]
     if live.get("findings"):

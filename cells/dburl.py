@@ -3,7 +3,9 @@
 SQLite connections get WAL, a busy timeout and immediate transactions so that the web process
 and several workers can write the same file (and the writers of one process queue in it:
 ``cloudcore.core.sqlite3``); PostgreSQL connections get a connect timeout and
-TCP keepalives. Connections are closed at the end of each request or task unless
+TCP keepalives; with ``CLOUDCORE_DB_SOCKET_HEALTH_CHECK`` a kept connection's health check looks at
+its socket before it asks the server (``cloudcore.core.postgresql``; off by default: see there).
+Connections are closed at the end of each request or task unless
 ``CLOUDCORE_DB_CONN_MAX_AGE`` (seconds) says to keep them: ``run_cloud`` sets it for the web
 process, whose gunicorn threads would otherwise open, set up (WAL pragmas) and close a connection
 to every database a request touches.
@@ -15,7 +17,7 @@ from typing import Any
 
 import dj_database_url
 
-from cloudcore.core.env import env_int
+from cloudcore.core.env import env_bool, env_int
 
 #: Django's SQLite backend, with the write transactions of a process's threads queued in the
 #: process (``cloudcore.core.sqlite3.base``)
@@ -26,6 +28,9 @@ SQLITE_OPTIONS: dict[str, Any] = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 
+#: Django's PostgreSQL backend, with a kept connection's health check done without a query when
+#: its socket shows nothing (``cloudcore.core.postgresql.base``)
+POSTGRES_ENGINE = "cloudcore.core.postgresql"
 #: libpq options of every PostgreSQL connection: a database that went away (a cell database down,
 #: a network partition) fails a worker's connect or statement within seconds instead of blocking
 #: its thread on a half-open socket; Django then drops the broken connection and reconnects on
@@ -68,6 +73,8 @@ def database_config(url: str) -> dict[str, Any]:
         options = config.setdefault("OPTIONS", {})
         for key, value in POSTGRES_OPTIONS.items():
             options.setdefault(key, value)
+        if env_bool("DB_SOCKET_HEALTH_CHECK", False):
+            config["ENGINE"] = POSTGRES_ENGINE
         config["CONN_HEALTH_CHECKS"] = True
     else:
         raise InvalidDatabaseURL(f"Unsupported database engine in {url!r}")

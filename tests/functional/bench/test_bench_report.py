@@ -101,8 +101,12 @@ def test_live_load_section_shows_each_figure_against_its_target_and_which_pass_i
 
 
 def test_live_load_section_fills_the_postgresql_row_when_that_pass_ran(tmp_path: Path) -> None:
+    pg_profiled = {**_live_pass(servers_per_s=6.0, post_p50_ms=500.0, post_p95_ms=900.0, detail_p50_ms=90.0),
+                   "database": "PostgreSQL", "broker": "external Redis", "profiled": True, "boots": 20}
     external = {**_live_pass(servers_per_s=12.5, post_p50_ms=90.0, post_p95_ms=350.0, detail_p50_ms=55.0),
-                "database": "PostgreSQL", "broker": "external Redis"}
+                "database": "PostgreSQL", "broker": "external Redis", "profiled_pass": pg_profiled,
+                "profile": {"requests": 40, "app_s": 4.0, "by_endpoint": {}, "top": [], "rows": [
+                    {"what": "PostgreSQL statements", "measured_as": "own time", "seconds": 1.0, "calls": 400}]}}
     data = report.build(results={"live_load": _live_result(external)}, durations={"live_load": 1.0},
                         rss_after={"setup": 50_000}, nova={"run": False, "reason": "skipped"}, quick=False, total_s=1.0)
     md = report.write(data, tmp_path)[0].read_text()
@@ -110,6 +114,10 @@ def test_live_load_section_fills_the_postgresql_row_when_that_pass_ran(tmp_path:
     assert "| 100 boots to ACTIVE (8.0 s) | 12.5 | servers/s | ≥ 20 | **not met** |" in md
     assert "| `POST /servers` p95 | 350 | ms | ≤ 300 | **not met** |" in md
     assert data["figures"]["live_pg_servers_per_s"]["value"] == 12.5
+    # and its own "where the time goes" table, from its profiled pass
+    assert ("Where the time goes in the web process on PostgreSQL (profiled pass, quick size; PostgreSQL + "
+            "external Redis, web under cProfile; load average (1 min) 0.50 before, 1.50 after: 40 requests") in md
+    assert "| PostgreSQL statements | 1.00 | 25% | 400 | own time |" in md
 
 
 def test_process_cpu_follows_the_process_tree() -> None:

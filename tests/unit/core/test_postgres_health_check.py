@@ -1,0 +1,145 @@
+"""The health check of a kept PostgreSQL connection (``cloudcore.core.postgresql``): no query while
+its socket is idle and silent, Django's ``SELECT 1`` when the server has said something (a
+terminated backend's FATAL message, a closed socket) or a transaction is open."""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from psycopg2 import extensions  # type: ignore[import-untyped]
+
+from cells.dburl import POSTGRES_ENGINE, database_config
+from cloudcore.core.postgresql.base import DatabaseWrapper, idle_and_silent
+
+
+class _Connection:
+    """What ``idle_and_silent`` reads of a psycopg2 connection, over one end of a socket pair."""
+
+    def __init__(self, sock: socket.socket, status: int = extensions.TRANSACTION_STATUS_IDLE) -> None:
+        self.sock, self.closed = sock, 0
+        self.info = SimpleNamespace(transaction_status=status)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    ours, server = socket.socketpair()
+    yield ours, server
+    ours.close()
+    server.close()
+
+
+def test_an_idle_silent_socket_is_usable_without_a_query(pair: tuple[socket.socket, socket.socket]) -> None:
+    # given a connection whose server has sent nothing since its last answer
+    assert idle_and_silent(_Connection(pair[0]))  # type: ignore[arg-type]
+
+
+def test_a_socket_the_server_wrote_to_or_closed_is_checked_by_a_query(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, server = pair
+    # when the server sends something unasked (a terminated backend's FATAL message)
+    server.send(b"E")
+    # then the socket is not taken at its word
+    assert not idle_and_silent(_Connection(ours))  # type: ignore[arg-type]
+    ours.recv(1)
+    # and when the server closes the connection, neither
+    server.close()
+    assert not idle_and_silent(_Connection(ours))  # type: ignore[arg-type]
+
+
+def test_a_connection_in_a_transaction_or_closed_is_checked_by_a_query(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    assert not idle_and_silent(_Connection(pair[0], extensions.TRANSACTION_STATUS_INTRANS))  # type: ignore[arg-type]
+    closed = _Connection(pair[0])
+    closed.closed = 1
+    assert not idle_and_silent(closed)  # type: ignore[arg-type]
+
+
+def test_postgres_urls_get_the_backend_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", raising=False)
+    assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] != POSTGRES_ENGINE
+    monkeypatch.setenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", "1")
+    assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] == POSTGRES_ENGINE
+
+
+# --- against a PostgreSQL server (make test, make test-e2e-postgres) --------------------------------
+URL = os.environ.get("CLOUDCORE_E2E_DATABASE_URL", "")
+
+
+@pytest.fixture
+def wrapper(django_db_blocker: Any) -> Iterator[DatabaseWrapper]:
+    """A connection of its own to the server's ``postgres`` database, kept between "requests"."""
+    if not URL:
+        pytest.skip("needs CLOUDCORE_E2E_DATABASE_URL (a PostgreSQL server)")
+    config = database_config(URL.rsplit("/", 1)[0] + "/postgres")
+    config.update(TIME_ZONE=None, ATOMIC_REQUESTS=False, AUTOCOMMIT=True, CONN_MAX_AGE=300)
+    conn = DatabaseWrapper(config, alias="health_check")
+    with django_db_blocker.unblock():
+        conn.ensure_connection()
+        yield conn
+        conn.close()
+
+
+def _checked(conn: DatabaseWrapper, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Run the health check of a new request; the ``SELECT 1`` checks it made (their answers)."""
+    asked: list[bool] = []
+    real = conn.is_usable
+
+    def is_usable() -> bool:
+        asked.append(real())
+        return asked[-1]
+
+    monkeypatch.setattr(conn, "is_usable", is_usable)
+    conn.health_check_done = False
+    conn.close_if_health_check_failed()
+    return asked
+
+
+def _backend_pid(conn: DatabaseWrapper) -> int:
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.postgres
+def test_a_kept_connection_is_reused_without_a_query(wrapper: DatabaseWrapper,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = _backend_pid(wrapper)
+    # when the next request checks the connection
+    asked = _checked(wrapper, monkeypatch)
+    # then no statement went to the server, and the same backend serves it
+    assert asked == []
+    assert _backend_pid(wrapper) == pid
+
+
+@pytest.mark.postgres
+def test_a_terminated_backend_is_replaced_before_the_request_uses_it(wrapper: DatabaseWrapper,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg2  # type: ignore[import-untyped]
+
+    pid = _backend_pid(wrapper)
+    # given the backend terminated between two requests (as a restarted database does)
+    admin: Any = psycopg2.connect(URL.rsplit("/", 1)[0] + "/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    admin.close()
+    poller = select.poll()
+    poller.register(wrapper.connection.fileno(), select.POLLIN)
+    deadline = time.monotonic() + 10
+    while not poller.poll(100) and time.monotonic() < deadline:
+        pass
+    # when the next request checks the connection
+    asked = _checked(wrapper, monkeypatch)
+    # then the server was asked, the dead connection dropped, and the request gets a new one
+    assert asked == [False]
+    assert wrapper.connection is None
+    assert _backend_pid(wrapper) != pid
