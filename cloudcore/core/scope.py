@@ -172,23 +172,46 @@ def _write_rows(model: type[Row], rows: list[Row]) -> None:
 PLAIN_BATCH = 100
 
 
+#: (backend, model, rows, ignore_conflicts) -> (the fields written, the INSERT statement, the names of
+#: its parameters): made once per process
+_plain_statements: dict[tuple[str, type[models.Model], int, bool], tuple[list[Any], str, list[str]]] = {}
+
+
+def _plain_statement(connection: Any, model: type[models.Model], count: int,
+                     ignore_conflicts: bool) -> tuple[list[Any], str, list[str]]:
+    """The INSERT statement of ``count`` rows of ``model`` (see ``insert_plain``), its parameters
+    named (``%(p0)s``): with a mapping of parameters Django's SQLite backend names them by one
+    string formatting, where positional ones (``%s``) are found by a regular expression over the
+    statement, which cost more than the rest of a small row's INSERT."""
+    key = (connection.vendor, model, count, ignore_conflicts)
+    found = _plain_statements.get(key)
+    if found is None:
+        opts = model._meta
+        fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
+        quote = connection.ops.quote_name
+        names = [f"p{i}" for i in range(count * len(fields))]
+        columns = ", ".join(quote(f.column) for f in fields).replace("%", "%%")
+        marks = ", ".join("(" + ", ".join(f"%({name})s" for name in names[start:start + len(fields)]) + ")"
+                          for start in range(0, len(names), len(fields)))
+        table = quote(opts.db_table).replace("%", "%%")
+        sql = f"INSERT INTO {table} ({columns}) VALUES {marks}"  # noqa: S608 - names from the model
+        found = fields, sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), names
+        _plain_statements[key] = found
+    return found
+
+
 def insert_plain(database: str, model: type[Row], rows: list[Row], *, ignore_conflicts: bool = False) -> None:
     """``rows`` of ``model`` in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``:
     every concrete field but an auto primary key, as ``save`` would prepare it; with
     ``ignore_conflicts`` a row whose unique key is stored already is skipped (``ON CONFLICT DO
     NOTHING``, SQLite and PostgreSQL alike). The rows are not given their primary keys."""
     connection = connections[database]
-    opts = model._meta
-    fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
-    quote = connection.ops.quote_name
-    head = f"INSERT INTO {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "  # noqa: S608 - names from the model
-    marks = f"({', '.join(['%s'] * len(fields))})"
-    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     with connection.cursor() as cursor:
         for start in range(0, len(rows), PLAIN_BATCH):
             batch = rows[start:start + PLAIN_BATCH]
-            params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in batch for f in fields]
-            cursor.execute(head + ", ".join([marks] * len(batch)) + tail, params)
+            fields, sql, names = _plain_statement(connection, model, len(batch), ignore_conflicts)
+            values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in batch for f in fields]
+            cursor.execute(sql, dict(zip(names, values, strict=True)))
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
