@@ -16,7 +16,12 @@ request. A reader that may run inside the same scope calls ``flush(model)`` firs
 A model's rows may be written by a plain INSERT (``insert(..., plain=True)``, ``insert_plain``):
 one statement made from the rows' field values, without the ORM's ``bulk_create`` (which costs
 more than the statement for one small row), optionally skipping the rows whose key is already
-stored (``ignore_conflicts``). The rows get no primary key back.
+stored (``ignore_conflicts``). The rows get no primary key back. Such rows may also be given as
+mappings of field values (``insert_values``) instead of model instances, whose construction costs
+more than the INSERT of a small row. On SQLite, with nothing watching the connection's statements
+(no ``execute_wrapper``, no query log), the statement is run on the DB-API connection itself,
+inside Django's error wrapper: Django's cursor (made per statement, its wrappers and parameter
+conversion) cost more than SQLite's work for one small row.
 
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
@@ -41,6 +46,7 @@ rows with it.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -124,9 +130,20 @@ def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None, 
     transaction, its failure logged). A failure outside a scope is raised to the caller.
     ``plain``: by ``insert_plain`` (with ``ignore_conflicts``), the same for every row of the
     model in the scope."""
-    if not rows:
-        return
-    model = type(rows[0])
+    if rows:
+        _insert(type(rows[0]), rows, then, plain, ignore_conflicts)
+
+
+def insert_values(model: type[models.Model], rows: list[dict[str, Any]], *, ignore_conflicts: bool = False) -> None:
+    """``insert(..., plain=True)`` of rows given as mappings ``{attname: value}`` of ``model``'s
+    fields (a field left out takes its default; no ``pre_save``, so not for a model with
+    ``auto_now`` fields), which cost less to make than model instances."""
+    if rows:
+        _insert(model, rows, None, True, ignore_conflicts)
+
+
+def _insert(model: type[models.Model], rows: list[Any], then: Callable[[list[Any]], None] | None, plain: bool,
+            ignore_conflicts: bool) -> None:
     scope = _current.get()
     if scope is None:
         database = router.db_for_write(model)
@@ -142,7 +159,7 @@ def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None, 
         return
     scope.rows.setdefault(model, []).extend(rows)
     if then is not None:
-        scope.then[model] = then  # type: ignore[assignment]
+        scope.then[model] = then
     if plain:
         scope.plain[model] = ignore_conflicts
 
@@ -172,17 +189,44 @@ def _write_rows(model: type[Row], rows: list[Row]) -> None:
 PLAIN_BATCH = 100
 
 
-#: (backend, model, rows, ignore_conflicts) -> (the fields written, the INSERT statement, the names of
-#: its parameters): made once per process
-_plain_statements: dict[tuple[str, type[models.Model], int, bool], tuple[list[Any], str, list[str]]] = {}
+class _PlainStatement:
+    def __init__(self, fields: list[Any], preparers: list[Callable[[Any, Any], Any]], sql: str, names: list[str],
+                 native: str | None) -> None:
+        self.fields, self.preparers, self.sql, self.names, self.native = fields, preparers, sql, names, native
 
 
-def _plain_statement(connection: Any, model: type[models.Model], count: int,
-                     ignore_conflicts: bool) -> tuple[list[Any], str, list[str]]:
+#: (backend, model, rows, ignore_conflicts) -> the fields written, how each value is prepared, the
+#: INSERT statement for Django's cursor (its parameters named) and the names of its parameters, and
+#: the statement for the DB-API connection (SQLite's ``?``): made once per process
+_plain_statements: dict[tuple[str, type[models.Model], int, bool], _PlainStatement] = {}
+
+
+def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
+    """How a value of ``field`` is made ready for a connection of ``connection``'s backend
+    (``prepare(value, connection)``): ``get_db_prep_save``, but a string of a text field as it is,
+    and an aware datetime of a datetime field by the backend's adaptation alone (what
+    ``get_db_prep_save`` comes to for those values, by fewer calls)."""
+    full = type(field).get_db_prep_save
+    kind = field.get_internal_type()
+    if kind in ("CharField", "TextField") and full is models.Field.get_db_prep_save \
+            and type(field).get_prep_value in (models.CharField.get_prep_value, models.TextField.get_prep_value):
+        return lambda value, connection: value if type(value) is str else field.get_db_prep_save(value, connection)
+    if kind == "DateTimeField" and type(field).get_db_prep_value is models.DateTimeField.get_db_prep_value \
+            and type(field).get_prep_value is models.DateTimeField.get_prep_value:
+        def datetime_value(value: Any, connection: Any) -> Any:
+            if type(value) is datetime.datetime and value.utcoffset() is not None:
+                return connection.ops.adapt_datetimefield_value(value)
+            return field.get_db_prep_save(value, connection)
+        return datetime_value
+    return field.get_db_prep_save  # type: ignore[no-any-return]
+
+
+def _plain_statement(connection: Any, model: type[models.Model], count: int, ignore_conflicts: bool) -> _PlainStatement:
     """The INSERT statement of ``count`` rows of ``model`` (see ``insert_plain``), its parameters
-    named (``%(p0)s``): with a mapping of parameters Django's SQLite backend names them by one
-    string formatting, where positional ones (``%s``) are found by a regular expression over the
-    statement, which cost more than the rest of a small row's INSERT."""
+    named (``%(p0)s``) for Django's cursor: with a mapping of parameters Django's SQLite backend
+    names them by one string formatting, where positional ones (``%s``) are found by a regular
+    expression over the statement, which cost more than the rest of a small row's INSERT. On
+    SQLite also the statement for the DB-API connection, its parameters ``?``."""
     key = (connection.vendor, model, count, ignore_conflicts)
     found = _plain_statements.get(key)
     if found is None:
@@ -190,28 +234,58 @@ def _plain_statement(connection: Any, model: type[models.Model], count: int,
         fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
         quote = connection.ops.quote_name
         names = [f"p{i}" for i in range(count * len(fields))]
-        columns = ", ".join(quote(f.column) for f in fields).replace("%", "%%")
+        columns = ", ".join(quote(f.column) for f in fields)
+        table = quote(opts.db_table)
+        conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
         marks = ", ".join("(" + ", ".join(f"%({name})s" for name in names[start:start + len(fields)]) + ")"
                           for start in range(0, len(names), len(fields)))
-        table = quote(opts.db_table).replace("%", "%%")
-        sql = f"INSERT INTO {table} ({columns}) VALUES {marks}"  # noqa: S608 - names from the model
-        found = fields, sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), names
+        # names from the model; a ``%`` in them doubled for Django's cursor, which formats the statement
+        sql = f"INSERT INTO {table.replace('%', '%%')} ({columns.replace('%', '%%')}) VALUES {marks}{conflicts}"  # noqa: S608
+        native = None
+        if connection.vendor == "sqlite":
+            row = "(" + ", ".join("?" * len(fields)) + ")"
+            native = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * count)}{conflicts}"  # noqa: S608
+        found = _PlainStatement(fields, [_preparer(f, connection) for f in fields], sql, names, native)
         _plain_statements[key] = found
     return found
 
 
-def insert_plain(database: str, model: type[Row], rows: list[Row], *, ignore_conflicts: bool = False) -> None:
-    """``rows`` of ``model`` in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``:
-    every concrete field but an auto primary key, as ``save`` would prepare it; with
-    ``ignore_conflicts`` a row whose unique key is stored already is skipped (``ON CONFLICT DO
-    NOTHING``, SQLite and PostgreSQL alike). The rows are not given their primary keys."""
+def _plain_values(statement: _PlainStatement, rows: list[Any], connection: Any) -> list[Any]:
+    """The parameters of ``rows`` (model instances: each field's ``pre_save``; mappings: their
+    values, a field left out its default), in the statement's order."""
+    values: list[Any] = []
+    pairs = list(zip(statement.fields, statement.preparers, strict=True))
+    for row in rows:
+        if isinstance(row, dict):
+            values.extend(prepare(row[field.attname] if field.attname in row else field.get_default(), connection)
+                          for field, prepare in pairs)
+        else:
+            values.extend(prepare(field.pre_save(row, True), connection) for field, prepare in pairs)
+    return values
+
+
+def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_conflicts: bool = False) -> None:
+    """``rows`` of ``model`` (instances, or mappings of field values as ``insert_values`` takes
+    them) in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``: every concrete field
+    but an auto primary key, as ``save`` would prepare it; with ``ignore_conflicts`` a row whose
+    unique key is stored already is skipped (``ON CONFLICT DO NOTHING``, SQLite and PostgreSQL
+    alike). The rows are not given their primary keys. On SQLite, when no ``execute_wrapper`` or
+    query log watches the connection, run on the DB-API connection (Django's errors still raised,
+    a broken transaction still refused)."""
     connection = connections[database]
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), PLAIN_BATCH):
-            batch = rows[start:start + PLAIN_BATCH]
-            fields, sql, names = _plain_statement(connection, model, len(batch), ignore_conflicts)
-            values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in batch for f in fields]
-            cursor.execute(sql, dict(zip(names, values, strict=True)))
+    direct = connection.vendor == "sqlite" and not connection.execute_wrappers and not connection.queries_logged
+    for start in range(0, len(rows), PLAIN_BATCH):
+        batch = rows[start:start + PLAIN_BATCH]
+        statement = _plain_statement(connection, model, len(batch), ignore_conflicts)
+        values = _plain_values(statement, batch, connection)
+        if direct and statement.native is not None:
+            connection.ensure_connection()
+            connection.validate_no_broken_transaction()
+            with connection.wrap_database_errors:
+                connection.connection.execute(statement.native, values)
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(statement.sql, dict(zip(statement.names, values, strict=True)))
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
@@ -246,7 +320,7 @@ def _write_model(database: str, model: type[Row], rows: list[Row], plain: dict[t
 def _unsaved(rows: Sequence[models.Model]) -> Callable[[], None]:
     """Which of ``rows`` have no primary key yet; the callable gives those their unsaved state
     back after a rolled-back transaction (the ids it gave them are not theirs)."""
-    fresh = [row for row in rows if row.pk is None]
+    fresh = [row for row in rows if isinstance(row, models.Model) and row.pk is None]
 
     def restore() -> None:
         for row in fresh:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connections, transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from cloudcore.core import notifications, scope
 from cloudcore.core.models import NotificationRecord
@@ -157,6 +158,41 @@ def test_plain_rows_are_one_insert_each_model_and_ignore_conflicts_skips_stored_
     # and without ignore_conflicts a stored key fails
     with pytest.raises(IntegrityError):
         scope.insert([SchedulingTraceBody(digest="d1", body="{}")], plain=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_given_by_their_values_are_stored_as_the_orm_stores_them_on_either_path() -> None:
+    # given a record saved by the ORM
+    now = timezone.now()
+    SchedulingTraceRecord.objects.create(instance_uuid="i0", request_id="req-1", created_at=now,
+                                         result="no_valid_host", body_digest="d")
+    row = {"instance_uuid": "i1", "request_id": "req-1", "created_at": now, "result": "no_valid_host",
+           "body_digest": "d"}  # the message left out: its default
+    # when the same record is given by its values: on SQLite's connection itself (nothing watching
+    # the statements), then through Django's cursor (an execute wrapper watching), then as a model
+    scope.insert_values(SchedulingTraceRecord, [row])
+    statements: list[str] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connections["default"].execute_wrapper(wrapper):
+        scope.insert_values(SchedulingTraceRecord, [{**row, "instance_uuid": "i2"}])
+    (insert,) = [sql for sql in statements if sql.startswith("INSERT")]
+    assert insert.startswith('INSERT INTO "scheduling_schedulingtracerecord"')
+    scope.insert([_trace_row("i3")], plain=True)
+    # then every row reads back as the ORM's, its time stored as the same text
+    for uuid in ("i1", "i2"):
+        record = SchedulingTraceRecord.objects.get(instance_uuid=uuid)
+        assert (record.request_id, record.created_at, record.result, record.message, record.body_digest) \
+            == ("req-1", now, "no_valid_host", "", "d")
+    assert SchedulingTraceRecord.objects.filter(created_at=now).count() == 3
+    with connections["default"].cursor() as cursor:
+        cursor.execute('SELECT DISTINCT "created_at" FROM "scheduling_schedulingtracerecord" '
+                       'WHERE "instance_uuid" < %s', ["i3"])
+        assert len(cursor.fetchall()) == 1
+    assert SchedulingTraceRecord.objects.get(instance_uuid="i3").created_at is not None
 
 
 @override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=20)
