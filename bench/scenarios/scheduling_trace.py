@@ -128,6 +128,8 @@ def _scope_writes() -> Iterator[_ScopeWrites]:
 
 
 def _copy(row: Any) -> Any:
+    if isinstance(row, dict):  # a row given by its values (``scope.insert_values``)
+        return dict(row)
     opts = type(row)._meta
     fields = [f for f in opts.concrete_fields if f is not opts.auto_field]
     return type(row)(**{f.attname: getattr(row, f.attname) for f in fields})
@@ -146,7 +148,9 @@ def _replayed(model: Any, rows: list[Any], fresh_bodies: bool, turn: int) -> lis
     if fresh_bodies:
         for row in copies:
             for name in ("digest", "body_digest"):
-                if hasattr(row, name):
+                if isinstance(row, dict) and name in row:
+                    row[name] = f"{row[name][:24]}-replay{turn}"
+                elif hasattr(row, name):
                     setattr(row, name, f"{getattr(row, name)[:24]}-replay{turn}")
     return copies
 

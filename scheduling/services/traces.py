@@ -8,8 +8,8 @@ that fits nowhere) has the same body: it is stored once, and each later request 
 record (the body's INSERT skips a digest stored already, which costs a lookup of the key, no
 write). The JSON is made once, when the trace is saved (a failure equal to one of the last few
 this process saved reuses theirs); the readers parse it back, so what they return is what the
-trace held. Both rows are written by a plain INSERT statement each
-(``scope.insert(..., plain=True)``).
+trace held. Both rows are written by a plain INSERT statement each, made from their field values
+(``scope.insert_values``: no model instance is made for them).
 
 The scheduler runs in a request scope (``cloudcore.core.scope``): its records are written when
 the scope ends, with its notifications in one transaction (in a worker, as
@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import router, transaction
+from django.utils import timezone
 
 from cloudcore.core import scope
 
@@ -72,10 +73,11 @@ def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], 
     if not uuids:
         return
     body, digest = _body(trace)
-    scope.insert([SchedulingTraceBody(digest=digest, body=body)], plain=True, ignore_conflicts=True)
-    scope.insert([SchedulingTraceRecord(instance_uuid=uuid, request_id=request_id or "", result=trace.result,
-                                        message=trace.message[:255], body_digest=digest) for uuid in uuids],
-                 plain=True)
+    now = timezone.now()
+    scope.insert_values(SchedulingTraceBody, [{"digest": digest, "body": body}], ignore_conflicts=True)
+    scope.insert_values(SchedulingTraceRecord, [
+        {"instance_uuid": uuid, "request_id": request_id or "", "created_at": now, "result": trace.result,
+         "message": trace.message[:255], "body_digest": digest} for uuid in uuids])
 
 
 def _with_traces(records: list[SchedulingTraceRecord]) -> list[SchedulingTraceRecord]:
