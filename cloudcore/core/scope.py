@@ -16,7 +16,9 @@ request. A reader that may run inside the same scope calls ``flush(model)`` firs
 A model's rows may be written by a plain INSERT (``insert(..., plain=True)``, ``insert_plain``):
 one statement made from the rows' field values, without the ORM's ``bulk_create`` (which costs
 more than the statement for one small row), optionally skipping the rows whose key is already
-stored (``ignore_conflicts``). The rows get no primary key back.
+stored (``ignore_conflicts``) or updating them (``update_fields``). The rows get no primary key back.
+``insert_plain_now`` writes such a statement at once, in the caller's transaction: for rows that
+must be stored with the caller's other writes (a server's build rows), not at the scope's end.
 
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
@@ -48,6 +50,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from django.db import connections, models, router, transaction
+from django.db.models.constants import OnConflict
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -172,18 +175,20 @@ def _write_rows(model: type[Row], rows: list[Row]) -> None:
 PLAIN_BATCH = 100
 
 
-#: (backend, model, rows, ignore_conflicts) -> (the fields written, the INSERT statement, the names of
-#: its parameters): made once per process
-_plain_statements: dict[tuple[str, type[models.Model], int, bool], tuple[list[Any], str, list[str]]] = {}
+#: (backend, model, rows, ignore_conflicts, unique_fields, update_fields) -> (the fields written, the
+#: INSERT statement, the names of its parameters): made once per process
+_plain_statements: dict[tuple[str, type[models.Model], int, bool, tuple[str, ...], tuple[str, ...]],
+                        tuple[list[Any], str, list[str]]] = {}
 
 
-def _plain_statement(connection: Any, model: type[models.Model], count: int,
-                     ignore_conflicts: bool) -> tuple[list[Any], str, list[str]]:
+def _plain_statement(connection: Any, model: type[models.Model], count: int, ignore_conflicts: bool,
+                     unique_fields: tuple[str, ...] = (), update_fields: tuple[str, ...] = ()
+                     ) -> tuple[list[Any], str, list[str]]:
     """The INSERT statement of ``count`` rows of ``model`` (see ``insert_plain``), its parameters
     named (``%(p0)s``): with a mapping of parameters Django's SQLite backend names them by one
     string formatting, where positional ones (``%s``) are found by a regular expression over the
     statement, which cost more than the rest of a small row's INSERT."""
-    key = (connection.vendor, model, count, ignore_conflicts)
+    key = (connection.vendor, model, count, ignore_conflicts, unique_fields, update_fields)
     found = _plain_statements.get(key)
     if found is None:
         opts = model._meta
@@ -195,23 +200,47 @@ def _plain_statement(connection: Any, model: type[models.Model], count: int,
                           for start in range(0, len(names), len(fields)))
         table = quote(opts.db_table).replace("%", "%%")
         sql = f"INSERT INTO {table} ({columns}) VALUES {marks}"  # noqa: S608 - names from the model
-        found = fields, sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), names
+        if update_fields:  # the clause the ORM's bulk_create(update_conflicts=True) writes
+            column = {f.name: f.column for f in fields}
+            sql += " " + connection.ops.on_conflict_suffix_sql(
+                fields, OnConflict.UPDATE, [column[name] for name in update_fields],
+                [column[name] for name in unique_fields]).replace("%", "%%")
+        elif ignore_conflicts:
+            sql += " ON CONFLICT DO NOTHING"
+        found = fields, sql, names
         _plain_statements[key] = found
     return found
 
 
-def insert_plain(database: str, model: type[Row], rows: list[Row], *, ignore_conflicts: bool = False) -> None:
+def insert_plain(database: str, model: type[Row], rows: list[Row], *, ignore_conflicts: bool = False,
+                 unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()) -> None:
     """``rows`` of ``model`` in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``:
     every concrete field but an auto primary key, as ``save`` would prepare it; with
     ``ignore_conflicts`` a row whose unique key is stored already is skipped (``ON CONFLICT DO
-    NOTHING``, SQLite and PostgreSQL alike). The rows are not given their primary keys."""
+    NOTHING``, SQLite and PostgreSQL alike); with ``update_fields`` such a row's stored
+    ``update_fields`` take the new row's values instead (``ON CONFLICT (unique_fields) DO UPDATE``, as
+    ``bulk_create(update_conflicts=True)``). The rows are not given their primary keys."""
     connection = connections[database]
+    conflicts = tuple(unique_fields), tuple(update_fields)
     with connection.cursor() as cursor:
         for start in range(0, len(rows), PLAIN_BATCH):
             batch = rows[start:start + PLAIN_BATCH]
-            fields, sql, names = _plain_statement(connection, model, len(batch), ignore_conflicts)
+            fields, sql, names = _plain_statement(connection, model, len(batch), ignore_conflicts, *conflicts)
             values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in batch for f in fields]
             cursor.execute(sql, dict(zip(names, values, strict=True)))
+
+
+def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()
+                     ) -> None:
+    """``rows`` (all of one model) by ``insert_plain`` at once, on the database the router chooses for
+    their model, in the caller's transaction when one is open: for rows that must be written with
+    the caller's other writes (a server's build rows), which ``insert`` would defer to the scope's
+    end. What ``Model.objects.create`` (or ``bulk_create``) would store, in one statement for all
+    the rows, without the ORM building it each time; the rows get no primary key back."""
+    if rows:
+        model = type(rows[0])
+        insert_plain(router.db_for_write(model), model, rows, unique_fields=unique_fields,
+                     update_fields=update_fields)
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
