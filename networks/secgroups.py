@@ -623,10 +623,16 @@ def instances_security_groups_request(instance_uuids: list[str], group_ids: list
         scope.remember(("networks.requested-groups", uuid), list(group_ids))
 
 
+def _requested_groups(instance_uuid: str) -> QuerySet[InstanceSecurityGroups]:
+    # read by the conductor for every build: its SQL built once per process (prepared_objects); at
+    # most one row (the key)
+    return InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid)
+
+
 def requested_groups_for_instance(instance_uuid: str) -> list[str] | None:
     def read() -> list[str] | None:
-        row = InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).first()
-        return None if row is None else list(row.security_group_ids)
+        rows = prepared_objects("networks.requested_groups", _requested_groups, (instance_uuid,))
+        return None if not rows else list(rows[0].security_group_ids)
 
     groups = scope.memoized(("networks.requested-groups", instance_uuid), read)
     return None if groups is None else list(groups)
