@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import QuerySet
+
 from cloudcore.core import scope
+from cloudcore.core.prepared import prepared_objects
 
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
@@ -41,7 +44,14 @@ def cell_find(cell: str) -> CellMapping | None:
 
 def host_mapping_get(host: str) -> HostMapping | None:
     """The mapping of ``host`` with its cell, or None for an unmapped host."""
-    return HostMapping.objects.select_related("cell").filter(host=host).first()
+    found = prepared_objects("cells.host_mapping", _host_mapping, (host,))
+    return found[0] if found else None
+
+
+def _host_mapping(host: str) -> QuerySet[HostMapping]:
+    # read by the conductor for every build: its SQL built once per process (prepared_objects);
+    # the statement of QuerySet.first()
+    return HostMapping.objects.select_related("cell").filter(host=host).order_by("pk")[:1]
 
 
 def host_mappings(hosts: Iterable[str]) -> dict[str, HostMapping]:
