@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db.models import QuerySet
+
 from cloudcore.core import scope
+from cloudcore.core.prepared import prepared_objects
 
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
@@ -17,7 +20,13 @@ CELLS_KEY = "cells.all"
 def all_cells() -> list[CellMapping]:
     """Every cell in id order, read once per outermost request (``cloudcore.core.scope``; a
     cell saved or deleted meanwhile is read again: ``CellsConfig.ready``)."""
-    return list(scope.memoized(CELLS_KEY, lambda: list(CellMapping.objects.order_by("id"))))
+    return list(scope.memoized(CELLS_KEY, lambda: prepared_objects(CELLS_KEY, _all_cells, ())))
+
+
+def _all_cells() -> QuerySet[CellMapping]:
+    # read by the scheduler for every request (and the API's cell-wide reads): its SQL built once
+    # per process (prepared_objects)
+    return CellMapping.objects.order_by("id")
 
 
 def cell_list(*, cell0: bool = True, enabled_only: bool = False, by_name: bool = False) -> list[CellMapping]:
@@ -41,7 +50,14 @@ def cell_find(cell: str) -> CellMapping | None:
 
 def host_mapping_get(host: str) -> HostMapping | None:
     """The mapping of ``host`` with its cell, or None for an unmapped host."""
-    return HostMapping.objects.select_related("cell").filter(host=host).first()
+    found = prepared_objects("cells.host_mapping", _host_mapping, (host,))
+    return found[0] if found else None
+
+
+def _host_mapping(host: str) -> QuerySet[HostMapping]:
+    # read by the conductor for every build: its SQL built once per process (prepared_objects);
+    # the statement of QuerySet.first()
+    return HostMapping.objects.select_related("cell").filter(host=host).order_by("pk")[:1]
 
 
 def host_mappings(hosts: Iterable[str]) -> dict[str, HostMapping]:

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError, Invalid, NotFound
+from cloudcore.core.scope import insert_plain_now
 
 from . import registry
 from .dburl import InvalidDatabaseURL, database_config, sqlite_url
@@ -127,6 +128,13 @@ def instance_mapping_create(*, instance_uuid: str, project_id: str, user_id: str
     """Map a server (API database); ``cell`` None while it waits for a host."""
     return InstanceMapping.objects.create(instance_uuid=instance_uuid, cell=cell, project_id=project_id,
                                           user_id=user_id)
+
+
+def instance_mappings_create(*, instance_uuids: list[str], project_id: str, user_id: str | None) -> None:
+    """Map new servers waiting for a host (cell NULL): the rows ``instance_mapping_create`` would
+    store, in one INSERT (in the caller's transaction, if any)."""
+    insert_plain_now([InstanceMapping(instance_uuid=instance_uuid, cell=None, project_id=project_id, user_id=user_id)
+                      for instance_uuid in instance_uuids])
 
 
 def host_mapping_delete(host: str) -> None:

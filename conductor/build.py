@@ -128,7 +128,8 @@ def schedule_and_build_instances(
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
 
     # the build requests and their specs in one statement; a server deleted meanwhile has neither
-    found = build_requests_get(instance_uuids, request_spec=request_spec_of(OuterRef("instance_uuid")))
+    found = build_requests_get(instance_uuids, prepared="conductor.build",
+                               request_spec=request_spec_of(OuterRef("instance_uuid")))
     requests = {u: br for u in instance_uuids if (br := found.get(u)) is not None and br.request_spec is not None}
     specs: dict[str, dict[str, Any]] = {u: br.request_spec for u, br in requests.items()}
     live = list(requests)

@@ -607,18 +607,32 @@ def security_group_find(ctx: RequestContext, name_or_id: str, *, project_id: str
 
 def instance_security_groups_request(instance_uuid: str, group_ids: list[str]) -> None:
     """Record the groups a server asked for; the ports made for it (``port_create_for_instance``) get them.
-    One upsert (no savepoint inside the server's create transaction); the request that records
-    them reads them back from memory (``cloudcore.core.scope``)."""
-    InstanceSecurityGroups.objects.bulk_create(
-        [InstanceSecurityGroups(instance_uuid=instance_uuid, security_group_ids=list(group_ids))],
-        update_conflicts=True, unique_fields=["instance_uuid"], update_fields=["security_group_ids"])
-    scope.remember(("networks.requested-groups", instance_uuid), list(group_ids))
+    See ``instances_security_groups_request``."""
+    instances_security_groups_request([instance_uuid], group_ids)
+
+
+def instances_security_groups_request(instance_uuids: list[str], group_ids: list[str]) -> None:
+    """Record the groups servers asked for (the same for each); the ports made for them
+    (``port_create_for_instance``) get them. One plain upsert for all (no savepoint inside the servers'
+    create transaction: the rows ``bulk_create(update_conflicts=True)`` would store); the request that
+    records them reads them back from memory (``cloudcore.core.scope``)."""
+    scope.insert_plain_now([InstanceSecurityGroups(instance_uuid=uuid, security_group_ids=list(group_ids))
+                            for uuid in instance_uuids],
+                           unique_fields=["instance_uuid"], update_fields=["security_group_ids"])
+    for uuid in instance_uuids:
+        scope.remember(("networks.requested-groups", uuid), list(group_ids))
+
+
+def _requested_groups(instance_uuid: str) -> QuerySet[InstanceSecurityGroups]:
+    # read by the conductor for every build: its SQL built once per process (prepared_objects); at
+    # most one row (the key)
+    return InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid)
 
 
 def requested_groups_for_instance(instance_uuid: str) -> list[str] | None:
     def read() -> list[str] | None:
-        row = InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).first()
-        return None if row is None else list(row.security_group_ids)
+        rows = prepared_objects("networks.requested_groups", _requested_groups, (instance_uuid,))
+        return None if not rows else list(rows[0].security_group_ids)
 
     groups = scope.memoized(("networks.requested-groups", instance_uuid), read)
     return None if groups is None else list(groups)

@@ -12,10 +12,11 @@ Only for arguments Django passes to the database as they are (strings compared w
 expression comes back as 0/1 from SQLite). When a placeholder does not reach the parameters
 unchanged the query is built by the ORM on every call, as before.
 
-``prepared_objects`` does the same for a queryset of model instances (annotations included): the
-row's values go through the fields' converters, as the ORM's, and become instances by the model's
-``from_db``. Not for ``select_related``, ``only``/``defer`` or prefetching (built by the ORM, as
-when the query cannot be prepared).
+``prepared_objects`` does the same for a queryset of model instances (annotations and
+``select_related`` included): the row's values go through the fields' converters, as the ORM's, and
+become instances by the model's ``from_db``, their related instances by Django's own populators
+(made once: they keep no state of a query). Not for ``only``/``defer`` or prefetching (built by the
+ORM, as when the query cannot be prepared).
 
 ``RawRows`` reads a queryset's rows as the database gives them and makes instances of those asked
 (a page merged from several cells keeps only its first rows of them all). Both read SQLite's
@@ -32,7 +33,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
 from django.db.models import QuerySet
-from django.db.models.query import ModelIterable
+from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
 
 #: key: (database alias, SQL, for each parameter: the index of the argument or None, the constants)
 _statements: dict[str, tuple[str, str, list[int | None], list[Any]] | None] = {}
@@ -117,7 +118,8 @@ def _faster(converter: Any, connection: Any) -> Any:
 class _Objects:
     """What turns a prepared statement's rows into a model's instances (Django's ModelIterable,
     once per process): the model, where its fields are in the row and their names, the
-    annotations' positions, each converted column's converters."""
+    annotations' positions, each converted column's converters, the populators of the related
+    instances read with it (``select_related``)."""
 
     def __init__(self, queryset: QuerySet[Any]) -> None:
         compiler = queryset.query.get_compiler(using=queryset.db)
@@ -130,6 +132,7 @@ class _Objects:
         self.fields = slice(start, end)
         self.attnames = [column[0].target.attname for column in select[start:end]]
         self.annotations = list(compiler.annotation_col_map.items())
+        self.populators = get_related_populators(klass_info, select, queryset.db)
         connection = connections[queryset.db]
         self.converters = [(position, [_faster(function, connection) for function in functions], expression)
                            for position, (functions, expression)
@@ -148,6 +151,8 @@ class _Objects:
                 value = function(value, expression, connection)
             row[position] = value
         obj = self.model.from_db(database, self.attnames, row[self.fields])
+        for populator in self.populators:
+            populator.populate(row, obj)
         for name, position in self.annotations:
             setattr(obj, name, row[position])
         return obj
@@ -162,8 +167,8 @@ def _prepare_objects(build: Callable[..., QuerySet[Any]], count: int) -> tuple[s
     queryset = build(*(_placeholder(i) for i in range(count)))
     query = queryset.query
     if (queryset._iterable_class is not ModelIterable or getattr(queryset, "_prefetch_related_lookups", False)
-            or query.select_related or query.deferred_loading != (frozenset(), True)):
-        return None  # not instances of one model with all its fields: the ORM's iterable
+            or query.deferred_loading != (frozenset(), True) or getattr(queryset, "_known_related_objects", None)):
+        return None  # not instances with all their fields (and related ones read with them): the ORM's
     objects = _Objects(queryset)
     where = _argument_positions(objects.params, count)
     return None if where is None else (queryset.db, objects, where)
@@ -187,8 +192,8 @@ class RawRows:
     keeps the page's first rows of them all (a page of 1,000 of two cells: half the 2,000 rows read
     are dropped, and converting a row and making it an instance costs more than reading it). The
     rows are read by ``rows()`` in the database's context; ``value`` and ``instance`` work on them
-    afterwards, in any thread. Instances as ``QuerySet`` makes them (``only()`` and annotations
-    included; not ``select_related`` nor prefetching)."""
+    afterwards, in any thread. Instances as ``QuerySet`` makes them (``only()``, annotations
+    and ``select_related`` included; not prefetching)."""
 
     def __init__(self, queryset: QuerySet[Any]) -> None:
         self.database = queryset.db

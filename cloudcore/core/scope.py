@@ -16,12 +16,14 @@ request. A reader that may run inside the same scope calls ``flush(model)`` firs
 A model's rows may be written by a plain INSERT (``insert(..., plain=True)``, ``insert_plain``):
 one statement made from the rows' field values, without the ORM's ``bulk_create`` (which costs
 more than the statement for one small row), optionally skipping the rows whose key is already
-stored (``ignore_conflicts``). The rows get no primary key back. Such rows may also be given as
-mappings of field values (``insert_values``) instead of model instances, whose construction costs
-more than the INSERT of a small row. On SQLite, with nothing watching the connection's statements
-(no ``execute_wrapper``, no query log), the statement is run on the DB-API connection itself,
-inside Django's error wrapper: Django's cursor (made per statement, its wrappers and parameter
-conversion) cost more than SQLite's work for one small row.
+stored (``ignore_conflicts``) or updating them (``update_fields``). The rows get no primary key back.
+Such rows may also be given as mappings of field values (``insert_values``) instead of model
+instances, whose construction costs more than the INSERT of a small row. On SQLite, with nothing
+watching the connection's statements (no ``execute_wrapper``, no query log), the statement is run on
+the DB-API connection itself, inside Django's error wrapper: Django's cursor (made per statement,
+its wrappers and parameter conversion) cost more than SQLite's work for one small row.
+``insert_plain_now`` writes such a statement at once, in the caller's transaction: for rows that
+must be stored with the caller's other writes (a server's build rows), not at the scope's end.
 
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
@@ -54,6 +56,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from django.db import connections, models, router, transaction
+from django.db.models.constants import OnConflict
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -195,10 +198,12 @@ class _PlainStatement:
         self.fields, self.preparers, self.sql, self.names, self.native = fields, preparers, sql, names, native
 
 
-#: (backend, model, rows, ignore_conflicts) -> the fields written, how each value is prepared, the
-#: INSERT statement for Django's cursor (its parameters named) and the names of its parameters, and
-#: the statement for the DB-API connection (SQLite's ``?``): made once per process
-_plain_statements: dict[tuple[str, type[models.Model], int, bool], _PlainStatement] = {}
+#: (backend, model, rows, ignore_conflicts, unique_fields, update_fields) -> the fields written, how
+#: each value is prepared, the INSERT statement for Django's cursor (its parameters named) and the
+#: names of its parameters, and the statement for the DB-API connection (SQLite's ``?``): made once
+#: per process
+_plain_statements: dict[tuple[str, type[models.Model], int, bool, tuple[str, ...], tuple[str, ...]],
+                        _PlainStatement] = {}
 
 
 def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
@@ -221,13 +226,14 @@ def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
     return field.get_db_prep_save  # type: ignore[no-any-return]
 
 
-def _plain_statement(connection: Any, model: type[models.Model], count: int, ignore_conflicts: bool) -> _PlainStatement:
+def _plain_statement(connection: Any, model: type[models.Model], count: int, ignore_conflicts: bool,
+                     unique_fields: tuple[str, ...] = (), update_fields: tuple[str, ...] = ()) -> _PlainStatement:
     """The INSERT statement of ``count`` rows of ``model`` (see ``insert_plain``), its parameters
     named (``%(p0)s``) for Django's cursor: with a mapping of parameters Django's SQLite backend
     names them by one string formatting, where positional ones (``%s``) are found by a regular
     expression over the statement, which cost more than the rest of a small row's INSERT. On
     SQLite also the statement for the DB-API connection, its parameters ``?``."""
-    key = (connection.vendor, model, count, ignore_conflicts)
+    key = (connection.vendor, model, count, ignore_conflicts, unique_fields, update_fields)
     found = _plain_statements.get(key)
     if found is None:
         opts = model._meta
@@ -236,11 +242,19 @@ def _plain_statement(connection: Any, model: type[models.Model], count: int, ign
         names = [f"p{i}" for i in range(count * len(fields))]
         columns = ", ".join(quote(f.column) for f in fields)
         table = quote(opts.db_table)
-        conflicts = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
         marks = ", ".join("(" + ", ".join(f"%({name})s" for name in names[start:start + len(fields)]) + ")"
                           for start in range(0, len(names), len(fields)))
+        conflicts = ""
+        if update_fields:  # the clause the ORM's bulk_create(update_conflicts=True) writes
+            column = {f.name: f.column for f in fields}
+            conflicts = " " + connection.ops.on_conflict_suffix_sql(
+                fields, OnConflict.UPDATE, [column[name] for name in update_fields],
+                [column[name] for name in unique_fields])
+        elif ignore_conflicts:
+            conflicts = " ON CONFLICT DO NOTHING"
         # names from the model; a ``%`` in them doubled for Django's cursor, which formats the statement
-        sql = f"INSERT INTO {table.replace('%', '%%')} ({columns.replace('%', '%%')}) VALUES {marks}{conflicts}"  # noqa: S608
+        sql = (f"INSERT INTO {table.replace('%', '%%')} ({columns.replace('%', '%%')}) VALUES {marks}"  # noqa: S608
+               f"{conflicts.replace('%', '%%')}")
         native = None
         if connection.vendor == "sqlite":
             row = "(" + ", ".join("?" * len(fields)) + ")"
@@ -264,19 +278,23 @@ def _plain_values(statement: _PlainStatement, rows: list[Any], connection: Any) 
     return values
 
 
-def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_conflicts: bool = False) -> None:
+def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_conflicts: bool = False,
+                 unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()) -> None:
     """``rows`` of ``model`` (instances, or mappings of field values as ``insert_values`` takes
     them) in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``: every concrete field
     but an auto primary key, as ``save`` would prepare it; with ``ignore_conflicts`` a row whose
     unique key is stored already is skipped (``ON CONFLICT DO NOTHING``, SQLite and PostgreSQL
-    alike). The rows are not given their primary keys. On SQLite, when no ``execute_wrapper`` or
-    query log watches the connection, run on the DB-API connection (Django's errors still raised,
-    a broken transaction still refused)."""
+    alike); with ``update_fields`` such a row's stored ``update_fields`` take the new row's values
+    instead (``ON CONFLICT (unique_fields) DO UPDATE``, as ``bulk_create(update_conflicts=True)``).
+    The rows are not given their primary keys. On SQLite, when no ``execute_wrapper`` or query log
+    watches the connection, run on the DB-API connection (Django's errors still raised, a broken
+    transaction still refused)."""
     connection = connections[database]
+    conflicts = tuple(unique_fields), tuple(update_fields)
     direct = connection.vendor == "sqlite" and not connection.execute_wrappers and not connection.queries_logged
     for start in range(0, len(rows), PLAIN_BATCH):
         batch = rows[start:start + PLAIN_BATCH]
-        statement = _plain_statement(connection, model, len(batch), ignore_conflicts)
+        statement = _plain_statement(connection, model, len(batch), ignore_conflicts, *conflicts)
         values = _plain_values(statement, batch, connection)
         if direct and statement.native is not None:
             connection.ensure_connection()
@@ -286,6 +304,19 @@ def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_con
         else:
             with connection.cursor() as cursor:
                 cursor.execute(statement.sql, dict(zip(statement.names, values, strict=True)))
+
+
+def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()
+                     ) -> None:
+    """``rows`` (all of one model) by ``insert_plain`` at once, on the database the router chooses for
+    their model, in the caller's transaction when one is open: for rows that must be written with
+    the caller's other writes (a server's build rows), which ``insert`` would defer to the scope's
+    end. What ``Model.objects.create`` (or ``bulk_create``) would store, in one statement for all
+    the rows, without the ORM building it each time; the rows get no primary key back."""
+    if rows:
+        model = type(rows[0])
+        insert_plain(router.db_for_write(model), model, rows, unique_fields=unique_fields,
+                     update_fields=update_fields)
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],

@@ -33,6 +33,7 @@ from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from cells.transactions import connection_for
+from cloudcore.core.scope import insert_plain_now
 
 from ..models import (
     Aggregate,
@@ -723,7 +724,8 @@ def allocations_put(
             Consumer.objects.filter(id=consumer.id).update(
                 generation=F("generation") + 1, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
             )
-        Allocation.objects.bulk_create([
+        # the rows bulk_create would store, in one plain INSERT (their ids are not needed)
+        insert_plain_now([
             Allocation(resource_provider_id=rp_id, consumer=consumer, resource_class_id=rc_ids[rc], used=n)
             for (rp_id, rc), n in wanted.items()
         ])

@@ -1,11 +1,12 @@
 """Writes of request specs (API database): what the scheduler is asked for a server."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db.models import JSONField, Subquery
 
+from cloudcore.core.scope import insert_plain_now
 from cloudcore.core.sqlin import values_in
 
 from ..models import RequestSpec
@@ -14,6 +15,12 @@ from ..models import RequestSpec
 def request_spec_create(*, instance_uuid: str, spec: dict[str, Any]) -> RequestSpec:
     """Record the request spec of a new server (``spec`` as the scheduler reads it)."""
     return RequestSpec.objects.create(instance_uuid=instance_uuid, spec=spec)
+
+
+def request_specs_create(specs: Mapping[str, dict[str, Any]]) -> None:
+    """Record the request specs of new servers, ``{instance_uuid: spec}``: the rows
+    ``request_spec_create`` would store, in one INSERT (in the caller's transaction, if any)."""
+    insert_plain_now([RequestSpec(instance_uuid=instance_uuid, spec=spec) for instance_uuid, spec in specs.items()])
 
 
 def request_specs_delete(instance_uuids: list[str]) -> tuple[int, dict[str, int]]:

@@ -8,6 +8,7 @@ microversion Nova added them (2.19 description, 2.32 network tags, 2.37 required
 """
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from cloudcore.core.api.validation import METADATA, NAME, VersionedSchema
@@ -66,6 +67,7 @@ def _bdm(version: Version) -> dict[str, Any]:
     return {"type": "object", "properties": props, "additionalProperties": False}
 
 
+@cache  # one per microversion, its validator made once (``validate``); not to be changed
 def create_schema(version: Version) -> dict[str, Any]:
     server: dict[str, Any] = {
         "name": NAME,
@@ -117,6 +119,7 @@ def create_schema(version: Version) -> dict[str, Any]:
     }
 
 
+@cache  # one per microversion, its validator made once (``validate``); not to be changed
 def update_schema(version: Version) -> dict[str, Any]:
     server: dict[str, Any] = {
         "name": NAME,

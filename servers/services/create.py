@@ -22,15 +22,16 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from cells.services import instance_mapping_create
+from cells.services import instance_mappings_create
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 from cloudcore.core.prepared import prepared_objects
+from cloudcore.core.scope import insert_plain_now
 from conductor import rpc as conductor_rpc
 from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
-from scheduling.services.request_specs import request_spec_create
+from scheduling.services.request_specs import request_specs_create
 from volumes import selectors as volume_selectors
 from volumes.snapshots import snapshot_get
 
@@ -39,7 +40,7 @@ from .disk_config import auto_disk_config_for_image
 from .external import (
     SecurityGroupNotFoundByNameOrId,
     image_get,
-    instance_security_groups_request,
+    instances_security_groups_request,
     security_group_find,
 )
 from .personality import injected_files_checked
@@ -368,7 +369,8 @@ def _authorize_create(actor: RequestContext, request: ServerCreateRequest) -> No
 def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> ServerCreateResult:
     """Accept ``request.max_count`` servers (at least ``min_count`` must fit the quota).
 
-    Writes (API DB): one BuildRequest, RequestSpec and InstanceMapping (cell NULL) per server.
+    Writes (API DB, one transaction): one BuildRequest, RequestSpec, InstanceMapping (cell NULL) and
+    requested security groups row per server, one INSERT per table.
     Enqueues on commit: ``conductor.rpc.schedule_and_build_instances``.
     Raises: PolicyNotAuthorized (403: ``os_compute_api:servers:create`` and, for a forced host or
     node, a requested destination, explicit networks or block devices, its ``:create:*`` rule),
@@ -438,77 +440,79 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
             "image_container_format": str(image.get("container_format") or ""),
             "image_base_image_ref": "" if volume_backed else image["id"],
         })
+    build_requests: list[BuildRequest] = []
+    specs: dict[str, dict[str, Any]] = {}
+    for index, instance_uuid in enumerate(uuids):
+        name = request.name if count == 1 else f"{request.name}-{index + 1}"
+        hostname = request.hostname or _sanitize_hostname(name)
+        instance = {
+            "uuid": instance_uuid,
+            "project_id": actor.project_id,
+            "user_id": actor.user_id,
+            "display_name": name,
+            "display_description": request.description,
+            "hostname": hostname,
+            "flavor": flavor_dict,
+            "memory_mb": flavor.memory_mb,
+            "vcpus": flavor.vcpus,
+            "root_gb": flavor.root_gb,
+            "ephemeral_gb": flavor.ephemeral_gb,
+            "image_ref": "" if volume_backed or image is None else image["id"],
+            # inherited from the boot image, also when it is copied into the root volume (Nova
+            # reads them from the volume's image metadata): a direct kernel boot needs them
+            "kernel_id": str(image_props.get("kernel_id", "")),
+            "ramdisk_id": str(image_props.get("ramdisk_id", "")),
+            "key_name": request.key_name,
+            "key_data": key_data,
+            "user_data": user_data,
+            "metadata": request.metadata,
+            "system_metadata": system_metadata,
+            "availability_zone": request.availability_zone,
+            "launch_index": index,
+            "reservation_id": reservation_id,
+            "config_drive": "True" if request.config_drive else "",
+            "access_ip_v4": request.access_ip_v4,
+            "access_ip_v6": request.access_ip_v6,
+            "auto_disk_config": auto_disk_config,
+            "injected_files": injected_files,
+            "created_at": now,
+            "admin_password_set": True,
+        }
+        build_requests.append(BuildRequest(
+            instance_uuid=instance_uuid,
+            project_id=str(actor.project_id),
+            instance=instance,
+            block_device_mappings=bdms,
+            tags=request.tags,
+        ))
+        specs[instance_uuid] = {
+            "instance_uuid": instance_uuid,
+            "project_id": actor.project_id,
+            "user_id": actor.user_id,
+            "flavor": flavor_dict,
+            "image": image or {},
+            "is_bfv": volume_backed,
+            "availability_zone": request.availability_zone or settings.DEFAULT_SCHEDULE_ZONE,
+            "num_instances": count,
+            "force_hosts": [request.forced_host] if request.forced_host else [],
+            "force_nodes": [request.forced_node] if request.forced_node else [],
+            "requested_destination": (
+                {"host": request.requested_host, "node": request.requested_node}
+                if request.requested_host or request.requested_node else None
+            ),
+            "scheduler_hints": request.scheduler_hints,
+            "instance_group": group,
+            "requested_networks": networks,
+            "ignore_hosts": [],
+        }
+    # one plain INSERT per table for all the servers (the rows the ORM's create would store, the
+    # statements made once per process), the rows made before the write transaction opens: it
+    # holds the API database's write lock
     with transaction.atomic():
-        for index, instance_uuid in enumerate(uuids):
-            name = request.name if count == 1 else f"{request.name}-{index + 1}"
-            hostname = request.hostname or _sanitize_hostname(name)
-            instance = {
-                "uuid": instance_uuid,
-                "project_id": actor.project_id,
-                "user_id": actor.user_id,
-                "display_name": name,
-                "display_description": request.description,
-                "hostname": hostname,
-                "flavor": flavor_dict,
-                "memory_mb": flavor.memory_mb,
-                "vcpus": flavor.vcpus,
-                "root_gb": flavor.root_gb,
-                "ephemeral_gb": flavor.ephemeral_gb,
-                "image_ref": "" if volume_backed or image is None else image["id"],
-                # inherited from the boot image, also when it is copied into the root volume (Nova
-                # reads them from the volume's image metadata): a direct kernel boot needs them
-                "kernel_id": str(image_props.get("kernel_id", "")),
-                "ramdisk_id": str(image_props.get("ramdisk_id", "")),
-                "key_name": request.key_name,
-                "key_data": key_data,
-                "user_data": user_data,
-                "metadata": request.metadata,
-                "system_metadata": system_metadata,
-                "availability_zone": request.availability_zone,
-                "launch_index": index,
-                "reservation_id": reservation_id,
-                "config_drive": "True" if request.config_drive else "",
-                "access_ip_v4": request.access_ip_v4,
-                "access_ip_v6": request.access_ip_v6,
-                "auto_disk_config": auto_disk_config,
-                "injected_files": injected_files,
-                "created_at": now,
-                "admin_password_set": True,
-            }
-            BuildRequest.objects.create(
-                instance_uuid=instance_uuid,
-                project_id=str(actor.project_id),
-                instance=instance,
-                block_device_mappings=bdms,
-                tags=request.tags,
-            )
-            request_spec_create(
-                instance_uuid=instance_uuid,
-                spec={
-                    "instance_uuid": instance_uuid,
-                    "project_id": actor.project_id,
-                    "user_id": actor.user_id,
-                    "flavor": flavor_dict,
-                    "image": image or {},
-                    "is_bfv": volume_backed,
-                    "availability_zone": request.availability_zone
-                    or settings.DEFAULT_SCHEDULE_ZONE,
-                    "num_instances": count,
-                    "force_hosts": [request.forced_host] if request.forced_host else [],
-                    "force_nodes": [request.forced_node] if request.forced_node else [],
-                    "requested_destination": (
-                        {"host": request.requested_host, "node": request.requested_node}
-                        if request.requested_host or request.requested_node else None
-                    ),
-                    "scheduler_hints": request.scheduler_hints,
-                    "instance_group": group,
-                    "requested_networks": networks,
-                    "ignore_hosts": [],
-                },
-            )
-            instance_mapping_create(instance_uuid=instance_uuid, project_id=str(actor.project_id),
-                                    user_id=actor.user_id)
-            instance_security_groups_request(instance_uuid, security_group_ids)
+        insert_plain_now(build_requests)
+        request_specs_create(specs)
+        instance_mappings_create(instance_uuids=uuids, project_id=str(actor.project_id), user_id=actor.user_id)
+        instances_security_groups_request(uuids, security_group_ids)
         if group is not None:
             group_members_add(group_uuid=group["uuid"], instance_uuids=uuids)
         transaction.on_commit(partial(conductor_rpc.schedule_and_build_instances, ctx=actor, instance_uuids=uuids,

@@ -10,7 +10,7 @@ from networks.secgroups import (
     SecurityGroupNotFoundByNameOrId,
     instance_add_security_group,
     instance_remove_security_group,
-    instance_security_groups_request,
+    instances_security_groups_request,
     security_group_find,
     security_groups_of_instances,
 )
@@ -29,7 +29,7 @@ from networks.services import (
 __all__ = [
     "addresses_for_instances", "image_data_path", "image_get", "image_get_internal", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
-    "instance_security_groups_request", "security_group_find", "security_groups_of_instances",
+    "instances_security_groups_request", "security_group_find", "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",
     "port_brief", "port_get",
 ]

@@ -25,6 +25,9 @@ in ``BEGIN IMMEDIATE``, mostly waiting for the web process's writes and the othe
 waited for within the same busy timeout; when the file cannot be opened or the wait runs out, the
 transaction starts without it (SQLite's own wait decides). Each process opens the file itself
 (a descriptor inherited across ``fork`` would share its lock with the parent).
+
+Its cursors (``CursorWrapper``) make SQLite's statement of one with positional parameters by a
+replace instead of Django's regular expression, where that is the same statement.
 """
 from __future__ import annotations
 
@@ -91,10 +94,27 @@ def _held_names() -> set[str]:
     return names
 
 
+class CursorWrapper(base.SQLiteCursorWrapper):
+    """Django's SQLite cursor, whose statements with positional parameters (``%s``) become SQLite's
+    (``?``) by a replace where they can. Django finds each ``%s`` not preceded by ``%`` with a
+    regular expression with a look-behind, tried at every character of the statement: some 100,000
+    instructions for one of the ORM's long SELECTs, 6% of a ``POST /servers`` in the web. In a
+    statement without ``%%`` no ``%s`` is preceded by ``%``, and there is no ``%%`` to make ``%``:
+    the replace is the same statement."""
+
+    def convert_query(self, query: str, *, param_names: list[str] | None = None) -> str:
+        if param_names is None and "%%" not in query:
+            return query.replace("%s", "?")
+        return super().convert_query(query, param_names=param_names)  # type: ignore[misc, no-any-return]
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     _writer: threading.Lock | None = None
     #: the ``-writers`` file whose ``flock`` this connection holds
     _writer_fd: int | None = None
+
+    def create_cursor(self, name: str | None = None) -> CursorWrapper:
+        return self.connection.cursor(factory=CursorWrapper)  # type: ignore[no-any-return]
 
     def _queued_name(self) -> str | None:
         """The file whose writers queue here, None for an in-memory database."""

@@ -10,6 +10,7 @@ import pytest
 from django.db import connections
 from django.db.models import F, QuerySet
 
+from cells.models import CellMapping, InstanceMapping
 from cloudcore.core import prepared
 from images.models import Image
 from servers.models import Flavor, FlavorExtraSpec, QuotaLimit
@@ -102,23 +103,46 @@ def test_prepared_objects_carry_annotations_of_a_join(monkeypatch: pytest.Monkey
     assert [(r.flavorid, r.spec_key) for r in rows["f2"]] == [("f2", None)]
 
 
-def test_objects_of_a_query_that_reads_other_models_are_left_to_the_orm(monkeypatch: pytest.MonkeyPatch) -> None:
-    # given a query that reads a related model's fields too (select_related) and one of values
+def test_objects_read_with_their_related_ones_are_the_orms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given rows with a related row (select_related, an inner join), servers' mappings with a cell
+    # and without one (a nullable key: an outer join), and nothing prepared yet
     monkeypatch.setattr(prepared, "_object_statements", {})
     flavor = Flavor.objects.create(flavorid="f1", name="f1", vcpus=2, memory_mb=64, root_gb=1)
     FlavorExtraSpec.objects.create(flavor=flavor, key="k", value="v")
+    cell = CellMapping.objects.create(name="c1", database_connection="sqlite:///c1")
+    InstanceMapping.objects.create(instance_uuid="u1", cell=cell, project_id="p")
+    InstanceMapping.objects.create(instance_uuid="u2", cell=None, project_id="p")
 
     def joined(key: str) -> QuerySet[Any]:
         return FlavorExtraSpec.objects.filter(key=key).select_related("flavor")
 
+    def mapping(uuid: str) -> QuerySet[Any]:
+        return InstanceMapping.objects.filter(instance_uuid=uuid).select_related("cell")
+
     def values(key: str) -> QuerySet[Any]:
         return FlavorExtraSpec.objects.filter(key=key).values("value")
 
-    # when they are read, then the ORM answers them (the related instance comes with the row)
+    # when they are read through prepared statements
     [spec] = prepared.prepared_objects("test.joined", joined, ("k",))
-    assert spec.flavor.name == "f1"
+    with_cell, without = (prepared.prepared_objects("test.mapping", mapping, (u,))[0] for u in ("u1", "u2"))
+    # then the related instances came with the rows, as the ORM's (no statement to reach them)
+    statements: list[str] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connections["default"].execute_wrapper(record):
+        assert _fields(spec.flavor) == _fields(Flavor.objects.get(id=flavor.id))
+        assert _fields(with_cell.cell) == _fields(CellMapping.objects.get(id=cell.id))
+        assert without.cell is None
+    assert len(statements) == 2  # the two reads of the ORM's instances above
+    assert _fields(spec) == _fields(joined("k")[0]) and _fields(with_cell) == _fields(mapping("u1")[0])
+    # and both statements were prepared; a query of values is left to the ORM
     assert prepared.prepared_objects("test.values", values, ("k",)) == [{"value": "v"}]
-    assert prepared._object_statements == {"test.joined": None, "test.values": None}
+    assert prepared._object_statements["test.joined"] is not None
+    assert prepared._object_statements["test.mapping"] is not None
+    assert prepared._object_statements["test.values"] is None
 
 
 def test_raw_rows_become_the_orms_instances_when_asked() -> None:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from cloudcore.core import notifications, scope
 from cloudcore.core.models import NotificationRecord
+from networks.models import InstanceSecurityGroups
 from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 from tests.sqllog import api_db_transactions, inserted_tables
 
@@ -193,6 +194,31 @@ def test_rows_given_by_their_values_are_stored_as_the_orm_stores_them_on_either_
                        'WHERE "instance_uuid" < %s', ["i3"])
         assert len(cursor.fetchall()) == 1
     assert SchedulingTraceRecord.objects.get(instance_uuid="i3").created_at is not None
+
+
+def test_plain_rows_now_are_one_statement_in_the_callers_transaction_and_update_stored_keys() -> None:
+    # given the requested groups of one server stored already
+    scope.insert_plain_now([InstanceSecurityGroups(instance_uuid="u1", security_group_ids=["g0"])],
+                           unique_fields=["instance_uuid"], update_fields=["security_group_ids"])
+    statements: list[str] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    # when that server's and another's are stored plainly inside a request's transaction
+    with scope.request_scope(), connections["default"].execute_wrapper(wrapper), transaction.atomic():
+        scope.insert_plain_now([InstanceSecurityGroups(instance_uuid="u1", security_group_ids=["g1"]),
+                                InstanceSecurityGroups(instance_uuid="u2", security_group_ids=["g2"])],
+                               unique_fields=["instance_uuid"], update_fields=["security_group_ids"])
+        # then they are written at once (not at the scope's end), in one statement, the clause the ORM's
+        # upsert writes
+        assert dict(InstanceSecurityGroups.objects.values_list("instance_uuid", "security_group_ids")) == {
+            "u1": ["g1"], "u2": ["g2"]}
+    inserts = [s for s in statements if s.startswith("INSERT")]
+    assert len(inserts) == 1
+    assert inserts[0].endswith('ON CONFLICT("instance_uuid") DO UPDATE SET "security_group_ids" = '
+                               'EXCLUDED."security_group_ids"')
 
 
 @override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=20)

@@ -226,3 +226,34 @@ def test_custom_traits():
     assert placement.trait_list(associated=True) == ["CUSTOM_GOLD"]
     with pytest.raises(placement.PlacementConflict):
         placement.trait_delete(name="CUSTOM_GOLD")
+
+
+def test_an_allocation_write_stores_the_rows_bulk_create_stored(monkeypatch):
+    # given a provider with room for two consumers' claims
+    from django.db import connections
+
+    from scheduling.models import Allocation, Consumer
+
+    rp = make_provider("node-rows", vcpus=8)
+
+    def stored(consumer: str) -> list[dict]:
+        consumer_id = Consumer.objects.get(uuid=consumer).id
+        with connections["default"].cursor() as cursor:
+            cursor.execute('SELECT * FROM "scheduling_allocation" WHERE consumer_id = %s ORDER BY rowid', [consumer_id])
+            names = [column[0] for column in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        for row in rows:
+            row.pop("id")
+            assert row.pop("consumer_id") == consumer_id and row.pop("created_at") is not None
+        return rows
+
+    claim = {rp.uuid: {"VCPU": 2, "MEMORY_MB": 64, "DISK_GB": 1}}
+    before, now = _uuid(), _uuid()
+    # when one's is written by the ORM's bulk_create, as before, and the other's as it is now
+    with monkeypatch.context() as patched:
+        patched.setattr(placement, "insert_plain_now", lambda rows: Allocation.objects.bulk_create(rows))
+        placement.allocations_put(consumer_uuid=before, allocations=claim, project_id="p", user_id="u")
+    placement.allocations_put(consumer_uuid=now, allocations=claim, project_id="p", user_id="u")
+    # then the same rows are stored, and read back
+    assert stored(now) == stored(before) and len(stored(now)) == 3
+    assert placement.allocations_get(consumer_uuid=now).allocations == {rp.uuid: claim[rp.uuid]}

@@ -162,3 +162,28 @@ def test_a_server_without_ports_yet_shows_the_groups_it_asked_for_while_building
     # then while it builds they are its groups; once built, only its ports count
     assert [g.name for g in secgroups.security_groups_of_instances([uuid], building=[uuid])[uuid]] == ["web"]
     assert secgroups.security_groups_of_instances([uuid]) == {}
+
+
+def test_the_requested_groups_are_read_back_outside_a_request_as_stored(cloud):
+    # given groups asked for by two servers, the second's asked again with others (the upsert)
+    from django.db import connections
+
+    from cloudcore.core import prepared
+    from networks import secgroups
+
+    first, second = "0f5c4d4e-0000-4000-8000-000000000002", "0f5c4d4e-0000-4000-8000-000000000003"
+    secgroups.instances_security_groups_request([first, second], ["g1", "g2"])
+    secgroups.instances_security_groups_request([second], ["g3"])
+    statements: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    # when the conductor reads them (no request scope: from the database)
+    with connections["default"].execute_wrapper(record):
+        read = [secgroups.requested_groups_for_instance(uuid) for uuid in (first, second, "not-a-server")]
+    # then each server's are those it asked for last, none for a server that asked for none
+    assert read == [["g1", "g2"], ["g3"], None]
+    # one statement each, its SQL prepared once per process
+    assert len(statements) == 3 and prepared._object_statements["networks.requested_groups"] is not None

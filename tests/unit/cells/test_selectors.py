@@ -54,3 +54,24 @@ def test_instance_mappings(cells):
     # and one queued for delete is left out
     InstanceMapping.objects.filter(instance_uuid="u-1").update(queued_for_delete=True)
     assert [m.instance_uuid for m in selectors.instance_mappings_in([cells["cell1"]])] == ["u-2"]
+
+
+def _fields(obj):
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields} | {"_db": obj._state.db}
+
+
+def test_the_prepared_reads_are_the_orms(cells):
+    # given a host mapped to cell2 (the conductor's two reads per build: the cells and a host's mapping)
+    from cells.models import CellMapping
+    from cloudcore.core import prepared
+
+    HostMapping.objects.create(host="a-host", cell=cells["cell2"])
+    # when they are read (statements prepared once per process)
+    every = selectors.all_cells()
+    mapping = selectors.host_mapping_get("a-host")
+    # then the ORM's instances, in id order, the mapping's cell read with it
+    assert [_fields(c) for c in every] == [_fields(c) for c in CellMapping.objects.order_by("id")]
+    assert _fields(mapping) == _fields(HostMapping.objects.get(host="a-host"))
+    assert _fields(mapping.cell) == _fields(cells["cell2"])
+    assert prepared._object_statements[selectors.CELLS_KEY] is not None
+    assert prepared._object_statements["cells.host_mapping"] is not None

@@ -1,0 +1,79 @@
+"""A deterministic count of the conductor's share of a boot (issue 23 item 2), for a shared, noisy
+machine: instructions of ``N`` runs of ``schedule_and_build_instances_task`` (the conductor's task
+for one ``POST /servers``: the build request read, scheduling and the placement claim, the instance
+made in its cell, the cast to the compute host), as ``bench.post_instructions`` counts the web's
+share. The servers are accepted first through the API (``networks: none``, one each), their casts
+to the conductor recorded; the compute hosts' casts go to kombu's in-memory transport and are not
+run. Counted by callgrind, which is switched on only around the tasks::
+
+    N=20 valgrind --tool=callgrind --instr-atstart=no \\
+        --callgrind-out-file=/tmp/cg.out.%p .venv/bin/python -m bench.build_instructions
+
+then read the dump's total (``grep ^totals /tmp/cg.out.*.1``, for ``N`` builds). Without
+valgrind (``PROFILE=1``) it prints a cProfile of the tasks instead (``SORT=cumulative`` to sort
+by cumulative time)."""
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+from typing import Any
+
+
+def main() -> None:
+    builds = int(os.environ.get("N", "20"))
+    # the casts go to an in-memory broker and stay there: each task is run here, by hand
+    os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
+    os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
+    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
+    from .env import BenchEnv, callgrind_dump
+
+    env = BenchEnv.create(quick=False)
+    try:
+        env.fresh()
+        from django.conf import settings
+
+        from conductor import rpc
+        from conductor.tasks import schedule_and_build_instances_task
+        from tests.cloud import Cloud
+
+        settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
+        cloud = Cloud(cells=env.cells)
+        cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
+                       disk_gb=100000)
+        cloud.add_demo_objects()
+        client = cloud.member("bench", "bench")
+        casts: list[dict[str, Any]] = []
+        cast = rpc.schedule_and_build_instances
+
+        def recorded(**kwargs: Any) -> None:  # the task's arguments, as the worker gets them
+            casts.append({**kwargs, "ctx": kwargs["ctx"].to_dict()})
+            cast(**kwargs)
+
+        rpc.schedule_and_build_instances = recorded
+        try:
+            for i in range(5 + builds):
+                cloud.create_server(client, f"build-{i:05d}", networks="none")
+        finally:
+            rpc.schedule_and_build_instances = cast
+
+        def run(tasks: list[dict[str, Any]]) -> None:
+            for kwargs in tasks:
+                schedule_and_build_instances_task.run(**kwargs)
+
+        run(casts[:5])  # warm: caches filled, the statements prepared, the broker's connection up
+        if os.environ.get("PROFILE"):
+            profile = cProfile.Profile()
+            profile.enable()
+            run(casts[5:])
+            profile.disable()
+            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(50)
+            return
+        callgrind_dump("builds", lambda: run(casts[5:]))
+        cloud.teardown()
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    main()
