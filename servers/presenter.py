@@ -228,6 +228,8 @@ class Field:
     #: The Instance columns the getter (and ``when``) reads: a list page loads only those of the
     #: fields of its version.
     columns: tuple[str, ...] = ()
+    #: Shown in ``GET /servers/detail`` entries too, not only by a show (Nova lists no ``server_groups``).
+    in_lists: bool = True
 
 
 class _Column:
@@ -311,7 +313,8 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63), columns=("trusted_certs",)),
     Field("locked_reason", _d("locked_reason"), (2, 73), columns=("locked_reason",)),
     Field("pinned_availability_zone", lambda v: (v.spec or {}).get("availability_zone") or None, (2, 96)),
-    Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71)),
+    Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71),
+          in_lists=False),
     Field("scheduler_hints", lambda v: (v.spec or {}).get("scheduler_hints") or {}, (2, 100)),
     Field("fault", _fault, when=lambda v: v.fault is not None),
 )
@@ -338,10 +341,12 @@ def present_server(
     spec: dict[str, Any] | None = None,
     security_groups: list[str] | None = None,
     checks: dict[Any, Any] | None = None,
+    listing: bool = False,
 ) -> dict[str, Any]:
-    """The ``server`` body (detail shape) of ``record`` for ``version``. A page passes one
-    ``checks`` dict for all its rows, so each policy rule (and which fields a project's rows show)
-    is worked out once per project, not per row."""
+    """The ``server`` body (detail shape) of ``record`` for ``version``; with ``listing``, an entry
+    of ``GET /servers/detail`` (no field a list does not show). A page passes one ``checks`` dict
+    for all its rows, so each policy rule (and which fields a project's rows show) is worked out
+    once per project, not per row."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     memo = {} if checks is None else checks
@@ -352,10 +357,10 @@ def present_server(
     view = View(record, data, version, actor, addresses or {}, volumes or [], tags or [],
                 fault, host_status, spec, tuple(security_groups or ()), memo,
                 status_from_state(data["vm_state"], data.get("task_state"), version), base)
-    key = ("fields", version, record.project_id)
+    key = ("fields", version, listing, record.project_id)
     body_of = memo.get(key)
     if body_of is None:
-        body_of = memo[key] = _body_function(_shown_fields(view))
+        body_of = memo[key] = _body_function(_shown_fields(view, listing))
     return body_of(view, data.get)
 
 
@@ -387,12 +392,13 @@ def list_columns(version: Version) -> frozenset[str]:
     return _columns_at(version)
 
 
-def _shown_fields(view: View) -> tuple[ShownField, ...]:
-    """The fields of ``view``'s version and project, with the policy-only conditions already asked:
-    (name, the column shown as it is or None, getter, the condition left to ask per row)."""
+def _shown_fields(view: View, listing: bool) -> tuple[ShownField, ...]:
+    """The fields of ``view``'s version and project (of a list's entries with ``listing``), with the
+    policy-only conditions already asked: (name, the column shown as it is or None, getter, the
+    condition left to ask per row)."""
     return tuple((f.name, f.getter.column if isinstance(f.getter, _Column) else None, f.getter,
                   None if f.policy_only else f.when) for f in _fields_at(view.version)
-                 if not (f.policy_only and f.when is not None and not f.when(view)))
+                 if (f.in_lists or not listing) and not (f.policy_only and f.when is not None and not f.when(view)))
 
 
 _BODY_FUNCTIONS: dict[tuple[ShownField, ...], BodyFunction] = {}
@@ -443,9 +449,11 @@ def _fields_at(version: Version) -> tuple[Field, ...]:
     return fields
 
 
-def server_field_at(name: str, version: Version) -> bool:
-    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (so its extras are worth loading)."""
-    return any(f.name == name and f.min_version <= version <= f.max_version for f in SERVER_FIELDS)
+def server_field_at(name: str, version: Version, *, listing: bool = False) -> bool:
+    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (in a list's entries with ``listing``),
+    so its extras are worth loading."""
+    return any(f.name == name and f.min_version <= version <= f.max_version and (f.in_lists or not listing)
+               for f in SERVER_FIELDS)
 
 
 #: Before 2.75 Nova answers ``PUT /servers/{id}`` and a rebuild with a reduced server: without these
