@@ -267,9 +267,13 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
                  if actor.is_admin or k not in _ADMIN_SORT_KEYS]  # Nova ignores these for members
     sort_key = (sort_keys or ["created_at"])[0]
     sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
+    # a list of the actor's own project (server_list's restriction) reads the columns of the fields
+    # the policy shows the actor there only
+    own_project = actor.project_id if not (filters.get("all_tenants") and actor.is_admin) else None
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version,
-                         columns=list_columns(version) if detail else _BRIEF_COLUMNS)
+                         columns=list_columns(version, actor=actor, project_id=own_project) if detail
+                         else _BRIEF_COLUMNS)
     records = result.records
     if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
