@@ -652,12 +652,18 @@ def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Ite
     through = Port.security_groups.through
     rows = (through.objects.filter(port__device_id__in=values_in(uuids)).select_related("securitygroup", "port")
             .order_by("port__created_at", "port_id", "id"))
-    with_ports = set(Port.objects.filter(device_id__in=values_in(uuids)).values_list("device_id", flat=True))
     for row in rows:
         groups = out.setdefault(row.port.device_id, [])
         if row.securitygroup not in groups:
             groups.append(row.securitygroup)
-    pending = [u for u in building if u in uuids and u not in with_ports]
+    # which servers have ports is asked of the building ones only (a list page's thousand servers
+    # mostly are not: the question of each cost as much as reading their groups)
+    asked = set(uuids)
+    candidates = [u for u in building if u in asked]
+    pending: list[str] = []
+    if candidates:
+        with_ports = set(Port.objects.filter(device_id__in=values_in(candidates)).values_list("device_id", flat=True))
+        pending = [u for u in candidates if u not in with_ports]
     if pending:
         requested = dict(InstanceSecurityGroups.objects.filter(instance_uuid__in=pending)
                          .values_list("instance_uuid", "security_group_ids"))

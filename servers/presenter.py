@@ -104,15 +104,17 @@ class View:
     status: str = ""
     #: ``base_url()``.
     base: str = ""
+    #: The server's project (``record.project_id``): the target of the policy checks.
+    project_id: str = ""
 
     def can(self, rule: str) -> bool:
         """``policy.can(actor, rule, {"project_id": <the server's project>})``, asked once per page."""
         if self.checks is None:
-            return can(self.actor, rule, {"project_id": self.record.project_id})
-        key = (rule, self.record.project_id)
+            return can(self.actor, rule, {"project_id": self.project_id})
+        key = (rule, self.project_id)
         known = self.checks.get(key)
         if known is None:
-            known = self.checks[key] = can(self.actor, rule, {"project_id": self.record.project_id})
+            known = self.checks[key] = can(self.actor, rule, {"project_id": self.project_id})
         return known
 
 
@@ -228,6 +230,8 @@ class Field:
     #: The Instance columns the getter (and ``when``) reads: a list page loads only those of the
     #: fields of its version.
     columns: tuple[str, ...] = ()
+    #: Shown in ``GET /servers/detail`` entries too, not only by a show (Nova lists no ``server_groups``).
+    in_lists: bool = True
 
 
 class _Column:
@@ -311,7 +315,8 @@ SERVER_FIELDS: tuple[Field, ...] = (
     Field("trusted_image_certificates", lambda v: v.data.get("trusted_certs"), (2, 63), columns=("trusted_certs",)),
     Field("locked_reason", _d("locked_reason"), (2, 73), columns=("locked_reason",)),
     Field("pinned_availability_zone", lambda v: (v.spec or {}).get("availability_zone") or None, (2, 96)),
-    Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71)),
+    Field("server_groups", lambda v: [g["uuid"]] if (g := (v.spec or {}).get("instance_group")) else [], (2, 71),
+          in_lists=False),
     Field("scheduler_hints", lambda v: (v.spec or {}).get("scheduler_hints") or {}, (2, 100)),
     Field("fault", _fault, when=lambda v: v.fault is not None),
 )
@@ -338,35 +343,55 @@ def present_server(
     spec: dict[str, Any] | None = None,
     security_groups: list[str] | None = None,
     checks: dict[Any, Any] | None = None,
+    listing: bool = False,
 ) -> dict[str, Any]:
-    """The ``server`` body (detail shape) of ``record`` for ``version``. A page passes one
-    ``checks`` dict for all its rows, so each policy rule (and which fields a project's rows show)
-    is worked out once per project, not per row."""
+    """The ``server`` body (detail shape) of ``record`` for ``version``; with ``listing``, an entry
+    of ``GET /servers/detail`` (no field a list does not show). A page passes one ``checks`` dict
+    for all its rows, so each policy rule (and which fields a project's rows show) is worked out
+    once per project, not per row."""
     if record.down_cell:
         return present_down_cell(record, version=version)
     memo = {} if checks is None else checks
     base = memo.get("base_url")
     if base is None:
         base = memo["base_url"] = base_url()
-    data = _row_data(record, version)
+    project_id = record.project_id
+    key = ("fields", version, listing, project_id)
+    plan: _Plan | None = memo.get(key)
+    if plan is None:
+        plan = memo[key] = _plan(_fields_shown(_policy_view(record, version, actor, memo, project_id), listing))
+    body_of, columns = plan
+    data = _row_data(record, columns)
     view = View(record, data, version, actor, addresses or {}, volumes or [], tags or [],
                 fault, host_status, spec, tuple(security_groups or ()), memo,
-                status_from_state(data["vm_state"], data.get("task_state"), version), base)
-    key = ("fields", version, record.project_id)
-    body_of = memo.get(key)
-    if body_of is None:
-        body_of = memo[key] = _body_function(_shown_fields(view))
+                status_from_state(data["vm_state"], data.get("task_state"), version), base, project_id)
     return body_of(view, data.get)
 
 
-def _row_data(record: ServerRecord, version: Version) -> dict[str, Any]:
+#: What renders the rows of one version and project: the body function of the fields they show,
+#: and the Instance columns those fields (and ``render``) read.
+_Plan = tuple[BodyFunction, frozenset[str]]
+
+
+def _plan(fields: tuple[Field, ...]) -> _Plan:
+    return _body_function(_shown_fields(fields)), _columns_of(fields)
+
+
+def _policy_view(record: ServerRecord, version: Version, actor: RequestContext, checks: dict[Any, Any],
+                 project_id: str) -> View:
+    """A ``View`` for the conditions that ask only the version and the policy (``Field.policy_only``):
+    no row's data."""
+    return View(record, {}, version, actor, {}, [], [], None, "", checks=checks, project_id=project_id)
+
+
+def _row_data(record: ServerRecord, columns: frozenset[str]) -> dict[str, Any]:
     """The instance's fields as getters read them: an Instance row's own ``__dict__`` when the
-    columns of ``version``'s fields are loaded (no copy; a list page loads only those), else
+    ``columns`` the shown fields read are loaded (no copy; a list page loads only those), else
     ``instance_data``."""
     inst = record.instance
     if inst is not None:
         values = inst.__dict__
-        if values.keys() >= _columns_at(version):
+        if values.keys() >= columns:
             return values
     return instance_data(record)
 
@@ -382,17 +407,33 @@ def _columns_at(version: Version) -> frozenset[str]:
     return columns
 
 
-def list_columns(version: Version) -> frozenset[str]:
-    """The Instance columns a detail page at ``version`` reads (its fields' and ``render``'s)."""
-    return _columns_at(version)
+def _columns_of(fields: tuple[Field, ...]) -> frozenset[str]:
+    """The Instance columns ``fields`` and ``render`` read."""
+    return frozenset({c for f in fields for c in f.columns} | set(_RENDER_COLUMNS))
 
 
-def _shown_fields(view: View) -> tuple[ShownField, ...]:
-    """The fields of ``view``'s version and project, with the policy-only conditions already asked:
-    (name, the column shown as it is or None, getter, the condition left to ask per row)."""
+def list_columns(version: Version, *, actor: RequestContext | None = None, project_id: str | None = None
+                 ) -> frozenset[str]:
+    """The Instance columns a detail page at ``version`` reads (its fields' and ``render``'s); with
+    ``actor`` and ``project_id``, of a page of that project's servers only: the columns of the
+    fields the policy shows ``actor`` there (a member reads no administrator's attribute)."""
+    if actor is None or project_id is None:
+        return _columns_at(version)
+    return _columns_of(_fields_shown(_policy_view(ServerRecord(uuid=""), version, actor, {}, project_id), True))
+
+
+def _fields_shown(view: View, listing: bool) -> tuple[Field, ...]:
+    """The fields of ``view``'s version (of a list's entries with ``listing``) that its project's
+    rows may show: those whose policy-only condition holds for it."""
+    return tuple(f for f in _fields_at(view.version)
+                 if (f.in_lists or not listing) and not (f.policy_only and f.when is not None and not f.when(view)))
+
+
+def _shown_fields(fields: tuple[Field, ...]) -> tuple[ShownField, ...]:
+    """``fields`` (``_fields_shown``) as a body function takes them: (name, the column shown as it
+    is or None, getter, the condition left to ask per row)."""
     return tuple((f.name, f.getter.column if isinstance(f.getter, _Column) else None, f.getter,
-                  None if f.policy_only else f.when) for f in _fields_at(view.version)
-                 if not (f.policy_only and f.when is not None and not f.when(view)))
+                  None if f.policy_only else f.when) for f in fields)
 
 
 _BODY_FUNCTIONS: dict[tuple[ShownField, ...], BodyFunction] = {}
@@ -443,9 +484,11 @@ def _fields_at(version: Version) -> tuple[Field, ...]:
     return fields
 
 
-def server_field_at(name: str, version: Version) -> bool:
-    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (so its extras are worth loading)."""
-    return any(f.name == name and f.min_version <= version <= f.max_version for f in SERVER_FIELDS)
+def server_field_at(name: str, version: Version, *, listing: bool = False) -> bool:
+    """Whether ``SERVER_FIELDS`` has ``name`` at ``version`` (in a list's entries with ``listing``),
+    so its extras are worth loading."""
+    return any(f.name == name and f.min_version <= version <= f.max_version and (f.in_lists or not listing)
+               for f in SERVER_FIELDS)
 
 
 #: Before 2.75 Nova answers ``PUT /servers/{id}`` and a rebuild with a reduced server: without these

@@ -10,7 +10,10 @@ values as they are: for values that already are the column's database form (stri
 On SQLite the values go as one parameter, a JSON array read by ``json_each``: Django's SQLite
 backend rewrites every ``%s`` of a statement to ``?`` with a regular expression, and binds each
 parameter in a call of its own, which for the five lists of a 1,000-row page (five thousand
-placeholders) cost more than the queries' own work (2% of the page's instructions).
+placeholders) cost more than the queries' own work (2% of the page's instructions). The array is
+sorted: SQLite reads an ``IN`` subquery into a temporary index before it looks the rows up, which
+it fills for less when the values come in the index's order (a thousand uuids: 3.7M instructions
+instead of 5.5M, for a sort of 0.65M).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ class _ValuesIn(RawSQL):
     """``IN (%s, ...)``; on SQLite ``IN (SELECT value FROM json_each(%s))``, the same rows."""
 
     def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[str]]:
-        return "(SELECT value FROM json_each(%s))", [orjson.dumps(list(self.params)).decode()]
+        return "(SELECT value FROM json_each(%s))", [orjson.dumps(sorted(self.params)).decode()]
 
 
 def values_in(values: Collection[str]) -> RawSQL | list[str]:

@@ -107,8 +107,10 @@ def _host_status(services: dict[str, Any], host: str | None) -> str:
     return "UP"
 
 
-def render(records: list[ServerRecord], *, version: Version, actor: RequestContext) -> list[dict[str, Any]]:
-    """Detail bodies of ``records`` with their extras loaded in bulk."""
+def render(records: list[ServerRecord], *, version: Version, actor: RequestContext,
+           listing: bool = False) -> list[dict[str, Any]]:
+    """Detail bodies of ``records`` with their extras loaded in bulk; with ``listing``, the entries
+    of a list (``present_server``'s ``listing``: the extras of a field only a show has are not loaded)."""
     by_cell: dict[str, list[ServerRecord]] = defaultdict(list)
     for r in records:
         if r.instance is not None and r.cell is not None:
@@ -117,8 +119,8 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     faults: dict[str, dict[str, Any]] = {}
     volumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     host_status: dict[str, str] = {}
-    want_host_status = server_field_at("host_status", version)
-    want_tags = server_field_at("tags", version)
+    want_host_status = server_field_at("host_status", version, listing=listing)
+    want_tags = server_field_at("tags", version, listing=listing)
     for cell_uuid, cell_records in by_cell.items():
         uuids = [r.uuid for r in cell_records]
         with target_cell(cell_uuid):
@@ -150,8 +152,8 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
-    if any(server_field_at(name, version) for name in ("pinned_availability_zone", "scheduler_hints",
-                                                        "server_groups")):
+    if any(server_field_at(name, version, listing=listing)
+           for name in ("pinned_availability_zone", "scheduler_hints", "server_groups")):
 
         specs = request_specs_get(r.uuid for r in records)
     checks: dict[tuple[str, str], bool] = {}
@@ -159,7 +161,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
             tags=tags.get(r.uuid, []), fault=faults.get(r.uuid), host_status=host_status.get(r.uuid, ""),
-            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []), checks=checks,
+            spec=specs.get(r.uuid), security_groups=groups.get(r.uuid, []), checks=checks, listing=listing,
         )
         for r in records
     ]
@@ -265,17 +267,18 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
                  if actor.is_admin or k not in _ADMIN_SORT_KEYS]  # Nova ignores these for members
     sort_key = (sort_keys or ["created_at"])[0]
     sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
+    # a list of the actor's own project (server_list's restriction) reads the columns of the fields
+    # the policy shows the actor there only
+    own_project = actor.project_id if not (filters.get("all_tenants") and actor.is_admin) else None
     result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
                          sort_dir=sort_dir, version=version,
-                         columns=list_columns(version) if detail else _BRIEF_COLUMNS)
+                         columns=list_columns(version, actor=actor, project_id=own_project) if detail
+                         else _BRIEF_COLUMNS)
     records = result.records
     if result.down_cells and not schemas.SERVER_FEATURES.has("down_cell_stubs", version):
         records = [r for r in records if not r.down_cell]
-    if detail:  # server_groups (2.71) is shown by GET /servers/{id} only, not in lists
-        servers = render(records, version=version, actor=actor)
-        for server in servers:
-            server.pop("server_groups", None)
-        body: dict[str, Any] = {"servers": servers}
+    if detail:
+        body: dict[str, Any] = {"servers": render(records, version=version, actor=actor, listing=True)}
     else:
         body = {"servers": [
             {"id": r.uuid, "status": "UNKNOWN", "links": links("servers", r.uuid)} if r.down_cell

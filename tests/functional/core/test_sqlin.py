@@ -1,6 +1,7 @@
 """``values_in``: the same rows as ``__in`` with a list, one statement, nothing for no values."""
 from __future__ import annotations
 
+import orjson
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -24,8 +25,10 @@ def test_values_in_selects_what_a_list_selects() -> None:
     assert found == sorted(Project.objects.filter(name__in=wanted).values_list("name", flat=True))
     assert found == sorted(["a", "c'", 'e"\\', "f\u00e9\u2603", "[g]"])
     assert len(queries) == 1
-    if connection.vendor == "sqlite":  # one parameter, a JSON array, however many values
+    if connection.vendor == "sqlite":  # one parameter, a JSON array (sorted), however many values
         assert "json_each" in queries[0]["sql"]
+        sent = Project.objects.filter(name__in=values_in(wanted)).query.sql_with_params()[1]
+        assert sent == (orjson.dumps(sorted(wanted)).decode(),)
     # and no values select nothing, without a statement
     with CaptureQueriesContext(connection) as queries:
         assert list(Project.objects.filter(name__in=values_in([]))) == []
