@@ -14,35 +14,19 @@ valgrind (``PROFILE=1``) it prints a cProfile of the tasks instead (``SORT=cumul
 by cumulative time)."""
 from __future__ import annotations
 
-import cProfile
 import os
-import pstats
 from typing import Any
 
 
 def main() -> None:
     builds = int(os.environ.get("N", "20"))
+    from .env import one_host_cloud, profile_or_count
+
     # the casts go to an in-memory broker and stay there: each task is run here, by hand
-    os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
-    os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
-    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
-    from .env import BenchEnv, callgrind_dump
-
-    env = BenchEnv.create(quick=False)
-    try:
-        env.fresh()
-        from django.conf import settings
-
+    with one_host_cloud() as (cloud, client):
         from conductor import rpc
         from conductor.tasks import schedule_and_build_instances_task
-        from tests.cloud import Cloud
 
-        settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
-        cloud = Cloud(cells=env.cells)
-        cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
-                       disk_gb=100000)
-        cloud.add_demo_objects()
-        client = cloud.member("bench", "bench")
         casts: list[dict[str, Any]] = []
         cast = rpc.schedule_and_build_instances
 
@@ -62,17 +46,7 @@ def main() -> None:
                 schedule_and_build_instances_task.run(**kwargs)
 
         run(casts[:5])  # warm: caches filled, the statements prepared, the broker's connection up
-        if os.environ.get("PROFILE"):
-            profile = cProfile.Profile()
-            profile.enable()
-            run(casts[5:])
-            profile.disable()
-            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(50)
-            return
-        callgrind_dump("builds", lambda: run(casts[5:]))
-        cloud.teardown()
-    finally:
-        env.close()
+        profile_or_count("builds", lambda: run(casts[5:]))
 
 
 if __name__ == "__main__":

@@ -256,3 +256,45 @@ def callgrind_dump(name: str, run: Callable[[], None]) -> None:
     run()
     callgrind("-d", name)
     callgrind("-i", "off")
+
+
+@contextlib.contextmanager
+def one_host_cloud() -> Iterator[tuple[Any, Any]]:
+    """The cloud of the boot counters (``bench.post_instructions``, ``bench.build_instructions``):
+    the tasks cast to kombu's in-memory transport and left there, no quota, one large compute host
+    in cell1 and the demo objects; yields the cloud and a member's API client."""
+    os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
+    os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
+    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
+    env = BenchEnv.create(quick=False)
+    try:
+        env.fresh()
+        from django.conf import settings
+
+        from tests.cloud import Cloud
+
+        settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
+        cloud = Cloud(cells=env.cells)
+        cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
+                       disk_gb=100000)
+        cloud.add_demo_objects()
+        yield cloud, cloud.member("bench", "bench")
+        cloud.teardown()
+    finally:
+        env.close()
+
+
+def profile_or_count(name: str, run: Callable[[], None]) -> None:
+    """``run()`` under cProfile, its 50 dearest functions printed, when ``PROFILE`` is set (sorted
+    by ``SORT``, default ``tottime``); else counted by callgrind as ``name`` (``callgrind_dump``)."""
+    if not os.environ.get("PROFILE"):
+        callgrind_dump(name, run)
+        return
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    run()
+    profile.disable()
+    pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(50)

@@ -13,32 +13,15 @@ valgrind (``PROFILE=1``) it prints a cProfile of the requests instead (``SORT=cu
 sort by cumulative time)."""
 from __future__ import annotations
 
-import cProfile
 import os
-import pstats
 
 
 def main() -> None:
     requests = int(os.environ.get("N", "20"))
+    from .env import one_host_cloud, profile_or_count
+
     # the casts go to an in-memory broker and stay there: the conductor's side is not counted
-    os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
-    os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
-    os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
-    from .env import BenchEnv, callgrind_dump
-
-    env = BenchEnv.create(quick=False)
-    try:
-        env.fresh()
-        from django.conf import settings
-
-        from tests.cloud import Cloud
-
-        settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
-        cloud = Cloud(cells=env.cells)
-        cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
-                       disk_gb=100000)
-        cloud.add_demo_objects()
-        client = cloud.member("bench", "bench")
+    with one_host_cloud() as (cloud, client):
         serial = iter(range(10**6))
 
         def run(count: int) -> None:
@@ -46,17 +29,7 @@ def main() -> None:
                 cloud.create_server(client, f"post-{next(serial):05d}", networks="none")
 
         run(5)  # warm: caches filled, the broker's connection and the token remembered
-        if os.environ.get("PROFILE"):
-            profile = cProfile.Profile()
-            profile.enable()
-            run(requests)
-            profile.disable()
-            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(50)
-            return
-        callgrind_dump("posts", lambda: run(requests))
-        cloud.teardown()
-    finally:
-        env.close()
+        profile_or_count("posts", lambda: run(requests))
 
 
 if __name__ == "__main__":
