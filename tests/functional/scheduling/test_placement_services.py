@@ -239,7 +239,7 @@ def test_an_allocation_write_stores_the_rows_bulk_create_stored(monkeypatch):
     def stored(consumer: str) -> list[dict]:
         consumer_id = Consumer.objects.get(uuid=consumer).id
         with connections["default"].cursor() as cursor:
-            cursor.execute('SELECT * FROM "scheduling_allocation" WHERE consumer_id = %s ORDER BY rowid', [consumer_id])
+            cursor.execute('SELECT * FROM "scheduling_allocation" WHERE consumer_id = %s ORDER BY "id"', [consumer_id])
             names = [column[0] for column in cursor.description]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
         for row in rows:

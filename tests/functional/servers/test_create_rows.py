@@ -21,9 +21,10 @@ from servers.services import create
 
 pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
 
-#: the tables a create writes, each row in the order it was stored
-TABLES = ("servers_buildrequest", "scheduling_requestspec", "cells_instancemapping",
-          "networks_instancesecuritygroups")
+#: the tables a create writes, each with the column its rows are read in order of: the primary key
+#: (SQLite's rowid is not PostgreSQL's)
+TABLES = {"servers_buildrequest": "id", "scheduling_requestspec": "id", "cells_instancemapping": "id",
+          "networks_instancesecuritygroups": "instance_uuid"}
 
 
 class _Before:
@@ -59,8 +60,8 @@ def _stored() -> dict[str, list[dict[str, Any]]]:
     timestamps only checked to be set (the same request made twice is stored at two moments)."""
     tables = {}
     with connections["default"].cursor() as cursor:
-        for table in TABLES:
-            cursor.execute(f'SELECT * FROM "{table}" ORDER BY rowid')  # noqa: S608 - names above
+        for table, key in TABLES.items():
+            cursor.execute(f'SELECT * FROM "{table}" ORDER BY "{key}"')  # noqa: S608 - names above
             names = [column[0] for column in cursor.description]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
             for row in rows:
