@@ -402,8 +402,7 @@ _COLUMNS_AT: dict[Version, frozenset[str]] = {}
 def _columns_at(version: Version) -> frozenset[str]:
     columns = _COLUMNS_AT.get(version)
     if columns is None:
-        columns = _COLUMNS_AT[version] = frozenset(
-            {c for f in _fields_at(version) for c in f.columns} | set(_RENDER_COLUMNS))
+        columns = _COLUMNS_AT[version] = _columns_of(_fields_at(version))
     return columns
 
 
