@@ -324,7 +324,8 @@ def written_together(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     no transaction open yet, Django would run it at once. Nothing is queued when the block is
     entered inside another transaction (then it is ``atomic``'s savepoint) or another such block."""
     connection = connections[using]
-    if connection.vendor != "postgresql" or connection.in_atomic_block or _together.get() is not None:
+    if connection.vendor != "postgresql" or connection.in_atomic_block or _together.get() is not None \
+            or not connection.get_autocommit():  # (a transaction managed by hand: its own)
         with transaction.atomic(using=using):
             yield
         return
