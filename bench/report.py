@@ -461,6 +461,13 @@ def _live_load_section(live: dict[str, Any]) -> list[str]:
             md += _profile_rows(pg_profile)
     else:
         md += [f"Not run ({external.get('not_run', 'the variables were not set')})."]
+    if trips := live.get("pg_round_trips"):
+        md += ["", "Where the time goes on PostgreSQL: round trips to the server, each a wait for its backend and "
+                   "then for a CPU and the GIL on a busy machine (counted in-process, deterministic: the "
+                   "statements Django logs, `BEGIN` and `COMMIT` included, and the health check's `SELECT 1` of "
+                   "each database used):", ""]
+        md += _table(["per", "round trips before", "now", "which"],
+                     [[t["what"], t["before"], t["after"], t["which"]] for t in trips])
     timeline = live.get("timeline")
     if timeline:
         md += ["", "Where each boot's wall time goes across the processes (pass without the profiler; from the "

@@ -142,10 +142,54 @@ FINDINGS = (
     "Left on PostgreSQL: each placement claim of the conductor first takes the change-stamp row "
     "(`UPDATE scheduling_placementchangestamp`, the one lock every placement writer orders itself behind) and "
     "holds it to its commit: 9.8 ms mean per claim in the server (pg_stat_statements), 1 s over 100 boots, "
-    "all of it waiting for the claim before; the `POST`'s `BEGIN` + 4 `INSERT`s + `COMMIT` could be one round "
-    "trip (one multi-statement query is one transaction on PostgreSQL) where the ORM makes six.",
+    "all of it waiting for the claim before.",
+    "Found on PostgreSQL (why a `POST /servers` cost about 3x SQLite's there: 290 ms p50 against 107): not more "
+    "statements. In the web both backends send the same 11 for a POST (the token's change stamps, flavor, image, "
+    "quota limits, default group, then `BEGIN`, the build's 4 `INSERT`s, `COMMIT`), but on SQLite each is a call "
+    "into the library in the thread, on PostgreSQL a round trip to a backend process: the web thread gives up "
+    "the GIL, the backend waits for a CPU, answers, and the thread waits for a CPU and the GIL again, on 2 cores "
+    "shared with 20 clients, the workers and every backend. Checked and not the cause: connections are kept "
+    "(`CONN_MAX_AGE` 300 in the web, per thread and database; no `SET` per request: Django sets the time zone "
+    "only on connect and the isolation level is the server's default), no savepoints (no atomic block nested "
+    "in the POST), no `SELECT ... FOR UPDATE` and no server-side cursor in it, the SQLite writers' queue "
+    "(`cloudcore.core.sqlite3`, `BEGIN IMMEDIATE`) is SQLite's engine only; the token is checked by one read of "
+    "its change stamps. Fixed: the build's rows are one query (`cloudcore.core.scope.written_together`: the "
+    "four `INSERT`s sent together on exit, which PostgreSQL runs as one transaction; `BEGIN` and `COMMIT` gone "
+    "with it): 12 round trips per POST (the health check's `SELECT 1` included) -> 7, SQLite unchanged "
+    "(tests/functional/servers/test_post_round_trips.py counts them on each backend). Measured (one pass each, "
+    "`make bench BENCH_ARGS=\"live_load --nova skip\"`, the code before first, a machine shared with other "
+    "helpers): PostgreSQL `POST /servers` p50 335 -> 103 ms, p95 538 -> 233 ms, 13.8 -> 14.3 servers/s, detail "
+    "p50 43 -> 59 ms, at a load average of 5.4-6.9 before and 8.2-11.4 after (the SQLite passes of the same "
+    "runs: p50 148 and 165 ms, 24.1 and 21.7 servers/s). Servers/s stays short of 20 on PostgreSQL: the "
+    "conductor's and compute hosts' round trips per build are unchanged.",
+    "Left on PostgreSQL (round trips per request in the table above): the health check's `SELECT 1` per "
+    "database per request or task (`CLOUDCORE_DB_SOCKET_HEALTH_CHECK=1` removes it, off by default for its "
+    "race); a status poll (`GET /servers/{id}`, most of the requests while the boots run) 11 round trips (12 "
+    "before: its extras were read in a cell found again by uuid among every cell, now the one read with its "
+    "mapping); the conductor's build about 28 (its placement claim a "
+    "7-round-trip transaction with a read in the middle, the instance and its action 4, the rows written at "
+    "the request's end 5); the reads of a POST are 5 round trips that psycopg2 cannot pipeline (one query "
+    "returns only its last result). gunicorn's 2 workers x 4 threads and the workers' concurrency are the "
+    "same on both backends: more threads would overlap more round trips but not give the 2 cores more CPU "
+    "(not measured: no quiet window).",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
+)
+#: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
+#: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
+#: test_boot_statements.py count them) plus the health check's ``SELECT 1`` of each database used:
+#: (what, before, after, which)
+PG_ROUND_TRIPS = (
+    ("`POST /servers` (web)", 12, 7, "health check; token's change stamps, flavor, image, quota limits, default "
+     "group; the build's 4 rows: `BEGIN`, 4 `INSERT`s, `COMMIT` before, one query now; + 1 Redis `LPUSH`"),
+    ("`GET /servers/{id}` (web, a status poll)", 12, 11, "2 health checks; token's stamps, instance mapping, ports, "
+     "their groups, request spec; in the cell: instance, tags, block devices, service; every cell mapping "
+     "before (its cell found again by uuid)"),
+    ("a build in the conductor", 28, 28, "3 health checks; build request, cells, 2 cell and 1 placement "
+     "freshness reads, zones; claim (`BEGIN`, stamp, consumer, providers, usage, allocations, `COMMIT`); host "
+     "mapping (with its cell), the instance mapping's cell set, build request deleted; instance + action (4); "
+     "rows at the request's end (5)"),
+    ("a build on the compute host", 8, 8, "health check; instance, event, 4 updates, event finished"),
 )
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -470,6 +514,8 @@ def run(env: Any) -> dict[str, Any]:
     else:
         result["external"] = {"not_run": "CLOUDCORE_E2E_DATABASE_URL / CLOUDCORE_E2E_BROKER_URL not set"}
     result["findings"] = list(FINDINGS)
+    result["pg_round_trips"] = [{"what": what, "before": before, "after": after, "which": which}
+                                for what, before, after, which in PG_ROUND_TRIPS]
     result["targets"] = dict(TARGETS)
     result["method"] = (f"`manage.py run_cloud` (tests/e2e/livecloud.py `cloud_in`: private var dir, free port, "
                         f"libvirt test driver); {CLIENTS} client threads, one token and one keep-alive connection "

@@ -25,6 +25,13 @@ its wrappers and parameter conversion) cost more than SQLite's work for one smal
 ``insert_plain_now`` writes such a statement at once, in the caller's transaction: for rows that
 must be stored with the caller's other writes (a server's build rows), not at the scope's end.
 
+``written_together`` is the transaction of such rows: ``transaction.atomic``, but on PostgreSQL,
+outside a transaction, the plain INSERTs made in it are queued and sent on exit as one query, which
+PostgreSQL runs as one transaction: one round trip to the server where the ORM's transaction made
+one for its ``BEGIN`` (psycopg2 sends its own), one per INSERT and one for its ``COMMIT``. A
+statement of any other kind made in it first opens the transaction (``transaction.atomic``) and
+sends what is queued, so that it runs after those rows and in their transaction, as before.
+
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
 
@@ -55,7 +62,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from django.db import connections, models, router, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, router, transaction
 from django.db.models.constants import OnConflict
 
 log = logging.getLogger(__name__)
@@ -278,6 +285,68 @@ def _plain_values(statement: _PlainStatement, rows: list[Any], connection: Any) 
     return values
 
 
+class _Together:
+    """The plain INSERTs queued in a ``written_together`` block on PostgreSQL, and whether the
+    block's transaction has been opened (a statement of another kind was made in it)."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        self.queued: list[tuple[str, dict[str, Any]]] = []
+        self.sending = False
+        self.in_transaction = False
+
+    def send(self) -> None:
+        """The queued statements, in the order they were made, as one query (their parameters
+        bound by psycopg2's ``mogrify``, as its ``execute`` binds them)."""
+        if not self.queued:
+            return
+        queued, self.queued = self.queued, []
+        self.sending = True
+        try:
+            with connections[self.database].cursor() as cursor:
+                cursor.execute(b"; ".join(cursor.mogrify(sql, params) for sql, params in queued).decode())
+        finally:
+            self.sending = False
+
+
+_together: ContextVar[_Together | None] = ContextVar("cloudcore_written_together", default=None)
+
+
+@contextlib.contextmanager
+def written_together(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """A transaction on ``using`` for rows written by ``insert_plain`` (``insert_plain_now``):
+    ``transaction.atomic(using=using)``, but on PostgreSQL, when no transaction is open, their
+    INSERTs are queued and sent on exit as one query, which the server runs as one transaction
+    (all the rows or, on an error, none; the error raised here). Before any other statement made on
+    ``using`` inside the block, the block's transaction is opened and what is queued is sent: that
+    statement runs after those rows, in their transaction, and the block commits on exit as
+    ``atomic`` does. A ``transaction.on_commit`` callback belongs after the block: inside it, with
+    no transaction open yet, Django would run it at once. Nothing is queued when the block is
+    entered inside another transaction (then it is ``atomic``'s savepoint) or another such block."""
+    connection = connections[using]
+    if connection.vendor != "postgresql" or connection.in_atomic_block or _together.get() is not None \
+            or not connection.get_autocommit():  # (a transaction managed by hand: its own)
+        with transaction.atomic(using=using):
+            yield
+        return
+    together = _Together(using)
+    token = _together.set(together)
+    try:
+        with contextlib.ExitStack() as stack:
+            def before_other_statements(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+                if not together.sending and not together.in_transaction:
+                    stack.enter_context(transaction.atomic(using=using))
+                    together.in_transaction = True
+                    together.send()
+                return execute(sql, params, many, context)
+
+            with connection.execute_wrapper(before_other_statements):
+                yield
+                together.send()
+    finally:
+        _together.reset(token)
+
+
 def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_conflicts: bool = False,
                  unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()) -> None:
     """``rows`` of ``model`` (instances, or mappings of field values as ``insert_values`` takes
@@ -288,15 +357,19 @@ def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_con
     instead (``ON CONFLICT (unique_fields) DO UPDATE``, as ``bulk_create(update_conflicts=True)``).
     The rows are not given their primary keys. On SQLite, when no ``execute_wrapper`` or query log
     watches the connection, run on the DB-API connection (Django's errors still raised, a broken
-    transaction still refused)."""
+    transaction still refused). Inside ``written_together`` on PostgreSQL, queued until the block
+    ends or another statement is made in it."""
     connection = connections[database]
     conflicts = tuple(unique_fields), tuple(update_fields)
     direct = connection.vendor == "sqlite" and not connection.execute_wrappers and not connection.queries_logged
+    together = _together.get()
     for start in range(0, len(rows), PLAIN_BATCH):
         batch = rows[start:start + PLAIN_BATCH]
         statement = _plain_statement(connection, model, len(batch), ignore_conflicts, *conflicts)
         values = _plain_values(statement, batch, connection)
-        if direct and statement.native is not None:
+        if together is not None and together.database == database and not together.in_transaction:
+            together.queued.append((statement.sql, dict(zip(statement.names, values, strict=True))))
+        elif direct and statement.native is not None:
             connection.ensure_connection()
             connection.validate_no_broken_transaction()
             with connection.wrap_database_errors:

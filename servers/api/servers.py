@@ -121,9 +121,13 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     host_status: dict[str, str] = {}
     want_host_status = server_field_at("host_status", version, listing=listing)
     want_tags = server_field_at("tags", version, listing=listing)
-    for cell_uuid, cell_records in by_cell.items():
+    for cell_records in by_cell.values():
         uuids = [r.uuid for r in cell_records]
-        with target_cell(cell_uuid):
+        cell = cell_records[0].cell
+        assert cell is not None
+        # the records' own cell mapping (read with their instance mappings), not found again by its
+        # uuid among every cell: a show (a client's status poll) reads no cell list
+        with target_cell(cell):
             if want_tags:
                 for instance_uuid, tag in Tag.objects.filter(instance_uuid__in=values_in(uuids)).order_by("tag")\
                         .values_list("instance_uuid", "tag"):

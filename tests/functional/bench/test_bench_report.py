@@ -66,6 +66,7 @@ def _live_result(external: dict[str, object]) -> dict[str, object]:
                 "profiled": True, "boots": 20}
     return {**_live_pass(servers_per_s=21.5, post_p50_ms=150.0, post_p95_ms=280.0, detail_p50_ms=40.0),
             "targets": live_load.TARGETS, "findings": ["Fixed: something measured."], "method": "run_cloud",
+            "pg_round_trips": [{"what": "`POST /servers` (web)", "before": 12, "after": 7, "which": "reads; rows"}],
             "profiled_pass": profiled, "external": external,
             "timeline": {"steps": {"POST /servers (client: sent to answered)": {"p50_ms": 150.0, "p95_ms": 280.0}},
                          "reached": {"post_sent": {"first_s": 0.0, "last_s": 2.0}},
@@ -118,6 +119,9 @@ def test_live_load_section_fills_the_postgresql_row_when_that_pass_ran(tmp_path:
     assert ("Where the time goes in the web process on PostgreSQL (profiled pass, quick size; PostgreSQL + "
             "external Redis, web under cProfile; load average (1 min) 0.50 before, 1.50 after: 40 requests") in md
     assert "| PostgreSQL statements | 1.00 | 25% | 400 | own time |" in md
+    # and the round trips per request on PostgreSQL, before and now
+    assert "Where the time goes on PostgreSQL: round trips to the server" in md
+    assert "| `POST /servers` (web) | 12 | 7 | reads; rows |" in md
 
 
 def test_process_cpu_follows_the_process_tree() -> None:
