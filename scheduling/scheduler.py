@@ -57,7 +57,7 @@ from .placement import services as placement
 from .placement.cache import provider_cache
 from .services.aggregates import AZ_KEY, aggregate_uuids_for_zone
 from .services.traces import trace_record_save
-from .trace import SchedulingTrace, host_limit
+from .trace import SchedulingTrace, host_limit, trace_summary
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -410,11 +410,12 @@ def _select_and_record(ctx: Any, spec: dict[str, Any], instance_uuids: list[str]
             trace = SchedulingTrace()
             results = _select(ctx, spec, request, instance_uuids, return_alternates, trace, batch_claims=False)
     except NoValidHost as exc:
-        exc.trace = trace.to_dict()  # type: ignore[attr-defined]
-        trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
+        exc.trace = whole = trace.to_dict()  # type: ignore[attr-defined]
+        trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
         raise
-    trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
-    _notify("scheduler.select_destinations.end", {**payload, "scheduling_trace": trace.summary()})
+    whole = trace.to_dict()
+    trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
+    _notify("scheduler.select_destinations.end", {**payload, "scheduling_trace": trace_summary(whole)})
     return results
 
 
