@@ -6,7 +6,7 @@ the digest of that text) and a small record per instance naming it (``Scheduling
 The same question with the same answer (a server retried while it is PENDING, the same flavor
 that fits nowhere) has the same body: it is stored once, and each later request adds only its
 record: the body's INSERT skips a digest stored already, and a process that stored (or found)
-a body lately does not write it again for ``BODY_REMEMBERED`` (``_stored``, filled once the
+a failure's body lately does not write it again for ``BODY_REMEMBERED`` (``_stored``, filled once the
 transaction that held it commits): the archive keeps a body that a record named lately for
 ``ORPHAN_GRACE``, far longer, so a body a process remembers is there. The JSON is made once, when
 the trace is saved (a failure equal to one of the last few this process saved reuses theirs);
@@ -126,8 +126,9 @@ def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], 
     body, digest = _body(trace, whole)
     now = timezone.now()
     if not _remembered(digest, now):
+        # only a failure's body is asked for again: a placed request's names its servers
         scope.insert_values(SchedulingTraceBody, [{"digest": digest, "body": body}], ignore_conflicts=True,
-                            then=_remember_once_committed(now))
+                            then=_remember_once_committed(now) if trace.result == RESULT_NO_VALID_HOST else None)
     scope.insert_values(SchedulingTraceRecord, [
         {"instance_uuid": uuid, "request_id": request_id or "", "created_at": now, "result": trace.result,
          "message": trace.message[:255], "body_digest": digest} for uuid in uuids])
