@@ -54,7 +54,7 @@ from .host_cache import NodeFacts, freshness, node_cache
 from .host_state import HostState, RequestView, max_placement_results
 from .models import AggregateMetadata
 from .placement import services as placement
-from .placement.cache import provider_cache
+from .placement.cache import provider_cache, shortfall_copy
 from .services.aggregates import AZ_KEY, aggregate_uuids_for_zone
 from .services.traces import trace_record_save
 from .trace import SchedulingTrace, host_limit, trace_summary
@@ -341,16 +341,30 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
     schedulable cells' nodes), the nearest providers named by their host. The caller has just
     refreshed the provider copy (its allocation candidates, or ``provider_cache.refresh``): the
     shortfall explains that state without reading the stamp again."""
+    global _last_named
     required, forbidden, member_of = query
-    shortfall = provider_cache.shortfall(
+    answer = provider_cache.shortfall(
         resources=wanted, required_traits=required, forbidden_traits=forbidden, member_of=member_of,
         provider_uuids=preloaded if preloaded is not None else view.node_uuids(),
-        nearest=nearest if nearest is not None else host_limit(), refresh=False)
-    for near in shortfall["nearest"]:
-        facts = view.nodes.get(near["uuid"])
-        near["host"] = facts.node.host if facts else near["uuid"]
-        near["node"] = facts.node.hypervisor_hostname if facts else None
-    return shortfall
+        nearest=nearest if nearest is not None else host_limit(), refresh=False, copied=False)
+    seen, nodes, named = _last_named
+    if seen is not answer or nodes is not view.nodes:
+        named = {**answer, "nearest": [_named(view, near) for near in answer["nearest"]]}
+        _last_named = (answer, view.nodes, named)
+    return shortfall_copy(named)
+
+
+#: the last shortfall answer named by host: (the provider copy's kept answer, the nodes it was
+#: named from, the named answer). The same failure asked again while neither changes (a PENDING
+#: server retried) is a copy of it, its hosts not looked up again; the named answer itself is never
+#: handed out (nor the kept one changed), only copies of it
+_last_named: tuple[Any, Any, dict[str, Any]] = (None, None, {})
+
+
+def _named(view: _CellsView, near: dict[str, Any]) -> dict[str, Any]:
+    facts = view.nodes.get(near["uuid"])
+    return {**near, "host": facts.node.host if facts else near["uuid"],
+            "node": facts.node.hypervisor_hostname if facts else None}
 
 
 # --- notifications ---------------------------------------------------------------------------------
