@@ -348,23 +348,30 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
         provider_uuids=preloaded if preloaded is not None else view.node_uuids(),
         nearest=nearest if nearest is not None else host_limit(), refresh=False, copied=False)
     seen, nodes, named = _last_named
-    if seen is not answer or nodes is not view.nodes:
-        named = {**answer, "nearest": [_named(view, near) for near in answer["nearest"]]}
-        _last_named = (answer, view.nodes, named)
-    return shortfall_copy(named)
+    same = seen is answer and nodes is view.nodes
+    if same and named is not None:
+        return shortfall_copy(named)
+    shortfall = shortfall_copy(answer)
+    for near in shortfall["nearest"]:
+        near["host"], near["node"] = _host_of(view, near)
+    if same:  # asked for a second time: kept, named (a run of changing answers copies each once)
+        _last_named = (answer, nodes, shortfall)
+        return shortfall_copy(shortfall)
+    _last_named = (answer, view.nodes, None)
+    return shortfall
 
 
 #: the last shortfall answer named by host: (the provider copy's kept answer, the nodes it was
-#: named from, the named answer). The same failure asked again while neither changes (a PENDING
-#: server retried) is a copy of it, its hosts not looked up again; the named answer itself is never
-#: handed out (nor the kept one changed), only copies of it
-_last_named: tuple[Any, Any, dict[str, Any]] = (None, None, {})
+#: named from, the named answer once the answer was asked for twice). The same failure asked again
+#: while neither changes (a PENDING server retried) is a copy of it, its hosts not looked up again;
+#: the named answer itself is never handed out (nor the kept one changed), only copies of it
+_last_named: tuple[Any, Any, dict[str, Any] | None] = (None, None, None)
 
 
-def _named(view: _CellsView, near: dict[str, Any]) -> dict[str, Any]:
+def _host_of(view: _CellsView, near: dict[str, Any]) -> tuple[str, str | None]:
+    """(host, node) of a near provider of a shortfall (its uuid when no node is known)."""
     facts = view.nodes.get(near["uuid"])
-    return {**near, "host": facts.node.host if facts else near["uuid"],
-            "node": facts.node.hypervisor_hostname if facts else None}
+    return (facts.node.host, facts.node.hypervisor_hostname) if facts else (near["uuid"], None)
 
 
 # --- notifications ---------------------------------------------------------------------------------

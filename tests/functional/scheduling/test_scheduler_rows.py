@@ -200,6 +200,24 @@ def test_the_json_reused_for_an_equal_failure_is_the_trace_as_it_was_saved(compu
     assert SchedulingTraceBody.objects.count() == 1
 
 
+def test_a_failure_asked_again_is_explained_alike_whatever_readers_did_to_the_traces_before(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given the same failure met four times (the shortfall named anew, then kept named, then
+    # copied), each trace changed by its reader after it was saved
+    for uuid in ("i1", "i2", "i3", "i4"):
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, too_big(), [uuid])
+        shortfall = failed.value.trace["placement"]["shortfall"]  # type: ignore[attr-defined]
+        shortfall["nearest"][0]["host"], shortfall["nearest"][0]["short"]["MEMORY_MB"] = "changed", -1
+        shortfall["resources"].clear()
+    # then every one was explained as the first, whose body is the only one
+    first = server_explanation(instance_uuid="i1")["trace"]
+    assert first["placement"]["shortfall"]["nearest"][0]["host"] == "c1"
+    assert first["placement"]["shortfall"]["resources"]["MEMORY_MB"]["short_on"] == 1
+    assert [server_explanation(instance_uuid=uuid)["trace"] for uuid in ("i2", "i3", "i4")] == [first] * 3
+    assert SchedulingTraceBody.objects.count() == 1
+
+
 def test_a_process_that_forgot_the_body_writes_it_again_and_the_insert_skips_it(compute_host):
     compute_host("c1", cell="cell1", memory_mb=4096)
     with pytest.raises(NoValidHost):
