@@ -88,12 +88,15 @@ class BenchEnv:
         """Every database back to its just-migrated state (cell mappings included, same uuids)."""
         from django.db import connections
 
+        from scheduling.services.traces import forget_stored
+
         connections.close_all()
         pristine = self.var_dir / "pristine"
         for path in self._db_files():
             for suffix in ("-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
             shutil.copy2(pristine / path.name, path)
+        forget_stored()  # the trace bodies this process stored are gone with the databases
 
     def close(self) -> None:
         from django.db import connections

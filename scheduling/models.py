@@ -181,10 +181,20 @@ class SchedulingTraceRecord(ApiModel):
 class SchedulingTraceBody(ApiModel):
     """A scheduling trace's whole body as compact JSON (``SchedulingTrace.to_dict``), stored once
     for every ``SchedulingTraceRecord`` with the same body (same question, same answer), under
-    the digest of its text. Deleted with the last record naming it."""
+    the digest of its text. Deleted by the archive once no record names it, after a grace
+    period when a record named it lately (``scheduling.services.traces``: a scheduler that
+    stored it lately may still name it without writing it again)."""
 
     digest = models.CharField(max_length=64, primary_key=True)
     body = models.TextField()
+    #: when the archive deleted the last record naming it, kept for the grace period (null while
+    #: it is named; only the archive writes it)
+    orphaned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # the archive's sweep reads the orphans only: a body stored by the scheduler adds no entry
+        indexes = [models.Index(fields=["orphaned_at"], name="trace_body_orphaned",
+                                condition=models.Q(orphaned_at__isnull=False))]
 
 
 class PlacementUsageSample(ApiModel):

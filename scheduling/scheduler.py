@@ -54,10 +54,10 @@ from .host_cache import NodeFacts, freshness, node_cache
 from .host_state import HostState, RequestView, max_placement_results
 from .models import AggregateMetadata
 from .placement import services as placement
-from .placement.cache import provider_cache
+from .placement.cache import provider_cache, shortfall_copy
 from .services.aggregates import AZ_KEY, aggregate_uuids_for_zone
 from .services.traces import trace_record_save
-from .trace import SchedulingTrace, host_limit
+from .trace import SchedulingTrace, host_limit, trace_summary
 from .weights import weigh_hosts
 
 log = logging.getLogger(__name__)
@@ -341,16 +341,37 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
     schedulable cells' nodes), the nearest providers named by their host. The caller has just
     refreshed the provider copy (its allocation candidates, or ``provider_cache.refresh``): the
     shortfall explains that state without reading the stamp again."""
+    global _last_named
     required, forbidden, member_of = query
-    shortfall = provider_cache.shortfall(
+    answer = provider_cache.shortfall(
         resources=wanted, required_traits=required, forbidden_traits=forbidden, member_of=member_of,
         provider_uuids=preloaded if preloaded is not None else view.node_uuids(),
-        nearest=nearest if nearest is not None else host_limit(), refresh=False)
+        nearest=nearest if nearest is not None else host_limit(), refresh=False, copied=False)
+    seen, nodes, named = _last_named
+    same = seen is answer and nodes is view.nodes
+    if same and named is not None:
+        return shortfall_copy(named)
+    shortfall = shortfall_copy(answer)
     for near in shortfall["nearest"]:
-        facts = view.nodes.get(near["uuid"])
-        near["host"] = facts.node.host if facts else near["uuid"]
-        near["node"] = facts.node.hypervisor_hostname if facts else None
+        near["host"], near["node"] = _host_of(view, near)
+    if same:  # asked for a second time: kept, named (a run of changing answers copies each once)
+        _last_named = (answer, nodes, shortfall)
+        return shortfall_copy(shortfall)
+    _last_named = (answer, view.nodes, None)
     return shortfall
+
+
+#: the last shortfall answer named by host: (the provider copy's kept answer, the nodes it was
+#: named from, the named answer once the answer was asked for twice). The same failure asked again
+#: while neither changes (a PENDING server retried) is a copy of it, its hosts not looked up again;
+#: the named answer itself is never handed out (nor the kept one changed), only copies of it
+_last_named: tuple[Any, Any, dict[str, Any] | None] = (None, None, None)
+
+
+def _host_of(view: _CellsView, near: dict[str, Any]) -> tuple[str, str | None]:
+    """(host, node) of a near provider of a shortfall (its uuid when no node is known)."""
+    facts = view.nodes.get(near["uuid"])
+    return (facts.node.host, facts.node.hypervisor_hostname) if facts else (near["uuid"], None)
 
 
 # --- notifications ---------------------------------------------------------------------------------
@@ -410,11 +431,12 @@ def _select_and_record(ctx: Any, spec: dict[str, Any], instance_uuids: list[str]
             trace = SchedulingTrace()
             results = _select(ctx, spec, request, instance_uuids, return_alternates, trace, batch_claims=False)
     except NoValidHost as exc:
-        exc.trace = trace.to_dict()  # type: ignore[attr-defined]
-        trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
+        exc.trace = whole = trace.to_dict()  # type: ignore[attr-defined]
+        trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
         raise
-    trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id)
-    _notify("scheduler.select_destinations.end", {**payload, "scheduling_trace": trace.summary()})
+    whole = trace.to_dict()
+    trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
+    _notify("scheduler.select_destinations.end", {**payload, "scheduling_trace": trace_summary(whole)})
     return results
 
 

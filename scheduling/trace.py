@@ -13,9 +13,9 @@ Bounded: per filter at most ``SCHEDULER_TRACE_HOSTS`` rejected hosts are named (
 as for the weights and the nearest hosts of a shortfall.
 
 Three readings: ``to_dict`` (everything, for admins: the trace record and the explanation API),
-``summary`` (a small dict for notifications, with host names: the external service of the PENDING
-seed reads where to free resources) and ``user_message`` (words without host names: the fault of
-a PENDING/ERROR server).
+``trace_summary`` of it (a small dict for notifications, with host names: the external service of
+the PENDING seed reads where to free resources) and ``user_message`` (words without host names:
+the fault of a PENDING/ERROR server).
 """
 from __future__ import annotations
 
@@ -134,9 +134,6 @@ class SchedulingTrace:
         """The shortfall in words for anybody (no host names); None when nothing more specific
         than "not enough hosts" can be said."""
         return user_reason(self.to_dict())
-
-    def summary(self) -> dict[str, Any]:
-        return trace_summary(self.to_dict())
 
 
 def user_reason(trace: dict[str, Any]) -> str | None:

@@ -54,3 +54,13 @@ def browser() -> Iterator[Any]:
         instance = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield instance
         instance.close()
+
+
+@pytest.fixture(autouse=True)
+def _trace_bodies_forgotten() -> Iterator[None]:
+    """Each test starts as a fresh process would: no trace body remembered as stored (a test that
+    commits leaves its bodies remembered, then its tables are emptied)."""
+    from scheduling.services.traces import forget_stored
+
+    forget_stored()
+    yield

@@ -53,7 +53,7 @@ PARTS = (
     ("trace: filter steps (hosts out, reasons)", "scheduling.trace.SchedulingTrace", "filtered"),
     ("trace: weights of the best hosts", "scheduling.trace.SchedulingTrace", "weighed"),
     ("trace: chosen host and alternates", "scheduling.trace.SchedulingTrace", "selected"),
-    ("trace: summary for the end notification", "scheduling.trace.SchedulingTrace", "summary"),
+    ("trace: summary for the end notification", "scheduling.scheduler", "trace_summary"),
     ("trace: record rows made (written at the scope's end)", "scheduling.scheduler", "trace_record_save"),
     ("trace: shortfall over every provider (no valid host only)", "scheduling.scheduler", "placement_shortfall"),
     ("trace: the fault's words", "scheduling.trace.SchedulingTrace", "user_reason"),

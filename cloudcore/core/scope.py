@@ -42,12 +42,13 @@ is read or written.
 The writes of the threads of one process are committed as a group (``_GroupCommit``): a thread
 whose rows are to be written now (``insert`` outside a scope, not inside a transaction; a scope's
 rows when it ends) queues them and waits; the first of the waiting threads writes every queued
-row in one transaction (one INSERT per model) while the others wait for its commit, and the rows
-queued meanwhile go in the next one. Each thread returns only once its own rows are committed, as
-if it had written them alone: a Celery task that returned (and was acknowledged) has its rows in
-the database, and a process that dies before has acknowledged nothing of them. Under load (the
-conductor's threads storing the notifications of the compute hosts, one task each) this is one
-write transaction for many rows instead of one each; alone, a thread writes at once. When a
+row in one transaction (one INSERT per model; rows that are one plain INSERT, the statement alone
+in autocommit) while the others wait for its commit, and the rows queued meanwhile go in the next
+one. Each thread returns only once its own rows are committed, as if it had written them alone:
+a Celery task that returned (and was acknowledged) has its rows in the database, and a process
+that dies before has acknowledged nothing of them. Under load (the conductor's threads storing the
+notifications of the compute hosts, one task each) this is one write transaction for many rows
+instead of one each; alone, a thread writes at once. When a
 group's transaction fails, each thread writes its own rows again alone, so that a failure is its
 own thread's (raised to the caller of ``insert``, logged for a scope) and does not take the others'
 rows with it.
@@ -144,12 +145,13 @@ def insert(rows: list[Row], *, then: Callable[[list[Row]], None] | None = None, 
         _insert(type(rows[0]), rows, then, plain, ignore_conflicts)
 
 
-def insert_values(model: type[models.Model], rows: list[dict[str, Any]], *, ignore_conflicts: bool = False) -> None:
+def insert_values(model: type[models.Model], rows: list[dict[str, Any]], *, ignore_conflicts: bool = False,
+                  then: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
     """``insert(..., plain=True)`` of rows given as mappings ``{attname: value}`` of ``model``'s
     fields (a field left out takes its default; no ``pre_save``, so not for a model with
-    ``auto_now`` fields), which cost less to make than model instances."""
+    ``auto_now`` fields), which cost less to make than model instances; ``then`` as ``insert``'s."""
     if rows:
-        _insert(model, rows, None, True, ignore_conflicts)
+        _insert(model, rows, then, True, ignore_conflicts)
 
 
 def _insert(model: type[models.Model], rows: list[Any], then: Callable[[list[Any]], None] | None, plain: bool,
@@ -203,6 +205,8 @@ class _PlainStatement:
     def __init__(self, fields: list[Any], preparers: list[Callable[[Any, Any], Any]], sql: str, names: list[str],
                  native: str | None) -> None:
         self.fields, self.preparers, self.sql, self.names, self.native = fields, preparers, sql, names, native
+        #: (attname, field, preparer) of each field written, for rows given by their values
+        self.named = [(field.attname, field, prepare) for field, prepare in zip(fields, preparers, strict=True)]
 
 
 #: (backend, model, rows, ignore_conflicts, unique_fields, update_fields) -> the fields written, how
@@ -216,8 +220,10 @@ _plain_statements: dict[tuple[str, type[models.Model], int, bool, tuple[str, ...
 def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
     """How a value of ``field`` is made ready for a connection of ``connection``'s backend
     (``prepare(value, connection)``): ``get_db_prep_save``, but a string of a text field as it is,
-    and an aware datetime of a datetime field by the backend's adaptation alone (what
-    ``get_db_prep_save`` comes to for those values, by fewer calls)."""
+    and an aware datetime of a datetime field by the backend's adaptation alone, on SQLite a UTC
+    time for a UTC connection by the text that adaptation makes of it (what ``get_db_prep_save``
+    comes to for those values, by fewer calls: a trace record's time cost more than its other six
+    values together)."""
     full = type(field).get_db_prep_save
     kind = field.get_internal_type()
     if kind in ("CharField", "TextField") and full is models.Field.get_db_prep_save \
@@ -225,8 +231,13 @@ def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
         return lambda value, connection: value if type(value) is str else field.get_db_prep_save(value, connection)
     if kind == "DateTimeField" and type(field).get_db_prep_value is models.DateTimeField.get_db_prep_value \
             and type(field).get_prep_value is models.DateTimeField.get_prep_value:
+        sqlite = connection.vendor == "sqlite"
+
         def datetime_value(value: Any, connection: Any) -> Any:
             if type(value) is datetime.datetime and value.utcoffset() is not None:
+                if sqlite and value.tzinfo is datetime.UTC and connection.timezone is datetime.UTC:
+                    # SQLite's adaptation of a UTC time for a UTC connection (make_naive, then str)
+                    return str(value.replace(tzinfo=None))
                 return connection.ops.adapt_datetimefield_value(value)
             return field.get_db_prep_save(value, connection)
         return datetime_value
@@ -278,8 +289,8 @@ def _plain_values(statement: _PlainStatement, rows: list[Any], connection: Any) 
     pairs = list(zip(statement.fields, statement.preparers, strict=True))
     for row in rows:
         if isinstance(row, dict):
-            values.extend(prepare(row[field.attname] if field.attname in row else field.get_default(), connection)
-                          for field, prepare in pairs)
+            values.extend([prepare(row[name], connection) if name in row else prepare(field.get_default(), connection)
+                           for name, field, prepare in statement.named])
         else:
             values.extend(prepare(field.pre_save(row, True), connection) for field, prepare in pairs)
     return values
@@ -509,7 +520,11 @@ class _Pending:
 
 def _write_batch(database: str, batch: list[_Pending]) -> bool:
     """Every row of ``batch`` in one transaction on ``database``, one INSERT per model (the rows
-    in the order they were queued); on failure their ids are given back (the rows are unsaved)."""
+    in the order they were queued); on failure their ids are given back (the rows are unsaved).
+    Rows that are one plain INSERT statement (one model, at most ``PLAIN_BATCH`` rows: a
+    scheduling trace record alone) are that statement in autocommit, which is a transaction by
+    itself: no BEGIN and COMMIT of Django's ``atomic`` around it (its bookkeeping cost several
+    times the statement)."""
     by_model: dict[type[models.Model], list[models.Model]] = {}
     plain: dict[type[models.Model], bool] = {}
     for pending in batch:
@@ -518,6 +533,10 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
             by_model.setdefault(model, []).extend(model_rows)
     restore = _unsaved([row for rows in by_model.values() for row in rows])
     try:
+        if len(by_model) == 1 and _one_statement(database, *next(iter(by_model.items())), plain):
+            model, model_rows = next(iter(by_model.items()))
+            _write_model(database, model, model_rows, plain)
+            return True
         with transaction.atomic(using=database):
             for model, model_rows in by_model.items():
                 _write_model(database, model, model_rows, plain)
@@ -527,6 +546,16 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
                     len(batch), exc_info=True)
         restore()
         return False
+
+
+def _one_statement(database: str, model: type[models.Model], rows: list[Any],
+                   plain: dict[type[models.Model], bool]) -> bool:
+    """Whether ``rows`` of ``model`` are written by one statement that commits by itself on
+    ``database`` (a plain INSERT of at most ``PLAIN_BATCH`` rows, the connection in autocommit)."""
+    if model not in plain or len(rows) > PLAIN_BATCH:
+        return False
+    connection = connections[database]
+    return not connection.in_atomic_block and connection.get_autocommit()
 
 
 _group = _GroupCommit()

@@ -541,7 +541,7 @@ class ProviderCache:
     def shortfall(
         self, *, resources: Mapping[str, int], required_traits: Iterable[str] = (),
         forbidden_traits: Iterable[str] = (), member_of: list[list[str]] | None = None,
-        provider_uuids: Iterable[str] | None = None, nearest: int = 20, refresh: bool = True,
+        provider_uuids: Iterable[str] | None = None, nearest: int = 20, refresh: bool = True, copied: bool = True,
     ) -> dict[str, Any]:
         """Why providers cannot take ``resources`` (the arguments of ``allocation_candidates``):
         ``providers`` looked at; per resource class the amount ``requested``, how many providers
@@ -557,7 +557,9 @@ class ProviderCache:
         given again as it is (a full cloud; PENDING servers retried); when placement changed, only
         the providers reloaded since are taken out of the counts and put back in as they are now
         (``_Shortfall.update``), so a claim elsewhere in the cloud costs a look at one provider,
-        not a walk of all of them. The caller gets its own copy of the answer."""
+        not a walk of all of them. The caller gets its own copy of the answer (``shortfall_copy``);
+        with ``copied=False`` the kept answer itself, the same object for as long as it holds:
+        read it, do not change it."""
         wanted = {rc: int(n) for rc, n in resources.items() if int(n) > 0}
         checks = tuple(sorted(wanted.items()))
         required, forbidden = frozenset(required_traits), frozenset(forbidden_traits)
@@ -585,7 +587,7 @@ class ProviderCache:
             while len(self._shortfalls) > SHORTFALLS_KEPT:
                 del self._shortfalls[next(iter(self._shortfalls))]
             answer = kept.answer(self._providers)
-        return _copied(answer)
+        return shortfall_copy(answer) if copied else answer
 
     def _changed_since(self, generation: int) -> dict[int, _Provider | None] | None:
         """``{provider id: the provider as it was at ``generation`` (None: not loaded then)}`` of
@@ -609,9 +611,10 @@ class ProviderCache:
             return {rp.uuid: rp.summary() for rp in self._providers.values() if rp.uuid in wanted}
 
 
-def _copied(shortfall: dict[str, Any]) -> dict[str, Any]:
+def shortfall_copy(shortfall: dict[str, Any]) -> dict[str, Any]:
     """A copy of a kept ``shortfall`` answer that its reader may change (``copy.deepcopy`` costs
-    ten times more with every provider named, as the dry run asks)."""
+    ten times more with every provider named, as the dry run asks); the keys a near provider was
+    given besides (its host) are copied as they are."""
     return {**shortfall, "resources": {rc: dict(facts) for rc, facts in shortfall["resources"].items()},
             "traits_missing": dict(shortfall["traits_missing"]),
             "traits_forbidden": dict(shortfall["traits_forbidden"]),

@@ -5,11 +5,15 @@ A trace is two rows: its body (``SchedulingTraceBody``: the whole trace as compa
 the digest of that text) and a small record per instance naming it (``SchedulingTraceRecord``).
 The same question with the same answer (a server retried while it is PENDING, the same flavor
 that fits nowhere) has the same body: it is stored once, and each later request adds only its
-record (the body's INSERT skips a digest stored already, which costs a lookup of the key, no
-write). The JSON is made once, when the trace is saved (a failure equal to one of the last few
-this process saved reuses theirs); the readers parse it back, so what they return is what the
-trace held. Both rows are written by a plain INSERT statement each, made from their field values
-(``scope.insert_values``: no model instance is made for them).
+record: the body's INSERT skips a digest stored already, and a process that stored (or found)
+a failure's body lately does not write it again for ``BODY_REMEMBERED`` (``_stored``, filled once the
+transaction that held it commits): the archive keeps a body that a record named lately for
+``ORPHAN_GRACE``, far longer, so a body a process remembers is there. The JSON is made once, when
+the trace is saved (a failure equal to one of the last few this process saved reuses theirs);
+the readers parse it back, so what they return is what the trace held. Both rows are written by
+a plain INSERT statement each, made from their field values (``scope.insert_values``: no model
+instance is made for them); a record alone is one statement, which commits by itself when no
+other row goes with it (``scope``'s group commit: notifications off).
 
 The scheduler runs in a request scope (``cloudcore.core.scope``): its records are written when
 the scope ends, with its notifications in one transaction (in a worker, as
@@ -18,15 +22,19 @@ write the current scope's pending records first, so a record is readable as soon
 scheduling call has returned.
 
 Deleting records (``trace_records_delete``, when servers are archived) deletes the bodies no
-record names any more, in the same transaction."""
+record names any more, in the same transaction, unless one of the records deleted was made within
+``ORPHAN_GRACE``: such a body is marked (``orphaned_at``) and deleted by a later archive once the
+grace has passed, if no record names it again (``trace_bodies_purge``)."""
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import router, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from cloudcore.core import scope
@@ -46,12 +54,13 @@ RECENT_KEPT = 8
 _recent: list[tuple[dict[str, Any], str, str]] = []
 
 
-def _body(trace: SchedulingTrace) -> tuple[str, str]:
+def _body(trace: SchedulingTrace, whole: dict[str, Any] | None = None) -> tuple[str, str]:
     """(the trace's JSON, its digest). A no-valid-host trace equal to one of the last
     ``RECENT_KEPT`` saved by this process (the same failure asked again) reuses its JSON: comparing
     costs less than serialising. What is kept is the JSON read back, which nothing else holds;
-    a trace that does not read back as itself (a tuple in it) is only never found."""
-    whole = trace.to_dict()
+    a trace that does not read back as itself (a tuple in it) is only never found. ``whole``:
+    ``trace.to_dict()``, when the caller has it."""
+    whole = whole if whole is not None else trace.to_dict()
     failed = trace.result == RESULT_NO_VALID_HOST
     if failed:
         for kept, body, digest in list(_recent):
@@ -65,16 +74,61 @@ def _body(trace: SchedulingTrace) -> tuple[str, str]:
     return body, digest
 
 
-def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], request_id: str | None) -> None:
+#: how long this process counts on a body it stored (or found stored) being there: far less than
+#: ``ORPHAN_GRACE``, the margin being the longest a scope may hold its rows before writing them
+BODY_REMEMBERED = timedelta(hours=1)
+#: how long the archive keeps a body no record names when one of the records it deleted was made
+#: within it (a process may remember the body for ``BODY_REMEMBERED`` after making that record)
+ORPHAN_GRACE = timedelta(days=1)
+#: how many digests this process remembers as stored (``_stored``)
+STORED_KEPT = 64
+#: {digest: when a record naming it was made, in the transaction that stored or found the body},
+#: oldest first: the bodies this process need not write again
+_stored: dict[str, datetime] = {}
+
+
+def _remembered(digest: str, now: datetime) -> bool:
+    """Whether this process stored (or found) the body ``digest`` within ``BODY_REMEMBERED``."""
+    stored = _stored.get(digest)
+    return stored is not None and now - stored < BODY_REMEMBERED
+
+
+def _remember_once_committed(now: datetime) -> Any:
+    """What the scope calls once the body rows are written (``then``): their digests remembered
+    as stored at ``now`` when the transaction that wrote them commits (never, if it rolls back)."""
+    def written(rows: list[dict[str, Any]]) -> None:
+        digests = [row["digest"] for row in rows]
+
+        def remember() -> None:
+            for digest in digests:
+                _stored.pop(digest, None)
+                _stored[digest] = now
+            while len(_stored) > STORED_KEPT:
+                del _stored[next(iter(_stored))]
+        transaction.on_commit(remember, using=router.db_for_write(SchedulingTraceBody))
+    return written
+
+
+def forget_stored() -> None:
+    """Forget which bodies this process stored (its databases were replaced: tests, the bench)."""
+    _stored.clear()
+
+
+def trace_record_save(*, trace: SchedulingTrace, instance_uuids: Iterable[str], request_id: str | None,
+                      whole: dict[str, Any] | None = None) -> None:
     """One record per instance of the request, all naming one body (``created_at`` now), and the
-    body unless it is stored already: with the current scope's other rows when it ends, at once
-    outside a scope."""
+    body unless it is stored already (or this process stored it lately): with the current
+    scope's other rows when it ends, at once outside a scope. ``whole``: ``trace.to_dict()``, when
+    the caller has it."""
     uuids = list(instance_uuids)
     if not uuids:
         return
-    body, digest = _body(trace)
+    body, digest = _body(trace, whole)
     now = timezone.now()
-    scope.insert_values(SchedulingTraceBody, [{"digest": digest, "body": body}], ignore_conflicts=True)
+    if not _remembered(digest, now):
+        # only a failure's body is asked for again: a placed request's names its servers
+        scope.insert_values(SchedulingTraceBody, [{"digest": digest, "body": body}], ignore_conflicts=True,
+                            then=_remember_once_committed(now) if trace.result == RESULT_NO_VALID_HOST else None)
     scope.insert_values(SchedulingTraceRecord, [
         {"instance_uuid": uuid, "request_id": request_id or "", "created_at": now, "result": trace.result,
          "message": trace.message[:255], "body_digest": digest} for uuid in uuids])
@@ -112,16 +166,35 @@ def trace_record_list(*, instance_uuid: str) -> list[SchedulingTraceRecord]:
 
 def trace_records_delete(instance_uuids: list[str]) -> int:
     """Delete the traces of archived servers, and the bodies no other record names (in one
-    transaction); the number of records deleted. Finding the bodies still named reads the
-    records' ``body_digest`` without an index (an archive's cost, not the scheduler's)."""
+    transaction); the number of records deleted. A body one of whose deleted records was made
+    within ``ORPHAN_GRACE`` is kept, marked ``orphaned_at`` (``trace_bodies_purge`` deletes it
+    later). Finding the bodies still named reads the records' ``body_digest`` without an index
+    (an archive's cost, not the scheduler's)."""
     scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
+    now = timezone.now()
     with transaction.atomic(using=router.db_for_write(SchedulingTraceRecord)):
         records = SchedulingTraceRecord.objects.filter(instance_uuid__in=instance_uuids)
-        digests = set(records.values_list("body_digest", flat=True))
+        newest = dict(records.order_by().values("body_digest").annotate(newest=Max("created_at"))
+                      .values_list("body_digest", "newest"))
         deleted: int = records.delete()[0]
-        if digests:
-            named = SchedulingTraceRecord.objects.filter(body_digest__in=digests).values("body_digest")
-            SchedulingTraceBody.objects.filter(digest__in=digests).exclude(digest__in=named).delete()
+        if newest:
+            named = SchedulingTraceRecord.objects.filter(body_digest__in=newest).values("body_digest")
+            orphans = SchedulingTraceBody.objects.filter(digest__in=newest).exclude(digest__in=named)
+            old = [digest for digest, made in newest.items() if made < now - ORPHAN_GRACE]
+            orphans.filter(digest__in=old).delete()
+            orphans.exclude(digest__in=old).update(orphaned_at=now)
     return deleted
 
 
+def trace_bodies_purge() -> int:
+    """Delete the bodies marked orphaned (``trace_records_delete``) more than ``ORPHAN_GRACE``
+    ago that no record names again (a record made since clears the mark); the number deleted."""
+    cutoff = timezone.now() - ORPHAN_GRACE
+    with transaction.atomic(using=router.db_for_write(SchedulingTraceBody)):
+        marked = list(SchedulingTraceBody.objects.filter(orphaned_at__lt=cutoff).values_list("digest", flat=True))
+        if not marked:
+            return 0
+        named = set(SchedulingTraceRecord.objects.filter(body_digest__in=marked).values_list("body_digest", flat=True))
+        SchedulingTraceBody.objects.filter(digest__in=named).update(orphaned_at=None)
+        deleted: int = SchedulingTraceBody.objects.filter(digest__in=set(marked) - named).delete()[0]
+    return deleted

@@ -17,7 +17,7 @@ from cells.selectors import cell_list
 from cells.transactions import atomic
 from hosts.services.archive import deleted_rows_purge
 from scheduling.services.request_specs import request_specs_delete
-from scheduling.services.traces import trace_records_delete
+from scheduling.services.traces import trace_bodies_purge, trace_records_delete
 
 from ..models import (
     BlockDeviceMapping,
@@ -90,4 +90,6 @@ def archive_deleted_rows(*, max_rows: int = 1000, cells: list[CellMapping] | Non
         result.count("scheduling_traces", trace_records_delete(result.instance_uuids))
         result.count("build_requests",
                      BuildRequest.objects.filter(instance_uuid__in=result.instance_uuids).delete()[0])
+    # trace bodies left unnamed by an earlier archive, once their grace has passed
+    result.count("scheduling_trace_bodies", trace_bodies_purge())
     return result

@@ -104,6 +104,33 @@ def test_the_rows_of_several_models_are_written_in_one_transaction() -> None:
     assert list(SchedulingTraceRecord.objects.order_by("id").values_list("instance_uuid", flat=True)) == ["i1", "i2"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_rows_that_are_one_plain_insert_are_that_statement_alone_in_autocommit() -> None:
+    statements: list[tuple[str, bool]] = []
+    connection = connections["default"]
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append((sql, connection.in_atomic_block))
+        return execute(sql, params, many, context)
+
+    row = {"instance_uuid": "i1", "request_id": "req-1", "created_at": timezone.now(), "result": "no_valid_host",
+           "body_digest": "d"}
+    # given a scope whose only rows are one model's, written plainly (a trace record alone)
+    with connection.execute_wrapper(wrapper):
+        with scope.request_scope():
+            scope.insert_values(SchedulingTraceRecord, [row, {**row, "instance_uuid": "i2"}])
+        # then they are one INSERT outside any transaction block: it commits by itself
+        assert [(sql.split(" (")[0], atomic) for sql, atomic in statements] == [
+            ('INSERT INTO "scheduling_schedulingtracerecord"', False)]
+        # and rows of two models (or a model not written plainly) still share one transaction
+        statements.clear()
+        with scope.request_scope():
+            scope.insert_values(SchedulingTraceBody, [{"digest": "d", "body": "{}"}], ignore_conflicts=True)
+            scope.insert_values(SchedulingTraceRecord, [{**row, "instance_uuid": "i3"}])
+        assert [atomic for sql, atomic in statements if sql.startswith("INSERT")] == [True, True]
+    assert SchedulingTraceRecord.objects.count() == 3
+
+
 @override_settings(NOTIFICATIONS_ENABLED=True, NOTIFICATIONS_KEEP=0)
 def test_a_failing_write_does_not_lose_the_others(caplog: Any) -> None:
     # given a scope whose trace row cannot be written (no result: NOT NULL) between notifications

@@ -7,13 +7,15 @@ soon as the call has returned, in a worker (no outer scope) and inside an HTTP r
 failing loses neither the other rows nor the scheduler's answer."""
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import DatabaseError
+from django.db import DatabaseError, connections, transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
@@ -21,8 +23,10 @@ from cloudcore.core.exceptions import NoValidHost
 from cloudcore.core.models import NotificationRecord
 from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 from scheduling.scheduler import select_destinations
+from scheduling.services import traces
 from scheduling.services.explanations import SchedulingTraceNotFound, server_explanation
-from scheduling.services.traces import trace_records_delete
+from scheduling.services.traces import trace_bodies_purge, trace_records_delete
+from servers.services.archive import archive_deleted_rows
 from tests.conftest import ALL_DATABASES
 from tests.functional.scheduling.test_scheduler import spec
 from tests.sqllog import api_db_transactions, inserted_tables
@@ -163,8 +167,9 @@ def test_the_same_failure_asked_again_stores_one_body_and_reads_whole(compute_ho
     with api_db_transactions() as transactions, pytest.raises(NoValidHost) as again:
         select_destinations(RequestContext(user_id="u1", project_id="p1", request_id="req-rows-2"),
                             too_big(), ["i2", "i3"])
-    # then the body's INSERT wrote nothing: one body, a record per server naming it
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    # then the body is not written again (this process stored it): one body, a record per server
+    # naming it
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, TRACES]
     assert SchedulingTraceBody.objects.count() == 1
     assert {r.body_digest for r in SchedulingTraceRecord.objects.all()} == {SchedulingTraceBody.objects.get().digest}
     # and each server's explanation (API and command) is the whole trace, as the first one's
@@ -195,6 +200,119 @@ def test_the_json_reused_for_an_equal_failure_is_the_trace_as_it_was_saved(compu
     assert SchedulingTraceBody.objects.count() == 1
 
 
+def test_a_failure_asked_again_is_explained_alike_whatever_readers_did_to_the_traces_before(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given the same failure met four times (the shortfall named anew, then kept named, then
+    # copied), each trace changed by its reader after it was saved
+    for uuid in ("i1", "i2", "i3", "i4"):
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, too_big(), [uuid])
+        shortfall = failed.value.trace["placement"]["shortfall"]  # type: ignore[attr-defined]
+        shortfall["nearest"][0]["host"], shortfall["nearest"][0]["short"]["MEMORY_MB"] = "changed", -1
+        shortfall["resources"].clear()
+    # then every one was explained as the first, whose body is the only one
+    first = server_explanation(instance_uuid="i1")["trace"]
+    assert first["placement"]["shortfall"]["nearest"][0]["host"] == "c1"
+    assert first["placement"]["shortfall"]["resources"]["MEMORY_MB"]["short_on"] == 1
+    assert [server_explanation(instance_uuid=uuid)["trace"] for uuid in ("i2", "i3", "i4")] == [first] * 3
+    assert SchedulingTraceBody.objects.count() == 1
+
+
+def test_a_process_that_forgot_the_body_writes_it_again_and_the_insert_skips_it(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    # given another process (nothing remembered) that meets the same failure
+    traces.forget_stored()
+    with api_db_transactions() as transactions, pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    # then it writes the body's INSERT, which finds the body stored: still one body
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert SchedulingTraceBody.objects.count() == 1
+    # and a body remembered for longer than BODY_REMEMBERED is written again too
+    (digest,) = traces._stored
+    traces._stored[digest] -= traces.BODY_REMEMBERED
+    with api_db_transactions() as transactions, pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i3"])
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+
+
+def test_a_body_is_remembered_only_once_its_transaction_commits(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given a failure whose rows are written inside a transaction that rolls back
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i1"])
+        raise RuntimeError
+    # when the same failure is met again, then its body is written (it was not stored)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert SchedulingTraceBody.objects.count() == 1
+    assert server_explanation(instance_uuid="i2")["trace"]["placement"]["shortfall"]["nearest"]
+
+
+def test_with_notifications_off_a_failure_remembered_is_its_record_alone(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with override_settings(NOTIFICATIONS_ENABLED=False):
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i1"])
+        whole = server_explanation(instance_uuid="i1")
+        # when the same failure is met again with nothing else to write
+        statements: list[tuple[str, bool]] = []
+        connection = connections["default"]
+
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            statements.append((sql, connection.in_atomic_block))
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(wrapper), pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i2"])
+    # then its record is one INSERT that commits by itself (no transaction block around it)
+    assert [(sql.split(" (")[0], atomic) for sql, atomic in statements if sql.startswith("INSERT")] == [
+        (f'INSERT INTO "{TRACES}"', False)]
+    assert server_explanation(instance_uuid="i2")["trace"] == whole["trace"]
+
+
+def _made_long_ago(uuid: str) -> None:
+    SchedulingTraceRecord.objects.filter(instance_uuid=uuid).update(
+        created_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+
+
+def test_a_body_named_lately_is_kept_for_the_grace_then_purged(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    # when the only record naming the body, made just now, is archived
+    assert trace_records_delete(["i1"]) == 1
+    # then the body is kept, marked orphaned (this process may name it without writing it)
+    body = SchedulingTraceBody.objects.get()
+    assert body.orphaned_at is not None
+    assert trace_bodies_purge() == 0 and SchedulingTraceBody.objects.count() == 1
+    # and a record that names it again (the process remembered it) reads whole
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert server_explanation(instance_uuid="i2")["trace"]["placement"]["shortfall"]["nearest"]
+    # once the grace has passed the purge keeps a body named again, its mark cleared
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    assert trace_bodies_purge() == 0
+    assert SchedulingTraceBody.objects.get().orphaned_at is None
+    # and deletes one nobody names any more
+    assert trace_records_delete(["i2"]) == 1
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    assert trace_bodies_purge() == 1 and not SchedulingTraceBody.objects.exists()
+
+
+def test_archiving_servers_purges_the_bodies_left_past_their_grace(compute_host, cells):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    trace_records_delete(["i1"])
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    # when the archive runs with no server to archive, then the body left behind goes
+    result = archive_deleted_rows()
+    assert result.rows == {"scheduling_trace_bodies": 1} and not SchedulingTraceBody.objects.exists()
+
+
 def test_deleting_a_record_keeps_the_body_another_record_names(compute_host):
     compute_host("c1", cell="cell1", memory_mb=4096)
     # given the same failure recorded for two servers, and another one for a third
@@ -205,6 +323,8 @@ def test_deleting_a_record_keeps_the_body_another_record_names(compute_host):
         select_destinations(CTX, spec(flavor={"vcpus": 1, "memory_mb": 10 ** 7, "root_gb": 1, "ephemeral_gb": 0,
                                               "swap": 0, "extra_specs": {}}), ["i3"])
     assert SchedulingTraceBody.objects.count() == 2
+    for uuid in ("i1", "i2", "i3"):  # made before the archive's grace: an orphaned body goes at once
+        _made_long_ago(uuid)
     whole = server_explanation(instance_uuid="i2")
     # when the first server's traces are deleted (archived)
     assert trace_records_delete(["i1"]) == 1
