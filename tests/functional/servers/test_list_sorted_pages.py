@@ -121,3 +121,33 @@ def test_a_page_after_a_build_request_continues_in_the_cells(cells):
     expected = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a" and not s.deleted)
     assert [r.uuid for r in records + rest] == [br.instance_uuid, *expected]
     assert records[0].build_request is not None
+
+
+def _one_sided(cells: dict[str, Any]) -> tuple[list[Instance], list[Instance]]:
+    """Six servers in cell1 newer than six in cell2: a page of the newest comes from cell1 alone."""
+    newer = [_server_at(cells, "cell1", 100 + i) for i in range(6)]
+    older = [_server_at(cells, "cell2", i) for i in range(6)]
+    return newer, older
+
+
+def _server_at(cells: dict[str, Any], cell: str, minute: int) -> Instance:
+    instance = InstanceFactory(cell=cells[cell], created_at=BASE + dt.timedelta(minutes=minute),
+                               display_name=f"{cell}-{minute}", host=f"host-{minute}")
+    InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cells[cell], project_id=instance.project_id)
+    return instance
+
+
+def test_a_page_from_one_cell_alone_is_its_whole_rows(cells):
+    # given six servers in cell1 newer than the six of cell2
+    newer, older = _one_sided(cells)
+    # when the owner lists pages of six
+    page = server_list(OWNER, filters={}, limit=6, marker=None, columns=("display_name", "host")).records
+    rest = server_list(OWNER, filters={}, limit=6, marker=page[-1].uuid, columns=("display_name", "host")).records
+    # then the first page is cell1's six, the next cell2's, each a whole row of its cell
+    assert [r.uuid for r in page] == [s.uuid for s in reversed(newer)]
+    assert [r.uuid for r in rest] == [s.uuid for s in reversed(older)]
+    for record, server in zip(page + rest, [*reversed(newer), *reversed(older)], strict=True):
+        assert record.instance is not None and record.cell is not None
+        assert (record.instance.display_name, record.instance.host) == (server.display_name, server.host)
+        assert record.instance.created_at == server.created_at
+        assert record.cell.name == server.display_name.split("-")[0]
