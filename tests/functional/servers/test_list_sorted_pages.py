@@ -6,6 +6,7 @@ build request must all come out as the straightforward list has them, whatever t
 from __future__ import annotations
 
 import datetime as dt
+import uuid as uuidlib
 from typing import Any
 
 import pytest
@@ -13,8 +14,10 @@ from django.db import connections
 
 from cells.models import InstanceMapping
 from cloudcore.core.context import RequestContext
+from identity.models import Project
 from servers.models import BuildRequest, Instance
 from servers.selectors import server_list
+from tests.apihelpers import member_client
 from tests.conftest import ALL_DATABASES
 from tests.factories import InstanceFactory
 
@@ -98,9 +101,9 @@ def test_sorted_pages_over_two_cells_are_the_straightforward_list_cut_in_pages(c
                                 sort_dir=sort_dir).records
             # then it is the straightforward list's first servers
             assert [r.uuid for r in first] == expected[:limit], (filters, limit)
-            if "deleted" in filters or "changes-since" in filters or sort_key in NULLABLE:
-                # not paged by marker: a deleted server is no marker (server_get reads live servers
-                # only) and a marker whose sort key is null makes every cell fail (``host__lt=None``)
+            if sort_key in NULLABLE:
+                # not paged by marker: a marker whose sort key is null makes every cell fail
+                # (``host__lt=None``)
                 continue
             # when the pages of that size are listed one after the other
             listed = _pages(actor, filters, limit, sort_key=sort_key, sort_dir=sort_dir)
@@ -151,3 +154,38 @@ def test_a_page_from_one_cell_alone_is_its_whole_rows(cells):
         assert (record.instance.display_name, record.instance.host) == (server.display_name, server.host)
         assert record.instance.created_at == server.created_at
         assert record.cell.name == server.display_name.split("-")[0]
+
+
+def _member_of_project_a() -> Any:
+    """An API client of a member of the project whose id is project-a."""
+    Project.objects.create(id="project-a", name="project-a", domain_id="default")
+    return member_client("user-a", project="project-a")
+
+
+def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
+    # given servers of project-a, one of them deleted
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    deleted = next(s for s in servers if s.deleted and s.project_id == "project-a")
+    # when the member lists the servers after the deleted one, newest first (as Nova reads a marker
+    # with read_deleted='yes')
+    response = client.get(f"/compute/v2.1/servers?marker={deleted.uuid}")
+    # then they are the live servers that come after it
+    assert response.status_code == 200, response.content
+    mine = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a")
+    live = {s.uuid for s in servers if not s.deleted}
+    after = [u for u in mine[mine.index(deleted.uuid) + 1:] if u in live]
+    assert [s["id"] for s in response.json()["servers"]] == after
+
+
+def test_api_a_marker_that_is_no_server_is_400_with_the_fault_body(cells):
+    # given servers of two projects
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    others = next(s for s in servers if s.project_id == "project-b")
+    for marker in (str(uuidlib.uuid4()), others.uuid, "not-a-uuid"):
+        # when a member pages from a server that does not exist, or that is another project's
+        response = client.get(f"/compute/v2.1/servers/detail?marker={marker}")
+        # then it is Nova's 400
+        assert response.status_code == 400, (marker, response.content)
+        assert response.json() == {"badRequest": {"code": 400, "message": f"marker [{marker}] not found"}}
