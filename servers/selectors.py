@@ -2,8 +2,9 @@
 
 ``server_get`` follows the InstanceMapping to the one cell that holds the server (or its
 BuildRequest). ``server_list`` returns BuildRequests first, then the instances of every cell
-merge-sorted on (sort key, uuid), with marker paging done per cell in SQL (the marker may be a
-deleted server, as in Nova); a cell that does not answer yields "down cell" stubs for its mapped
+merge-sorted on (sort key, uuid), with marker paging done per cell in SQL (``cloudcore.core.keyset``:
+NULL ordered and compared as the merge orders it, first ascending, on every backend; the marker may
+be a deleted server, as in Nova); a cell that does not answer yields "down cell" stubs for its mapped
 servers (shown as UNKNOWN from 2.69).
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
+from cloudcore.core.keyset import after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_objects
 
 from .choices import MigrationStatus, MigrationType, TaskState, VmState
@@ -282,7 +284,9 @@ def server_list(
 
     remaining = None if limit is None else limit - len(records)
     q = _instance_query(actor, filters, version)
-    order = [f"-{column}", "-uuid"] if desc else [column, "uuid"]
+    # NULLs ordered and compared as the merge below orders them (first ascending) on every backend
+    keys = [(column, desc), ("uuid", desc)]
+    order = sort_order(Instance, keys)
     loaded = None if columns is None else sorted({*columns, column, "uuid"})
 
     def per_cell(cell: CellMapping) -> tuple[RawRows, list[Any]]:
@@ -291,11 +295,7 @@ def server_list(
             qs = qs.only(*loaded)
         qs = _apply_tag_filters(qs, filters)
         if marker_values is not None:
-            value, muuid = marker_values
-            if desc:
-                qs = qs.filter(Q(**{f"{column}__lt": value}) | Q(**{column: value, "uuid__lt": muuid}))
-            else:
-                qs = qs.filter(Q(**{f"{column}__gt": value}) | Q(**{column: value, "uuid__gt": muuid}))
+            qs = qs.filter(after_row(Instance, keys, marker_values))
         qs = qs.order_by(*order)
         if remaining is not None:
             qs = qs[:remaining]
