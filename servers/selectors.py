@@ -2,8 +2,10 @@
 
 ``server_get`` follows the InstanceMapping to the one cell that holds the server (or its
 BuildRequest). ``server_list`` returns BuildRequests first, then the instances of every cell
-merge-sorted on (sort key, uuid), with marker paging done per cell in SQL; a cell that does not
-answer yields "down cell" stubs for its mapped servers (shown as UNKNOWN from 2.69).
+merge-sorted on (sort key, uuid), with marker paging done per cell in SQL (``cloudcore.core.keyset``:
+NULL ordered and compared as the merge orders it, first ascending, on every backend; the marker may
+be a deleted server, as in Nova); a cell that does not answer yields "down cell" stubs for its mapped
+servers (shown as UNKNOWN from 2.69).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
+from cloudcore.core.keyset import after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_objects
 
 from .choices import MigrationStatus, MigrationType, TaskState, VmState
@@ -246,7 +249,7 @@ def server_list(
         raise Invalid(f"Invalid sort_dir {sort_dir!r}")
     column = SORT_KEYS[sort_key]
     desc = sort_dir == "desc"
-    marker_values: tuple[Any, str] | None = None
+    marker_values: tuple[Any, ...] | None = None
     records: list[ServerRecord] = []
 
     # 1. Build requests (not yet in a cell) come first, as in Nova.
@@ -281,7 +284,9 @@ def server_list(
 
     remaining = None if limit is None else limit - len(records)
     q = _instance_query(actor, filters, version)
-    order = [f"-{column}", "-uuid"] if desc else [column, "uuid"]
+    # NULLs ordered and compared as the merge below orders them (first ascending) on every backend
+    keys = [(column, desc), ("uuid", desc)]
+    order = sort_order(Instance, keys)
     loaded = None if columns is None else sorted({*columns, column, "uuid"})
 
     def per_cell(cell: CellMapping) -> tuple[RawRows, list[Any]]:
@@ -290,11 +295,7 @@ def server_list(
             qs = qs.only(*loaded)
         qs = _apply_tag_filters(qs, filters)
         if marker_values is not None:
-            value, muuid = marker_values
-            if desc:
-                qs = qs.filter(Q(**{f"{column}__lt": value}) | Q(**{column: value, "uuid__lt": muuid}))
-            else:
-                qs = qs.filter(Q(**{f"{column}__gt": value}) | Q(**{column: value, "uuid__gt": muuid}))
+            qs = qs.filter(after_row(Instance, keys, marker_values))
         qs = qs.order_by(*order)
         if remaining is not None:
             qs = qs[:remaining]
@@ -339,14 +340,22 @@ def server_list(
     return ServerListResult(records=records, down_cells=down)
 
 
-def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any, str]:
-    try:
-        record = server_get(actor, marker)
-    except ServerNotFound as exc:
-        raise MarkerNotFound(marker=marker) from exc
-    if record.instance is None:
+def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any, ...]:
+    """The sort key's value and the uuid of the server ``marker`` in its cell, a deleted one too
+    (Nova's get_marker_record reads it with read_deleted='yes': a list of deleted servers, or of
+    changes-since, is paged past them). MarkerNotFound (400) when it is no server ``actor`` sees,
+    or its cell does not answer."""
+    mapping = cell_selectors.instance_mapping_get(marker)
+    if mapping is None or mapping.cell is None or not _visible_to(actor, mapping.project_id):
         raise MarkerNotFound(marker=marker)
-    return getattr(record.instance, column), record.uuid
+    try:
+        with target_cell(mapping.cell):
+            row: tuple[Any, ...] | None = Instance.all_objects.filter(uuid=marker).values_list(column, "uuid").first()
+    except (DatabaseError, CellDown) as exc:
+        raise MarkerNotFound(marker=marker) from exc
+    if row is None:
+        raise MarkerNotFound(marker=marker)
+    return row
 
 
 def _down_cell_records(

@@ -121,7 +121,7 @@ class _Objects:
     annotations' positions, each converted column's converters, the populators of the related
     instances read with it (``select_related``)."""
 
-    def __init__(self, queryset: QuerySet[Any]) -> None:
+    def __init__(self, queryset: QuerySet[Any], *, unconverted: bool = False) -> None:
         compiler = queryset.query.get_compiler(using=queryset.db)
         self.sql, params = compiler.as_sql()
         self.params = list(params)
@@ -137,6 +137,8 @@ class _Objects:
         self.converters = [(position, [_faster(function, connection) for function in functions], expression)
                            for position, (functions, expression)
                            in compiler.get_converters([column[0] for column in select]).items()]
+        if unconverted:
+            self.sql = _select_unconverted(self, compiler, connection)
 
     def objects(self, database: str, rows: list[Any]) -> list[Any]:
         connection = connections[database]
@@ -186,6 +188,38 @@ def prepared_objects(key: str, build: Callable[..., QuerySet[Any]], args: Sequen
     return objects.objects(database, _execute(database, objects.sql, where, objects.params, args))
 
 
+#: the declared column types whose values SQLite's DB-API module converts as it reads a row (Django
+#: registers those converters): ``bool``, ``date``, ``time``, ``datetime``, ``timestamp``
+_DECLARED_CONVERTED = frozenset({"bool", "date", "time", "datetime", "timestamp"})
+
+
+def _select_unconverted(objects: _Objects, compiler: Any, connection: Any) -> str:
+    """``objects``' SQL whose select list reads, on SQLite, each column of a declared type the DB-API
+    module converts as it reads a row (``_DECLARED_CONVERTED``) and Django's converters convert after
+    it as ``+column`` (the same value, with no declared type): the module then gives the stored text
+    or integer and Django's converter alone reads it (a datetime in one ``fromisoformat``, where the
+    module's converter parses it first and Django's makes it aware after: each datetime of every row
+    read, the rows the merge of a page drops too). The SQL as it was when its select list is not the
+    one expected (the value read by both converters, as before)."""
+    sql: str = objects.sql
+    if connection.vendor != "sqlite":
+        return sql
+    converted = {position for position, _functions, _expression in objects.converters}
+    columns, unconverted = [], []
+    for position, (expression, (column, params), alias) in enumerate(compiler.select):
+        if alias or params:
+            return sql
+        columns.append(column)
+        target = getattr(expression, "target", None)
+        declared = target.db_type(connection) if target is not None else None
+        unconverted.append(f"+{column}" if declared in _DECLARED_CONVERTED and position in converted else column)
+    # the compiler's own column references only, no value: the values stay parameters
+    expected = f"SELECT {', '.join(columns)} FROM "  # noqa: S608
+    if not sql.startswith(expected):
+        return sql
+    return f"SELECT {', '.join(unconverted)} FROM {sql[len(expected):]}"  # noqa: S608
+
+
 class RawRows:
     """A queryset's rows as the database gives them, each made an instance only when asked: for a
     page merged from several cells' rows, where each cell reads up to the page's size and the merge
@@ -199,7 +233,7 @@ class RawRows:
         self.database = queryset.db
         self.connection = connections[self.database]
         try:
-            self.reader: _Objects | None = _Objects(queryset)
+            self.reader: _Objects | None = _Objects(queryset, unconverted=True)
         except EmptyResultSet:  # a condition no row meets (an IN list of nothing): no statement to run
             self.reader = None
         #: attname: (its position in a row, its converters, their expression)

@@ -166,8 +166,28 @@ def test_raw_rows_become_the_orms_instances_when_asked() -> None:
     assert [rows.value(row, "id") for row in raw] == [first.id, second.id]
     assert repr(made[1].created_at) == repr(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     assert made[0].properties == {"n": 3} and made[0].protected is True
+    assert [rows.value(row, "protected") for row in raw] == [True, False]
     # and a query no row can meet (an empty IN list) reads nothing
     assert prepared.RawRows(Image.objects.filter(id__in=[])).rows() == []
+
+
+def test_raw_rows_on_sqlite_read_the_module_converted_columns_as_stored() -> None:
+    # given an image, and its columns the sqlite3 module converts itself (a datetime, a boolean)
+    Image.objects.create(name="a", status="active", protected=True)
+    queryset = Image.objects.only("id", "name", "created_at", "protected")
+    rows = prepared.RawRows(queryset)
+    if connections[rows.database].vendor != "sqlite":
+        pytest.skip("the declared types read by the sqlite3 module are SQLite's")
+    # when its rows are read as the database gives them
+    raw = rows.rows()
+    # then those columns come as SQLite stores them (no declared type: read as +column), the others
+    # as they are, and Django's converters alone make them the ORM's values
+    assert '+"images_image"."created_at"' in rows.reader.sql and '+"images_image"."protected"' in rows.reader.sql
+    assert '+"images_image"."name"' not in rows.reader.sql
+    positions = {name: position for position, name in enumerate(rows.reader.attnames)}
+    assert isinstance(raw[0][positions["created_at"]], str) and raw[0][positions["protected"]] == 1
+    orm = queryset.get()
+    assert rows.value(raw[0], "created_at") == orm.created_at and rows.value(raw[0], "protected") is True
 
 
 def test_sqlite_datetime_texts_read_as_djangos_converter_reads_them() -> None:

@@ -1,0 +1,248 @@
+"""Sorted pages of servers over two cells, paged by marker, against the straightforward answer: every
+server that matches, of every cell, sorted on (sort key, uuid), cut into pages. ``server_list`` reads
+each cell's rows up to the page's size and merges them, the rows made instances only once the merge
+keeps them: ties of the sort key across cells, a nullable key, deleted servers, other projects and a
+build request must all come out as the straightforward list has them, whatever the list reads."""
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import uuid as uuidlib
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from cells.context import target_cell
+from cells.models import InstanceMapping
+from cloudcore.core.context import RequestContext
+from cloudcore.core.keyset import after_row, sort_order
+from identity.models import Project
+from servers.models import BuildRequest, Instance
+from servers.selectors import server_list
+from tests.apihelpers import admin_client, member_client
+from tests.conftest import ALL_DATABASES
+from tests.factories import InstanceFactory
+
+pytestmark = pytest.mark.django_db(databases=ALL_DATABASES)
+
+OWNER = RequestContext(user_id="user-a", project_id="project-a", roles=["member"])
+ADMIN = RequestContext(user_id="admin", project_id="admin", roles=["admin"], is_admin=True)
+BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+#: sort keys with ties across the cells (names, states, times repeated), a nullable one (host) and a unique one
+SORT_KEYS = ("created_at", "display_name", "vm_state", "host", "launched_at", "uuid")
+NULLABLE = ("host", "launched_at")
+
+
+def _servers(cells: dict[str, Any]) -> list[Instance]:
+    """Eighteen servers of two projects alternating between cell1 and cell2, three deleted; their
+    creation times, names, states, hosts and launch times repeat across the cells."""
+    made = []
+    for i in range(18):
+        cell = cells["cell1" if i % 2 else "cell2"]
+        instance = InstanceFactory(
+            cell=cell, project_id="project-b" if i % 5 == 4 else "project-a",
+            created_at=BASE + dt.timedelta(minutes=i // 3), updated_at=BASE + dt.timedelta(hours=i),
+            display_name=f"web-{i % 4}", vm_state=("active", "stopped", "error")[i % 3],
+            host=None if i % 4 == 0 else f"host-{i % 3}",
+            launched_at=None if i % 6 == 0 else BASE + dt.timedelta(minutes=i % 2),
+            deleted=i in (3, 8, 13),
+        )
+        InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cell, project_id=instance.project_id)
+        made.append(instance)
+    return made
+
+
+def _straightforward(servers: list[Instance], sort_key: str, sort_dir: str, keep: Any) -> list[str]:
+    """The uuids of ``servers`` that ``keep`` holds, sorted on (key, uuid), a missing key first
+    when ascending (as the list has always merged)."""
+    def key(s: Instance) -> tuple[Any, str]:
+        value = getattr(s, sort_key)
+        return ((0, "") if value is None else (1, value)), s.uuid
+
+    return [s.uuid for s in sorted((s for s in servers if keep(s)), key=key, reverse=sort_dir == "desc")]
+
+
+def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: str) -> list[str]:
+    """Every page of ``limit`` servers, the next one asked from the last one of the page before."""
+    listed: list[str] = []
+    marker = None
+    while True:
+        result = server_list(actor, filters=filters, limit=limit, marker=marker,
+                             columns=("display_name", "host"), **sort)
+        # every cell answered the page after the marker (none failed on its sort key's value)
+        assert result.down_cells == []
+        records = result.records
+        for record in records:
+            assert record.instance is not None and record.instance.uuid == record.uuid
+        listed += [r.uuid for r in records]
+        if len(records) < limit:
+            return listed
+        marker = records[-1].uuid
+
+
+@pytest.mark.parametrize("sort_key", SORT_KEYS)
+@pytest.mark.parametrize("sort_dir", ["asc", "desc"])
+def test_sorted_pages_over_two_cells_are_the_straightforward_list_cut_in_pages(cells, sort_key, sort_dir):
+    # given eighteen servers in two cells whose sort keys tie across the cells
+    servers = _servers(cells)
+    since = BASE + dt.timedelta(hours=9)
+    for actor, filters, keep in (
+        (OWNER, {}, lambda s: s.project_id == "project-a" and not s.deleted),
+        (ADMIN, {"all_tenants": True}, lambda s: not s.deleted),
+        (ADMIN, {"all_tenants": True, "project_id": "project-b"}, lambda s: s.project_id == "project-b"
+         and not s.deleted),
+        (ADMIN, {"all_tenants": True, "deleted": True}, lambda s: s.deleted),
+        # changes-since alone lists the servers deleted since then too
+        (OWNER, {"changes-since": since}, lambda s: s.project_id == "project-a" and s.updated_at >= since),
+    ):
+        expected = _straightforward(servers, sort_key, sort_dir, keep)
+        for limit in (1, 2, 5, 1000):
+            # when the first page of that size is listed
+            first = server_list(actor, filters=filters, limit=limit, marker=None, sort_key=sort_key,
+                                sort_dir=sort_dir).records
+            # then it is the straightforward list's first servers
+            assert [r.uuid for r in first] == expected[:limit], (filters, limit)
+            # when the pages of that size are listed one after the other
+            listed = _pages(actor, filters, limit, sort_key=sort_key, sort_dir=sort_dir)
+            # then they are the straightforward list, cut in pages
+            assert listed == expected, (filters, limit)
+
+
+def test_a_page_after_a_build_request_continues_in_the_cells(cells):
+    # given a build request and servers in both cells
+    servers = _servers(cells)
+    br = BuildRequest.objects.create(instance_uuid="b" * 8 + "-0000-0000-0000-000000000000",
+                                     project_id="project-a", instance={"display_name": "building"})
+    InstanceMapping.objects.create(instance_uuid=br.instance_uuid, cell=None, project_id="project-a")
+    # when the owner lists a page of three, newest first, then the rest after it
+    records = server_list(OWNER, filters={}, limit=3, marker=None).records
+    rest = server_list(OWNER, filters={}, limit=1000, marker=records[-1].uuid).records
+    # then the build request comes first, then the cells' servers as the straightforward list has them
+    expected = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a" and not s.deleted)
+    assert [r.uuid for r in records + rest] == [br.instance_uuid, *expected]
+    assert records[0].build_request is not None
+
+
+def _one_sided(cells: dict[str, Any]) -> tuple[list[Instance], list[Instance]]:
+    """Six servers in cell1 newer than six in cell2: a page of the newest comes from cell1 alone."""
+    newer = [_server_at(cells, "cell1", 100 + i) for i in range(6)]
+    older = [_server_at(cells, "cell2", i) for i in range(6)]
+    return newer, older
+
+
+def _server_at(cells: dict[str, Any], cell: str, minute: int) -> Instance:
+    instance = InstanceFactory(cell=cells[cell], created_at=BASE + dt.timedelta(minutes=minute),
+                               display_name=f"{cell}-{minute}", host=f"host-{minute}")
+    InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cells[cell], project_id=instance.project_id)
+    return instance
+
+
+def test_a_page_from_one_cell_alone_is_its_whole_rows(cells):
+    # given six servers in cell1 newer than the six of cell2
+    newer, older = _one_sided(cells)
+    # when the owner lists pages of six
+    page = server_list(OWNER, filters={}, limit=6, marker=None, columns=("display_name", "host")).records
+    rest = server_list(OWNER, filters={}, limit=6, marker=page[-1].uuid, columns=("display_name", "host")).records
+    # then the first page is cell1's six, the next cell2's, each a whole row of its cell
+    assert [r.uuid for r in page] == [s.uuid for s in reversed(newer)]
+    assert [r.uuid for r in rest] == [s.uuid for s in reversed(older)]
+    for record, server in zip(page + rest, [*reversed(newer), *reversed(older)], strict=True):
+        assert record.instance is not None and record.cell is not None
+        assert (record.instance.display_name, record.instance.host) == (server.display_name, server.host)
+        assert record.instance.created_at == server.created_at
+        assert record.cell.name == server.display_name.split("-")[0]
+
+
+def _api_pages(client: Any, path: str, query: dict[str, Any]) -> list[str]:
+    """The ids of every page of ``GET path?query``, each next page asked by the next link of the page
+    before (whose marker is the last server of that page)."""
+    listed: list[str] = []
+    url = f"/compute/v2.1/{path}?{urlencode(query)}"
+    while True:
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.content)
+        body = response.json()
+        listed += [server["id"] for server in body["servers"]]
+        if "servers_links" not in body:
+            return listed
+        url = body["servers_links"][0]["href"]
+
+
+def _member_of_project_a() -> Any:
+    """An API client of a member of the project whose id is project-a."""
+    Project.objects.create(id="project-a", name="project-a", domain_id="default")
+    return member_client("user-a", project="project-a")
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+@pytest.mark.parametrize("sort_dir", ["asc", "desc"])
+def test_api_pages_go_past_deleted_servers_and_null_sort_keys(cells, path, sort_dir):
+    # given eighteen servers in two cells, three deleted, hosts and launch times null on some
+    servers = _servers(cells)
+    admin = admin_client()
+    since = BASE + dt.timedelta(hours=9)
+    for query, keep in (
+        ({"deleted": "True"}, lambda s: s.deleted),
+        ({"changes-since": since.isoformat()}, lambda s: s.updated_at >= since),
+        ({}, lambda s: not s.deleted),
+    ):
+        for sort_key in NULLABLE:
+            # when an admin lists every project's servers in pages of two, sorted on a nullable key
+            query = {**query, "all_tenants": "1", "sort_key": sort_key, "sort_dir": sort_dir, "limit": 2}
+            listed = _api_pages(admin, path, query)
+            # then the pages, paged by markers deleted or whose key is null, are the straightforward list
+            assert listed == _straightforward(servers, sort_key, sort_dir, keep), query
+
+
+def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
+    # given servers of project-a, one of them deleted
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    deleted = next(s for s in servers if s.deleted and s.project_id == "project-a")
+    # when the member lists the servers after the deleted one, newest first (as Nova reads a marker
+    # with read_deleted='yes')
+    response = client.get(f"/compute/v2.1/servers?marker={deleted.uuid}")
+    # then they are the live servers that come after it
+    assert response.status_code == 200, response.content
+    mine = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a")
+    live = {s.uuid for s in servers if not s.deleted}
+    after = [u for u in mine[mine.index(deleted.uuid) + 1:] if u in live]
+    assert [s["id"] for s in response.json()["servers"]] == after
+
+
+def test_api_a_marker_that_is_no_server_is_400_with_the_fault_body(cells):
+    # given servers of two projects
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    others = next(s for s in servers if s.project_id == "project-b")
+    for marker in (str(uuidlib.uuid4()), others.uuid, "not-a-uuid"):
+        # when a member pages from a server that does not exist, or that is another project's
+        response = client.get(f"/compute/v2.1/servers/detail?marker={marker}")
+        # then it is Nova's 400
+        assert response.status_code == 400, (marker, response.content)
+        assert response.json() == {"badRequest": {"code": 400, "message": f"marker [{marker}] not found"}}
+
+
+@pytest.mark.parametrize("dirs", list(itertools.product([False, True], repeat=3)))
+def test_the_rows_after_a_marker_of_nullable_keys_are_those_the_merge_puts_after_it(cells, dirs):
+    # given servers of each pair of a null or set host and a null or set launch time, twice each
+    hosts, launches = (None, "host-1", "host-2"), (None, BASE, BASE + dt.timedelta(minutes=1))
+    servers = [InstanceFactory(cell=cells["cell1"], host=host, launched_at=launched)
+               for host, launched in itertools.product(hosts, launches) for _ in range(2)]
+    keys = list(zip(("host", "launched_at", "uuid"), dirs, strict=True))
+    # sorted as the merge sorts them: null before every value, key after key (a stable sort per key)
+    ordered = list(servers)
+    for column, desc in reversed(keys):
+        ordered.sort(key=lambda s, c=column: (0, "") if getattr(s, c) is None else (1, getattr(s, c)), reverse=desc)
+    with target_cell(cells["cell1"]):
+        # when the cell is asked for the rows sorted on the keys
+        rows = Instance.all_objects.order_by(*sort_order(Instance, keys))
+        # then they are in the merge's order
+        assert [r.uuid for r in rows] == [s.uuid for s in ordered]
+        for i, marker in enumerate(ordered):
+            # when it is asked for the rows after each server in turn
+            values = [getattr(marker, column) for column, _desc in keys]
+            after = rows.filter(after_row(Instance, keys, values))
+            # then they are those after it in the merge's order
+            assert [r.uuid for r in after] == [s.uuid for s in ordered[i + 1:]], (keys, values)
