@@ -53,17 +53,18 @@ def _servers(cells: dict[str, Any]) -> list[Instance]:
     return made
 
 
-def _straightforward(servers: list[Instance], sort_key: str, sort_dir: str, keep: Any) -> list[str]:
-    """The uuids of ``servers`` that ``keep`` holds, sorted on (key, uuid), a missing key first
-    when ascending (as the list has always merged)."""
-    def key(s: Instance) -> tuple[Any, str]:
-        value = getattr(s, sort_key)
-        return ((0, "") if value is None else (1, value)), s.uuid
+def _straightforward(servers: list[Instance], sort: list[tuple[str, str]], keep: Any) -> list[str]:
+    """The uuids of ``servers`` that ``keep`` holds, sorted on each (key, direction) of ``sort`` in
+    turn then on uuid in the first direction, a missing key first when ascending (as the list has
+    always merged): a stable sort per key, the last key first."""
+    ordered = [s for s in servers if keep(s)]
+    for sort_key, sort_dir in reversed([*sort, ("uuid", sort[0][1])]):
+        ordered.sort(key=lambda s, k=sort_key: (0, "") if getattr(s, k) is None else (1, getattr(s, k)),
+                     reverse=sort_dir == "desc")
+    return [s.uuid for s in ordered]
 
-    return [s.uuid for s in sorted((s for s in servers if keep(s)), key=key, reverse=sort_dir == "desc")]
 
-
-def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: str) -> list[str]:
+def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: list[str]) -> list[str]:
     """Every page of ``limit`` servers, the next one asked from the last one of the page before."""
     listed: list[str] = []
     marker = None
@@ -96,17 +97,50 @@ def test_sorted_pages_over_two_cells_are_the_straightforward_list_cut_in_pages(c
         # changes-since alone lists the servers deleted since then too
         (OWNER, {"changes-since": since}, lambda s: s.project_id == "project-a" and s.updated_at >= since),
     ):
-        expected = _straightforward(servers, sort_key, sort_dir, keep)
-        for limit in (1, 2, 5, 1000):
-            # when the first page of that size is listed
-            first = server_list(actor, filters=filters, limit=limit, marker=None, sort_key=sort_key,
-                                sort_dir=sort_dir).records
-            # then it is the straightforward list's first servers
-            assert [r.uuid for r in first] == expected[:limit], (filters, limit)
-            # when the pages of that size are listed one after the other
-            listed = _pages(actor, filters, limit, sort_key=sort_key, sort_dir=sort_dir)
-            # then they are the straightforward list, cut in pages
-            assert listed == expected, (filters, limit)
+        _assert_pages_are_the_straightforward_list(servers, actor, filters, keep, [(sort_key, sort_dir)])
+
+
+#: sorts on two and three keys in mixed directions, with nullable keys first, between or last
+SEVERAL_KEYS = (
+    [("display_name", "asc"), ("host", "desc")],
+    [("host", "asc"), ("display_name", "desc")],
+    [("vm_state", "desc"), ("launched_at", "asc"), ("display_name", "desc")],
+    [("launched_at", "desc"), ("host", "asc"), ("created_at", "desc")],
+    [("display_name", "desc"), ("vm_state", "asc"), ("host", "asc")],
+    [("created_at", "asc"), ("uuid", "desc")],
+)
+
+
+@pytest.mark.parametrize("sort", SEVERAL_KEYS, ids=lambda sort: ",".join(f"{k}:{d}" for k, d in sort))
+def test_pages_sorted_on_several_keys_are_the_straightforward_list_cut_in_pages(cells, sort):
+    # given eighteen servers in two cells whose sort keys tie across the cells
+    servers = _servers(cells)
+    since = BASE + dt.timedelta(hours=9)
+    for actor, filters, keep in (
+        (OWNER, {}, lambda s: s.project_id == "project-a" and not s.deleted),
+        (ADMIN, {"all_tenants": True}, lambda s: not s.deleted),
+        (ADMIN, {"all_tenants": True, "deleted": True}, lambda s: s.deleted),
+        (OWNER, {"changes-since": since}, lambda s: s.project_id == "project-a" and s.updated_at >= since),
+    ):
+        # then every key counts, in its direction, in each cell, in the merge and after a marker
+        _assert_pages_are_the_straightforward_list(servers, actor, filters, keep, sort)
+
+
+def _assert_pages_are_the_straightforward_list(
+    servers: list[Instance], actor: RequestContext, filters: dict[str, Any], keep: Any, sort: list[tuple[str, str]]
+) -> None:
+    expected = _straightforward(servers, sort, keep)
+    sort_keys, sort_dirs = [k for k, _d in sort], [d for _k, d in sort]
+    for limit in (1, 2, 5, 1000):
+        # when the first page of that size is listed
+        first = server_list(actor, filters=filters, limit=limit, marker=None, sort_keys=sort_keys,
+                            sort_dirs=sort_dirs).records
+        # then it is the straightforward list's first servers
+        assert [r.uuid for r in first] == expected[:limit], (filters, limit)
+        # when the pages of that size are listed one after the other
+        listed = _pages(actor, filters, limit, sort_keys=sort_keys, sort_dirs=sort_dirs)
+        # then they are the straightforward list, cut in pages
+        assert listed == expected, (filters, limit)
 
 
 def test_a_page_after_a_build_request_continues_in_the_cells(cells):
@@ -119,7 +153,8 @@ def test_a_page_after_a_build_request_continues_in_the_cells(cells):
     records = server_list(OWNER, filters={}, limit=3, marker=None).records
     rest = server_list(OWNER, filters={}, limit=1000, marker=records[-1].uuid).records
     # then the build request comes first, then the cells' servers as the straightforward list has them
-    expected = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a" and not s.deleted)
+    expected = _straightforward(servers, [("created_at", "desc")],
+                                lambda s: s.project_id == "project-a" and not s.deleted)
     assert [r.uuid for r in records + rest] == [br.instance_uuid, *expected]
     assert records[0].build_request is not None
 
@@ -192,7 +227,7 @@ def test_api_pages_go_past_deleted_servers_and_null_sort_keys(cells, path, sort_
             query = {**query, "all_tenants": "1", "sort_key": sort_key, "sort_dir": sort_dir, "limit": 2}
             listed = _api_pages(admin, path, query)
             # then the pages, paged by markers deleted or whose key is null, are the straightforward list
-            assert listed == _straightforward(servers, sort_key, sort_dir, keep), query
+            assert listed == _straightforward(servers, [(sort_key, sort_dir)], keep), query
 
 
 def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
@@ -205,7 +240,7 @@ def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
     response = client.get(f"/compute/v2.1/servers?marker={deleted.uuid}")
     # then they are the live servers that come after it
     assert response.status_code == 200, response.content
-    mine = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a")
+    mine = _straightforward(servers, [("created_at", "desc")], lambda s: s.project_id == "project-a")
     live = {s.uuid for s in servers if not s.deleted}
     after = [u for u in mine[mine.index(deleted.uuid) + 1:] if u in live]
     assert [s["id"] for s in response.json()["servers"]] == after
