@@ -189,7 +189,7 @@ def test_a_page_from_one_cell_alone_is_its_whole_rows(cells):
         assert record.cell.name == server.display_name.split("-")[0]
 
 
-def _api_pages(client: Any, path: str, query: dict[str, Any]) -> list[str]:
+def _api_pages(client: Any, path: str, query: Any) -> list[str]:
     """The ids of every page of ``GET path?query``, each next page asked by the next link of the page
     before (whose marker is the last server of that page)."""
     listed: list[str] = []
@@ -228,6 +228,87 @@ def test_api_pages_go_past_deleted_servers_and_null_sort_keys(cells, path, sort_
             listed = _api_pages(admin, path, query)
             # then the pages, paged by markers deleted or whose key is null, are the straightforward list
             assert listed == _straightforward(servers, [(sort_key, sort_dir)], keep), query
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+@pytest.mark.parametrize("sort", SEVERAL_KEYS[:3], ids=lambda sort: ",".join(f"{k}:{d}" for k, d in sort))
+def test_api_pages_sorted_on_several_keys_keep_them_in_their_next_links(cells, path, sort):
+    # given eighteen servers in two cells
+    servers = _servers(cells)
+    # when an admin lists every project's servers in pages of two, a sort_key and a sort_dir per key
+    # (as novaclient's --sort key1:dir1,key2:dir2 sends them)
+    query = [("all_tenants", "1"), ("limit", "2"), *[("sort_key", k) for k, _d in sort],
+             *[("sort_dir", d) for _k, d in sort]]
+    listed = _api_pages(admin_client(), path, query)
+    # then the pages, each asked by the next link of the one before, are the list sorted on every key
+    assert listed == _straightforward(servers, sort, lambda s: not s.deleted)
+
+
+@pytest.mark.parametrize(("query", "sort"), [
+    # no direction: every key descending (get_sort_params' default)
+    ("sort_key=display_name&sort_key=host", [("display_name", "desc"), ("host", "desc")]),
+    # fewer directions than keys: the missing ones are the first (process_sort_params' padding)
+    ("sort_key=display_name&sort_key=host&sort_dir=asc", [("display_name", "asc"), ("host", "asc")]),
+    ("sort_key=vm_state&sort_key=launched_at&sort_key=display_name&sort_dir=desc&sort_dir=asc",
+     [("vm_state", "desc"), ("launched_at", "asc"), ("display_name", "desc")]),
+    # no key: created_at, in the direction given
+    ("sort_dir=asc", [("created_at", "asc")]),
+], ids=["no-dir", "one-dir-two-keys", "two-dirs-three-keys", "no-key"])
+def test_api_missing_sort_directions_are_padded_as_nova_pads_them(cells, query, sort):
+    # given eighteen servers in two cells
+    servers = _servers(cells)
+    # when an admin lists every project's servers with fewer directions than keys
+    response = admin_client().get(f"/compute/v2.1/servers?all_tenants=1&{query}")
+    # then each key without a direction is sorted in the padded one
+    assert response.status_code == 200, response.content
+    assert [s["id"] for s in response.json()["servers"]] == _straightforward(servers, sort, lambda s: not s.deleted)
+
+
+def test_api_a_members_ignored_sort_key_takes_its_direction_with_it(cells):
+    # given servers of project-a
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    # when a member sorts on host (an admin's key, ignored for members) then display_name, each
+    # with its direction
+    response = client.get("/compute/v2.1/servers?sort_key=host&sort_key=display_name&sort_dir=asc&sort_dir=desc")
+    # then the list is sorted on display_name alone, in display_name's direction (as Nova drops a
+    # removed key's direction with it)
+    assert response.status_code == 200, response.content
+    mine = _straightforward(servers, [("display_name", "desc")],
+                            lambda s: s.project_id == "project-a" and not s.deleted)
+    assert [s["id"] for s in response.json()["servers"]] == mine
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+@pytest.mark.parametrize("query", [
+    "sort_key=display_name&sort_dir=asc&sort_dir=desc",
+    "sort_key=display_name&sort_key=host&sort_dir=asc&sort_dir=desc&sort_dir=asc",
+    # no key is created_at, one key
+    "sort_dir=asc&sort_dir=desc",
+])
+def test_api_more_sort_directions_than_keys_is_400_with_the_fault_body(cells, path, query):
+    # given servers in two cells
+    _servers(cells)
+    # when an admin gives more directions than keys
+    response = admin_client().get(f"/compute/v2.1/{path}?all_tenants=1&{query}")
+    # then it is Nova's 400 (process_sort_params' InvalidInput)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"badRequest": {
+        "code": 400, "message": "Invalid input received: Sort direction size exceeds sort key size"}}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("sort_key=display_name&sort_key=bogus", "Invalid sort_key 'bogus'"),
+    ("sort_key=display_name&sort_key=host&sort_dir=asc&sort_dir=up", "Invalid sort_dir 'up'"),
+])
+def test_api_every_sort_key_and_direction_is_validated(cells, query, message):
+    # given servers in two cells
+    _servers(cells)
+    # when an admin gives a valid first key and direction, then an invalid one
+    response = admin_client().get(f"/compute/v2.1/servers?all_tenants=1&{query}")
+    # then the invalid one is refused as it is refused alone
+    assert response.status_code == 400, response.content
+    assert response.json() == {"badRequest": {"code": 400, "message": message}}
 
 
 def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
