@@ -2,7 +2,7 @@
 
 ``server_get`` follows the InstanceMapping to the one cell that holds the server (or its
 BuildRequest). ``server_list`` returns BuildRequests first, then the instances of every cell
-merge-sorted on (sort key, uuid), with marker paging done per cell in SQL (``cloudcore.core.keyset``:
+merge-sorted on (sort keys, uuid), with marker paging done per cell in SQL (``cloudcore.core.keyset``:
 NULL ordered and compared as the merge orders it, first ascending, on every backend; the marker may
 be a deleted server, as in Nova); a cell that does not answer yields "down cell" stubs for its mapped
 servers (shown as UNKNOWN from 2.69).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -235,20 +235,24 @@ def server_list(
     filters: dict[str, Any],
     limit: int | None,
     marker: str | None,
-    sort_key: str = "created_at",
-    sort_dir: str = "desc",
+    sort_keys: Sequence[str] = ("created_at",),
+    sort_dirs: Sequence[str] = ("desc",),
     version: tuple[int, int] = (2, 1),
     columns: Iterable[str] | None = None,
 ) -> ServerListResult:
     """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit. ``columns``:
-    the Instance columns to load (with the sort key and ``uuid``; the others are deferred: what the
-    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows."""
-    if sort_key not in SORT_KEYS:
-        raise Invalid(f"Invalid sort_key {sort_key!r}")
-    if sort_dir not in ("asc", "desc"):
-        raise Invalid(f"Invalid sort_dir {sort_dir!r}")
-    column = SORT_KEYS[sort_key]
-    desc = sort_dir == "desc"
+    the Instance columns to load (with the sort keys and ``uuid``; the others are deferred: what the
+    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows.
+
+    The servers are sorted on every one of ``sort_keys`` in turn, each in its direction of
+    ``sort_dirs``, then on ``uuid`` (``created_at`` descending when no key is left); a key without
+    a direction takes the first direction (``desc`` when none is given), as Nova's
+    process_sort_params pads them. Invalid (400) for an unknown key or direction, or more
+    directions than keys (Nova's message). Build requests stay ordered on ``created_at`` alone, in
+    the first key's direction."""
+    keys = _sort_columns(sort_keys, sort_dirs)
+    desc = keys[0][1]
+    columns_sorted = [column for column, _desc in keys]
     marker_values: tuple[Any, ...] | None = None
     records: list[ServerRecord] = []
 
@@ -276,7 +280,7 @@ def server_list(
             br_records = br_records[idx + 1:]
         else:
             skip_builds = True
-            marker_values = _marker_values(actor, marker, column)
+            marker_values = _marker_values(actor, marker, columns_sorted)
     if not skip_builds:
         records.extend(br_records)
     if limit is not None and len(records) >= limit:
@@ -285,9 +289,8 @@ def server_list(
     remaining = None if limit is None else limit - len(records)
     q = _instance_query(actor, filters, version)
     # NULLs ordered and compared as the merge below orders them (first ascending) on every backend
-    keys = [(column, desc), ("uuid", desc)]
     order = sort_order(Instance, keys)
-    loaded = None if columns is None else sorted({*columns, column, "uuid"})
+    loaded = None if columns is None else sorted({*columns, *columns_sorted})
 
     def per_cell(cell: CellMapping) -> tuple[RawRows, list[Any]]:
         qs = Instance.all_objects.filter(q)
@@ -306,8 +309,7 @@ def server_list(
     cells = cell_selectors.cell_list()
     results = scatter_gather(per_cell, cells)
     by_uuid = {c.uuid: c for c in cells}
-    # (sort key, uuid, cell, the row, its reader)
-    merged: list[tuple[Any, str, CellMapping, Any, RawRows]] = []
+    merged: list[_Merged] = []
     seen: set[str] = set()
     down: list[str] = []
     for cell_uuid, result in results.items():
@@ -316,9 +318,9 @@ def server_list(
             continue
         reader, rows = result  # type: ignore[misc]
         cell = by_uuid[cell_uuid]
-        merged.extend((_sort_key(reader.value(row, column)), reader.value(row, "uuid"), cell, row, reader)
-                      for row in rows)
-    merged.sort(key=lambda m: (m[0], m[1]), reverse=desc)
+        merged.extend((tuple(_sort_key(reader.value(row, c)) for c in columns_sorted), reader.value(row, "uuid"),
+                       cell, row, reader) for row in rows)
+    _merge_sort(merged, [d for _column, d in keys])
     if records:
         # a build request read above whose server the conductor has since created in its cell (the
         # request is deleted just after): listed once, as the cell's row, its current state
@@ -340,17 +342,59 @@ def server_list(
     return ServerListResult(records=records, down_cells=down)
 
 
-def _marker_values(actor: RequestContext, marker: str, column: str) -> tuple[Any, ...]:
-    """The sort key's value and the uuid of the server ``marker`` in its cell, a deleted one too
-    (Nova's get_marker_record reads it with read_deleted='yes': a list of deleted servers, or of
-    changes-since, is paged past them). MarkerNotFound (400) when it is no server ``actor`` sees,
-    or its cell does not answer."""
+def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tuple[str, bool]]:
+    """(column, descending) of each sort key, then of ``uuid`` (in the first key's direction) unless
+    it is one of them: the order is total, so a marker is a place in it (see ``server_list``)."""
+    if not sort_keys:
+        # every key was one ignored for the actor: Nova's default sort, whatever direction is left
+        sort_keys, sort_dirs = ("created_at",), ("desc",)
+    for key in sort_keys:
+        if key not in SORT_KEYS:
+            raise Invalid(f"Invalid sort_key {key!r}")
+    for sort_dir in sort_dirs:
+        if sort_dir not in ("asc", "desc"):
+            raise Invalid(f"Invalid sort_dir {sort_dir!r}")
+    if len(sort_dirs) > len(sort_keys):
+        raise Invalid("Invalid input received: Sort direction size exceeds sort key size")
+    padding = sort_dirs[0] if sort_dirs else "desc"
+    dirs = [*sort_dirs, *[padding] * (len(sort_keys) - len(sort_dirs))]
+    keys = [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
+    if "uuid" not in sort_keys:
+        keys.append(("uuid", padding == "desc"))
+    return keys
+
+
+#: (the sort keys' values, uuid, cell, the row, its reader) of a row of the merge
+_Merged = tuple[tuple[Any, ...], str, "CellMapping", Any, RawRows]
+
+
+def _merge_sort(merged: list[_Merged], desc: list[bool]) -> None:
+    """Sorts ``merged`` on its keys' values, each key in its direction: one stable sort per run of
+    keys of one direction, the last run first (a single direction is one sort)."""
+    end = len(desc)
+    while end > 0:
+        start = end - 1
+        while start > 0 and desc[start - 1] == desc[end - 1]:
+            start -= 1
+        merged.sort(key=_values_of(slice(start, end)), reverse=desc[end - 1])
+        end = start
+
+
+def _values_of(keys: slice) -> Callable[[_Merged], tuple[Any, ...]]:
+    return lambda m: m[0][keys]
+
+
+def _marker_values(actor: RequestContext, marker: str, columns: Sequence[str]) -> tuple[Any, ...]:
+    """The values of ``columns`` (the sort keys', ``uuid`` among them) of the server ``marker`` in its
+    cell, a deleted one too (Nova's get_marker_record reads it with read_deleted='yes': a list of
+    deleted servers, or of changes-since, is paged past them). MarkerNotFound (400) when it is no
+    server ``actor`` sees, or its cell does not answer."""
     mapping = cell_selectors.instance_mapping_get(marker)
     if mapping is None or mapping.cell is None or not _visible_to(actor, mapping.project_id):
         raise MarkerNotFound(marker=marker)
     try:
         with target_cell(mapping.cell):
-            row: tuple[Any, ...] | None = Instance.all_objects.filter(uuid=marker).values_list(column, "uuid").first()
+            row: tuple[Any, ...] | None = Instance.all_objects.filter(uuid=marker).values_list(*columns).first()
     except (DatabaseError, CellDown) as exc:
         raise MarkerNotFound(marker=marker) from exc
     if row is None:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.http import QueryDict
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -252,6 +253,18 @@ def _next_link(request: Request, path: str, marker: str, limit: int) -> list[dic
     return [{"rel": "next", "href": f"{base_url()}/v2.1/{path}?{urlencode(params)}"}]
 
 
+def _sort_params(params: QueryDict, actor: RequestContext) -> tuple[list[str], list[str]]:
+    """The repeated ``sort_key`` and ``sort_dir`` parameters in order, as Nova's get_sort_params reads
+    them (``created_at`` when no key is given, ``desc`` when no direction is), without the keys
+    Nova ignores for members and the direction given with each of them: the directions left still
+    go with their keys. server_list pads the missing directions and refuses extra ones."""
+    keys = params.getlist("sort_key") or ["created_at"]
+    dirs = params.getlist("sort_dir") or ["desc"]
+    ignored = set() if actor.is_admin else {i for i, key in enumerate(keys) if key in _ADMIN_SORT_KEYS}
+    return ([key for i, key in enumerate(keys) if i not in ignored],
+            [sort_dir for i, sort_dir in enumerate(dirs) if i not in ignored])
+
+
 def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Response:
     actor = view.ctx
     version = view.version
@@ -267,15 +280,12 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
     limit = min(query_int(params, "limit", invalid="%(name)s param must be an integer",
                           negative="%(name)s param must be positive", default=MAX_LIMIT) or 0, MAX_LIMIT)
     marker = params.get("marker") or None
-    sort_keys = [k for k in params.getlist("sort_key")
-                 if actor.is_admin or k not in _ADMIN_SORT_KEYS]  # Nova ignores these for members
-    sort_key = (sort_keys or ["created_at"])[0]
-    sort_dir = (params.getlist("sort_dir") or ["desc"])[0]
+    sort_keys, sort_dirs = _sort_params(params, actor)
     # a list of the actor's own project (server_list's restriction) reads the columns of the fields
     # the policy shows the actor there only
     own_project = actor.project_id if not (filters.get("all_tenants") and actor.is_admin) else None
-    result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_key=sort_key,
-                         sort_dir=sort_dir, version=version,
+    result = server_list(actor, filters=filters, limit=limit, marker=marker, sort_keys=sort_keys,
+                         sort_dirs=sort_dirs, version=version,
                          columns=list_columns(version, actor=actor, project_id=own_project) if detail
                          else _BRIEF_COLUMNS)
     records = result.records

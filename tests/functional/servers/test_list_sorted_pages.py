@@ -53,17 +53,18 @@ def _servers(cells: dict[str, Any]) -> list[Instance]:
     return made
 
 
-def _straightforward(servers: list[Instance], sort_key: str, sort_dir: str, keep: Any) -> list[str]:
-    """The uuids of ``servers`` that ``keep`` holds, sorted on (key, uuid), a missing key first
-    when ascending (as the list has always merged)."""
-    def key(s: Instance) -> tuple[Any, str]:
-        value = getattr(s, sort_key)
-        return ((0, "") if value is None else (1, value)), s.uuid
+def _straightforward(servers: list[Instance], sort: list[tuple[str, str]], keep: Any) -> list[str]:
+    """The uuids of ``servers`` that ``keep`` holds, sorted on each (key, direction) of ``sort`` in
+    turn then on uuid in the first direction, a missing key first when ascending (as the list has
+    always merged): a stable sort per key, the last key first."""
+    ordered = [s for s in servers if keep(s)]
+    for sort_key, sort_dir in reversed([*sort, ("uuid", sort[0][1])]):
+        ordered.sort(key=lambda s, k=sort_key: (0, "") if getattr(s, k) is None else (1, getattr(s, k)),
+                     reverse=sort_dir == "desc")
+    return [s.uuid for s in ordered]
 
-    return [s.uuid for s in sorted((s for s in servers if keep(s)), key=key, reverse=sort_dir == "desc")]
 
-
-def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: str) -> list[str]:
+def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: list[str]) -> list[str]:
     """Every page of ``limit`` servers, the next one asked from the last one of the page before."""
     listed: list[str] = []
     marker = None
@@ -96,17 +97,50 @@ def test_sorted_pages_over_two_cells_are_the_straightforward_list_cut_in_pages(c
         # changes-since alone lists the servers deleted since then too
         (OWNER, {"changes-since": since}, lambda s: s.project_id == "project-a" and s.updated_at >= since),
     ):
-        expected = _straightforward(servers, sort_key, sort_dir, keep)
-        for limit in (1, 2, 5, 1000):
-            # when the first page of that size is listed
-            first = server_list(actor, filters=filters, limit=limit, marker=None, sort_key=sort_key,
-                                sort_dir=sort_dir).records
-            # then it is the straightforward list's first servers
-            assert [r.uuid for r in first] == expected[:limit], (filters, limit)
-            # when the pages of that size are listed one after the other
-            listed = _pages(actor, filters, limit, sort_key=sort_key, sort_dir=sort_dir)
-            # then they are the straightforward list, cut in pages
-            assert listed == expected, (filters, limit)
+        _assert_pages_are_the_straightforward_list(servers, actor, filters, keep, [(sort_key, sort_dir)])
+
+
+#: sorts on two and three keys in mixed directions, with nullable keys first, between or last
+SEVERAL_KEYS = (
+    [("display_name", "asc"), ("host", "desc")],
+    [("host", "asc"), ("display_name", "desc")],
+    [("vm_state", "desc"), ("launched_at", "asc"), ("display_name", "desc")],
+    [("launched_at", "desc"), ("host", "asc"), ("created_at", "desc")],
+    [("display_name", "desc"), ("vm_state", "asc"), ("host", "asc")],
+    [("created_at", "asc"), ("uuid", "desc")],
+)
+
+
+@pytest.mark.parametrize("sort", SEVERAL_KEYS, ids=lambda sort: ",".join(f"{k}:{d}" for k, d in sort))
+def test_pages_sorted_on_several_keys_are_the_straightforward_list_cut_in_pages(cells, sort):
+    # given eighteen servers in two cells whose sort keys tie across the cells
+    servers = _servers(cells)
+    since = BASE + dt.timedelta(hours=9)
+    for actor, filters, keep in (
+        (OWNER, {}, lambda s: s.project_id == "project-a" and not s.deleted),
+        (ADMIN, {"all_tenants": True}, lambda s: not s.deleted),
+        (ADMIN, {"all_tenants": True, "deleted": True}, lambda s: s.deleted),
+        (OWNER, {"changes-since": since}, lambda s: s.project_id == "project-a" and s.updated_at >= since),
+    ):
+        # then every key counts, in its direction, in each cell, in the merge and after a marker
+        _assert_pages_are_the_straightforward_list(servers, actor, filters, keep, sort)
+
+
+def _assert_pages_are_the_straightforward_list(
+    servers: list[Instance], actor: RequestContext, filters: dict[str, Any], keep: Any, sort: list[tuple[str, str]]
+) -> None:
+    expected = _straightforward(servers, sort, keep)
+    sort_keys, sort_dirs = [k for k, _d in sort], [d for _k, d in sort]
+    for limit in (1, 2, 5, 1000):
+        # when the first page of that size is listed
+        first = server_list(actor, filters=filters, limit=limit, marker=None, sort_keys=sort_keys,
+                            sort_dirs=sort_dirs).records
+        # then it is the straightforward list's first servers
+        assert [r.uuid for r in first] == expected[:limit], (filters, limit)
+        # when the pages of that size are listed one after the other
+        listed = _pages(actor, filters, limit, sort_keys=sort_keys, sort_dirs=sort_dirs)
+        # then they are the straightforward list, cut in pages
+        assert listed == expected, (filters, limit)
 
 
 def test_a_page_after_a_build_request_continues_in_the_cells(cells):
@@ -119,7 +153,8 @@ def test_a_page_after_a_build_request_continues_in_the_cells(cells):
     records = server_list(OWNER, filters={}, limit=3, marker=None).records
     rest = server_list(OWNER, filters={}, limit=1000, marker=records[-1].uuid).records
     # then the build request comes first, then the cells' servers as the straightforward list has them
-    expected = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a" and not s.deleted)
+    expected = _straightforward(servers, [("created_at", "desc")],
+                                lambda s: s.project_id == "project-a" and not s.deleted)
     assert [r.uuid for r in records + rest] == [br.instance_uuid, *expected]
     assert records[0].build_request is not None
 
@@ -154,7 +189,7 @@ def test_a_page_from_one_cell_alone_is_its_whole_rows(cells):
         assert record.cell.name == server.display_name.split("-")[0]
 
 
-def _api_pages(client: Any, path: str, query: dict[str, Any]) -> list[str]:
+def _api_pages(client: Any, path: str, query: Any) -> list[str]:
     """The ids of every page of ``GET path?query``, each next page asked by the next link of the page
     before (whose marker is the last server of that page)."""
     listed: list[str] = []
@@ -192,7 +227,88 @@ def test_api_pages_go_past_deleted_servers_and_null_sort_keys(cells, path, sort_
             query = {**query, "all_tenants": "1", "sort_key": sort_key, "sort_dir": sort_dir, "limit": 2}
             listed = _api_pages(admin, path, query)
             # then the pages, paged by markers deleted or whose key is null, are the straightforward list
-            assert listed == _straightforward(servers, sort_key, sort_dir, keep), query
+            assert listed == _straightforward(servers, [(sort_key, sort_dir)], keep), query
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+@pytest.mark.parametrize("sort", SEVERAL_KEYS[:3], ids=lambda sort: ",".join(f"{k}:{d}" for k, d in sort))
+def test_api_pages_sorted_on_several_keys_keep_them_in_their_next_links(cells, path, sort):
+    # given eighteen servers in two cells
+    servers = _servers(cells)
+    # when an admin lists every project's servers in pages of two, a sort_key and a sort_dir per key
+    # (as novaclient's --sort key1:dir1,key2:dir2 sends them)
+    query = [("all_tenants", "1"), ("limit", "2"), *[("sort_key", k) for k, _d in sort],
+             *[("sort_dir", d) for _k, d in sort]]
+    listed = _api_pages(admin_client(), path, query)
+    # then the pages, each asked by the next link of the one before, are the list sorted on every key
+    assert listed == _straightforward(servers, sort, lambda s: not s.deleted)
+
+
+@pytest.mark.parametrize(("query", "sort"), [
+    # no direction: every key descending (get_sort_params' default)
+    ("sort_key=display_name&sort_key=host", [("display_name", "desc"), ("host", "desc")]),
+    # fewer directions than keys: the missing ones are the first (process_sort_params' padding)
+    ("sort_key=display_name&sort_key=host&sort_dir=asc", [("display_name", "asc"), ("host", "asc")]),
+    ("sort_key=vm_state&sort_key=launched_at&sort_key=display_name&sort_dir=desc&sort_dir=asc",
+     [("vm_state", "desc"), ("launched_at", "asc"), ("display_name", "desc")]),
+    # no key: created_at, in the direction given
+    ("sort_dir=asc", [("created_at", "asc")]),
+], ids=["no-dir", "one-dir-two-keys", "two-dirs-three-keys", "no-key"])
+def test_api_missing_sort_directions_are_padded_as_nova_pads_them(cells, query, sort):
+    # given eighteen servers in two cells
+    servers = _servers(cells)
+    # when an admin lists every project's servers with fewer directions than keys
+    response = admin_client().get(f"/compute/v2.1/servers?all_tenants=1&{query}")
+    # then each key without a direction is sorted in the padded one
+    assert response.status_code == 200, response.content
+    assert [s["id"] for s in response.json()["servers"]] == _straightforward(servers, sort, lambda s: not s.deleted)
+
+
+def test_api_a_members_ignored_sort_key_takes_its_direction_with_it(cells):
+    # given servers of project-a
+    servers = _servers(cells)
+    client = _member_of_project_a()
+    # when a member sorts on host (an admin's key, ignored for members) then display_name, each
+    # with its direction
+    response = client.get("/compute/v2.1/servers?sort_key=host&sort_key=display_name&sort_dir=asc&sort_dir=desc")
+    # then the list is sorted on display_name alone, in display_name's direction (as Nova drops a
+    # removed key's direction with it)
+    assert response.status_code == 200, response.content
+    mine = _straightforward(servers, [("display_name", "desc")],
+                            lambda s: s.project_id == "project-a" and not s.deleted)
+    assert [s["id"] for s in response.json()["servers"]] == mine
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+@pytest.mark.parametrize("query", [
+    "sort_key=display_name&sort_dir=asc&sort_dir=desc",
+    "sort_key=display_name&sort_key=host&sort_dir=asc&sort_dir=desc&sort_dir=asc",
+    # no key is created_at, one key
+    "sort_dir=asc&sort_dir=desc",
+])
+def test_api_more_sort_directions_than_keys_is_400_with_the_fault_body(cells, path, query):
+    # given servers in two cells
+    _servers(cells)
+    # when an admin gives more directions than keys
+    response = admin_client().get(f"/compute/v2.1/{path}?all_tenants=1&{query}")
+    # then it is Nova's 400 (process_sort_params' InvalidInput)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"badRequest": {
+        "code": 400, "message": "Invalid input received: Sort direction size exceeds sort key size"}}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("sort_key=display_name&sort_key=bogus", "Invalid sort_key 'bogus'"),
+    ("sort_key=display_name&sort_key=host&sort_dir=asc&sort_dir=up", "Invalid sort_dir 'up'"),
+])
+def test_api_every_sort_key_and_direction_is_validated(cells, query, message):
+    # given servers in two cells
+    _servers(cells)
+    # when an admin gives a valid first key and direction, then an invalid one
+    response = admin_client().get(f"/compute/v2.1/servers?all_tenants=1&{query}")
+    # then the invalid one is refused as it is refused alone
+    assert response.status_code == 400, response.content
+    assert response.json() == {"badRequest": {"code": 400, "message": message}}
 
 
 def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
@@ -205,7 +321,7 @@ def test_api_a_deleted_server_is_a_marker_of_the_live_servers_too(cells):
     response = client.get(f"/compute/v2.1/servers?marker={deleted.uuid}")
     # then they are the live servers that come after it
     assert response.status_code == 200, response.content
-    mine = _straightforward(servers, "created_at", "desc", lambda s: s.project_id == "project-a")
+    mine = _straightforward(servers, [("created_at", "desc")], lambda s: s.project_id == "project-a")
     live = {s.uuid for s in servers if not s.deleted}
     after = [u for u in mine[mine.index(deleted.uuid) + 1:] if u in live]
     assert [s["id"] for s in response.json()["servers"]] == after
