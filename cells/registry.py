@@ -3,11 +3,18 @@
 A cell's connection alias is its name when the settings pre-declare a database of that name
 (``CLOUDCORE_CELL_DATABASES``, the test suite), otherwise ``cell-<uuid>``. Registering needs no
 settings change: a cell created while the process runs is usable at once.
+
+The handler's and the settings' dicts of databases are replaced, never changed in place: other
+threads of the process iterate them without this module's lock (``connections.all()``, which
+Django's request signals and Celery's fixup call around every request and task), and a dict that
+grows under an iterator raises "dictionary changed size during iteration" (a 500 for a request
+that was starting while another thread's request used a cell for the first time).
 """
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -41,8 +48,7 @@ def alias_for(cell: CellMapping) -> str:
                 # configure_settings() fills Django's per-connection defaults; it insists on a default.
                 configured = connections.configure_settings({DEFAULT_DB_ALIAS: settings.DATABASES[DEFAULT_DB_ALIAS],
                                                              alias: config})
-                connections.settings[alias] = configured[alias]
-                settings.DATABASES[alias] = connections.settings[alias]
+                _replace_databases(lambda databases: {**databases, alias: configured[alias]})
         _aliases[cell.uuid] = alias
     return alias
 
@@ -55,8 +61,15 @@ def forget(cell_uuid: str) -> None:
             try:
                 connections[alias].close()
             finally:
-                del connections.settings[alias]
-                settings.DATABASES.pop(alias, None)
+                _replace_databases(lambda databases: {k: v for k, v in databases.items() if k != alias})
+
+
+def _replace_databases(change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Give the connection handler, and the settings, ``change``'s new dict of databases (see the
+    module's docstring); one dict for both when they were one."""
+    shared = connections.settings is settings.DATABASES
+    connections.settings = change(connections.settings)  # (a cached_property's value, replaced)
+    settings.DATABASES = connections.settings if shared else change(settings.DATABASES)
 
 
 def is_cell_alias(alias: str) -> bool:
