@@ -532,12 +532,9 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
         for model, model_rows in pending.groups:
             by_model.setdefault(model, []).extend(model_rows)
     restore = _unsaved([row for rows in by_model.values() for row in rows])
+    alone = len(by_model) == 1 and _one_statement(database, *next(iter(by_model.items())), plain)
     try:
-        if len(by_model) == 1 and _one_statement(database, *next(iter(by_model.items())), plain):
-            model, model_rows = next(iter(by_model.items()))
-            _write_model(database, model, model_rows, plain)
-            return True
-        with transaction.atomic(using=database):
+        with contextlib.nullcontext() if alone else transaction.atomic(using=database):
             for model, model_rows in by_model.items():
                 _write_model(database, model, model_rows, plain)
         return True
