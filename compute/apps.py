@@ -11,6 +11,7 @@ class ComputeConfig(AppConfig):
     def ready(self) -> None:
         # In ready(): these modules import models, which cannot load before the app registry.
         from . import (
+            admin_password,
             block_devices,
             consoles,
             cross_cell,
@@ -23,4 +24,4 @@ class ComputeConfig(AppConfig):
         from . import tasks as _tasks  # noqa: F401  (registers the compute.* Celery tasks in every process)
 
         registry.register_modules([ops, block_devices, consoles, cross_cell, pause_suspend_rescue, interfaces,
-                                   live_migration])
+                                   live_migration, admin_password])

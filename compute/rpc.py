@@ -272,6 +272,14 @@ def get_console_connection(*, ctx: RequestContext, host: str, instance_uuid: str
                  timeout=settings.RPC_RESPONSE_TIMEOUT, console_type=console_type)
 
 
+def set_admin_password(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str,
+                       password: str) -> dict[str, Any]:
+    """The guest's admin password, set by its guest agent (``changePassword``); the host's failure
+    comes back as ``CallFailed`` with the HTTP code of its error."""
+    return _call("set_admin_password", ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=cell_uuid,
+                 timeout=settings.RPC_RESPONSE_TIMEOUT, password=password)
+
+
 # --- shelve -------------------------------------------------------------------------------------
 
 def shelve(*, ctx: RequestContext, host: str, instance_uuid: str, cell_uuid: str) -> None:

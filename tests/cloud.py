@@ -107,6 +107,11 @@ class TestVirtDriver:
         self.unrescue_xml: dict[str, str] = {}
         self.rescue_images: dict[str, str | None] = {}
         self.crash_dumps: list[str] = []
+        #: the passwords set by the guest agent, per server: (user, password); the next
+        #: ``fail_set_passwords`` calls fail as ``set_password_error`` says (see set_admin_password)
+        self.passwords: dict[str, tuple[str, str]] = {}
+        self.fail_set_passwords = 0
+        self.set_password_error = "error"
         self.fail_spawn_reason = "injected spawn failure"
         self.spawned: list[str] = []
         self.console_logs: dict[str, bytes] = {}
@@ -246,6 +251,22 @@ class TestVirtDriver:
     def trigger_crash_dump(self, *, instance: Any, **_kw: Any) -> None:
         self._domain(instance).injectNMI(0)
         self.crash_dumps.append(instance.uuid)
+
+    def set_admin_password(self, *, instance: Any, user: str, password: str, **_kw: Any) -> None:
+        """libvirt's test driver takes any user and password; recorded. An injected failure is
+        what the real driver raises for ``set_password_error``: ``unresponsive`` (the agent does
+        not answer) or ``error`` (any other libvirt error)."""
+        from compute.virt.driver import VirtDriverError
+        from compute.virt.libvirt import AdminPasswordNotImplemented
+
+        dom = self._domain(instance)
+        if self.fail_set_passwords:
+            self.fail_set_passwords -= 1
+            if self.set_password_error == "unresponsive":
+                raise AdminPasswordNotImplemented(host=self.host)
+            raise VirtDriverError(host=self.host, reason="injected set password failure")
+        dom.setUserPassword(user, password, 0)
+        self.passwords[instance.uuid] = (user, password)
 
     def snapshot(self, *, instance: Any, target_path: Any, **_kw: Any) -> None:
         from pathlib import Path

@@ -246,7 +246,8 @@ class LibvirtDriver:
                 f"<memory unit='MiB'>{memory}</memory><vcpu>{vcpus}</vcpu>"
                 f"<description>host={escape(self.host)}</description>"
                 f"<os><type arch='x86_64'>hvm</type>{boot}</os><features><acpi/></features>"
-                f"<devices>{disks}{devices}{self._serial_xml(log)}{self._graphics_xml()}</devices></domain>")
+                f"<devices>{disks}{devices}{self._serial_xml(log)}{self._graphics_xml()}"
+                f"{_guest_agent_xml(instance, image_meta)}</devices></domain>")
 
     def _serial_xml(self, log: Path) -> str:
         """The guest's serial port: with the serial console on (settings.SERIAL_CONSOLE_ENABLED) a
@@ -876,6 +877,20 @@ class LibvirtDriver:
                 raise InstanceNotRunning(instance_uuid=instance.uuid, host=self.host) from exc
             raise VirtDriverError(host=self.host, reason=str(exc)) from exc
 
+    def set_admin_password(self, *, instance: Any, user: str, password: str, **_kw: Any) -> None:
+        """``user``'s password in the guest, set by its QEMU guest agent (``virDomainSetUserPassword``).
+        An agent that does not answer is ``AdminPasswordNotImplemented``: nothing was set."""
+        dom = self._domain(instance)
+        try:
+            dom.setUserPassword(user, password, 0)
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() in (libvirt.VIR_ERR_AGENT_UNRESPONSIVE, libvirt.VIR_ERR_NO_SUPPORT):
+                raise AdminPasswordNotImplemented(host=self.host) from exc
+            if exc.get_error_code() == libvirt.VIR_ERR_OPERATION_INVALID:
+                raise InstanceNotRunning(instance_uuid=instance.uuid, host=self.host) from exc
+            raise VirtDriverError(host=self.host, reason=f"setting the password of user {user!r}: "
+                                                         f"[error code {exc.get_error_code()}] {exc}") from exc
+
     # -- consoles ------------------------------------------------------------------------------
     def _write_boot_log(self, instance: Any) -> None:
         """The test driver's guest "boots": it writes a few serial console lines of its own, as a
@@ -994,8 +1009,33 @@ class TriggerCrashDumpNotSupported(VirtDriverError):
     message = "Triggering crash dump is not supported on %(host)s"
 
 
+class AdminPasswordNotImplemented(VirtDriverError):
+    """The guest has no agent that answers (Nova: ``NotImplementedError``, the API's 501)."""
+
+    code = 501
+    message = "The guest agent of the instance on %(host)s does not answer"
+
+
 class InstanceNotRunning(VirtDriverError):
     message = "Instance %(instance_uuid)s is not running on %(host)s."
+
+
+def wants_guest_agent(instance: Any, image_meta: dict[str, Any] | None = None) -> bool:
+    """The image's ``hw_qemu_guest_agent`` property (the request's image, else the one the server
+    keeps in its system metadata), read as Nova reads a boolean property."""
+    properties = (image_meta or {}).get("properties")
+    if properties is not None and "hw_qemu_guest_agent" in properties:
+        value = properties["hw_qemu_guest_agent"]
+    else:
+        value = (getattr(instance, "system_metadata", None) or {}).get("image_hw_qemu_guest_agent")
+    return str(value).strip().lower() in ("1", "t", "true", "on", "y", "yes")
+
+
+def _guest_agent_xml(instance: Any, image_meta: dict[str, Any] | None) -> str:
+    """The virtio channel the QEMU guest agent listens on (libvirt picks the socket's path)."""
+    if not wants_guest_agent(instance, image_meta):
+        return ""
+    return "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>"
 
 
 def libvirt_network_name(network_id: str) -> str:

@@ -340,7 +340,7 @@ def _unshelve(view: ServerActionView, request: Any, instance: Instance, cell: An
 @handles("changePassword")
 def _change_password(view: ServerActionView, request: Any, instance: Instance, cell: Any,
                      body: dict[str, Any]) -> None:
-    server_set_password(actor=view.ctx, instance=instance, password=body["adminPass"])
+    server_set_password(actor=view.ctx, instance=instance, cell=cell, password=body["adminPass"])
 
 
 @handles("rebuild")

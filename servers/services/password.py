@@ -1,35 +1,60 @@
 """``changePassword``, and the guest's encrypted password (``/servers/{id}/os-server-password``).
 
-The libvirt driver here has no guest agent channel to carry the password, so after the policy
-check the answer is Nova's for a driver without ``set_admin_password``: 501.
+``changePassword`` is Nova's: an ACTIVE server with no task (else 409), not locked for a non-admin
+(409), claims ``updating_password``, records a ``changePassword`` action and calls its host, which
+sets the password through the guest's QEMU guest agent and gives the task back
+(``compute.admin_password``). The API waits for the host's answer: 202 when the password is set,
+the host's 409 (no agent asked for by the image, guest not running, the agent failed) or 501 (an
+agent that does not answer) otherwise. A call the host never answered gives the task back too.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from cells.context import target_cell
 from cells.transactions import atomic as cells_atomic
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NotImplementedYet
+from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.policy import authorize
+from compute import rpc as compute_rpc
 
+from ..choices import TaskState, VmState
 from ..models import Instance
 from ..selectors import ServerRecord
-from .guards import record_target
+from . import actions
+from .guards import check_not_locked, claim_task_state, record_target
+from .power import _require_host, target
+
+if TYPE_CHECKING:
+    from cells.models import CellMapping
 
 
-class SetPasswordNotSupported(NotImplementedYet):
-    message = "Unable to set password on instance"
+def server_set_password(*, actor: RequestContext, instance: Instance, cell: CellMapping, password: str) -> None:
+    """Set ``password`` as the guest's admin password, through its host (the caller waits).
 
-
-def server_set_password(*, actor: RequestContext, instance: Instance, password: str) -> None:
-    """Set ``password`` as the guest's admin password.
-
-    Preconditions: none beyond policy (nothing is changed). Side effects: none.
-    Raises: ``PolicyNotAuthorized`` (``os_compute_api:os-admin-password``), then always
-    ``SetPasswordNotSupported`` (501).
+    Preconditions: ACTIVE with no task, a host, not locked (non-admin). Side effects: the task is
+    claimed and given back (by the host, or here when the host never answered), a
+    ``changePassword`` action with the host's ``compute_set_admin_password`` event; on a server
+    with an RSA key pair, the encrypted password in its system metadata.
+    Raises: ``PolicyNotAuthorized`` (``os_compute_api:os-admin-password``), ``InstanceIsLocked``,
+    ``InstanceInvalidState``, the host's error with its code (409, 501), ``CallTimedOut``.
     """
-    authorize(actor, "os_compute_api:os-admin-password",
-              {"project_id": instance.project_id, "user_id": instance.user_id})
-    raise SetPasswordNotSupported()
+    authorize(actor, "os_compute_api:os-admin-password", target(instance))
+    check_not_locked(actor, instance)
+    _require_host(instance, "changePassword")
+    claim_task_state(instance, "changePassword", new_task_state=TaskState.UPDATING_PASSWORD,
+                     vm_states=[VmState.ACTIVE])
+    actions.action_start(actor, instance_uuid=instance.uuid, action="changePassword")
+    try:
+        compute_rpc.set_admin_password(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,
+                                       cell_uuid=str(cell.uuid), password=password)
+    except compute_rpc.CallFailed as exc:
+        error = CloudcoreError(str(exc))
+        error.code = int(exc.details.get("code") or 500)
+        raise error from exc
+    except (compute_rpc.CallTimedOut, compute_rpc.CallNotDelivered):
+        Instance.objects.filter(pk=instance.pk, task_state=TaskState.UPDATING_PASSWORD).update(task_state=None)
+        raise
 
 
 #: The guest's encrypted password is kept in four system metadata items (a 255-character column

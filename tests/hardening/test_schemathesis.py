@@ -205,7 +205,7 @@ def test_no_operation_of_the_openapi_schema_answers_5xx(cloud: Any, wsgi_app: An
         label = f"{case.operation.label}: {response.status_code}"
         statuses[response.status_code] += 1
         if response.status_code == 501 and _is_nova_fault(response.text, 501):
-            pass  # a documented "not implemented" (changePassword without a guest agent, as in Nova)
+            pass  # a documented "not implemented" (changePassword to a guest agent that does not answer, as in Nova)
         elif response.status_code >= 500:
             server_errors.append(f"{label} {response.text[:300]!r}\n    {case.as_curl_command()}")
         elif (400 <= response.status_code and case.operation.path.startswith("/compute/")
@@ -279,7 +279,7 @@ def test_a_server_walked_through_its_states_twice_never_answers_5xx(cloud: Any, 
         for client in (member, member, admin):
             response = cloud.action(client, server["id"], body, version=version)
             answers.append((next(iter(body)), response.status_code))
-            # then every answer is a success or a Nova fault with a 4xx code (501 for changePassword)
+            # then every answer is a success or a Nova fault with a 4xx code (changePassword may be 501)
             assert response.status_code < 500 or (response.status_code, next(iter(body))) == (501, "changePassword"), (
                 body, response.status_code, response.content[:300])
             if response.status_code >= 400:

@@ -1,5 +1,5 @@
-"""os-start/os-stop/reboot/lock/unlock/os-resetState/changePassword through the action API, on
-the in-process cloud (real libvirt test-driver domains)."""
+"""os-start/os-stop/reboot/lock/unlock/os-resetState through the action API (changePassword:
+test_change_password.py), on the in-process cloud (real libvirt test-driver domains)."""
 from __future__ import annotations
 
 import libvirt
@@ -100,14 +100,6 @@ def test_reset_state_is_admin_only_and_validated(cloud: Cloud) -> None:
     assert denied.json()["forbidden"]["message"] == (
         "Policy doesn't allow os_compute_api:os-admin-actions:reset_state to be performed.")
     assert cloud.action(cloud.admin(), server["id"], {"os-resetState": {"state": "paused"}}).status_code == 400
-
-
-def test_change_password_is_501_like_a_driver_without_it(cloud: Cloud) -> None:
-    client = cloud.member()
-    server = active_server(cloud, client)
-    response = cloud.action(client, server["id"], {"changePassword": {"adminPass": "x"}})
-    assert response.status_code == 501
-    assert response.json()["notImplemented"]["message"] == "Unable to set password on instance"
 
 
 def test_unknown_action_and_malformed_bodies(cloud: Cloud) -> None:

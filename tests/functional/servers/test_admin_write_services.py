@@ -7,12 +7,12 @@ import pytest
 
 from cells.context import target_cell
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import PolicyNotAuthorized
+from cloudcore.core.exceptions import CloudcoreError, PolicyNotAuthorized
 from identity.services.tokens import context_for_token
 from servers.models import FlavorExtraSpec, Instance
 from servers.selectors import server_get
 from servers.services import flavors
-from servers.services.password import SetPasswordNotSupported, server_set_password
+from servers.services.password import server_set_password
 from servers.services.reset_state import server_reset_state
 from tests.conftest import ALL_DATABASES
 
@@ -36,20 +36,23 @@ def test_reset_state_refused_to_a_member_and_done_for_an_admin(cloud):
         assert Instance.objects.get(uuid=server["id"]).vm_state == "error"
 
 
-def test_set_password_checks_policy_then_is_not_supported(cloud):
-    # given an ACTIVE server, its member and a member of another project
+def test_set_password_checks_policy_then_asks_the_host(cloud):
+    # given an ACTIVE server of an image without the guest agent, its member and another project's
     client = cloud.member()
     server = cloud.create_server(client, "vm1")
     cloud.wait_for_status(client, server["id"], "ACTIVE")
     member = context_for_token(client.token)[1]
     other = context_for_token(cloud.member("eve", project="demo2").token)[1]
-    instance = server_get(member, server["id"]).instance
-    # when another project's member sets the password, then the policy refuses
-    with pytest.raises(PolicyNotAuthorized, match="os-admin-password"):
-        server_set_password(actor=other, instance=instance, password="x")
-    # when the member does, then the driver cannot (501)
-    with pytest.raises(SetPasswordNotSupported):
-        server_set_password(actor=member, instance=instance, password="x")
+    record = server_get(member, server["id"])
+    with target_cell(record.cell):
+        # when another project's member sets the password, then the policy refuses before the host is asked
+        with pytest.raises(PolicyNotAuthorized, match="os-admin-password"):
+            server_set_password(actor=other, instance=record.instance, cell=record.cell, password="x")
+        # when the member does, then the host answers that the image asked for no agent (409)
+        with pytest.raises(CloudcoreError, match="QEMU guest agent is not enabled") as refused:
+            server_set_password(actor=member, instance=record.instance, cell=record.cell, password="x")
+        assert refused.value.code == 409
+        assert Instance.objects.get(uuid=server["id"]).task_state is None
 
 
 def test_flavor_writes_check_policy_before_the_lookup(cloud):

@@ -321,3 +321,36 @@ def test_on_a_shared_daemon_the_source_leaves_the_destinations_guest_alone(tmp_p
     # then only its own directory goes: the guest of that name is the destination's
     assert not source.instance_dir(inst).exists()
     assert dest.get_info(inst)["power_state"] == PowerState.RUNNING
+
+
+def test_set_admin_password_through_the_agent_of_a_running_guest(tmp_path: Path) -> None:
+    # given a running test guest
+    d = driver(tmp_path)
+    inst = server()
+    d.spawn(instance=inst, image_meta=None, network_info=[])
+    # when its password is set, then libvirt takes it (the test driver accepts any user)
+    d.set_admin_password(instance=inst, user="root", password="x")
+    # when the guest is shut off, then libvirt's "not running" is the driver's InstanceNotRunning
+    d.power_off(instance=inst)
+    with pytest.raises(libvirt_driver.InstanceNotRunning):
+        d.set_admin_password(instance=inst, user="root", password="x")
+    # and a guest the hypervisor does not know is InstanceNotFoundOnHypervisor
+    with pytest.raises(InstanceNotFoundOnHypervisor):
+        d.set_admin_password(instance=server(), user="root", password="x")
+
+
+def test_a_real_guest_gets_the_agent_channel_when_its_image_asks(
+        tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given the driver of a real hypervisor (the XML only is made) and no serial console
+    settings.SERIAL_CONSOLE_ENABLED = False
+    d = driver(tmp_path)
+    monkeypatch.setattr(LibvirtDriver, "is_test", property(lambda _self: False))
+    channel = "<channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>"
+    # when the image of the request asks for the agent, then the domain has its channel
+    assert channel in d._domain_xml(server(), None, {"properties": {"hw_qemu_guest_agent": "yes"}}, [])
+    # when it says no, or nothing and the server's kept image properties say nothing, then none
+    assert channel not in d._domain_xml(server(), None, {"properties": {"hw_qemu_guest_agent": "no"}}, [])
+    assert channel not in d._domain_xml(server(system_metadata={}), None, None, [])
+    # when only the server's kept image properties ask (a volume-backed server, a reboot), then it has it
+    kept = server(system_metadata={"image_hw_qemu_guest_agent": "True"})
+    assert channel in d._domain_xml(kept, None, None, [])
