@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet, Sum
@@ -248,10 +249,11 @@ def server_list(
     ``sort_dirs``, then on ``uuid`` (``created_at`` descending when no key is left); a key without
     a direction takes the first direction (``desc`` when none is given), as Nova's
     process_sort_params pads them. Invalid (400) for an unknown key or direction, or more
-    directions than keys (Nova's message). Build requests stay ordered on ``created_at`` alone, in
-    the first key's direction."""
-    keys = _sort_columns(sort_keys, sort_dirs)
-    desc = keys[0][1]
+    directions than keys (Nova's message). ``uuid`` ascending breaks the ties of the cells' servers,
+    as Nova's cross-cell merge (InstanceSortContext) does, in each cell's SQL, the merge and after a
+    marker alike. Build requests stay ordered on ``created_at`` alone, in the first key's direction."""
+    given = _sort_columns(sort_keys, sort_dirs)
+    keys = given if any(column == "uuid" for column, _desc in given) else [*given, ("uuid", False)]
     columns_sorted = [column for column, _desc in keys]
     marker_values: tuple[Any, ...] | None = None
     records: list[ServerRecord] = []
@@ -260,7 +262,7 @@ def server_list(
     build_requests: list[BuildRequest] = []
     if not filters.get("deleted") and not (filters.get("host") or filters.get("node")) \
             and filters.get("uuids") is None:
-        brs = BuildRequest.objects.all().order_by("-created_at" if desc else "created_at", "instance_uuid")
+        brs = BuildRequest.objects.all().order_by("-created_at" if given[0][1] else "created_at", "instance_uuid")
         if not (filters.get("all_tenants") and actor.is_admin):
             brs = brs.filter(project_id=actor.project_id)
         elif filters.get("project_id"):
@@ -312,15 +314,24 @@ def server_list(
     merged: list[_Merged] = []
     seen: set[str] = set()
     down: list[str] = []
+    # a last uuid in the other direction than the key before it (the tie-breaker ascending after a
+    # descending key: the default order) is merged inverted, in that key's direction: one sort
+    inverted = len(keys) > 1 and keys[-1][0] == "uuid" and keys[-1][1] != keys[-2][1]
+    merge_desc = [d for _column, d in keys[:-1]] + [keys[-2][1] if inverted else keys[-1][1]]
+    by_value = columns_sorted[:-1] if inverted else columns_sorted
     for cell_uuid, result in results.items():
         if failed(result):
             down.append(cell_uuid)
             continue
         reader, rows = result  # type: ignore[misc]
         cell = by_uuid[cell_uuid]
-        merged.extend((tuple(_sort_key(reader.value(row, c)) for c in columns_sorted), reader.value(row, "uuid"),
-                       cell, row, reader) for row in rows)
-    _merge_sort(merged, [d for _column, d in keys])
+        for row in rows:
+            instance_uuid = reader.value(row, "uuid")
+            values = tuple(_sort_key(reader.value(row, c)) for c in by_value)
+            if inverted:
+                values += (_inverted(instance_uuid),)
+            merged.append((values, instance_uuid, cell, row, reader))
+    _merge_sort(merged, merge_desc)
     if records:
         # a build request read above whose server the conductor has since created in its cell (the
         # request is deleted just after): listed once, as the cell's row, its current state
@@ -343,8 +354,8 @@ def server_list(
 
 
 def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tuple[str, bool]]:
-    """(column, descending) of each sort key, then of ``uuid`` (in the first key's direction) unless
-    it is one of them: the order is total, so a marker is a place in it (see ``server_list``)."""
+    """(column, descending) of each sort key, the missing directions padded with the first (see
+    ``server_list``)."""
     if not sort_keys:
         # every key was one ignored for the actor: Nova's default sort, whatever direction is left
         sort_keys, sort_dirs = ("created_at",), ("desc",)
@@ -358,17 +369,25 @@ def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tu
         raise Invalid("Invalid input received: Sort direction size exceeds sort key size")
     padding = sort_dirs[0] if sort_dirs else "desc"
     dirs = [*sort_dirs, *[padding] * (len(sort_keys) - len(sort_dirs))]
-    keys = [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
-    if "uuid" not in sort_keys:
-        keys.append(("uuid", padding == "desc"))
-    return keys
+    return [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
 
 
 #: (the sort keys' values, uuid, cell, the row, its reader) of a row of the merge
 _Merged = tuple[tuple[Any, ...], str, "CellMapping", Any, RawRows]
+#: a row sorted on its first item, the values of its sort keys
+_Sorted = TypeVar("_Sorted", bound=tuple[Any, ...])
+#: each byte of a string's UTF-8 its complement: see ``_inverted``
+_COMPLEMENT = bytes(range(255, -1, -1))
 
 
-def _merge_sort(merged: list[_Merged], desc: list[bool]) -> None:
+def _inverted(value: str) -> bytes:
+    """``value`` (with no NUL) as bytes in the inverse order of strings: each byte of its UTF-8 (which
+    is in code point order) complemented, then a byte above every complemented one, so that a prefix
+    comes after the longer strings it begins."""
+    return value.encode().translate(_COMPLEMENT) + b"\xff"
+
+
+def _merge_sort(merged: list[_Sorted], desc: Sequence[bool]) -> None:
     """Sorts ``merged`` on its keys' values, each key in its direction: one stable sort per run of
     keys of one direction, the last run first (a single direction is one sort)."""
     end = len(desc)
@@ -376,11 +395,15 @@ def _merge_sort(merged: list[_Merged], desc: list[bool]) -> None:
         start = end - 1
         while start > 0 and desc[start - 1] == desc[end - 1]:
             start -= 1
-        merged.sort(key=_values_of(slice(start, end)), reverse=desc[end - 1])
+        merged.sort(key=_FIRST if (start, end) == (0, len(desc)) else _values_of(slice(start, end)),
+                    reverse=desc[end - 1])
         end = start
 
 
-def _values_of(keys: slice) -> Callable[[_Merged], tuple[Any, ...]]:
+_FIRST = itemgetter(0)
+
+
+def _values_of(keys: slice) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     return lambda m: m[0][keys]
 
 

@@ -55,13 +55,20 @@ def _servers(cells: dict[str, Any]) -> list[Instance]:
 
 def _straightforward(servers: list[Instance], sort: list[tuple[str, str]], keep: Any) -> list[str]:
     """The uuids of ``servers`` that ``keep`` holds, sorted on each (key, direction) of ``sort`` in
-    turn then on uuid in the first direction, a missing key first when ascending (as the list has
-    always merged): a stable sort per key, the last key first."""
-    ordered = [s for s in servers if keep(s)]
-    for sort_key, sort_dir in reversed([*sort, ("uuid", sort[0][1])]):
-        ordered.sort(key=lambda s, k=sort_key: (0, "") if getattr(s, k) is None else (1, getattr(s, k)),
+    turn then on uuid ascending whatever the directions (Nova's cross-cell merge, InstanceSortContext),
+    a missing key first when ascending (as the list has always merged)."""
+    tie_breaker = [] if any(k == "uuid" for k, _d in sort) else [("uuid", "asc")]
+    return [s.uuid for s in _sorted([s for s in servers if keep(s)], [*sort, *tie_breaker], getattr)]
+
+
+def _sorted(items: list[Any], sort: list[tuple[str, str]], value: Any) -> list[Any]:
+    """``items`` sorted on each (key, direction) of ``sort`` in turn, ``value(item, key)`` a key's
+    value, None first ascending: a stable sort per key, the last key first."""
+    ordered = list(items)
+    for sort_key, sort_dir in reversed(sort):
+        ordered.sort(key=lambda item, k=sort_key: (0, "") if value(item, k) is None else (1, value(item, k)),
                      reverse=sort_dir == "desc")
-    return [s.uuid for s in ordered]
+    return ordered
 
 
 def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: list[str]) -> list[str]:
@@ -362,3 +369,27 @@ def test_the_rows_after_a_marker_of_nullable_keys_are_those_the_merge_puts_after
             after = rows.filter(after_row(Instance, keys, values))
             # then they are those after it in the merge's order
             assert [r.uuid for r in after] == [s.uuid for s in ordered[i + 1:]], (keys, values)
+
+
+@pytest.mark.parametrize("sort_dir", ["asc", "desc"])
+def test_servers_that_tie_on_every_key_are_in_uuid_order_ascending(cells, sort_dir):
+    # given twelve servers, six in each cell, equal on every sort key but uuid
+    servers = []
+    for i in range(12):
+        cell = cells["cell1" if i % 2 else "cell2"]
+        instance = InstanceFactory(cell=cell, project_id="project-a", created_at=BASE, display_name="same",
+                                   vm_state="active", host="host-1", launched_at=BASE)
+        InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cell, project_id=instance.project_id)
+        servers.append(instance)
+    ascending = sorted(s.uuid for s in servers)
+    for sort_keys in (["created_at"], ["display_name", "vm_state", "host", "launched_at", "created_at"]):
+        for limit in (1, 2, 5, 1000):
+            # when they are listed in pages sorted on those keys, in one direction
+            listed = _pages(OWNER, {}, limit, sort_keys=sort_keys, sort_dirs=[sort_dir] * len(sort_keys))
+            # then ties are broken by uuid ascending whatever the direction (Nova's InstanceSortContext),
+            # in each cell, across the cells and after every marker
+            assert listed == ascending, (sort_keys, limit)
+    # and so by the API's default order, newest first
+    response = _member_of_project_a().get("/compute/v2.1/servers/detail?limit=5")
+    assert response.status_code == 200, response.content
+    assert [s["id"] for s in response.json()["servers"]] == ascending[:5]
