@@ -26,10 +26,10 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
-from cloudcore.core.keyset import after_row, sort_order
+from cloudcore.core.keyset import SortKeys, after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_objects
 
-from .choices import MigrationStatus, MigrationType, TaskState, VmState
+from .choices import MigrationStatus, MigrationType, PowerState, TaskState, VmState
 from .models import (
     BlockDeviceMapping,
     BuildRequest,
@@ -210,16 +210,20 @@ SORT_KEYS = {
 }
 
 
-def _sort_value(record: ServerRecord, key: str) -> Any:
-    if record.instance is not None:
-        value = getattr(record.instance, key)
-    elif record.build_request is not None:
-        value = record.build_request.instance.get(key)
-        if key == "created_at":
-            value = record.build_request.created_at
-    else:
-        value = None
-    return _sort_key(value)
+#: a build request's value of a sort key its instance does not hold: what the API shows of it
+_BUILD_REQUEST_SHOWN = {"vm_state": VmState.BUILDING, "task_state": TaskState.SCHEDULING,
+                        "power_state": PowerState.NOSTATE, "locked": False}
+
+
+def _build_request_value(build_request: BuildRequest, column: str) -> Any:
+    """``column``'s value of a build request's instance (``id``: the build request's own, as Nova's)."""
+    if column == "created_at":
+        return build_request.created_at
+    if column == "uuid":
+        return build_request.instance_uuid
+    if column == "id":
+        return build_request.pk
+    return build_request.instance.get(column, _BUILD_REQUEST_SHOWN.get(column))
 
 
 def _sort_key(value: Any) -> Any:
@@ -251,7 +255,9 @@ def server_list(
     process_sort_params pads them. Invalid (400) for an unknown key or direction, or more
     directions than keys (Nova's message). ``uuid`` ascending breaks the ties of the cells' servers,
     as Nova's cross-cell merge (InstanceSortContext) does, in each cell's SQL, the merge and after a
-    marker alike. Build requests stay ordered on ``created_at`` alone, in the first key's direction."""
+    marker alike. The build requests are sorted on the same keys, then ``created_at`` and their own
+    ``id`` in the first direction (Nova's BuildRequestList.get_by_filters: process_sort_params'
+    default keys); a marker that is one of them is a place in that order."""
     given = _sort_columns(sort_keys, sort_dirs)
     keys = given if any(column == "uuid" for column, _desc in given) else [*given, ("uuid", False)]
     columns_sorted = [column for column, _desc in keys]
@@ -262,7 +268,7 @@ def server_list(
     build_requests: list[BuildRequest] = []
     if not filters.get("deleted") and not (filters.get("host") or filters.get("node")) \
             and filters.get("uuids") is None:
-        brs = BuildRequest.objects.all().order_by("-created_at" if given[0][1] else "created_at", "instance_uuid")
+        brs = BuildRequest.objects.all()
         if not (filters.get("all_tenants") and actor.is_admin):
             brs = brs.filter(project_id=actor.project_id)
         elif filters.get("project_id"):
@@ -274,7 +280,8 @@ def server_list(
                 continue
             build_requests.append(br)
 
-    br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br) for br in build_requests]
+    br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br)
+                  for br in _build_requests_sorted(build_requests, given)]
     skip_builds = False
     if marker:
         idx = next((i for i, r in enumerate(br_records) if r.uuid == marker), None)
@@ -370,6 +377,17 @@ def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tu
     padding = sort_dirs[0] if sort_dirs else "desc"
     dirs = [*sort_dirs, *[padding] * (len(sort_keys) - len(sort_dirs))]
     return [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
+
+
+def _build_requests_sorted(build_requests: list[BuildRequest], keys: SortKeys) -> list[BuildRequest]:
+    """``build_requests`` sorted on ``keys`` (NULL first ascending, as the cells' servers), then on
+    ``created_at`` and ``id`` in the first key's direction unless among them, as Nova sorts them."""
+    keys = [*keys, *[(column, keys[0][1]) for column in ("created_at", "id")
+                     if all(column != given for given, _desc in keys)]]
+    rows = [(tuple(_sort_key(_build_request_value(br, column)) for column, _desc in keys), br)
+            for br in build_requests]
+    _merge_sort(rows, [desc for _column, desc in keys])
+    return [br for _values, br in rows]
 
 
 #: (the sort keys' values, uuid, cell, the row, its reader) of a row of the merge
