@@ -255,10 +255,11 @@ class Instance(CellModel, SoftDeleteModel):
     class Meta(SoftDeleteModel.Meta):
         indexes = [
             models.Index(fields=["project_id", "deleted"]),
-            # A project's list page in the API's default order (created_at, uuid; newest first):
-            # read from the index up to the page's limit, where the project_id index made SQLite
-            # sort every row of the project (5,000 per cell for a page of 1,000 of 10,000 servers).
-            models.Index(fields=["project_id", "created_at", "uuid"]),
+            # A project's list page in the API's default order (created_at newest first, then uuid
+            # ascending, Nova's tie-breaker; the index read backwards): read from the index up to the
+            # page's limit, where the project_id index made SQLite sort every row of the project
+            # (5,000 per cell for a page of 1,000 of 10,000 servers).
+            models.Index(fields=["project_id", "created_at", "-uuid"]),
             models.Index(fields=["host", "node", "deleted"]),
             models.Index(fields=["compute", "deleted"]),
             models.Index(fields=["created_at", "id"]),

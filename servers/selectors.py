@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, QuerySet, Sum
@@ -25,10 +26,10 @@ from cells.context import target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
-from cloudcore.core.keyset import after_row, sort_order
+from cloudcore.core.keyset import SortKeys, after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_objects
 
-from .choices import MigrationStatus, MigrationType, TaskState, VmState
+from .choices import MigrationStatus, MigrationType, PowerState, TaskState, VmState
 from .models import (
     BlockDeviceMapping,
     BuildRequest,
@@ -209,16 +210,20 @@ SORT_KEYS = {
 }
 
 
-def _sort_value(record: ServerRecord, key: str) -> Any:
-    if record.instance is not None:
-        value = getattr(record.instance, key)
-    elif record.build_request is not None:
-        value = record.build_request.instance.get(key)
-        if key == "created_at":
-            value = record.build_request.created_at
-    else:
-        value = None
-    return _sort_key(value)
+#: a build request's value of a sort key its instance does not hold: what the API shows of it
+_BUILD_REQUEST_SHOWN = {"vm_state": VmState.BUILDING, "task_state": TaskState.SCHEDULING,
+                        "power_state": PowerState.NOSTATE, "locked": False}
+
+
+def _build_request_value(build_request: BuildRequest, column: str) -> Any:
+    """``column``'s value of a build request's instance (``id``: the build request's own, as Nova's)."""
+    if column == "created_at":
+        return build_request.created_at
+    if column == "uuid":
+        return build_request.instance_uuid
+    if column == "id":
+        return build_request.pk
+    return build_request.instance.get(column, _BUILD_REQUEST_SHOWN.get(column))
 
 
 def _sort_key(value: Any) -> Any:
@@ -248,10 +253,13 @@ def server_list(
     ``sort_dirs``, then on ``uuid`` (``created_at`` descending when no key is left); a key without
     a direction takes the first direction (``desc`` when none is given), as Nova's
     process_sort_params pads them. Invalid (400) for an unknown key or direction, or more
-    directions than keys (Nova's message). Build requests stay ordered on ``created_at`` alone, in
-    the first key's direction."""
-    keys = _sort_columns(sort_keys, sort_dirs)
-    desc = keys[0][1]
+    directions than keys (Nova's message). ``uuid`` ascending breaks the ties of the cells' servers,
+    as Nova's cross-cell merge (InstanceSortContext) does, in each cell's SQL, the merge and after a
+    marker alike. The build requests are sorted on the same keys, then ``created_at`` and their own
+    ``id`` in the first direction (Nova's BuildRequestList.get_by_filters: process_sort_params'
+    default keys); a marker that is one of them is a place in that order."""
+    given = _sort_columns(sort_keys, sort_dirs)
+    keys = given if any(column == "uuid" for column, _desc in given) else [*given, ("uuid", False)]
     columns_sorted = [column for column, _desc in keys]
     marker_values: tuple[Any, ...] | None = None
     records: list[ServerRecord] = []
@@ -260,7 +268,7 @@ def server_list(
     build_requests: list[BuildRequest] = []
     if not filters.get("deleted") and not (filters.get("host") or filters.get("node")) \
             and filters.get("uuids") is None:
-        brs = BuildRequest.objects.all().order_by("-created_at" if desc else "created_at", "instance_uuid")
+        brs = BuildRequest.objects.all()
         if not (filters.get("all_tenants") and actor.is_admin):
             brs = brs.filter(project_id=actor.project_id)
         elif filters.get("project_id"):
@@ -272,7 +280,8 @@ def server_list(
                 continue
             build_requests.append(br)
 
-    br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br) for br in build_requests]
+    br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br)
+                  for br in _build_requests_sorted(build_requests, given)]
     skip_builds = False
     if marker:
         idx = next((i for i, r in enumerate(br_records) if r.uuid == marker), None)
@@ -312,15 +321,24 @@ def server_list(
     merged: list[_Merged] = []
     seen: set[str] = set()
     down: list[str] = []
+    # a last uuid in the other direction than the key before it (the tie-breaker ascending after a
+    # descending key: the default order) is merged inverted, in that key's direction: one sort
+    inverted = len(keys) > 1 and keys[-1][0] == "uuid" and keys[-1][1] != keys[-2][1]
+    merge_desc = [d for _column, d in keys[:-1]] + [keys[-2][1] if inverted else keys[-1][1]]
+    by_value = columns_sorted[:-1] if inverted else columns_sorted
     for cell_uuid, result in results.items():
         if failed(result):
             down.append(cell_uuid)
             continue
         reader, rows = result  # type: ignore[misc]
         cell = by_uuid[cell_uuid]
-        merged.extend((tuple(_sort_key(reader.value(row, c)) for c in columns_sorted), reader.value(row, "uuid"),
-                       cell, row, reader) for row in rows)
-    _merge_sort(merged, [d for _column, d in keys])
+        for row in rows:
+            instance_uuid = reader.value(row, "uuid")
+            values = tuple(_sort_key(reader.value(row, c)) for c in by_value)
+            if inverted:
+                values += (_inverted(instance_uuid),)
+            merged.append((values, instance_uuid, cell, row, reader))
+    _merge_sort(merged, merge_desc)
     if records:
         # a build request read above whose server the conductor has since created in its cell (the
         # request is deleted just after): listed once, as the cell's row, its current state
@@ -343,8 +361,8 @@ def server_list(
 
 
 def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tuple[str, bool]]:
-    """(column, descending) of each sort key, then of ``uuid`` (in the first key's direction) unless
-    it is one of them: the order is total, so a marker is a place in it (see ``server_list``)."""
+    """(column, descending) of each sort key, the missing directions padded with the first (see
+    ``server_list``)."""
     if not sort_keys:
         # every key was one ignored for the actor: Nova's default sort, whatever direction is left
         sort_keys, sort_dirs = ("created_at",), ("desc",)
@@ -358,17 +376,36 @@ def _sort_columns(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> list[tu
         raise Invalid("Invalid input received: Sort direction size exceeds sort key size")
     padding = sort_dirs[0] if sort_dirs else "desc"
     dirs = [*sort_dirs, *[padding] * (len(sort_keys) - len(sort_dirs))]
-    keys = [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
-    if "uuid" not in sort_keys:
-        keys.append(("uuid", padding == "desc"))
-    return keys
+    return [(SORT_KEYS[key], sort_dir == "desc") for key, sort_dir in zip(sort_keys, dirs, strict=True)]
+
+
+def _build_requests_sorted(build_requests: list[BuildRequest], keys: SortKeys) -> list[BuildRequest]:
+    """``build_requests`` sorted on ``keys`` (NULL first ascending, as the cells' servers), then on
+    ``created_at`` and ``id`` in the first key's direction unless among them, as Nova sorts them."""
+    keys = [*keys, *[(column, keys[0][1]) for column in ("created_at", "id")
+                     if all(column != given for given, _desc in keys)]]
+    rows = [(tuple(_sort_key(_build_request_value(br, column)) for column, _desc in keys), br)
+            for br in build_requests]
+    _merge_sort(rows, [desc for _column, desc in keys])
+    return [br for _values, br in rows]
 
 
 #: (the sort keys' values, uuid, cell, the row, its reader) of a row of the merge
 _Merged = tuple[tuple[Any, ...], str, "CellMapping", Any, RawRows]
+#: a row sorted on its first item, the values of its sort keys
+_Sorted = TypeVar("_Sorted", bound=tuple[Any, ...])
+#: each byte of a string's UTF-8 its complement: see ``_inverted``
+_COMPLEMENT = bytes(range(255, -1, -1))
 
 
-def _merge_sort(merged: list[_Merged], desc: list[bool]) -> None:
+def _inverted(value: str) -> bytes:
+    """``value`` (with no NUL) as bytes in the inverse order of strings: each byte of its UTF-8 (which
+    is in code point order) complemented, then a byte above every complemented one, so that a prefix
+    comes after the longer strings it begins."""
+    return value.encode().translate(_COMPLEMENT) + b"\xff"
+
+
+def _merge_sort(merged: list[_Sorted], desc: Sequence[bool]) -> None:
     """Sorts ``merged`` on its keys' values, each key in its direction: one stable sort per run of
     keys of one direction, the last run first (a single direction is one sort)."""
     end = len(desc)
@@ -376,11 +413,15 @@ def _merge_sort(merged: list[_Merged], desc: list[bool]) -> None:
         start = end - 1
         while start > 0 and desc[start - 1] == desc[end - 1]:
             start -= 1
-        merged.sort(key=_values_of(slice(start, end)), reverse=desc[end - 1])
+        merged.sort(key=_FIRST if (start, end) == (0, len(desc)) else _values_of(slice(start, end)),
+                    reverse=desc[end - 1])
         end = start
 
 
-def _values_of(keys: slice) -> Callable[[_Merged], tuple[Any, ...]]:
+_FIRST = itemgetter(0)
+
+
+def _values_of(keys: slice) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     return lambda m: m[0][keys]
 
 

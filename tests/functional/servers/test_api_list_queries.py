@@ -180,7 +180,8 @@ def test_project_page_is_read_in_order_from_an_index(cloud):
             cursor.execute(f"EXPLAIN QUERY PLAN {listed[0]}")
             plan = " / ".join(row[-1] for row in cursor.fetchall())
             assert "TEMP B-TREE" not in plan, plan
-    assert "servers_ins_project_685a7e_idx" in plan, plan
+    # (project_id, created_at, uuid DESC), read backwards: created_at newest first, uuid ascending
+    assert "servers_ins_project_d7c1cf_idx" in plan, plan
 
 
 def test_a_detail_page_reads_the_extras_of_the_fields_it_shows_only(cloud):

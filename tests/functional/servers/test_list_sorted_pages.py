@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from django.db import connection, connections
 
 from cells.context import target_cell
 from cells.models import InstanceMapping
@@ -55,13 +56,20 @@ def _servers(cells: dict[str, Any]) -> list[Instance]:
 
 def _straightforward(servers: list[Instance], sort: list[tuple[str, str]], keep: Any) -> list[str]:
     """The uuids of ``servers`` that ``keep`` holds, sorted on each (key, direction) of ``sort`` in
-    turn then on uuid in the first direction, a missing key first when ascending (as the list has
-    always merged): a stable sort per key, the last key first."""
-    ordered = [s for s in servers if keep(s)]
-    for sort_key, sort_dir in reversed([*sort, ("uuid", sort[0][1])]):
-        ordered.sort(key=lambda s, k=sort_key: (0, "") if getattr(s, k) is None else (1, getattr(s, k)),
+    turn then on uuid ascending whatever the directions (Nova's cross-cell merge, InstanceSortContext),
+    a missing key first when ascending (as the list has always merged)."""
+    tie_breaker = [] if any(k == "uuid" for k, _d in sort) else [("uuid", "asc")]
+    return [s.uuid for s in _sorted([s for s in servers if keep(s)], [*sort, *tie_breaker], getattr)]
+
+
+def _sorted(items: list[Any], sort: list[tuple[str, str]], value: Any) -> list[Any]:
+    """``items`` sorted on each (key, direction) of ``sort`` in turn, ``value(item, key)`` a key's
+    value, None first ascending: a stable sort per key, the last key first."""
+    ordered = list(items)
+    for sort_key, sort_dir in reversed(sort):
+        ordered.sort(key=lambda item, k=sort_key: (0, "") if value(item, k) is None else (1, value(item, k)),
                      reverse=sort_dir == "desc")
-    return [s.uuid for s in ordered]
+    return ordered
 
 
 def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: list[str]) -> list[str]:
@@ -75,7 +83,10 @@ def _pages(actor: RequestContext, filters: dict[str, Any], limit: int, **sort: l
         assert result.down_cells == []
         records = result.records
         for record in records:
-            assert record.instance is not None and record.instance.uuid == record.uuid
+            if record.build_request is not None:
+                assert record.instance is None and record.build_request.instance_uuid == record.uuid
+            else:
+                assert record.instance is not None and record.instance.uuid == record.uuid
         listed += [r.uuid for r in records]
         if len(records) < limit:
             return listed
@@ -362,3 +373,125 @@ def test_the_rows_after_a_marker_of_nullable_keys_are_those_the_merge_puts_after
             after = rows.filter(after_row(Instance, keys, values))
             # then they are those after it in the merge's order
             assert [r.uuid for r in after] == [s.uuid for s in ordered[i + 1:]], (keys, values)
+
+
+def _build_requests() -> list[BuildRequest]:
+    """Five build requests, four of project-a, created in the inverse order of their uuids (the uuid
+    and the build request's id do not break ties alike); their names and creation times tie, their
+    vm_state (building), host and launch time are those of every build request."""
+    made = []
+    for i, (name, minute) in enumerate([("web-1", 30), ("web-0", 20), ("web-1", 20), ("web-0", 30), ("web-1", 20)]):
+        br = BuildRequest.objects.create(
+            instance_uuid=f"{'fedcb'[i] * 8}-0000-4000-8000-000000000000",
+            project_id="project-b" if i == 3 else "project-a", instance={"display_name": name},
+            created_at=BASE + dt.timedelta(minutes=minute))
+        InstanceMapping.objects.create(instance_uuid=br.instance_uuid, cell=None, project_id=br.project_id)
+        made.append(br)
+    return made
+
+
+def _build_request_value(br: BuildRequest, key: str) -> Any:
+    """A build request's value of a sort key: that of its instance, as the API shows it."""
+    shown = {"created_at": br.created_at, "id": br.pk, "uuid": br.instance_uuid, "vm_state": "building"}
+    return shown[key] if key in shown else br.instance.get(key)
+
+
+def _straightforward_builds(brs: list[BuildRequest], sort: list[tuple[str, str]], keep: Any) -> list[str]:
+    """The uuids of ``brs`` that ``keep`` holds, sorted on ``sort`` then on created_at and the build
+    request's id in the first direction unless among the keys (Nova's BuildRequestList.get_by_filters,
+    with process_sort_params' default keys)."""
+    defaults = [(k, sort[0][1]) for k in ("created_at", "id") if all(k != key for key, _d in sort)]
+    return [br.instance_uuid for br in _sorted([br for br in brs if keep(br)], [*sort, *defaults],
+                                                _build_request_value)]
+
+
+#: sorts on which the build requests tie on some keys (vm_state, host, launched_at: the same for all)
+BUILD_REQUEST_SORTS = (
+    [("created_at", "desc")],
+    [("created_at", "asc")],
+    [("display_name", "asc"), ("host", "desc")],
+    [("display_name", "desc"), ("created_at", "asc")],
+    [("vm_state", "desc"), ("launched_at", "asc"), ("display_name", "desc")],
+    [("host", "asc"), ("uuid", "desc")],
+)
+
+
+@pytest.mark.parametrize("sort", BUILD_REQUEST_SORTS, ids=lambda sort: ",".join(f"{k}:{d}" for k, d in sort))
+def test_build_requests_come_first_sorted_on_every_key_and_pages_cross_into_the_cells(cells, sort):
+    # given eighteen servers in two cells and five build requests whose keys tie on some sort keys
+    servers = _servers(cells)
+    brs = _build_requests()
+    sort_keys, sort_dirs = [k for k, _d in sort], [d for _k, d in sort]
+    for actor, filters, project in ((OWNER, {}, "project-a"), (ADMIN, {"all_tenants": True}, None)):
+        expected = [
+            *_straightforward_builds(brs, sort, lambda br, p=project: p in (None, br.project_id)),
+            *_straightforward(servers, sort, lambda s, p=project: p in (None, s.project_id) and not s.deleted),
+        ]
+        for limit in (1, 2, 3, 5, 1000):
+            # when the pages of that size are listed, each after the last server of the one before
+            # (a build request, the last build request, or a server in a cell)
+            listed = _pages(actor, filters, limit, sort_keys=sort_keys, sort_dirs=sort_dirs)
+            # then the build requests come first, sorted on every key as Nova sorts them, then the
+            # cells' servers: the straightforward list cut in pages
+            assert listed == expected, (filters, limit)
+
+
+@pytest.mark.parametrize("path", ["servers", "servers/detail"])
+def test_api_pages_of_build_requests_sorted_on_several_keys(cells, path):
+    # given servers in two cells and build requests that tie on their names
+    servers = _servers(cells)
+    brs = _build_requests()
+    sort = [("display_name", "asc"), ("created_at", "desc")]
+    # when an admin lists every project's servers in pages of two, sorted on name then creation time
+    query = [("all_tenants", "1"), ("limit", "2"), *[("sort_key", k) for k, _d in sort],
+             *[("sort_dir", d) for _k, d in sort]]
+    listed = _api_pages(admin_client(), path, query)
+    # then the build requests come first in that order, then the cells' servers
+    assert listed == [*_straightforward_builds(brs, sort, lambda br: True),
+                      *_straightforward(servers, sort, lambda s: not s.deleted)]
+
+
+@pytest.mark.parametrize("sort_dir", ["asc", "desc"])
+def test_servers_that_tie_on_every_key_are_in_uuid_order_ascending(cells, sort_dir):
+    # given twelve servers, six in each cell, equal on every sort key but uuid
+    servers = []
+    for i in range(12):
+        cell = cells["cell1" if i % 2 else "cell2"]
+        instance = InstanceFactory(cell=cell, project_id="project-a", created_at=BASE, display_name="same",
+                                   vm_state="active", host="host-1", launched_at=BASE)
+        InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cell, project_id=instance.project_id)
+        servers.append(instance)
+    ascending = sorted(s.uuid for s in servers)
+    for sort_keys in (["created_at"], ["display_name", "vm_state", "host", "launched_at", "created_at"]):
+        for limit in (1, 2, 5, 1000):
+            # when they are listed in pages sorted on those keys, in one direction
+            listed = _pages(OWNER, {}, limit, sort_keys=sort_keys, sort_dirs=[sort_dir] * len(sort_keys))
+            # then ties are broken by uuid ascending whatever the direction (Nova's InstanceSortContext),
+            # in each cell, across the cells and after every marker
+            assert listed == ascending, (sort_keys, limit)
+    # and so by the API's default order, newest first
+    response = _member_of_project_a().get("/compute/v2.1/servers/detail?limit=5")
+    assert response.status_code == 200, response.content
+    assert [s["id"] for s in response.json()["servers"]] == ascending[:5]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's NULLs order in an index")
+@pytest.mark.parametrize("desc", [False, True], ids=["asc", "desc"])
+def test_postgresql_reads_a_list_sorted_on_host_in_its_order_from_an_index(cells, desc):
+    # given servers in a cell, some with no host
+    servers = _servers(cells)
+    in_cell1 = {s.uuid for i, s in enumerate(servers) if i % 2}  # (_servers puts the odd ones there)
+    keys = [("host", desc), ("uuid", False)]
+    with target_cell(cells["cell1"]):
+        rows = Instance.all_objects.filter(deleted=False).order_by(*sort_order(Instance, keys))[:5]
+        with connections[rows.db].cursor() as cursor:
+            # (the planner would scan and sort so small a table: the plan it makes when it must not)
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_sort = off")
+        # when a page is asked sorted on host, NULLs first ascending (last descending) as the merge has them
+        plan = rows.explain()
+        # then the host index gives that order (only the uuid ties are sorted) where a plain index
+        # has the NULLs last ascending and every row was sorted
+        assert "Presorted Key: host" in plan, plan
+        assert [r.uuid for r in rows] == _straightforward(
+            servers, [("host", "desc" if desc else "asc")], lambda s: s.uuid in in_cell1 and not s.deleted)[:5]
