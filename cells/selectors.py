@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from django.db.models import QuerySet
 
 from cloudcore.core import scope
-from cloudcore.core.prepared import prepared_objects
+from cloudcore.core.prepared import prepared_first, prepared_objects
 
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
@@ -82,7 +82,13 @@ def host_cell_names() -> dict[str, str]:
 def instance_mapping_get(instance_uuid: str) -> InstanceMapping | None:
     """The mapping of a server with its cell (None when unmapped; its cell is None while the
     server waits for a host)."""
-    return InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid).first()
+    # read by every request about one server (a client's status poll above all): its SQL built once
+    # per process (prepared_first)
+    return prepared_first("cells.instance_mapping", _instance_mapping, (instance_uuid,))
+
+
+def _instance_mapping(instance_uuid: str) -> QuerySet[InstanceMapping]:
+    return InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid)
 
 
 def instance_mappings_in(cells: Iterable[CellMapping], *, project_id: str | None = None) -> list[InstanceMapping]:

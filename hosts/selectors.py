@@ -6,9 +6,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from cells.context import current_alias
 from cells.transactions import connection_for
+from cloudcore.core.prepared import prepared_in_objects
 
 from .models import ComputeNode, Service
 
@@ -84,8 +87,15 @@ def compute_node_ids_by_name() -> dict[tuple[str | None, str | None], int]:
 
 
 def compute_services(hosts: Iterable[str]) -> dict[str, Service]:
-    """``{host: service}`` of the nova-compute services of ``hosts``."""
-    return {s.host: s for s in Service.objects.filter(host__in=list(hosts), binary=COMPUTE_BINARY)}
+    """``{host: service}`` of the nova-compute services of ``hosts`` (in the targeted cell). The
+    statement for one host (a server's show: a client's status poll) is built once per process for
+    each cell's database (``prepared_in_objects``)."""
+    found = prepared_in_objects(f"hosts.compute_services.{current_alias()}", _compute_services, sorted(hosts))
+    return {s.host: s for s in found}
+
+
+def _compute_services(hosts: Any) -> QuerySet[Service]:
+    return Service.objects.filter(host__in=hosts, binary=COMPUTE_BINARY)
 
 
 def compute_node_get(uuid: str) -> ComputeNode | None:

@@ -26,8 +26,7 @@ from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
-from cloudcore.core.prepared import prepared_objects
-from cloudcore.core.sqlin import values_in
+from cloudcore.core.prepared import prepared_in_objects, prepared_in_rows, prepared_objects
 
 from . import quotas
 from .firewall import port_filters_changed
@@ -646,13 +645,11 @@ def instance_security_groups_forget(instance_uuid: str) -> None:
 def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Iterable[str] = ()
                                  ) -> dict[str, list[SecurityGroup]]:
     """``{uuid: [groups]}``: the groups on the server's ports (each once, in port order); for a server still
-    ``building`` that has no port yet, the groups it asked for."""
+    ``building`` that has no port yet, the groups it asked for. The statements for one server (a
+    show: a client's status poll) are built once per process (``prepared_in_objects``)."""
     uuids = list(instance_uuids)
     out: dict[str, list[SecurityGroup]] = {}
-    through = Port.security_groups.through
-    rows = (through.objects.filter(port__device_id__in=values_in(uuids)).select_related("securitygroup", "port")
-            .order_by("port__created_at", "port_id", "id"))
-    for row in rows:
+    for row in prepared_in_objects("networks.port_groups", _port_groups, uuids):
         groups = out.setdefault(row.port.device_id, [])
         if row.securitygroup not in groups:
             groups.append(row.securitygroup)
@@ -662,16 +659,33 @@ def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Ite
     candidates = [u for u in building if u in asked]
     pending: list[str] = []
     if candidates:
-        with_ports = set(Port.objects.filter(device_id__in=values_in(candidates)).values_list("device_id", flat=True))
+        with_ports = {device for device, in prepared_in_rows("networks.ports_of", _ports_of, candidates)}
         pending = [u for u in candidates if u not in with_ports]
     if pending:
-        requested = dict(InstanceSecurityGroups.objects.filter(instance_uuid__in=pending)
-                         .values_list("instance_uuid", "security_group_ids"))
+        requested = {row.instance_uuid: row.security_group_ids
+                     for row in prepared_in_objects("networks.requested_of", _requested_of, pending)}
         ids = {g for group_ids in requested.values() for g in group_ids}
-        by_id = SecurityGroup.objects.in_bulk(list(ids))
+        by_id = {group.id: group for group in prepared_in_objects("networks.groups_in", _groups_in, sorted(ids))}
         for uuid, group_ids in requested.items():
             out[uuid] = [by_id[g] for g in group_ids if g in by_id]
     return out
+
+
+def _port_groups(uuids: Any) -> QuerySet[Any]:
+    return Port.security_groups.through.objects.filter(port__device_id__in=uuids)\
+        .select_related("securitygroup", "port").order_by("port__created_at", "port_id", "id")
+
+
+def _ports_of(uuids: Any) -> QuerySet[Port, tuple[str]]:
+    return Port.objects.filter(device_id__in=uuids).values_list("device_id")
+
+
+def _requested_of(uuids: Any) -> QuerySet[InstanceSecurityGroups]:
+    return InstanceSecurityGroups.objects.filter(instance_uuid__in=uuids)
+
+
+def _groups_in(ids: Any) -> QuerySet[SecurityGroup]:
+    return SecurityGroup.objects.filter(id__in=ids)
 
 
 class NoPortsForInstance(NotFound):

@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
-from cloudcore.core.sqlin import values_in
+from cloudcore.core.prepared import prepared_in_rows
 
 from . import quotas, secgroups
 from .firewall import groups_of_ports, port_filters_changed
@@ -631,11 +631,15 @@ def network_info(instance_uuid: str) -> list[dict[str, Any]]:
 def _floating_by_fixed_ip(port_ids: list[str]) -> dict[tuple[str, str], list[str]]:
     """``{(port id, fixed IP): [floating IPs]}`` of the floating IPs associated with the ports."""
     out: dict[tuple[str, str], list[str]] = {}
-    rows = (FloatingIP.objects.filter(port_id__in=port_ids).exclude(fixed_ip_address=None)
-            .values_list("port_id", "fixed_ip_address", "floating_ip_address").order_by("created_at", "id"))
-    for port_id, fixed, address in rows:
+    # for a server's one port (a show: a client's status poll) by a statement built once per process
+    for port_id, fixed, address in prepared_in_rows("networks.floating", _floating_of, port_ids):
         out.setdefault((port_id, str(fixed)), []).append(address)  # never None: excluded above
     return out
+
+
+def _floating_of(port_ids: Any) -> QuerySet[FloatingIP, tuple[str, str | None, str]]:
+    return FloatingIP.objects.filter(port_id__in=port_ids).exclude(fixed_ip_address=None)\
+        .values_list("port_id", "fixed_ip_address", "floating_ip_address").order_by("created_at", "id")
 
 
 def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -646,9 +650,9 @@ def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str
     if not uuids:
         return {}
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    rows = list(IPAllocation.objects.filter(port__device_id__in=values_in(uuids))
-                .values_list("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
-                             "port__mac_address", "port_id").order_by("port__created_at", "id"))
+    # for one server (a show: a client's status poll) by a statement built once per process; the
+    # columns need no conversion (text and integers)
+    rows = prepared_in_rows("networks.addresses", _addresses, uuids)
     floating = _floating_by_fixed_ip(list({row[5] for row in rows}))
     for device_id, net_name, ip, version, mac, port_id in rows:
         entries = out.setdefault(device_id, {}).setdefault(net_name, [])
@@ -656,6 +660,12 @@ def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str
         entries.extend({"addr": address, "version": 4, "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": mac}
                        for address in floating.get((port_id, ip), []))
     return out
+
+
+def _addresses(uuids: Any) -> QuerySet[IPAllocation, tuple[str, str, str, int, str, str]]:
+    return IPAllocation.objects.filter(port__device_id__in=uuids).values_list(
+        "port__device_id", "port__network__name", "ip_address", "subnet__ip_version", "port__mac_address",
+        "port_id").order_by("port__created_at", "id")
 
 
 def addresses_for_instance(instance_uuid: str) -> dict[str, list[dict[str, Any]]]:

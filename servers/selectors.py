@@ -22,12 +22,12 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from cells import selectors as cell_selectors
-from cells.context import target_cell
+from cells.context import current_alias, target_cell
 from cells.scatter import failed, scatter_gather
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 from cloudcore.core.keyset import SortKeys, after_row, sort_order
-from cloudcore.core.prepared import RawRows, prepared_objects
+from cloudcore.core.prepared import RawRows, prepared_first, prepared_objects
 
 from .choices import MigrationStatus, MigrationType, PowerState, TaskState, VmState
 from .models import (
@@ -96,7 +96,7 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
         # queued at delete time: until its host has terminated it, a server in a cell is still shown
         raise ServerNotFound(instance_id=instance_uuid)
     if mapping.cell is None:
-        br = BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+        br = build_request_get(instance_uuid)
         if br is None:
             # Scheduled meanwhile: the mapping now has a cell.
             mapping.refresh_from_db()
@@ -108,13 +108,19 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
     assert cell is not None
     try:
         with target_cell(cell):
-            instance = Instance.objects.filter(uuid=instance_uuid).first()
+            # read by every request about one server (a client's status poll above all): its SQL
+            # built once per process for each cell's database (prepared_first)
+            instance = prepared_first(f"servers.instance.{current_alias()}", _instance, (instance_uuid,))
     except (DatabaseError, CellDown):
         # The cell does not answer: what the API database knows (a down-cell stub, 2.69).
         return ServerRecord(uuid=instance_uuid, cell=cell, down_cell=True, mapping=mapping)
     if instance is None:
         raise ServerNotFound(instance_id=instance_uuid)
     return ServerRecord(uuid=instance_uuid, instance=instance, cell=cell, mapping=mapping)
+
+
+def _instance(instance_uuid: str) -> QuerySet[Instance]:
+    return Instance.objects.filter(uuid=instance_uuid)
 
 
 def _regex(value: str) -> str:
@@ -626,8 +632,13 @@ def vif_tags(instance_uuid: str) -> dict[str, str | None]:
 # (the conductor's reads: the API database's BuildRequests, else the targeted cell; instance_get
 # and migration_get above serve it too)
 def build_request_get(instance_uuid: str) -> BuildRequest | None:
-    """The BuildRequest of a server not yet in a cell (API database), or None."""
-    return BuildRequest.objects.filter(instance_uuid=instance_uuid).first()
+    """The BuildRequest of a server not yet in a cell (API database), or None (its SQL built once
+    per process: a client polls its server's status until it is built)."""
+    return prepared_first("servers.build_request", _build_request, (instance_uuid,))
+
+
+def _build_request(instance_uuid: str) -> QuerySet[BuildRequest]:
+    return BuildRequest.objects.filter(instance_uuid=instance_uuid)
 
 
 #: a read of build requests named by its caller (``build_requests_get``'s ``prepared``) is prepared for

@@ -18,6 +18,11 @@ become instances by the model's ``from_db``, their related instances by Django's
 (made once: they keep no state of a query). Not for ``only``/``defer`` or prefetching (built by the
 ORM, as when the query cannot be prepared).
 
+``prepared_first`` is ``QuerySet.first()`` of such a query; ``prepared_in_rows`` and
+``prepared_in_objects`` read the rows of a list of values (``__in``): prepared when the list has one
+value (a server's status poll asks its extras of one server), as ``values_in`` for more. A statement
+of a cell's model runs on the database it was prepared on: its key names the cell's database.
+
 ``RawRows`` reads a queryset's rows as the database gives them and makes instances of those asked
 (a page merged from several cells keeps only its first rows of them all). Both read SQLite's
 datetime values in one call each (``_faster``), where Django's converter makes four and a costly one.
@@ -34,6 +39,8 @@ from django.db import connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
 from django.db.models import QuerySet
 from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
+
+from .sqlin import values_in
 
 #: key: (database alias, SQL, for each parameter: the index of the argument or None, the constants)
 _statements: dict[str, tuple[str, str, list[int | None], list[Any]] | None] = {}
@@ -186,6 +193,35 @@ def prepared_objects(key: str, build: Callable[..., QuerySet[Any]], args: Sequen
         return list(build(*args))
     database, objects, where = statement
     return objects.objects(database, _execute(database, objects.sql, where, objects.params, args))
+
+
+def prepared_first(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str]) -> Any | None:
+    """``build(*args).first()`` (ordered by the primary key when the queryset is not ordered, one
+    row), its SQL built and its row reading worked out once per process under ``key``."""
+    def first(*values: str) -> QuerySet[Any]:
+        queryset = build(*values)
+        return (queryset if queryset.ordered else queryset.order_by("pk"))[:1]
+
+    found = prepared_objects(key, first, args)
+    return found[0] if found else None
+
+
+def prepared_in_rows(key: str, build: Callable[[Any], QuerySet[Any]], values: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows of the ``values_list`` queryset ``build(values_in(values))`` (``build`` takes the
+    right-hand side of its ``__in`` lookup), as the database gives them (see ``prepared_rows``); for
+    one value its SQL built once per process under ``key``; none for no value (Django's empty ``IN``
+    sends none either)."""
+    if len(values) == 1:
+        return prepared_rows(key, lambda value: build([value]), values)
+    return [tuple(row) for row in build(values_in(values))] if values else []
+
+
+def prepared_in_objects(key: str, build: Callable[[Any], QuerySet[Any]], values: Sequence[str]) -> list[Any]:
+    """The model instances of ``build(values_in(values))`` (as ``prepared_in_rows``); for one value
+    its SQL built and its row reading worked out once per process under ``key``."""
+    if len(values) == 1:
+        return prepared_objects(key, lambda value: build([value]), values)
+    return list(build(values_in(values))) if values else []
 
 
 #: the declared column types whose values SQLite's DB-API module converts as it reads a row (Django

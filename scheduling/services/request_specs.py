@@ -4,8 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import JSONField, Subquery
+from django.db.models import JSONField, QuerySet, Subquery
 
+from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.scope import insert_plain_now
 from cloudcore.core.sqlin import values_in
 
@@ -35,9 +36,17 @@ def request_spec_get(instance_uuid: str) -> dict[str, Any] | None:
 
 
 def request_specs_get(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{instance_uuid: spec}`` of those among ``instance_uuids`` that have one."""
-    rows = RequestSpec.objects.filter(instance_uuid__in=values_in(list(instance_uuids)))
-    return dict(rows.values_list("instance_uuid", "spec"))
+    """``{instance_uuid: spec}`` of those among ``instance_uuids`` that have one; for one server (a
+    show: a client's status poll) by a statement built once per process (``prepared_in_objects``)."""
+    uuids = list(instance_uuids)
+    if len(uuids) == 1:
+        rows = prepared_objects("scheduling.request_spec", _request_spec, uuids)
+        return {row.instance_uuid: row.spec for row in rows}
+    return dict(RequestSpec.objects.filter(instance_uuid__in=values_in(uuids)).values_list("instance_uuid", "spec"))
+
+
+def _request_spec(instance_uuid: str) -> QuerySet[RequestSpec]:
+    return RequestSpec.objects.filter(instance_uuid=instance_uuid)
 
 
 def request_spec_of(instance_uuid: Any) -> Subquery:

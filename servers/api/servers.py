@@ -14,18 +14,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import QueryDict
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cells.context import target_cell
+from cells.context import current_alias, target_cell
 from cloudcore.core.api.validation import as_bool, query_int, reject_unknown_params, validate
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize
-from cloudcore.core.sqlin import values_in
+from cloudcore.core.prepared import prepared_in_rows
 from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
 from scheduling.services.request_specs import request_spec_get, request_specs_get
@@ -108,6 +109,15 @@ def _host_status(services: dict[str, Any], host: str | None) -> str:
     return "UP"
 
 
+def _tags(uuids: Any) -> QuerySet[Tag, tuple[str, str]]:
+    return Tag.objects.filter(instance_uuid__in=uuids).order_by("tag").values_list("instance_uuid", "tag")
+
+
+def _volumes(uuids: Any) -> QuerySet[BlockDeviceMapping, tuple[str, str, bool]]:
+    return BlockDeviceMapping.objects.filter(instance_uuid__in=uuids, volume_id__isnull=False).order_by("id")\
+        .values_list("instance_uuid", "volume_id", "delete_on_termination")
+
+
 def render(records: list[ServerRecord], *, version: Version, actor: RequestContext,
            listing: bool = False) -> list[dict[str, Any]]:
     """Detail bodies of ``records`` with their extras loaded in bulk; with ``listing``, the entries
@@ -129,19 +139,21 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         # the records' own cell mapping (read with their instance mappings), not found again by its
         # uuid among every cell: a show (a client's status poll) reads no cell list
         with target_cell(cell):
+            # a show's statements (a client's status poll) are built once per process for each cell's
+            # database (prepared_in_rows), a page's for its servers
+            alias = current_alias()
             if want_tags:
-                for instance_uuid, tag in Tag.objects.filter(instance_uuid__in=values_in(uuids)).order_by("tag")\
-                        .values_list("instance_uuid", "tag"):
+                for instance_uuid, tag in prepared_in_rows(f"servers.render.tags.{alias}", _tags, uuids):
                     tags[instance_uuid].append(tag)
             shows_fault = [r.uuid for r in cell_records
                            if r.instance is not None and r.instance.vm_state in ("error", "pending")]
             if shows_fault:
                 for f in InstanceFault.objects.filter(instance_uuid__in=shows_fault).order_by("-created_at", "-id"):
                     faults.setdefault(f.instance_uuid, _fault_body(f, actor))
-            for instance_uuid, volume_id, delete_on_termination in BlockDeviceMapping.objects.filter(
-                    instance_uuid__in=values_in(uuids), volume_id__isnull=False).order_by("id")\
-                    .values_list("instance_uuid", "volume_id", "delete_on_termination"):
-                volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": delete_on_termination})
+            for instance_uuid, volume_id, delete_on_termination in prepared_in_rows(
+                    f"servers.render.volumes.{alias}", _volumes, uuids):
+                # as the database gives it: SQLite's 0/1
+                volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": bool(delete_on_termination)})
             if want_host_status:
                 hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
                 if hosts:
