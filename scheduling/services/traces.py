@@ -6,9 +6,9 @@ the digest of that text) and a small record per instance naming it (``Scheduling
 The same question with the same answer (a server retried while it is PENDING, the same flavor
 that fits nowhere) has the same body: it is stored once, and each later request adds only its
 record: the body's INSERT skips a digest stored already, and a process that stored (or found)
-a failure's body lately does not write it again for ``BODY_REMEMBERED`` (``_stored``, filled once the
+a failure's body lately does not write it again for ``body_remembered()`` (``_stored``, filled once the
 transaction that held it commits): the archive keeps a body that a record named lately for
-``ORPHAN_GRACE``, far longer, so a body a process remembers is there. The JSON is made once, when
+``orphan_grace()``, far longer, so a body a process remembers is there. The JSON is made once, when
 the trace is saved (a failure equal to one of the last few this process saved reuses theirs);
 the readers parse it back, so what they return is what the trace held. Both rows are written by
 a plain INSERT statement each, made from their field values (``scope.insert_values``: no model
@@ -23,7 +23,7 @@ scheduling call has returned.
 
 Deleting records (``trace_records_delete``, when servers are archived) deletes the bodies no
 record names any more, in the same transaction, unless one of the records deleted was made within
-``ORPHAN_GRACE``: such a body is marked (``orphaned_at``) and deleted by a later archive once the
+``orphan_grace()``: such a body is marked (``orphaned_at``) and deleted by a later archive once the
 grace has passed, if no record names it again (``trace_bodies_purge``)."""
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import router, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -74,12 +75,20 @@ def _body(trace: SchedulingTrace, whole: dict[str, Any] | None = None) -> tuple[
     return body, digest
 
 
-#: how long this process counts on a body it stored (or found stored) being there: far less than
-#: ``ORPHAN_GRACE``, the margin being the longest a scope may hold its rows before writing them
-BODY_REMEMBERED = timedelta(hours=1)
-#: how long the archive keeps a body no record names when one of the records it deleted was made
-#: within it (a process may remember the body for ``BODY_REMEMBERED`` after making that record)
-ORPHAN_GRACE = timedelta(days=1)
+def body_remembered() -> timedelta:
+    """How long this process counts on a body it stored (or found stored) being there
+    (``SCHEDULER_TRACE_BODY_REMEMBERED``): far less than ``orphan_grace()``, the margin being the
+    longest a scope may hold its rows before writing them (checked when the settings load)."""
+    return timedelta(seconds=settings.SCHEDULER_TRACE_BODY_REMEMBERED)
+
+
+def orphan_grace() -> timedelta:
+    """How long the archive keeps a body no record names when one of the records it deleted was
+    made within it (``SCHEDULER_TRACE_ORPHAN_GRACE``: a process may remember the body for
+    ``body_remembered()`` after making that record)."""
+    return timedelta(seconds=settings.SCHEDULER_TRACE_ORPHAN_GRACE)
+
+
 #: how many digests this process remembers as stored (``_stored``)
 STORED_KEPT = 64
 #: {digest: when a record naming it was made, in the transaction that stored or found the body},
@@ -88,9 +97,9 @@ _stored: dict[str, datetime] = {}
 
 
 def _remembered(digest: str, now: datetime) -> bool:
-    """Whether this process stored (or found) the body ``digest`` within ``BODY_REMEMBERED``."""
+    """Whether this process stored (or found) the body ``digest`` within ``body_remembered()``."""
     stored = _stored.get(digest)
-    return stored is not None and now - stored < BODY_REMEMBERED
+    return stored is not None and now - stored < body_remembered()
 
 
 def _remember_once_committed(now: datetime) -> Any:
@@ -167,7 +176,7 @@ def trace_record_list(*, instance_uuid: str) -> list[SchedulingTraceRecord]:
 def trace_records_delete(instance_uuids: list[str]) -> int:
     """Delete the traces of archived servers, and the bodies no other record names (in one
     transaction); the number of records deleted. A body one of whose deleted records was made
-    within ``ORPHAN_GRACE`` is kept, marked ``orphaned_at`` (``trace_bodies_purge`` deletes it
+    within ``orphan_grace()`` is kept, marked ``orphaned_at`` (``trace_bodies_purge`` deletes it
     later). Finding the bodies still named reads the records' ``body_digest`` without an index
     (an archive's cost, not the scheduler's)."""
     scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
@@ -180,16 +189,16 @@ def trace_records_delete(instance_uuids: list[str]) -> int:
         if newest:
             named = SchedulingTraceRecord.objects.filter(body_digest__in=newest).values("body_digest")
             orphans = SchedulingTraceBody.objects.filter(digest__in=newest).exclude(digest__in=named)
-            old = [digest for digest, made in newest.items() if made < now - ORPHAN_GRACE]
+            old = [digest for digest, made in newest.items() if made < now - orphan_grace()]
             orphans.filter(digest__in=old).delete()
             orphans.exclude(digest__in=old).update(orphaned_at=now)
     return deleted
 
 
 def trace_bodies_purge() -> int:
-    """Delete the bodies marked orphaned (``trace_records_delete``) more than ``ORPHAN_GRACE``
+    """Delete the bodies marked orphaned (``trace_records_delete``) more than ``orphan_grace()``
     ago that no record names again (a record made since clears the mark); the number deleted."""
-    cutoff = timezone.now() - ORPHAN_GRACE
+    cutoff = timezone.now() - orphan_grace()
     with transaction.atomic(using=router.db_for_write(SchedulingTraceBody)):
         marked = list(SchedulingTraceBody.objects.filter(orphaned_at__lt=cutoff).values_list("digest", flat=True))
         if not marked:
