@@ -27,6 +27,7 @@ record names any more, in the same transaction, unless one of the records delete
 grace has passed, if no record names it again (``trace_bodies_purge``)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
@@ -51,28 +52,57 @@ def trace_body_digest(body: str) -> str:
 
 #: how many no-valid-host traces this process remembers with their JSON (``_body``)
 RECENT_KEPT = 8
-#: (the trace as its JSON reads back, the JSON, its digest), newest first
-_recent: list[tuple[dict[str, Any], str, str]] = []
+#: (the trace as its JSON reads back, the JSON, its digest, the kept shortfall answer its
+#: shortfall was a copy of or None), newest first
+_recent: list[tuple[dict[str, Any], str, str, dict[str, Any] | None]] = []
 
 
 def _body(trace: SchedulingTrace, whole: dict[str, Any] | None = None) -> tuple[str, str]:
     """(the trace's JSON, its digest). A no-valid-host trace equal to one of the last
     ``RECENT_KEPT`` saved by this process (the same failure asked again) reuses its JSON: comparing
-    costs less than serialising. What is kept is the JSON read back, which nothing else holds;
-    a trace that does not read back as itself (a tuple in it) is only never found. ``whole``:
-    ``trace.to_dict()``, when the caller has it."""
+    costs less than serialising. A trace whose shortfall is a copy of the same kept answer as a
+    remembered one's (``SchedulingTrace.shortfall_of``, which nothing changes while it is kept) has
+    an equal shortfall: only the rest is compared, the shortfall (most of a failure's trace) is not.
+    What is kept is the JSON read back, which nothing else holds; a trace that does not read back
+    as itself (a tuple in it) is only never found. ``whole``: ``trace.to_dict()``, when the caller
+    has it."""
     whole = whole if whole is not None else trace.to_dict()
     failed = trace.result == RESULT_NO_VALID_HOST
+    source = trace.shortfall_of
     if failed:
-        for kept, body, digest in list(_recent):
-            if kept == whole:
+        for entry in list(_recent):
+            kept, body, digest, kept_source = entry
+            if source is not None and kept_source is source:
+                if _equal_but_shortfall(kept, whole):
+                    return body, digest
+            elif kept == whole:
+                if source is not None:  # equal to a copy of ``source``: found by it from now on
+                    with contextlib.suppress(ValueError):
+                        _recent.remove(entry)
+                    _recent.insert(0, (kept, body, digest, source))
                 return body, digest
     body = json.dumps(whole, separators=(",", ":"))
     digest = trace_body_digest(body)
     if failed:
-        _recent.insert(0, (json.loads(body), body, digest))
+        _recent.insert(0, (json.loads(body), body, digest, source))
         del _recent[RECENT_KEPT:]
     return body, digest
+
+
+def _equal_but_shortfall(kept: dict[str, Any], whole: dict[str, Any]) -> bool:
+    """Whether the traces ``kept`` and ``whole`` are equal but for their placement's shortfall,
+    which is not compared."""
+    if kept.keys() != whole.keys():
+        return False
+    for key, value in whole.items():
+        if key != "placement":
+            if kept[key] != value:
+                return False
+            continue
+        held = kept[key]
+        if held.keys() != value.keys() or any(held[k] != v for k, v in value.items() if k != "shortfall"):
+            return False
+    return True
 
 
 def body_remembered() -> timedelta:

@@ -356,3 +356,30 @@ def test_how_long_a_body_is_remembered_and_kept_are_the_settings(compute_host):
         # when they are archived, then the body goes at once (a day's grace would have kept it)
         assert trace_records_delete(["i1", "i2"]) == 2
     assert not SchedulingTraceBody.objects.exists()
+
+
+def test_a_failure_with_the_same_shortfall_but_another_request_is_stored_as_its_own(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    traces._recent.clear()
+    # given the same failure met three times: from the second on, its shortfall is a copy of the
+    # kept named answer, and the remembered trace is found by that answer (its shortfall not compared)
+    for uuid in ("i1", "i2", "i3"):
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), [uuid])
+    ((_kept, _body, digest, source),) = traces._recent
+    assert source is not None and SchedulingTraceBody.objects.count() == 1
+    # when a request with the same placement question (so the same shortfall answer) but another
+    # request fails (hosts ignored: a filter, not placement, reads them)
+    with pytest.raises(NoValidHost) as other:
+        select_destinations(CTX, {**too_big(), "ignore_hosts": ["c9"]}, ["i4"])
+    # then it is a trace of its own, its body stored, not the remembered one's
+    assert other.value.trace["request"]["ignore_hosts"] == ["c9"]  # type: ignore[attr-defined]
+    explained = server_explanation(instance_uuid="i4")["trace"]
+    assert explained == other.value.trace and explained["request"]["ignore_hosts"] == ["c9"]  # type: ignore[attr-defined]
+    assert SchedulingTraceBody.objects.count() == 2
+    assert SchedulingTraceRecord.objects.get(instance_uuid="i4").body_digest != digest
+    # and the first failure asked again still names the first body, its shortfall whole
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i5"])
+    assert SchedulingTraceRecord.objects.get(instance_uuid="i5").body_digest == digest
+    assert server_explanation(instance_uuid="i5")["trace"] == server_explanation(instance_uuid="i1")["trace"]
