@@ -369,6 +369,19 @@ PLACEMENT_USAGE_SAMPLES_KEPT = env_int("PLACEMENT_USAGE_SAMPLES_KEPT", 288, mini
 RANDOMIZE_ALLOCATION_CANDIDATES = env_bool("RANDOMIZE_ALLOCATION_CANDIDATES", False)
 # cloudcore (issue 22): how many hosts a scheduling trace names per filter, weighing and shortfall
 SCHEDULER_TRACE_HOSTS = env_int("SCHEDULER_TRACE_HOSTS", 20, minimum=1)
+# How long (seconds) a scheduler process counts on a trace body it stored (or found stored) being
+# there, and does not write it again; and how long the archive keeps a body no record names when
+# a record named it within that time (scheduling.services.traces). The grace must outlast what a
+# process remembers by at least SCHEDULER_TRACE_SCOPE_MARGIN (the longest a request scope may
+# hold its rows before writing them, with room), or a process could name a body that is gone.
+SCHEDULER_TRACE_BODY_REMEMBERED = env_int("SCHEDULER_TRACE_BODY_REMEMBERED", 3600, minimum=0)
+SCHEDULER_TRACE_ORPHAN_GRACE = env_int("SCHEDULER_TRACE_ORPHAN_GRACE", 86400, minimum=0)
+SCHEDULER_TRACE_SCOPE_MARGIN = 3600
+if SCHEDULER_TRACE_ORPHAN_GRACE < SCHEDULER_TRACE_BODY_REMEMBERED + SCHEDULER_TRACE_SCOPE_MARGIN:
+    raise ImproperlyConfigured(
+        f"CLOUDCORE_SCHEDULER_TRACE_ORPHAN_GRACE={SCHEDULER_TRACE_ORPHAN_GRACE} must be at least "
+        f"CLOUDCORE_SCHEDULER_TRACE_BODY_REMEMBERED ({SCHEDULER_TRACE_BODY_REMEMBERED}) + "
+        f"{SCHEDULER_TRACE_SCOPE_MARGIN} seconds")
 RAM_WEIGHT_MULTIPLIER = env_float("RAM_WEIGHT_MULTIPLIER", 1.0)
 DISK_WEIGHT_MULTIPLIER = env_float("DISK_WEIGHT_MULTIPLIER", 1.0)
 CPU_WEIGHT_MULTIPLIER = env_float("CPU_WEIGHT_MULTIPLIER", 1.0)

@@ -302,7 +302,7 @@ def _candidate_hosts(request: RequestView, trace: SchedulingTrace | None = None,
         return [], wanted
     trace.placement = {"candidates": len(found.allocation_requests)}
     if not found.allocation_requests:
-        trace.placement["shortfall"] = placement_shortfall(view, wanted, query, preloaded)
+        placement_shortfall(view, wanted, query, preloaded, trace=trace)
     requests = {next(iter(r["allocations"])): r for r in found.allocation_requests}
     rows = preloaded if preloaded is not None else [u for u in found.provider_summaries if u in view.nodes]
     return _host_states(view, rows, found.provider_summaries, requests), wanted
@@ -336,11 +336,13 @@ def _request_facts(request: RequestView) -> dict[str, Any]:
 
 def placement_shortfall(view: _CellsView, wanted: dict[str, int],
                         query: tuple[set[str], set[str], list[list[str]]], preloaded: list[str] | None,
-                        nearest: int | None = None) -> dict[str, Any]:
+                        nearest: int | None = None, trace: SchedulingTrace | None = None) -> dict[str, Any]:
     """Why placement offered no candidate (``ProviderCache.shortfall`` over the providers of the
     schedulable cells' nodes), the nearest providers named by their host. The caller has just
     refreshed the provider copy (its allocation candidates, or ``provider_cache.refresh``): the
-    shortfall explains that state without reading the stamp again."""
+    shortfall explains that state without reading the stamp again. With ``trace``, the answer is
+    also its placement's ``shortfall``, and the kept named answer it is a copy of (if it is one)
+    its ``shortfall_of``."""
     global _last_named
     required, forbidden, member_of = query
     answer = provider_cache.shortfall(
@@ -350,14 +352,20 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
     seen, nodes, named = _last_named
     same = seen is answer and nodes is view.nodes
     if same and named is not None:
-        return shortfall_copy(named)
-    shortfall = shortfall_copy(answer)
-    for near in shortfall["nearest"]:
-        near["host"], near["node"] = _host_of(view, near)
-    if same:  # asked for a second time: kept, named (a run of changing answers copies each once)
-        _last_named = (answer, nodes, shortfall)
-        return shortfall_copy(shortfall)
-    _last_named = (answer, view.nodes, None)
+        shortfall = shortfall_copy(named)
+    else:
+        shortfall = shortfall_copy(answer)
+        for near in shortfall["nearest"]:
+            near["host"], near["node"] = _host_of(view, near)
+        if same:  # asked for a second time: kept, named (a run of changing answers copies each once)
+            named = shortfall
+            _last_named = (answer, nodes, named)
+            shortfall = shortfall_copy(named)
+        else:
+            named = None
+            _last_named = (answer, view.nodes, None)
+    if trace is not None:
+        trace.placement["shortfall"], trace.shortfall_of = shortfall, named
     return shortfall
 
 

@@ -84,6 +84,10 @@ class SchedulingTrace:
     unplaced: dict[str, Any] | None = None
     result: str = RESULT_SELECTED
     message: str = ""
+    #: the kept answer that ``placement["shortfall"]`` is a copy of (``scheduler.placement_shortfall``;
+    #: None when it is not one), which nothing changes while it is kept: two traces that copy the
+    #: same one have equal shortfalls, found by its identity (not part of the trace's reading)
+    shortfall_of: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     # -- filling ------------------------------------------------------------------------------
     def filtered(self, name: str, before: int, out: list[Any], reason: Any) -> None:

@@ -6,9 +6,9 @@ the digest of that text) and a small record per instance naming it (``Scheduling
 The same question with the same answer (a server retried while it is PENDING, the same flavor
 that fits nowhere) has the same body: it is stored once, and each later request adds only its
 record: the body's INSERT skips a digest stored already, and a process that stored (or found)
-a failure's body lately does not write it again for ``BODY_REMEMBERED`` (``_stored``, filled once the
+a failure's body lately does not write it again for ``body_remembered()`` (``_stored``, filled once the
 transaction that held it commits): the archive keeps a body that a record named lately for
-``ORPHAN_GRACE``, far longer, so a body a process remembers is there. The JSON is made once, when
+``orphan_grace()``, far longer, so a body a process remembers is there. The JSON is made once, when
 the trace is saved (a failure equal to one of the last few this process saved reuses theirs);
 the readers parse it back, so what they return is what the trace held. Both rows are written by
 a plain INSERT statement each, made from their field values (``scope.insert_values``: no model
@@ -23,16 +23,18 @@ scheduling call has returned.
 
 Deleting records (``trace_records_delete``, when servers are archived) deletes the bodies no
 record names any more, in the same transaction, unless one of the records deleted was made within
-``ORPHAN_GRACE``: such a body is marked (``orphaned_at``) and deleted by a later archive once the
+``orphan_grace()``: such a body is marked (``orphaned_at``) and deleted by a later archive once the
 grace has passed, if no record names it again (``trace_bodies_purge``)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import router, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -50,36 +52,73 @@ def trace_body_digest(body: str) -> str:
 
 #: how many no-valid-host traces this process remembers with their JSON (``_body``)
 RECENT_KEPT = 8
-#: (the trace as its JSON reads back, the JSON, its digest), newest first
-_recent: list[tuple[dict[str, Any], str, str]] = []
+#: (the trace as its JSON reads back, the JSON, its digest, the kept shortfall answer its
+#: shortfall was a copy of or None), newest first
+_recent: list[tuple[dict[str, Any], str, str, dict[str, Any] | None]] = []
 
 
 def _body(trace: SchedulingTrace, whole: dict[str, Any] | None = None) -> tuple[str, str]:
     """(the trace's JSON, its digest). A no-valid-host trace equal to one of the last
     ``RECENT_KEPT`` saved by this process (the same failure asked again) reuses its JSON: comparing
-    costs less than serialising. What is kept is the JSON read back, which nothing else holds;
-    a trace that does not read back as itself (a tuple in it) is only never found. ``whole``:
-    ``trace.to_dict()``, when the caller has it."""
+    costs less than serialising. A trace whose shortfall is a copy of the same kept answer as a
+    remembered one's (``SchedulingTrace.shortfall_of``, which nothing changes while it is kept) has
+    an equal shortfall: only the rest is compared, the shortfall (most of a failure's trace) is not.
+    What is kept is the JSON read back, which nothing else holds; a trace that does not read back
+    as itself (a tuple in it) is only never found. ``whole``: ``trace.to_dict()``, when the caller
+    has it."""
     whole = whole if whole is not None else trace.to_dict()
     failed = trace.result == RESULT_NO_VALID_HOST
+    source = trace.shortfall_of
     if failed:
-        for kept, body, digest in list(_recent):
-            if kept == whole:
+        for entry in list(_recent):
+            kept, body, digest, kept_source = entry
+            if source is not None and kept_source is source:
+                if _equal_but_shortfall(kept, whole):
+                    return body, digest
+            elif kept == whole:
+                if source is not None:  # equal to a copy of ``source``: found by it from now on
+                    with contextlib.suppress(ValueError):
+                        _recent.remove(entry)
+                    _recent.insert(0, (kept, body, digest, source))
                 return body, digest
     body = json.dumps(whole, separators=(",", ":"))
     digest = trace_body_digest(body)
     if failed:
-        _recent.insert(0, (json.loads(body), body, digest))
+        _recent.insert(0, (json.loads(body), body, digest, source))
         del _recent[RECENT_KEPT:]
     return body, digest
 
 
-#: how long this process counts on a body it stored (or found stored) being there: far less than
-#: ``ORPHAN_GRACE``, the margin being the longest a scope may hold its rows before writing them
-BODY_REMEMBERED = timedelta(hours=1)
-#: how long the archive keeps a body no record names when one of the records it deleted was made
-#: within it (a process may remember the body for ``BODY_REMEMBERED`` after making that record)
-ORPHAN_GRACE = timedelta(days=1)
+def _equal_but_shortfall(kept: dict[str, Any], whole: dict[str, Any]) -> bool:
+    """Whether the traces ``kept`` and ``whole`` are equal but for their placement's shortfall,
+    which is not compared."""
+    if kept.keys() != whole.keys():
+        return False
+    for key, value in whole.items():
+        if key != "placement":
+            if kept[key] != value:
+                return False
+            continue
+        held = kept[key]
+        if held.keys() != value.keys() or any(held[k] != v for k, v in value.items() if k != "shortfall"):
+            return False
+    return True
+
+
+def body_remembered() -> timedelta:
+    """How long this process counts on a body it stored (or found stored) being there
+    (``SCHEDULER_TRACE_BODY_REMEMBERED``): far less than ``orphan_grace()``, the margin being the
+    longest a scope may hold its rows before writing them (checked when the settings load)."""
+    return timedelta(seconds=settings.SCHEDULER_TRACE_BODY_REMEMBERED)
+
+
+def orphan_grace() -> timedelta:
+    """How long the archive keeps a body no record names when one of the records it deleted was
+    made within it (``SCHEDULER_TRACE_ORPHAN_GRACE``: a process may remember the body for
+    ``body_remembered()`` after making that record)."""
+    return timedelta(seconds=settings.SCHEDULER_TRACE_ORPHAN_GRACE)
+
+
 #: how many digests this process remembers as stored (``_stored``)
 STORED_KEPT = 64
 #: {digest: when a record naming it was made, in the transaction that stored or found the body},
@@ -88,9 +127,9 @@ _stored: dict[str, datetime] = {}
 
 
 def _remembered(digest: str, now: datetime) -> bool:
-    """Whether this process stored (or found) the body ``digest`` within ``BODY_REMEMBERED``."""
+    """Whether this process stored (or found) the body ``digest`` within ``body_remembered()``."""
     stored = _stored.get(digest)
-    return stored is not None and now - stored < BODY_REMEMBERED
+    return stored is not None and now - stored < body_remembered()
 
 
 def _remember_once_committed(now: datetime) -> Any:
@@ -167,7 +206,7 @@ def trace_record_list(*, instance_uuid: str) -> list[SchedulingTraceRecord]:
 def trace_records_delete(instance_uuids: list[str]) -> int:
     """Delete the traces of archived servers, and the bodies no other record names (in one
     transaction); the number of records deleted. A body one of whose deleted records was made
-    within ``ORPHAN_GRACE`` is kept, marked ``orphaned_at`` (``trace_bodies_purge`` deletes it
+    within ``orphan_grace()`` is kept, marked ``orphaned_at`` (``trace_bodies_purge`` deletes it
     later). Finding the bodies still named reads the records' ``body_digest`` without an index
     (an archive's cost, not the scheduler's)."""
     scope.flush(SchedulingTraceBody, SchedulingTraceRecord)
@@ -180,16 +219,16 @@ def trace_records_delete(instance_uuids: list[str]) -> int:
         if newest:
             named = SchedulingTraceRecord.objects.filter(body_digest__in=newest).values("body_digest")
             orphans = SchedulingTraceBody.objects.filter(digest__in=newest).exclude(digest__in=named)
-            old = [digest for digest, made in newest.items() if made < now - ORPHAN_GRACE]
+            old = [digest for digest, made in newest.items() if made < now - orphan_grace()]
             orphans.filter(digest__in=old).delete()
             orphans.exclude(digest__in=old).update(orphaned_at=now)
     return deleted
 
 
 def trace_bodies_purge() -> int:
-    """Delete the bodies marked orphaned (``trace_records_delete``) more than ``ORPHAN_GRACE``
+    """Delete the bodies marked orphaned (``trace_records_delete``) more than ``orphan_grace()``
     ago that no record names again (a record made since clears the mark); the number deleted."""
-    cutoff = timezone.now() - ORPHAN_GRACE
+    cutoff = timezone.now() - orphan_grace()
     with transaction.atomic(using=router.db_for_write(SchedulingTraceBody)):
         marked = list(SchedulingTraceBody.objects.filter(orphaned_at__lt=cutoff).values_list("digest", flat=True))
         if not marked:

@@ -231,7 +231,7 @@ def test_a_process_that_forgot_the_body_writes_it_again_and_the_insert_skips_it(
     assert SchedulingTraceBody.objects.count() == 1
     # and a body remembered for longer than BODY_REMEMBERED is written again too
     (digest,) = traces._stored
-    traces._stored[digest] -= traces.BODY_REMEMBERED
+    traces._stored[digest] -= traces.body_remembered()
     with api_db_transactions() as transactions, pytest.raises(NoValidHost):
         select_destinations(CTX, too_big(), ["i3"])
     assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
@@ -275,7 +275,7 @@ def test_with_notifications_off_a_failure_remembered_is_its_record_alone(compute
 
 def _made_long_ago(uuid: str) -> None:
     SchedulingTraceRecord.objects.filter(instance_uuid=uuid).update(
-        created_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+        created_at=timezone.now() - traces.orphan_grace() - timedelta(minutes=1))
 
 
 def test_a_body_named_lately_is_kept_for_the_grace_then_purged(compute_host):
@@ -293,12 +293,12 @@ def test_a_body_named_lately_is_kept_for_the_grace_then_purged(compute_host):
         select_destinations(CTX, too_big(), ["i2"])
     assert server_explanation(instance_uuid="i2")["trace"]["placement"]["shortfall"]["nearest"]
     # once the grace has passed the purge keeps a body named again, its mark cleared
-    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.orphan_grace() - timedelta(minutes=1))
     assert trace_bodies_purge() == 0
     assert SchedulingTraceBody.objects.get().orphaned_at is None
     # and deletes one nobody names any more
     assert trace_records_delete(["i2"]) == 1
-    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.orphan_grace() - timedelta(minutes=1))
     assert trace_bodies_purge() == 1 and not SchedulingTraceBody.objects.exists()
 
 
@@ -307,7 +307,7 @@ def test_archiving_servers_purges_the_bodies_left_past_their_grace(compute_host,
     with pytest.raises(NoValidHost):
         select_destinations(CTX, too_big(), ["i1"])
     trace_records_delete(["i1"])
-    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.ORPHAN_GRACE - timedelta(minutes=1))
+    SchedulingTraceBody.objects.update(orphaned_at=timezone.now() - traces.orphan_grace() - timedelta(minutes=1))
     # when the archive runs with no server to archive, then the body left behind goes
     result = archive_deleted_rows()
     assert result.rows == {"scheduling_trace_bodies": 1} and not SchedulingTraceBody.objects.exists()
@@ -337,3 +337,49 @@ def test_deleting_a_record_keeps_the_body_another_record_names(compute_host):
     assert server_explanation(instance_uuid="i3")["trace"]["request"]["resources"]["MEMORY_MB"] == 10 ** 7
     with pytest.raises(SchedulingTraceNotFound):
         server_explanation(instance_uuid="i2")
+
+
+def test_how_long_a_body_is_remembered_and_kept_are_the_settings(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    # given a process that remembers no body it stored (SCHEDULER_TRACE_BODY_REMEMBERED=0)
+    with override_settings(SCHEDULER_TRACE_BODY_REMEMBERED=0):
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i1"])
+        # when the same failure is met again, then its body's INSERT is written again (and skips it)
+        with api_db_transactions() as transactions, pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i2"])
+    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert SchedulingTraceBody.objects.count() == 1
+    # given a grace of ten minutes, and the records naming the body made eleven minutes ago
+    SchedulingTraceRecord.objects.update(created_at=timezone.now() - timedelta(minutes=11))
+    with override_settings(SCHEDULER_TRACE_ORPHAN_GRACE=600):
+        # when they are archived, then the body goes at once (a day's grace would have kept it)
+        assert trace_records_delete(["i1", "i2"]) == 2
+    assert not SchedulingTraceBody.objects.exists()
+
+
+def test_a_failure_with_the_same_shortfall_but_another_request_is_stored_as_its_own(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    traces._recent.clear()
+    # given the same failure met three times: from the second on, its shortfall is a copy of the
+    # kept named answer, and the remembered trace is found by that answer (its shortfall not compared)
+    for uuid in ("i1", "i2", "i3"):
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), [uuid])
+    ((_kept, _body, digest, source),) = traces._recent
+    assert source is not None and SchedulingTraceBody.objects.count() == 1
+    # when a request with the same placement question (so the same shortfall answer) but another
+    # request fails (hosts ignored: a filter, not placement, reads them)
+    with pytest.raises(NoValidHost) as other:
+        select_destinations(CTX, {**too_big(), "ignore_hosts": ["c9"]}, ["i4"])
+    # then it is a trace of its own, its body stored, not the remembered one's
+    assert other.value.trace["request"]["ignore_hosts"] == ["c9"]  # type: ignore[attr-defined]
+    explained = server_explanation(instance_uuid="i4")["trace"]
+    assert explained == other.value.trace and explained["request"]["ignore_hosts"] == ["c9"]  # type: ignore[attr-defined]
+    assert SchedulingTraceBody.objects.count() == 2
+    assert SchedulingTraceRecord.objects.get(instance_uuid="i4").body_digest != digest
+    # and the first failure asked again still names the first body, its shortfall whole
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i5"])
+    assert SchedulingTraceRecord.objects.get(instance_uuid="i5").body_digest == digest
+    assert server_explanation(instance_uuid="i5")["trace"] == server_explanation(instance_uuid="i1")["trace"]
