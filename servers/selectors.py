@@ -242,7 +242,9 @@ def server_list(
 ) -> ServerListResult:
     """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit. ``columns``:
     the Instance columns to load (with the sort keys and ``uuid``; the others are deferred: what the
-    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows.
+    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows. The records'
+    instances are for reading only: the values of their JSON columns (flavor, metadata, ...) read
+    from equal stored texts are one object, shared by those instances.
 
     The servers are sorted on every one of ``sort_keys`` in turn, each in its direction of
     ``sort_dirs``, then on ``uuid`` (``created_at`` descending when no key is left); a key without
@@ -302,8 +304,9 @@ def server_list(
         qs = qs.order_by(*order)
         if remaining is not None:
             qs = qs[:remaining]
-        # rows made instances only once the merge kept them: each cell reads up to the page's size
-        rows = RawRows(qs)
+        # rows made instances only once the merge kept them: each cell reads up to the page's size;
+        # the rows' JSON values read from equal texts are shared (a page's rows share a few flavors)
+        rows = RawRows(qs, shared_json=True)
         return rows, rows.rows()
 
     cells = cell_selectors.cell_list()
