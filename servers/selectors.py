@@ -63,6 +63,9 @@ class ServerRecord:
     cell: CellMapping | None = None
     down_cell: bool = False
     mapping: InstanceMapping | None = None
+    #: The Instance columns read into ``instance`` when it was read with some only (a list page's
+    #: rows: one frozenset for them all), None for a whole row.
+    loaded: frozenset[str] | None = None
 
     @property
     def project_id(self) -> str:
@@ -337,7 +340,7 @@ def server_list(
         if instance_uuid in seen:  # the same server in two cells during a cross-cell move
             continue
         seen.add(instance_uuid)
-        records.append(ServerRecord(uuid=instance_uuid, instance=reader.instance(row), cell=cell))
+        records.append(ServerRecord(uuid=instance_uuid, instance=reader.instance(row), cell=cell, loaded=reader.loaded))
     if down:
         records.extend(_down_cell_records(actor, filters, [by_uuid[u] for u in down], seen))
     if limit is not None:

@@ -274,6 +274,8 @@ class RawRows:
             self.reader.converters = _shared_json(self.reader.converters)
         #: attname: (its position in a row, its converters, their expression)
         self._columns: dict[str, tuple[int, list[Any], Any]] = {}
+        #: The fields (attnames) each instance is made with: one frozenset for all the rows.
+        self.loaded: frozenset[str] = frozenset(self.reader.attnames if self.reader is not None else ())
         if self.reader is not None:
             converters = {position: (functions, expression)
                           for position, functions, expression in self.reader.converters}
