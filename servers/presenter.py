@@ -153,10 +153,32 @@ def _status(v: View) -> str:
     return v.status
 
 
+def _shared(v: View, kind: str, source: Any, make: Callable[[View], Any], also: Any = None) -> Any:
+    """``make(v)``, made once per page for the rows whose ``source`` (the flavor or system metadata
+    read, one object for the rows of equal stored text: ``RawRows``' ``shared_json``), ``also``
+    (what else ``make`` reads of the row), project and version are the same: those rows' entries
+    share the value (never changed once made). The memo keeps ``source`` itself, so its id cannot
+    be another object's while the page is made."""
+    if v.checks is None or not source:
+        return make(v)
+    key = (kind, id(source), also, v.project_id, v.version)
+    known = v.checks.get(key)
+    if known is None or known[0] is not source:
+        known = v.checks[key] = (source, make(v))
+    return known[1]
+
+
 def _image(v: View) -> Any:
     ref = v.data.get("image_ref")
     if not ref:
         return ""
+    if v.version >= (2, 98):
+        return _shared(v, "image", v.data.get("system_metadata"), _image_body, ref)
+    return _image_body(v)
+
+
+def _image_body(v: View) -> dict[str, Any]:
+    ref = v.data.get("image_ref")
     body: dict[str, Any] = {"id": ref, "links": [{"rel": "bookmark", "href": f"{v.base}/images/{ref}"}]}
     if v.version >= (2, 98):
         sysmeta = v.data.get("system_metadata") or {}
@@ -167,6 +189,10 @@ def _image(v: View) -> Any:
 
 
 def _flavor(v: View) -> dict[str, Any]:
+    return _shared(v, "flavor", v.data.get("flavor"), _flavor_body)  # type: ignore[no-any-return]
+
+
+def _flavor_body(v: View) -> dict[str, Any]:
     flavor = v.data.get("flavor") or {}
     if v.version < (2, 47):
         fid = str(flavor.get("flavorid", ""))
@@ -361,7 +387,7 @@ def present_server(
     if plan is None:
         plan = memo[key] = _plan(_fields_shown(_policy_view(record, version, actor, memo, project_id), listing))
     body_of, columns = plan
-    data = _row_data(record, columns)
+    data = _row_data(record, columns, memo)
     view = View(record, data, version, actor, addresses or {}, volumes or [], tags or [],
                 fault, host_status, spec, tuple(security_groups or ()), memo,
                 status_from_state(data["vm_state"], data.get("task_state"), version), base, project_id)
@@ -384,13 +410,22 @@ def _policy_view(record: ServerRecord, version: Version, actor: RequestContext, 
     return View(record, {}, version, actor, {}, [], [], None, "", checks=checks, project_id=project_id)
 
 
-def _row_data(record: ServerRecord, columns: frozenset[str]) -> dict[str, Any]:
+def _row_data(record: ServerRecord, columns: frozenset[str], memo: dict[Any, Any]) -> dict[str, Any]:
     """The instance's fields as getters read them: an Instance row's own ``__dict__`` when the
     ``columns`` the shown fields read are loaded (no copy; a list page loads only those), else
-    ``instance_data``."""
+    ``instance_data``. The rows of a page, read with the same columns (``record.loaded``), are
+    compared once (``memo``: a page's ``checks``), not each row's keys (35 lookups a row)."""
     inst = record.instance
     if inst is not None:
         values = inst.__dict__
+        loaded = record.loaded
+        if loaded is not None:
+            key = ("loaded", loaded, columns)
+            has = memo.get(key)
+            if has is None:
+                has = memo[key] = loaded >= columns
+            if has:
+                return values
         if values.keys() >= columns:
             return values
     return instance_data(record)

@@ -64,6 +64,9 @@ class ServerRecord:
     cell: CellMapping | None = None
     down_cell: bool = False
     mapping: InstanceMapping | None = None
+    #: The Instance columns read into ``instance`` when it was read with some only (a list page's
+    #: rows: one frozenset for them all), None for a whole row.
+    loaded: frozenset[str] | None = None
 
     @property
     def project_id(self) -> str:
@@ -253,7 +256,9 @@ def server_list(
 ) -> ServerListResult:
     """Servers visible to ``actor`` (see module doc). ``limit`` None means no limit. ``columns``:
     the Instance columns to load (with the sort keys and ``uuid``; the others are deferred: what the
-    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows.
+    caller reads, a page of 1,000 rows need not convert the rest), None for whole rows. The records'
+    instances are for reading only: the values of their JSON columns (flavor, metadata, ...) read
+    from equal stored texts are one object, shared by those instances.
 
     The servers are sorted on every one of ``sort_keys`` in turn, each in its direction of
     ``sort_dirs``, then on ``uuid`` (``created_at`` descending when no key is left); a key without
@@ -317,8 +322,9 @@ def server_list(
         qs = qs.order_by(*order)
         if remaining is not None:
             qs = qs[:remaining]
-        # rows made instances only once the merge kept them: each cell reads up to the page's size
-        rows = RawRows(qs)
+        # rows made instances only once the merge kept them: each cell reads up to the page's size;
+        # the rows' JSON values read from equal texts are shared (a page's rows share a few flavors)
+        rows = RawRows(qs, shared_json=True)
         return rows, rows.rows()
 
     cells = cell_selectors.cell_list()
@@ -358,7 +364,7 @@ def server_list(
         if instance_uuid in seen:  # the same server in two cells during a cross-cell move
             continue
         seen.add(instance_uuid)
-        records.append(ServerRecord(uuid=instance_uuid, instance=reader.instance(row), cell=cell))
+        records.append(ServerRecord(uuid=instance_uuid, instance=reader.instance(row), cell=cell, loaded=reader.loaded))
     if down:
         records.extend(_down_cell_records(actor, filters, [by_uuid[u] for u in down], seen))
     if limit is not None:

@@ -37,7 +37,7 @@ from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
-from django.db.models import QuerySet
+from django.db.models import JSONField, QuerySet
 from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
 
 from .sqlin import values_in
@@ -256,6 +256,38 @@ def _select_unconverted(objects: _Objects, compiler: Any, connection: Any) -> st
     return f"SELECT {', '.join(unconverted)} FROM {sql[len(expected):]}"  # noqa: S608
 
 
+def _shared_json(converters: list[tuple[int, list[Any], Any]]) -> list[tuple[int, list[Any], Any]]:
+    """``converters`` with those of the model's JSON columns reading each stored text once: a text
+    equal to one read before gives the very value read then (the rows of a page share a few flavors,
+    images and empty metadata: parsing them again was a page's costliest conversion)."""
+    shared = []
+    for position, functions, expression in converters:
+        field = getattr(expression, "target", None)
+        if isinstance(field, JSONField) and functions:
+            functions = [_read_once(functions)]
+        shared.append((position, functions, expression))
+    return shared
+
+
+def _read_once(functions: list[Any]) -> Callable[[Any, Any, Any], Any]:
+    """``functions`` (a column's converters) applied once per distinct text read."""
+    read: dict[str, Any] = {}
+
+    def convert(value: Any, expression: Any, connection: Any) -> Any:
+        if value.__class__ is str:
+            known = read.get(value, read)
+            if known is not read:
+                return known
+        text = value
+        for function in functions:
+            value = function(value, expression, connection)
+        if text.__class__ is str:
+            read[text] = value
+        return value
+
+    return convert
+
+
 class RawRows:
     """A queryset's rows as the database gives them, each made an instance only when asked: for a
     page merged from several cells' rows, where each cell reads up to the page's size and the merge
@@ -263,17 +295,23 @@ class RawRows:
     are dropped, and converting a row and making it an instance costs more than reading it). The
     rows are read by ``rows()`` in the database's context; ``value`` and ``instance`` work on them
     afterwards, in any thread. Instances as ``QuerySet`` makes them (``only()``, annotations
-    and ``select_related`` included; not prefetching)."""
+    and ``select_related`` included; not prefetching). With ``shared_json``, the values of the
+    model's JSON columns read from equal texts are one object (``_shared_json``): for rows only
+    read, never changed (a list page's), since changing one row's value would change the others'."""
 
-    def __init__(self, queryset: QuerySet[Any]) -> None:
+    def __init__(self, queryset: QuerySet[Any], *, shared_json: bool = False) -> None:
         self.database = queryset.db
         self.connection = connections[self.database]
         try:
             self.reader: _Objects | None = _Objects(queryset, unconverted=True)
         except EmptyResultSet:  # a condition no row meets (an IN list of nothing): no statement to run
             self.reader = None
+        if shared_json and self.reader is not None:
+            self.reader.converters = _shared_json(self.reader.converters)
         #: attname: (its position in a row, its converters, their expression)
         self._columns: dict[str, tuple[int, list[Any], Any]] = {}
+        #: The fields (attnames) each instance is made with: one frozenset for all the rows.
+        self.loaded: frozenset[str] = frozenset(self.reader.attnames if self.reader is not None else ())
         if self.reader is not None:
             converters = {position: (functions, expression)
                           for position, functions, expression in self.reader.converters}

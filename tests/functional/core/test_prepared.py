@@ -171,6 +171,26 @@ def test_raw_rows_become_the_orms_instances_when_asked() -> None:
     assert prepared.RawRows(Image.objects.filter(id__in=[])).rows() == []
 
 
+def test_raw_rows_with_shared_json_read_each_json_text_once() -> None:
+    # given images of which two store the same JSON text and a third another one
+    for name, properties in (("a", {"os": "linux", "n": [1, 2]}), ("b", {"os": "linux", "n": [1, 2]}),
+                             ("c", {"os": "bsd"})):
+        Image.objects.create(name=name, status="active", properties=properties)
+    queryset = Image.objects.only("id", "name", "properties").order_by("name")
+    # when their rows are made instances with the JSON values shared, and without
+    shared_rows = prepared.RawRows(queryset, shared_json=True)
+    shared = [shared_rows.instance(row) for row in shared_rows.rows()]
+    plain_rows = prepared.RawRows(queryset)
+    plain = [plain_rows.instance(row) for row in plain_rows.rows()]
+    # then the values are the ORM's either way
+    orm = [image.properties for image in queryset]
+    assert [image.properties for image in shared] == [image.properties for image in plain] == orm
+    assert orm == [{"os": "linux", "n": [1, 2]}, {"os": "linux", "n": [1, 2]}, {"os": "bsd"}]
+    # and the equal texts were read once (one object), where each row has its own otherwise
+    assert shared[0].properties is shared[1].properties and shared[1].properties is not shared[2].properties
+    assert plain[0].properties is not plain[1].properties
+
+
 def test_raw_rows_on_sqlite_read_the_module_converted_columns_as_stored() -> None:
     # given an image, and its columns the sqlite3 module converts itself (a datetime, a boolean)
     Image.objects.create(name="a", status="active", protected=True)

@@ -97,3 +97,34 @@ def test_a_row_of_the_columns_its_shown_fields_read_gives_the_whole_rows_body(al
         assert list(entry.items()) == list(whole.items()), version
         if version >= (2, 3):
             assert ("user_data" in columns) is allowed, version
+
+
+def test_rows_sharing_their_flavor_and_system_metadata_objects_each_get_their_own_entry() -> None:
+    # given rows read as a list page reads them (RawRows' shared_json: one flavor and one system
+    # metadata object for the rows of equal stored text, the same loaded columns), of two projects
+    # whose reader may see the flavor's extra specs in one only, with two images
+    flavor = {"flavorid": "f1", "vcpus": 2, "memory_mb": 64, "root_gb": 1, "name": "small", "extra_specs": {"k": "v"}}
+    sysmeta = {"image_os_distro": "x", "image_min_ram": "1"}
+    rows = []
+    for i, (project, image) in enumerate((("p", "img-a"), ("q", "img-a"), ("p", "img-b"), ("q", "img-b"))):
+        data = {**_data("active", None), "uuid": f"u-{i}", "project_id": project, "image_ref": image,
+                "flavor": flavor, "system_metadata": sysmeta}
+        rows.append(data)
+    columns = sorted(rows[0])
+    loaded = frozenset(columns)
+    actor = RequestContext(user_id="u", project_id="p")
+    answers = {**{(rule, "p"): True for rule in RULES}, **{(rule, "q"): False for rule in RULES}}
+    for version in VERSIONS:
+        # when the page's entries are made with one checks dict for them all
+        page: dict[Any, Any] = {**answers, "base_url": "http://cloud/compute"}
+        entries = [present_server(ServerRecord(uuid=data["uuid"], instance=Instance.from_db(
+            "default", columns, [data[c] for c in columns]), loaded=loaded), version=version, actor=actor,
+            host_status="UP", checks=page, listing=True) for data in rows]
+        # then each is the entry of its row made alone: its own image, its project's flavor view
+        alone = [present_server(ServerRecord(uuid=data["uuid"], instance=Instance(**data)), version=version,
+                                actor=actor, host_status="UP", listing=True,
+                                checks={**answers, "base_url": "http://cloud/compute"}) for data in rows]
+        assert entries == alone, version
+        assert [e["image"]["id"] for e in entries] == ["img-a", "img-a", "img-b", "img-b"], version
+        if version >= (2, 47):
+            assert ["extra_specs" in e["flavor"] for e in entries] == [True, False, True, False], version
