@@ -102,7 +102,9 @@ def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None
         assert _count(statements, r'FROM "cells_cellmapping"') == 1
         assert _count(statements, r'FROM "servers_quota(class|limit)"') == 1  # one UNION
         assert _count(statements, r'FROM "servers_instance" ') == 1  # the compute's, no usage count
-        assert _count(statements, r'"networks_instancesecuritygroups"') == 1
+        assert _count(statements, r'INSERT INTO "networks_instancesecuritygroups"') == 1
+        # (and read by the conductor with its build request, a subquery: no statement of their own)
+        assert _count(statements, r'^SELECT [^(]*FROM "networks_instancesecuritygroups"') == 0
         assert _count(statements, r'FROM "scheduling_requestspec"') == 1
         assert _count(statements, r'INSERT INTO "core_notificationrecord"') == 1
         # written with the scheduler's trace body and record when the request ends (one transaction)
