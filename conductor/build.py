@@ -25,7 +25,7 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
 from cells.services import CellNotFound, instance_mapping_set_cell
-from cells.transactions import atomic
+from cells.transactions import atomic, written_together
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
 from compute import rpc as compute_rpc
@@ -46,6 +46,7 @@ from servers.services.build_requests import (
     build_request_delete,
     build_request_has_volumes,
     instance_from_build_request,
+    instance_from_build_request_create,
 )
 from servers.services.guards import instance_task_state_set
 from servers.services.history import history_restore, open_action, rows_hard_delete
@@ -184,8 +185,10 @@ def _place_instance(
             availability_zone=selection.get("availability_zone") or _host_az(host, br),
         )
         create_action = None
-        with atomic(cell):
-            instance.save()
+        # on PostgreSQL the instance and its action are one query, where they were BEGIN, two
+        # INSERTs and COMMIT (written_together; a history or block devices open the transaction)
+        with written_together(cell):
+            instance_from_build_request_create(instance)
             history_restore(br.history)
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
                 create_action = actions.action_start(ctx, instance_uuid=instance_uuid, action="create")

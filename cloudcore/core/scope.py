@@ -427,17 +427,19 @@ def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_con
                     _give_keys(database, batch, cursor.fetchall())
 
 
-def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()
-                     ) -> None:
+def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = (),
+                     returning: bool = False) -> None:
     """``rows`` (all of one model) by ``insert_plain`` at once, on the database the router chooses for
     their model, in the caller's transaction when one is open: for rows that must be written with
     the caller's other writes (a server's build rows), which ``insert`` would defer to the scope's
     end. What ``Model.objects.create`` (or ``bulk_create``) would store, in one statement for all
-    the rows, without the ORM building it each time; the rows get no primary key back."""
+    the rows, without the ORM building it each time; the rows get no primary key back but with
+    ``returning`` (``insert_plain``'s: inside ``written_together`` on PostgreSQL, once the block's
+    query is sent)."""
     if rows:
         model = type(rows[0])
         insert_plain(router.db_for_write(model), model, rows, unique_fields=unique_fields,
-                     update_fields=update_fields)
+                     update_fields=update_fields, returning=returning)
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],

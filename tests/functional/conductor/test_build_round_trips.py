@@ -10,7 +10,8 @@ cells, freshness and zones reads; the placement claim; the scheduler's rows (the
 record, the notifications) written when its scope ends, on PostgreSQL one query with no BEGIN or
 COMMIT of its own (``cloudcore.core.scope.written_together``, the notifications' ids its answer),
 where they were BEGIN, three INSERTs and COMMIT; then the host mapping, the instance and its
-action in the cell, the mapping's cell and the build request deleted. The host's cast is recorded
+action in the cell (on PostgreSQL one query, the action's id its answer, where they were BEGIN, two
+INSERTs and COMMIT), the mapping's cell and the build request deleted. The host's cast is recorded
 instead of run (the host's own statements are ``tests/functional/servers/test_boot_statements``')."""
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ STATEMENTS = {
     # usage, allocations, COMMIT); BEGIN, trace body, trace record, notifications, COMMIT; host
     # mapping, the instance mapping's cell, the build request deleted
     "sqlite": {"api": 1 + 3 + 7 + 5 + 3, "cell": 1 + 4, "other cell": 1},
-    # the same, the scheduler's rows one query
-    "postgresql": {"api": 1 + 3 + 7 + 1 + 3, "cell": 1 + 4, "other cell": 1},
+    # the same, the scheduler's rows one query, the instance and its action one query
+    "postgresql": {"api": 1 + 3 + 7 + 1 + 3, "cell": 1 + 1, "other cell": 1},
 }
 
 
