@@ -23,6 +23,8 @@ from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
+from cloudcore.core import scope
+
 from . import registry
 
 if TYPE_CHECKING:
@@ -75,6 +77,14 @@ def atomic(cell: CellMapping) -> Iterator[Transaction]:
     alias = cell_db(cell)
     with transaction.atomic(using=alias):
         yield Transaction(alias)
+
+
+@contextmanager
+def written_together(cell: CellMapping) -> Iterator[None]:
+    """``atomic`` on ``cell``'s database for rows written by plain INSERTs: on PostgreSQL, outside a
+    transaction, they are one query (``cloudcore.core.scope.written_together``)."""
+    with scope.written_together(cell_db(cell)):
+        yield
 
 
 def api_on_commit(callback: Callable[[], object]) -> None:

@@ -25,13 +25,13 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
 from cells.services import CellNotFound, instance_mapping_set_cell
-from cells.transactions import atomic
+from cells.transactions import atomic, written_together
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
 from compute import rpc as compute_rpc
 from compute.exceptions import MaxRetriesExceeded
 from hosts.selectors import compute_node_get
-from networks.secgroups import requested_groups_for_instance
+from networks.secgroups import requested_groups_for_instance, requested_groups_from, requested_groups_of
 from scheduling.placement.services import allocations_delete, claim_allocation_request
 from scheduling.scheduler import select_destinations
 from scheduling.services.aggregates import host_availability_zone
@@ -46,6 +46,7 @@ from servers.services.build_requests import (
     build_request_delete,
     build_request_has_volumes,
     instance_from_build_request,
+    instance_from_build_request_create,
 )
 from servers.services.guards import instance_task_state_set
 from servers.services.history import history_restore, open_action, rows_hard_delete
@@ -127,9 +128,11 @@ def schedule_and_build_instances(
 ) -> None:
     """Schedule the accepted servers and hand each to its compute host (see module doc)."""
 
-    # the build requests and their specs in one statement; a server deleted meanwhile has neither
+    # the build requests, their specs and the security groups they asked for in one statement; a
+    # server deleted meanwhile has none of them
     found = build_requests_get(instance_uuids, prepared="conductor.build",
-                               request_spec=request_spec_of(OuterRef("instance_uuid")))
+                               request_spec=request_spec_of(OuterRef("instance_uuid")),
+                               requested_groups=requested_groups_of(OuterRef("instance_uuid")))
     requests = {u: br for u in instance_uuids if (br := found.get(u)) is not None and br.request_spec is not None}
     specs: dict[str, dict[str, Any]] = {u: br.request_spec for u, br in requests.items()}
     live = list(requests)
@@ -156,7 +159,8 @@ def _place_instance(
     ctx: RequestContext, *, instance_uuid: str, selection: dict[str, Any],
     alternates: list[dict[str, Any]], admin_pass: str | None, spec: dict[str, Any], br: BuildRequest,
 ) -> None:
-    """``br`` is the build request read before scheduling, not read again: a server deleted
+    """``br`` is the build request read before scheduling (with its spec and the security groups it
+    asked for, written with it by the API and not changed since), not read again: a server deleted
     meanwhile is found by ``build_request_delete`` below, and its rows are removed then."""
     host = selection["service_host"]
     host_mapping = host_mapping_get(host)
@@ -181,8 +185,10 @@ def _place_instance(
             availability_zone=selection.get("availability_zone") or _host_az(host, br),
         )
         create_action = None
-        with atomic(cell):
-            instance.save()
+        # on PostgreSQL the instance and its action are one query, where they were BEGIN, two
+        # INSERTs and COMMIT (written_together; a history or block devices open the transaction)
+        with written_together(cell):
+            instance_from_build_request_create(instance)
             history_restore(br.history)
             if not open_action(br.history, ctx.request_id):  # a PENDING rebuild has its own action
                 create_action = actions.action_start(ctx, instance_uuid=instance_uuid, action="create")
@@ -202,7 +208,7 @@ def _place_instance(
     compute_rpc.build_and_run_instance(ctx=ctx, host=host, instance_uuid=instance_uuid, cell_uuid=str(cell.uuid),
                                        admin_pass=admin_pass, alternates=alternates,
                                        requested_networks=spec.get("requested_networks", "auto"),
-                                       security_groups=requested_groups_for_instance(instance_uuid),
+                                       security_groups=requested_groups_from(br.requested_groups),
                                        create_action_id=create_action.id if create_action is not None else None,
                                        has_volumes=build_request_has_volumes(br), image=spec.get("image") or None)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import JSONField, QuerySet, Subquery
 
 from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
@@ -635,6 +635,20 @@ def requested_groups_for_instance(instance_uuid: str) -> list[str] | None:
 
     groups = scope.memoized(("networks.requested-groups", instance_uuid), read)
     return None if groups is None else list(groups)
+
+
+def requested_groups_of(instance_uuid: Any) -> Subquery:
+    """The group ids the server ``instance_uuid`` (a value or ``OuterRef``) asked for, as a subquery
+    (NULL when it asked for none: the project's default): for a read of another app's rows that
+    wants them in the same statement (the conductor's build request); ``requested_groups_from``
+    makes of its value what ``requested_groups_for_instance`` returns."""
+    return Subquery(InstanceSecurityGroups.objects.filter(instance_uuid=instance_uuid).values("security_group_ids")[:1],
+                    output_field=JSONField())
+
+
+def requested_groups_from(value: list[str] | None) -> list[str] | None:
+    """What ``requested_groups_of`` read, as ``requested_groups_for_instance`` gives it."""
+    return None if value is None else list(value)
 
 
 def instance_security_groups_forget(instance_uuid: str) -> None:

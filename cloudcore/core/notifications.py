@@ -86,10 +86,12 @@ def _publish(message: dict[str, Any]) -> None:
 def _record(message: dict[str, Any]) -> None:
     """Store ``message`` for the console: at once, or with the other rows of the same scope in
     one transaction when it ends (``cloudcore.core.scope.insert``; same rows, same order, each
-    with the time it was emitted)."""
+    with the time it was emitted). A plain INSERT that gives the rows their ids (what ``_prune``
+    goes by): alone, one statement in autocommit instead of the ORM's BEGIN, INSERT and COMMIT;
+    with the scope's other plain rows on PostgreSQL, one query with them."""
     row = NotificationRecord(event_type=message["event_type"], priority=message["priority"],
                              publisher_id=message["publisher_id"], timestamp=timezone.now(), payload=message)
-    scope.insert([row], then=_prune)
+    scope.insert([row], then=_prune, plain=True)
 
 
 def _prune(stored: list[NotificationRecord]) -> None:

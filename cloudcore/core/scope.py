@@ -163,7 +163,7 @@ def _insert(model: type[models.Model], rows: list[Any], then: Callable[[list[Any
         # the group failed: written alone, its failure raised here
         if in_transaction or not _group.write(database, [(model, rows)], {model: ignore_conflicts} if plain else None):
             if plain:
-                insert_plain(database, model, rows, ignore_conflicts=ignore_conflicts)
+                _write_model(database, model, rows, {model: ignore_conflicts})
             else:
                 _write_rows(model, rows)
         if then is not None:
@@ -209,11 +209,11 @@ class _PlainStatement:
         self.named = [(field.attname, field, prepare) for field, prepare in zip(fields, preparers, strict=True)]
 
 
-#: (backend, model, rows, ignore_conflicts, unique_fields, update_fields) -> the fields written, how
+#: (backend, model, rows, ignore_conflicts, unique_fields, update_fields, returning) -> the fields written, how
 #: each value is prepared, the INSERT statement for Django's cursor (its parameters named) and the
 #: names of its parameters, and the statement for the DB-API connection (SQLite's ``?``): made once
 #: per process
-_plain_statements: dict[tuple[str, type[models.Model], int, bool, tuple[str, ...], tuple[str, ...]],
+_plain_statements: dict[tuple[str, type[models.Model], int, bool, tuple[str, ...], tuple[str, ...], bool],
                         _PlainStatement] = {}
 
 
@@ -245,13 +245,15 @@ def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
 
 
 def _plain_statement(connection: Any, model: type[models.Model], count: int, ignore_conflicts: bool,
-                     unique_fields: tuple[str, ...] = (), update_fields: tuple[str, ...] = ()) -> _PlainStatement:
+                     unique_fields: tuple[str, ...] = (), update_fields: tuple[str, ...] = (),
+                     returning: bool = False) -> _PlainStatement:
     """The INSERT statement of ``count`` rows of ``model`` (see ``insert_plain``), its parameters
     named (``%(p0)s``) for Django's cursor: with a mapping of parameters Django's SQLite backend
     names them by one string formatting, where positional ones (``%s``) are found by a regular
     expression over the statement, which cost more than the rest of a small row's INSERT. On
-    SQLite also the statement for the DB-API connection, its parameters ``?``."""
-    key = (connection.vendor, model, count, ignore_conflicts, unique_fields, update_fields)
+    SQLite also the statement for the DB-API connection, its parameters ``?``. ``returning``: the
+    statement gives back the rows' auto primary keys, in the rows' order (``RETURNING``)."""
+    key = (connection.vendor, model, count, ignore_conflicts, unique_fields, update_fields, returning)
     found = _plain_statements.get(key)
     if found is None:
         opts = model._meta
@@ -270,6 +272,8 @@ def _plain_statement(connection: Any, model: type[models.Model], count: int, ign
                 [column[name] for name in unique_fields])
         elif ignore_conflicts:
             conflicts = " ON CONFLICT DO NOTHING"
+        if returning:
+            conflicts += f" RETURNING {quote(opts.auto_field.column)}"  # type: ignore[union-attr]
         # names from the model; a ``%`` in them doubled for Django's cursor, which formats the statement
         sql = (f"INSERT INTO {table.replace('%', '%%')} ({columns.replace('%', '%%')}) VALUES {marks}"  # noqa: S608
                f"{conflicts.replace('%', '%%')}")
@@ -298,26 +302,49 @@ def _plain_values(statement: _PlainStatement, rows: list[Any], connection: Any) 
 
 class _Together:
     """The plain INSERTs queued in a ``written_together`` block on PostgreSQL, and whether the
-    block's transaction has been opened (a statement of another kind was made in it)."""
+    block's transaction has been opened (a statement of another kind was made in it). An INSERT
+    that gives its rows' primary keys back (``RETURNING``) may only be the last one queued: a
+    query answers with its last statement's rows alone."""
 
-    def __init__(self, database: str) -> None:
+    def __init__(self, database: str, stack: contextlib.ExitStack) -> None:
         self.database = database
-        self.queued: list[tuple[str, dict[str, Any]]] = []
+        self.stack = stack
+        #: (statement, parameters, the rows to give the keys it returns, if it returns them)
+        self.queued: list[tuple[str, dict[str, Any], list[models.Model] | None]] = []
         self.sending = False
         self.in_transaction = False
 
+    def open(self) -> None:
+        """Open the block's transaction and send what is queued in it (before a statement that
+        cannot be queued after those)."""
+        self.stack.enter_context(transaction.atomic(using=self.database))
+        self.in_transaction = True
+        self.send()
+
     def send(self) -> None:
         """The queued statements, in the order they were made, as one query (their parameters
-        bound by psycopg2's ``mogrify``, as its ``execute`` binds them)."""
+        bound by psycopg2's ``mogrify``, as its ``execute`` binds them); the last one's rows given
+        the primary keys it returns."""
         if not self.queued:
             return
         queued, self.queued = self.queued, []
         self.sending = True
         try:
             with connections[self.database].cursor() as cursor:
-                cursor.execute(b"; ".join(cursor.mogrify(sql, params) for sql, params in queued).decode())
+                cursor.execute(b"; ".join(cursor.mogrify(sql, params) for sql, params, _rows in queued).decode())
+                if queued[-1][2] is not None:
+                    _give_keys(self.database, queued[-1][2], cursor.fetchall())
         finally:
             self.sending = False
+
+
+def _give_keys(database: str, rows: list[models.Model], keys: Sequence[Sequence[Any]]) -> None:
+    """Each of ``rows`` its primary key, from the ``RETURNING`` rows of its INSERT (in order), and
+    its saved state, as ``bulk_create`` leaves them."""
+    for row, (key,) in zip(rows, keys, strict=True):
+        row.pk = key
+        row._state.adding = False
+        row._state.db = database
 
 
 _together: ContextVar[_Together | None] = ContextVar("cloudcore_written_together", default=None)
@@ -340,26 +367,25 @@ def written_together(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
         with transaction.atomic(using=using):
             yield
         return
-    together = _Together(using)
-    token = _together.set(together)
-    try:
-        with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
+        together = _Together(using, stack)
+        token = _together.set(together)
+        try:
             def before_other_statements(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
                 if not together.sending and not together.in_transaction:
-                    stack.enter_context(transaction.atomic(using=using))
-                    together.in_transaction = True
-                    together.send()
+                    together.open()
                 return execute(sql, params, many, context)
 
             with connection.execute_wrapper(before_other_statements):
                 yield
                 together.send()
-    finally:
-        _together.reset(token)
+        finally:
+            _together.reset(token)
 
 
 def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_conflicts: bool = False,
-                 unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()) -> None:
+                 unique_fields: Sequence[str] = (), update_fields: Sequence[str] = (), returning: bool = False
+                 ) -> None:
     """``rows`` of ``model`` (instances, or mappings of field values as ``insert_values`` takes
     them) in one INSERT statement (per ``PLAIN_BATCH`` rows) on ``database``: every concrete field
     but an auto primary key, as ``save`` would prepare it; with ``ignore_conflicts`` a row whose
@@ -369,38 +395,51 @@ def insert_plain(database: str, model: type[Row], rows: list[Any], *, ignore_con
     The rows are not given their primary keys. On SQLite, when no ``execute_wrapper`` or query log
     watches the connection, run on the DB-API connection (Django's errors still raised, a broken
     transaction still refused). Inside ``written_together`` on PostgreSQL, queued until the block
-    ends or another statement is made in it."""
+    ends or another statement is made in it. ``returning`` (model instances of a model with an auto
+    primary key, no conflict clause): the rows are given their primary keys, as ``bulk_create``
+    gives them (``RETURNING``; queued last in a ``written_together`` block, sent with what is
+    queued)."""
     connection = connections[database]
     conflicts = tuple(unique_fields), tuple(update_fields)
     direct = connection.vendor == "sqlite" and not connection.execute_wrappers and not connection.queries_logged
     together = _together.get()
     for start in range(0, len(rows), PLAIN_BATCH):
         batch = rows[start:start + PLAIN_BATCH]
-        statement = _plain_statement(connection, model, len(batch), ignore_conflicts, *conflicts)
+        statement = _plain_statement(connection, model, len(batch), ignore_conflicts, *conflicts, returning)
         values = _plain_values(statement, batch, connection)
+        if together is not None and together.database == database and not together.in_transaction \
+                and together.queued and together.queued[-1][2] is not None:
+            together.open()  # the keys of the statement queued last are its query's answer
         if together is not None and together.database == database and not together.in_transaction:
-            together.queued.append((statement.sql, dict(zip(statement.names, values, strict=True))))
+            together.queued.append((statement.sql, dict(zip(statement.names, values, strict=True)),
+                                    batch if returning else None))
         elif direct and statement.native is not None:
             connection.ensure_connection()
             connection.validate_no_broken_transaction()
             with connection.wrap_database_errors:
-                connection.connection.execute(statement.native, values)
+                answered = connection.connection.execute(statement.native, values)
+                if returning:
+                    _give_keys(database, batch, answered.fetchall())
         else:
             with connection.cursor() as cursor:
                 cursor.execute(statement.sql, dict(zip(statement.names, values, strict=True)))
+                if returning:
+                    _give_keys(database, batch, cursor.fetchall())
 
 
-def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()
-                     ) -> None:
+def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = (),
+                     returning: bool = False) -> None:
     """``rows`` (all of one model) by ``insert_plain`` at once, on the database the router chooses for
     their model, in the caller's transaction when one is open: for rows that must be written with
     the caller's other writes (a server's build rows), which ``insert`` would defer to the scope's
     end. What ``Model.objects.create`` (or ``bulk_create``) would store, in one statement for all
-    the rows, without the ORM building it each time; the rows get no primary key back."""
+    the rows, without the ORM building it each time; the rows get no primary key back but with
+    ``returning`` (``insert_plain``'s: inside ``written_together`` on PostgreSQL, once the block's
+    query is sent)."""
     if rows:
         model = type(rows[0])
         insert_plain(router.db_for_write(model), model, rows, unique_fields=unique_fields,
-                     update_fields=update_fields)
+                     update_fields=update_fields, returning=returning)
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
@@ -425,11 +464,21 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
 
 def _write_model(database: str, model: type[Row], rows: list[Row], plain: dict[type[models.Model], bool]) -> None:
     """One INSERT of ``rows`` on ``database``: ``insert_plain`` for a model in ``plain`` (its value:
-    ``ignore_conflicts``), else the ORM's ``bulk_create``."""
+    ``ignore_conflicts``), model instances given their primary keys back as ``bulk_create`` gives
+    them (``_returns_keys``), else the ORM's ``bulk_create``."""
     if model in plain:
-        insert_plain(database, model, rows, ignore_conflicts=plain[model])
+        insert_plain(database, model, rows, ignore_conflicts=plain[model],
+                     returning=_returns_keys(model, rows, plain))
     else:
         model._default_manager.bulk_create(rows)
+
+
+def _returns_keys(model: type[models.Model], rows: Sequence[Any], plain: dict[type[models.Model], bool]) -> bool:
+    """Whether the plain INSERT of ``rows`` gives them their primary keys back: model instances (not
+    mappings of values) of a model with an auto primary key, no row skipped on a conflict (e.g.
+    the notifications, whose pruning counts by their ids)."""
+    return (model in plain and not plain[model] and model._meta.auto_field is not None
+            and bool(rows) and isinstance(rows[0], models.Model))
 
 
 def _unsaved(rows: Sequence[models.Model]) -> Callable[[], None]:
@@ -524,7 +573,9 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
     Rows that are one plain INSERT statement (one model, at most ``PLAIN_BATCH`` rows: a
     scheduling trace record alone) are that statement in autocommit, which is a transaction by
     itself: no BEGIN and COMMIT of Django's ``atomic`` around it (its bookkeeping cost several
-    times the statement)."""
+    times the statement). Several models' rows: on PostgreSQL, when every model's are plain and at
+    most the last gives keys back, one query with no BEGIN or COMMIT of its own (``written_together``;
+    the models in another order, each table's rows in theirs), else one transaction."""
     by_model: dict[type[models.Model], list[models.Model]] = {}
     plain: dict[type[models.Model], bool] = {}
     for pending in batch:
@@ -533,9 +584,14 @@ def _write_batch(database: str, batch: list[_Pending]) -> bool:
             by_model.setdefault(model, []).extend(model_rows)
     restore = _unsaved([row for rows in by_model.values() for row in rows])
     alone = len(by_model) == 1 and _one_statement(database, *next(iter(by_model.items())), plain)
+    # on PostgreSQL the plain INSERTs are one query (``written_together``), those that give keys
+    # back last (a query answers with its last statement's rows), the ORM's after them
+    order = sorted(by_model.items(), key=lambda item: (item[0] not in plain, _returns_keys(item[0], item[1], plain)))
     try:
-        with contextlib.nullcontext() if alone else transaction.atomic(using=database):
-            for model, model_rows in by_model.items():
+        together = not alone and all(model in plain for model in by_model)  # (an ORM write opens it anyway)
+        with contextlib.nullcontext() if alone else written_together(database) if together \
+                else transaction.atomic(using=database):
+            for model, model_rows in order:
                 _write_model(database, model, model_rows, plain)
         return True
     except Exception:

@@ -11,6 +11,8 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from cloudcore.core.scope import insert_plain_now
+
 from ..models import BlockDeviceMapping, BuildRequest, Instance, Tag
 
 #: Sources of a block device for which the cloud creates the volume.
@@ -25,6 +27,15 @@ def instance_from_build_request(br: BuildRequest, **overrides: Any) -> Instance:
         data["created_at"] = parse_datetime(data["created_at"]) or timezone.now()
     data.update(overrides)
     return Instance(**data)
+
+
+def instance_from_build_request_create(instance: Instance) -> None:
+    """Store ``instance`` (new, from ``instance_from_build_request``) in the targeted cell as
+    ``instance.save()`` would (its node and compute id checked), by one plain INSERT: inside a
+    cell's ``written_together`` on PostgreSQL, sent with the rows after it in one query. The row is
+    not given its id: ``instance`` is not to be saved again (its uuid names it)."""
+    instance._check_node_linkage()
+    insert_plain_now([instance])
 
 
 def build_request_creates_volumes(br: BuildRequest) -> bool:

@@ -16,6 +16,7 @@ from django.db import IntegrityError, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from cloudcore.core import scope
+from cloudcore.core.models import NotificationRecord
 from networks.models import InstanceSecurityGroups
 from scheduling.models import SchedulingTraceBody
 
@@ -134,3 +135,34 @@ def test_on_commit_after_the_block_runs_once_the_rows_are_committed() -> None:
     transaction.on_commit(lambda: seen.append(list(InstanceSecurityGroups.objects.values_list("instance_uuid",
                                                                                               flat=True))))
     assert seen == [["a"]]
+
+
+def _notes(*kinds: str) -> list[NotificationRecord]:
+    return [NotificationRecord(event_type=kind, priority="INFO", publisher_id="p", payload={"k": kind})
+            for kind in kinds]
+
+
+def test_rows_that_give_their_keys_back_get_them_and_the_query_stays_one() -> None:
+    # when rows are written in a block, the last ones giving their keys back (RETURNING)
+    notes = _notes("n1", "n2")
+    with _statements() as statements, scope.written_together():
+        scope.insert_plain_now(_groups("a"))
+        scope.insert_plain("default", NotificationRecord, notes, returning=True)
+        # (queued on PostgreSQL: no key yet)
+    # then each row has its own stored id, saved as bulk_create leaves it
+    stored = dict(NotificationRecord.objects.values_list("event_type", "id"))
+    assert [(n.pk, n._state.adding, n._state.db) for n in notes] == [
+        (stored["n1"], False, "default"), (stored["n2"], False, "default")]
+    if _postgresql():
+        # and the keys are the answer of the one query that stored them
+        assert len(statements) == 1, statements
+        assert statements[0].endswith('RETURNING "id"'), statements
+    # when rows are queued after rows that give keys back, the block's transaction is opened for them
+    more = _notes("n3")
+    with _statements() as statements, scope.written_together():
+        scope.insert_plain("default", NotificationRecord, more, returning=True)
+        scope.insert_plain_now(_groups("b"))
+    assert more[0].pk == NotificationRecord.objects.get(event_type="n3").pk
+    assert InstanceSecurityGroups.objects.filter(instance_uuid="b").exists()
+    if _postgresql():
+        assert [s.split(" ")[0] for s in statements] == ["BEGIN", "INSERT", "INSERT", "COMMIT"], statements

@@ -7,6 +7,7 @@ soon as the call has returned, in a worker (no outer scope) and inside an HTTP r
 failing loses neither the other rows nor the scheduler's answer."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -51,8 +52,10 @@ def too_big() -> dict[str, Any]:
 
 
 def rows_transaction(transactions: list[list[str]]) -> list[str]:
-    """The one transaction that wrote notification or trace rows (asserting there is one)."""
-    (written,) = [t for t in transactions if {NOTIFICATIONS, TRACES} & set(inserted_tables(t))]
+    """The one transaction that wrote notification or trace rows (asserting there is one), its
+    statements (on PostgreSQL one query of their INSERTs, ``scope.written_together``: split)."""
+    split = [[part for sql in t for part in re.split(r"; (?=INSERT INTO )", sql)] for t in transactions]
+    (written,) = [t for t in split if {NOTIFICATIONS, TRACES} & set(inserted_tables(t))]
     return written
 
 
@@ -69,7 +72,7 @@ def test_a_placed_request_writes_its_rows_in_one_transaction(compute_host):
     # then the start and end notifications, the trace's body and both its records are one
     # transaction: its only statements an INSERT per model
     written = rows_transaction(transactions)
-    assert inserted_tables(written) == [NOTIFICATIONS, BODIES, TRACES] and len(written) == 3
+    assert inserted_tables(written) == [BODIES, TRACES, NOTIFICATIONS] and len(written) == 3
     # with the same rows, order and timestamps as one at a time
     assert events() == ["scheduler.select_destinations.start", "scheduler.select_destinations.end"]
     start, end = NotificationRecord.objects.order_by("id")
@@ -88,7 +91,7 @@ def test_no_valid_host_in_a_worker_is_explained_as_soon_as_the_call_returns(comp
     assert explanation["request_id"] == "req-rows-1" and explanation["result"] == "no_valid_host"
     assert explanation["trace"]["placement"]["shortfall"]["resources"]["MEMORY_MB"]["most_free"] == 4096
     # written with the start notification in one transaction (no end notification on this path)
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [BODIES, TRACES, NOTIFICATIONS]
     assert events() == ["scheduler.select_destinations.start"]
 
 
@@ -104,7 +107,8 @@ def test_inside_an_http_request_the_rows_wait_for_its_end_but_the_trace_is_reada
             # and a reader in the same request gets the trace (its rows written first)
             assert server_explanation(instance_uuid="i1")["result"] == "no_valid_host"
             assert events() == []
-        assert len([t for t in transactions[notified_before:] if TRACES in inserted_tables(t)]) == 1
+        assert len([t for t in transactions[notified_before:]
+                    if TRACES in inserted_tables([p for sql in t for p in re.split(r"; (?=INSERT INTO )", sql)])]) == 1
     # then the notification at the request's end, the trace not written twice
     assert events() == ["scheduler.select_destinations.start"]
     assert SchedulingTraceRecord.objects.count() == 1
@@ -144,7 +148,12 @@ def test_failing_notifications_lose_neither_the_trace_nor_the_answer(compute_hos
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise DatabaseError("disk I/O error")
 
-    monkeypatch.setattr(NotificationRecord._default_manager, "bulk_create", broken)
+    plain = scope.insert_plain
+
+    def broken_for_notifications(database: str, model: Any, rows: Any, **kwargs: Any) -> Any:
+        return (broken if model is NotificationRecord else plain)(database, model, rows, **kwargs)
+
+    monkeypatch.setattr(scope, "insert_plain", broken_for_notifications)  # (the notifications' INSERT)
     with pytest.raises(NoValidHost):
         select_destinations(CTX, too_big(), ["i1"])
     assert not NotificationRecord.objects.exists()
@@ -169,7 +178,7 @@ def test_the_same_failure_asked_again_stores_one_body_and_reads_whole(compute_ho
                             too_big(), ["i2", "i3"])
     # then the body is not written again (this process stored it): one body, a record per server
     # naming it
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [TRACES, NOTIFICATIONS]
     assert SchedulingTraceBody.objects.count() == 1
     assert {r.body_digest for r in SchedulingTraceRecord.objects.all()} == {SchedulingTraceBody.objects.get().digest}
     # and each server's explanation (API and command) is the whole trace, as the first one's
@@ -227,14 +236,14 @@ def test_a_process_that_forgot_the_body_writes_it_again_and_the_insert_skips_it(
     with api_db_transactions() as transactions, pytest.raises(NoValidHost):
         select_destinations(CTX, too_big(), ["i2"])
     # then it writes the body's INSERT, which finds the body stored: still one body
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [BODIES, TRACES, NOTIFICATIONS]
     assert SchedulingTraceBody.objects.count() == 1
     # and a body remembered for longer than BODY_REMEMBERED is written again too
     (digest,) = traces._stored
     traces._stored[digest] -= traces.body_remembered()
     with api_db_transactions() as transactions, pytest.raises(NoValidHost):
         select_destinations(CTX, too_big(), ["i3"])
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [BODIES, TRACES, NOTIFICATIONS]
 
 
 def test_a_body_is_remembered_only_once_its_transaction_commits(compute_host):
