@@ -357,7 +357,7 @@ def test_how_long_a_body_is_remembered_and_kept_are_the_settings(compute_host):
         # when the same failure is met again, then its body's INSERT is written again (and skips it)
         with api_db_transactions() as transactions, pytest.raises(NoValidHost):
             select_destinations(CTX, too_big(), ["i2"])
-    assert inserted_tables(rows_transaction(transactions)) == [NOTIFICATIONS, BODIES, TRACES]
+    assert inserted_tables(rows_transaction(transactions)) == [BODIES, TRACES, NOTIFICATIONS]
     assert SchedulingTraceBody.objects.count() == 1
     # given a grace of ten minutes, and the records naming the body made eleven minutes ago
     SchedulingTraceRecord.objects.update(created_at=timezone.now() - timedelta(minutes=11))
