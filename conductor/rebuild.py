@@ -37,9 +37,12 @@ EVENT_REBUILD_CHECK = "rebuild_server"
 def rebuild_instance(
     ctx: RequestContext, *, instance_uuid: str, cell_uuid: str, image: dict[str, Any], image_changed: bool,
     admin_pass: str | None, preserve_ephemeral: bool, reimage_boot_volume: bool,
+    original_image: dict[str, Any] | None = None,
 ) -> None:
     """Re-validate the host for a new image, then cast the rebuild to it (see module doc). A
-    server no longer ``rebuilding`` (deleted meanwhile) is left alone."""
+    server no longer ``rebuilding`` (deleted meanwhile) is left alone. A host that refuses the new
+    image puts the server in ERROR with its ``original_image`` back (``image_ref`` and the ``image_*``
+    system metadata the API replaced; Nova's conductor puts the image_ref back)."""
     with target_cell(cell_uuid):
         instance = instance_get(instance_uuid)
         if instance is None or instance.task_state != TaskState.REBUILDING:
@@ -51,7 +54,7 @@ def rebuild_instance(
                     _check_host_accepts(ctx, instance, request_spec_get(instance_uuid) or {}, image)
             except NoValidHost as exc:
                 log.info("rebuild of %s refused: its host does not accept image %s", instance_uuid, image.get("id"))
-                _error_out(ctx, instance, exc)
+                _error_out(ctx, instance, exc, original_image=original_image)
                 return
         if image_changed:
             request_spec_update(instance_uuid, image=image)
@@ -68,11 +71,17 @@ def _check_host_accepts(ctx: RequestContext, instance: Instance, base: dict[str,
     select_destinations(ctx, spec, [instance.uuid], return_alternates=False)
 
 
-def _error_out(ctx: RequestContext, instance: Instance, exc: BaseException) -> None:
+def _error_out(ctx: RequestContext, instance: Instance, exc: BaseException, *,
+               original_image: dict[str, Any] | None = None) -> None:
     old_vm_state = instance.vm_state
+    restored: dict[str, Any] = {}
+    if original_image is not None:
+        kept = {k: v for k, v in (instance.system_metadata or {}).items() if not k.startswith("image_")}
+        restored = {"image_ref": original_image.get("image_ref") or "",
+                    "system_metadata": {**kept, **dict(original_image.get("image_meta") or {})}}
     try:
         claim_task_state(instance, "rebuild", new_task_state=None, expected_task_states=(TaskState.REBUILDING,),
-                         vm_state=VmState.ERROR)
+                         vm_state=VmState.ERROR, **restored)
     except InstanceInvalidState:  # deleted meanwhile
         return
     actions.fault_add(instance_uuid=instance.uuid, exc=exc, host=instance.host)

@@ -66,11 +66,13 @@ def notification_handoff(message: dict[str, Any]) -> bool:
 
 def rebuild_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, image: dict[str, Any],
                      image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
-                     reimage_boot_volume: bool) -> None:
-    """``image`` is the image the server is rebuilt from (its ``id`` and properties, for the host check)."""
+                     reimage_boot_volume: bool, original_image: dict[str, Any] | None = None) -> None:
+    """``image`` is the image the server is rebuilt from (its ``id`` and properties, for the host check);
+    ``original_image``: the server's image before (``image_ref`` and its ``image_*`` system metadata),
+    put back if the host refuses the new one."""
     _send(REBUILD_INSTANCE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
           image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
-          reimage_boot_volume=reimage_boot_volume)
+          reimage_boot_volume=reimage_boot_volume, original_image=original_image)
 
 
 def evacuate_instance(*, ctx: RequestContext, instance_uuid: str, cell_uuid: str, migration_uuid: str,

@@ -43,10 +43,10 @@ def reschedule_build_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid:
 @on_service_side
 def rebuild_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, image: dict[str, Any],
                           image_changed: bool, admin_pass: str | None, preserve_ephemeral: bool,
-                          reimage_boot_volume: bool) -> None:
+                          reimage_boot_volume: bool, original_image: dict[str, Any] | None = None) -> None:
     rebuild_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, image=image,
                      image_changed=image_changed, admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
-                     reimage_boot_volume=reimage_boot_volume)
+                     reimage_boot_volume=reimage_boot_volume, original_image=original_image)
 
 
 @shared_task(name=rpc.EVACUATE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)

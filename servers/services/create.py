@@ -316,6 +316,24 @@ _SM_SKIP_KEYS = ("mappings", "block_device_mapping")
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
+def image_system_metadata(image: dict[str, Any] | None, *, volume_backed: bool) -> dict[str, str]:
+    """The ``image_*`` system metadata items a server keeps of its image (Nova's
+    ``get_system_metadata_from_image``): its properties, sizes and formats, and the image's id as
+    ``image_base_image_ref`` (empty for a volume-backed server). An image's block device mappings
+    are too large for system metadata (Nova skips them too)."""
+    if not image:
+        return {}
+    items = {f"image_{k}": str(v) for k, v in (image.get("properties") or {}).items() if k not in _SM_SKIP_KEYS}
+    items.update({
+        "image_min_ram": str(image.get("min_ram") or 0),
+        "image_min_disk": str(image.get("min_disk") or 0),
+        "image_disk_format": str(image.get("disk_format") or ""),
+        "image_container_format": str(image.get("container_format") or ""),
+        "image_base_image_ref": "" if volume_backed else image["id"],
+    })
+    return items
+
+
 def _check_hints(hints: dict[str, Any]) -> None:
     """400 for a hint this cloud cannot honour, or a malformed one it can."""
     for name in UNSUPPORTED_HINTS:
@@ -431,16 +449,7 @@ def server_create(*, actor: RequestContext, request: ServerCreateRequest) -> Ser
     now = timezone.now().isoformat()
     image_props = (image or {}).get("properties", {})
     auto_disk_config = auto_disk_config_for_image(image, request.auto_disk_config)
-    # an image's block device mappings are too large for system metadata (Nova skips them too)
-    system_metadata = {f"image_{k}": str(v) for k, v in image_props.items() if k not in _SM_SKIP_KEYS}
-    if image:
-        system_metadata.update({
-            "image_min_ram": str(image.get("min_ram") or 0),
-            "image_min_disk": str(image.get("min_disk") or 0),
-            "image_disk_format": str(image.get("disk_format") or ""),
-            "image_container_format": str(image.get("container_format") or ""),
-            "image_base_image_ref": "" if volume_backed else image["id"],
-        })
+    system_metadata = image_system_metadata(image, volume_backed=volume_backed)
     build_requests: list[BuildRequest] = []
     specs: dict[str, dict[str, Any]] = {}
     for index, instance_uuid in enumerate(uuids):

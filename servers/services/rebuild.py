@@ -25,6 +25,7 @@ from conductor import rpc as conductor_rpc
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
+from .create import image_system_metadata
 from .disk_config import auto_disk_config_for_image
 from .guards import check_not_locked, claim_task_state
 from .power import target
@@ -64,8 +65,19 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
     image_changed = image["id"] != instance.image_ref
     reimage = validate_volume_backed_rebuild(instance=instance, image=image, version=(version[0], version[1]),
                                              reimage_boot_volume=reimage_boot_volume)
+    original_image: dict[str, Any] | None = None
     if instance.is_volume_backed:
         image_changed = False  # the host is not re-validated: the volume carries the image (Nova)
+    else:
+        # the server's image is the new one from now on, as Nova's API sets it before the cast (the
+        # answer and every read show it); the image properties it keeps are the new image's. The
+        # conductor puts the old ones back if the host refuses the new image.
+        sysmeta = dict(instance.system_metadata or {})
+        original_image = {"image_ref": instance.image_ref,
+                          "image_meta": {k: v for k, v in sysmeta.items() if k.startswith("image_")}}
+        kept = {k: v for k, v in sysmeta.items() if not k.startswith("image_")}
+        changes = {**changes, "image_ref": image["id"],
+                   "system_metadata": {**kept, **image_system_metadata(image, volume_backed=False)}}
     claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING, vm_states=REBUILD_STATES)
     if changes:
         for key, value in changes.items():
@@ -74,5 +86,6 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
     actions.action_start(actor, instance_uuid=instance.uuid, action="rebuild")
     api_on_commit(partial(conductor_rpc.rebuild_instance, ctx=actor, instance_uuid=instance.uuid,
                           cell_uuid=str(cell.uuid), image=image, image_changed=image_changed, admin_pass=admin_pass,
-                          preserve_ephemeral=preserve_ephemeral, reimage_boot_volume=bool(reimage)))
+                          preserve_ephemeral=preserve_ephemeral, reimage_boot_volume=bool(reimage),
+                          original_image=original_image))
 

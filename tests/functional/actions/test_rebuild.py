@@ -147,6 +147,9 @@ def test_a_host_refusing_the_new_image_is_found_by_the_conductor_after_the_202(c
     assert shown["status"] == "ERROR" and shown["name"] == "renamed"
     assert shown["fault"]["message"].startswith("No valid host was found.")
     assert shown["image"]["id"] == cloud.image_id
+    # and the image properties it keeps are its own image's again (the API had put the new one's)
+    sysmeta = cloud.instance(server["id"]).system_metadata
+    assert sysmeta["image_base_image_ref"] == cloud.image_id and "image_hw_architecture" not in sysmeta
     assert cloud.domain(server["id"]).isActive()
     # and the rebuild action failed at the conductor's rebuild_server event
     with target_cell(cloud.cell_of(server["id"])):
@@ -263,3 +266,30 @@ def test_a_pending_rebuild_buried_again_keeps_one_copy_of_everything(cloud: Clou
     names = [a["action"] for a in history["instanceActions"]]
     assert sorted(names) == ["create", "rebuild", "rebuild"]
     assert all(a["message"] == "Error" for a in history["instanceActions"])
+
+
+def test_the_rebuild_answer_and_the_server_have_the_new_image_before_its_host_acts(
+        cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conductor import rpc as conductor_rpc
+    from images.models import Image
+
+    # given a server of an image that asks for the guest agent, and another image with other properties
+    Image.objects.filter(id=cloud.image_id).update(properties={"hw_qemu_guest_agent": "yes"})
+    client = cloud.member()
+    server = cloud.wait_for_status(client, cloud.create_server(client, "vm1")["id"], "ACTIVE")
+    new_image = second_image(cloud)
+    Image.objects.filter(id=new_image).update(properties={"os_type": "linux"})
+    # and a conductor that has not acted on the rebuild yet (its cast held back)
+    held: list[dict[str, Any]] = []
+    monkeypatch.setattr(conductor_rpc, "rebuild_instance", lambda **kwargs: held.append(kwargs))
+    # when the server is rebuilt with the new image
+    response = cloud.action(client, server["id"], {"rebuild": {"imageRef": new_image}})
+    # then the answer and a show already name the new image, as Nova's API sets it before the cast
+    assert response.status_code == 202, response.content
+    assert response.json()["server"]["image"]["id"] == new_image
+    assert cloud.show(client, server["id"])["image"]["id"] == new_image
+    # and the image properties the server keeps are the new image's, the old ones gone
+    sysmeta = cloud.instance(server["id"]).system_metadata
+    assert (sysmeta.get("image_os_type"), sysmeta.get("image_base_image_ref")) == ("linux", new_image)
+    assert "image_hw_qemu_guest_agent" not in sysmeta
+    assert len(held) == 1 and held[0]["image"]["id"] == new_image
