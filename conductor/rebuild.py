@@ -23,6 +23,7 @@ from scheduling.services.request_specs import request_spec_get, request_spec_upd
 from servers.choices import TaskState, VmState
 from servers.selectors import instance_get
 from servers.services import actions
+from servers.services.create import with_image_items
 from servers.services.guards import claim_task_state
 from servers.services.notify import notify_compute_task_error, notify_instance
 
@@ -76,9 +77,8 @@ def _error_out(ctx: RequestContext, instance: Instance, exc: BaseException, *,
     old_vm_state = instance.vm_state
     restored: dict[str, Any] = {}
     if original_image is not None:
-        kept = {k: v for k, v in (instance.system_metadata or {}).items() if not k.startswith("image_")}
-        restored = {"image_ref": original_image.get("image_ref") or "",
-                    "system_metadata": {**kept, **dict(original_image.get("image_meta") or {})}}
+        restored = {"image_ref": original_image.get("image_ref") or "", "system_metadata": with_image_items(
+            instance.system_metadata, dict(original_image.get("image_meta") or {}))}
     try:
         claim_task_state(instance, "rebuild", new_task_state=None, expected_task_states=(TaskState.REBUILDING,),
                          vm_state=VmState.ERROR, **restored)

@@ -27,12 +27,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError, Conflict, Invalid, NotFound, NotImplementedYet, Unauthorized
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound, NotImplementedYet, Unauthorized
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 
 from ..models import ConsoleAuthToken, Instance
-from .power import target
+from .power import call, target
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
@@ -82,17 +82,6 @@ def _require_host(instance: Instance) -> None:
         raise InstanceNotReady(instance_id=instance.uuid)
 
 
-def _call(send: Any, *, actor: RequestContext, instance: Instance, cell: CellMapping, **kwargs: Any) -> dict[str, Any]:
-    """Call the server's host; its failure comes back as the domain error of the code it names."""
-    try:
-        return dict(send(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
-                         **kwargs))
-    except compute_rpc.CallFailed as exc:
-        error = CloudcoreError(str(exc))
-        error.code = int(exc.details.get("code") or 500)
-        raise error from exc
-
-
 def server_console_output(*, actor: RequestContext, instance: Instance, cell: CellMapping,
                           length: int | None) -> str:
     """The last ``length`` lines of the guest's serial console log (None or -1: all of it).
@@ -105,7 +94,7 @@ def server_console_output(*, actor: RequestContext, instance: Instance, cell: Ce
     _require_host(instance)
     if length is not None and length < 0:
         length = None
-    answer = _call(compute_rpc.get_console_output, actor=actor, instance=instance, cell=cell, length=length)
+    answer = call(compute_rpc.get_console_output, actor=actor, instance=instance, cell=cell, length=length)
     return _CONTROL.sub("", str(answer.get("output") or ""))
 
 
@@ -127,7 +116,7 @@ def server_remote_console(*, actor: RequestContext, instance: Instance, cell: Ce
     enabled = {"novnc": settings.VNC_ENABLED, "serial": settings.SERIAL_CONSOLE_ENABLED}
     if not enabled.get(console_type, False):
         raise ConsoleTypeUnavailable(console_type=console_type)
-    where = _call(compute_rpc.get_console_connection, actor=actor, instance=instance, cell=cell,
+    where = call(compute_rpc.get_console_connection, actor=actor, instance=instance, cell=cell,
                   console_type=console_type)
     base = settings.NOVNCPROXY_BASE_URL if console_type == "novnc" else settings.SERIALPROXY_BASE_URL
     token = console_token_create(instance_uuid=instance.uuid, console_type=console_type, host=str(where["host"]),

@@ -334,6 +334,16 @@ def image_system_metadata(image: dict[str, Any] | None, *, volume_backed: bool) 
     return items
 
 
+def image_items(system_metadata: dict[str, str] | None) -> dict[str, str]:
+    """The ``image_*`` items of a server's system metadata (what it keeps of its image)."""
+    return {k: v for k, v in (system_metadata or {}).items() if k.startswith("image_")}
+
+
+def with_image_items(system_metadata: dict[str, str] | None, items: dict[str, str]) -> dict[str, str]:
+    """``system_metadata`` with its ``image_*`` items replaced by ``items`` (another image's)."""
+    return {**{k: v for k, v in (system_metadata or {}).items() if not k.startswith("image_")}, **items}
+
+
 def _check_hints(hints: dict[str, Any]) -> None:
     """400 for a hint this cloud cannot honour, or a malformed one it can."""
     for name in UNSUPPORTED_HINTS:

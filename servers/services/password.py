@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from cells.context import target_cell
 from cells.transactions import atomic as cells_atomic
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import CloudcoreError
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
 
@@ -23,7 +22,7 @@ from ..models import Instance
 from ..selectors import ServerRecord
 from . import actions
 from .guards import check_not_locked, claim_task_state, record_target
-from .power import _require_host, target
+from .power import _require_host, call, target
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
@@ -46,12 +45,7 @@ def server_set_password(*, actor: RequestContext, instance: Instance, cell: Cell
                      vm_states=[VmState.ACTIVE])
     actions.action_start(actor, instance_uuid=instance.uuid, action="changePassword")
     try:
-        compute_rpc.set_admin_password(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid,
-                                       cell_uuid=str(cell.uuid), password=password)
-    except compute_rpc.CallFailed as exc:
-        error = CloudcoreError(str(exc))
-        error.code = int(exc.details.get("code") or 500)
-        raise error from exc
+        call(compute_rpc.set_admin_password, actor=actor, instance=instance, cell=cell, password=password)
     except (compute_rpc.CallTimedOut, compute_rpc.CallNotDelivered):
         Instance.objects.filter(pk=instance.pk, task_state=TaskState.UPDATING_PASSWORD).update(task_state=None)
         raise

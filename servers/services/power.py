@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cells.transactions import api_on_commit
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Forbidden, InstanceInvalidState
+from cloudcore.core.exceptions import CloudcoreError, Forbidden, InstanceInvalidState
 from cloudcore.core.policy import authorize, can
 from compute import rpc as compute_rpc
 
@@ -36,6 +36,19 @@ def cast(send: Callable[..., None], *, actor: RequestContext, instance: Instance
                    **kwargs)
     # Cell writes here are autocommitted; the hook runs at once unless an API-DB transaction is open.
     api_on_commit(call)
+
+
+def call(send: Callable[..., Any], *, actor: RequestContext, instance: Instance, cell: CellMapping,
+         **kwargs: Any) -> dict[str, Any]:
+    """Call ``send`` (a ``compute.rpc`` call) on the server's host and wait for its answer; the
+    host's failure comes back as the domain error of the HTTP code it names."""
+    try:
+        return dict(send(ctx=actor, host=str(instance.host), instance_uuid=instance.uuid, cell_uuid=str(cell.uuid),
+                         **kwargs))
+    except compute_rpc.CallFailed as exc:
+        error = CloudcoreError(str(exc))
+        error.code = int(exc.details.get("code") or 500)
+        raise error from exc
 
 
 def _require_host(instance: Instance, method: str) -> None:

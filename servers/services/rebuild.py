@@ -25,7 +25,7 @@ from conductor import rpc as conductor_rpc
 from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
-from .create import image_system_metadata
+from .create import image_items, image_system_metadata, with_image_items
 from .disk_config import auto_disk_config_for_image
 from .guards import check_not_locked, claim_task_state
 from .power import target
@@ -72,12 +72,9 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
         # the server's image is the new one from now on, as Nova's API sets it before the cast (the
         # answer and every read show it); the image properties it keeps are the new image's. The
         # conductor puts the old ones back if the host refuses the new image.
-        sysmeta = dict(instance.system_metadata or {})
-        original_image = {"image_ref": instance.image_ref,
-                          "image_meta": {k: v for k, v in sysmeta.items() if k.startswith("image_")}}
-        kept = {k: v for k, v in sysmeta.items() if not k.startswith("image_")}
-        changes = {**changes, "image_ref": image["id"],
-                   "system_metadata": {**kept, **image_system_metadata(image, volume_backed=False)}}
+        original_image = {"image_ref": instance.image_ref, "image_meta": image_items(instance.system_metadata)}
+        changes = {**changes, "image_ref": image["id"], "system_metadata": with_image_items(
+            instance.system_metadata, image_system_metadata(image, volume_backed=False))}
     claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING, vm_states=REBUILD_STATES)
     if changes:
         for key, value in changes.items():
