@@ -66,15 +66,18 @@ def server_rebuild(*, actor: RequestContext, instance: Instance, cell: CellMappi
     reimage = validate_volume_backed_rebuild(instance=instance, image=image, version=(version[0], version[1]),
                                              reimage_boot_volume=reimage_boot_volume)
     original_image: dict[str, Any] | None = None
+    # the image properties the server keeps are the new image's from now on, as Nova's API resets
+    # them before the cast, a volume-backed server's too (its ``image_base_image_ref`` then names
+    # the image, as Nova's does after a rebuild)
+    changes = {**changes, "system_metadata": with_image_items(
+        instance.system_metadata, image_system_metadata(image, volume_backed=False))}
     if instance.is_volume_backed:
         image_changed = False  # the host is not re-validated: the volume carries the image (Nova)
     else:
-        # the server's image is the new one from now on, as Nova's API sets it before the cast (the
-        # answer and every read show it); the image properties it keeps are the new image's. The
-        # conductor puts the old ones back if the host refuses the new image.
+        # the server's image is the new one too (the answer and every read show it). The conductor
+        # puts both back if the host refuses the new image.
         original_image = {"image_ref": instance.image_ref, "image_meta": image_items(instance.system_metadata)}
-        changes = {**changes, "image_ref": image["id"], "system_metadata": with_image_items(
-            instance.system_metadata, image_system_metadata(image, volume_backed=False))}
+        changes = {**changes, "image_ref": image["id"]}
     claim_task_state(instance, "rebuild", new_task_state=TaskState.REBUILDING, vm_states=REBUILD_STATES)
     if changes:
         for key, value in changes.items():

@@ -79,11 +79,13 @@ def test_scenario_1_different_image_at_2_92_is_400(bfv: Any) -> None:
 
 @pytest.mark.parametrize("stopped", [False, True])
 def test_scenarios_2_3_4_9_rebuild_reimages_the_volume(bfv: Any, stopped: bool) -> None:
+    from images.models import Image
     from volumes import services as volumes
 
     client = bfv.member()
     server = boot_bfv(bfv, client, stopped=stopped)
     old_bdm, vol = root_volume(bfv, server["id"])
+    Image.objects.filter(pk=bfv.image_b).update(properties={"os_distro": "cirros"})
     calls: list[tuple[str, Any]] = []
     originals = {name: getattr(volumes, name) for name in
                  ("attachment_create", "attachment_delete", "volume_reimage", "attachment_update",
@@ -117,6 +119,9 @@ def test_scenarios_2_3_4_9_rebuild_reimages_the_volume(bfv: Any, stopped: bool) 
     assert vol.volume_image_metadata["image_id"] == bfv.image_b
     assert volume_bytes(vol.id, len(IMAGE_B)) == IMAGE_B
     assert bfv.show(client, server["id"])["image"] == ""
+    # and the image properties the server keeps are the new image's (Nova's API resets them)
+    sysmeta = bfv.instance(server["id"]).system_metadata
+    assert (sysmeta.get("image_os_distro"), sysmeta.get("image_base_image_ref")) == ("cirros", bfv.image_b)
 
 
 def test_scenario_5_failed_reimage_errors_the_server(bfv: Any) -> None:
