@@ -5,12 +5,14 @@ Types are for annotations (``if TYPE_CHECKING: from cells.models import CellMapp
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.db.models import QuerySet
 
 from cloudcore.core import scope
 from cloudcore.core.prepared import prepared_first, prepared_objects
+from cloudcore.core.sqlin import values_in
 
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
@@ -79,16 +81,34 @@ def host_cell_names() -> dict[str, str]:
     return {host: name or "" for host, name in HostMapping.objects.values_list("host", "cell__name")}
 
 
-def instance_mapping_get(instance_uuid: str) -> InstanceMapping | None:
+def instance_mapping_get(instance_uuid: str, *, named: str = "",
+                         annotations: Callable[[], dict[str, Any]] | None = None) -> InstanceMapping | None:
     """The mapping of a server with its cell (None when unmapped; its cell is None while the
-    server waits for a host)."""
+    server waits for a host). ``annotations``: what makes the expressions the mapping carries as
+    attributes, read in the same statement (what another app keeps of the server, e.g. its request
+    spec as a subquery: a status poll's one round trip for both), always the same ones under
+    ``named``, the caller's name for them (called only when the statement is built)."""
     # read by every request about one server (a client's status poll above all): its SQL built once
-    # per process (prepared_first)
-    return prepared_first("cells.instance_mapping", _instance_mapping, (instance_uuid,))
+    # per process (prepared_first) for each set of annotations
+    if annotations is None:
+        return prepared_first("cells.instance_mapping", _instance_mapping, (instance_uuid,))
+    assert named, "annotations are prepared under the caller's name for them"
+    return prepared_first(f"cells.instance_mapping.{named}",
+                          lambda value: _instance_mapping(value).annotate(**annotations()), (instance_uuid,))
 
 
 def _instance_mapping(instance_uuid: str) -> QuerySet[InstanceMapping]:
     return InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid)
+
+
+def instance_mapping_values(instance_uuids: Iterable[str], **annotations: Any) -> dict[str, dict[str, Any]]:
+    """``{instance_uuid: {name: value}}`` of the mapped servers among ``instance_uuids``: the values
+    of ``annotations``, expressions over each server's mapping (e.g. keys of its request spec read
+    by a subquery), in one statement."""
+    rows = InstanceMapping.objects.filter(instance_uuid__in=values_in(list(instance_uuids))).annotate(
+        **annotations).values_list("instance_uuid", *annotations)
+    names = list(annotations)
+    return {row[0]: dict(zip(names, row[1:], strict=True)) for row in rows}
 
 
 def instance_mappings_in(cells: Iterable[CellMapping], *, project_id: str | None = None) -> list[InstanceMapping]:

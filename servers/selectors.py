@@ -9,6 +9,7 @@ servers (shown as UNKNOWN from 2.69).
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -17,9 +18,10 @@ from datetime import datetime
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 from django.db import DatabaseError
-from django.db.models import Count, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, OuterRef, Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast, Coalesce
 
 from cells import selectors as cell_selectors
 from cells.context import current_alias, target_cell
@@ -28,6 +30,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 from cloudcore.core.keyset import SortKeys, after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_first, prepared_objects
+from scheduling.services.request_specs import request_spec_of
 
 from .choices import MigrationStatus, MigrationType, PowerState, TaskState, VmState
 from .models import (
@@ -67,6 +70,10 @@ class ServerRecord:
     #: The Instance columns read into ``instance`` when it was read with some only (a list page's
     #: rows: one frozenset for them all), None for a whole row.
     loaded: frozenset[str] | None = None
+    #: Whether ``spec`` was read with the mapping (``server_get``'s ``with_spec``): the server's
+    #: request spec, None when it has none.
+    spec_read: bool = False
+    spec: dict[str, Any] | None = None
 
     @property
     def project_id(self) -> str:
@@ -87,12 +94,26 @@ def _visible_to(actor: RequestContext, project_id: str) -> bool:
     return actor.is_admin or actor.project_id == project_id
 
 
-def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_projects: bool = True) -> ServerRecord:
-    """The server ``instance_uuid`` visible to ``actor``; ServerNotFound (404) otherwise.
+def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_projects: bool = True,
+               with_spec: bool = False) -> ServerRecord:
+    """The server ``instance_uuid`` visible to ``actor``; ServerNotFound (404) otherwise. With
+    ``with_spec``, the record carries the server's request spec (``spec``), read in the statement
+    that reads its mapping (a show from 2.69: a client's status poll).
 
     Users never see another project's servers (404, not 403): only cloud admins do.
     """
-    mapping = cell_selectors.instance_mapping_get(instance_uuid)
+    if with_spec:
+        mapping = cell_selectors.instance_mapping_get(instance_uuid, named="request_spec",
+                                                      annotations=lambda: {"request_spec_text": _spec_text()})
+    else:
+        mapping = cell_selectors.instance_mapping_get(instance_uuid)
+    record = _server_of(actor, instance_uuid, mapping)
+    if with_spec:
+        record.spec_read, record.spec = True, _spec_loads(getattr(mapping, "request_spec_text", None))
+    return record
+
+
+def _server_of(actor: RequestContext, instance_uuid: str, mapping: InstanceMapping | None) -> ServerRecord:
     if mapping is None or not _visible_to(actor, mapping.project_id):
         raise ServerNotFound(instance_id=instance_uuid)
     if mapping.queued_for_delete and mapping.cell is None:
@@ -124,6 +145,29 @@ def server_get(actor: RequestContext, instance_uuid: str, *, allow_other_project
 
 def _instance(instance_uuid: str) -> QuerySet[Instance]:
     return Instance.objects.filter(uuid=instance_uuid)
+
+
+def _spec_text() -> Cast:
+    """The request spec of each mapping's server as its stored JSON text (NULL when it has none):
+    decoded here by orjson (``_spec_loads``), where the JSON field's converter would use ``json``."""
+    return Cast(request_spec_of(OuterRef("instance_uuid")), TextField())
+
+
+def _spec_loads(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:  # what orjson does not read (an integer beyond 64 bits in a hint)
+        return json.loads(text)  # type: ignore[no-any-return]
+
+
+def request_specs_of(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{instance_uuid: request spec}`` of those among ``instance_uuids`` (mapped servers) that
+    have one, in one statement of the API database: a page's, whose bodies show keys of them
+    (2.96's pinned zone, 2.100's hints), each decoded by orjson."""
+    found = cell_selectors.instance_mapping_values(instance_uuids, request_spec_text=_spec_text())
+    return {uuid: spec for uuid, row in found.items() if (spec := _spec_loads(row["request_spec_text"])) is not None}
 
 
 def _regex(value: str) -> str:

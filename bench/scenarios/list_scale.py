@@ -4,10 +4,12 @@
 The first ``BOOTED`` servers are booted for real through the compute API (half with only cell1's
 hosts enabled, half with only cell2's); the rest are bulk row inserts (``bulk_create``) into each
 cell database (Instance + BlockDeviceMapping rows copied from the booted servers of that cell, with
-new uuids, names and creation times) plus their InstanceMapping rows in the API database, so the
-list reads exactly what it would read for booted servers. Each size is measured with the default
-page (no ``limit``: the API's maximum page of 1,000, as Nova's ``max_limit``) and with ``limit=50``,
-one warm-up request first.
+new uuids, names and creation times) plus their InstanceMapping and RequestSpec rows in the API
+database (each spec the booted server's, with the copy's ``instance_uuid``, as Nova keeps one per
+server), so the list reads exactly what it would read for booted servers: from 2.96 on (the pinned
+zone, and 2.100's scheduler hints) a page reads the request spec of every row. Each size is
+measured with the default page (no ``limit``: the API's maximum page of 1,000, as Nova's
+``max_limit``) and with ``limit=50``, one warm-up request first.
 SQL statements are counted with ``CaptureQueriesContext`` on every connection."""
 from __future__ import annotations
 
@@ -40,13 +42,14 @@ def _enable_only(cloud: Any, cell: str) -> None:
 
 def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: str = "list-") -> None:
     """``count`` more servers in ``cell_name``, copied from the servers booted there (those named
-    ``prefix``...), named ``copy-<serial + k>``. Also used by the functional test that the list's
-    statements do not grow with the rows."""
+    ``prefix``...), named ``copy-<serial + k>``, each with a copy of its template's request spec.
+    Also used by the functional test that the list's statements do not grow with the rows."""
     from django.utils import timezone
 
     from cells.context import target_cell
     from cells.models import InstanceMapping
     from cells.transactions import api_atomic, atomic
+    from scheduling.services.request_specs import request_specs_create, request_specs_get
     from servers.models import BlockDeviceMapping, Instance
 
     cell = cloud.cells[cell_name]
@@ -56,8 +59,10 @@ def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: s
         for bdm in BlockDeviceMapping.objects.filter(instance_uuid__in=[t.uuid for t in templates]):
             bdms.setdefault(bdm.instance_uuid, []).append(bdm)
         assert templates, f"no booted server in {cell_name} to copy"
+        template_specs = request_specs_get(t.uuid for t in templates)
         oldest = min(t.created_at for t in templates)
         instances, new_bdms, mappings = [], [], []
+        specs: dict[str, dict[str, Any]] = {}
         for k in range(count):
             template = templates[k % len(templates)]
             new_uuid = str(uuidlib.uuid4())
@@ -76,11 +81,16 @@ def insert_copies(cloud: Any, cell_name: str, count: int, serial: int, prefix: s
                 new_bdms.append(copy)
             mappings.append(InstanceMapping(instance_uuid=new_uuid, cell=cell, project_id=template.project_id,
                                             user_id=template.user_id))
+            if template.uuid in template_specs:
+                specs[new_uuid] = {**template_specs[template.uuid], "instance_uuid": new_uuid}
         with atomic(cell):
             Instance.objects.bulk_create(instances, batch_size=500)
             BlockDeviceMapping.objects.bulk_create(new_bdms, batch_size=500)
     with api_atomic():
         InstanceMapping.objects.bulk_create(mappings, batch_size=1000)
+        batch = list(specs.items())
+        for start in range(0, len(batch), 500):
+            request_specs_create(dict(batch[start:start + 500]))
 
 
 def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90") -> dict[str, Any]:

@@ -25,11 +25,11 @@ from cloudcore.core.api.validation import as_bool, query_int, reject_unknown_par
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
-from cloudcore.core.policy import authorize
+from cloudcore.core.policy import authorize, can
 from cloudcore.core.prepared import prepared_in_rows
 from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
-from scheduling.services.request_specs import request_spec_get, request_specs_get
+from scheduling.services.request_specs import request_spec_get
 
 from ..models import BlockDeviceMapping, InstanceFault, Tag
 from ..presenter import (
@@ -42,7 +42,7 @@ from ..presenter import (
     present_updated_server,
     server_field_at,
 )
-from ..selectors import ServerRecord, server_get, server_list
+from ..selectors import ServerRecord, request_specs_of, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
@@ -58,11 +58,12 @@ MAX_LIMIT = 1000
 
 
 def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
-               version: Version = (2, 1)) -> ServerRecord:
+               version: Version = (2, 1), *, with_spec: bool = False) -> ServerRecord:
     """The server (404 if not visible), with the read ``rule`` authorized against its project
     (writes pass no rule: their service checks its own). A server whose cell does not answer is a
-    503, except for show from 2.69 (a down-cell stub)."""
-    record = server_get(actor, server_id)
+    503, except for show from 2.69 (a down-cell stub). ``with_spec``: with its request spec, read
+    with its mapping (``server_get``'s)."""
+    record = server_get(actor, server_id, with_spec=with_spec)
     if rule:
         authorize(actor, rule, record_target(record))
     if record.down_cell and not (rule == "os_compute_api:servers:show"
@@ -93,6 +94,15 @@ def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
     if actor.is_admin or fault.code != 500:
         body["details"] = fault.details or ""
     return body
+
+
+#: The body's fields that read the server's request spec (API database).
+_SPEC_FIELDS = ("pinned_availability_zone", "scheduler_hints", "server_groups")
+_HOST_STATUS_RULE = "os_compute_api:servers:show:host_status"
+
+
+def _shows_spec(version: Version, *, listing: bool = False) -> bool:
+    return any(server_field_at(name, version, listing=listing) for name in _SPEC_FIELDS)
 
 
 def _host_status(services: dict[str, Any], host: str | None) -> str:
@@ -130,6 +140,9 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     faults: dict[str, dict[str, Any]] = {}
     volumes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     host_status: dict[str, str] = {}
+    # the policy answers of the page, shared with its bodies' (``present_server``'s ``checks``): the
+    # host status of a server whose project may not see it is not read (a member's status poll)
+    checks: dict[Any, Any] = {}
     want_host_status = server_field_at("host_status", version, listing=listing)
     want_tags = server_field_at("tags", version, listing=listing)
     for cell_records in by_cell.values():
@@ -155,7 +168,8 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
                 # as the database gives it: SQLite's 0/1
                 volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": bool(delete_on_termination)})
             if want_host_status:
-                hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host}
+                hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host
+                         and _may_see_host_status(actor, r.project_id, checks)}
                 if hosts:
 
                     services = compute_services(hosts)
@@ -169,11 +183,11 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     addresses = _addresses([r.uuid for r in records if r.instance is not None])
     groups = _security_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
-    if any(server_field_at(name, version, listing=listing)
-           for name in ("pinned_availability_zone", "scheduler_hints", "server_groups")):
-
-        specs = request_specs_get(r.uuid for r in records)
-    checks: dict[tuple[str, str], bool] = {}
+    if _shows_spec(version, listing=listing):
+        specs = {r.uuid: r.spec for r in records if r.spec_read and r.spec is not None}
+        unread = [r.uuid for r in records if not r.spec_read]
+        if unread:
+            specs.update(request_specs_of(unread))
     return [
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
@@ -182,6 +196,16 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         )
         for r in records
     ]
+
+
+def _may_see_host_status(actor: RequestContext, project_id: str, checks: dict[Any, Any]) -> bool:
+    """The host status policy for a server of ``project_id``, asked once per page and project (the
+    key and answer ``present_server``'s ``View.can`` reads in ``checks``)."""
+    key = (_HOST_STATUS_RULE, project_id)
+    known = checks.get(key)
+    if known is None:
+        known = checks[key] = can(actor, _HOST_STATUS_RULE, {"project_id": project_id})
+    return bool(known)
 
 
 # --- list -----------------------------------------------------------------------------------------
@@ -453,12 +477,16 @@ class ServersDetailView(ComputeAPIView):
 def _down_cell_show(record: ServerRecord, version: Version) -> dict[str, Any]:
     """Nova's show of a server whose cell does not answer (2.69): what the API database knows."""
 
-    return present_down_cell_show(record, version=version, spec=request_spec_get(record.uuid) or {})
+    spec = record.spec if record.spec_read else request_spec_get(record.uuid)
+    return present_down_cell_show(record, version=version, spec=spec or {})
 
 
 class ServerView(ComputeAPIView):
     def get(self, request: Request, server_id: str) -> Response:
-        record = get_server(self.ctx, server_id, "os_compute_api:servers:show", self.version)
+        # from 2.69 (a down cell's stub reads it) the request spec is read with the mapping
+        record = get_server(self.ctx, server_id, "os_compute_api:servers:show", self.version,
+                            with_spec=_shows_spec(self.version)
+                            or schemas.SERVER_FEATURES.has("down_cell_stubs", self.version))
         if record.down_cell:
             return Response({"server": _down_cell_show(record, self.version)})
         return Response({"server": render([record], version=self.version, actor=self.ctx)[0]})

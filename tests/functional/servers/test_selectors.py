@@ -149,3 +149,30 @@ def test_a_page_makes_instances_of_the_rows_the_merge_keeps_only(cells, monkeypa
         assert record.instance.created_at == server.created_at and record.instance.created_at.tzinfo is not None
         assert record.instance.display_name == server.display_name
         assert "host" not in record.instance.__dict__
+
+
+def test_request_specs_are_read_with_the_mappings_as_stored(cells):
+    from scheduling.services.request_specs import request_specs_create, request_specs_get
+    from servers.selectors import request_specs_of
+
+    # given servers with request specs (one with a hint beyond 64 bits, which orjson does not read),
+    # one without, and a spec of a server with no mapping
+    with_hints = _server(cells, "cell1", 3)
+    big = _server(cells, "cell2", 2)
+    without = _server(cells, "cell1", 1)
+    specs = {with_hints.uuid: {"availability_zone": "az1", "scheduler_hints": {"group": ["g"], "n": 1.5},
+                               "instance_group": {"uuid": "g"}, "flavor": {"name": "m1.tiny"}},
+             big.uuid: {"availability_zone": None, "scheduler_hints": {"n": 2 ** 70}},
+             "unmapped-0000-0000-0000-000000000000": {"availability_zone": "az2"}}
+    request_specs_create(specs)
+    uuids = [with_hints.uuid, big.uuid, without.uuid]
+    # when a page's specs are read with their mappings
+    found = request_specs_of(uuids)
+    # then they are the stored specs, each one, none for the server without one
+    assert found == request_specs_get(uuids) == {u: specs[u] for u in (with_hints.uuid, big.uuid)}
+    assert found[big.uuid]["scheduler_hints"]["n"] == 2 ** 70
+    # and a show's record carries its server's spec, read with its mapping (None without one)
+    assert server_get(OWNER, with_hints.uuid, with_spec=True).spec == specs[with_hints.uuid]
+    record = server_get(OWNER, without.uuid, with_spec=True)
+    assert record.spec_read and record.spec is None
+    assert not server_get(OWNER, with_hints.uuid).spec_read
