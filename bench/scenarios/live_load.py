@@ -174,6 +174,24 @@ FINDINGS = (
     "(not measured: no quiet window).",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
+    "Checked (post4, by reading the scenario, not by a live pass): the logins do not overlap the POSTs. The "
+    "clients log in one after another before the boot threads start (and before the servers/s clock), and the "
+    "compute hosts log in when they start (their first report to placement), 20 logins' CPU seconds earlier. "
+    "The scenario is unchanged.",
+    "Found (post4, callgrind): `bench/post_instructions.py` had counted the test helper's look-up of the flavor "
+    "by name before each POST (an ORM query built every time, 1.75M instructions): the web's POST was 7.06M, "
+    "not 8.9M. Fixed in the bench (bodies made before counting). Then: the generated admin password read "
+    "`os.urandom` once per character (96k -> 45k instructions), now once: -1.1% of "
+    "the POST (74k instructions). Found and left: jsonschema's walk of the body, 473k instructions per POST "
+    "(a schema compiled into a plain predicate, tried, took it to 79k, -5% of the POST, "
+    "but it was a second, hand-written JSON Schema implementation to keep "
+    "exact with jsonschema's; not merged). Round trips unchanged "
+    "(6 + the health check on PostgreSQL): the token's stamps are read by authentication, the flavor, image, "
+    "quota limits and default group by three apps' services; one query for any two of them would be a UNION "
+    "of unlike rows across apps. Not done: the Celery cast (about a fifth of the web's POST: kombu binds and "
+    "checks the declared queue, acquires a producer and builds the message for every cast, in many small "
+    "steps), an orjson request parser (60k of DRF's 87k per body; orjson turns integers beyond 64 bits into "
+    "floats where `json` keeps them).",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
