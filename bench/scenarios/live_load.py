@@ -200,9 +200,10 @@ FINDINGS = (
 PG_ROUND_TRIPS = (
     ("`POST /servers` (web)", 12, 7, "health check; token's change stamps, flavor, image, quota limits, default "
      "group; the build's 4 rows: `BEGIN`, 4 `INSERT`s, `COMMIT` before, one query now; + 1 Redis `LPUSH`"),
-    ("`GET /servers/{id}` (web, a status poll)", 12, 11, "2 health checks; token's stamps, instance mapping, ports, "
-     "their groups, request spec; in the cell: instance, tags, block devices, service; every cell mapping "
-     "before (its cell found again by uuid)"),
+    ("`GET /servers/{id}` (web, a member's status poll)", 11, 9, "2 health checks; token's stamps, instance "
+     "mapping with its request spec (one statement; the spec a read of its own before), ports, their groups; in "
+     "the cell: instance, tags, block devices (the compute service's read before, now only for those whose policy "
+     "shows `host_status`)"),
     ("a build in the conductor", 29, 21, "3 health checks; build request (with the security groups it asked for, "
      "a read of its own before, left out of this table's old count of 28), cells, 2 cell and 1 placement "
      "freshness reads, zones; claim (`BEGIN`, stamp, consumer, providers, usage, allocations, `COMMIT`); host "
