@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
@@ -455,7 +456,7 @@ def _select_and_record(ctx: Any, spec: dict[str, Any], instance_uuids: list[str]
         whole = trace.to_dict()
         # its readers that only read take it as it is (``failure_details``, ``failure_summary``);
         # one that reads ``exc.trace`` gets its own copy, made then
-        exc.share_trace(whole, own=lambda: owned_trace(trace, whole))
+        exc.share_trace(whole, own=partial(owned_trace, trace, whole))  # (a partial pickles, as whole does)
         trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
         raise
     whole = trace.to_dict()

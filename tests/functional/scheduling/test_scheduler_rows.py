@@ -7,6 +7,7 @@ soon as the call has returned, in a worker (no outer scope) and inside an HTTP r
 failing loses neither the other rows nor the scheduler's answer."""
 from __future__ import annotations
 
+import pickle
 import re
 from datetime import timedelta
 from io import StringIO
@@ -257,6 +258,7 @@ def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_
     assert own == failures[2].shared_trace and own is failures[2].trace
     assert own["placement"]["shortfall"] is not kept and len(copies) == 3
     assert own["placement"]["shortfall"]["nearest"][0] is not kept["nearest"][0]
+    assert pickle.loads(pickle.dumps(failures[2])).trace == own  # noqa: S301 - (a Celery result's way)
     # and the conductor's readers (the event's details, the error notification's summary) copy
     # nothing of it: changing the summary changes nothing kept
     assert "nearest c1: MEMORY_MB short by" in failure_details(failures[2])
