@@ -37,6 +37,7 @@ from .scheduler import (
     _placement_query,
     _schedulable_cells,
     _select,
+    owned_trace,
     placement_shortfall,
 )
 from .trace import SchedulingTrace, resource_words, user_reason
@@ -118,7 +119,7 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
         "message": trace.message or None if not fits else None,
         "user_message": user_reason(trace.to_dict()) if not fits else None,
         "suggestions": [s.to_dict() for s in suggestions] if not fits else [],
-        "disabled_hosts_that_fit": disabled, "trace": trace.to_dict(),
+        "disabled_hosts_that_fit": disabled, "trace": owned_trace(trace),
     }
 
 

@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from operator import attrgetter
 from types import SimpleNamespace
 from typing import Any
@@ -341,8 +342,9 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
     schedulable cells' nodes), the nearest providers named by their host. The caller has just
     refreshed the provider copy (its allocation candidates, or ``provider_cache.refresh``): the
     shortfall explains that state without reading the stamp again. With ``trace``, the answer is
-    also its placement's ``shortfall``, and the kept named answer it is a copy of (if it is one)
-    its ``shortfall_of``."""
+    also its placement's ``shortfall``, and, when it is the kept named answer, its
+    ``shortfall_of``. The answer may be that kept named answer, shared with the next requests
+    (``_last_named``): read it, never change it (``owned_trace`` copies it for a reader that may)."""
     global _last_named
     required, forbidden, member_of = query
     answer = provider_cache.shortfall(
@@ -351,19 +353,18 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
         nearest=nearest if nearest is not None else host_limit(), refresh=False, copied=False)
     seen, nodes, named = _last_named
     same = seen is answer and nodes is view.nodes
-    if same and named is not None:
-        shortfall = shortfall_copy(named)
-    else:
+    if not same or named is None:
         shortfall = shortfall_copy(answer)
         for near in shortfall["nearest"]:
             near["host"], near["node"] = _host_of(view, near)
         if same:  # asked for a second time: kept, named (a run of changing answers copies each once)
             named = shortfall
             _last_named = (answer, nodes, named)
-            shortfall = shortfall_copy(named)
         else:
             named = None
             _last_named = (answer, view.nodes, None)
+    if named is not None:
+        shortfall = named
     if trace is not None:
         trace.placement["shortfall"], trace.shortfall_of = shortfall, named
     return shortfall
@@ -371,9 +372,21 @@ def placement_shortfall(view: _CellsView, wanted: dict[str, int],
 
 #: the last shortfall answer named by host: (the provider copy's kept answer, the nodes it was
 #: named from, the named answer once the answer was asked for twice). The same failure asked again
-#: while neither changes (a PENDING server retried) is a copy of it, its hosts not looked up again;
-#: the named answer itself is never handed out (nor the kept one changed), only copies of it
+#: while neither changes (a PENDING server retried) is answered by the named answer itself, its
+#: hosts not looked up again and nothing copied: nobody changes it (nor the kept one); a reader
+#: that may change a trace gets its own copy (``owned_trace``)
 _last_named: tuple[Any, Any, dict[str, Any] | None] = (None, None, None)
+
+
+def owned_trace(trace: SchedulingTrace, whole: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``trace.to_dict()`` (or ``whole``, made by it) as a reader's own, which it may change: with
+    a copy of its shortfall when that is the kept named answer (``placement_shortfall``), shared
+    with the next requests; as it is otherwise (nothing else in it is shared)."""
+    whole = whole if whole is not None else trace.to_dict()
+    placement = whole["placement"]
+    if trace.shortfall_of is None or placement.get("shortfall") is not trace.shortfall_of:
+        return whole
+    return {**whole, "placement": {**placement, "shortfall": shortfall_copy(trace.shortfall_of)}}
 
 
 def _host_of(view: _CellsView, near: dict[str, Any]) -> tuple[str, str | None]:
@@ -412,7 +425,8 @@ def select_destinations(
     ``return_alternates``; all in the chosen host's cell). The chosen host's allocations are
     claimed in placement for the instance uuid (no claim when ``instance_uuids`` is empty, nor for
     a rebuild check). Raises NoValidHost, whose reason names the shortfall in words without host
-    names and whose ``trace`` holds the whole trace. Emits
+    names and whose ``trace`` holds the whole trace (``shared_trace``: the same, for readers that
+    do not change it). Emits
     ``scheduler.select_destinations.start/end`` (the end's payload carries the trace summary).
     Writes one ``SchedulingTraceRecord`` per instance uuid.
 
@@ -439,7 +453,10 @@ def _select_and_record(ctx: Any, spec: dict[str, Any], instance_uuids: list[str]
             trace = SchedulingTrace()
             results = _select(ctx, spec, request, instance_uuids, return_alternates, trace, batch_claims=False)
     except NoValidHost as exc:
-        exc.trace = whole = trace.to_dict()  # type: ignore[attr-defined]
+        whole = trace.to_dict()
+        # its readers that only read take it as it is (``failure_details``, ``failure_summary``);
+        # one that reads ``exc.trace`` gets its own copy, made then
+        exc.share_trace(whole, own=partial(owned_trace, trace, whole))  # (a partial pickles, as whole does)
         trace_record_save(trace=trace, instance_uuids=instance_uuids, request_id=request_id, whole=whole)
         raise
     whole = trace.to_dict()

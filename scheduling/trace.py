@@ -189,19 +189,29 @@ def _placement_words(shortfall: dict[str, Any], request: dict[str, Any]) -> str 
 
 def trace_summary(trace: dict[str, Any]) -> dict[str, Any]:
     """A small digest for notifications and event details: the result, candidate count, the
-    shortfall's totals, filters' counts, the nearest hosts and what they lack, the choice."""
+    shortfall's totals, filters' counts, the nearest hosts and what they lack, the choice. It
+    shares no dict or list with ``trace`` (whose shortfall may be one the scheduler keeps)."""
     placement = trace.get("placement") or {}
     shortfall = placement.get("shortfall") or {}
     return {
         "result": trace.get("result"), "message": trace.get("message") or None,
         "candidates": placement.get("candidates", 0),
-        "shortfall": {k: v for k, v in shortfall.items() if k != "nearest"} or None,
-        "nearest": [{k: v for k, v in near.items() if k not in ("uuid", "node")}
+        "shortfall": {k: _copied(v) for k, v in shortfall.items() if k != "nearest"} or None,
+        "nearest": [{k: _copied(v) for k, v in near.items() if k not in ("uuid", "node")}
                     for near in (shortfall.get("nearest") or [])[:3]],
         "filters": [{"name": f["name"], "in": f["in"], "out": f["out"]} for f in trace.get("filters") or []],
         "chosen": [{"host": s["host"], "alternates": [a["host"] for a in s["alternates"]]}
                    for s in trace.get("selections") or []],
     }
+
+
+def _copied(value: Any) -> Any:
+    """A copy of ``value`` (a shortfall's part: numbers and strings in dicts and lists)."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
 
 
 def trace_text(trace: dict[str, Any], *, hosts: bool = True) -> str:
@@ -268,12 +278,14 @@ def _near_words(near: dict[str, Any]) -> str:
 def failure_details(exc: BaseException | None) -> str | None:
     """The trace of a failed scheduling as text (host names included: the failing event's
     ``details``, shown from 2.84 under the admin-only ``events:details`` rule); None when ``exc``
-    carries no trace."""
-    trace = getattr(exc, "trace", None)
+    carries no trace. Reads the trace as the scheduler shares it (``NoValidHost.shared_trace``)."""
+    trace = getattr(exc, "shared_trace", None)
     return trace_text(trace)[:65000] if isinstance(trace, dict) else None
 
 
 def failure_summary(exc: BaseException | None) -> dict[str, Any] | None:
-    """The trace summary of a failed scheduling (for error notifications); None without one."""
-    trace = getattr(exc, "trace", None)
+    """The trace summary of a failed scheduling (for error notifications); None without one.
+    Reads the trace as the scheduler shares it (``NoValidHost.shared_trace``): the summary
+    shares nothing with it."""
+    trace = getattr(exc, "shared_trace", None)
     return trace_summary(trace) if isinstance(trace, dict) else None

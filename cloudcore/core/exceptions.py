@@ -2,6 +2,9 @@
 fault bodies (``{"itemNotFound": {"code": 404, "message": ...}}``) and codes."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class CloudcoreError(Exception):
     """Base of every domain error. ``code`` is the HTTP status the API answers with."""
@@ -74,7 +77,28 @@ class InstanceNotFound(NotFound):
 
 
 class NoValidHost(CloudcoreError):
+    """The scheduler found no host. When it comes from a scheduling decision, ``shared_trace`` is
+    that decision's trace as the scheduler holds it, parts of which it keeps for the next requests
+    (an unchanged shortfall answer): read it, never change it. ``trace`` is the same trace as the
+    reader's own, which it may change: a copy made when it is first read (``share_trace``'s
+    ``own``), so that a reader that only reads (``shared_trace``) costs no copy. Both are None for
+    an error without a trace."""
+
     message = "No valid host was found. %(reason)s"
+    shared_trace: dict[str, Any] | None = None
+    _own_trace: Callable[[], dict[str, Any]] | None = None
+    _trace: dict[str, Any] | None = None
+
+    def share_trace(self, trace: dict[str, Any], *, own: Callable[[], dict[str, Any]]) -> None:
+        """Attach ``trace`` (read-only, see the class doc); ``own()`` makes a copy of it that
+        shares nothing the scheduler keeps."""
+        self.shared_trace, self._own_trace, self._trace = trace, own, None
+
+    @property
+    def trace(self) -> dict[str, Any] | None:
+        if self._trace is None and self._own_trace is not None:
+            self._trace, self._own_trace = self._own_trace(), None
+        return self._trace
 
 
 class ObjectActionError(CloudcoreError):

@@ -7,6 +7,7 @@ soon as the call has returned, in a worker (no outer scope) and inside an HTTP r
 failing loses neither the other rows nor the scheduler's answer."""
 from __future__ import annotations
 
+import pickle
 import re
 from datetime import timedelta
 from io import StringIO
@@ -22,11 +23,14 @@ from cloudcore.core import scope
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import NoValidHost
 from cloudcore.core.models import NotificationRecord
+from scheduling import scheduler
+from scheduling.explain import explain_request
 from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
 from scheduling.scheduler import select_destinations
 from scheduling.services import traces
 from scheduling.services.explanations import SchedulingTraceNotFound, server_explanation
 from scheduling.services.traces import trace_bodies_purge, trace_records_delete
+from scheduling.trace import failure_details, failure_summary
 from servers.services.archive import archive_deleted_rows
 from tests.conftest import ALL_DATABASES
 from tests.functional.scheduling.test_scheduler import spec
@@ -225,6 +229,63 @@ def test_a_failure_asked_again_is_explained_alike_whatever_readers_did_to_the_tr
     assert first["placement"]["shortfall"]["resources"]["MEMORY_MB"]["short_on"] == 1
     assert [server_explanation(instance_uuid=uuid)["trace"] for uuid in ("i2", "i3", "i4")] == [first] * 3
     assert SchedulingTraceBody.objects.count() == 1
+
+
+def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_own_copy(compute_host,
+                                                                                          monkeypatch):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    copies = []
+    counted = scheduler.shortfall_copy
+
+    def counting(shortfall: dict[str, Any]) -> dict[str, Any]:
+        copies.append(shortfall)
+        return counted(shortfall)
+
+    monkeypatch.setattr(scheduler, "shortfall_copy", counting)
+    # given the same failure met three times (the shortfall named anew, kept named, then kept)
+    failures = []
+    for uuid in ("i1", "i2", "i3"):
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, too_big(), [uuid])
+        failures.append(failed.value)
+    # then the scheduler copied the shortfall once (to name its hosts), twice before: the second
+    # and third failures share the kept named answer, uncopied
+    assert len(copies) == 2
+    kept = failures[1].shared_trace["placement"]["shortfall"]
+    assert failures[2].shared_trace["placement"]["shortfall"] is kept
+    # and a reader of ``trace`` gets an equal copy of its own, made once, when first read
+    own = failures[2].trace
+    assert own == failures[2].shared_trace and own is failures[2].trace
+    assert own["placement"]["shortfall"] is not kept and len(copies) == 3
+    assert own["placement"]["shortfall"]["nearest"][0] is not kept["nearest"][0]
+    assert pickle.loads(pickle.dumps(failures[2])).trace == own  # noqa: S301 - (a Celery result's way)
+    # and the conductor's readers (the event's details, the error notification's summary) copy
+    # nothing of it: changing the summary changes nothing kept
+    assert "nearest c1: MEMORY_MB short by" in failure_details(failures[2])
+    summary = failure_summary(failures[2])
+    assert len(copies) == 3
+    summary["shortfall"]["resources"]["MEMORY_MB"]["short_on"] = -1
+    summary["nearest"][0]["short"].clear()
+    with pytest.raises(NoValidHost) as again:
+        select_destinations(CTX, too_big(), ["i4"])
+    assert again.value.shared_trace["placement"]["shortfall"] is kept
+    assert kept["resources"]["MEMORY_MB"]["short_on"] == 1 and kept["nearest"][0]["short"]["MEMORY_MB"] > 0
+    assert server_explanation(instance_uuid="i4")["trace"] == server_explanation(instance_uuid="i1")["trace"]
+
+
+def test_a_dry_runs_trace_is_its_own(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i1"])
+    # given a dry run of the same failure (the kept named shortfall), its trace changed by its reader
+    answer = explain_request(spec=too_big())
+    answer["trace"]["placement"]["shortfall"]["resources"].clear()
+    answer["trace"]["placement"]["shortfall"]["nearest"][0]["host"] = "changed"
+    # when the same failure is met again, then its trace is the first one's
+    with pytest.raises(NoValidHost):
+        select_destinations(CTX, too_big(), ["i2"])
+    assert server_explanation(instance_uuid="i2")["trace"] == server_explanation(instance_uuid="i1")["trace"]
+    assert explain_request(spec=too_big())["trace"]["placement"]["shortfall"]["nearest"][0]["host"] == "c1"
 
 
 def test_a_process_that_forgot_the_body_writes_it_again_and_the_insert_skips_it(compute_host):
