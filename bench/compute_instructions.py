@@ -38,7 +38,7 @@ def main() -> None:
 
     with one_host_cloud(driver_factory=libvirt_test_driver) as (cloud, client):
         import compute.rpc
-        from compute.tasks import build_and_run_instance_task
+        from compute.tasks import build_and_run_instance_task, serve_cell
         from conductor import rpc
         from conductor.tasks import schedule_and_build_instances_task
 
@@ -70,6 +70,8 @@ def main() -> None:
         finally:
             compute.rpc.build_and_run_instance = build_cast
         assert len(casts) == len(accepted), "every server is cast to the host"
+
+        serve_cell(cloud.cells["cell1"])  # as ``manage.py compute`` does at start-up for its host's cell
 
         def run(tasks: list[dict[str, Any]]) -> None:
             for kwargs in tasks:
