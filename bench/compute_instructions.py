@@ -19,15 +19,26 @@ valgrind (``PROFILE=1``) it prints a cProfile of the tasks instead (``SORT=cumul
 by cumulative time)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 
+@contextlib.contextmanager
+def _removed(path: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def main() -> None:
     builds = int(os.environ.get("N", "20"))
-    from .env import one_host_cloud, profile_or_count
+    from .env import one_host_cloud, profile_or_count, recorded_casts
 
     state = Path(tempfile.mkdtemp(prefix="cloudcore-bench-compute-"))
 
@@ -36,39 +47,23 @@ def main() -> None:
 
         return LibvirtDriver(host=host, uri="test:///default", state_path=state / host)
 
-    with one_host_cloud(driver_factory=libvirt_test_driver) as (cloud, client):
+    with one_host_cloud(driver_factory=libvirt_test_driver) as (cloud, client), _removed(state):
         import compute.rpc
         from compute.tasks import build_and_run_instance_task, serve_cell
         from conductor import rpc
         from conductor.tasks import schedule_and_build_instances_task
 
-        accepted: list[dict[str, Any]] = []
-        cast = rpc.schedule_and_build_instances
-
-        def recorded(**kwargs: Any) -> None:  # the task's arguments, as the worker gets them
-            accepted.append({**kwargs, "ctx": kwargs["ctx"].to_dict()})
-            cast(**kwargs)
-
-        rpc.schedule_and_build_instances = recorded
-        try:
+        def accept() -> None:
             for i in range(5 + builds):
                 cloud.create_server(client, f"compute-{i:05d}", networks="none")
-        finally:
-            rpc.schedule_and_build_instances = cast
 
-        casts: list[dict[str, Any]] = []
-        build_cast = compute.rpc.build_and_run_instance
-
-        def recorded_build(**kwargs: Any) -> None:  # as the host's worker gets them (no host: its queue)
-            casts.append({**{k: v for k, v in kwargs.items() if k != "host"}, "ctx": kwargs["ctx"].to_dict()})
-            build_cast(**kwargs)
-
-        compute.rpc.build_and_run_instance = recorded_build
-        try:
+        def place() -> None:
             for kwargs in accepted:
                 schedule_and_build_instances_task.run(**kwargs)
-        finally:
-            compute.rpc.build_and_run_instance = build_cast
+
+        accepted = recorded_casts(rpc, "schedule_and_build_instances", accept)
+        # as the host's worker gets them (the host only chose its queue)
+        casts = recorded_casts(compute.rpc, "build_and_run_instance", place, drop=("host",))
         assert len(casts) == len(accepted), "every server is cast to the host"
 
         serve_cell(cloud.cells["cell1"])  # as ``manage.py compute`` does at start-up for its host's cell

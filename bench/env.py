@@ -289,6 +289,26 @@ def one_host_cloud(driver_factory: Callable[[str], Any] | None = None) -> Iterat
         env.close()
 
 
+def recorded_casts(module: Any, name: str, run: Callable[[], None], *,
+                   drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The arguments of each call of the RPC function ``module.name`` while ``run()`` runs, as the
+    worker's task gets them (the request context as a dict, the arguments ``drop`` names left out:
+    e.g. the host, which only chooses the queue); each cast is still sent."""
+    casts: list[dict[str, Any]] = []
+    cast = getattr(module, name)
+
+    def recorded(**kwargs: Any) -> None:
+        casts.append({**{k: v for k, v in kwargs.items() if k not in drop}, "ctx": kwargs["ctx"].to_dict()})
+        cast(**kwargs)
+
+    setattr(module, name, recorded)
+    try:
+        run()
+    finally:
+        setattr(module, name, cast)
+    return casts
+
+
 def profile_or_count(name: str, run: Callable[[], None]) -> None:
     """``run()`` under cProfile, its 50 dearest functions printed, when ``PROFILE`` is set (sorted
     by ``SORT``, default ``tottime``); else counted by callgrind as ``name`` (``callgrind_dump``)."""
