@@ -14,7 +14,9 @@ Counted by callgrind, which is switched on only around the compute tasks::
     N=20 valgrind --tool=callgrind --instr-atstart=no \\
         --callgrind-out-file=/tmp/cg.out.%p .venv/bin/python -m bench.compute_instructions
 
-then read the dump's total (``grep ^totals /tmp/cg.out.*.1``, for ``N`` builds). Without
+then read the dump's total (``grep ^totals /tmp/cg.out.*.1``, for ``N`` builds); one more build,
+not counted, prints its SQL statements by database (each a PostgreSQL round trip, plus the health
+check of each database a task uses). Without
 valgrind (``PROFILE=1``) it prints a cProfile of the tasks instead (``SORT=cumulative`` to sort
 by cumulative time)."""
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _removed(path: Path) -> Iterator[None]:
 
 def main() -> None:
     builds = int(os.environ.get("N", "20"))
-    from .env import one_host_cloud, profile_or_count, recorded_casts
+    from .env import capture_queries, one_host_cloud, profile_or_count, recorded_casts
 
     state = Path(tempfile.mkdtemp(prefix="cloudcore-bench-compute-"))
 
@@ -54,7 +56,7 @@ def main() -> None:
         from conductor.tasks import schedule_and_build_instances_task
 
         def accept() -> None:
-            for i in range(5 + builds):
+            for i in range(5 + builds + 1):
                 cloud.create_server(client, f"compute-{i:05d}", networks="none")
 
         def place() -> None:
@@ -73,7 +75,10 @@ def main() -> None:
                 build_and_run_instance_task.run(**kwargs)
 
         run(casts[:5])  # warm: caches filled, the statements prepared, the broker's connection up
-        profile_or_count("compute builds", lambda: run(casts[5:]))
+        profile_or_count("compute builds", lambda: run(casts[5:-1]))
+        with capture_queries() as statements:  # one more, not counted: its statements by database
+            run(casts[-1:])
+        print(f"   statements of one build by database: {statements.by_alias}", flush=True)
         from cells.context import target_cell
         from servers.models import Instance
 
