@@ -9,7 +9,9 @@ server ACTIVE and the event finished; in the API database nothing: a worker serv
 cell (``compute.tasks.serve_cell``, as ``manage.py compute`` registers it at start-up) finds the
 cell's mapping without reading every cell's again (a read, and on PostgreSQL the API connection's
 health check, per task); its six notifications go to the conductor (whose task, run eagerly here,
-keeps them). Counts, not timed assertions."""
+keeps them). And the statements of the host's own rows are built once per process
+(``cloudcore.core.prepared``): a build after the first compiles only the event's two (the
+``servers`` actions' ORM), where it compiled all seven. Counts, not timed assertions."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.db.models.sql.compiler import SQLCompiler, SQLInsertCompiler, SQLUpdateCompiler
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
@@ -57,10 +60,23 @@ def test_a_build_on_its_host_costs_its_pinned_statements(cells: dict[str, Any], 
         monkeypatch.setattr(compute.tasks, "_served_cells", {})
         serve_cell(cell)
         build_and_run_instance_task.run(**casts[0])  # the statements prepared, as in a worker's steady state
+        built: list[str] = []
+
+        def counted(compiler: type[SQLCompiler]) -> Any:
+            as_sql = compiler.as_sql
+
+            def compiled(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+                made = as_sql(self, *args, **kwargs)  # (an INSERT's: a list of them)
+                built.extend(sql for sql, _params in (made if isinstance(made, list) else [made]))
+                return made
+            return compiled
+
         # when the host builds the next server
-        with contextlib.ExitStack() as stack:
+        with contextlib.ExitStack() as stack, monkeypatch.context() as patch:
             captured = {alias: stack.enter_context(CaptureQueriesContext(connections[alias]))
                         for alias in ALL_DATABASES}  # (not a cell another test registered)
+            for compiler in (SQLCompiler, SQLInsertCompiler, SQLUpdateCompiler):  # Django's builders of SQL
+                patch.setattr(compiler, "as_sql", counted(compiler))
             build_and_run_instance_task.run(**casts[1])
         # then it sends its pinned statements, on each database
         by_alias = {alias: [q["sql"] for q in c.captured_queries] for alias, c in captured.items()}
@@ -73,6 +89,11 @@ def test_a_build_on_its_host_costs_its_pinned_statements(cells: dict[str, Any], 
                   "other cell": sum(len(statements) for statements in by_alias.values())}
         everything = "\n".join(q["sql"][:160] for c in captured.values() for q in c.captured_queries)
         assert counts == STATEMENTS, everything
+        # and builds only the event's two statements (its INSERT and its finish), the conductor's
+        # notification records aside
+        built = [sql for sql in built if '"core_notificationrecord"' not in sql]
+        assert len(built) == 2, built
+        assert all('"servers_instanceactionevent"' in sql for sql in built), built
         # and the build is as before: the server ACTIVE and running, its event a success
         build_and_run_instance_task.run(**casts[2])
         from cells.context import target_cell
