@@ -346,7 +346,7 @@ class _Update:
     ORM prepares it, ``get_db_prep_save``), and for each parameter of its ``WHERE`` the index of the
     argument or None for a constant."""
 
-    def __init__(self, database: str, sql: str, fields: list[Any], where: list[int | None],
+    def __init__(self, database: str, sql: str, fields: list[tuple[str, Any]], where: list[int | None],
                  constants: list[Any]) -> None:
         self.database, self.sql, self.fields, self.where, self.constants = database, sql, fields, where, constants
 
@@ -365,7 +365,10 @@ def _prepare_update(build: Callable[..., QuerySet[Any]], count: int, values: dic
         return None  # what the ORM alone knows how to write
     query.annotations = {}
     sql, params = query.get_compiler(queryset.db).as_sql()
-    fields = [field for field, _model, value in query.values if value is not None]  # None: NULL in the SQL
+    # each value set (by the name it was given: a field's or its attname, ``compute_id``) with its
+    # field, in the SQL's order (``values``'); those that are None are NULL in the SQL
+    fields = [(name, field) for name, (field, _model, value) in zip(values, query.values, strict=True)
+              if value is not None]
     where = _argument_positions(params[len(fields):], count)
     return None if where is None else _Update(queryset.db, sql, fields, where, list(params[len(fields):]))
 
@@ -385,7 +388,7 @@ def prepared_update(key: str, build: Callable[..., QuerySet[Any]], args: Sequenc
                                 for value in values.values()):
         return int(build(*args).update(**values))  # (an expression or a model: the ORM's, whatever was prepared)
     connection = connections[statement.database]
-    params = [field.get_db_prep_save(values[field.name], connection=connection) for field in statement.fields]
+    params = [field.get_db_prep_save(values[name], connection=connection) for name, field in statement.fields]
     params += [statement.constants[n] if i is None else args[i] for n, i in enumerate(statement.where)]
     with transaction.mark_for_rollback_on_error(using=statement.database), connection.cursor() as cursor:
         cursor.execute(statement.sql, params)

@@ -267,3 +267,23 @@ def test_a_prepared_update_of_none_and_of_an_expression(monkeypatch: pytest.Monk
     assert Image.objects.get(id=image.id).name == "admin"
     assert prepared._update_statements[("test.image", ("name",), ("name",))] is not None
     assert prepared._update_statements[("test.image", ("name",), ())] is not None
+
+
+def test_a_prepared_update_of_a_foreign_key_by_its_attname(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given an extra spec of one flavor (a foreign key set by its attname, as callers of the
+    # task-state claim set ``compute_id``)
+    monkeypatch.setattr(prepared, "_update_statements", {})
+    small, large = (Flavor.objects.create(flavorid=name, name=name, vcpus=1, memory_mb=64, root_gb=1)
+                    for name in ("small", "large"))
+    FlavorExtraSpec.objects.create(flavor=small, key="hw:cpu_policy", value="dedicated")
+
+    def spec(key: str) -> QuerySet[Any]:
+        return FlavorExtraSpec.objects.filter(key=key)
+
+    # when it is moved to the other flavor twice through one prepared statement
+    assert prepared.prepared_update("test.spec", spec, ("hw:cpu_policy",), flavor_id=large.id, value="shared") == 1
+    assert FlavorExtraSpec.objects.get().flavor_id == large.id
+    assert prepared.prepared_update("test.spec", spec, ("hw:cpu_policy",), flavor_id=small.id, value="mixed") == 1
+    # then it has the flavor and value of the last call
+    assert list(FlavorExtraSpec.objects.values_list("flavor_id", "value")) == [(small.id, "mixed")]
+    assert prepared._update_statements[("test.spec", ("flavor_id", "value"), ())] is not None
