@@ -20,26 +20,18 @@ from typing import Any
 
 def main() -> None:
     builds = int(os.environ.get("N", "20"))
-    from .env import one_host_cloud, profile_or_count
+    from .env import one_host_cloud, profile_or_count, recorded_casts
 
     # the casts go to an in-memory broker and stay there: each task is run here, by hand
     with one_host_cloud() as (cloud, client):
         from conductor import rpc
         from conductor.tasks import schedule_and_build_instances_task
 
-        casts: list[dict[str, Any]] = []
-        cast = rpc.schedule_and_build_instances
-
-        def recorded(**kwargs: Any) -> None:  # the task's arguments, as the worker gets them
-            casts.append({**kwargs, "ctx": kwargs["ctx"].to_dict()})
-            cast(**kwargs)
-
-        rpc.schedule_and_build_instances = recorded
-        try:
+        def accept() -> None:
             for i in range(5 + builds):
                 cloud.create_server(client, f"build-{i:05d}", networks="none")
-        finally:
-            rpc.schedule_and_build_instances = cast
+
+        casts = recorded_casts(rpc, "schedule_and_build_instances", accept)
 
         def run(tasks: list[dict[str, Any]]) -> None:
             for kwargs in tasks:

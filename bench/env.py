@@ -262,10 +262,12 @@ def callgrind_dump(name: str, run: Callable[[], None]) -> None:
 
 
 @contextlib.contextmanager
-def one_host_cloud() -> Iterator[tuple[Any, Any]]:
-    """The cloud of the boot counters (``bench.post_instructions``, ``bench.build_instructions``):
-    the tasks cast to kombu's in-memory transport and left there, no quota, one large compute host
-    in cell1 and the demo objects; yields the cloud and a member's API client."""
+def one_host_cloud(driver_factory: Callable[[str], Any] | None = None) -> Iterator[tuple[Any, Any]]:
+    """The cloud of the boot counters (``bench.post_instructions``, ``bench.build_instructions``,
+    ``bench.compute_instructions``): the tasks cast to kombu's in-memory transport and left there,
+    no quota, one large compute host in cell1 (its virt driver made by ``driver_factory(host)``,
+    default the tests' ``TestVirtDriver``) and the demo objects; yields the cloud and a member's
+    API client."""
     os.environ["CLOUDCORE_CELERY_EAGER"] = "false"
     os.environ["CLOUDCORE_BROKER_URL"] = "memory://"
     os.environ.setdefault("CLOUDCORE_SERVICE_DOWN_TIME", "86400")
@@ -277,7 +279,7 @@ def one_host_cloud() -> Iterator[tuple[Any, Any]]:
         from tests.cloud import Cloud
 
         settings.QUOTA_INSTANCES = settings.QUOTA_CORES = settings.QUOTA_RAM = -1
-        cloud = Cloud(cells=env.cells)
+        cloud = Cloud(cells=env.cells, driver_factory=driver_factory)
         cloud.add_host("bench-host-000", cell="cell1", zone=None, vcpus=4096, memory_mb=4 * 1024 * 1024,
                        disk_gb=100000)
         cloud.add_demo_objects()
@@ -285,6 +287,26 @@ def one_host_cloud() -> Iterator[tuple[Any, Any]]:
         cloud.teardown()
     finally:
         env.close()
+
+
+def recorded_casts(module: Any, name: str, run: Callable[[], None], *,
+                   drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The arguments of each call of the RPC function ``module.name`` while ``run()`` runs, as the
+    worker's task gets them (the request context as a dict, the arguments ``drop`` names left out:
+    e.g. the host, which only chooses the queue); each cast is still sent."""
+    casts: list[dict[str, Any]] = []
+    cast = getattr(module, name)
+
+    def recorded(**kwargs: Any) -> None:
+        casts.append({**{k: v for k, v in kwargs.items() if k not in drop}, "ctx": kwargs["ctx"].to_dict()})
+        cast(**kwargs)
+
+    setattr(module, name, recorded)
+    try:
+        run()
+    finally:
+        setattr(module, name, cast)
+    return casts
 
 
 def profile_or_count(name: str, run: Callable[[], None]) -> None:

@@ -24,7 +24,7 @@ from servers.choices import PowerState, TaskState, VmState
 from servers.selectors import instance_get, vif_preserved_port_ids
 from servers.services import actions
 from servers.services.build_failure import build_error_out
-from servers.services.guards import instance_task_state_set
+from servers.services.guards import instance_fields_save, instance_task_state_set
 from servers.services.notify import notify_instance
 from servers.services.virtual_interfaces import vif_create, vifs_delete
 
@@ -177,7 +177,7 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
     instance.task_state = None
     instance.power_state = PowerState.RUNNING
     instance.launched_at = timezone.now()
-    instance.save(update_fields=["vm_state", "task_state", "power_state", "launched_at", "updated_at"])
+    instance_fields_save(instance, "vm_state", "task_state", "power_state", "launched_at")
     notify_instance(ctx, "instance.update", instance, old_vm_state=old_state,
                     old_task_state=TaskState.SPAWNING)
     return vifs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.conf import settings
@@ -21,6 +21,20 @@ from .firewall import refresh_port_filters
 from .ops import run_op
 from .terminate import terminate_instance
 
+if TYPE_CHECKING:
+    from cells.models import CellMapping
+
+#: the cell of each host this process serves, by the cell's uuid: the mapping ``manage.py compute``
+#: resolved at start-up (its heartbeat targets that one for the process's life too)
+_served_cells: dict[str, CellMapping] = {}
+
+
+def serve_cell(cell: CellMapping) -> None:
+    """This process serves a host of ``cell``: its tasks for that cell are run as its compute agent
+    without reading the cell's mapping from the API database again (a read and, on PostgreSQL, the
+    API connection's health check per task, where a compute agent reads no API database)."""
+    _served_cells[str(cell.uuid)] = cell
+
 
 @contextmanager
 def _as_agent(cell_uuid: str) -> Iterator[None]:
@@ -31,7 +45,7 @@ def _as_agent(cell_uuid: str) -> Iterator[None]:
             raise IsolationViolation(f"compute agent of cell {agent.uuid} got a task for cell {cell_uuid}")
         yield
     elif settings.COMPUTE_ISOLATION:
-        with compute_agent(resolve_cell(cell_uuid)):
+        with compute_agent(_served_cells.get(cell_uuid) or resolve_cell(cell_uuid)):
             yield
     else:
         yield

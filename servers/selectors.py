@@ -620,9 +620,13 @@ class BlockDeviceMappingNotFound(NotFound):
 
 
 def instance_get(instance_uuid: str, *, read_deleted: bool = False) -> Instance | None:
-    """The live server ``instance_uuid`` (deleted ones too with ``read_deleted``), or None."""
-    manager = Instance.all_objects if read_deleted else Instance.objects
-    return manager.filter(uuid=instance_uuid).first()
+    """The live server ``instance_uuid`` (deleted ones too with ``read_deleted``), or None. The live
+    one's SQL is built once per process for each cell's database (``prepared_first``, the same
+    statement as a show's): a compute host's build and every operation start with it."""
+    if read_deleted:
+        return Instance.all_objects.filter(uuid=instance_uuid).first()
+    found: Instance | None = prepared_first(f"servers.instance.{current_alias()}", _instance, (instance_uuid,))
+    return found
 
 
 def instance_usage_on_node(compute_id: int) -> dict[str, int]:

@@ -31,14 +31,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
+from django.db import connections, transaction
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
 from django.db.models import JSONField, QuerySet
 from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
+from django.db.models.sql import UpdateQuery
 
 from .sqlin import values_in
 
@@ -338,3 +339,57 @@ class RawRows:
     def instance(self, row: Sequence[Any]) -> Any:
         assert self.reader is not None
         return self.reader.instance(self.database, self.connection, row)
+
+
+class _Update:
+    """A prepared ``UPDATE``: its database and SQL, the fields it sets (each value prepared as the
+    ORM prepares it, ``get_db_prep_save``), and for each parameter of its ``WHERE`` the index of the
+    argument or None for a constant."""
+
+    def __init__(self, database: str, sql: str, fields: list[tuple[str, Any]], where: list[int | None],
+                 constants: list[Any]) -> None:
+        self.database, self.sql, self.fields, self.where, self.constants = database, sql, fields, where, constants
+
+
+#: key: (the caller's key, the names of the values set, those of them that are None)
+_update_statements: dict[tuple[str, tuple[str, ...], tuple[str, ...]], _Update | None] = {}
+
+
+def _prepare_update(build: Callable[..., QuerySet[Any]], count: int, values: dict[str, Any]) -> _Update | None:
+    queryset = build(*(_placeholder(i) for i in range(count)))
+    queryset._for_write = True  # type: ignore[attr-defined]  # the database ``update`` writes on
+    query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
+    query.add_update_values(values)
+    if query.related_updates or any(hasattr(value, "resolve_expression") or hasattr(value, "prepare_database_save")
+                                    for _field, _model, value in query.values):
+        return None  # what the ORM alone knows how to write
+    query.annotations = {}
+    sql, params = query.get_compiler(queryset.db).as_sql()
+    # each value set (by the name it was given: a field's or its attname, ``compute_id``) with its
+    # field, in the SQL's order (``values``'); those that are None are NULL in the SQL
+    fields = [(name, field) for name, (field, _model, value) in zip(values, query.values, strict=True)
+              if value is not None]
+    where = _argument_positions(params[len(fields):], count)
+    return None if where is None else _Update(queryset.db, sql, fields, where, list(params[len(fields):]))
+
+
+def prepared_update(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str], **values: Any) -> int:
+    """``build(*args).update(**values)``, its SQL built once per process under ``key`` for each set of
+    the values' names and of those that are None (which Django writes as NULL in the SQL); each call
+    prepares the values as ``update`` does and sends the statement. Returns the number of rows
+    updated, as ``update``. Values that are expressions, or a query whose arguments do not reach
+    the parameters unchanged, are written by the ORM, as before."""
+    names = tuple(values)
+    statement_key = (key, names, tuple(name for name in names if values[name] is None))
+    if statement_key not in _update_statements:
+        _update_statements[statement_key] = _prepare_update(build, len(args), values)
+    statement = _update_statements[statement_key]
+    if statement is None or any(hasattr(value, "resolve_expression") or hasattr(value, "prepare_database_save")
+                                for value in values.values()):
+        return int(build(*args).update(**values))  # (an expression or a model: the ORM's, whatever was prepared)
+    connection = connections[statement.database]
+    params = [field.get_db_prep_save(values[name], connection=connection) for name, field in statement.fields]
+    params += [statement.constants[n] if i is None else args[i] for n, i in enumerate(statement.where)]
+    with transaction.mark_for_rollback_on_error(using=statement.database), connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        return int(cursor.rowcount)

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from django.db import DatabaseError
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from cells.context import target_cell
+from cells.context import current_alias, target_cell
 from cells.selectors import host_mapping_get
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, InstanceInvalidState, InstanceIsLocked, Invalid
+from cloudcore.core.prepared import prepared_update
 from hosts.selectors import compute_node_exists
 
 from ..choices import TaskState
@@ -127,6 +130,28 @@ def instance_task_state_set(instance: Instance, task_state: str, **fields: objec
     """Set the server's task_state (and ``fields``) with a compare-and-swap in the targeted cell
     unless it is being deleted; returns whether it was set. ``instance`` itself is left as it was
     read."""
-    updated = Instance.objects.filter(pk=instance.pk).exclude(task_state=TaskState.DELETING).update(
-        task_state=task_state, updated_at=timezone.now(), **fields)
+    # three per build on its host: the statement built once per process for each cell's database
+    updated = prepared_update(f"servers.task_state_set.{current_alias()}", _not_being_deleted, (instance.uuid,),
+                              task_state=task_state, updated_at=timezone.now(), **fields)
     return bool(updated)
+
+
+def _not_being_deleted(instance_uuid: str) -> QuerySet[Instance]:
+    return Instance.objects.filter(uuid=instance_uuid).exclude(task_state=TaskState.DELETING)
+
+
+def instance_fields_save(instance: Instance, *fields: str) -> None:
+    """``instance.save(update_fields=[*fields, "updated_at"])`` (the node linkage checked,
+    ``updated_at`` set, DatabaseError when the row is gone), its statement built once per process
+    for each cell's database and set of fields: a compute host's build ends with one."""
+    instance._check_node_linkage()
+    instance.updated_at = timezone.now()
+    values = {name: getattr(instance, name) for name in (*fields, "updated_at")}
+    if not prepared_update(f"servers.instance_save.{current_alias()}", _instance_row, (instance.uuid,), **values):
+        raise DatabaseError("Save with update_fields did not affect any rows.")
+    instance._loaded_node = instance.node
+    instance._loaded_compute_id = instance.compute_id
+
+
+def _instance_row(instance_uuid: str) -> QuerySet[Instance]:
+    return Instance.all_objects.filter(uuid=instance_uuid)  # the rows ``save`` updates (the base manager's)

@@ -34,6 +34,7 @@ from cloudcore.celery import app
 from cloudcore.core.exceptions import InvalidConfiguration
 from compute import rpc
 from compute.drivers import register_driver
+from compute.tasks import serve_cell
 from hosts.selectors import compute_node_get_by_id
 from hosts.services.servicegroup import service_heartbeat
 
@@ -129,6 +130,7 @@ class Command(BaseCommand):
             self.stdout.write(f"compute {host} registered: node {node.uuid}")
             return
         register_driver(host, driver)
+        serve_cell(cell)
         self.stdout.write(f"compute {host} up in cell {cell.name}: node {node.uuid} ({node.hypervisor_hostname})")
         threading.Thread(target=self._heartbeat, args=(cell, service.id, node.id, driver), daemon=True,
                          name=f"heartbeat-{host}").start()

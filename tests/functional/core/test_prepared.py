@@ -228,3 +228,62 @@ def test_sqlite_datetime_texts_read_as_djangos_converter_reads_them() -> None:
         read, django_read = faster(value, None, connection), django_reads(value, None, connection)
         assert repr(read) == repr(django_read), value
         assert getattr(read, "fold", None) == getattr(django_read, "fold", None), value
+
+
+def _limit_of(project_id: str, resource: str) -> QuerySet[Any]:
+    return QuotaLimit.objects.filter(project_id=project_id, resource=resource)
+
+
+def test_a_prepared_update_writes_what_the_orms_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given limits of two projects and no update prepared yet
+    monkeypatch.setattr(prepared, "_update_statements", {})
+    QuotaLimit.objects.create(project_id="p1", resource="instances", hard_limit=7)
+    QuotaLimit.objects.create(project_id="p2", resource="instances", hard_limit=1)
+    # when each project's limit is updated through one prepared statement
+    counts = [prepared.prepared_update("test.limit", _limit_of, (project, "instances"), hard_limit=limit)
+              for project, limit in (("p1", 70), ("p2", 10), ("p3", 5))]
+    # then each row has its own value, the counts are the ORM's, and the SQL was built once
+    assert counts == [1, 1, 0]
+    assert dict(QuotaLimit.objects.values_list("project_id", "hard_limit")) == {"p1": 70, "p2": 10}
+    assert list(prepared._update_statements) == [("test.limit", ("hard_limit",), ())]
+
+
+def test_a_prepared_update_of_none_and_of_an_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given an image with a name
+    monkeypatch.setattr(prepared, "_update_statements", {})
+    image = Image.objects.create(name="named", status="active", visibility="public", owner="admin")
+
+    def the_image(image_id: str) -> QuerySet[Any]:
+        return Image.objects.filter(id=image_id)
+
+    # when its name is set to None (NULL in the SQL: a statement of its own), then back, then to an
+    # expression (the ORM's to write)
+    assert prepared.prepared_update("test.image", the_image, (str(image.id),), name=None) == 1
+    assert Image.objects.get(id=image.id).name is None
+    assert prepared.prepared_update("test.image", the_image, (str(image.id),), name="again") == 1
+    assert Image.objects.get(id=image.id).name == "again"
+    assert prepared.prepared_update("test.image", the_image, (str(image.id),), name=F("owner")) == 1
+    # then each wrote what the ORM writes, the expression's left to the ORM
+    assert Image.objects.get(id=image.id).name == "admin"
+    assert prepared._update_statements[("test.image", ("name",), ("name",))] is not None
+    assert prepared._update_statements[("test.image", ("name",), ())] is not None
+
+
+def test_a_prepared_update_of_a_foreign_key_by_its_attname(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given an extra spec of one flavor (a foreign key set by its attname, as callers of the
+    # task-state claim set ``compute_id``)
+    monkeypatch.setattr(prepared, "_update_statements", {})
+    small, large = (Flavor.objects.create(flavorid=name, name=name, vcpus=1, memory_mb=64, root_gb=1)
+                    for name in ("small", "large"))
+    FlavorExtraSpec.objects.create(flavor=small, key="hw:cpu_policy", value="dedicated")
+
+    def spec(key: str) -> QuerySet[Any]:
+        return FlavorExtraSpec.objects.filter(key=key)
+
+    # when it is moved to the other flavor twice through one prepared statement
+    assert prepared.prepared_update("test.spec", spec, ("hw:cpu_policy",), flavor_id=large.id, value="shared") == 1
+    assert FlavorExtraSpec.objects.get().flavor_id == large.id
+    assert prepared.prepared_update("test.spec", spec, ("hw:cpu_policy",), flavor_id=small.id, value="mixed") == 1
+    # then it has the flavor and value of the last call
+    assert list(FlavorExtraSpec.objects.values_list("flavor_id", "value")) == [(small.id, "mixed")]
+    assert prepared._update_statements[("test.spec", ("flavor_id", "value"), ())] is not None
