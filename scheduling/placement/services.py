@@ -203,23 +203,21 @@ def capacity(total: int, reserved: int, allocation_ratio: float) -> int:
     return int((total - reserved) * allocation_ratio)
 
 
-def _usage_subquery(exclude_consumer: str | None = None) -> Subquery:
+def _usage_subquery() -> Subquery:
     """Correlated ``SUM(used)`` of the allocations against the outer inventory row."""
     qs = Allocation.objects.filter(
         resource_provider_id=OuterRef("resource_provider_id"), resource_class_id=OuterRef("resource_class_id")
     )
-    if exclude_consumer:
-        qs = qs.exclude(consumer__uuid=exclude_consumer)
     return Subquery(
         qs.order_by().values("resource_provider_id").annotate(total_used=Sum("used")).values("total_used"),
         output_field=IntegerField(),
     )
 
 
-def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet[Any, Any]:
+def _inventories_with_usage() -> QuerySet[Any, Any]:
     # Inventory rows annotated with ``used`` and ``cap`` (django-stubs cannot name that type)
     return Inventory.objects.annotate(
-        used=Coalesce(_usage_subquery(exclude_consumer), Value(0)),
+        used=Coalesce(_usage_subquery(), Value(0)),
         cap=(F("total") - F("reserved")) * F("allocation_ratio"),
     )
 
@@ -712,13 +710,9 @@ def allocations_put(
                 raise InvalidAllocation(reason=f"Allocation for resource provider '{rp_uuid}' that does not exist.")
         rc_names = {rc for res in allocations.values() for rc in res}
         wanted = {(by_uuid[u], rc): n for u, res in allocations.items() for rc, n in res.items()}
-        rows = list(
-            # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
-            _inventories_with_usage(exclude_consumer=None if created else consumer_uuid)
-            .filter(resource_provider_id__in=list(by_uuid.values()), resource_class__name__in=rc_names)
-            .values("resource_provider_id", "resource_class__name", "resource_class_id", "total", "reserved",
-                    "min_unit", "max_unit", "step_size", "allocation_ratio", "used")
-        )
+        with connection_for(Inventory).cursor() as cursor:  # (raw: the ORM's query cost more to build than to run)
+            cursor.execute(*_claim_read_statement(consumer_uuid, list(by_uuid), sorted(rc_names)))
+            rows = _claim_inventories(cursor.fetchall())
         # the classes come with their inventories; one with none is looked up (an unknown one
         # is ResourceClassNotFound) before ``_check_fits`` says it has no inventory
         rc_ids = {row["resource_class__name"]: row["resource_class_id"] for row in rows}
@@ -751,19 +745,25 @@ def _claim_read_statement(consumer_uuid: str, uuids: list[str], rc_names: list[s
     """What ``_claim_for_new_consumer`` reads once its locks are taken, in one statement: per
     inventory of the classes ``rc_names`` on the providers ``uuids``, the change stamp's (epoch,
     seq), the consumer's id and whether this transaction inserted it, the provider's uuid, then
-    the inventory and the usage of every consumer against it (``_CLAIM_READ_COLUMNS``). No row
-    when the stamp's row is not made yet or none of those inventories exists."""
+    the inventory and the usage of every other consumer against it (``_CLAIM_READ_COLUMNS``). No
+    row when the stamp's row is not made yet, the consumer does not exist, or none of those
+    inventories exists. Also ``allocations_put``'s read (the same statement on every backend)."""
     providers, classes = ", ".join(["%s"] * len(uuids)), ", ".join(["%s"] * len(rc_names))
     return (
         "SELECT s.epoch, s.seq, c.id, c.updated_at IS NULL, rp.uuid, i.resource_provider_id, rc.name, "  # noqa: S608 - table names from the models
         "i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, "
         f"COALESCE((SELECT SUM(a.used) FROM {Allocation._meta.db_table} a WHERE a.resource_provider_id = "
-        "i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0) "
+        "i.resource_provider_id AND a.resource_class_id = i.resource_class_id AND a.consumer_id <> c.id), 0) "
         f"FROM {PlacementChangeStamp._meta.db_table} s, {Consumer._meta.db_table} c, "
         f"{ResourceProvider._meta.db_table} rp JOIN {Inventory._meta.db_table} i ON i.resource_provider_id = rp.id "
         f"JOIN {ResourceClass._meta.db_table} rc ON rc.id = i.resource_class_id "
         f"WHERE s.id = 1 AND c.uuid = %s AND rp.uuid IN ({providers}) AND rc.name IN ({classes})",
         [consumer_uuid, *uuids, *rc_names])
+
+
+def _claim_inventories(read: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The inventories with their usage from ``_claim_read_statement``'s rows, as ``_check_fits`` takes them."""
+    return [dict(zip(_CLAIM_READ_COLUMNS, row[5:], strict=True)) for row in read]
 
 
 def _claim_for_new_consumer(consumer_uuid: str, allocations: AllocationMap, project_id: str, user_id: str,
@@ -794,7 +794,7 @@ def _claim_for_new_consumer(consumer_uuid: str, allocations: AllocationMap, proj
         by_uuid = {str(row[4]): row[5] for row in read}
         if not by_uuid.keys() >= allocations.keys():
             return False
-        rows = [dict(zip(_CLAIM_READ_COLUMNS, row[5:], strict=True)) for row in read]
+        rows = _claim_inventories(read)
         wanted = {(by_uuid[u], rc): n for u, resources in allocations.items() for rc, n in resources.items()}
         if not wanted.keys() <= {(row["resource_provider_id"], row["resource_class__name"]) for row in rows}:
             return False

@@ -101,6 +101,10 @@ def test_what_is_not_a_new_consumers_plain_claim_is_the_transactions_as_before()
     assert placement.allocations_get(consumer_uuid="moving").allocations == {other.uuid: {"VCPU": 3, "MEMORY_MB": 512}}
     assert Consumer.objects.get(uuid="moving").generation == 2
     assert ResourceProvider.objects.get(id=rp.id).generation == old_generation + 1
+    # and its own usage is left out when it claims again where it is (3 of 4 VCPUs held, 4 asked)
+    assert _claim("moving", other, 4)
+    assert placement.provider_usages(rp=other.uuid) == {"VCPU": 4, "MEMORY_MB": 512}
+    assert not _claim("moving", other, 5)
     # and a new consumer asking for an unknown provider, or a class the provider has no inventory
     # of, gets the errors it got
     with pytest.raises(InvalidAllocation):
