@@ -41,11 +41,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from cells.context import target_cell
 from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
 from cloudcore.core.notifications import notify
+from cloudcore.core.prepared import prepared_rows
 from cloudcore.core.scope import request_scope
 from hosts.selectors import compute_node_values, compute_services_values, service_field_names
 from servers.selectors import group_member_hosts, hosts_of
@@ -213,14 +215,19 @@ def _aggregate_facts(names: set[str]) -> tuple[dict[str, str], dict[str, dict[st
     metadata (no list of host names sent: its cost follows the aggregate memberships)."""
     zones: dict[str, set[str]] = defaultdict(set)
     metadata: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for host, key, value in AggregateMetadata.objects.filter(aggregate__deleted=False).values_list(
-            "aggregate__hosts__host", "key", "value"):
+    for host, key, value in prepared_rows("scheduling.aggregate_facts", _aggregate_facts_query, ()):
         if host in names:
             metadata[host][key].add(value)
             if key == AZ_KEY:
                 zones[host].add(value)
     default = settings.DEFAULT_AVAILABILITY_ZONE
     return {h: ",".join(sorted(zones[h])) if zones.get(h) else default for h in names}, metadata
+
+
+def _aggregate_facts_query() -> QuerySet[Any, Any]:
+    # read for every request: its SQL built once per process (prepared_rows)
+    return AggregateMetadata.objects.filter(aggregate__deleted=False).values_list(
+        "aggregate__hosts__host", "key", "value")
 
 
 def _host_states(view: _CellsView, rows: Iterable[str], summaries: dict[str, Any] | None,

@@ -164,14 +164,15 @@ FINDINGS = (
     "conductor's and compute hosts' round trips per build are unchanged.",
     "Left on PostgreSQL (round trips per request in the table above): the health check's `SELECT 1` per "
     "database per request or task (`CLOUDCORE_DB_SOCKET_HEALTH_CHECK=1` removes it, off by default for its "
-    "race); a status poll (`GET /servers/{id}`, most of the requests while the boots run) 11 round trips (12 "
-    "before: its extras were read in a cell found again by uuid among every cell, now the one read with its "
-    "mapping); the conductor's build about 28 (its placement claim a "
-    "7-round-trip transaction with a read in the middle, the instance and its action 4, the rows written at "
-    "the request's end 5); the reads of a POST are 5 round trips that psycopg2 cannot pipeline (one query "
-    "returns only its last result). gunicorn's 2 workers x 4 threads and the workers' concurrency are the "
-    "same on both backends: more threads would overlap more round trips but not give the 2 cores more CPU "
-    "(not measured: no quiet window).",
+    "race); a status poll (`GET /servers/{id}`, most of the requests while the boots run) 9 round trips for a "
+    "member (12 before: its extras were read in a cell found again by uuid among every cell, now the one read "
+    "with its mapping; its request spec read with the mapping and no compute service read since spec4); "
+    "the conductor's build 16 (29 before cond3 and cond4: its placement claim "
+    "2 queries where its transaction was 7, the instance and its action 1 where they were 4, the rows written "
+    "at the request's end 1 where they were 5); the reads of a POST are 5 round trips that psycopg2 cannot "
+    "pipeline (one query returns only its last result). gunicorn's 2 workers x 4 threads and the workers' "
+    "concurrency are the same on both backends: more threads would overlap more round trips but not give the "
+    "2 cores more CPU (not measured: no quiet window).",
     "Left: password logins cost about a second of CPU each (Django's PBKDF2 iterations); clients reuse their "
     "tokens, so this is paid once per client and once per compute worker.",
     "Checked (post4, by reading the scenario, not by a live pass): the logins do not overlap the POSTs. The "
@@ -204,9 +205,9 @@ PG_ROUND_TRIPS = (
      "mapping with its request spec (one statement; the spec a read of its own before), ports, their groups; in "
      "the cell: instance, tags, block devices (the compute service's read before, now only for those whose policy "
      "shows `host_status`)"),
-    ("a build in the conductor", 29, 21, "3 health checks; build request (with the security groups it asked for, "
-     "a read of its own before, left out of this table's old count of 28), cells, 2 cell and 1 placement "
-     "freshness reads, zones; claim (`BEGIN`, stamp, consumer, providers, usage, allocations, `COMMIT`); host "
+    ("a build in the conductor", 21, 16, "3 health checks; build request (with the security groups it asked for), "
+     "cells, 2 cell and 1 placement freshness reads, zones; claim 2 queries, 7 before (`BEGIN`, stamp, "
+     "consumer, providers and one read of stamp, consumer and usage; allocations and `COMMIT`); host "
      "mapping (with its cell), the instance mapping's cell set, build request deleted; instance + action (one "
      "query, 4 before); rows at the request's end (one query, 5 before)"),
     ("a build on the compute host", 10, 8, "health check; instance, event, 4 updates, event finished; before, "

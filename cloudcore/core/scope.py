@@ -31,6 +31,8 @@ PostgreSQL runs as one transaction: one round trip to the server where the ORM's
 one for its ``BEGIN`` (psycopg2 sends its own), one per INSERT and one for its ``COMMIT``. A
 statement of any other kind made in it first opens the transaction (``transaction.atomic``) and
 sends what is queued, so that it runs after those rows and in their transaction, as before.
+``split_transaction`` is, on PostgreSQL, a transaction that reads, decides in Python and then
+writes, in two queries: ``BEGIN`` sent with its first statements, ``COMMIT`` with its last.
 
 A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
 (which joins the request's scope when there is one, and in a Celery worker ends when it returns).
@@ -440,6 +442,73 @@ def insert_plain_now(rows: list[Row], *, unique_fields: Sequence[str] = (), upda
         model = type(rows[0])
         insert_plain(router.db_for_write(model), model, rows, unique_fields=unique_fields,
                      update_fields=update_fields, returning=returning)
+
+
+class SplitTransaction:
+    """A transaction on PostgreSQL sent as two queries (``split_transaction``): ``first`` sends
+    ``BEGIN`` with its statements, ``last`` its statements with ``COMMIT``."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        self.state = "new"  # "open" once ``first`` is sent, "done" once ``last`` is
+
+    def _send(self, statements: Sequence[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+        with connections[self.database].cursor() as cursor:
+            cursor.execute(b"; ".join(cursor.mogrify(sql, params) for sql, params in statements).decode())
+            return cursor.fetchall() if cursor.description is not None else []
+
+    def first(self, statements: Sequence[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+        """``BEGIN`` and ``statements`` (each ``(sql, params)``) in one query; the last one's rows."""
+        assert self.state == "new"
+        self.state = "open"
+        return self._send([("BEGIN", None), *statements])
+
+    def last(self, statements: Sequence[tuple[str, Any]]) -> None:
+        """``statements`` and ``COMMIT`` in one query (an error raised, the transaction rolled back)."""
+        assert self.state == "open"
+        self._send([*statements, ("COMMIT", None)])
+        self.state = "done"
+
+
+@contextlib.contextmanager
+def split_transaction(using: str = DEFAULT_DB_ALIAS) -> Iterator[SplitTransaction | None]:
+    """One transaction on ``using`` in two round trips where the ORM's makes one per statement
+    plus its ``BEGIN`` (psycopg2 sends its own) and its ``COMMIT``: for a transaction that reads,
+    decides in Python, then writes (``SplitTransaction.first`` then ``.last``). On PostgreSQL, in
+    autocommit (no transaction open, no ``written_together`` block), the connection stays in
+    autocommit while the server holds the transaction the queries open and close: nothing else
+    may be sent on ``using`` in between. Each statement of a query is run as if sent alone (in
+    READ COMMITTED, with a snapshot of its own taken when it starts: a read after a lock sees
+    what the lock's holder committed). Leaving the block without ``last`` (an exception, or
+    nothing to write) rolls back; a connection that cannot roll back is closed, so that nothing
+    runs in the transaction left behind. None (nothing opened) elsewhere: the caller uses
+    ``transaction.atomic``."""
+    connection = connections[using]
+    if connection.vendor != "postgresql" or connection.in_atomic_block or _together.get() is not None \
+            or not connection.get_autocommit():
+        yield None
+        return
+    split = SplitTransaction(using)
+    try:
+        yield split
+    finally:
+        if split.state == "open":
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("ROLLBACK")
+            except Exception:  # the connection is broken: nothing runs in its transaction any more
+                log.exception("split transaction: could not roll back; closing the connection")
+                connection.close()
+
+
+def plain_insert_statement(rows: list[Row]) -> tuple[str, dict[str, Any]]:
+    """The statement and parameters ``insert_plain_now(rows)`` sends (up to ``PLAIN_BATCH`` rows of
+    one model), to be sent with others (``SplitTransaction.last``)."""
+    model = type(rows[0])
+    connection = connections[router.db_for_write(model)]
+    assert len(rows) <= PLAIN_BATCH
+    statement = _plain_statement(connection, model, len(rows), False)
+    return statement.sql, dict(zip(statement.names, _plain_values(statement, rows, connection), strict=True))
 
 
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],

@@ -8,7 +8,9 @@ Every write that changes a provider bumps its ``generation`` with a compare-and-
 Allocation writes are atomic: the providers involved are locked (``SELECT ... FOR UPDATE`` on
 PostgreSQL; on SQLite the connection opens ``IMMEDIATE`` transactions, which take the database
 write lock at ``BEGIN``), capacity is checked against the usage of every other consumer, then
-the consumer's allocations are replaced. Capacity of one resource class on one provider is
+the consumer's allocations are replaced. On PostgreSQL a new consumer's claim outside a
+transaction (a build's) sends that transaction's statements in two queries
+(``_claim_for_new_consumer``). Capacity of one resource class on one provider is
 ``(total - reserved) * allocation_ratio``; an amount must also respect ``min_unit``,
 ``max_unit`` and ``step_size``.
 
@@ -33,7 +35,7 @@ from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from cells.transactions import connection_for
-from cloudcore.core.scope import insert_plain_now
+from cloudcore.core.scope import insert_plain_now, plain_insert_statement, split_transaction
 
 from ..models import (
     Aggregate,
@@ -91,6 +93,12 @@ def _provider(rp: ProviderRef) -> ResourceProvider:
     return found
 
 
+def _stamp_statement(*, full: bool = False) -> str:
+    """``_stamp_change``'s ``UPDATE``: the stamp's ``seq`` bumped, its (epoch, seq) returned."""
+    full_set = ", full_seq = seq + 1" if full else ""
+    return f"UPDATE {PlacementChangeStamp._meta.db_table} SET seq = seq + 1{full_set} WHERE id = 1 RETURNING epoch, seq"  # noqa: S608 - table name from the model
+
+
 def _stamp_change(*, full: bool = False) -> tuple[str, int]:
     """Bump ``PlacementChangeStamp.seq`` (creating the row on the first write): the first lock a
     placement write takes in its transaction (before consumers and providers), so the stamp row
@@ -98,10 +106,8 @@ def _stamp_change(*, full: bool = False) -> tuple[str, int]:
     writes in ``seq`` order. ``full``: a change the scheduler's provider copy must reload
     everything for (a provider deleted or re-parented). Returns the stamp's (epoch, new seq),
     read by the same statement (``UPDATE ... RETURNING``, SQLite >= 3.35 and PostgreSQL)."""
-    table = PlacementChangeStamp._meta.db_table
-    full_set = ", full_seq = seq + 1" if full else ""
     with connection_for(PlacementChangeStamp).cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET seq = seq + 1{full_set} WHERE id = 1 RETURNING epoch, seq")  # noqa: S608 - table name from the model
+        cursor.execute(_stamp_statement(full=full))
         row = cursor.fetchone()
     if row is not None:
         return str(row[0]), int(row[1])
@@ -197,23 +203,21 @@ def capacity(total: int, reserved: int, allocation_ratio: float) -> int:
     return int((total - reserved) * allocation_ratio)
 
 
-def _usage_subquery(exclude_consumer: str | None = None) -> Subquery:
+def _usage_subquery() -> Subquery:
     """Correlated ``SUM(used)`` of the allocations against the outer inventory row."""
     qs = Allocation.objects.filter(
         resource_provider_id=OuterRef("resource_provider_id"), resource_class_id=OuterRef("resource_class_id")
     )
-    if exclude_consumer:
-        qs = qs.exclude(consumer__uuid=exclude_consumer)
     return Subquery(
         qs.order_by().values("resource_provider_id").annotate(total_used=Sum("used")).values("total_used"),
         output_field=IntegerField(),
     )
 
 
-def _inventories_with_usage(exclude_consumer: str | None = None) -> QuerySet[Any, Any]:
+def _inventories_with_usage() -> QuerySet[Any, Any]:
     # Inventory rows annotated with ``used`` and ``cap`` (django-stubs cannot name that type)
     return Inventory.objects.annotate(
-        used=Coalesce(_usage_subquery(exclude_consumer), Value(0)),
+        used=Coalesce(_usage_subquery(), Value(0)),
         cap=(F("total") - F("reserved")) * F("allocation_ratio"),
     )
 
@@ -676,6 +680,9 @@ def allocations_put(
     Bumps the generation of every provider touched and of the consumer.
     """
     _check_amounts(allocations)
+    if allocations and (consumer_generation is None or not enforce_consumer_generation) \
+            and _claim_for_new_consumer(consumer_uuid, allocations, project_id, user_id, consumer_type):
+        return
     with transaction.atomic():
         epoch, seq = _stamp_change()
         created = False
@@ -703,13 +710,9 @@ def allocations_put(
                 raise InvalidAllocation(reason=f"Allocation for resource provider '{rp_uuid}' that does not exist.")
         rc_names = {rc for res in allocations.values() for rc in res}
         wanted = {(by_uuid[u], rc): n for u, res in allocations.items() for rc, n in res.items()}
-        rows = list(
-            # a consumer that does not exist yet holds nothing to leave out (no join to pay for)
-            _inventories_with_usage(exclude_consumer=None if created else consumer_uuid)
-            .filter(resource_provider_id__in=list(by_uuid.values()), resource_class__name__in=rc_names)
-            .values("resource_provider_id", "resource_class__name", "resource_class_id", "total", "reserved",
-                    "min_unit", "max_unit", "step_size", "allocation_ratio", "used")
-        )
+        with connection_for(Inventory).cursor() as cursor:  # (raw: the ORM's query cost more to build than to run)
+            cursor.execute(*_claim_read_statement(consumer_uuid, list(by_uuid), sorted(rc_names)))
+            rows = _claim_inventories(cursor.fetchall())
         # the classes come with their inventories; one with none is looked up (an unknown one
         # is ResourceClassNotFound) before ``_check_fits`` says it has no inventory
         rc_ids = {row["resource_class__name"]: row["resource_class_id"] for row in rows}
@@ -732,21 +735,98 @@ def allocations_put(
         _bump_generations(old_rp_ids - set(by_uuid.values()))
 
 
+#: the columns of ``_claim_read_statement``'s rows after the stamp's, the consumer's and the
+#: provider's uuid: an inventory with its usage, as ``allocations_put`` reads it
+_CLAIM_READ_COLUMNS = ("resource_provider_id", "resource_class__name", "resource_class_id", "total", "reserved",
+                       "min_unit", "max_unit", "step_size", "allocation_ratio", "used")
+
+
+def _claim_read_statement(consumer_uuid: str, uuids: list[str], rc_names: list[str]) -> tuple[str, list[Any]]:
+    """What ``_claim_for_new_consumer`` reads once its locks are taken, in one statement: per
+    inventory of the classes ``rc_names`` on the providers ``uuids``, the change stamp's (epoch,
+    seq), the consumer's id and whether this transaction inserted it, the provider's uuid, then
+    the inventory and the usage of every other consumer against it (``_CLAIM_READ_COLUMNS``). No
+    row when the stamp's row is not made yet, the consumer does not exist, or none of those
+    inventories exists. Also ``allocations_put``'s read (the same statement on every backend)."""
+    providers, classes = ", ".join(["%s"] * len(uuids)), ", ".join(["%s"] * len(rc_names))
+    return (
+        "SELECT s.epoch, s.seq, c.id, c.updated_at IS NULL, rp.uuid, i.resource_provider_id, rc.name, "  # noqa: S608 - table names from the models
+        "i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, "
+        f"COALESCE((SELECT SUM(a.used) FROM {Allocation._meta.db_table} a WHERE a.resource_provider_id = "
+        "i.resource_provider_id AND a.resource_class_id = i.resource_class_id AND a.consumer_id <> c.id), 0) "
+        f"FROM {PlacementChangeStamp._meta.db_table} s, {Consumer._meta.db_table} c, "
+        f"{ResourceProvider._meta.db_table} rp JOIN {Inventory._meta.db_table} i ON i.resource_provider_id = rp.id "
+        f"JOIN {ResourceClass._meta.db_table} rc ON rc.id = i.resource_class_id "
+        f"WHERE s.id = 1 AND c.uuid = %s AND rp.uuid IN ({providers}) AND rc.name IN ({classes})",
+        [consumer_uuid, *uuids, *rc_names])
+
+
+def _claim_inventories(read: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The inventories with their usage from ``_claim_read_statement``'s rows, as ``_check_fits`` takes them."""
+    return [dict(zip(_CLAIM_READ_COLUMNS, row[5:], strict=True)) for row in read]
+
+
+def _claim_for_new_consumer(consumer_uuid: str, allocations: AllocationMap, project_id: str, user_id: str,
+                            consumer_type: str) -> bool:
+    """``allocations_put`` for a consumer that does not exist yet (a build's claim) on PostgreSQL
+    outside a transaction, in two round trips where its transaction took seven (``BEGIN``, the
+    stamp, the consumer, the providers, the usage, the allocations, ``COMMIT``): the same
+    statements, in the same order and transaction (``split_transaction``), the first query
+    ``BEGIN``, the stamp, the consumer and the providers (their locks taken in that order) and
+    one read of the stamp, the consumer and the inventories with their usage (its snapshot taken
+    once the locks are held, as the usage read's was); the capacity checked in Python; the second
+    query the allocations and ``COMMIT``. InsufficientCapacity as ``allocations_put`` raises it
+    (nothing written). False, having written nothing, for anything else (not PostgreSQL in
+    autocommit, the consumer exists, a provider or an inventory asked for does not, the stamp's
+    row is not made yet): ``allocations_put``'s transaction then does what it does."""
+    uuids = list(allocations)
+    rc_names = sorted({rc for resources in allocations.values() for rc in resources})
+    with split_transaction(connection_for(Allocation).alias) as split:
+        if split is None:
+            return False
+        read = split.first([(_stamp_statement(), None),
+                            _consumer_statement(consumer_uuid, project_id, user_id, consumer_type),
+                            _lock_and_bump_statement(uuids, None),
+                            _claim_read_statement(consumer_uuid, uuids, rc_names)])
+        if not read or not read[0][3]:  # nothing found, or the consumer holds allocations already
+            return False
+        epoch, seq, consumer_id = str(read[0][0]), int(read[0][1]), read[0][2]
+        by_uuid = {str(row[4]): row[5] for row in read}
+        if not by_uuid.keys() >= allocations.keys():
+            return False
+        rows = _claim_inventories(read)
+        wanted = {(by_uuid[u], rc): n for u, resources in allocations.items() for rc, n in resources.items()}
+        if not wanted.keys() <= {(row["resource_provider_id"], row["resource_class__name"]) for row in rows}:
+            return False
+        _check_fits(rows, wanted, {rp_id: uuid for uuid, rp_id in by_uuid.items()})
+        rc_ids = {row["resource_class__name"]: row["resource_class_id"] for row in rows}
+        split.last([plain_insert_statement([
+            Allocation(resource_provider_id=rp_id, consumer_id=consumer_id, resource_class_id=rc_ids[rc], used=n)
+            for (rp_id, rc), n in wanted.items()])])
+    _remember_claim(epoch, seq, wanted)  # committed: at once
+    return True
+
+
+def _consumer_statement(consumer_uuid: str, project_id: str, user_id: str, consumer_type: str) -> tuple[str, list[Any]]:
+    """``_consumer_for_write``'s statement and parameters: the consumer inserted, or its
+    ``updated_at`` touched (the row locked either way); its id, generation and ``updated_at``
+    (None: inserted by this statement) returned."""
+    now = connection_for(Consumer).ops.adapt_datetimefield_value(timezone.now())
+    return (f"INSERT INTO {Consumer._meta.db_table} "  # noqa: S608 - table name from the model
+            "(created_at, updated_at, uuid, project_id, user_id, consumer_type, generation) "
+            "VALUES (%s, NULL, %s, %s, %s, %s, 1) ON CONFLICT (uuid) DO UPDATE SET updated_at = EXCLUDED.created_at "
+            "RETURNING id, generation, updated_at", [now, consumer_uuid, project_id, user_id, consumer_type])
+
+
 def _consumer_for_write(consumer_uuid: str, project_id: str, user_id: str, consumer_type: str) -> tuple[Consumer, bool]:
     """The consumer ``consumer_uuid`` locked for the rest of the transaction, and whether this
     created it: a new one is inserted as Placement creates it (generation 0, bumped by the write
     to 1), an existing one only has ``updated_at`` touched (the caller writes its generation and
     owner). One ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` where ``SELECT ... FOR
     UPDATE`` then an ``INSERT`` took two; a failed check rolls a new consumer back with the rest."""
-    table = Consumer._meta.db_table
     connection = connection_for(Consumer)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (created_at, updated_at, uuid, project_id, user_id, consumer_type, generation) "  # noqa: S608 - table name from the model
-            "VALUES (%s, NULL, %s, %s, %s, %s, 1) ON CONFLICT (uuid) DO UPDATE SET updated_at = EXCLUDED.created_at "
-            "RETURNING id, generation, updated_at",
-            [now, consumer_uuid, project_id, user_id, consumer_type])
+        cursor.execute(*_consumer_statement(consumer_uuid, project_id, user_id, consumer_type))
         consumer_id, generation, updated_at = cursor.fetchone()
     consumer = Consumer(id=consumer_id, uuid=consumer_uuid, project_id=project_id, user_id=user_id,
                         consumer_type=consumer_type, generation=generation)
@@ -775,17 +855,23 @@ def allocations_set_many(
             )
 
 
+def _lock_and_bump_statement(uuids: list[str], seq: int | None) -> tuple[str, list[Any]]:
+    """``_lock_and_bump``'s ``UPDATE`` and parameters (``seq`` None: the stamp's, as this
+    transaction's ``_stamp_change`` left it, read by the statement)."""
+    marks = ", ".join(["%s"] * len(uuids))
+    stamped = f"(SELECT seq FROM {PlacementChangeStamp._meta.db_table} WHERE id = 1)" if seq is None else "%s"  # noqa: S608 - table name from the model
+    return (f"UPDATE {ResourceProvider._meta.db_table} SET generation = generation + 1, "  # noqa: S608 - table names from the models
+            f"changed_seq = {stamped} WHERE uuid IN ({marks}) RETURNING uuid, id",
+            [*([] if seq is None else [seq]), *uuids])
+
+
 def _lock_and_bump(uuids: list[str], seq: int) -> dict[str, int]:
     """``{uuid: id}`` of the providers ``uuids`` that exist, locked for the rest of the
     transaction and their generation bumped (stamped ``seq``, the transaction's change stamp) by
     the one ``UPDATE ... RETURNING`` that locks them: what ``SELECT ... FOR UPDATE`` then a
     generation bump at the end did in two statements (a failed check rolls the bump back)."""
-    table = ResourceProvider._meta.db_table
-    marks = ", ".join(["%s"] * len(uuids))
     with connection_for(ResourceProvider).cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET generation = generation + 1, changed_seq = %s WHERE uuid IN ({marks}) "  # noqa: S608 - table name from the model
-            "RETURNING uuid, id", [seq, *uuids])
+        cursor.execute(*_lock_and_bump_statement(uuids, seq))
         return {str(uuid): int(rp_id) for uuid, rp_id in cursor.fetchall()}
 
 

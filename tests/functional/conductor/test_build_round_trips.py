@@ -6,13 +6,16 @@ the health check's ``SELECT 1`` of each database used, which Django sends outsid
 
 Pinned per backend: the build request read with its spec and the security groups it asked for (one
 statement, where the groups were a read of their own before the cast to the host); the scheduler's
-cells, freshness and zones reads; the placement claim; the scheduler's rows (the trace's body and
-record, the notifications) written when its scope ends, on PostgreSQL one query with no BEGIN or
-COMMIT of its own (``cloudcore.core.scope.written_together``, the notifications' ids its answer),
-where they were BEGIN, three INSERTs and COMMIT; then the host mapping, the instance and its
-action in the cell (on PostgreSQL one query, the action's id its answer, where they were BEGIN, two
-INSERTs and COMMIT), the mapping's cell and the build request deleted. The host's cast is recorded
-instead of run (the host's own statements are ``tests/functional/servers/test_boot_statements``')."""
+cells, freshness and zones reads; the placement claim (on PostgreSQL two queries, ``BEGIN`` with its
+locks and one read of what they guard, then the allocations with ``COMMIT``, where its transaction
+was seven round trips: ``scheduling.placement.services._claim_for_new_consumer``); the scheduler's
+rows (the trace's body and record, the notifications) written when its scope ends, on PostgreSQL
+one query with no BEGIN or COMMIT of its own (``cloudcore.core.scope.written_together``, the
+notifications' ids its answer), where they were BEGIN, three INSERTs and COMMIT; then the host
+mapping, the instance and its action in the cell (on PostgreSQL one query, the action's id its
+answer, where they were BEGIN, two INSERTs and COMMIT), the mapping's cell and the build request
+deleted. The host's cast is recorded instead of run (the host's own statements are
+``tests/functional/servers/test_boot_statements``')."""
 from __future__ import annotations
 
 import contextlib
@@ -39,8 +42,10 @@ STATEMENTS = {
     # usage, allocations, COMMIT); BEGIN, trace body, trace record, notifications, COMMIT; host
     # mapping, the instance mapping's cell, the build request deleted
     "sqlite": {"api": 1 + 3 + 7 + 5 + 3, "cell": 1 + 4, "other cell": 1},
-    # the same, the scheduler's rows one query, the instance and its action one query
-    "postgresql": {"api": 1 + 3 + 7 + 1 + 3, "cell": 1 + 1, "other cell": 1},
+    # the same, the claim two queries (BEGIN, stamp, consumer, providers, one read of the stamp, the
+    # consumer and the usage; allocations, COMMIT), the scheduler's rows one query, the instance
+    # and its action one query
+    "postgresql": {"api": 1 + 3 + 2 + 1 + 3, "cell": 1 + 1, "other cell": 1},
 }
 
 
