@@ -12,10 +12,12 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.management import call_command
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from cloudcore.core.exceptions import CloudcoreError, Invalid, NotFound
+from cloudcore.core.prepared import prepared_update
 from cloudcore.core.scope import insert_plain_now
 
 from . import registry
@@ -175,16 +177,14 @@ def instance_mappings_delete(instance_uuids: list[str]) -> tuple[int, dict[str, 
 
 def instance_mapping_set_cell(instance_uuid: str, cell: CellMapping | None) -> int:
     """Point a server's mapping at ``cell`` (None: back to "not in a cell yet", a BuildRequest);
-    returns how many mappings changed (0: the server has none). The ORM's ``UPDATE`` written out
-    (the conductor's, for every build: building it cost more than running it)."""
-    database = router.db_for_write(InstanceMapping)
-    connection = transaction.get_connection(database)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with transaction.mark_for_rollback_on_error(using=database), connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {connection.ops.quote_name(InstanceMapping._meta.db_table)} "  # noqa: S608 - table name from the model
-                       'SET "cell_id" = %s, "updated_at" = %s WHERE "instance_uuid" = %s',
-                       [cell.id if cell is not None else None, now, instance_uuid])
-        return int(cursor.rowcount)
+    returns how many mappings changed (0: the server has none). The conductor's, for every build:
+    its ``UPDATE`` built once per process (``prepared_update``: building it cost more than running it)."""
+    return prepared_update("cells.instance_mapping_set_cell", _mapping_of, (instance_uuid,),
+                           cell_id=cell.id if cell is not None else None, updated_at=timezone.now())
+
+
+def _mapping_of(instance_uuid: str) -> QuerySet[InstanceMapping]:
+    return InstanceMapping.objects.filter(instance_uuid=instance_uuid)
 
 
 def instance_mappings_queue_for_delete(instance_uuids: list[str]) -> int:
