@@ -155,14 +155,14 @@ def test_request_specs_are_read_with_the_mappings_as_stored(cells):
     from scheduling.services.request_specs import request_specs_create, request_specs_get
     from servers.selectors import request_specs_of
 
-    # given servers with request specs (one with a hint beyond 64 bits, which orjson does not read),
+    # given servers with request specs (one with a hint beyond 64 bits, which orjson reads as a float),
     # one without, and a spec of a server with no mapping
     with_hints = _server(cells, "cell1", 3)
     big = _server(cells, "cell2", 2)
     without = _server(cells, "cell1", 1)
     specs = {with_hints.uuid: {"availability_zone": "az1", "scheduler_hints": {"group": ["g"], "n": 1.5},
                                "instance_group": {"uuid": "g"}, "flavor": {"name": "m1.tiny"}},
-             big.uuid: {"availability_zone": None, "scheduler_hints": {"n": 2 ** 70}},
+             big.uuid: {"availability_zone": None, "scheduler_hints": {"n": 2 ** 70 + 1}},
              "unmapped-0000-0000-0000-000000000000": {"availability_zone": "az2"}}
     request_specs_create(specs)
     uuids = [with_hints.uuid, big.uuid, without.uuid]
@@ -170,7 +170,7 @@ def test_request_specs_are_read_with_the_mappings_as_stored(cells):
     found = request_specs_of(uuids)
     # then they are the stored specs, each one, none for the server without one
     assert found == request_specs_get(uuids) == {u: specs[u] for u in (with_hints.uuid, big.uuid)}
-    assert found[big.uuid]["scheduler_hints"]["n"] == 2 ** 70
+    assert found[big.uuid]["scheduler_hints"]["n"] == 2 ** 70 + 1
     # and a show's record carries its server's spec, read with its mapping (None without one)
     assert server_get(OWNER, with_hints.uuid, with_spec=True).spec == specs[with_hints.uuid]
     record = server_get(OWNER, without.uuid, with_spec=True)
