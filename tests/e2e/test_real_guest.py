@@ -324,8 +324,12 @@ def test_real_guest_serial_console_is_a_tcp_port_with_its_log(qemu_system: objec
             serial = driver.get_serial_console(instance=guest)
             assert serial["host"] == "127.0.0.1" and 10000 <= serial["port"] <= 20000
             talk_to_serial(serial["host"], serial["port"], "hello-serial")
-            # and what went over it is in the log too
-            assert f"{MARKER}-ECHO hello-serial".encode() in driver.get_console_output(instance=guest)
+            # and what went over it is in the log too (virtlogd writes it a moment after the socket)
+            echoed = f"{MARKER}-ECHO hello-serial".encode()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and echoed not in driver.get_console_output(instance=guest):
+                time.sleep(0.5)
+            assert echoed in driver.get_console_output(instance=guest)
             # its VNC server is where the domain says
             assert driver.get_vnc_console(instance=guest)["port"] >= 5900
         finally:
