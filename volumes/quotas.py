@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import Sum
 
 from cells.transactions import api_atomic
+from cloudcore.core.api.validation import word_bool
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CloudcoreError, Invalid
 from cloudcore.core.policy import authorize
@@ -114,10 +115,8 @@ def quota_set_update(ctx: RequestContext, project_id: str, *, values: dict[str, 
     unknown resource, a limit that is not an integer from -1 up, a ``skip_validation`` that is not a
     boolean, or (``skip_validation`` false) a limit below what the project uses now."""
     authorize(ctx, "volume_extension:quotas:update", _target(project_id))
-    flag = str(skip_validation).lower()
-    if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-        raise Invalid(f"Invalid input received: Invalid value '{skip_validation}' for skip_validation.")
-    validate_usage = flag in ("false", "0", "no", "off")
+    validate_usage = not word_bool(
+        skip_validation, invalid=f"Invalid input received: Invalid value '{skip_validation}' for skip_validation.")
     parsed = _parse_limits(values)
     used = usage(project_id)
     with api_atomic():

@@ -11,7 +11,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import validate
+from cloudcore.core.api.validation import as_bool, validate
 from cloudcore.core.api.versioned import Field, present
 from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.exceptions import Invalid, NotFound
@@ -20,7 +20,7 @@ from cloudcore.core.policy import can
 from .. import groups
 from ..models import GroupSnapshot, GroupType, Volume, VolumeGroup
 from ..presenter import VOLUME_FEATURES
-from .types import _BOOL, _SPECS, _bool, _is_public_param
+from .types import _BOOL, _SPECS, _is_public_param
 from .views import VolumeAPIView, _int_param, _sort_param
 
 _NAME = {"type": ["string", "null"], "maxLength": 255}
@@ -124,7 +124,7 @@ class GroupTypesView(GroupTypeAPIView):
     def post(self, request: Request, **_kw: Any) -> Response:
         body = validate(self.body(), TYPE_CREATE_SCHEMA)["group_type"]
         gt = groups.group_type_create(self.ctx, name=body["name"], description=body.get("description"),
-                                      is_public=_bool(body.get("is_public", True)),
+                                      is_public=as_bool(body.get("is_public", True)),
                                       group_specs=body.get("group_specs"))
         return Response({"group_type": self.body_of(gt)}, status=202)
 
@@ -136,7 +136,7 @@ class GroupTypeView(GroupTypeAPIView):
     def put(self, request: Request, type_id: str, **_kw: Any) -> Response:
         changes = validate(self.body(), TYPE_UPDATE_SCHEMA)["group_type"]
         if "is_public" in changes:
-            changes["is_public"] = _bool(changes["is_public"])
+            changes["is_public"] = as_bool(changes["is_public"])
         gt = groups.group_type_update(self.ctx, groups.group_type_get(self.ctx, type_id), changes=changes)
         return Response({"group_type": self.body_of(gt)})
 
@@ -180,7 +180,7 @@ class GroupSpecView(GroupTypeAPIView):
 # -- groups -----------------------------------------------------------------------------------
 class GroupsBaseView(GroupAPIView):
     def shown(self, group: VolumeGroup) -> dict[str, Any]:
-        list_volume = _bool(self.request.query_params.get("list_volume", False))
+        list_volume = as_bool(self.request.query_params.get("list_volume", False))
         return present(GROUP_FIELDS, ShownGroup(group, list_volume=list_volume), self.v)
 
     def summary(self, group: VolumeGroup) -> dict[str, Any]:
@@ -191,7 +191,7 @@ class GroupsView(GroupsBaseView):
     detail = False
 
     def get(self, request: Request, **_kw: Any) -> Response:
-        found = groups.group_list(self.ctx, all_tenants=_bool(request.query_params.get("all_tenants", False)),
+        found = groups.group_list(self.ctx, all_tenants=as_bool(request.query_params.get("all_tenants", False)),
                                   **self.page())
         return Response({"groups": [self.shown(g) if self.detail else {"id": g.id, "name": g.name}
                                     for g in found]})
@@ -227,7 +227,7 @@ class GroupActionView(GroupsBaseView):
         action, args = self.requested_action()
         if action == "delete":
             flag = validate(args, DELETE_SCHEMA).get("delete-volumes", False)
-            groups.group_delete(self.ctx, group_id, delete_volumes=_bool(flag))
+            groups.group_delete(self.ctx, group_id, delete_volumes=as_bool(flag))
         elif action == "reset_status" and VOLUME_FEATURES.has("group_reset_status", self.v):
             groups.group_reset_status(self.ctx, group_id, status=validate(args, STATUS_SCHEMA)["status"])
         else:
@@ -258,7 +258,7 @@ class GroupSnapshotsView(GroupAPIView):
 
     def get(self, request: Request, **_kw: Any) -> Response:
         found = groups.group_snapshot_list(
-            self.ctx, all_tenants=_bool(request.query_params.get("all_tenants", False)),
+            self.ctx, all_tenants=as_bool(request.query_params.get("all_tenants", False)),
             group_id=request.query_params.get("group_id"), **self.page())
         return Response({"group_snapshots": [present(GROUP_SNAPSHOT_FIELDS, g, self.v) if self.detail
                                              else {"id": g.id, "name": g.name} for g in found]})

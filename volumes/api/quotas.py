@@ -8,8 +8,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import validate
-from cloudcore.core.exceptions import Invalid
+from cloudcore.core.api.validation import validate, word_bool
 
 from .. import quotas
 from .views import VolumeAPIView
@@ -20,9 +19,8 @@ UPDATE_SCHEMA = {"type": "object", "required": ["quota_set"], "properties": {"qu
 class QuotaSetView(VolumeAPIView):
     def get(self, request: Request, target_project: str, **_kw: Any) -> Response:
         flag = request.query_params.get("usage", "false").lower()
-        if flag not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            raise Invalid(f"Invalid input received: Invalid value '{flag}' for usage.")
-        shown = quotas.quota_set_get(self.ctx, target_project, with_usage=flag in ("true", "1", "yes", "on"))
+        with_usage = word_bool(flag, invalid=f"Invalid input received: Invalid value '{flag}' for usage.")
+        shown = quotas.quota_set_get(self.ctx, target_project, with_usage=with_usage)
         return Response({"quota_set": {"id": target_project, **shown}})
 
     def put(self, request: Request, target_project: str, **_kw: Any) -> Response:

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import validate
+from cloudcore.core.api.validation import validate, word_bool
 from cloudcore.core.api.versioned import present
 from cloudcore.core.exceptions import Invalid, NotFound
 
@@ -35,10 +35,7 @@ ITEM_SCHEMA = {"type": "object", "required": ["meta"], "properties": {
 def _flag(value: Any) -> bool:
     if isinstance(value, bool) or value is None:
         return bool(value)
-    text = str(value).lower()
-    if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-        raise Invalid(f"Invalid input received: {value} is not a valid boolean value for force.")
-    return text in ("true", "1", "yes", "on")
+    return word_bool(value, invalid=f"Invalid input received: {value} is not a valid boolean value for force.")
 
 
 class SnapshotAPIView(VolumeAPIView):

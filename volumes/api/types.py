@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cloudcore.core.api.validation import validate
+from cloudcore.core.api.validation import as_bool, validate, word_bool
 from cloudcore.core.exceptions import Invalid, NotFound
 
 from .. import types
@@ -35,19 +35,13 @@ ACCESS_SCHEMA = {"type": "object", "required": ["project"], "additionalPropertie
                  "properties": {"project": {"type": "string", "minLength": 1, "maxLength": 255}}}
 
 
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes", "on")
-
-
 def _is_public_param(value: str | None) -> bool | None:
     """Cinder's ``is_public`` filter: absent is true, ``none`` is every type, else a boolean."""
     if value is None:
         return True
     if value.lower() == "none":
         return None
-    if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-        raise Invalid(f"Invalid is_public filter [{value}]")
-    return _bool(value)
+    return word_bool(value, invalid=f"Invalid is_public filter [{value}]")
 
 
 class TypesView(VolumeAPIView):
@@ -58,7 +52,7 @@ class TypesView(VolumeAPIView):
     def post(self, request: Request, **_kw: Any) -> Response:
         body = validate(self.body(), CREATE_SCHEMA)["volume_type"]
         vt = types.volume_type_create(self.ctx, name=body["name"], description=body.get("description"),
-                                      is_public=_bool(body.get("os-volume-type-access:is_public", True)),
+                                      is_public=as_bool(body.get("os-volume-type-access:is_public", True)),
                                       extra_specs=body.get("extra_specs"))
         return Response({"volume_type": volume_type_body(self.ctx, vt, qos=False)})
 
@@ -71,7 +65,7 @@ class TypeView(VolumeAPIView):
         vt = types.volume_type_get(self.ctx, type_id)
         body = validate(self.body(), UPDATE_SCHEMA)["volume_type"]
         if "is_public" in body:
-            body["is_public"] = _bool(body["is_public"])
+            body["is_public"] = as_bool(body["is_public"])
         vt = types.volume_type_update(self.ctx, vt, changes=body)
         return Response({"volume_type": volume_type_body(self.ctx, vt, access_extension=False, qos=False)})
 

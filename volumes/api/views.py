@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cloudcore.core.api import microversion
-from cloudcore.core.api.validation import validate
+from cloudcore.core.api.validation import validate, word_bool
 from cloudcore.core.api.versioned import present
 from cloudcore.core.api.versioned import timestamp as _ts
 from cloudcore.core.api.views import OpenStackAPIView, PublicMixin
@@ -227,9 +227,8 @@ class VolumeView(VolumeAPIView):
     def delete(self, request: Request, volume_id: str, **_kw: Any) -> Response:
         vol = services.volume_get(self.ctx, volume_id)
         cascade = request.query_params.get("cascade", "false").lower()
-        if cascade not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-            raise Invalid(f"Invalid input received: Invalid value '{cascade}' for cascade.")
-        services.volume_delete(self.ctx, vol, cascade=cascade in ("true", "1", "yes", "on"))
+        services.volume_delete(self.ctx, vol, cascade=word_bool(
+            cascade, invalid=f"Invalid input received: Invalid value '{cascade}' for cascade."))
         return Response(status=202)
 
 

@@ -113,10 +113,28 @@ METADATA = {
 }
 
 
+#: the words a boolean parameter may be given as (any case), as the services parse them
+TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+FALSE_WORDS = frozenset({"false", "0", "no", "off"})
+
+
 def as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    return str(value).lower() in ("true", "1", "yes", "on")
+    return str(value).lower() in TRUE_WORDS
+
+
+def word_bool(value: Any, *, invalid: str) -> bool:
+    """A boolean given as itself or as one of the words (``true``/``false``, ``1``/``0``,
+    ``yes``/``no``, ``on``/``off``, any case); ``Invalid(invalid)`` (400) for any other value."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).lower()
+    if text in TRUE_WORDS:
+        return True
+    if text in FALSE_WORDS:
+        return False
+    raise Invalid(invalid)
 
 
 def query_int(params: Any, name: str, *, invalid: str, negative: str | None = None,
