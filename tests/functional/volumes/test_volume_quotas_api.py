@@ -106,3 +106,40 @@ def test_the_default_quota_class_sets_every_projects_defaults(bfv: Any) -> None:
     # and an unknown resource or a bad limit is a 400
     assert call(admin, "put", path, {"quota_class_set": {"bogus": 1}}).status_code == 400
     assert call(admin, "put", path, {"quota_class_set": {"volumes": -2}}).status_code == 400
+
+
+def test_boolean_word_parameters_take_the_words_and_refuse_others_with_their_messages(bfv: Any) -> None:
+    """usage, skip_validation, is_public, cascade and force take true/false, 1/0, yes/no and
+    on/off in any case; any other word is a 400 naming the parameter as Cinder words it."""
+    admin, member = bfv.admin(), bfv.member()
+    demo = _project_id("demo")
+    path = f"/volume/v3/{demo}/os-quota-sets/{demo}"
+    vid = call(member, "post", "/volume/v3/volumes", {"volume": {"size": 1}}).json()["volume"]["id"]
+
+    def refused(response: Any) -> str:
+        assert response.status_code == 400, response.content
+        return str(response.json()["badRequest"]["message"])
+
+    # usage: ON is a yes (limit/in_use per resource), Off a no, maybe a 400
+    assert call(member, "get", f"{path}?usage=ON").json()["quota_set"]["volumes"]["in_use"] == 1
+    assert call(member, "get", f"{path}?usage=Off").json()["quota_set"]["volumes"] == 10
+    assert refused(call(member, "get", f"{path}?usage=maybe")) == (
+        "Invalid input received: Invalid value 'maybe' for usage.")
+    # skip_validation: "no" checks the limit against usage (1 volume of 1 GiB), "yes" does not
+    assert call(admin, "put", path, {"quota_set": {"volumes": 0}, "skip_validation": "no"}).status_code == 400
+    assert call(admin, "put", path, {"quota_set": {"volumes": 0}, "skip_validation": "yes"}).status_code == 200
+    assert refused(call(admin, "put", path, {"quota_set": {"volumes": 5}, "skip_validation": "sure"})) == (
+        "Invalid input received: Invalid value 'sure' for skip_validation.")
+    call(admin, "delete", path)
+    # is_public: a filter word or none
+    assert call(admin, "get", "/volume/v3/types?is_public=0").status_code == 200
+    assert refused(call(admin, "get", "/volume/v3/types?is_public=public")) == "Invalid is_public filter [public]"
+    # force of a snapshot of a volume
+    bad_force = call(member, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": vid, "force": "always"}})
+    assert refused(bad_force) == "Invalid input received: always is not a valid boolean value for force."
+    forced = call(member, "post", "/volume/v3/snapshots", {"snapshot": {"volume_id": vid, "force": "No"}})
+    assert forced.status_code == 202
+    # cascade of a volume delete: a word it does not know is refused and the volume stays
+    assert refused(call(member, "delete", f"/volume/v3/volumes/{vid}?cascade=all")) == (
+        "Invalid input received: Invalid value 'all' for cascade.")
+    assert call(member, "delete", f"/volume/v3/volumes/{vid}?cascade=TRUE").status_code == 202
