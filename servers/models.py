@@ -292,6 +292,10 @@ class Instance(CellModel, SoftDeleteModel):
     def save(self, *args: Any, **kwargs: Any) -> None:
         self._check_node_linkage()
         super().save(*args, **kwargs)
+        self._node_linkage_saved()
+
+    def _node_linkage_saved(self) -> None:
+        """What was saved is the linkage the next save checks against."""
         self._loaded_node = self.node
         self._loaded_compute_id = self.compute_id
 

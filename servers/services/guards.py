@@ -149,8 +149,7 @@ def instance_fields_save(instance: Instance, *fields: str) -> None:
     values = {name: getattr(instance, name) for name in (*fields, "updated_at")}
     if not prepared_update(f"servers.instance_save.{current_alias()}", _instance_row, (instance.uuid,), **values):
         raise DatabaseError("Save with update_fields did not affect any rows.")
-    instance._loaded_node = instance.node
-    instance._loaded_compute_id = instance.compute_id
+    instance._node_linkage_saved()
 
 
 def _instance_row(instance_uuid: str) -> QuerySet[Instance]:
