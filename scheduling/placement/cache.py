@@ -423,19 +423,24 @@ class ProviderCache:
     def _apply_own_claims(self, epoch: str | None, after: int, seq: int) -> bool:
         """When every write since ``after`` up to ``seq`` was a claim this process committed for a
         new consumer (``services.committed_claims``), add what they allocated to the providers'
-        usage instead of reading them again. False (nothing changed) otherwise."""
+        usage instead of reading them again. False (nothing changed) otherwise. The providers
+        replaced are logged as a load's are (``_changes``), so that a kept shortfall counts them
+        again (``_Shortfall.update``) instead of answering as before the claims."""
         claims = services.committed_claims(epoch, after, seq) if epoch is not None else None
         if claims is None or any(pid not in self._providers for added in claims for pid in added):
             return False
+        replaced: dict[int, _Provider | None] = {}
         for added in claims:
             for pid, amounts in added.items():
                 rp = self._providers[pid]
+                replaced.setdefault(pid, rp)
                 used = dict(rp.used)
                 for rc, amount in amounts.items():
                     used[rc] = used.get(rc, 0) + amount
                 # replaced, not changed: answers already given share the old one's summary
                 self._providers[pid] = _Provider(rp.id, rp.uuid, rp.parent_uuid, rp.root_uuid, rp.inventories,
                                                  used, rp.traits, rp.aggregates)
+        self._logged(replaced)
         self.claims_applied += 1
         return True
 
@@ -480,10 +485,7 @@ class ProviderCache:
                 "resourceprovider_id", "placementaggregate__uuid"):
             if pid in fresh:
                 fresh[pid].aggregates.add(agg)
-        self._generation += 1
-        self._changes[self._generation] = None if ids is None or len(ids) > INCREMENTAL_MAX \
-            else {pid: self._providers.get(pid) for pid in ids}
-        self._changes.pop(self._generation - CHANGES_KEPT, None)
+        self._logged(None if ids is None else {pid: self._providers.get(pid) for pid in ids})
         if ids is None:
             self._providers = fresh
         else:
@@ -494,6 +496,14 @@ class ProviderCache:
         self._classes.update(rc for rp in fresh.values() for rc in rp.inventories)
         if ids is None:
             keep_out_of_collections(len(self._providers))
+
+    def _logged(self, replaced: dict[int, _Provider | None] | None) -> None:
+        """A new generation of the copy, logged with the providers it replaced (``{id: the
+        provider before, None: not loaded}``; None: too many or all, not told)."""
+        self._generation += 1
+        self._changes[self._generation] = None if replaced is None or len(replaced) > INCREMENTAL_MAX \
+            else replaced
+        self._changes.pop(self._generation - CHANGES_KEPT, None)
 
     # -- answers ------------------------------------------------------------------------------
     def allocation_candidates(
