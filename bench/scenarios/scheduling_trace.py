@@ -26,8 +26,13 @@ that do not fit while placement does not change is answered from it as it is ("n
 timed after a first such request); the case "no valid host, placement changed" writes an
 allocation (untimed) before each request, so that every request finds the copy reloaded for one
 provider and the kept shortfall updated for it (taken out of the counts as it was, put back in
-as it is). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
-separated (a dict write per host and weigher)."""
+as it is). That write (a VCPU moved between two of 50 providers; the request lacks RAM) leaves
+the answer as it was: built again and equal to the last, it is given as the same object, so the
+trace shares the kept shortfall named by host, as in "no valid host" (the update, the answer
+built and compared are still counted). A write that changes the answer (a nearest provider's
+RAM) would cost, besides, the copy and naming of the new answer and a new body. The weighers'
+per-weigher shares are filled inside ``weigh_hosts`` and are not separated (a dict write per
+host and weigher)."""
 from __future__ import annotations
 
 import contextlib

@@ -193,6 +193,9 @@ class _Shortfall:
     ranked: int
     best: list[tuple[int, float, int]]
     _answer: dict[str, Any] | None = None
+    #: the answer given before the last ``update``: given again, the same object, when the new
+    #: one equals it (a claim elsewhere in the cloud rarely changes why a request fits nowhere)
+    _given: dict[str, Any] | None = None
     #: what each of the last answer's nearest lacks, by provider id, with the provider it was told
     #: of (a provider is replaced, never changed, when reloaded: the same one lacks the same)
     _lacking: dict[int, tuple[_Provider, dict[str, Any]]] = field(default_factory=dict)
@@ -290,6 +293,8 @@ class _Shortfall:
             new = providers.get(pid)
             if new is not None:
                 self._count(new, 1)
+        if self._answer is not None:
+            self._given = self._answer
         self.generation, self._answer = generation, None
         return q.nearest <= 0 or len(self.best) >= min(q.nearest, self.ranked)
 
@@ -347,7 +352,9 @@ class _Shortfall:
     def answer(self, providers: Mapping[int, _Provider]) -> dict[str, Any]:
         """The answer (``ProviderCache.shortfall``), built once per generation: read it, do not
         change it. What a nearest provider lacks is told again only when it was reloaded since
-        the last answer (``_lacking``)."""
+        the last answer (``_lacking``). An answer equal to the one given before the last
+        ``update`` is that one, the same object: its readers that keep what they made of an answer
+        by its identity (the scheduler's answer named by host, a trace body's JSON) find it again."""
         if self._answer is None:
             q = self.question
             most_free = self.most_free_eligible if self.eligible else self.most_free_any
@@ -357,7 +364,7 @@ class _Shortfall:
                 seen = told.get(rp.id)
                 lacking[rp.id] = seen if seen is not None and seen[0] is rp else (rp, _lacks(rp, q))
             self._lacking = lacking
-            self._answer = {
+            answer = {
                 "providers": self.total,
                 "resources": {rc: {"requested": n, "short_on": self.short_on[i], "most_free": most_free[i]}
                               for i, (rc, n) in enumerate(q.checks) if self.short_on[i]},
@@ -365,6 +372,8 @@ class _Shortfall:
                 "outside_aggregates": self.outside,
                 "nearest": [lacks for _rp, lacks in lacking.values()],
             }
+            given = self._given
+            self._answer = given if given is not None and given == answer else answer
         return self._answer
 
 
