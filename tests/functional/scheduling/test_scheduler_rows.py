@@ -232,17 +232,22 @@ def test_a_failure_asked_again_is_explained_alike_whatever_readers_did_to_the_tr
     assert SchedulingTraceBody.objects.count() == 1
 
 
-def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_own_copy(compute_host,
-                                                                                          monkeypatch):
-    compute_host("c1", cell="cell1", memory_mb=4096)
-    copies = []
+@pytest.fixture
+def copies(monkeypatch) -> list[dict[str, Any]]:
+    """The shortfalls the scheduler copies (``shortfall_copy``), in order."""
+    made: list[dict[str, Any]] = []
     counted = scheduler.shortfall_copy
 
     def counting(shortfall: dict[str, Any]) -> dict[str, Any]:
-        copies.append(shortfall)
+        made.append(shortfall)
         return counted(shortfall)
 
     monkeypatch.setattr(scheduler, "shortfall_copy", counting)
+    return made
+
+
+def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_own_copy(compute_host, copies):
+    compute_host("c1", cell="cell1", memory_mb=4096)
     # given the same failure met three times (the shortfall named anew, kept named, then kept)
     failures = []
     for uuid in ("i1", "i2", "i3"):
@@ -274,17 +279,9 @@ def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_
     assert server_explanation(instance_uuid="i4")["trace"] == server_explanation(instance_uuid="i1")["trace"]
 
 
-def test_a_claim_elsewhere_that_leaves_the_shortfall_as_it_was_shares_the_kept_one(compute_host, monkeypatch):
+def test_a_claim_elsewhere_that_leaves_the_shortfall_as_it_was_shares_the_kept_one(compute_host, copies):
     node = compute_host("c1", cell="cell1", memory_mb=4096)
     other = compute_host("c2", cell="cell2", memory_mb=2048)
-    copies = []
-    counted = scheduler.shortfall_copy
-
-    def counting(shortfall: dict[str, Any]) -> dict[str, Any]:
-        copies.append(shortfall)
-        return counted(shortfall)
-
-    monkeypatch.setattr(scheduler, "shortfall_copy", counting)
     # given the same failure met twice: its shortfall kept, named by host
     for uuid in ("i1", "i2"):
         with pytest.raises(NoValidHost) as failed:
