@@ -8,14 +8,17 @@ Each part is timed by wrapping its function for the duration; its share is of th
 The trace's rows (its body, stored once per distinct body under its digest, and a record per
 server naming it; ``scheduling.services.traces``) are not written by their own statements: the
 scheduler's request scope writes them with the start and end notifications' records in one
-transaction when ``select_destinations`` ends (``cloudcore.core.scope.write_together``, inside
-the timed request), each model's rows by one plain INSERT. Their cost is making the rows
+transaction when ``select_destinations`` ends (the scope's group commit, ``scope._write_batch``,
+inside the timed request), each model's rows by one plain INSERT. Their cost is making the rows
 (``trace_record_save``: the JSON and its digest, timed in the request) plus their part of that
 transaction: the transaction's time in the requests (mean, with what the machine's load and
 SQLite's checkpoints add to it) times the trace rows' fraction of it, found after the requests
-by writing the last request's rows again, alternately with and without the trace rows (the
-difference of the medians over the median with them; the difference never less than the trace
-rows' INSERT statements alone). When the requests stored a new body each (placed: the body
+by writing the last request's rows again, alternately with and without the trace rows, by the
+same group commit as the requests (so that without them the notification alone is one INSERT in
+autocommit, and with them the transaction of several models' rows is counted as theirs: the
+replay used ``write_together``'s ``atomic`` both ways before, which left that difference out)
+(the difference of the medians over the median with them; the difference never less than the
+trace rows' INSERT statements alone). When the requests stored a new body each (placed: the body
 names the server), each replay writes its body under a new digest, as a request would; when
 they named a body stored already (the same failure again), the replay's body INSERT finds it
 and writes nothing, as theirs did. With notifications off ("notifications off") the
@@ -26,8 +29,13 @@ that do not fit while placement does not change is answered from it as it is ("n
 timed after a first such request); the case "no valid host, placement changed" writes an
 allocation (untimed) before each request, so that every request finds the copy reloaded for one
 provider and the kept shortfall updated for it (taken out of the counts as it was, put back in
-as it is). The weighers' per-weigher shares are filled inside ``weigh_hosts`` and are not
-separated (a dict write per host and weigher)."""
+as it is). That write (a VCPU moved between two of 50 providers; the request lacks RAM) leaves
+the answer as it was: built again and equal to the last, it is given as the same object, so the
+trace shares the kept shortfall named by host, as in "no valid host" (the update, the answer
+built and compared are still counted). A write that changes the answer (a nearest provider's
+RAM) would cost, besides, the copy and naming of the new answer and a new body. The weighers'
+per-weigher shares are filled inside ``weigh_hosts`` and are not separated (a dict write per
+host and weigher)."""
 from __future__ import annotations
 
 import contextlib
@@ -190,7 +198,7 @@ def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = F
             started = time.perf_counter()
             scope.insert_plain = timed_insert  # type: ignore[assignment]
             try:
-                scope.write_together(database, batch, plain)
+                scope._write_batch(database, [scope._Pending(batch, plain)])  # (as the requests' rows)
             finally:
                 scope.insert_plain = original_insert  # type: ignore[assignment]
             into.append(time.perf_counter() - started)

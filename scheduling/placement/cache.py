@@ -193,6 +193,9 @@ class _Shortfall:
     ranked: int
     best: list[tuple[int, float, int]]
     _answer: dict[str, Any] | None = None
+    #: the answer given before the last ``update``: given again, the same object, when the new
+    #: one equals it (a claim elsewhere in the cloud rarely changes why a request fits nowhere)
+    _given: dict[str, Any] | None = None
     #: what each of the last answer's nearest lacks, by provider id, with the provider it was told
     #: of (a provider is replaced, never changed, when reloaded: the same one lacks the same)
     _lacking: dict[int, tuple[_Provider, dict[str, Any]]] = field(default_factory=dict)
@@ -290,6 +293,8 @@ class _Shortfall:
             new = providers.get(pid)
             if new is not None:
                 self._count(new, 1)
+        if self._answer is not None:
+            self._given = self._answer
         self.generation, self._answer = generation, None
         return q.nearest <= 0 or len(self.best) >= min(q.nearest, self.ranked)
 
@@ -347,7 +352,9 @@ class _Shortfall:
     def answer(self, providers: Mapping[int, _Provider]) -> dict[str, Any]:
         """The answer (``ProviderCache.shortfall``), built once per generation: read it, do not
         change it. What a nearest provider lacks is told again only when it was reloaded since
-        the last answer (``_lacking``)."""
+        the last answer (``_lacking``). An answer equal to the one given before the last
+        ``update`` is that one, the same object: its readers that keep what they made of an answer
+        by its identity (the scheduler's answer named by host, a trace body's JSON) find it again."""
         if self._answer is None:
             q = self.question
             most_free = self.most_free_eligible if self.eligible else self.most_free_any
@@ -357,7 +364,7 @@ class _Shortfall:
                 seen = told.get(rp.id)
                 lacking[rp.id] = seen if seen is not None and seen[0] is rp else (rp, _lacks(rp, q))
             self._lacking = lacking
-            self._answer = {
+            answer = {
                 "providers": self.total,
                 "resources": {rc: {"requested": n, "short_on": self.short_on[i], "most_free": most_free[i]}
                               for i, (rc, n) in enumerate(q.checks) if self.short_on[i]},
@@ -365,6 +372,8 @@ class _Shortfall:
                 "outside_aggregates": self.outside,
                 "nearest": [lacks for _rp, lacks in lacking.values()],
             }
+            given = self._given
+            self._answer = given if given is not None and given == answer else answer
         return self._answer
 
 
@@ -423,19 +432,24 @@ class ProviderCache:
     def _apply_own_claims(self, epoch: str | None, after: int, seq: int) -> bool:
         """When every write since ``after`` up to ``seq`` was a claim this process committed for a
         new consumer (``services.committed_claims``), add what they allocated to the providers'
-        usage instead of reading them again. False (nothing changed) otherwise."""
+        usage instead of reading them again. False (nothing changed) otherwise. The providers
+        replaced are logged as a load's are (``_changes``), so that a kept shortfall counts them
+        again (``_Shortfall.update``) instead of answering as before the claims."""
         claims = services.committed_claims(epoch, after, seq) if epoch is not None else None
         if claims is None or any(pid not in self._providers for added in claims for pid in added):
             return False
+        replaced: dict[int, _Provider | None] = {}
         for added in claims:
             for pid, amounts in added.items():
                 rp = self._providers[pid]
+                replaced.setdefault(pid, rp)
                 used = dict(rp.used)
                 for rc, amount in amounts.items():
                     used[rc] = used.get(rc, 0) + amount
                 # replaced, not changed: answers already given share the old one's summary
                 self._providers[pid] = _Provider(rp.id, rp.uuid, rp.parent_uuid, rp.root_uuid, rp.inventories,
                                                  used, rp.traits, rp.aggregates)
+        self._logged(replaced)
         self.claims_applied += 1
         return True
 
@@ -480,10 +494,7 @@ class ProviderCache:
                 "resourceprovider_id", "placementaggregate__uuid"):
             if pid in fresh:
                 fresh[pid].aggregates.add(agg)
-        self._generation += 1
-        self._changes[self._generation] = None if ids is None or len(ids) > INCREMENTAL_MAX \
-            else {pid: self._providers.get(pid) for pid in ids}
-        self._changes.pop(self._generation - CHANGES_KEPT, None)
+        self._logged(None if ids is None else {pid: self._providers.get(pid) for pid in ids})
         if ids is None:
             self._providers = fresh
         else:
@@ -494,6 +505,14 @@ class ProviderCache:
         self._classes.update(rc for rp in fresh.values() for rc in rp.inventories)
         if ids is None:
             keep_out_of_collections(len(self._providers))
+
+    def _logged(self, replaced: dict[int, _Provider | None] | None) -> None:
+        """A new generation of the copy, logged with the providers it replaced (``{id: the
+        provider before, None: not loaded}``; None: too many or all, not told)."""
+        self._generation += 1
+        self._changes[self._generation] = None if replaced is None or len(replaced) > INCREMENTAL_MAX \
+            else replaced
+        self._changes.pop(self._generation - CHANGES_KEPT, None)
 
     # -- answers ------------------------------------------------------------------------------
     def allocation_candidates(

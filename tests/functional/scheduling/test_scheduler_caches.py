@@ -363,6 +363,30 @@ def test_a_kept_shortfall_is_updated_provider_by_provider_as_placement_changes(m
     assert (not walks) if slack else max(walks) > 1
 
 
+@pytest.mark.django_db(databases=ALL_DATABASES, transaction=True)
+def test_the_shortfall_of_the_next_request_counts_a_claim_this_process_made(compute_host):
+    # given a host of 6 VCPUs too small for the request, whose shortfall a first request has kept
+    compute_host("only", cell="cell1", vcpus=6)
+    too_many = {**spec()["flavor"], "vcpus": 8}
+    wanted = {"VCPU": 8, "MEMORY_MB": 2048, "DISK_GB": 10}
+
+    def shortfall():
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, spec(flavor=too_many), [], False)
+        return failed.value.trace["placement"]["shortfall"]
+
+    assert shortfall()["resources"]["VCPU"]["most_free"] == 6
+    # when this process claims 2 VCPUs there for a new server, then the next shortfall (the copy
+    # refreshed from what that claim wrote, nothing read again) counts them, as a walk over
+    # placement does
+    applied = provider_cache.claims_applied
+    select_destinations(CTX, spec(), ["inst-1"], False)
+    again = shortfall()
+    assert provider_cache.claims_applied == applied + 1
+    assert again["resources"]["VCPU"]["most_free"] == 4 and again["nearest"][0]["short"]["VCPU"] == 4
+    assert provider_cache.shortfall(resources=wanted) == walked_shortfall(resources=wanted)
+
+
 def test_the_shortfall_of_the_next_request_counts_a_host_added_to_a_cell(compute_host):
     # given two hosts too small for the request, whose shortfall a first request has kept
     compute_host("a", cell="cell1", memory_mb=8192)

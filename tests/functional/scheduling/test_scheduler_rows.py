@@ -26,6 +26,7 @@ from cloudcore.core.models import NotificationRecord
 from scheduling import scheduler
 from scheduling.explain import explain_request
 from scheduling.models import SchedulingTraceBody, SchedulingTraceRecord
+from scheduling.placement import services as placement
 from scheduling.scheduler import select_destinations
 from scheduling.services import traces
 from scheduling.services.explanations import SchedulingTraceNotFound, server_explanation
@@ -231,17 +232,22 @@ def test_a_failure_asked_again_is_explained_alike_whatever_readers_did_to_the_tr
     assert SchedulingTraceBody.objects.count() == 1
 
 
-def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_own_copy(compute_host,
-                                                                                          monkeypatch):
-    compute_host("c1", cell="cell1", memory_mb=4096)
-    copies = []
+@pytest.fixture
+def copies(monkeypatch) -> list[dict[str, Any]]:
+    """The shortfalls the scheduler copies (``shortfall_copy``), in order."""
+    made: list[dict[str, Any]] = []
     counted = scheduler.shortfall_copy
 
     def counting(shortfall: dict[str, Any]) -> dict[str, Any]:
-        copies.append(shortfall)
+        made.append(shortfall)
         return counted(shortfall)
 
     monkeypatch.setattr(scheduler, "shortfall_copy", counting)
+    return made
+
+
+def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_own_copy(compute_host, copies):
+    compute_host("c1", cell="cell1", memory_mb=4096)
     # given the same failure met three times (the shortfall named anew, kept named, then kept)
     failures = []
     for uuid in ("i1", "i2", "i3"):
@@ -271,6 +277,38 @@ def test_the_same_failure_again_shares_the_kept_shortfall_and_a_reader_gets_its_
     assert again.value.shared_trace["placement"]["shortfall"] is kept
     assert kept["resources"]["MEMORY_MB"]["short_on"] == 1 and kept["nearest"][0]["short"]["MEMORY_MB"] > 0
     assert server_explanation(instance_uuid="i4")["trace"] == server_explanation(instance_uuid="i1")["trace"]
+
+
+def test_a_claim_elsewhere_that_leaves_the_shortfall_as_it_was_shares_the_kept_one(compute_host, copies):
+    node = compute_host("c1", cell="cell1", memory_mb=4096)
+    other = compute_host("c2", cell="cell2", memory_mb=2048)
+    # given the same failure met twice: its shortfall kept, named by host
+    for uuid in ("i1", "i2"):
+        with pytest.raises(NoValidHost) as failed:
+            select_destinations(CTX, too_big(), [uuid])
+    kept = failed.value.shared_trace["placement"]["shortfall"]
+    named = len(copies)
+    # when a claim elsewhere in the cloud (a VCPU on c2) changes placement but not why the
+    # request fits nowhere, then the next failure shares the kept shortfall: nothing copied or
+    # named again, no second body
+    placement.allocations_put(consumer_uuid="elsewhere", project_id="p", user_id="u",
+                              allocations={other.uuid: {"VCPU": 1}})
+    with pytest.raises(NoValidHost) as again:
+        select_destinations(CTX, too_big(), ["i3"])
+    assert again.value.shared_trace["placement"]["shortfall"] is kept and len(copies) == named
+    assert server_explanation(instance_uuid="i3")["trace"] == server_explanation(instance_uuid="i1")["trace"]
+    assert SchedulingTraceBody.objects.count() == 1
+    # and a claim that changes it (RAM on c1, the nearest) gives a new shortfall, which says so
+    placement.allocations_put(consumer_uuid="nearer", project_id="p", user_id="u",
+                              allocations={node.uuid: {"MEMORY_MB": 1024}})
+    with pytest.raises(NoValidHost) as changed:
+        select_destinations(CTX, too_big(), ["i4"])
+    shortfall = changed.value.shared_trace["placement"]["shortfall"]
+    assert shortfall is not kept and len(copies) == named + 1
+    assert shortfall["resources"]["MEMORY_MB"]["most_free"] == kept["resources"]["MEMORY_MB"]["most_free"] - 1024
+    assert shortfall["nearest"][0]["host"] == "c1"
+    assert shortfall["nearest"][0]["short"]["MEMORY_MB"] == kept["nearest"][0]["short"]["MEMORY_MB"] + 1024
+    assert SchedulingTraceBody.objects.count() == 2
 
 
 def test_a_dry_runs_trace_is_its_own(compute_host):
