@@ -15,12 +15,12 @@ task keeps it with ``keep``). This module knows neither cells nor the conductor 
 The notifications emitted inside ``handed_off_together()`` (a compute host's build: its
 ``instance.create.start``, four ``instance.update`` and ``instance.create.end``) are held and
 handed off together when the block ends, in the order they were emitted, to the handoff's
-``together`` (one cast to the conductor, whose task keeps each with ``keep`` in that order, their
-records in one INSERT: ``keep_together``), instead of one cast each: each cast is a Celery
-message built and published on the host and a task received and run by the conductor. The
-envelopes are the ones built when each was emitted (their ``message_id`` and ``timestamp``);
-they only travel later, when the block ends. Those the handoff does not take (outside a compute
-agent) are kept then, in their order.
+``together``: one cast to the conductor, whose task keeps them in that order (``keep_together``:
+their records in one INSERT, then each published through one producer), instead of one cast
+each, which cost a Celery message built and published on the host and a task received and run by
+the conductor. The envelopes are the ones built when each was emitted (their ``message_id`` and
+``timestamp``); they only travel later, when the block ends. Those the handoff does not take
+(outside a compute agent) are kept then, in their order.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.entity import Exchange
 
 from cloudcore.celery import app
 
@@ -116,19 +117,29 @@ def routing_key(priority: str) -> str:
     return f"{TOPIC}.{priority.lower()}"
 
 
+#: the exchange the notifications are published on (made once: publishing binds a copy per channel)
+_exchange = Exchange(EXCHANGE, type="topic", durable=False)
+
+
 def _publish(message: dict[str, Any]) -> None:
-    from kombu.entity import Exchange
+    _publish_all([message])
 
 
-    exchange = Exchange(EXCHANGE, type="topic", durable=False)
+def _publish_all(messages: list[dict[str, Any]]) -> None:
+    """Publish each of ``messages``, in their order, with one producer of the app's pool (acquiring
+    one, Celery's configuration read on the way, cost more than a publish)."""
     try:
         with app.producer_or_acquire() as producer:
-            producer.publish(
-                message, exchange=exchange, routing_key=routing_key(message["priority"]),
-                declare=[exchange], serializer="json", retry=False,
-            )
+            for message in messages:
+                try:
+                    producer.publish(
+                        message, exchange=_exchange, routing_key=routing_key(message["priority"]),
+                        declare=[_exchange], serializer="json", retry=False,
+                    )
+                except Exception:
+                    log.exception("could not publish notification %s", message["event_type"])
     except Exception:
-        log.exception("could not publish notification %s", message["event_type"])
+        log.exception("could not publish notifications %s", ", ".join(m["event_type"] for m in messages))
 
 
 def _record(message: dict[str, Any]) -> None:
@@ -186,18 +197,29 @@ def notify(
 
 
 def keep_together(messages: list[dict[str, Any]]) -> None:
-    """``keep`` each of ``messages``, in their order, their records written together when the last
-    is kept (one INSERT in a request scope, or with the enclosing scope's rows)."""
+    """``keep`` each of ``messages``, in their order: their records written together when the last
+    is kept (one INSERT in a request scope, or with the enclosing scope's rows), then each published
+    in their order, with one producer, once the API-database transaction commits."""
     with scope.request_scope():
         for message in messages:
-            keep(message)
+            _record_or_log(message)
+    if _publishing():
+        transaction.on_commit(lambda: _publish_all(messages))
+
+
+def _publishing() -> bool:
+    return not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False)
 
 
 def keep(message: dict[str, Any]) -> None:
     """Record ``message`` for the console and publish it once the API-database transaction commits."""
+    _record_or_log(message)
+    if _publishing():
+        transaction.on_commit(lambda: _publish(message))
+
+
+def _record_or_log(message: dict[str, Any]) -> None:
     try:
         _record(message)
     except Exception:
         log.exception("could not record notification %s", message["event_type"])
-    if not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False):
-        transaction.on_commit(lambda: _publish(message))
