@@ -22,41 +22,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .compute_instructions import _removed
+from .compute_instructions import _removed, libvirt_test_driver, placed_builds
 
 
 def main() -> None:
     builds = int(os.environ.get("N", "20"))
     together = os.environ.get("MODE", "together") != "one"
-    from .env import one_host_cloud, profile_or_count, recorded_casts
+    from .env import one_host_cloud, profile_or_count
 
     state = Path(tempfile.mkdtemp(prefix="cloudcore-bench-notifications-"))
 
-    def libvirt_test_driver(host: str) -> Any:
-        from compute.virt.libvirt import LibvirtDriver
-
-        return LibvirtDriver(host=host, uri="test:///default", state_path=state / host)
-
-    with one_host_cloud(driver_factory=libvirt_test_driver) as (cloud, client), _removed(state):
-        import compute.rpc
+    with one_host_cloud(driver_factory=libvirt_test_driver(state)) as (cloud, client), _removed(state):
         from compute.tasks import build_and_run_instance_task, serve_cell
         from conductor import rpc
-        from conductor.tasks import (
-            record_notification_task,
-            record_notifications_task,
-            schedule_and_build_instances_task,
-        )
+        from conductor.tasks import record_notification_task, record_notifications_task
 
-        def accept() -> None:
-            for i in range(builds):
-                cloud.create_server(client, f"notified-{i:05d}", networks="none")
-
-        def place() -> None:
-            for kwargs in accepted:
-                schedule_and_build_instances_task.run(**kwargs)
-
-        accepted = recorded_casts(rpc, "schedule_and_build_instances", accept)
-        casts = recorded_casts(compute.rpc, "build_and_run_instance", place, drop=("host",))
+        casts = placed_builds(cloud, client, builds, "notified")
         serve_cell(cloud.cells["cell1"])
         handed: list[list[dict[str, Any]]] = []
         cast = rpc.record_notifications

@@ -69,7 +69,9 @@ def hand_off_with(handoff: Handoff | None, together: HandoffTogether | None = No
 def handed_off_together() -> Iterator[None]:
     """Hold the notifications emitted inside and hand them off together when the block ends (also
     when it raises), in their order; the ones the handoff does not take are kept then. Inside an
-    enclosing block, its notifications join the enclosing block's."""
+    enclosing block, its notifications join the enclosing block's. A held envelope is serialized
+    only then: what its payload refers to (e.g. an instance's metadata dict) must not be changed in
+    place meanwhile (a build sets its instance's fields, never changes such a dict)."""
     if _held.get() is not None or _handoff_together is None:
         yield
         return

@@ -9,13 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kombu import Connection, Exchange, Queue
 
-from cloudcore.celery import app
 from cloudcore.core import notifications
 from cloudcore.core.models import NotificationRecord
 from conductor import rpc as conductor_rpc
 from tests.cloud import Cloud
+from tests.notifications import published_notifications
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -50,33 +49,9 @@ def test_a_build_inside_an_agent_sends_its_six_notifications_in_one_cast_and_eac
     # given the compute hosts run as their cells' agents, and the notifications published for
     # real on an in-memory broker that a consumer of versioned_notifications.info reads
     settings.COMPUTE_ISOLATION = True
-    settings.NOTIFICATIONS_PUBLISH_IN_TESTS = True
-    old_url, old_pool, old_producers = app.conf.broker_url, app._pool, app.amqp._producer_pool
-    app.conf.broker_url = "memory://"
-    app._pool = None
-    app.amqp._producer_pool = None
-    exchange = Exchange("notifications", type="topic", durable=False)
-    queue = Queue("test-notifications-together", exchange, routing_key="versioned_notifications.info",
-                  durable=False)
-    received: list[dict[str, Any]] = []
-    try:
-        with Connection("memory://") as conn:
-            queue(conn.default_channel).declare()
-            # when a server is built
-            sid = cloud.create_server(cloud.member(), "together")["id"]
-            simple = conn.SimpleQueue(queue)
-            while True:
-                try:
-                    message = simple.get(block=False)
-                except simple.Empty:
-                    break
-                received.append(message.payload)
-                message.ack()
-            simple.close()
-    finally:
-        app.conf.broker_url = old_url
-        app._pool = old_pool
-        app.amqp._producer_pool = old_producers
+    with published_notifications(settings, "test-notifications-together") as received:
+        # when a server is built
+        sid = cloud.create_server(cloud.member(), "together")["id"]
     # then its host cast its six notifications to the conductor in one message, in Nova's order,
     # and none alone
     (sent,) = [_of(sid, batch) for batch in casts["together"] if _of(sid, batch)]
