@@ -7,8 +7,10 @@ and ``bench.build_instructions`` the conductor's. The servers are accepted first
 compute host recorded. The host's driver is the live cloud's: ``compute.virt.libvirt.LibvirtDriver``
 on libvirt's test driver (``test:///default``), the task run as the cell's compute agent (as an
 isolated ``manage.py compute`` worker runs it), so what the host hands back is counted with it:
-its notifications cast to the conductor on kombu's in-memory transport (the Redis socket round
-trip is not counted), the instance's updates and the action's event in the cell database.
+its notifications cast to the conductor (the six of a build together, in one cast) on kombu's
+in-memory transport (the Redis socket round trip is not counted), the instance's updates and the
+action's event in the cell database (the conductor's share of those notifications:
+``bench.notification_instructions``).
 Counted by callgrind, which is switched on only around the compute tasks::
 
     N=20 valgrind --tool=callgrind --instr-atstart=no \\
@@ -38,36 +40,49 @@ def _removed(path: Path) -> Iterator[None]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def main() -> None:
-    builds = int(os.environ.get("N", "20"))
-    from .env import capture_queries, one_host_cloud, profile_or_count, recorded_casts
-
-    state = Path(tempfile.mkdtemp(prefix="cloudcore-bench-compute-"))
-
-    def libvirt_test_driver(host: str) -> Any:
+def libvirt_test_driver(state: Path) -> Any:
+    """The live cloud's driver on libvirt's test driver, its hosts' files under ``state``."""
+    def driver(host: str) -> Any:
         from compute.virt.libvirt import LibvirtDriver
 
         return LibvirtDriver(host=host, uri="test:///default", state_path=state / host)
+    return driver
 
-    with one_host_cloud(driver_factory=libvirt_test_driver) as (cloud, client), _removed(state):
-        import compute.rpc
+
+def placed_builds(cloud: Any, client: Any, count: int, prefix: str) -> list[dict[str, Any]]:
+    """``count`` servers accepted through the API (``networks: none``) and placed by the
+    conductor's task: its casts to the compute host, as the host's worker gets them."""
+    import compute.rpc
+    from conductor import rpc
+    from conductor.tasks import schedule_and_build_instances_task
+
+    from .env import recorded_casts
+
+    def accept() -> None:
+        for i in range(count):
+            cloud.create_server(client, f"{prefix}-{i:05d}", networks="none")
+
+    def place() -> None:
+        for kwargs in accepted:
+            schedule_and_build_instances_task.run(**kwargs)
+
+    accepted = recorded_casts(rpc, "schedule_and_build_instances", accept)
+    # as the host's worker gets them (the host only chose its queue)
+    casts = recorded_casts(compute.rpc, "build_and_run_instance", place, drop=("host",))
+    assert len(casts) == len(accepted), "every server is cast to the host"
+    return casts
+
+
+def main() -> None:
+    builds = int(os.environ.get("N", "20"))
+    from .env import capture_queries, one_host_cloud, profile_or_count
+
+    state = Path(tempfile.mkdtemp(prefix="cloudcore-bench-compute-"))
+
+    with one_host_cloud(driver_factory=libvirt_test_driver(state)) as (cloud, client), _removed(state):
         from compute.tasks import build_and_run_instance_task, serve_cell
-        from conductor import rpc
-        from conductor.tasks import schedule_and_build_instances_task
 
-        def accept() -> None:
-            for i in range(5 + builds + 1):
-                cloud.create_server(client, f"compute-{i:05d}", networks="none")
-
-        def place() -> None:
-            for kwargs in accepted:
-                schedule_and_build_instances_task.run(**kwargs)
-
-        accepted = recorded_casts(rpc, "schedule_and_build_instances", accept)
-        # as the host's worker gets them (the host only chose its queue)
-        casts = recorded_casts(compute.rpc, "build_and_run_instance", place, drop=("host",))
-        assert len(casts) == len(accepted), "every server is cast to the host"
-
+        casts = placed_builds(cloud, client, 5 + builds + 1, "compute")
         serve_cell(cloud.cells["cell1"])  # as ``manage.py compute`` does at start-up for its host's cell
 
         def run(tasks: list[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from cells.context import target_cell
 from cells.registry import drop_broken_connections
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from conductor import rpc as conductor_rpc
 from servers.choices import PowerState, TaskState, VmState
@@ -122,32 +123,48 @@ def build_and_run_instance(
         host = str(instance.host)
         driver: Any = None
         event = None
-        notify_instance(ctx, "instance.create.start", instance, host=host)
-        try:
-            with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
-                                    action_name=None, action_id=create_action_id) as event:
-                driver = driver_for(host)
-                vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups, has_volumes,
-                              image)
-        except Exception as exc:
-            log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
-            drop_broken_connections()
-            _cleanup_failed_build(ctx, instance, driver)
-            current = instance_get(instance_uuid, read_deleted=True)
-            if current is None or current.deleted or current.task_state == TaskState.DELETING:
-                log.info("build of %s stopped: the server is being deleted", instance_uuid)
-                return
-            if isinstance(exc, BuildAbortException):
-                _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
-            elif alternates or attempt > 1:
-                _reschedule(ctx, instance, cell_uuid, alternates, admin_pass, exc, attempt)
+        failure: Exception | None = None
+        # one cast to the conductor with the build's notifications, in their order, when it ends
+        # or fails (before the failure is handled: a reschedule's cast goes after them)
+        with notifications.handed_off_together():
+            notify_instance(ctx, "instance.create.start", instance, host=host)
+            try:
+                with actions.wrap_event(ctx, instance_uuid=instance_uuid, event=EVENT_BUILD, host=host,
+                                        action_name=None, action_id=create_action_id) as event:
+                    driver = driver_for(host)
+                    vifs = _build(ctx, instance, driver, admin_pass, requested_networks, security_groups,
+                                  has_volumes, image)
+            except Exception as exc:
+                failure = exc
             else:
-                _fail_build(ctx, instance, exc)
+                notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
+        if failure is not None:
+            _build_failed(ctx, instance, driver, failure, cell_uuid=cell_uuid, alternates=alternates,
+                          admin_pass=admin_pass, attempt=attempt)
             return
-        notify_instance(ctx, "instance.create.end", instance, host=host, network_info=lambda: vifs)
         if create_action_id is None:
             actions.action_finish_named(ctx, instance_uuid=instance_uuid, action="rebuild",
                                         latest=event.action if event is not None else None)
+
+
+def _build_failed(ctx: RequestContext, instance: Instance, driver: Any, exc: Exception, *, cell_uuid: str,
+                  alternates: list[dict[str, Any]], admin_pass: str | None, attempt: int) -> None:
+    """The guest and ports of a failed build cleaned up, then the server rescheduled or in ERROR
+    (nothing more when it is being deleted meanwhile)."""
+    instance_uuid, host = instance.uuid, str(instance.host)
+    log.warning("build of %s on %s failed: %s", instance_uuid, host, exc)
+    drop_broken_connections()
+    _cleanup_failed_build(ctx, instance, driver)
+    current = instance_get(instance_uuid, read_deleted=True)
+    if current is None or current.deleted or current.task_state == TaskState.DELETING:
+        log.info("build of %s stopped: the server is being deleted", instance_uuid)
+        return
+    if isinstance(exc, BuildAbortException):
+        _fail_build(ctx, instance, exc)  # not worth another host (Nova does not reschedule)
+    elif alternates or attempt > 1:
+        _reschedule(ctx, instance, cell_uuid, alternates, admin_pass, exc, attempt)
+    else:
+        _fail_build(ctx, instance, exc)
 
 
 def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str | None,

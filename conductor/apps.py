@@ -15,4 +15,4 @@ class ConductorConfig(AppConfig):
         from . import tasks as _tasks  # noqa: F401  (registers the conductor.* Celery tasks in every process)
 
         # a compute agent's notifications reach the API database through the conductor
-        notifications.hand_off_with(rpc.notification_handoff)
+        notifications.hand_off_with(rpc.notification_handoff, together=rpc.notifications_handoff)

@@ -21,6 +21,7 @@ SCHEDULE_AND_BUILD_INSTANCES = "conductor.schedule_and_build_instances"
 UNSHELVE_INSTANCE = "conductor.unshelve_instance"
 RESIZE_INSTANCE = "conductor.resize_instance"
 RECORD_NOTIFICATION = "conductor.record_notification"
+RECORD_NOTIFICATIONS = "conductor.record_notifications"
 RESCHEDULE_BUILD = "conductor.reschedule_build"
 REBUILD_INSTANCE = "conductor.rebuild_instance"
 CONFIRM_CROSS_CELL_RESIZE = "conductor.confirm_cross_cell_resize"
@@ -61,6 +62,19 @@ def notification_handoff(message: dict[str, Any]) -> bool:
     if agent_cell() is None:
         return False
     record_notification(message=message)
+    return True
+
+
+def record_notifications(*, messages: list[dict[str, Any]]) -> None:
+    _send(RECORD_NOTIFICATIONS, messages=messages)
+
+
+def notifications_handoff(messages: list[dict[str, Any]]) -> bool:
+    """``notification_handoff`` of several notifications a compute agent emitted together
+    (``cloudcore.core.notifications.handed_off_together``): one cast, kept in their order."""
+    if agent_cell() is None:
+        return False
+    record_notifications(messages=messages)
     return True
 
 

@@ -87,6 +87,13 @@ def record_notification_task(*, message: dict[str, Any]) -> None:
     notifications.keep(message)
 
 
+@shared_task(name=rpc.RECORD_NOTIFICATIONS, queue=rpc.QUEUE, acks_late=True, time_limit=60)
+@on_service_side
+def record_notifications_task(*, messages: list[dict[str, Any]]) -> None:
+    """Notifications a compute agent emitted together: each kept and published, in their order."""
+    notifications.keep_together(messages)
+
+
 @shared_task(name=rpc.CONFIRM_CROSS_CELL_RESIZE, queue=rpc.QUEUE, acks_late=True, time_limit=3600,
              soft_time_limit=3500)
 @on_service_side

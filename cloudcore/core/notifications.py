@@ -11,17 +11,30 @@ that emits it: publishing errors are logged.
 A compute agent never opens the API database: a notification it emits is handed to the handoff
 registered with ``hand_off_with`` (``ConductorConfig.ready``: a cast to the conductor, whose
 task keeps it with ``keep``). This module knows neither cells nor the conductor (the layers).
+
+The notifications emitted inside ``handed_off_together()`` (a compute host's build: its
+``instance.create.start``, four ``instance.update`` and ``instance.create.end``) are held and
+handed off together when the block ends, in the order they were emitted, to the handoff's
+``together``: one cast to the conductor, whose task keeps them in that order (``keep_together``:
+their records in one INSERT, then each published through one producer), instead of one cast
+each, which cost a Celery message built and published on the host and a task received and run by
+the conductor. The envelopes are the ones built when each was emitted (their ``message_id`` and
+``timestamp``); they only travel later, when the block ends. Those the handoff does not take
+(outside a compute agent) are kept then, in their order.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.entity import Exchange
 
 from cloudcore.celery import app
 
@@ -36,13 +49,51 @@ TOPIC = "versioned_notifications"
 #: Takes an envelope that must not be kept in this process (it returns True), e.g. one emitted
 #: inside a compute agent; returns False to let this process keep it.
 Handoff = Callable[[dict[str, Any]], bool]
+#: The same for several envelopes, in their order: takes them all (True) or none (False).
+HandoffTogether = Callable[[list[dict[str, Any]]], bool]
 _handoff: Handoff | None = None
+_handoff_together: HandoffTogether | None = None
+#: the envelopes emitted so far inside ``handed_off_together()`` (None: outside one)
+_held: ContextVar[list[dict[str, Any]] | None] = ContextVar("cloudcore_held_notifications", default=None)
 
 
-def hand_off_with(handoff: Handoff | None) -> None:
-    """Install the process's handoff (None: every notification is kept where it is emitted)."""
-    global _handoff
+def hand_off_with(handoff: Handoff | None, together: HandoffTogether | None = None) -> None:
+    """Install the process's handoff (None: every notification is kept where it is emitted) and
+    its handoff of several at once (None: ``handed_off_together`` holds nothing)."""
+    global _handoff, _handoff_together
     _handoff = handoff
+    _handoff_together = together
+
+
+@contextlib.contextmanager
+def handed_off_together() -> Iterator[None]:
+    """Hold the notifications emitted inside and hand them off together when the block ends (also
+    when it raises), in their order; the ones the handoff does not take are kept then. Inside an
+    enclosing block, its notifications join the enclosing block's. A held envelope is serialized
+    only then: what its payload refers to (e.g. an instance's metadata dict) must not be changed in
+    place meanwhile (a build sets its instance's fields, never changes such a dict)."""
+    if _held.get() is not None or _handoff_together is None:
+        yield
+        return
+    held: list[dict[str, Any]] = []
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+        if held:
+            _hand_off_held(held, _handoff_together)
+
+
+def _hand_off_held(held: list[dict[str, Any]], together: HandoffTogether) -> None:
+    try:
+        if together(held):
+            return
+    except Exception:
+        log.exception("could not hand off notifications %s", ", ".join(m["event_type"] for m in held))
+        return
+    for message in held:
+        keep(message)
 
 
 def envelope(
@@ -68,19 +119,29 @@ def routing_key(priority: str) -> str:
     return f"{TOPIC}.{priority.lower()}"
 
 
+#: the exchange the notifications are published on (made once: publishing binds a copy per channel)
+_exchange = Exchange(EXCHANGE, type="topic", durable=False)
+
+
 def _publish(message: dict[str, Any]) -> None:
-    from kombu.entity import Exchange
+    _publish_all([message])
 
 
-    exchange = Exchange(EXCHANGE, type="topic", durable=False)
+def _publish_all(messages: list[dict[str, Any]]) -> None:
+    """Publish each of ``messages``, in their order, with one producer of the app's pool (acquiring
+    one, Celery's configuration read on the way, cost more than a publish)."""
     try:
         with app.producer_or_acquire() as producer:
-            producer.publish(
-                message, exchange=exchange, routing_key=routing_key(message["priority"]),
-                declare=[exchange], serializer="json", retry=False,
-            )
+            for message in messages:
+                try:
+                    producer.publish(
+                        message, exchange=_exchange, routing_key=routing_key(message["priority"]),
+                        declare=[_exchange], serializer="json", retry=False,
+                    )
+                except Exception:
+                    log.exception("could not publish notification %s", message["event_type"])
     except Exception:
-        log.exception("could not publish notification %s", message["event_type"])
+        log.exception("could not publish notifications %s", ", ".join(m["event_type"] for m in messages))
 
 
 def _record(message: dict[str, Any]) -> None:
@@ -123,6 +184,10 @@ def notify(
         return None
     message = envelope(event_type, payload, priority=priority, publisher_id=publisher_id,
                        payload_name=payload_name, version=version)
+    held = _held.get()
+    if held is not None:
+        held.append(message)
+        return message
     try:
         if _handoff is not None and _handoff(message):
             return message
@@ -133,11 +198,30 @@ def notify(
     return message
 
 
+def keep_together(messages: list[dict[str, Any]]) -> None:
+    """``keep`` each of ``messages``, in their order: their records written together when the last
+    is kept (one INSERT in a request scope, or with the enclosing scope's rows), then each published
+    in their order, with one producer, once the API-database transaction commits."""
+    with scope.request_scope():
+        for message in messages:
+            _record_or_log(message)
+    if _publishing():
+        transaction.on_commit(lambda: _publish_all(messages))
+
+
+def _publishing() -> bool:
+    return not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False)
+
+
 def keep(message: dict[str, Any]) -> None:
     """Record ``message`` for the console and publish it once the API-database transaction commits."""
+    _record_or_log(message)
+    if _publishing():
+        transaction.on_commit(lambda: _publish(message))
+
+
+def _record_or_log(message: dict[str, Any]) -> None:
     try:
         _record(message)
     except Exception:
         log.exception("could not record notification %s", message["event_type"])
-    if not settings.CELERY_TASK_ALWAYS_EAGER or getattr(settings, "NOTIFICATIONS_PUBLISH_IN_TESTS", False):
-        transaction.on_commit(lambda: _publish(message))

@@ -3,9 +3,9 @@ the broker's ``notifications`` topic exchange (read back by a test consumer on k
 from __future__ import annotations
 
 import pytest
-from kombu import Connection, Exchange, Queue
 
 from cloudcore.core.models import NotificationRecord
+from tests.notifications import published_notifications
 
 ALL = ["default", "cell0", "cell1", "cell2"]
 pytestmark = pytest.mark.django_db(databases=ALL)
@@ -61,36 +61,10 @@ def test_spawn_failure_emits_instance_create_error(cloud):
 
 def test_consumer_reads_published_payloads_from_the_broker(cloud, settings):
     # given the notifications published for real on an in-memory broker
-    from cloudcore.celery import app
-
-    settings.NOTIFICATIONS_PUBLISH_IN_TESTS = True
-    old_url, old_pool, old_producers = app.conf.broker_url, app._pool, app.amqp._producer_pool
-    app.conf.broker_url = "memory://"
-    app._pool = None
-    app.amqp._producer_pool = None
-    exchange = Exchange("notifications", type="topic", durable=False)
-    queue = Queue("test-versioned-notifications", exchange, routing_key="versioned_notifications.info",
-                  durable=False)
-    try:
-        with Connection("memory://") as conn:
-            queue(conn.default_channel).declare()
-            # when a server is created
-            sid = cloud.create_server(cloud.member(), "n4")["id"]
-            # then a consumer bound to versioned_notifications.info gets Nova-shaped envelopes
-            received = []
-            simple = conn.SimpleQueue(queue)
-            while True:
-                try:
-                    message = simple.get(block=False)
-                except simple.Empty:
-                    break
-                received.append(message.payload)
-                message.ack()
-            simple.close()
-    finally:
-        app.conf.broker_url = old_url
-        app._pool = old_pool
-        app.amqp._producer_pool = old_producers
+    with published_notifications(settings) as received:
+        # when a server is created
+        sid = cloud.create_server(cloud.member(), "n4")["id"]
+    # then a consumer bound to versioned_notifications.info gets Nova-shaped envelopes
     types = [m["event_type"] for m in received]
     assert "instance.create.end" in types and "scheduler.select_destinations.start" in types
     end = next(m for m in received if m["event_type"] == "instance.create.end")

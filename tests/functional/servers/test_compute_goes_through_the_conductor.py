@@ -55,7 +55,8 @@ def recorder() -> Iterator[Recorder]:
     def before(sender: Any = None, kwargs: dict[str, Any] | None = None, **_: Any) -> None:
         # a compute agent's notifications travel to the conductor as casts: transport, not orchestration;
         # the network service's port filter refreshes follow port changes, not the build's flow
-        if sender.name not in ("conductor.record_notification", "compute.refresh_port_filters"):
+        if sender.name not in ("conductor.record_notification", "conductor.record_notifications",
+                               "compute.refresh_port_filters"):
             rec.tasks.append((sender.name, dict(kwargs or {})))
         rec.running.append(sender.name)
 
