@@ -22,10 +22,12 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.entity import Exchange
 
 from cloudcore.celery import app
 
 from . import scope
+from .jsontext import EncodedJSON, encoded
 from .models import NotificationRecord
 
 log = logging.getLogger(__name__)
@@ -68,16 +70,24 @@ def routing_key(priority: str) -> str:
     return f"{TOPIC}.{priority.lower()}"
 
 
+#: the exchange published to (declared, once per broker connection, by the first publish on it)
+_EXCHANGE = Exchange(EXCHANGE, type="topic", durable=False)
+
+
 def _publish(message: dict[str, Any]) -> None:
-    from kombu.entity import Exchange
-
-
-    exchange = Exchange(EXCHANGE, type="topic", durable=False)
+    """``message`` on the ``notifications`` exchange, by kombu's ``json`` serializer; an
+    ``EncodedJSON`` by its text, which is what that serializer makes of it (the same body, content
+    type and encoding)."""
+    if type(message) is EncodedJSON:
+        body: Any = message.text
+        encoding: dict[str, str] = {"content_type": "application/json", "content_encoding": "utf-8"}
+    else:
+        body, encoding = message, {"serializer": "json"}
     try:
         with app.producer_or_acquire() as producer:
             producer.publish(
-                message, exchange=exchange, routing_key=routing_key(message["priority"]),
-                declare=[exchange], serializer="json", retry=False,
+                body, exchange=_EXCHANGE, routing_key=routing_key(message["priority"]),
+                declare=[_EXCHANGE], retry=False, **encoding,
             )
     except Exception:
         log.exception("could not publish notification %s", message["event_type"])
@@ -134,7 +144,9 @@ def notify(
 
 
 def keep(message: dict[str, Any]) -> None:
-    """Record ``message`` for the console and publish it once the API-database transaction commits."""
+    """Record ``message`` for the console and publish it once the API-database transaction commits.
+    Its JSON is made once for both (``cloudcore.core.jsontext``)."""
+    message = encoded(message)
     try:
         _record(message)
     except Exception:
