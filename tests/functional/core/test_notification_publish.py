@@ -1,18 +1,22 @@
 """A notification kept by the conductor (a compute host's, decoded from its cast) is encoded to
 JSON once for its row and its message on the broker (``cloudcore.core.jsontext``): the row's
 stored text and the message's body, content type and encoding are what each writer made of it
-before, when each encoded it."""
+before, when each encoded it. A thread publishes its notifications through a producer of its own,
+kept between them, and made again after a failed publish (a broker restarted)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 from kombu import Connection, Exchange, Queue
 
+from cloudcore.core import broker as embedded_broker
 from cloudcore.core import notifications
 from cloudcore.core.jsontext import EncodedJSON
 from cloudcore.core.models import NotificationRecord
@@ -36,11 +40,14 @@ class _Broker:
     exchange; ``taken()``: the messages published since, as kombu delivers them."""
 
     def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.bind()
+
+    def bind(self) -> None:
         self.exchange = Exchange(notifications.EXCHANGE, type="topic", durable=False)
         self.queue = Queue("test-notification-encoding", self.exchange, routing_key="versioned_notifications.*",
                            durable=False)
-        self.conn = conn
-        self.queue(conn.default_channel).declare()
+        self.queue(self.conn.default_channel).declare()
 
     def taken(self) -> list[Any]:
         simple = self.conn.SimpleQueue(self.queue)
@@ -56,21 +63,26 @@ class _Broker:
         return found
 
 
-@pytest.fixture
-def broker(settings: Any) -> Iterator[_Broker]:
+def _broker_at(settings: Any, url: str) -> Iterator[_Broker]:
+    """The Celery app's broker at ``url`` while the test runs, a queue bound on it."""
     from cloudcore.celery import app
 
     settings.NOTIFICATIONS_ENABLED, settings.NOTIFICATIONS_KEEP = True, 0
     settings.NOTIFICATIONS_PUBLISH_IN_TESTS = True
     old = app.conf.broker_url, app._pool, app.amqp._producer_pool
-    app.conf.broker_url, app._pool, app.amqp._producer_pool = "memory://", None, None
+    app.conf.broker_url, app._pool, app.amqp._producer_pool = url, None, None
     try:
-        with Connection("memory://") as conn:
+        with Connection(url) as conn:
             found = _Broker(conn)
             found.taken()  # the memory transport's queues are the process's: none left by another test
             yield found
     finally:
         app.conf.broker_url, app._pool, app.amqp._producer_pool = old
+
+
+@pytest.fixture
+def broker(settings: Any) -> Iterator[_Broker]:
+    yield from _broker_at(settings, "memory://")
 
 
 def _stored_text(message_id: str) -> str:
@@ -145,3 +157,88 @@ def test_an_encoded_object_saved_by_the_orm_is_its_dict() -> None:
                                             payload=EncodedJSON(MESSAGE, json.dumps(MESSAGE)))
     # then the dict is stored
     assert NotificationRecord.objects.get(pk=row.pk).payload == MESSAGE
+
+
+def _kept(event_type: str) -> dict[str, Any]:
+    message = {**MESSAGE, "message_id": str(uuid.uuid4()), "event_type": event_type}
+    notifications.keep(message)
+    return message
+
+
+def test_a_thread_publishes_through_one_producer(broker: _Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given the producers kombu binds to a connection counted
+    from kombu import Producer
+
+    revived = []
+    real = Producer.revive
+    monkeypatch.setattr(Producer, "revive", lambda self, channel: revived.append(self) or real(self, channel))
+    # when one thread keeps three notifications
+    sent = [_kept(f"instance.update.{i}") for i in range(3)]
+    # then all three are published, through the one producer bound once
+    assert [m.payload for m in broker.taken()] == sent
+    assert len(revived) <= 1
+
+
+def test_a_failed_publish_is_logged_and_the_next_one_opens_another_connection(
+        broker: _Broker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # given a thread whose producer's connection breaks on its next publish
+    _kept("instance.update")
+    broker.taken()
+    publisher = notifications._publisher()
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise ConnectionError("the broker went away")
+
+    monkeypatch.setattr(publisher.producer, "publish", broken)
+    # when it keeps two more notifications
+    lost = _kept("instance.update.lost")
+    sent = _kept("instance.update.sent")
+    # then the first is stored but not published (logged), the second goes through another producer
+    assert "could not publish notification instance.update.lost" in caplog.text
+    assert [m.payload for m in broker.taken()] == [sent]
+    assert notifications._publisher() is not publisher
+    assert NotificationRecord.objects.filter(payload__message_id=lost["message_id"]).exists()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """A real redis-server (the embedded broker's); yields its URL and a function that restarts it
+    (empty: it keeps nothing)."""
+    socket = embedded_broker.embedded_socket_path(tmp_path)
+    try:
+        argv = embedded_broker.redis_server_argv(socket, tmp_path / "redis")
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    servers = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)]  # noqa: S603
+
+    def restart() -> None:
+        servers[-1].terminate()
+        servers[-1].wait(timeout=10)
+        socket.unlink(missing_ok=True)
+        servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))  # noqa: S603
+        assert embedded_broker.wait_ready(socket, timeout=20)
+
+    try:
+        assert embedded_broker.wait_ready(socket, timeout=20)
+        yield embedded_broker.embedded_url(tmp_path), restart
+    finally:
+        servers[-1].terminate()
+        servers[-1].wait(timeout=10)
+
+
+def test_notifications_reach_redis_again_after_it_restarted(settings: Any, redis_server: tuple[str, Any]) -> None:
+    # given notifications published to a real Redis through the thread's producer
+    url, restart = redis_server
+    for found in _broker_at(settings, url):
+        first = _kept("instance.update.first")
+        assert [m.payload for m in found.taken()] == [first]
+        # when Redis restarts (empty: the consumer binds its queue again)
+        restart()
+        found.conn.close()
+        found.conn = Connection(url)
+        found.bind()
+        _kept("instance.update.maybe-lost")  # the held connection may find out only now
+        found.taken()
+        last = _kept("instance.update.last")
+        # then the next notifications are published again
+        assert [m.payload for m in found.taken()] == [last]
