@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -39,6 +40,7 @@ from kombu.entity import Exchange
 from cloudcore.celery import app
 
 from . import scope
+from .jsontext import EncodedJSON, encoded
 from .models import NotificationRecord
 
 log = logging.getLogger(__name__)
@@ -119,29 +121,69 @@ def routing_key(priority: str) -> str:
     return f"{TOPIC}.{priority.lower()}"
 
 
-#: the exchange the notifications are published on (made once: publishing binds a copy per channel)
-_exchange = Exchange(EXCHANGE, type="topic", durable=False)
+#: the exchange published to (declared, once per broker connection, by the first publish on it)
+_EXCHANGE = Exchange(EXCHANGE, type="topic", durable=False)
+
+
+class _Publisher:
+    """A thread's producer on a broker connection of its own, kept between its notifications, and
+    the exchange bound to its channel. The app's producer pool lends a producer per publish, which
+    kombu binds to a pooled connection and its exchange again each time: that cost more than the
+    rest of a publish. Made again when the app's connection pool is (a broker URL changed), and
+    after a publish that failed (the connection closed: the next one opens another)."""
+
+    def __init__(self) -> None:
+        self.pool = app.pool
+        self.connection = app.connection_for_write()
+        self.producer = self.connection.Producer()
+        self.exchange = _EXCHANGE(self.connection.default_channel)  # the producer's channel
+
+    def close(self) -> None:
+        try:
+            self.connection.close()
+        except Exception:  # a broker already gone: nothing left to close
+            log.debug("closing the notification publisher's connection failed", exc_info=True)
+
+
+_publishers = threading.local()
+
+
+def _publisher() -> _Publisher:
+    publisher: _Publisher | None = getattr(_publishers, "current", None)
+    if publisher is None or publisher.pool is not app.pool:
+        if publisher is not None:
+            publisher.close()
+        publisher = _publishers.current = _Publisher()
+    return publisher
 
 
 def _publish(message: dict[str, Any]) -> None:
-    _publish_all([message])
+    """``message`` on the ``notifications`` exchange, by kombu's ``json`` serializer; an
+    ``EncodedJSON`` by its text, which is what that serializer makes of it (the same body, content
+    type and encoding)."""
+    body: Any = message
+    content_type = content_encoding = None
+    if type(message) is EncodedJSON:
+        body, content_type, content_encoding = message.text, "application/json", "utf-8"
+    try:
+        publisher = _publisher()
+        publisher.producer.publish(
+            body, exchange=publisher.exchange, routing_key=routing_key(message["priority"]),
+            declare=[publisher.exchange], serializer="json", content_type=content_type,
+            content_encoding=content_encoding, retry=False,
+        )
+    except Exception:
+        failed = getattr(_publishers, "current", None)
+        _publishers.current = None
+        if failed is not None:
+            failed.close()
+        log.exception("could not publish notification %s", message["event_type"])
 
 
 def _publish_all(messages: list[dict[str, Any]]) -> None:
-    """Publish each of ``messages``, in their order, with one producer of the app's pool (acquiring
-    one, Celery's configuration read on the way, cost more than a publish)."""
-    try:
-        with app.producer_or_acquire() as producer:
-            for message in messages:
-                try:
-                    producer.publish(
-                        message, exchange=_exchange, routing_key=routing_key(message["priority"]),
-                        declare=[_exchange], serializer="json", retry=False,
-                    )
-                except Exception:
-                    log.exception("could not publish notification %s", message["event_type"])
-    except Exception:
-        log.exception("could not publish notifications %s", ", ".join(m["event_type"] for m in messages))
+    """Publish each of ``messages``, in their order (the thread's producer: see ``_publisher``)."""
+    for message in messages:
+        _publish(message)
 
 
 def _record(message: dict[str, Any]) -> None:
@@ -202,6 +244,7 @@ def keep_together(messages: list[dict[str, Any]]) -> None:
     """``keep`` each of ``messages``, in their order: their records written together when the last
     is kept (one INSERT in a request scope, or with the enclosing scope's rows), then each published
     in their order, with one producer, once the API-database transaction commits."""
+    messages = [encoded(message) for message in messages]
     with scope.request_scope():
         for message in messages:
             _record_or_log(message)
@@ -214,7 +257,9 @@ def _publishing() -> bool:
 
 
 def keep(message: dict[str, Any]) -> None:
-    """Record ``message`` for the console and publish it once the API-database transaction commits."""
+    """Record ``message`` for the console and publish it once the API-database transaction commits.
+    Its JSON is made once for both (``cloudcore.core.jsontext``)."""
+    message = encoded(message)
     _record_or_log(message)
     if _publishing():
         transaction.on_commit(lambda: _publish(message))

@@ -68,6 +68,8 @@ from typing import Any, TypeVar
 from django.db import DEFAULT_DB_ALIAS, connections, models, router, transaction
 from django.db.models.constants import OnConflict
 
+from .jsontext import EncodedJSON, TextEncoder
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -225,7 +227,8 @@ def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
     and an aware datetime of a datetime field by the backend's adaptation alone, on SQLite a UTC
     time for a UTC connection by the text that adaptation makes of it (what ``get_db_prep_save``
     comes to for those values, by fewer calls: a trace record's time cost more than its other six
-    values together)."""
+    values together), and an ``EncodedJSON`` of a JSON field (no encoder of its own) by its text,
+    not encoded again."""
     full = type(field).get_db_prep_save
     kind = field.get_internal_type()
     if kind in ("CharField", "TextField") and full is models.Field.get_db_prep_save \
@@ -243,6 +246,13 @@ def _preparer(field: Any, connection: Any) -> Callable[[Any, Any], Any]:
                 return connection.ops.adapt_datetimefield_value(value)
             return field.get_db_prep_save(value, connection)
         return datetime_value
+    if kind == "JSONField" and field.encoder is None \
+            and type(field).get_db_prep_save is models.JSONField.get_db_prep_save:
+        def json_value(value: Any, connection: Any) -> Any:
+            if type(value) is EncodedJSON:  # its text, made once (cloudcore.core.jsontext)
+                return connection.ops.adapt_json_value(value, TextEncoder)
+            return field.get_db_prep_save(value, connection)
+        return json_value
     return field.get_db_prep_save  # type: ignore[no-any-return]
 
 
