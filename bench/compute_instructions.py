@@ -6,11 +6,11 @@ and ``bench.build_instructions`` the conductor's. The servers are accepted first
 (``networks: none``, one each) and the conductor's task run by hand for each, its casts to the
 compute host recorded. The host's driver is the live cloud's: ``compute.virt.libvirt.LibvirtDriver``
 on libvirt's test driver (``test:///default``), the task run as the cell's compute agent (as an
-isolated ``manage.py compute`` worker runs it), so what the host hands back is counted with it:
-its notifications cast to the conductor (the six of a build together, in one cast) on kombu's
-in-memory transport (the Redis socket round trip is not counted), the instance's updates and the
-action's event in the cell database (the conductor's share of those notifications:
-``bench.notification_instructions``).
+isolated ``manage.py compute`` worker runs it), so what the host hands back is counted with it: its
+notifications cast to the conductor (the six of a build in two casts: the four before the spawn, the
+last two after it) on kombu's in-memory transport (the Redis socket round trip is not counted), the
+instance's updates and the action's event in the cell database (the conductor's share of those
+notifications: ``bench.notification_instructions``).
 Counted by callgrind, which is switched on only around the compute tasks::
 
     N=20 valgrind --tool=callgrind --instr-atstart=no \\

@@ -5,8 +5,9 @@ published on the ``notifications`` exchange (kombu's in-memory transport: the Re
 not counted). The builds are run first, as in ``bench.compute_instructions`` (the host's driver on
 libvirt's test driver, the task run as the cell's compute agent), and what each hands to the
 conductor recorded; then the conductor's task bodies are counted (not Celery's receipt of each
-message in a worker, which comes on top per task). ``MODE=together`` (the default): one
-``record_notifications_task`` per build, as the hosts send them; ``MODE=one``: six
+message in a worker, which comes on top per task). ``MODE=together`` (the default): two
+``record_notifications_task`` per build, as the hosts send them (the four before the spawn, the
+last two after it); ``MODE=one``: six
 ``record_notification_task``, one per notification, as they were sent before. Counted by callgrind,
 switched on only around the conductor's tasks::
 
@@ -47,7 +48,7 @@ def main() -> None:
                 build_and_run_instance_task.run(**kwargs)
         finally:
             rpc.record_notifications = cast
-        assert [len(messages) for messages in handed] == [6] * builds, "six notifications per build"
+        assert [len(messages) for messages in handed] == [4, 2] * builds, "six notifications per build, in two casts"
 
         def keep(batches: list[list[dict[str, Any]]]) -> None:
             for messages in batches:
@@ -57,8 +58,8 @@ def main() -> None:
                     for message in messages:
                         record_notification_task.run(message=message)
 
-        keep(handed[:5])  # warm: the statement prepared, the broker's connection up
-        profile_or_count("conductor notification records", lambda: keep(handed[5:]))
+        keep(handed[:10])  # warm (five builds): the statement prepared, the broker's connection up
+        profile_or_count("conductor notification records", lambda: keep(handed[10:]))
 
 
 if __name__ == "__main__":

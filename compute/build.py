@@ -124,8 +124,9 @@ def build_and_run_instance(
         driver: Any = None
         event = None
         failure: Exception | None = None
-        # one cast to the conductor with the build's notifications, in their order, when it ends
-        # or fails (before the failure is handled: a reschedule's cast goes after them)
+        # the build's notifications go to the conductor in two casts, in their order: those up to
+        # the spawn before it (``_build``), the rest when it ends or fails (before the failure is
+        # handled: a reschedule's cast goes after them)
         with notifications.handed_off_together():
             notify_instance(ctx, "instance.create.start", instance, host=host)
             try:
@@ -182,6 +183,9 @@ def _build(ctx: RequestContext, instance: Instance, driver: Any, admin_pass: str
         instance.save(update_fields=["config_drive", "updated_at"])
     # a server that asked for no network has no port (one cannot be attached while it builds)
     vifs = [] if requested_networks == "none" else neutron.network_info(instance_uuid=instance.uuid)
+    # the build's notifications so far (create.start, the task states up to spawning) go to the
+    # conductor now: a spawn may take minutes, and they say the build started
+    notifications.hand_off_held()
     driver.spawn(
         instance=instance,
         image_meta=image_meta(instance.image_ref, known=image),

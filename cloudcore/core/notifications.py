@@ -14,8 +14,9 @@ task keeps it with ``keep``). This module knows neither cells nor the conductor 
 
 The notifications emitted inside ``handed_off_together()`` (a compute host's build: its
 ``instance.create.start``, four ``instance.update`` and ``instance.create.end``) are held and
-handed off together when the block ends, in the order they were emitted, to the handoff's
-``together``: one cast to the conductor, whose task keeps them in that order (``keep_together``:
+handed off together when the block ends (and when ``hand_off_held()`` is called inside it: a
+build's first four before its guest is spawned), in the order they were emitted, to the handoff's
+``together``: one cast to the conductor for each handoff, whose task keeps them in that order (``keep_together``:
 their records in one INSERT, then each published through one producer), instead of one cast
 each, which cost a Celery message built and published on the host and a task received and run by
 the conductor. The envelopes are the ones built when each was emitted (their ``message_id`` and
@@ -85,6 +86,17 @@ def handed_off_together() -> Iterator[None]:
         _held.reset(token)
         if held:
             _hand_off_held(held, _handoff_together)
+
+
+def hand_off_held() -> None:
+    """Hand off now, together, what the enclosing ``handed_off_together()`` block has held so far,
+    and go on holding what follows: before a step that may take long (a guest's spawn), so that
+    the notifications saying the work started do not wait for its end. Nothing outside a block."""
+    held = _held.get()
+    if held and _handoff_together is not None:
+        sent = held[:]
+        held.clear()
+        _hand_off_held(sent, _handoff_together)
 
 
 def _hand_off_held(held: list[dict[str, Any]], together: HandoffTogether) -> None:

@@ -1,6 +1,7 @@
-"""A compute host's build hands its notifications to the conductor together: one cast
+"""A compute host's build hands its notifications to the conductor together: two casts
 (``conductor.record_notifications``) with the six envelopes of a build, in the order they were
-emitted, instead of one cast each (``cloudcore.core.notifications.handed_off_together``; issue 23
+emitted (the four up to the spawn before the guest is spawned, the last two at the end), instead of
+one cast each (``cloudcore.core.notifications.handed_off_together``; issue 23
 item 2: each cast cost the host a Celery message and the conductor a task). The conductor keeps and
 publishes every one of them, unchanged and in that order, as it kept and published each alone; a
 failed build's notifications reach it before the build goes back to it (the reschedule)."""
@@ -44,18 +45,33 @@ def _of(server_id: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m for m in messages if m["payload"]["nova_object.data"].get("uuid") == server_id]
 
 
-def test_a_build_inside_an_agent_sends_its_six_notifications_in_one_cast_and_each_is_delivered(
-        cloud: Cloud, settings: Any, casts: dict[str, list[Any]]) -> None:
+def _spying(spawn: Any, casts: dict[str, list[Any]], seen: list[list[str]]) -> Any:
+    """``spawn`` that first notes the event types of the notification casts sent so far."""
+    def spied(**kwargs: Any) -> Any:
+        seen.extend([m["event_type"] for m in batch] for batch in casts["together"])
+        return spawn(**kwargs)
+    return spied
+
+
+def test_a_build_inside_an_agent_sends_its_six_notifications_in_two_casts_and_each_is_delivered(
+        cloud: Cloud, settings: Any, casts: dict[str, list[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     # given the compute hosts run as their cells' agents, and the notifications published for
     # real on an in-memory broker that a consumer of versioned_notifications.info reads
     settings.COMPUTE_ISOLATION = True
+    cast_before_spawn: list[list[str]] = []
+    for host in cloud.hosts:
+        driver = cloud.driver(host)
+        monkeypatch.setattr(driver, "spawn", _spying(driver.spawn, casts, cast_before_spawn))
     with published_notifications(settings, "test-notifications-together") as received:
         # when a server is built
         sid = cloud.create_server(cloud.member(), "together")["id"]
-    # then its host cast its six notifications to the conductor in one message, in Nova's order,
-    # and none alone
-    (sent,) = [_of(sid, batch) for batch in casts["together"] if _of(sid, batch)]
-    assert [m["event_type"] for m in sent] == BUILD
+    # then its host cast its six notifications to the conductor in two messages, in Nova's order,
+    # and none alone: those up to the spawn before the guest was spawned (they say the build
+    # started), the last two when it was done
+    before, after = [_of(sid, batch) for batch in casts["together"] if _of(sid, batch)]
+    assert cast_before_spawn == [BUILD[:4]]
+    sent = before + after
+    assert [m["event_type"] for m in before] == BUILD[:4] and [m["event_type"] for m in after] == BUILD[4:]
     assert _of(sid, casts["one"]) == []
     states = [m["payload"]["nova_object.data"]["state_update"]["new_task_state"] for m in sent[1:5]]
     assert states == ["networking", "block_device_mapping", "spawning", None]
