@@ -208,17 +208,25 @@ def request_spec_keys_of(instance_uuids: Iterable[str]) -> dict[str, dict[str, A
     zone), ``instance_group`` as ``{"uuid": ...}`` (2.71's ``server_groups``; a group in a spec
     always has its uuid) and ``scheduler_hints`` (2.100), ``None`` where the spec has none, in one
     statement of the API database. Only those values are read out of each spec, in SQL (a page's
-    1,000 specs each hold a flavor and an image, which a body does not show)."""
+    1,000 specs each hold a flavor and an image, which a body does not show), and each distinct
+    text of them decoded once: servers whose values are equal share one dict (to be read, not
+    changed: a page's bodies, as ``RawRows``' shared JSON)."""
     found = cell_selectors.instance_mapping_values(instance_uuids, values=_SpecValues(
         request_spec_of(OuterRef("instance_uuid")), ("availability_zone",), ("instance_group", "uuid"),
         ("scheduler_hints",)))
+    decoded: dict[str, dict[str, Any]] = {}
     keys: dict[str, dict[str, Any]] = {}
     for uuid, row in found.items():
-        if (values := _spec_loads(row["values"])) is not None:
-            zone, group_uuid, hints = values
-            keys[uuid] = {"availability_zone": zone,
-                          "instance_group": {"uuid": group_uuid} if group_uuid is not None else None,
-                          "scheduler_hints": hints}
+        text = row["values"]
+        if text is None:
+            continue
+        shown = decoded.get(text)
+        if shown is None:
+            zone, group_uuid, hints = _spec_loads(text)
+            shown = decoded[text] = {"availability_zone": zone,
+                                     "instance_group": {"uuid": group_uuid} if group_uuid is not None else None,
+                                     "scheduler_hints": hints}
+        keys[uuid] = shown
     return keys
 
 

@@ -119,6 +119,7 @@ STEPS = (
     ("render: extras + bodies (total)", "servers.api.servers", "render"),
     ("  render: addresses (ports of the page)", "servers.api.servers", "_addresses"),
     ("  render: security groups of the page", "servers.api.servers", "_security_group_names"),
+    ("  render: request spec keys of the page", "servers.api.servers", "request_spec_keys_of"),
     ("  render: present_server, all rows", "servers.api.servers", "present_server"),
     ("JSON rendering of the response", "cloudcore.core.api.views", "OpenStackJSONRenderer.render"),
 )
