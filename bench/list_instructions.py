@@ -1,7 +1,8 @@
 """A deterministic count of full ``GET /servers/detail`` pages (issue 23 item 3), for a shared,
 noisy machine: instructions of ``N`` requests at each of 2.90 (the list_scale scenario's "detail"
 column), 2.1 and the latest microversion, a page of 1,000 servers (of ``SIZE`` in two cells, as in
-the list_scale scenario: the copies with their request specs, which a page reads from 2.96 on),
+the list_scale scenario: the copies with their request specs, whose zone, group and hints a page
+reads from 2.96 on),
 counted by callgrind, which is switched on only around the requests::
 
     SIZE=1000 N=3 valgrind --tool=callgrind --instr-atstart=no \\

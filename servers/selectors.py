@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from django.db import DatabaseError
-from django.db.models import Count, OuterRef, Q, QuerySet, Sum, TextField
+from django.db.models import Count, Func, OuterRef, Q, QuerySet, Subquery, Sum, TextField
+from django.db.models.fields.json import compile_json_path  # type: ignore[attr-defined]  # (not in django-stubs)
 from django.db.models.functions import Cast, Coalesce
 
 from cells import selectors as cell_selectors
@@ -153,31 +154,80 @@ def _spec_text() -> Cast:
     return Cast(request_spec_of(OuterRef("instance_uuid")), TextField())
 
 
+class _SpecValues(Func):
+    """The values at ``paths`` (each a tuple of keys) of the request spec a subquery reads
+    (``request_spec_of``), as the JSON text of an array of them, ``null`` for a path the spec has
+    not (NULL with no spec): the spec parsed once by the database, each value as stored (a hint's
+    integer beyond 64 bits as its digits). SQLite's ``json_extract`` with several paths; on
+    PostgreSQL a ``jsonb_build_array`` of ``#>``, over the spec selected once. (Django's
+    ``KeyTransform`` reads one key per subquery, and on SQLite gives a string's value unquoted and
+    a JSON ``null`` as the text "null", which the JSON field's converter then guesses at.)"""
+
+    output_field = TextField()
+
+    def __init__(self, spec: Subquery, *paths: tuple[str, ...]) -> None:
+        super().__init__(spec)
+        self.paths = paths
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, tuple[Any, ...]]:
+        spec, params = compiler.compile(self.source_expressions[0])
+        marks = ", ".join(["%s"] * len(self.paths))
+        return f"JSON_EXTRACT({spec}, {marks})", (*params, *(compile_json_path(path) for path in self.paths))
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, tuple[Any, ...]]:
+        spec, params = compiler.compile(self.source_expressions[0])
+        values = ", ".join(["spec #> %s"] * len(self.paths))
+        return (f"(SELECT JSONB_BUILD_ARRAY({values}) FROM (SELECT {spec} AS spec) AS request_spec"  # noqa: S608 - the compiled subquery, paths as parameters
+                " WHERE spec IS NOT NULL)::text",
+                (*(list(path) for path in self.paths), *params))
+
+
 #: digits turned to ``0``: a run of 19 of them is a number orjson may not read exactly
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _spec_loads(text: str | None) -> dict[str, Any] | None:
-    """A request spec's stored text decoded, by orjson unless it holds a run of 19 digits or more:
-    orjson reads an integer beyond 64 bits (a client's scheduler hint can be one) as a float,
-    ``json`` as the exact integer. (The look for the run costs about half of what orjson saves.)"""
+def _spec_loads(text: str | None) -> Any:
+    """A request spec's stored text (or ``_SpecValues``') decoded, by orjson unless it holds a run
+    of 19 digits or more: orjson reads an integer beyond 64 bits (a client's scheduler hint can
+    be one) as a float, ``json`` as the exact integer. (The look for the run costs about half of
+    what orjson saves.)"""
     if text is None:
         return None
     data = text.encode()
     if b"0" * 19 not in data.translate(_DIGITS_TO_ZERO):
         try:
-            return orjson.loads(data)  # type: ignore[no-any-return]
+            return orjson.loads(data)
         except orjson.JSONDecodeError:  # what orjson refuses (NaN, which ``json`` wrote)
             pass
-    return json.loads(text)  # type: ignore[no-any-return]
+    return json.loads(text)
 
 
-def request_specs_of(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{instance_uuid: request spec}`` of those among ``instance_uuids`` (mapped servers) that
-    have one, in one statement of the API database: a page's, whose bodies show keys of them
-    (2.96's pinned zone, 2.100's hints), each decoded by orjson."""
-    found = cell_selectors.instance_mapping_values(instance_uuids, request_spec_text=_spec_text())
-    return {uuid: spec for uuid, row in found.items() if (spec := _spec_loads(row["request_spec_text"])) is not None}
+def request_spec_keys_of(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{instance_uuid: the keys of its request spec a server's body shows}`` of those among
+    ``instance_uuids`` (mapped servers) that have a spec: ``availability_zone`` (2.96's pinned
+    zone), ``instance_group`` as ``{"uuid": ...}`` (2.71's ``server_groups``; a group in a spec
+    always has its uuid) and ``scheduler_hints`` (2.100), ``None`` where the spec has none, in one
+    statement of the API database. Only those values are read out of each spec, in SQL (a page's
+    1,000 specs each hold a flavor and an image, which a body does not show), and each distinct
+    text of them decoded once: servers whose values are equal share one dict (to be read, not
+    changed: a page's bodies, as ``RawRows``' shared JSON)."""
+    found = cell_selectors.instance_mapping_values(instance_uuids, values=_SpecValues(
+        request_spec_of(OuterRef("instance_uuid")), ("availability_zone",), ("instance_group", "uuid"),
+        ("scheduler_hints",)))
+    decoded: dict[str, dict[str, Any]] = {}
+    keys: dict[str, dict[str, Any]] = {}
+    for uuid, row in found.items():
+        text = row["values"]
+        if text is None:
+            continue
+        shown = decoded.get(text)
+        if shown is None:
+            zone, group_uuid, hints = _spec_loads(text)
+            shown = decoded[text] = {"availability_zone": zone,
+                                     "instance_group": {"uuid": group_uuid} if group_uuid is not None else None,
+                                     "scheduler_hints": hints}
+        keys[uuid] = shown
+    return keys
 
 
 def _regex(value: str) -> str:

@@ -7,7 +7,8 @@ cell database (Instance + BlockDeviceMapping rows copied from the booted servers
 new uuids, names and creation times) plus their InstanceMapping and RequestSpec rows in the API
 database (each spec the booted server's, with the copy's ``instance_uuid``, as Nova keeps one per
 server), so the list reads exactly what it would read for booted servers: from 2.96 on (the pinned
-zone, and 2.100's scheduler hints) a page reads the request spec of every row. Each size is
+zone, and 2.100's scheduler hints) a page reads the request spec of every row (in SQL, only the
+zone, the group's uuid and the hints out of each: ``servers.selectors.request_spec_keys_of``). Each size is
 measured with the default page (no ``limit``: the API's maximum page of 1,000, as Nova's
 ``max_limit``) and with ``limit=50``, one warm-up request first.
 SQL statements are counted with ``CaptureQueriesContext`` on every connection."""
@@ -118,6 +119,7 @@ STEPS = (
     ("render: extras + bodies (total)", "servers.api.servers", "render"),
     ("  render: addresses (ports of the page)", "servers.api.servers", "_addresses"),
     ("  render: security groups of the page", "servers.api.servers", "_security_group_names"),
+    ("  render: request spec keys of the page", "servers.api.servers", "request_spec_keys_of"),
     ("  render: present_server, all rows", "servers.api.servers", "present_server"),
     ("JSON rendering of the response", "cloudcore.core.api.views", "OpenStackJSONRenderer.render"),
 )

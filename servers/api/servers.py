@@ -42,7 +42,7 @@ from ..presenter import (
     present_updated_server,
     server_field_at,
 )
-from ..selectors import ServerRecord, request_specs_of, server_get, server_list
+from ..selectors import ServerRecord, request_spec_keys_of, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
@@ -187,7 +187,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         specs = {r.uuid: r.spec for r in records if r.spec_read and r.spec is not None}
         unread = [r.uuid for r in records if not r.spec_read]
         if unread:
-            specs.update(request_specs_of(unread))
+            specs.update(request_spec_keys_of(unread))
     return [
         present_server(
             r, version=version, actor=actor, addresses=addresses.get(r.uuid, {}), volumes=volumes.get(r.uuid, []),
