@@ -164,12 +164,11 @@ def _insert(model: type[models.Model], rows: list[Any], then: Callable[[list[Any
     if scope is None:
         database = router.db_for_write(model)
         in_transaction = transaction.get_connection(database).in_atomic_block  # part of the caller's
-        # the group failed: written alone, its failure raised here
-        if in_transaction or not _group.write(database, [(model, rows)], {model: ignore_conflicts} if plain else None):
-            if plain:
-                _write_model(database, model, rows, {model: ignore_conflicts})
-            else:
-                _write_rows(model, rows)
+        if in_transaction:
+            _write_own(database, model, rows, plain, ignore_conflicts)
+        elif not _group.write(database, [(model, rows)], {model: ignore_conflicts} if plain else None):
+            with _group.in_turn:  # the group failed: written alone, its failure raised here
+                _write_own(database, model, rows, plain, ignore_conflicts)
         if then is not None:
             then(rows)
         return
@@ -521,6 +520,13 @@ def plain_insert_statement(rows: list[Row]) -> tuple[str, dict[str, Any]]:
     return statement.sql, dict(zip(statement.names, _plain_values(statement, rows, connection), strict=True))
 
 
+def _write_own(database: str, model: type[models.Model], rows: list[Any], plain: bool, ignore_conflicts: bool) -> None:
+    if plain:
+        _write_model(database, model, rows, {model: ignore_conflicts})
+    else:
+        _write_rows(model, rows)
+
+
 def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
                     then: dict[type[models.Model], Callable[[list[models.Model]], None]],
                     plain: dict[type[models.Model], bool] | None = None) -> None:
@@ -531,8 +537,11 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
             by_database.setdefault(router.db_for_write(model), []).append((model, model_rows))
     for database, groups in by_database.items():
         in_transaction = transaction.get_connection(database).in_atomic_block
-        if in_transaction or not _group.write(database, groups, plain):
+        if in_transaction:
             groups = write_together(database, groups, plain)
+        elif not _group.write(database, groups, plain):
+            with _group.in_turn:  # the group failed: each thread writes its own
+                groups = write_together(database, groups, plain)
         for model, model_rows in groups:
             if model in then:
                 try:
@@ -609,12 +618,15 @@ class _GroupCommit:
         self.ready = threading.Condition()
         self.queued: dict[str, list[_Pending]] = {}
         self.writing: set[str] = set()
+        #: held by a thread of a failed group while it writes its own rows: they write one at a
+        #: time, as the database takes writers (SQLite's shared cache refuses a second at once)
+        self.in_turn = threading.Lock()
 
     def write(self, database: str, groups: list[tuple[type[Row], list[Row]]],
               plain: dict[type[models.Model], bool] | None = None) -> bool:
         """Queue ``groups`` and return once they are committed (True), with the other threads'
         rows queued meanwhile; False: the transaction they were in failed and nothing of them is
-        written (the caller writes them alone)."""
+        written (the caller writes them alone, holding ``in_turn``)."""
         mine = _Pending(groups, plain or {})  # type: ignore[arg-type]
         with self.ready:
             self.queued.setdefault(database, []).append(mine)
