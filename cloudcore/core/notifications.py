@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -137,65 +136,33 @@ def routing_key(priority: str) -> str:
 _EXCHANGE = Exchange(EXCHANGE, type="topic", durable=False)
 
 
-class _Publisher:
-    """A thread's producer on a broker connection of its own, kept between its notifications, and
-    the exchange bound to its channel. The app's producer pool lends a producer per publish, which
-    kombu binds to a pooled connection and its exchange again each time: that cost more than the
-    rest of a publish. Made again when the app's connection pool is (a broker URL changed), and
-    after a publish that failed (the connection closed: the next one opens another)."""
-
-    def __init__(self) -> None:
-        self.pool = app.pool
-        self.connection = app.connection_for_write()
-        self.producer = self.connection.Producer()
-        self.exchange = _EXCHANGE(self.connection.default_channel)  # the producer's channel
-
-    def close(self) -> None:
-        try:
-            self.connection.close()
-        except Exception:  # a broker already gone: nothing left to close
-            log.debug("closing the notification publisher's connection failed", exc_info=True)
-
-
-_publishers = threading.local()
-
-
-def _publisher() -> _Publisher:
-    publisher: _Publisher | None = getattr(_publishers, "current", None)
-    if publisher is None or publisher.pool is not app.pool:
-        if publisher is not None:
-            publisher.close()
-        publisher = _publishers.current = _Publisher()
-    return publisher
-
-
 def _publish(message: dict[str, Any]) -> None:
-    """``message`` on the ``notifications`` exchange, by kombu's ``json`` serializer; an
-    ``EncodedJSON`` by its text, which is what that serializer makes of it (the same body, content
-    type and encoding)."""
-    body: Any = message
-    content_type = content_encoding = None
-    if type(message) is EncodedJSON:
-        body, content_type, content_encoding = message.text, "application/json", "utf-8"
-    try:
-        publisher = _publisher()
-        publisher.producer.publish(
-            body, exchange=publisher.exchange, routing_key=routing_key(message["priority"]),
-            declare=[publisher.exchange], serializer="json", content_type=content_type,
-            content_encoding=content_encoding, retry=False,
-        )
-    except Exception:
-        failed = getattr(_publishers, "current", None)
-        _publishers.current = None
-        if failed is not None:
-            failed.close()
-        log.exception("could not publish notification %s", message["event_type"])
+    _publish_all([message])
 
 
 def _publish_all(messages: list[dict[str, Any]]) -> None:
-    """Publish each of ``messages``, in their order (the thread's producer: see ``_publisher``)."""
-    for message in messages:
-        _publish(message)
+    """Publish each of ``messages``, in their order, with one producer of the app's pool, by kombu's
+    ``json`` serializer; an ``EncodedJSON`` by its text, which is what that serializer makes of it
+    (the same body, content type and encoding). The pool's producer, not one kept per thread: with
+    the broker down, opening a kept connection again would retry for ever inside the task (the
+    fault suite's Redis kill), where the pool's publish fails at once and is logged."""
+    try:
+        with app.producer_or_acquire() as producer:
+            for message in messages:
+                body: Any = message
+                content_type = content_encoding = None
+                if type(message) is EncodedJSON:
+                    body, content_type, content_encoding = message.text, "application/json", "utf-8"
+                try:
+                    producer.publish(
+                        body, exchange=_EXCHANGE, routing_key=routing_key(message["priority"]),
+                        declare=[_EXCHANGE], serializer="json", content_type=content_type,
+                        content_encoding=content_encoding, retry=False,
+                    )
+                except Exception:
+                    log.exception("could not publish notification %s", message["event_type"])
+    except Exception:
+        log.exception("could not publish notifications %s", ", ".join(m["event_type"] for m in messages))
 
 
 def _record(message: dict[str, Any]) -> None:

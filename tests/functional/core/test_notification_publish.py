@@ -165,41 +165,6 @@ def _kept(event_type: str) -> dict[str, Any]:
     return message
 
 
-def test_a_thread_publishes_through_one_producer(broker: _Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    # given the producers kombu binds to a connection counted
-    from kombu import Producer
-
-    revived = []
-    real = Producer.revive
-    monkeypatch.setattr(Producer, "revive", lambda self, channel: revived.append(self) or real(self, channel))
-    # when one thread keeps three notifications
-    sent = [_kept(f"instance.update.{i}") for i in range(3)]
-    # then all three are published, through the one producer bound once
-    assert [m.payload for m in broker.taken()] == sent
-    assert len(revived) <= 1
-
-
-def test_a_failed_publish_is_logged_and_the_next_one_opens_another_connection(
-        broker: _Broker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    # given a thread whose producer's connection breaks on its next publish
-    _kept("instance.update")
-    broker.taken()
-    publisher = notifications._publisher()
-
-    def broken(*_args: Any, **_kwargs: Any) -> None:
-        raise ConnectionError("the broker went away")
-
-    monkeypatch.setattr(publisher.producer, "publish", broken)
-    # when it keeps two more notifications
-    lost = _kept("instance.update.lost")
-    sent = _kept("instance.update.sent")
-    # then the first is stored but not published (logged), the second goes through another producer
-    assert "could not publish notification instance.update.lost" in caplog.text
-    assert [m.payload for m in broker.taken()] == [sent]
-    assert notifications._publisher() is not publisher
-    assert NotificationRecord.objects.filter(payload__message_id=lost["message_id"]).exists()
-
-
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     """A real redis-server (the embedded broker's); yields its URL and a function that restarts it
