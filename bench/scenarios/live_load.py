@@ -200,7 +200,9 @@ FINDINGS = (
     "encoded to JSON twice (its row, its message: a third of its cost) and published through a producer kombu "
     "bound again to a pooled connection every time (0.34M). Fixed: one encoding for both (the same bytes stored "
     "and published), and a producer per thread kept between publishes: 20.8M per boot (-17%; build 13.6M, "
-    "notifications 7.2M). Not measured live (no quiet window). Left: Celery's own work per task (0.49M of each "
+    "notifications 7.2M). Not measured live (no quiet window). The producer kept per thread was taken out again "
+    "(the fault suite's Redis kill left the conductor stuck: a kept connection reopened while the broker is down "
+    "retries inside the task); the one encoding stays. Left: Celery's own work per task (0.49M of each "
     "notification's 1.2M), which batching the host's notifications into one cast would cut.",
     "Fixed (comp5, callgrind): the compute host casts a build's six notifications to the conductor in two casts "
     "(`conductor.record_notifications`: the four up to the spawn just before it, so that instance.create.start is "
