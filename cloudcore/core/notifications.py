@@ -105,8 +105,7 @@ def _hand_off_held(held: list[dict[str, Any]], together: HandoffTogether) -> Non
     except Exception:
         log.exception("could not hand off notifications %s", ", ".join(m["event_type"] for m in held))
         return
-    for message in held:
-        keep(message)
+    keep_together(held)
 
 
 def envelope(
