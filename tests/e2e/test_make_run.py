@@ -306,14 +306,23 @@ def test_conductor_killed_mid_traffic_is_restarted_and_nothing_sticks(made_cloud
 
     def kill_conductor() -> None:
         # SIGKILL while the conductor holds a task it took and has not finished (its message is in
-        # the broker's unacked hash), so that the kill interrupts an operation; at most 30 s of looking
+        # the broker's unacked hash), so that the kill interrupts an operation; at most 30 s of looking.
+        # A conductor task takes a few milliseconds: seen held, the conductor is stopped (SIGSTOP) and
+        # looked at again, so that it cannot finish and acknowledge the task between the look and the kill
         client = cloud.redis()
+
+        def holds_a_task() -> bool:
+            return any(b'"conductor"]' in raw for raw in client.hvals("unacked"))
+
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not caught:
-            if any(b'"conductor"]' in raw for raw in client.hvals("unacked")):
-                caught.append(True)
-            else:
-                time.sleep(0.002)
+            if holds_a_task():
+                os.kill(old_pid, signal.SIGSTOP)
+                if holds_a_task():
+                    caught.append(True)
+                    break
+                os.kill(old_pid, signal.SIGCONT)
+            time.sleep(0.002)
         os.kill(old_pid, signal.SIGKILL)
 
     # when the conductor is killed with SIGKILL in the middle of it
