@@ -12,7 +12,6 @@ from django.db.models import QuerySet
 
 from cloudcore.core import scope
 from cloudcore.core.prepared import prepared_first, prepared_objects
-from cloudcore.core.sqlin import values_in
 
 from .models import CELL0_UUID, CellMapping, HostMapping, InstanceMapping
 
@@ -99,16 +98,6 @@ def instance_mapping_get(instance_uuid: str, *, named: str = "",
 
 def _instance_mapping(instance_uuid: str) -> QuerySet[InstanceMapping]:
     return InstanceMapping.objects.select_related("cell").filter(instance_uuid=instance_uuid)
-
-
-def instance_mapping_values(instance_uuids: Iterable[str], **annotations: Any) -> dict[str, dict[str, Any]]:
-    """``{instance_uuid: {name: value}}`` of the mapped servers among ``instance_uuids``: the values
-    of ``annotations``, expressions over each server's mapping (e.g. keys of its request spec read
-    by a subquery), in one statement."""
-    rows = InstanceMapping.objects.filter(instance_uuid__in=values_in(list(instance_uuids))).annotate(
-        **annotations).values_list("instance_uuid", *annotations)
-    names = list(annotations)
-    return {row[0]: dict(zip(names, row[1:], strict=True)) for row in rows}
 
 
 def instance_mappings_in(cells: Iterable[CellMapping], *, project_id: str | None = None) -> list[InstanceMapping]:

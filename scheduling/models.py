@@ -149,10 +149,32 @@ class AggregateMetadata(ApiModel):
 
 class RequestSpec(ApiModel, TimestampedModel):
     """What was asked when a server was created or moved (flavor, image, AZ, destination, ...),
-    serialised as JSON like Nova's ``request_specs.spec``."""
+    serialised as JSON like Nova's ``request_specs.spec``.
+
+    Beside the spec, the three values of it that a server list shows, each in its own column: a
+    page of 1,000 servers reads these small columns, never the spec (whose flavor and image make
+    a database's JSON parser read kilobytes a row). They are written with the spec by
+    ``set_spec``, the one way a spec is set (``scheduling.services.request_specs``; the data
+    migration 0007 filled them for the rows stored before)."""
 
     instance_uuid = models.CharField(max_length=36, unique=True)
     spec = models.JSONField(default=dict)
+    #: ``spec["availability_zone"]``: the zone asked or pinned (2.96's ``pinned_availability_zone``),
+    #: NULL when the spec has none (absent or null alike)
+    availability_zone = models.CharField(max_length=255, null=True, blank=True)
+    #: ``spec["instance_group"]["uuid"]``: the server's group (2.71's ``server_groups``)
+    instance_group_uuid = models.CharField(max_length=36, null=True, blank=True)
+    #: ``spec["scheduler_hints"]`` (2.100), NULL when the spec has none; JSON as the spec is (on
+    #: PostgreSQL a ``jsonb``: its keys in the order the spec's read gives them)
+    scheduler_hints = models.JSONField(null=True, blank=True)
+
+    def set_spec(self, spec: dict[str, Any]) -> None:
+        """Set ``spec`` and the columns of its listed values (not saved)."""
+        group = spec.get("instance_group")
+        self.spec = spec
+        self.availability_zone = spec.get("availability_zone")
+        self.instance_group_uuid = group.get("uuid") if isinstance(group, dict) else None
+        self.scheduler_hints = spec.get("scheduler_hints")
 
 
 class SchedulingTraceRecord(ApiModel):

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from django.db import DatabaseError
-from django.db.models import Count, Func, OuterRef, Q, QuerySet, Subquery, Sum, TextField
-from django.db.models.fields.json import compile_json_path  # type: ignore[attr-defined]  # (not in django-stubs)
+from django.db.models import Count, OuterRef, Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from cells import selectors as cell_selectors
@@ -31,7 +30,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, InstanceNotFound, Invalid, NotFound
 from cloudcore.core.keyset import SortKeys, after_row, sort_order
 from cloudcore.core.prepared import RawRows, prepared_first, prepared_objects
-from scheduling.services.request_specs import request_spec_of
+from scheduling.services.request_specs import request_spec_of, request_specs_listed
 
 from .choices import MigrationStatus, MigrationType, PowerState, TaskState, VmState
 from .models import (
@@ -154,43 +153,15 @@ def _spec_text() -> Cast:
     return Cast(request_spec_of(OuterRef("instance_uuid")), TextField())
 
 
-class _SpecValues(Func):
-    """The values at ``paths`` (each a tuple of keys) of the request spec a subquery reads
-    (``request_spec_of``), as the JSON text of an array of them, ``null`` for a path the spec has
-    not (NULL with no spec): the spec parsed once by the database, each value as stored (a hint's
-    integer beyond 64 bits as its digits). SQLite's ``json_extract`` with several paths; on
-    PostgreSQL a ``jsonb_build_array`` of ``#>``, over the spec selected once. (Django's
-    ``KeyTransform`` reads one key per subquery, and on SQLite gives a string's value unquoted and
-    a JSON ``null`` as the text "null", which the JSON field's converter then guesses at.)"""
-
-    output_field = TextField()
-
-    def __init__(self, spec: Subquery, *paths: tuple[str, ...]) -> None:
-        super().__init__(spec)
-        self.paths = paths
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, tuple[Any, ...]]:
-        spec, params = compiler.compile(self.source_expressions[0])
-        marks = ", ".join(["%s"] * len(self.paths))
-        return f"JSON_EXTRACT({spec}, {marks})", (*params, *(compile_json_path(path) for path in self.paths))
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, tuple[Any, ...]]:
-        spec, params = compiler.compile(self.source_expressions[0])
-        values = ", ".join(["spec #> %s"] * len(self.paths))
-        return (f"(SELECT JSONB_BUILD_ARRAY({values}) FROM (SELECT {spec} AS spec) AS request_spec"  # noqa: S608 - the compiled subquery, paths as parameters
-                " WHERE spec IS NOT NULL)::text",
-                (*(list(path) for path in self.paths), *params))
-
-
 #: digits turned to ``0``: a run of 19 of them is a number orjson may not read exactly
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _spec_loads(text: str | None) -> Any:
-    """A request spec's stored text (or ``_SpecValues``') decoded, by orjson unless it holds a run
-    of 19 digits or more: orjson reads an integer beyond 64 bits (a client's scheduler hint can
-    be one) as a float, ``json`` as the exact integer. (The look for the run costs about half of
-    what orjson saves.)"""
+    """A request spec's stored text (or its hints', ``request_spec_keys_of``) decoded, by orjson
+    unless it holds a run of 19 digits or more: orjson reads an integer beyond 64 bits (a client's
+    scheduler hint can be one) as a float, ``json`` as the exact integer. (The look for the run
+    costs about half of what orjson saves.)"""
     if text is None:
         return None
     data = text.encode()
@@ -204,28 +175,22 @@ def _spec_loads(text: str | None) -> Any:
 
 def request_spec_keys_of(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{instance_uuid: the keys of its request spec a server's body shows}`` of those among
-    ``instance_uuids`` (mapped servers) that have a spec: ``availability_zone`` (2.96's pinned
-    zone), ``instance_group`` as ``{"uuid": ...}`` (2.71's ``server_groups``; a group in a spec
-    always has its uuid) and ``scheduler_hints`` (2.100), ``None`` where the spec has none, in one
-    statement of the API database. Only those values are read out of each spec, in SQL (a page's
-    1,000 specs each hold a flavor and an image, which a body does not show), and each distinct
-    text of them decoded once: servers whose values are equal share one dict (to be read, not
-    changed: a page's bodies, as ``RawRows``' shared JSON)."""
-    found = cell_selectors.instance_mapping_values(instance_uuids, values=_SpecValues(
-        request_spec_of(OuterRef("instance_uuid")), ("availability_zone",), ("instance_group", "uuid"),
-        ("scheduler_hints",)))
-    decoded: dict[str, dict[str, Any]] = {}
+    ``instance_uuids`` that have a spec: ``availability_zone`` (2.96's pinned zone),
+    ``instance_group`` as ``{"uuid": ...}`` (2.71's ``server_groups``; a group in a spec always
+    has its uuid) and ``scheduler_hints`` (2.100), ``None`` where the spec has none, in one
+    statement of the API database. They are read from the spec row's own columns of them
+    (``request_specs_listed``), never the spec (a page's 1,000 specs each hold a flavor and an
+    image, which a body does not show), and each distinct text of hints decoded once: servers
+    whose values are equal share one dict (to be read, not changed: a page's bodies, as
+    ``RawRows``' shared JSON)."""
+    shown_of: dict[tuple[str | None, str | None, str | None], dict[str, Any]] = {}
     keys: dict[str, dict[str, Any]] = {}
-    for uuid, row in found.items():
-        text = row["values"]
-        if text is None:
-            continue
-        shown = decoded.get(text)
+    for uuid, zone, group_uuid, hints in request_specs_listed(instance_uuids):
+        shown = shown_of.get((zone, group_uuid, hints))
         if shown is None:
-            zone, group_uuid, hints = _spec_loads(text)
-            shown = decoded[text] = {"availability_zone": zone,
-                                     "instance_group": {"uuid": group_uuid} if group_uuid is not None else None,
-                                     "scheduler_hints": hints}
+            shown = shown_of[zone, group_uuid, hints] = {
+                "availability_zone": zone, "instance_group": {"uuid": group_uuid} if group_uuid is not None else None,
+                "scheduler_hints": _spec_loads(hints)}
         keys[uuid] = shown
     return keys
 

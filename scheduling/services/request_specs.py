@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import JSONField, QuerySet, Subquery
+from django.db.models import JSONField, QuerySet, Subquery, TextField
+from django.db.models.functions import Cast
 
 from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.scope import insert_plain_now
@@ -12,16 +13,27 @@ from cloudcore.core.sqlin import values_in
 
 from ..models import RequestSpec
 
+#: The columns of the values of a spec that a server list shows (``RequestSpec.set_spec``).
+_LISTED = ("availability_zone", "instance_group_uuid", "scheduler_hints")
+
+
+def _new_row(instance_uuid: str, spec: dict[str, Any]) -> RequestSpec:
+    row = RequestSpec(instance_uuid=instance_uuid)
+    row.set_spec(spec)
+    return row
+
 
 def request_spec_create(*, instance_uuid: str, spec: dict[str, Any]) -> RequestSpec:
     """Record the request spec of a new server (``spec`` as the scheduler reads it)."""
-    return RequestSpec.objects.create(instance_uuid=instance_uuid, spec=spec)
+    row = _new_row(instance_uuid, spec)
+    row.save(force_insert=True)
+    return row
 
 
 def request_specs_create(specs: Mapping[str, dict[str, Any]]) -> None:
     """Record the request specs of new servers, ``{instance_uuid: spec}``: the rows
     ``request_spec_create`` would store, in one INSERT (in the caller's transaction, if any)."""
-    insert_plain_now([RequestSpec(instance_uuid=instance_uuid, spec=spec) for instance_uuid, spec in specs.items()])
+    insert_plain_now([_new_row(instance_uuid, spec) for instance_uuid, spec in specs.items()])
 
 
 def request_specs_delete(instance_uuids: list[str]) -> tuple[int, dict[str, int]]:
@@ -45,6 +57,15 @@ def request_specs_get(instance_uuids: Iterable[str]) -> dict[str, dict[str, Any]
     return dict(RequestSpec.objects.filter(instance_uuid__in=values_in(uuids)).values_list("instance_uuid", "spec"))
 
 
+def request_specs_listed(instance_uuids: Iterable[str]) -> list[tuple[str, str | None, str | None, str | None]]:
+    """``(instance_uuid, availability_zone, instance_group_uuid, scheduler_hints)`` of those among
+    ``instance_uuids`` that have a request spec, the hints as their stored JSON text (NULL when the
+    spec has none), for the caller to decode: the values a server list shows, read from their own
+    columns and never the spec, in one statement."""
+    return list(RequestSpec.objects.filter(instance_uuid__in=values_in(list(instance_uuids))).values_list(
+        "instance_uuid", "availability_zone", "instance_group_uuid", Cast("scheduler_hints", TextField())))
+
+
 def _request_spec(instance_uuid: str) -> QuerySet[RequestSpec]:
     return RequestSpec.objects.filter(instance_uuid=instance_uuid)
 
@@ -61,6 +82,6 @@ def request_spec_update(instance_uuid: str, **changes: Any) -> bool:
     row = RequestSpec.objects.filter(instance_uuid=instance_uuid).first()
     if row is None:
         return False
-    row.spec = {**row.spec, **changes}
-    row.save(update_fields=["spec", "updated_at"])
+    row.set_spec({**row.spec, **changes})
+    row.save(update_fields=["spec", *_LISTED, "updated_at"])
     return True

@@ -151,12 +151,13 @@ def test_a_page_makes_instances_of_the_rows_the_merge_keeps_only(cells, monkeypa
         assert "host" not in record.instance.__dict__
 
 
-def test_the_shown_keys_of_request_specs_are_read_with_the_mappings(cells):
+def test_the_shown_keys_of_request_specs_are_read_from_their_columns(cells):
     from scheduling.services.request_specs import request_specs_create
     from servers.selectors import request_spec_keys_of
 
     # given servers with request specs (one with a hint beyond 64 bits, which orjson reads as a float,
     # and no zone key), one whose spec has none of the keys shown, one without, and a spec of a server with no mapping
+    # (read as Nova's list reads specs: by instance uuid)
     with_hints = _server(cells, "cell1", 3)
     big = _server(cells, "cell2", 2)
     without = _server(cells, "cell1", 1)
@@ -168,16 +169,18 @@ def test_the_shown_keys_of_request_specs_are_read_with_the_mappings(cells):
              "unmapped-0000-0000-0000-000000000000": {"availability_zone": "az2"}}
     request_specs_create(specs)
     uuids = [with_hints.uuid, big.uuid, without.uuid, bare.uuid, "unmapped-0000-0000-0000-000000000000"]
-    # when a page's specs are read with their mappings
+    # when a page's specs are read
     found = request_spec_keys_of(uuids)
-    # then each mapped server with a spec has the keys a body shows, their values as stored (the
-    # group as its uuid, None where the spec has none), and no other
+    # then each server with a spec has the keys a body shows, their values as stored (the group as
+    # its uuid, None where the spec has none), and no other
     assert found == {
         bare.uuid: {"availability_zone": None, "scheduler_hints": None, "instance_group": None},
         with_hints.uuid: {"availability_zone": "az1", "scheduler_hints": {"group": ["g"], "n": 1.5},
                           "instance_group": {"uuid": "g"}},
         big.uuid: {"availability_zone": None, "scheduler_hints": {"n": 2 ** 70 + 1, "d": {"é": [None, {}]}},
                    "instance_group": None},
+        "unmapped-0000-0000-0000-000000000000": {"availability_zone": "az2", "scheduler_hints": None,
+                                                 "instance_group": None},
     }
     assert found[big.uuid]["scheduler_hints"]["n"] == 2 ** 70 + 1
     # and a show's record carries its server's spec, read with its mapping (None without one)
