@@ -2,7 +2,7 @@
 noisy machine: instructions of ``N`` requests at each of 2.90 (the list_scale scenario's "detail"
 column), 2.1 and the latest microversion, a page of 1,000 servers (of ``SIZE`` in two cells, as in
 the list_scale scenario: the copies with their request specs, whose zone, group and hints a page
-reads from 2.96 on),
+reads from 2.96 on, from the spec rows' own columns of them),
 counted by callgrind, which is switched on only around the requests::
 
     SIZE=1000 N=3 valgrind --tool=callgrind --instr-atstart=no \\
@@ -11,7 +11,12 @@ counted by callgrind, which is switched on only around the requests::
 then read each microversion's total (``grep -H '^desc: Trigger\\|^totals' /tmp/cg.out.*.[0-9]*``: one
 dump of ``N`` requests per microversion, numbered in the order asked), the set-up's heap frozen first
 as the served web's is. ``VERSIONS=latest`` counts one microversion only. Without valgrind
-(``PROFILE=1``) it prints a cProfile of the requests at the latest microversion instead."""
+(``PROFILE=1``) it prints a cProfile of the requests at the latest microversion instead.
+
+Measured (list6, SIZE=1000 N=3): the latest microversion's page 334.6M -> 306.5M instructions (-8.4%)
+once the zone, group and hints were read from the request spec rows' own columns instead of out of
+each spec by SQLite's ``json_extract`` (which parsed the whole spec, flavor and image, of every row);
+2.90 and 2.1, which read no spec, unchanged (281.0M, 259.4M a page)."""
 from __future__ import annotations
 
 import cProfile

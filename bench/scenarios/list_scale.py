@@ -6,9 +6,11 @@ hosts enabled, half with only cell2's); the rest are bulk row inserts (``bulk_cr
 cell database (Instance + BlockDeviceMapping rows copied from the booted servers of that cell, with
 new uuids, names and creation times) plus their InstanceMapping and RequestSpec rows in the API
 database (each spec the booted server's, with the copy's ``instance_uuid``, as Nova keeps one per
-server), so the list reads exactly what it would read for booted servers: from 2.96 on (the pinned
-zone, and 2.100's scheduler hints) a page reads the request spec of every row (in SQL, only the
-zone, the group's uuid and the hints out of each: ``servers.selectors.request_spec_keys_of``). Each size is
+server, written by ``request_specs_create`` as a boot writes it), so the list reads exactly what it
+would read for booted servers: from 2.96 on (the pinned zone, and 2.100's scheduler hints) a page
+reads, of every row's request spec, the zone, the group's uuid and the hints from the spec row's own
+columns of them, never the spec (``servers.selectors.request_spec_keys_of``; until list6 they were
+read out of the spec with SQLite's ``json_extract``, which parsed each whole spec). Each size is
 measured with the default page (no ``limit``: the API's maximum page of 1,000, as Nova's
 ``max_limit``) and with ``limit=50``, one warm-up request first.
 SQL statements are counted with ``CaptureQueriesContext`` on every connection."""
