@@ -54,6 +54,9 @@ def test_specs_stored_before_the_migration_get_their_listed_columns(monkeypatch:
         assert columns == {"i1": ("az1", "g1", HINTS), "i2": (None, None, None), "i3": (None, None, None),
                            "i4": ("null", None, {}), "i5": (None, None, None)}
         assert columns["i1"][2]["big"] == 2 ** 70 + 1
+        # (no hints: SQL NULL, as a spec written after the migration stores it, not a JSON null)
+        assert set(RequestSpec.objects.filter(scheduler_hints__isnull=True).values_list("instance_uuid", flat=True)) \
+            == {"i2", "i3", "i5"}
         # and the list's read of them gives what the specs hold
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
         assert request_spec_keys_of(SPECS) == {
