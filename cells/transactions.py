@@ -64,10 +64,13 @@ def is_api_db(alias: str | None) -> bool:
 
 
 @contextmanager
-def api_atomic() -> Iterator[Transaction]:
-    """A transaction on the API database."""
+def api_atomic(*, with_deferred: bool = False) -> Iterator[Transaction]:
+    """A transaction on the API database. ``with_deferred``: it also writes the API-database rows
+    the request scope deferred (``scope.atomic_with_deferred``: a scheduling trace,
+    notifications), committed with the block's writes, by one commit, and readable exactly when
+    those are (a failure of theirs never fails the block)."""
     alias = api_db()
-    with transaction.atomic(using=alias):
+    with scope.atomic_with_deferred(alias) if with_deferred else transaction.atomic(using=alias):
         yield Transaction(alias)
 
 

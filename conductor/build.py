@@ -25,9 +25,10 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.selectors import cell0_get, host_mapping_get, instance_mapping_get
 from cells.services import CellNotFound, instance_mapping_set_cell
-from cells.transactions import atomic, written_together
+from cells.transactions import api_atomic, atomic, written_together
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import InstanceNotFound, NoValidHost
+from cloudcore.core.scope import request_scope
 from compute import rpc as compute_rpc
 from compute.exceptions import MaxRetriesExceeded
 from hosts.selectors import compute_node_get
@@ -67,6 +68,15 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
     vm_state is ``pending`` when USE_PENDING_STATE is on and ``exc`` is NoValidHost, else
     ``error``. Skipped when the mapping already points at a cell. If the BuildRequest is gone
     (the user deleted the server meanwhile) the cell0 copy is removed again.
+
+    Two transactions, cell0's first: the server's rows in cell0, then, in the API database, its
+    mapping pointed at cell0, its BuildRequest deleted, the failure's notifications
+    (``instance.update``, ``compute_task.build_instances.error``; published once that commits)
+    and the rows deferred in the current request scope (a failed scheduling's trace and start
+    notification: ``cells.transactions.api_atomic(with_deferred=True)``), one commit for all. A
+    crash between the two leaves the server BUILDING in the API, without its trace: never ERROR
+    or PENDING without it. (Only a failing write of those rows separates them: the transaction is
+    then done again without them, and they are written, or logged, when the scope ends.)
     """
     cell0 = cell0_get()
     if cell0 is None:
@@ -92,17 +102,23 @@ def bury_in_cell0(ctx: RequestContext, *, instance_uuid: str, exc: BaseException
             build_request_bdms_and_tags_create(br, instance_uuid)
             actions.fault_add(instance_uuid=instance_uuid, exc=exc, code=500)
     mapping.cell = cell0
-    mapping.save(update_fields=["cell", "updated_at"])
-    deleted = build_request_delete(instance_uuid)
-    with target_cell(cell0):
-        if not deleted:
+    # The API database's side in one transaction: the mapping pointed at cell0 (from then on the
+    # server reads ERROR/PENDING), the build request deleted, the failure's notifications and the
+    # rows the request scope deferred (``schedule_and_build_instances``: the scheduling's trace and
+    # start notification): the trace is committed with the fault, never after it, by one commit
+    # where there were up to five (the scope's transaction, then four statements in autocommit).
+    with api_atomic(with_deferred=True):
+        mapping.save(update_fields=["cell", "updated_at"])
+        deleted = build_request_delete(instance_uuid)
+        if deleted:
+            with target_cell(cell0):
+                notify_instance(ctx, "instance.update", instance, old_vm_state=VmState.BUILDING,
+                                old_task_state=TaskState.SCHEDULING)
+            notify_compute_task_error("build_instances", instance_uuid=instance_uuid, vm_state=vm_state, exc=exc,
+                                      request_spec=_spec(instance_uuid))
+    if not deleted:
+        with target_cell(cell0):
             rows_hard_delete(instance_uuid)
-            return
-        notify_instance(ctx, "instance.update", instance, old_vm_state=VmState.BUILDING,
-                        old_task_state=TaskState.SCHEDULING)
-
-    notify_compute_task_error("build_instances", instance_uuid=instance_uuid, vm_state=vm_state, exc=exc,
-                              request_spec=_spec(instance_uuid))
 
 
 def _spec(instance_uuid: str) -> dict[str, Any]:
@@ -140,14 +156,18 @@ def schedule_and_build_instances(
         return
     spec = dict(specs[live[0]])
     spec["num_instances"] = len(live)
-    try:
-        selections = select_destinations(ctx, spec, live, return_alternates=True)
-    except Exception as exc:
-        if not isinstance(exc, NoValidHost):
-            log.exception("scheduling failed for %s", live)
-        for instance_uuid in live:
-            bury_in_cell0(ctx, instance_uuid=instance_uuid, exc=exc)
-        return
+    # the scheduler's scope is this one (it joins it): the rows it defers (its trace, its start
+    # notification) are written, when it fails, in the burial's API-database transaction, else
+    # when it returns, as before
+    with request_scope():
+        try:
+            selections = select_destinations(ctx, spec, live, return_alternates=True)
+        except Exception as exc:
+            if not isinstance(exc, NoValidHost):
+                log.exception("scheduling failed for %s", live)
+            for instance_uuid in live:
+                bury_in_cell0(ctx, instance_uuid=instance_uuid, exc=exc)
+            return
     for instance_uuid, selection_list in zip(live, selections, strict=True):
         chosen = _selection_fields(selection_list[0])
         alternates = [_selection_fields(s) for s in selection_list[1:]]

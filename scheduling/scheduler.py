@@ -437,10 +437,12 @@ def select_destinations(
     ``scheduler.select_destinations.start/end`` (the end's payload carries the trace summary).
     Writes one ``SchedulingTraceRecord`` per instance uuid.
 
-    It runs in a request scope (``cloudcore.core.scope``; the HTTP request's when there is one):
-    the notifications' records and the trace records are written together when the scope ends,
-    one INSERT per model in one transaction (in a worker, before this returns or raises); a
-    failing write is logged, the answer is kept."""
+    It runs in a request scope (``cloudcore.core.scope``; the one open around it when there is
+    one: the HTTP request's, the conductor's build's): the notifications' records and the trace
+    records are written together when the scope ends, one INSERT per model in one transaction
+    (in a worker with no scope around it, before this returns or raises; in the conductor's
+    build that finds no valid host, in the burial's API transaction); a failing write is logged,
+    the answer is kept."""
     with request_scope():
         return _select_and_record(ctx, spec, instance_uuids, return_alternates)
 

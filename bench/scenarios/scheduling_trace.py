@@ -6,8 +6,8 @@ Each part is timed by wrapping its function for the duration; its share is of th
 ``select_destinations`` time.
 
 The trace's rows (its body, stored once per distinct body under its digest, and a record per
-server naming it; ``scheduling.services.traces``) are not written by their own statements: the
-scheduler's request scope writes them with the start and end notifications' records in one
+server naming it; ``scheduling.services.traces``) are not written by their own statements. For a
+placed request the scheduler's request scope writes them with the start and end notifications' records in one
 transaction when ``select_destinations`` ends (the scope's group commit, ``scope._write_batch``,
 inside the timed request), each model's rows by one plain INSERT. Their cost is making the rows
 (``trace_record_save``: the JSON and its digest, timed in the request) plus their part of that
@@ -21,8 +21,23 @@ replay used ``write_together``'s ``atomic`` both ways before, which left that di
 trace rows' INSERT statements alone). When the requests stored a new body each (placed: the body
 names the server), each replay writes its body under a new digest, as a request would; when
 they named a body stored already (the same failure again), the replay's body INSERT finds it
-and writes nothing, as theirs did. With notifications off ("notifications off") the
-transaction holds the trace rows alone, and the whole of it is the trace's.
+and writes nothing, as theirs did.
+
+A request that finds no valid host is measured as the conductor's build makes it
+(``_conducted``): the conductor's request scope is open around the call, and the failed server's
+burial writes the scope's rows (the trace's, the start notification's) as the first statements of
+its API-database transaction, with the server's mapping pointed at cell0 and its build request
+deleted (``conductor.build.bury_in_cell0``; ``_burial`` makes that transaction, without the
+failure's two notifications, which would only make it bigger). That transaction is timed apart
+and is not the scheduling's: the request's time is the call's, plus the scope's rows' part of the
+burial's transaction; the trace's cost is its steps plus the trace rows' part of it. Both parts are
+the transaction's mean time in the requests times a fraction found by doing the burial of a new
+server again after the requests, ``REPLAYS`` times each with all the rows, without the trace rows,
+and without any (difference of the medians over the median with all; the trace rows' never less
+than their INSERTs alone). Before (up to a666470) the rows had a transaction of their own when
+the call ended (a record alone, notifications off: one statement in autocommit), and the burial's
+two statements on the API database were two more commits; the trace rows' cost was then their
+part of that transaction, as it still is for a placed request.
 
 The scheduler walks the providers for a shortfall once and keeps it: a run of identical requests
 that do not fit while placement does not change is answered from it as it is ("no valid host",
@@ -42,6 +57,7 @@ import contextlib
 import itertools
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,6 +106,7 @@ def _placement_write() -> Callable[[], None]:
 
 
 RECORD = "trace: record rows' part of the scope's one transaction"
+BURIED = "trace: record rows' part of the burial's API transaction"
 
 
 class _ScopeWrites:
@@ -163,6 +180,31 @@ def _replayed(model: Any, rows: list[Any], fresh_bodies: bool, turn: int) -> lis
     return copies
 
 
+@contextlib.contextmanager
+def _trace_inserts_timed() -> Iterator[list[float]]:
+    """While active, the seconds spent in the trace rows' plain INSERTs (``scope.insert_plain`` of
+    the trace's models), in the list's one item."""
+    from cloudcore.core import scope
+
+    trace_models = _trace_models()
+    original = scope.insert_plain
+    spent = [0.0]
+
+    def timed(database: str, model: Any, rows: list[Any], **kwargs: Any) -> None:
+        started = time.perf_counter()
+        try:
+            original(database, model, rows, **kwargs)
+        finally:
+            if model in trace_models:
+                spent[0] += time.perf_counter() - started
+
+    scope.insert_plain = timed  # type: ignore[assignment]
+    try:
+        yield spent
+    finally:
+        scope.insert_plain = original  # type: ignore[assignment]
+
+
 def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = False) -> tuple[float, float]:
     """(the trace rows' fraction of the scope's transaction, ms of their INSERT statements
     alone): the last request's rows written again ``replays`` times with and without the trace
@@ -176,17 +218,6 @@ def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = F
     database, groups, plain = last[0]
     trace_models = _trace_models()
     with_trace, without, inserts = [], [], []
-    original_insert = scope.insert_plain
-    spent = [0.0]
-
-    def timed_insert(database: str, model: Any, rows: list[Any], **kwargs: Any) -> None:
-        started = time.perf_counter()
-        try:
-            original_insert(database, model, rows, **kwargs)
-        finally:
-            if model in trace_models:
-                spent[0] += time.perf_counter() - started
-
     for turn in range(replays):
         for keep_trace, into in ((True, with_trace), (False, without)):
             batch = [(model, _replayed(model, rows, fresh_bodies, turn)) for model, rows in groups
@@ -194,14 +225,10 @@ def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = F
             if not batch:  # the trace rows were all of it
                 into.append(0.0)
                 continue
-            spent[0] = 0.0
-            started = time.perf_counter()
-            scope.insert_plain = timed_insert  # type: ignore[assignment]
-            try:
+            with _trace_inserts_timed() as spent:
+                started = time.perf_counter()
                 scope._write_batch(database, [scope._Pending(batch, plain)])  # (as the requests' rows)
-            finally:
-                scope.insert_plain = original_insert  # type: ignore[assignment]
-            into.append(time.perf_counter() - started)
+                into.append(time.perf_counter() - started)
             if keep_trace:
                 inserts.append(spent[0])
     if not any(inserts):
@@ -212,21 +239,158 @@ def _record_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = F
     return min(marginal / whole, 1.0), insert * 1000
 
 
+def _accepted(instance_uuid: str) -> Any:
+    """The API's rows of a server accepted and not yet scheduled, which a failed build's burial
+    changes: its mapping (no cell yet) and its build request (untimed set-up). The mapping."""
+    from cells.models import InstanceMapping
+    from servers.models import BuildRequest
+
+    BuildRequest.objects.create(instance_uuid=instance_uuid, project_id="bench", instance={"uuid": instance_uuid})
+    return InstanceMapping.objects.create(instance_uuid=instance_uuid, project_id="bench")
+
+
+def _burial(mapping: Any, cell0: Any, batch: list[Any] | None = None, plain: Any = None,
+            own: Callable[[], Any] = contextlib.nullcontext) -> None:
+    """The API-database transaction of a failed build's burial (``conductor.build.bury_in_cell0``):
+    the mapping pointed at cell0, the build request deleted, and the rows the request scope
+    deferred (``api_atomic(with_deferred=True)``; ``batch``: those rows given, written as it
+    writes them). The failure's two notifications, which the
+    burial also writes in it, are left out: the transaction is smaller than the burial's, so the
+    trace rows' part of it is if anything overstated. ``own()``: a context around the burial's
+    own two statements (callgrind's collection switched off in it: ``bench.trace_instructions``)."""
+    from cells.transactions import api_atomic, api_db
+    from cloudcore.core import scope
+    from servers.services.build_requests import build_request_delete
+
+    mapping.cell = cell0
+    with api_atomic(with_deferred=True):
+        if batch:  # as ``scope.atomic_with_deferred`` writes them: first, one INSERT per model
+            for model, rows in batch:
+                scope._write_model(api_db(), model, rows, plain or {})
+        with own():
+            mapping.save(update_fields=["cell", "updated_at"])
+            build_request_delete(mapping.instance_uuid)
+
+
+class _Burials:
+    """The conducted requests' burials (``_conducted``): the time of their API transactions, and the
+    time to take out of the requests' (those transactions and their set-up)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.untimed = 0.0
+        #: the last burial's deferred rows (``(database, groups, plain)``, as ``_ScopeWrites.last``)
+        self.last: list[Any] = []
+
+
+@contextlib.contextmanager
+def _conducted(own: Callable[[], Any] = contextlib.nullcontext) -> Iterator[_Burials]:
+    """``select_destinations`` as the conductor's build calls it (``conductor.build.
+    schedule_and_build_instances``): inside the conductor's request scope, a NoValidHost buried:
+    the scope's rows (the trace's, the start notification's) written in the burial's API
+    transaction (``_burial``), which is timed apart and taken out of the request's time. ``own()``:
+    a context around the burial's set-up and own statements (``_burial``)."""
+    from cells.selectors import cell0_get
+    from cloudcore.core import scope
+    from cloudcore.core.exceptions import NoValidHost
+    from scheduling import scheduler
+
+    burials = _Burials()
+    cell0 = cell0_get()
+    original = scheduler.select_destinations
+
+    def conducted(ctx: Any, spec: dict[str, Any], instance_uuids: list[str], return_alternates: bool = False) -> Any:
+        with scope.request_scope():
+            try:
+                return original(ctx, spec, instance_uuids, return_alternates)
+            except NoValidHost:
+                paused = time.perf_counter()
+                with own():
+                    mapping = _accepted(instance_uuids[0])
+                    deferred = scope.current()
+                    if deferred is not None:
+                        burials.last[:] = [(None, [(model, list(rows)) for model, rows in deferred.rows.items()],
+                                            dict(deferred.plain))]
+                started = time.perf_counter()
+                _burial(mapping, cell0, own=own)
+                ended = time.perf_counter()
+                burials.seconds += ended - started
+                burials.untimed += ended - paused
+                raise
+
+    scheduler.select_destinations = conducted  # type: ignore[assignment]
+    try:
+        yield burials
+    finally:
+        scheduler.select_destinations = original  # type: ignore[assignment]
+
+
+def _buried_cost(last: list[Any], replays: int = REPLAYS, fresh_bodies: bool = False) -> tuple[float, float, float]:
+    """(the trace rows' fraction of the burial's transaction, the scope's rows' fraction of it, ms of
+    the trace rows' INSERT statements alone): the burial of a new server (``_burial``) done again
+    ``replays`` times with the last request's rows, without the trace rows and without any of the
+    scope's rows, in turn; a fraction is the difference of the medians (the trace rows' never less
+    than their INSERTs' median) over the median with them all."""
+    from cells.selectors import cell0_get
+
+    if not last:
+        return 0.0, 0.0, 0.0
+    _database, groups, plain = last[0]
+    trace_models = _trace_models()
+    cell0 = cell0_get()
+    whole: list[float] = []
+    without_trace: list[float] = []
+    alone: list[float] = []
+    inserts: list[float] = []
+    for turn in range(replays):
+        for keep, into in (("all", whole), ("no trace", without_trace), ("none", alone)):
+            batch = [(model, _replayed(model, rows, fresh_bodies, turn)) for model, rows in groups
+                     if keep == "all" or keep == "no trace" and model not in trace_models]
+            mapping = _accepted(f"bench-burial-{uuid.uuid4()}")
+            with _trace_inserts_timed() as spent:
+                started = time.perf_counter()
+                _burial(mapping, cell0, batch, plain)
+                into.append(time.perf_counter() - started)
+            if keep == "all":
+                inserts.append(spent[0])
+    insert = statistics.median(inserts)
+    total = statistics.median(whole)
+    trace = max(total - statistics.median(without_trace), insert)
+    rows = max(total - statistics.median(alone), trace)
+    return min(trace / total, 1.0), min(rows / total, 1.0), insert * 1000
+
+
 def _measured(spec: dict[str, Any] | None = None, between: Any = None, requests: int = REQUESTS,
-              replays: int = REPLAYS) -> list[dict[str, Any]]:
-    """``where_the_time_goes`` over ``PARTS``, plus the trace rows' part of the scope's
-    transactions: their time in the requests (mean) times the trace rows' fraction of it."""
+              replays: int = REPLAYS, buried: bool = False) -> list[dict[str, Any]]:
+    """``where_the_time_goes`` over ``PARTS``, plus the trace rows' part of the transaction that
+    writes them: the scope's own (``buried`` False: their time in the requests, mean, times the
+    trace rows' fraction of it), or, ``buried``, the burial's (``_conducted``): the burial's
+    transaction, mean, times the trace rows' fraction of it; the request's time is then the
+    scheduling call's, without the burial, plus the scope's rows' part of the burial's transaction."""
     from scheduling.models import SchedulingTraceBody
 
     bodies = SchedulingTraceBody.objects.count()
-    with _scope_writes() as writes:
+    with _scope_writes() as writes, _conducted() if buried else contextlib.nullcontext() as burials:
         rows = base.where_the_time_goes(requests, PARTS, spec, between=between)
     fresh_bodies = SchedulingTraceBody.objects.count() - bodies > requests / 2
-    fraction, insert = _record_cost(writes.last, replays, fresh_bodies)
-    transaction_ms = writes.seconds / requests * 1000
-    rows.append({"step": RECORD, "ms": transaction_ms * fraction})
-    rows.append({"step": f"  (the scope's transaction: {transaction_ms:.3f} ms per request, the trace rows "
-                         f"{100 * fraction:.0f}% of it when replayed; their INSERTs alone, "
+    if burials is None:
+        fraction, insert = _record_cost(writes.last, replays, fresh_bodies)
+        transaction_ms = writes.seconds / requests * 1000
+        rows.append({"step": RECORD, "ms": transaction_ms * fraction})
+        rows.append({"step": f"  (the scope's transaction: {transaction_ms:.3f} ms per request, the trace rows "
+                             f"{100 * fraction:.0f}% of it when replayed; their INSERTs alone, "
+                             f"{'a new body each' if fresh_bodies else 'the body stored already'})", "ms": insert})
+        return rows
+    fraction, scope_fraction, insert = _buried_cost(burials.last, replays, fresh_bodies)
+    transaction_ms = burials.seconds / requests * 1000
+    scope_rows_ms = transaction_ms * scope_fraction
+    for row in rows:  # the burial is not the scheduling's; its rows' part of it is
+        if row["step"] == "total" or row["step"].startswith("other"):
+            row["ms"] += scope_rows_ms - burials.untimed / requests * 1000
+    rows.append({"step": BURIED, "ms": transaction_ms * fraction})
+    rows.append({"step": f"  (the burial's API transaction: {transaction_ms:.3f} ms per request, the scope's rows "
+                         f"{100 * scope_fraction:.0f}% of it, {scope_rows_ms:.3f} ms, counted in the request; the "
+                         f"trace rows {100 * fraction:.0f}%; their INSERTs alone, "
                          f"{'a new body each' if fresh_bodies else 'the body stored already'})", "ms": insert})
     return rows
 
@@ -245,12 +409,13 @@ def run(env: Any) -> dict[str, Any]:
         base.populate(env, count)
         base.where_the_time_goes(3)  # warm the caches
         out.append(_row(count, "placed", _measured()))
-        base.where_the_time_goes(1, spec=_impossible_spec())  # the shortfall kept: this case's steady state
-        out.append(_row(count, "no valid host", _measured(_impossible_spec())))
+        with _conducted():  # the shortfall kept, the burial's path warm: this case's steady state
+            base.where_the_time_goes(3, spec=_impossible_spec())
+        out.append(_row(count, "no valid host", _measured(_impossible_spec(), buried=True)))
         out.append(_row(count, "no valid host, placement changed",
-                        _measured(_impossible_spec(), between=_placement_write())))
-        with override_settings(NOTIFICATIONS_ENABLED=False):  # the trace's transaction is its own
-            out.append(_row(count, "no valid host, notifications off", _measured(_impossible_spec())))
+                        _measured(_impossible_spec(), between=_placement_write(), buried=True)))
+        with override_settings(NOTIFICATIONS_ENABLED=False):  # the scope's rows are the trace's alone
+            out.append(_row(count, "no valid host, notifications off", _measured(_impossible_spec(), buried=True)))
     print(f"   {'hosts':>7} {'case':>32} {'request ms':>11} {'trace ms':>9} {'share':>7}")
     for r in out:
         print(f"   {r['hosts']:>7} {r['case']:>32} {r['total_ms']:>11.2f} {r['trace_ms']:>9.3f} "
@@ -266,4 +431,7 @@ def run(env: Any) -> dict[str, Any]:
                       f"{REPLAYS} times with and {REPLAYS} times without them, difference of the medians "
                       "over the median with them; a replayed body under a new digest when the requests "
                       "stored a new body each); the share is the sum of the trace's parts over the mean "
-                      "select_destinations time"}
+                      "select_destinations time; a request that finds no valid host as the conductor's build "
+                      "makes it: the scope's rows written in the burial's API transaction, which is timed apart, "
+                      "its part for the scope's rows (and of those the trace's) found by doing the burial again "
+                      "with all, without the trace's and without any of the rows"}

@@ -34,8 +34,13 @@ sends what is queued, so that it runs after those rows and in their transaction,
 ``split_transaction`` is, on PostgreSQL, a transaction that reads, decides in Python and then
 writes, in two queries: ``BEGIN`` sent with its first statements, ``COMMIT`` with its last.
 
-A scope is opened by the HTTP middleware, and by ``scheduling.scheduler.select_destinations``
-(which joins the request's scope when there is one, and in a Celery worker ends when it returns).
+A scope is opened by the HTTP middleware, by the conductor's build around its scheduling call and
+a failed build's burial (``conductor.build``), and by ``scheduling.scheduler.select_destinations``
+(which joins the scope open around it, and in a Celery worker otherwise ends when it returns).
+``atomic_with_deferred`` is a transaction that writes the scope's deferred rows of its database
+as its first statements (and those deferred inside it at its end): committed with the block's
+writes, by its one commit (a failed build's burial: the scheduling's trace with the server's
+mapping pointed at cell0).
 
 Outside a scope (tests calling services, Celery tasks outside the scheduler, commands) nothing is
 memoised and deferred work runs at once: the scope only saves repeated reads and writes, it never changes what
@@ -189,6 +194,73 @@ def flush(*models_: type[models.Model]) -> None:
     if rows:
         then = {model: scope.then.pop(model) for model in rows if model in scope.then}
         _write_deferred(rows, then, scope.plain)
+
+
+def flush_database(database: str) -> None:
+    """Write now the rows deferred in this scope whose model lives in ``database``: inside a
+    transaction open on it, in that transaction (committed with the caller's writes, a failure
+    of theirs rolled back to a savepoint and logged, as at the scope's end), else in one of
+    their own."""
+    scope = _current.get()
+    if scope is not None:
+        flush(*[model for model, rows in scope.rows.items() if rows and router.db_for_write(model) == database])
+
+
+@contextlib.contextmanager
+def atomic_with_deferred(database: str) -> Iterator[None]:
+    """``transaction.atomic`` on ``database`` that also writes the rows deferred in this scope for
+    ``database``: those deferred before the block are its first statements (one INSERT per model,
+    no savepoint: it costs more than a small row's INSERT), those deferred inside it are written at
+    its end (``flush_database``); all are committed with the block's writes, by its one commit.
+    When the first rows fail, the transaction is rolled back before the block has written
+    anything, the rows go back to the scope (written when it ends, each model's alone if they fail
+    again, logged) and the block runs in a new transaction: a failure of theirs never fails the
+    block. When the block raises, they go back to the scope too (written when it ends). Inside a
+    transaction on ``database`` already, or outside a scope: ``transaction.atomic`` and
+    ``flush_database`` at its end."""
+    scope = _current.get()
+    models_ = [] if scope is None or transaction.get_connection(database).in_atomic_block else \
+        [model for model, rows in scope.rows.items() if rows and router.db_for_write(model) == database]
+    if scope is None or not models_:
+        with transaction.atomic(using=database):
+            yield
+            flush_database(database)
+        return
+    groups = [(model, scope.rows.pop(model)) for model in models_]
+    then = {model: scope.then.pop(model) for model in models_ if model in scope.then}
+    restores = [_unsaved(model_rows) for _model, model_rows in groups]
+
+    def give_back() -> None:  # the rows rolled back: to the scope again, unsaved
+        for restore in restores:
+            restore()
+        for model, model_rows in groups:
+            scope.rows[model] = [*model_rows, *scope.rows.get(model, [])]
+            if model in then:
+                scope.then.setdefault(model, then[model])
+
+    block = transaction.atomic(using=database)
+    block.__enter__()
+    try:
+        for model, model_rows in groups:
+            _write_model(database, model, model_rows, scope.plain)
+    except Exception as exc:
+        log.warning("request scope: the deferred rows could not open the transaction; written at the scope's end",
+                    exc_info=True)
+        block.__exit__(type(exc), exc, exc.__traceback__)  # rolled back
+        give_back()
+        groups = []
+        block = transaction.atomic(using=database)
+        block.__enter__()
+    try:
+        yield
+        flush_database(database)
+    except BaseException as exc:
+        block.__exit__(type(exc), exc, exc.__traceback__)  # rolled back
+        give_back()  # written when the scope ends, as if the block had not taken them
+        raise
+    else:
+        block.__exit__(None, None, None)
+    _after_written(groups, then)
 
 
 def _write_rows(model: type[Row], rows: list[Row]) -> None:
@@ -542,12 +614,18 @@ def _write_deferred(rows: dict[type[models.Model], list[models.Model]],
         elif not _group.write(database, groups, plain):
             with _group.in_turn:  # the group failed: each thread writes its own
                 groups = write_together(database, groups, plain)
-        for model, model_rows in groups:
-            if model in then:
-                try:
-                    then[model](model_rows)
-                except Exception:  # e.g. pruning: the rows are written
-                    log.exception("request scope: after writing %s rows", model.__name__)
+        _after_written(groups, then)
+
+
+def _after_written(groups: Sequence[tuple[type[models.Model], list[Any]]],
+                   then: dict[type[models.Model], Callable[[list[Any]], None]]) -> None:
+    """``then`` of each model whose rows (``groups``) were written (its failure logged)."""
+    for model, model_rows in groups:
+        if model in then:
+            try:
+                then[model](model_rows)
+            except Exception:  # e.g. pruning: the rows are written
+                log.exception("request scope: after writing %s rows", model.__name__)
 
 
 def _write_model(database: str, model: type[Row], rows: list[Row], plain: dict[type[models.Model], bool]) -> None:

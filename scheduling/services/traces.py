@@ -17,9 +17,11 @@ other row goes with it (``scope``'s group commit: notifications off).
 
 The scheduler runs in a request scope (``cloudcore.core.scope``): its records are written when
 the scope ends, with its notifications in one transaction (in a worker, as
-``select_destinations`` returns; inside an HTTP request, as the request ends). The readers here
-write the current scope's pending records first, so a record is readable as soon as the
-scheduling call has returned.
+``select_destinations`` returns; inside an HTTP request, as the request ends); a build that finds
+no valid host writes them in the conductor's transaction that points the server's mapping at
+cell0 (``conductor.build.bury_in_cell0``): committed with the fault the server then shows, by
+the same commit. The readers here write the current scope's pending records first, so a record is
+readable as soon as the scheduling call has returned.
 
 Deleting records (``trace_records_delete``, when servers are archived) deletes the bodies no
 record names any more, in the same transaction, unless one of the records deleted was made within

@@ -491,3 +491,19 @@ def test_a_failure_with_the_same_shortfall_but_another_request_is_stored_as_its_
         select_destinations(CTX, too_big(), ["i5"])
     assert SchedulingTraceRecord.objects.get(instance_uuid="i5").body_digest == digest
     assert server_explanation(instance_uuid="i5")["trace"] == server_explanation(instance_uuid="i1")["trace"]
+
+
+def test_rows_taken_by_a_transaction_that_fails_are_written_when_the_scope_ends(compute_host):
+    compute_host("c1", cell="cell1", memory_mb=4096)
+    with scope.request_scope():  # as the conductor's build opens it
+        with pytest.raises(NoValidHost):
+            select_destinations(CTX, too_big(), ["i1"])
+        # when the transaction that took the scheduler's rows first (a burial's) fails
+        with pytest.raises(RuntimeError), scope.atomic_with_deferred("default"):
+            assert SchedulingTraceRecord.objects.count() == 1  # written in it, first
+            raise RuntimeError("the burial failed")
+        # then they are rolled back with it, but kept by the scope
+        assert not SchedulingTraceRecord.objects.exists() and not NotificationRecord.objects.exists()
+    # and written when it ends, once
+    assert list(SchedulingTraceRecord.objects.values_list("instance_uuid", flat=True)) == ["i1"]
+    assert events() == ["scheduler.select_destinations.start"]
