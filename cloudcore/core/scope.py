@@ -203,7 +203,12 @@ def flush_database(database: str) -> None:
     their own."""
     scope = _current.get()
     if scope is not None:
-        flush(*[model for model, rows in scope.rows.items() if rows and router.db_for_write(model) == database])
+        flush(*_deferred_for(scope, database))
+
+
+def _deferred_for(scope: Scope, database: str) -> list[type[models.Model]]:
+    """The models of which ``scope`` holds deferred rows that live in ``database``."""
+    return [model for model, rows in scope.rows.items() if rows and router.db_for_write(model) == database]
 
 
 @contextlib.contextmanager
@@ -220,7 +225,7 @@ def atomic_with_deferred(database: str) -> Iterator[None]:
     ``flush_database`` at its end."""
     scope = _current.get()
     models_ = [] if scope is None or transaction.get_connection(database).in_atomic_block else \
-        [model for model, rows in scope.rows.items() if rows and router.db_for_write(model) == database]
+        _deferred_for(scope, database)
     if scope is None or not models_:
         with transaction.atomic(using=database):
             yield
