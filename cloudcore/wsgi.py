@@ -4,10 +4,15 @@ Loading it also imports what the first request would import (the URLconf with ev
 every app's policies, the Celery result backend's module): a gunicorn worker loads the
 application before it accepts connections, so the first requests of its threads do not all wait
 on the import lock behind one of them (about a second per worker on this machine, with 20 clients
-starting at once). With ``CLOUDCORE_PROFILE_DIR`` set every request is profiled
-(``cloudcore.core.profiling``). The process's threads hand the GIL over every
-``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings). Once all that is loaded, the objects it made are
-frozen out of the garbage collector's full collections (``cloudcore.core.heap``)."""
+starting at once). It also does what the process's first cast would do: Celery's app finalized
+(every task bound to it, some 30 ms on a quiet machine, while the process's other threads wait on
+its lock), its message sender made (with the task events' dispatcher, imported then) and a
+broker connection of the producer pool opened with the conductor's queue declared on it. With
+``CLOUDCORE_PROFILE_DIR`` set every request is profiled (``cloudcore.core.profiling``). The
+process's threads hand the GIL over every ``CLOUDCORE_GIL_SWITCH_INTERVAL_MS`` (settings). Once
+all that is loaded, the objects it made are frozen out of the garbage collector's full
+collections (``cloudcore.core.heap``)."""
+import logging
 import os
 import sys
 
@@ -28,6 +33,22 @@ def warm_up() -> None:
     get_resolver().url_patterns  # noqa: B018 - the property imports the URLconf module tree
     policy.autodiscover()
     celery_app.backend  # noqa: B018 - the property imports and makes this thread's backend
+    celery_app.finalize(auto=True)
+    celery_app.amqp.send_task_message  # noqa: B018 - the property makes the sender and its event dispatcher
+    _open_broker_connection()
+
+
+def _open_broker_connection() -> None:
+    """One connection of Celery's producer pool opened and the conductor's queue declared on it
+    (Celery's default queue; kombu remembers a declaration per connection), as the first cast
+    would. A broker that cannot be reached now is left for that first cast to find (and report),
+    not an error here."""
+    try:
+        with celery_app.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=1)
+            producer.maybe_declare(celery_app.amqp.queues[celery_app.conf.task_default_queue])
+    except Exception as exc:  # noqa: BLE001 - any broker failure: the first cast meets it again
+        logging.getLogger(__name__).warning("broker not reached while the web process started: %s", exc)
 
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cloudcore.settings")

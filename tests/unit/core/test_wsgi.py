@@ -23,6 +23,45 @@ def test_warm_up_loads_policies_urlconf_and_result_backend(monkeypatch: pytest.M
     assert wsgi.celery_app._local.backend is wsgi.celery_app.backend  # made on this thread, kept
 
 
+def test_warm_up_does_what_the_first_cast_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    from celery import Celery
+
+    # given: a Celery app as a gunicorn worker has it before its first request (a task registered,
+    # the app not finalized, no broker connection opened)
+    app = Celery("warm", broker="memory://", set_as_current=False)
+    app.conf.task_default_queue = "conductor"
+
+    @app.task(name="warm.noop", shared=False)
+    def noop() -> None:
+        pass
+
+    monkeypatch.setattr(wsgi, "celery_app", app)
+    assert not app.finalized
+    # when
+    wsgi.warm_up()
+    # then: its tasks are bound, its message sender made, and the producer a cast acquires next
+    # holds an open connection on which the default queue is already declared
+    assert app.finalized and "warm.noop" in app.tasks
+    assert "send_task_message" in app.amqp.__dict__
+    with app.producer_or_acquire() as producer:
+        assert producer.connection.connected
+        assert hash(app.amqp.queues["conductor"]) in producer.connection.declared_entities
+
+
+def test_warm_up_leaves_an_unreachable_broker_to_the_first_cast(monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    from celery import Celery
+
+    # given a broker nobody listens on
+    app = Celery("warm", broker="redis://127.0.0.1:1/0", set_as_current=False)
+    app.conf.broker_connection_timeout = 0.5
+    monkeypatch.setattr(wsgi, "celery_app", app)
+    # when the application loads: then it loads, and says why the broker was not reached
+    wsgi.warm_up()
+    assert app.finalized
+    assert any("broker not reached" in record.getMessage() for record in caplog.records)
+
+
 def test_the_web_and_worker_processes_hand_the_gil_over_at_the_configured_interval(settings: Any) -> None:
     import importlib
     import sys
