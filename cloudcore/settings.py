@@ -228,9 +228,10 @@ CELERY_RESULT_EXPIRES = 2 * LONG_RPC_TIMEOUT
 CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # What run_cloud starts (docs/processes.md): gunicorn worker processes (each runs Python on one
 # core at a time: one per core) and threads per worker (requests served at once by one process,
-# mostly waiting on SQLite and the broker), and the task threads of each compute host's worker.
+# mostly waiting on SQLite, PostgreSQL round trips and the broker), and the task threads of each
+# compute host's worker.
 WEB_WORKERS = env_int("WEB_WORKERS", max(2, os.cpu_count() or 1), minimum=1)
-WEB_THREADS = env_int("WEB_THREADS", 4, minimum=1)
+WEB_THREADS = env_int("WEB_THREADS", 8, minimum=1)
 # How long (ms) a thread of the web and worker processes runs Python before it must hand the GIL to
 # a thread that waits for it (Python's default: 5 ms). Their threads mostly wait on SQLite, Redis
 # and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,

@@ -218,6 +218,26 @@ FINDINGS = (
     "With 20 clients posting back to back, a POST's latency is mostly its turn: 20 requests in flight over "
     "the web's 2 x 4 threads and 2 cores that the conductor and compute hosts share while they build the "
     "servers already posted (2.6 s for the 100 boots: the builds overlap the POSTs).",
+    "Found (POSTs split by their place in each client's five): the first POST of each client was the slow one, "
+    "p50 270-650 ms where the next four were 85-180 ms, so a fifth of the POSTs made the p95. 20 first POSTs sent "
+    "at once to a cloud just started took 657-1,637 ms (the next bursts of 20: 18-298 ms). One web thread alone: "
+    "the process's first POST 100-150 ms, the next 6-12 ms. cProfile of that first POST: Celery finalizing its "
+    "app at the first cast (every task bound, Celery's settings looked up per task attribute), while the "
+    "process's other threads wait on its lock, then its message sender and task-event dispatcher made "
+    "(an import), then a broker connection opened and the queue declared. Fixed: `cloudcore.wsgi.warm_up` does "
+    "all three when a gunicorn worker loads the application, before it accepts connections: the first POST "
+    "of one thread 47-71 ms (what is left: the project's default security group made once, the prepared "
+    "reads' SQL worked out once per process).",
+    "Found (alternated passes, 3 of each, a machine whose load average was about 5 during them: each pass "
+    "starts 11 processes): with gunicorn's 2 x 4 threads, 12 of the 20 clients' requests wait in its queue "
+    "while most of the 8 being served wait on PostgreSQL round trips. 2 x 8 threads: `POST /servers` p50 on "
+    "PostgreSQL 300-326 ms (median 300) -> 124-290 ms (median 223) with the warm-up, and 2 x 4 threads with "
+    "the warm-up 284-472 ms; SQLite 148-232 (182) -> 133-193 (165). An earlier run of the same alternation "
+    "(2 x 4 against 2 x 8 threads, 3 passes each): PostgreSQL median 319 -> 103 ms, SQLite 165 -> 127 ms. "
+    "p95 did not move (SQLite 290-430 ms, PostgreSQL 450-630 ms either way), nor servers/s. Fixed: "
+    "`CLOUDCORE_WEB_THREADS` 8 by default. Tried and not kept: 4 workers x 5 threads and 3 x 7 (no clear "
+    "change, more memory), the workers at niceness 10 (`CLOUDCORE_WORKER_NICE`; SQLite p50 165 either way, "
+    "PostgreSQL 343 against 319: its backends serve the niced workers at the same priority).",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
