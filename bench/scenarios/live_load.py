@@ -231,7 +231,7 @@ FINDINGS = (
     "Found (alternated passes, 3 of each, a machine whose load average was about 5 during them: each pass "
     "starts 11 processes): with gunicorn's 2 x 4 threads, 12 of the 20 clients' requests wait in its queue "
     "while most of the 8 being served wait on PostgreSQL round trips. 2 x 8 threads: `POST /servers` p50 on "
-    "PostgreSQL 300-326 ms (median 300) -> 124-290 ms (median 223) with the warm-up, and 2 x 4 threads with "
+    "PostgreSQL 292-326 ms (median 300) -> 124-290 ms (median 223) with the warm-up, and 2 x 4 threads with "
     "the warm-up 284-472 ms; SQLite 148-232 (182) -> 133-193 (165). An earlier run of the same alternation "
     "(2 x 4 against 2 x 8 threads, 3 passes each): PostgreSQL median 319 -> 103 ms, SQLite 165 -> 127 ms. "
     "p95 did not move (SQLite 290-430 ms, PostgreSQL 450-630 ms either way), nor servers/s. Fixed: "
