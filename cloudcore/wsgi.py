@@ -45,7 +45,7 @@ def _open_broker_connection() -> None:
     not an error here."""
     try:
         with celery_app.producer_or_acquire() as producer:
-            producer.connection.ensure_connection(max_retries=1)
+            producer.connection.ensure_connection(max_retries=0)
             producer.maybe_declare(celery_app.amqp.queues[celery_app.conf.task_default_queue])
     except Exception as exc:  # noqa: BLE001 - any broker failure: the first cast meets it again
         logging.getLogger(__name__).warning("broker not reached while the web process started: %s", exc)
