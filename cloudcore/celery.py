@@ -1,6 +1,8 @@
 """The Celery application shared by the conductor, volume and compute workers, and beat's schedule."""
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import Celery
@@ -32,6 +34,17 @@ class _ArgumentNamesAMQP(AMQP):  # type: ignore[misc]  # celery is untyped
 app = Celery("cloudcore", amqp=_ArgumentNamesAMQP)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@contextmanager
+def connected_producer(celery: Celery) -> Iterator[Any]:
+    """A producer of ``celery``'s pool, held: its broker connection opened (tried once) and the
+    conductor's queue (the default queue) declared on it, as a first cast on that connection would
+    (kombu remembers a declaration per connection). A broker that cannot be reached raises."""
+    with celery.producer_or_acquire() as producer:
+        producer.connection.ensure_connection(max_retries=0)
+        producer.maybe_declare(celery.amqp.queues[celery.conf.task_default_queue])
+        yield producer
 
 
 @task_prerun.connect

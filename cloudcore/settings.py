@@ -232,6 +232,10 @@ CONDUCTOR_CONCURRENCY = env_int("CONDUCTOR_CONCURRENCY", 4, minimum=2)
 # compute host's worker.
 WEB_WORKERS = env_int("WEB_WORKERS", max(2, os.cpu_count() or 1), minimum=1)
 WEB_THREADS = env_int("WEB_THREADS", 8, minimum=1)
+# Each web worker starts all its threads, with their database connections, Celery result backend
+# and broker producers, before it accepts connections (cloudcore.webworker); false: gunicorn's
+# plain threaded worker, whose threads make those at their first requests.
+WEB_PREPARE_THREADS = env_bool("WEB_PREPARE_THREADS", True)
 # How long (ms) a thread of the web and worker processes runs Python before it must hand the GIL to
 # a thread that waits for it (Python's default: 5 ms). Their threads mostly wait on SQLite, Redis
 # and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,

@@ -21,6 +21,7 @@ from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
 
 from cloudcore.celery import app as celery_app
+from cloudcore.celery import connected_producer
 from cloudcore.core import policy
 from cloudcore.core.heap import freeze_startup_heap
 from cloudcore.core.profiling import profiled
@@ -44,9 +45,8 @@ def _open_broker_connection() -> None:
     would. A broker that cannot be reached now is left for that first cast to find (and report),
     not an error here."""
     try:
-        with celery_app.producer_or_acquire() as producer:
-            producer.connection.ensure_connection(max_retries=0)
-            producer.maybe_declare(celery_app.amqp.queues[celery_app.conf.task_default_queue])
+        with connected_producer(celery_app):
+            pass
     except Exception as exc:  # noqa: BLE001 - any broker failure: the first cast meets it again
         logging.getLogger(__name__).warning("broker not reached while the web process started: %s", exc)
 

@@ -68,7 +68,9 @@ class FaultCloud(LiveCloud):
             "shell", "-c", "import json, os; from cloudcore.core.demo import collect_processes; "
             "print(json.dumps([[p.name, p.argv, p.env] for p in collect_processes(dict(os.environ))]))")
         self.argv["web"] = [sys.executable, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind",
-                            f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "4", "--timeout", "120"]
+                            f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "4", "--timeout", "120",
+                            # the worker run_cloud serves with (its threads prepared before it serves)
+                            "--worker-class", "cloudcore.webworker.PreparedThreadWorker"]
         for name, argv, _env in json.loads(listing.strip().splitlines()[-1]):
             self.argv[name] = argv
         (self.var_dir / "log").mkdir(parents=True, exist_ok=True)

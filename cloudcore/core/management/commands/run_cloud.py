@@ -66,6 +66,8 @@ class Command(BaseCommand):
             supervisor.add("web", [
                 python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
                 "--workers", str(settings.WEB_WORKERS), "--threads", str(settings.WEB_THREADS),
+                "--worker-class",
+                "cloudcore.webworker.PreparedThreadWorker" if settings.WEB_PREPARE_THREADS else "gthread",
                 "--timeout", "120", "--access-logfile", "-",
                 # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
                 # retrying: gunicorn's 2 s default closes them just as the next request goes out.
