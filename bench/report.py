@@ -407,22 +407,39 @@ def _met(value: float, target: tuple[float, str]) -> str:
     return "met" if ok else "**not met**"
 
 
-def _live_figures(live: dict[str, Any], targets: dict[str, Any]) -> list[list[Any]]:
-    """The figure rows of one pass: value, target, met / not met."""
+def _live_figures(live: dict[str, Any], targets: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """The header and figure rows of one backend's passes: value (the median over the passes when
+    there were several), target, met / not met, and each pass's figure."""
+    passes = live.get("passes") or []
+    header = ["figure", "median of passes" if len(passes) > 1 else "value", "unit", "target", ""]
+    if len(passes) > 1:
+        header.append("each pass")
     rows = []
     for key, label, unit in (
         ("servers_per_s", f"{live['boots']} boots to ACTIVE ({live['boot_s']:.1f} s)", "servers/s"),
         ("post_p50_ms", "`POST /servers` p50", "ms"), ("post_p95_ms", "`POST /servers` p95", "ms"),
         ("detail_p50_ms", f"`GET /servers/detail` ({live['detail_servers']} servers) p50", "ms"),
     ):
+        def shown(value: float, unit: str = unit) -> str:
+            return f"{value:.1f}" if unit == "servers/s" else f"{value:.0f}"
+
         target = targets.get(key)
         bound = f"{'≥' if target and target[1] == 'min' else '≤'} {target[0]:g}" if target else ""
-        rows.append([label, f"{live[key]:.1f}" if unit == "servers/s" else f"{live[key]:.0f}", unit, bound,
-                     _met(live[key], target) if target else ""])
-    return rows
+        row = [label, shown(live[key]), unit, bound, _met(live[key], target) if target else ""]
+        if len(passes) > 1:
+            row.append(", ".join(shown(one[key]) for one in passes))
+        rows.append(row)
+    return header, rows
 
 
 def _pass_line(live: dict[str, Any]) -> str:
+    passes = live.get("passes") or []
+    if len(passes) > 1:
+        return (f"{live.get('database', 'SQLite')} + {live.get('broker', 'embedded Redis')}, no profiler, "
+                f"{len(passes)} passes; CPUs idle before each: "
+                f"{', '.join(format(one['idle_before'], '.0%') for one in passes)}; load average (1 min) "
+                "before / after each: "
+                + ", ".join(f"{one['load_before'][0]:.2f} / {one['load_after'][0]:.2f}" for one in passes))
     return (f"{live.get('database', 'SQLite')} + {live.get('broker', 'embedded Redis')}, "
             f"{'web under cProfile' if live.get('profiled') else 'no profiler'}; load average (1 min) "
             f"{live['load_before'][0]:.2f} before, {live['load_after'][0]:.2f} after")
@@ -443,13 +460,14 @@ def _live_load_section(live: dict[str, Any]) -> list[str]:
     profile = live["profile"]
     profiled = live.get("profiled_pass") or {}
     md = [f"{live['method']}.", "",
-          f"Figures from the pass **without the profiler** ({_pass_line(live)}):", ""]
-    md += _table(["figure", "value", "unit", "target", ""], _live_figures(live, targets))
+          f"Figures from the {'passes' if len(live.get('passes') or []) > 1 else 'pass'} **without the profiler** "
+          f"({_pass_line(live)}):", ""]
+    md += _table(*_live_figures(live, targets))
     external = live.get("external") or {}
     md += ["", "The same on PostgreSQL + Redis (`CLOUDCORE_E2E_DATABASE_URL` / `CLOUDCORE_E2E_BROKER_URL`):", ""]
     if "servers_per_s" in external:
         md += [f"{_pass_line(external)}.", ""]
-        md += _table(["figure", "value", "unit", "target", ""], _live_figures(external, targets))
+        md += _table(*_live_figures(external, targets))
         if external.get("process_cpu_s"):
             md += ["", f"CPU seconds per process while its {external['boots']} boots ran: " + ", ".join(
                 f"{name} {seconds:.2f}" for name, seconds in external["process_cpu_s"].items() if seconds >= 0.01)

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bench import report
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -142,3 +144,69 @@ def test_process_cpu_follows_the_process_tree() -> None:
     assert _process_name("python -m gunicorn cloudcore.wsgi:application --bind x") == "web (gunicorn)"
     assert _process_name("python manage.py compute --host compute2 --cell cell1") == "compute (compute2)"
     assert _process_name("python -m celery -A cloudcore worker -Q conductor -n conductor@%h") == "conductor (Celery)"
+
+
+def test_live_load_takes_each_figure_as_the_median_of_its_passes_and_keeps_the_median_posts_pass() -> None:
+    from bench.scenarios.live_load import median_pass
+
+    # given three passes of one backend, the middle one by POST p50 with its own timeline
+    runs = [{**_live_pass(servers_per_s=s, post_p50_ms=p50, post_p95_ms=p95, detail_p50_ms=d), "idle_before": 0.95,
+             "timeline": {"which": p50}}
+            for s, p50, p95, d in ((30.0, 280.0, 400.0, 20.0), (20.0, 70.0, 250.0, 40.0), (25.0, 90.0, 600.0, 30.0))]
+    result = median_pass(runs)
+    # then each figure is the median over the passes, whichever pass gave it
+    assert (result["servers_per_s"], result["post_p50_ms"], result["post_p95_ms"], result["detail_p50_ms"]) \
+        == (25.0, 90.0, 400.0, 30.0)
+    assert result["boot_s"] == 4.0
+    # and the rest comes from the pass whose POST p50 is the median one
+    assert result["timeline"] == {"which": 90.0}
+    # and every pass's figures are kept, in the order they ran
+    assert [one["post_p50_ms"] for one in result["passes"]] == [280.0, 70.0, 90.0]
+
+
+def test_live_load_section_shows_the_median_and_every_pass_when_there_were_several(tmp_path: Path) -> None:
+    from bench.scenarios.live_load import median_pass
+
+    # given three passes on SQLite
+    runs = [{**_live_pass(servers_per_s=s, post_p50_ms=p50, post_p95_ms=280.0, detail_p50_ms=40.0),
+             "idle_before": idle} for s, p50, idle in ((30.0, 280.0, 0.97), (20.0, 70.0, 0.93), (25.0, 90.0, 0.99))]
+    live = {**_live_result({"not_run": "not set"}), **median_pass(runs)}
+    data = report.build(results={"live_load": live}, durations={"live_load": 1.0}, rss_after={"setup": 50_000},
+                        nova={"run": False, "reason": "skipped"}, quick=False, total_s=1.0)
+    md = report.write(data, tmp_path)[0].read_text()
+    # then the table gives the median against the target, then each pass's figure
+    assert "| figure | median of passes | unit | target |  | each pass |" in md
+    assert "| `POST /servers` p50 | 90 | ms | ≤ 100 | met | 280, 70, 90 |" in md
+    assert "| 100 boots to ACTIVE (4.0 s) | 25.0 | servers/s | ≥ 20 | met | 30.0, 20.0, 25.0 |" in md
+    # and how idle the machine was before each pass
+    assert "Figures from the passes **without the profiler** (SQLite + embedded Redis, no profiler, 3 passes; " \
+           "CPUs idle before each: 97%, 93%, 99%; load average (1 min) before / after each: 0.50 / 1.50" in md
+    assert data["figures"]["live_post_servers_p50_ms"]["value"] == 90.0
+
+
+def test_settle_waits_for_idle_cpus_and_gives_up_after_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.scenarios import live_load
+
+    # given CPUs that are busy for two samples, then idle
+    samples = iter([0.2, 0.5, 0.95, 0.1])
+    monkeypatch.setattr(live_load, "cpu_idle", lambda seconds: next(samples))
+    # then settle returns at the first idle sample
+    assert live_load.settle() == 0.95
+    # and with CPUs that stay busy, it returns once its bound has passed
+    monkeypatch.setattr(live_load, "cpu_idle", lambda seconds: 0.3)
+    monkeypatch.setattr(live_load, "SETTLE_MAX_S", 0.0)
+    assert live_load.settle() == 0.3
+
+
+def test_cpu_idle_reads_the_machines_cpu_time() -> None:
+    from bench.scenarios.live_load import cpu_idle
+
+    # given a process of our own that keeps one CPU busy
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = cpu_idle(0.5)
+    finally:
+        child.kill()
+    # then at most the other CPUs were idle
+    cpus = os.cpu_count() or 1
+    assert 0.0 <= busy <= (cpus - 1) / cpus + 0.05
