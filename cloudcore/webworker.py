@@ -27,18 +27,24 @@ START_TIMEOUT_S = 30.0
 
 
 def prepare_thread() -> None:
-    """Make this thread's database connections (the API database's and every cell's), and its
-    Celery result backend and reply id."""
-    from django.db import connections
+    """Make this thread's database connections (the API database's and every mapped cell's), and
+    its Celery result backend and reply id. A database that cannot be reached does not keep the
+    others closed: the first such error is raised once all were tried."""
+    from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-    from cells.registry import register_all
+    from cells.registry import alias_for, register_all
     from cloudcore.celery import app
 
-    register_all()
-    for alias in connections:
-        connections[alias].ensure_connection()
     app.backend  # noqa: B018 - the property makes this thread's backend
     app.thread_oid  # noqa: B018 - the property makes this thread's reply id
+    failures: list[DatabaseError] = []
+    for alias in dict.fromkeys([DEFAULT_DB_ALIAS, *(alias_for(cell) for cell in register_all())]):
+        try:
+            connections[alias].ensure_connection()
+        except DatabaseError as exc:
+            failures.append(exc)
+    if failures:
+        raise failures[0]
 
 
 def connect_producers(count: int) -> None:

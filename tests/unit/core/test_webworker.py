@@ -50,19 +50,23 @@ def test_a_thread_that_cannot_be_prepared_is_reported_once_and_the_worker_serves
         pool.shutdown()
 
 
-@pytest.mark.django_db(transaction=True, databases="__all__")
-def test_prepare_thread_opens_the_threads_database_connections_and_result_backend() -> None:
+@pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
+def test_prepare_thread_opens_the_api_and_cell_databases_and_the_result_backend_in_its_thread() -> None:
+    from cells.models import CellMapping
     from cloudcore.celery import app
 
+    # given two mapped cells (their databases the test's cell1 and cell2)
+    for name in ("cell1", "cell2"):
+        CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
     seen: dict[str, Any] = {}
 
     def in_a_new_thread() -> None:
         try:
             webworker.prepare_thread()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - asserted below
             seen["error"] = exc
-            raise
-        seen["connected"] = connections["default"].connection is not None
+        seen["open"] = {alias for alias in ("default", "cell0", "cell1", "cell2")
+                        if connections[alias].connection is not None}
         seen["oid"] = app._local.oid
         seen["backend"] = app._backend
         connections.close_all()
@@ -71,10 +75,49 @@ def test_prepare_thread_opens_the_threads_database_connections_and_result_backen
     thread = threading.Thread(target=in_a_new_thread)
     thread.start()
     thread.join()
-    # then it had its database connection open, and its reply id and result backend made
+    # then it had the API database's and the mapped cells' connections open, and its reply id and
+    # result backend made
     assert "error" not in seen
-    assert seen["connected"]
+    assert {"default", "cell1", "cell2"} <= seen["open"]
     assert seen["oid"] and seen["backend"] is not None
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
+def test_a_cell_database_that_cannot_be_reached_leaves_the_others_open_and_is_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import OperationalError
+
+    from cells.models import CellMapping
+
+    # given cell1 and cell2 mapped, cell2's database down (its connections refused)
+    for name in ("cell1", "cell2"):
+        CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
+    wrapper = type(connections["cell2"])
+    connect = wrapper.ensure_connection
+
+    def refused(self: Any) -> None:
+        if self.alias == "cell2":
+            raise OperationalError("connection refused")
+        connect(self)
+
+    monkeypatch.setattr(wrapper, "ensure_connection", refused)
+    seen: dict[str, Any] = {}
+
+    def in_a_new_thread() -> None:
+        try:
+            webworker.prepare_thread()
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            seen["error"] = exc
+        seen["open"] = {alias for alias in ("default", "cell1", "cell2") if connections[alias].connection is not None}
+        connections.close_all()
+
+    # when a thread is prepared
+    thread = threading.Thread(target=in_a_new_thread)
+    thread.start()
+    thread.join()
+    # then the error is cell2's, and the API database and cell1 were opened all the same
+    assert isinstance(seen["error"], OperationalError) and "refused" in str(seen["error"])
+    assert seen["open"] == {"default", "cell1"}
 
 
 def test_connect_producers_leaves_that_many_connected_producers_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
