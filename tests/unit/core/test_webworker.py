@@ -50,31 +50,42 @@ def test_a_thread_that_cannot_be_prepared_is_reported_once_and_the_worker_serves
         pool.shutdown()
 
 
-@pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
-def test_prepare_thread_opens_the_api_and_cell_databases_and_the_result_backend_in_its_thread() -> None:
+def _map_cells(*names: str) -> None:
     from cells.models import CellMapping
+
+    for name in names:  # the test's own cell databases: the mapping's URL is not read for them
+        CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
+
+
+def _prepared_in_a_new_thread() -> dict[str, Any]:
+    """What ``prepare_thread`` left in a thread of its own: the error it raised, the aliases whose
+    connections were open, the thread's Celery reply id and result backend."""
     from cloudcore.celery import app
 
-    # given two mapped cells (their databases the test's cell1 and cell2)
-    for name in ("cell1", "cell2"):
-        CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
     seen: dict[str, Any] = {}
 
-    def in_a_new_thread() -> None:
+    def run() -> None:
         try:
             webworker.prepare_thread()
-        except Exception as exc:  # noqa: BLE001 - asserted below
+        except Exception as exc:  # noqa: BLE001 - the caller asserts it
             seen["error"] = exc
         seen["open"] = {alias for alias in ("default", "cell0", "cell1", "cell2")
                         if connections[alias].connection is not None}
-        seen["oid"] = app._local.oid
-        seen["backend"] = app._backend
+        seen["oid"], seen["backend"] = getattr(app._local, "oid", None), app._backend
         connections.close_all()
 
-    # when a thread of its own is prepared
-    thread = threading.Thread(target=in_a_new_thread)
+    thread = threading.Thread(target=run)
     thread.start()
     thread.join()
+    return seen
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
+def test_prepare_thread_opens_the_api_and_cell_databases_and_the_result_backend_in_its_thread() -> None:
+    # given two mapped cells
+    _map_cells("cell1", "cell2")
+    # when a thread of its own is prepared
+    seen = _prepared_in_a_new_thread()
     # then it had the API database's and the mapped cells' connections open, and its reply id and
     # result backend made
     assert "error" not in seen
@@ -87,37 +98,25 @@ def test_a_cell_database_that_cannot_be_reached_leaves_the_others_open_and_is_ra
         monkeypatch: pytest.MonkeyPatch) -> None:
     from django.db import OperationalError
 
-    from cells.models import CellMapping
-
-    # given cell1 and cell2 mapped, cell2's database down (its connections refused)
-    for name in ("cell1", "cell2"):
-        CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
+    # given cell1 and cell2 mapped, the database of the cell tried first down (its connections refused)
+    _map_cells("cell1", "cell2")
     wrapper = type(connections["cell2"])
     connect = wrapper.ensure_connection
+    down: list[str] = []
 
     def refused(self: Any) -> None:
-        if self.alias == "cell2":
+        if self.alias in ("cell1", "cell2") and down in ([], [self.alias]):
+            down[:] = [self.alias]
             raise OperationalError("connection refused")
         connect(self)
 
     monkeypatch.setattr(wrapper, "ensure_connection", refused)
-    seen: dict[str, Any] = {}
-
-    def in_a_new_thread() -> None:
-        try:
-            webworker.prepare_thread()
-        except Exception as exc:  # noqa: BLE001 - asserted below
-            seen["error"] = exc
-        seen["open"] = {alias for alias in ("default", "cell1", "cell2") if connections[alias].connection is not None}
-        connections.close_all()
-
     # when a thread is prepared
-    thread = threading.Thread(target=in_a_new_thread)
-    thread.start()
-    thread.join()
-    # then the error is cell2's, and the API database and cell1 were opened all the same
+    seen = _prepared_in_a_new_thread()
+    # then the error is that cell's, and the API database and the other cell were opened all the same
     assert isinstance(seen["error"], OperationalError) and "refused" in str(seen["error"])
-    assert seen["open"] == {"default", "cell1"}
+    (other,) = {"cell1", "cell2"} - set(down)
+    assert {"default", other} <= seen["open"] and down[0] not in seen["open"]
 
 
 def test_connect_producers_leaves_that_many_connected_producers_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
