@@ -38,7 +38,7 @@ def prepare_thread() -> None:
     app.backend  # noqa: B018 - the property makes this thread's backend
     app.thread_oid  # noqa: B018 - the property makes this thread's reply id
     failures: list[DatabaseError] = []
-    for alias in dict.fromkeys([DEFAULT_DB_ALIAS, *(alias_for(cell) for cell in register_all())]):
+    for alias in [DEFAULT_DB_ALIAS, *(alias_for(cell) for cell in register_all())]:  # (a cell's is never the API's)
         try:
             connections[alias].ensure_connection()
         except DatabaseError as exc:
