@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from cells.dburl import database_config, no_database, sqlite_url, url_map
+from cells.dburl import SQLITE_ENGINE, database_config, no_database, sqlite_url, url_map
 from cloudcore.core.broker import embedded_url as embedded_broker_url
 from cloudcore.core.env import env_bool, env_float, env_int, env_str
 
@@ -248,8 +248,11 @@ GC_FREEZE = env_bool("GC_FREEZE", True)
 COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # The niceness (0-19) the Celery workers (conductor, computes, volume) raise themselves to when they
 # start, so that on a busy machine the web process's requests get the CPU first and the workers catch
-# up (docs/processes.md). 0: the priority they were started with.
-WORKER_NICE = env_int("WORKER_NICE", 0, minimum=0)
+# up (docs/processes.md). 0: the priority they were started with. By default 10 where the worker's
+# database is PostgreSQL and 0 where it is SQLite, whose one write lock a niced worker would hold
+# while the web waits for it.
+_WORKER_DATABASE = database_config(COMPUTE_CELL_DATABASE_URL) if COMPUTE_CELL_DATABASE_URL else DATABASES["default"]
+WORKER_NICE = env_int("WORKER_NICE", 0 if _WORKER_DATABASE["ENGINE"] == SQLITE_ENGINE else 10, minimum=0)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", True)

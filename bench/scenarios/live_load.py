@@ -280,6 +280,14 @@ FINDINGS = (
     "218, 161); PostgreSQL + Redis 24.3 servers/s, p50 248 ms, p95 540 ms, detail 37 ms (passes: p50 248, 182, "
     "270; p95 540, 514, 697), its passes run after the SQLite ones at a load average of 3.7-4.5. Not met: "
     "the POST p50 and p95 on PostgreSQL.",
+    "Changed: the Celery workers' niceness (`CLOUDCORE_WORKER_NICE`) is 10 by default where their database is "
+    "PostgreSQL (0 on SQLite, where a niced worker holding the one write lock makes the web wait: 3 pairs, p50 "
+    "95 -> 106 ms). Tried first on the old web (2 x 4 threads, no prepared threads): PostgreSQL p50 343 against "
+    "319, not kept. Again now, passes alternated over three runs (niceness 0 against 10 set explicitly, one pass "
+    "left out whose cloud may have started either way): `POST /servers` p50 median 152 -> 102 ms (6 and 7 passes), "
+    "p95 351 -> 267 ms, servers/s 24.9 -> 24.5; the first two runs 4 of 4 pairs lower, the last 1 of 3, at load "
+    "averages of 3-7. Niceness 19 (4 passes): p50 85-133 ms, p95 262-333 ms, no better than 10. The workers' "
+    "backends run at the server's priority, but a backend works only while its niced worker sends it statements.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and

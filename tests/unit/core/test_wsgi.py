@@ -99,6 +99,38 @@ def test_a_worker_lowers_its_priority_to_the_configured_niceness(settings: Any, 
     assert set_to == ([] if expected is None else [expected])
 
 
+def _worker_nice(tmp_path: Any, **env: str) -> str:
+    """``WORKER_NICE`` as a process started with ``env`` (and no database of the suite's) loads it."""
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
+    loaded = subprocess.run([sys.executable, "-c", "from cloudcore import settings; print(settings.WORKER_NICE)"],
+                            capture_output=True, text=True, check=False,  # noqa: S603
+                            env={**clean, "CLOUDCORE_VAR_DIR": str(tmp_path), **env})
+    assert loaded.returncode == 0, loaded.stderr
+    return loaded.stdout.strip()
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, "0"),
+    ({"CLOUDCORE_DATABASE_URL": "postgres://cloudcore@db.example/api"}, "10"),
+    ({"CLOUDCORE_COMPUTE_CELL": "c1", "CLOUDCORE_COMPUTE_CELL_DATABASE_URL": "postgres://cloudcore@db.example/c1"},
+     "10"),
+    ({"CLOUDCORE_COMPUTE_CELL": "c1", "CLOUDCORE_COMPUTE_CELL_DATABASE_URL": "sqlite:///{var}/c1.sqlite3"}, "0"),
+    ({"CLOUDCORE_DATABASE_URL": "postgres://cloudcore@db.example/api", "CLOUDCORE_WORKER_NICE": "0"}, "0"),
+    ({"CLOUDCORE_WORKER_NICE": "5"}, "5"),
+])
+def test_the_workers_niceness_defaults_to_10_on_postgresql_and_0_on_sqlite(tmp_path: Any, env: dict[str, str],
+                                                                         expected: str) -> None:
+    # given a worker's database (the API database, or an isolated compute host's cell database)
+    # when its settings load with no niceness set, or with one set
+    # then a worker on PostgreSQL yields the CPU to the web and one on SQLite does not (a niced worker
+    # would hold SQLite's one write lock while the web waits), and a niceness set is used as it is
+    assert _worker_nice(tmp_path, **{k: v.format(var=tmp_path) for k, v in env.items()}) == expected
+
+
 @pytest.mark.parametrize("freeze", [True, False])
 def test_the_web_and_worker_processes_freeze_what_start_up_left_out_of_full_collections(
         settings: Any, freeze: bool) -> None:
