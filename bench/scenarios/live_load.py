@@ -288,6 +288,14 @@ FINDINGS = (
     "p95 351 -> 267 ms, servers/s 24.9 -> 24.5; the first two runs 4 of 4 pairs lower, the last 1 of 3, at load "
     "averages of 3-7. Niceness 19 (4 passes): p50 85-133 ms, p95 262-333 ms, no better than 10. The workers' "
     "backends run at the server's priority, but a backend works only while its niced worker sends it statements.",
+    "Found on PostgreSQL: a client's first POST still took longer than its next ones (first POST p50 about 160 "
+    "ms, the rest 60-110 ms, workers niced). Each prepared thread's backend was new, and a new backend looks "
+    "up each table in the catalog at the first statement using it: the API database's 80 tables cost 35-57 ms "
+    "the first time, about 3 ms the next, on a machine as busy as a pass. Fixed: the prepared threads' "
+    "backends have every table of their database planned before the worker serves "
+    "(`cloudcore.webworker.warm_catalog`: one query, `SELECT * FROM <table> WHERE false` per table). "
+    "5 alternated pairs, workers at niceness 10: first POST p50 median 163 -> 117 ms (lower in 3 of 5), "
+    "`POST /servers` p50 117 -> 90 ms (lower in 3), p95 278 -> 285 ms (unchanged), servers/s unchanged.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and

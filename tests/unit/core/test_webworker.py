@@ -1,6 +1,8 @@
 """The web worker's threads are started and prepared before it serves (``cloudcore.webworker``)."""
 from __future__ import annotations
 
+import contextlib
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -57,19 +59,32 @@ def _map_cells(*names: str) -> None:
         CellMapping.objects.get_or_create(name=name, defaults={"database_connection": f"{name}://"})
 
 
+ALIASES = ("default", "cell0", "cell1", "cell2")
+
+
 def _prepared_in_a_new_thread() -> dict[str, Any]:
     """What ``prepare_thread`` left in a thread of its own: the error it raised, the aliases whose
-    connections were open, the thread's Celery reply id and result backend."""
+    connections were open, the thread's Celery reply id and result backend, the statements it sent
+    each database."""
     from cloudcore.celery import app
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, Any] = {"sql": {alias: [] for alias in ALIASES}}
+
+    def recorded(alias: str) -> Any:
+        def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            seen["sql"][alias].append(sql)
+            return execute(sql, params, many, context)
+        return wrapper
 
     def run() -> None:
         try:
-            webworker.prepare_thread()
+            with contextlib.ExitStack() as stack:
+                for alias in ALIASES:
+                    stack.enter_context(connections[alias].execute_wrapper(recorded(alias)))
+                webworker.prepare_thread()
         except Exception as exc:  # noqa: BLE001 - the caller asserts it
             seen["error"] = exc
-        seen["open"] = {alias for alias in ("default", "cell0", "cell1", "cell2")
+        seen["open"] = {alias for alias in ALIASES
                         if connections[alias].connection is not None}
         seen["oid"], seen["backend"] = getattr(app._local, "oid", None), app._backend
         connections.close_all()
@@ -91,6 +106,26 @@ def test_prepare_thread_opens_the_api_and_cell_databases_and_the_result_backend_
     assert "error" not in seen
     assert {"default", "cell1", "cell2"} <= seen["open"]
     assert seen["oid"] and seen["backend"] is not None
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
+def test_a_postgresql_backend_has_every_table_of_its_database_planned_before_the_first_request() -> None:
+    # given two mapped cells
+    _map_cells("cell1", "cell2")
+    # when a thread of its own is prepared
+    seen = _prepared_in_a_new_thread()
+    assert "error" not in seen
+    for alias in ("default", "cell1", "cell2"):
+        warming = [sql for sql in seen["sql"][alias] if "WHERE false" in sql]
+        if connections[alias].vendor == "postgresql":
+            # then each PostgreSQL database was sent one query naming each of its tables, which reads no row
+            (query,) = warming
+            named = re.findall(r'SELECT \* FROM "([^"]+)" WHERE false', query)
+            assert sorted(named) == sorted(connections[alias].introspection.table_names())
+            assert "servers_buildrequest" in named or "servers_instance" in named
+        else:
+            # and SQLite none (it has no backend whose caches a first request would fill)
+            assert warming == []
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
