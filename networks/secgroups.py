@@ -190,8 +190,9 @@ def _default_group(project_id: str) -> QuerySet[SecurityGroup]:
 
 
 def default_group_for(project_id: str) -> SecurityGroup:
-    """The project's ``default`` group, made with Neutron's default rules on first use. Two first uses at
-    once both end up with the one row (the unique constraint on ``is_default`` decides the race)."""
+    """The project's ``default`` group, made with Neutron's default rules when the project is made
+    (``networks.apps``), or at first use for a project made without it. Two first uses at once both
+    end up with the one row (the unique constraint on ``is_default`` decides the race)."""
     found = prepared_objects("networks.default_group", _default_group, (project_id,))
     if found:
         return found[0]

@@ -42,9 +42,38 @@ def shape(rule: dict[str, Any]) -> tuple[Any, ...]:
             rule["remote_group_id"] is not None)
 
 
+def test_a_new_project_has_its_default_group_before_its_first_use() -> None:
+    from identity.models import Project
+    from networks.models import SecurityGroup, SecurityGroupRule
+
+    # given a cloud admin
+    admin = admin_client()
+    # when a project is made through the identity API
+    created = admin.post("/identity/v3/projects", {"project": {"name": "fresh"}}, format="json")
+    assert created.status_code == 201, created.content
+    project_id = created.json()["project"]["id"]
+    # then its default group is there already, with Neutron's four rules: its first boots, arriving
+    # together, do not each try to make it
+    (group,) = SecurityGroup.objects.filter(project_id=project_id)
+    assert (group.name, group.is_default) == ("default", True)
+    assert SecurityGroupRule.objects.filter(security_group=group).count() == 4
+    # and a name taken makes no project and no group
+    again = admin.post("/identity/v3/projects", {"project": {"name": "fresh"}}, format="json")
+    assert again.status_code == 409
+    assert SecurityGroup.objects.filter(project_id=project_id).count() == 1
+    # and a project row made in the ORM gets one too, a project loaded from a fixture (raw) none
+    assert SecurityGroup.objects.filter(project_id=Project.objects.create(name="orm").id, is_default=True).exists()
+    raw = Project(name="fixture")
+    raw.save_base(raw=True)  # as loaddata saves it
+    assert not SecurityGroup.objects.filter(project_id=raw.id).exists()
+
+
 def test_default_group_made_on_first_use_with_neutrons_rules() -> None:
-    # given a project that never used security groups
+    from networks.models import SecurityGroup
+
+    # given a project that never used security groups (made before projects got theirs when made)
     client = member()
+    SecurityGroup.objects.all().delete()
     # when it lists its groups
     groups = client.get(SG).json()["security_groups"]
     # then there is exactly one, "default", with Neutron's four rules
