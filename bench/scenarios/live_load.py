@@ -307,6 +307,14 @@ FINDINGS = (
     "Fixed in the product, not the scenario: a project gets its default group when it is made (identity API, "
     "commands, the demo; `networks.apps`), as every project it lists already showed; projects made before "
     "still get theirs at first use.",
+    "Measured after the workers' niceness, the catalog warm-up and the default group made with the project "
+    "(`make bench BENCH_ARGS=\"live_load --nova skip\"`, 4080feb, 3 passes each, no other work on the machine, "
+    "load average 1.46 at the start): SQLite 52.2 servers/s, `POST /servers` p50 93 ms, p95 188 ms, detail p50 "
+    "18 ms, all met (passes: p50 93, 99, 38; p95 188, 224, 186); PostgreSQL + Redis 25.2 servers/s, p50 94 ms, "
+    "p95 314 ms, detail 32 ms (passes: p50 70, 94, 153; p95 210, 314, 361; load average 3.1-4.1 before "
+    "them). Met on PostgreSQL in the median: servers/s, p50, detail; not met: p95 (one pass of three under "
+    "300 ms). The run before the default group's change (ecdac38): PostgreSQL p50 125, p95 289 (passes 289, "
+    "274, 332), SQLite p50 92, p95 205.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
