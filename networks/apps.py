@@ -21,6 +21,7 @@ class NetworksConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_save
 
-        from identity.models import Project
-
-        post_save.connect(_default_group_of_new_project, sender=Project, dispatch_uid="networks.default_group")
+        # the model named, not imported: identity's models are its own (its services and selectors are
+        # the other apps' way in)
+        post_save.connect(_default_group_of_new_project, sender="identity.Project",
+                          dispatch_uid="networks.default_group")
