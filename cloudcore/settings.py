@@ -250,9 +250,9 @@ COMPUTE_CONCURRENCY = env_int("COMPUTE_CONCURRENCY", 8, minimum=1)
 # start, so that on a busy machine the web process's requests get the CPU first and the workers catch
 # up (docs/processes.md). 0: the priority they were started with. By default 10 where the worker's
 # database is PostgreSQL and 0 where it is SQLite, whose one write lock a niced worker would hold
-# while the web waits for it.
-_WORKER_DATABASE = database_config(COMPUTE_CELL_DATABASE_URL) if COMPUTE_CELL_DATABASE_URL else DATABASES["default"]
-WORKER_NICE = env_int("WORKER_NICE", 0 if _WORKER_DATABASE["ENGINE"] == SQLITE_ENGINE else 10, minimum=0)
+# while the web waits for it. (Lower case: a name of this module, not a setting.)
+worker_database = database_config(COMPUTE_CELL_DATABASE_URL) if COMPUTE_CELL_DATABASE_URL else DATABASES["default"]
+WORKER_NICE = env_int("WORKER_NICE", 0 if worker_database["ENGINE"] == SQLITE_ENGINE else 10, minimum=0)
 # A compute task runs as the compute agent of its cell (cells.isolation): any use of the API
 # database or another cell's is refused.
 COMPUTE_ISOLATION = env_bool("COMPUTE_ISOLATION", True)
