@@ -3,8 +3,8 @@
 SQLite connections get WAL, a busy timeout and immediate transactions so that the web process
 and several workers can write the same file (and the writers of one process queue in it:
 ``cloudcore.core.sqlite3``); PostgreSQL connections get a connect timeout and
-TCP keepalives; with ``CLOUDCORE_DB_SOCKET_HEALTH_CHECK`` a kept connection's health check looks at
-its socket before it asks the server (``cloudcore.core.postgresql``; off by default: see there).
+TCP keepalives; a kept connection's health check looks at its socket before it asks the server
+(``cloudcore.core.postgresql``; ``CLOUDCORE_DB_SOCKET_HEALTH_CHECK=0``: Django's ``SELECT 1``).
 Connections are closed at the end of each request or task unless
 ``CLOUDCORE_DB_CONN_MAX_AGE`` (seconds) says to keep them: ``run_cloud`` sets it for the web
 process, whose gunicorn threads would otherwise open, set up (WAL pragmas) and close a connection
@@ -73,7 +73,7 @@ def database_config(url: str) -> dict[str, Any]:
         options = config.setdefault("OPTIONS", {})
         for key, value in POSTGRES_OPTIONS.items():
             options.setdefault(key, value)
-        if env_bool("DB_SOCKET_HEALTH_CHECK", False):
+        if env_bool("DB_SOCKET_HEALTH_CHECK", True):
             config["ENGINE"] = POSTGRES_ENGINE
         config["CONN_HEALTH_CHECKS"] = True
     else:

@@ -17,23 +17,36 @@ knows is closed goes through Django's ``SELECT 1`` as before. A peer that vanish
 word (no packet at all) is found by neither check before TCP's keepalives give up on it
 (``cells.dburl.POSTGRES_OPTIONS``), after which the socket reports the error.
 
-Off by default (``CLOUDCORE_DB_SOCKET_HEALTH_CHECK=1`` turns it on, ``cells.dburl``): a backend
-terminated a moment before the check may not have written its FATAL message yet, and the request
-then fails on its first statement where ``SELECT 1`` would have found the connection dead and
-opened another. Measured on a live cloud (PostgreSQL, load average 12-15): 3 of 36 requests sent
-right after every backend was terminated answered 500 with this check, none with Django's; none
-either way when they were sent a second later.
+The socket cannot tell everything: a backend terminated an instant before the check may not have
+written its FATAL message yet, and the request's first statement then finds the connection dead.
+Measured on a live cloud (PostgreSQL, load average 12-15), that made 3 of 36 requests sent right
+after every backend was terminated answer 500. So the first statement after a check the socket
+passed is tried again, once, on a new connection when the old one turns out to be closed
+(``FirstStatementRetried``): nothing had reached the server on the old one (the statement failed,
+and it was the first since the last request ended idle), so nothing is done twice. Inside an
+atomic block the new connection is given the block's state (autocommit off; psycopg2 sends
+``BEGIN`` with the statement). Statements after the first are not tried again: their transaction
+was on the connection that died. Django's ``SELECT 1`` has the same race between its check and the
+first statement, and no retry.
+
+On by default; ``CLOUDCORE_DB_SOCKET_HEALTH_CHECK=0`` gives Django's ``SELECT 1`` back (``cells.dburl``).
 
 Only the health check changes: after an error (``close_if_unusable_or_obsolete``,
 ``cells.registry.drop_broken_connections``) ``is_usable`` still asks the server.
 """
 from __future__ import annotations
 
+import logging
 import select
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
+from django.db.backends import utils
 from django.db.backends.postgresql import base
+from django.db.backends.signals import connection_created
 from psycopg2 import extensions  # type: ignore[import-untyped]
+
+logger = logging.getLogger(__name__)
 
 #: what ``poll`` reports on a socket the server wrote to, closed or that failed
 _SPOKE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP | select.POLLNVAL
@@ -52,14 +65,76 @@ def idle_and_silent(connection: Any) -> bool:
         return False
 
 
+class FirstStatementRetried:
+    """The cursor of a connection whose health check was its socket's (mixed into Django's cursor
+    wrappers): the first statement after that check, when it fails on a connection that is then
+    closed, is sent again on a new connection (``DatabaseWrapper.reopen``)."""
+
+    db: DatabaseWrapper
+    cursor: Any
+
+    def _execute(self, sql: Any, params: Any, *ignored_wrapper_args: Any) -> Any:
+        return self._retried(super()._execute, sql, params, *ignored_wrapper_args)  # type: ignore[misc]
+
+    def _executemany(self, sql: Any, param_list: Any, *ignored_wrapper_args: Any) -> Any:
+        return self._retried(super()._executemany, sql, param_list, *ignored_wrapper_args)  # type: ignore[misc]
+
+    def _retried(self, send: Any, *args: Any) -> Any:
+        if not self.db.unconfirmed:
+            return send(*args)
+        self.db.unconfirmed = False
+        try:
+            return send(*args)
+        except (OperationalError, InterfaceError):
+            if not self.db.connection.closed or self.cursor.name is not None:
+                raise
+        logger.warning("connection to database %r found closed at its first statement: sent again on a new one",
+                       self.db.alias)
+        self.cursor = self.db.reopen()
+        return send(*args)
+
+
+class CursorWrapper(FirstStatementRetried, utils.CursorWrapper):
+    pass
+
+
+class CursorDebugWrapper(FirstStatementRetried, base.CursorDebugWrapper):
+    pass
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     # (django-stubs do not declare the health check's attributes)
     health_check_enabled: bool
     health_check_done: bool
+    #: the connection was taken as usable by its socket alone and has not answered a statement since
+    unconfirmed = False
 
     def close_if_health_check_failed(self) -> None:
-        if (self.connection is not None and self.health_check_enabled and not self.health_check_done
-                and idle_and_silent(self.connection)):
+        if self.connection is None or not self.health_check_enabled or self.health_check_done:
+            return
+        self.unconfirmed = idle_and_silent(self.connection)
+        if self.unconfirmed:
             self.health_check_done = True
             return
         super().close_if_health_check_failed()
+
+    def make_cursor(self, cursor: Any) -> Any:
+        return CursorWrapper(cursor, self)
+
+    def make_debug_cursor(self, cursor: Any) -> Any:
+        return CursorDebugWrapper(cursor, self)
+
+    def reopen(self) -> Any:
+        """A new connection in place of the closed one, in the state the old one was in for Django
+        (the atomic block it is in, autocommit off in it), set up as ``connect`` sets one up; a
+        new DB-API cursor on it."""
+        self.connection.close()  # (psycopg2: nothing to do on a closed one)
+        with self.wrap_database_errors:
+            connection = self.get_new_connection(self.get_connection_params())
+            connection.autocommit = True  # the time zone and role set outside a transaction
+            self._configure_connection(connection)  # type: ignore[attr-defined]
+            connection.autocommit = self.autocommit
+        self.connection = connection
+        self.errors_occurred = False
+        connection_created.send(sender=type(self), connection=self)
+        return self.create_cursor()

@@ -63,11 +63,11 @@ def test_a_connection_in_a_transaction_or_closed_is_checked_by_a_query(
     assert not idle_and_silent(closed)  # type: ignore[arg-type]
 
 
-def test_postgres_urls_get_the_backend_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postgres_urls_get_the_backend_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", raising=False)
-    assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] != POSTGRES_ENGINE
-    monkeypatch.setenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", "1")
     assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] == POSTGRES_ENGINE
+    monkeypatch.setenv("CLOUDCORE_DB_SOCKET_HEALTH_CHECK", "0")
+    assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] != POSTGRES_ENGINE
 
 
 # --- against a PostgreSQL server (make test, make test-e2e-postgres) --------------------------------
@@ -120,23 +120,96 @@ def test_a_kept_connection_is_reused_without_a_query(wrapper: DatabaseWrapper,
     assert _backend_pid(wrapper) == pid
 
 
-@pytest.mark.postgres
-def test_a_terminated_backend_is_replaced_before_the_request_uses_it(wrapper: DatabaseWrapper,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def _terminated(conn: DatabaseWrapper) -> None:
+    """Terminate ``conn``'s backend (as a restarted database does) and wait for its FATAL message."""
     import psycopg2  # type: ignore[import-untyped]
 
-    pid = _backend_pid(wrapper)
-    # given the backend terminated between two requests (as a restarted database does)
+    pid = conn.connection.info.backend_pid
     admin: Any = psycopg2.connect(URL.rsplit("/", 1)[0] + "/postgres")
     admin.autocommit = True
     with admin.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", (pid,))
     admin.close()
     poller = select.poll()
-    poller.register(wrapper.connection.fileno(), select.POLLIN)
+    poller.register(conn.connection.fileno(), select.POLLIN)
     deadline = time.monotonic() + 10
     while not poller.poll(100) and time.monotonic() < deadline:
         pass
+
+
+def _message_not_seen_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race: the socket looked at before the terminated backend's FATAL message came."""
+    from cloudcore.core.postgresql import base
+
+    monkeypatch.setattr(base, "idle_and_silent", lambda connection: True)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("logged", [False, True], ids=["cursor", "debug cursor"])
+def test_a_backend_terminated_unseen_by_the_check_is_replaced_at_the_first_statement(
+        wrapper: DatabaseWrapper, monkeypatch: pytest.MonkeyPatch, logged: bool) -> None:
+    wrapper.force_debug_cursor = logged  # (the query log's cursor, as in CaptureQueriesContext)
+    pid = _backend_pid(wrapper)
+    # given the backend terminated in the instant before the next request's check
+    _terminated(wrapper)
+    _message_not_seen_yet(monkeypatch)
+    # when that request checks the connection (by its socket alone) and sends its first statement
+    assert _checked(wrapper, monkeypatch) == []
+    new_pid = _backend_pid(wrapper)
+    # then the statement was answered by a new backend, and the request goes on with it
+    assert new_pid != pid
+    assert _backend_pid(wrapper) == new_pid
+    assert wrapper.connection.autocommit
+
+
+@pytest.mark.postgres
+def test_an_atomic_block_whose_first_statement_finds_the_backend_gone_commits_on_the_new_one(
+        wrapper: DatabaseWrapper, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import connections, transaction
+
+    with wrapper.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE kept (n integer)")
+    _terminated(wrapper)
+    _message_not_seen_yet(monkeypatch)
+    assert _checked(wrapper, monkeypatch) == []
+    connections["health_check"] = wrapper
+    try:
+        # when a transaction's first statement is sent on the connection that died
+        with transaction.atomic(using="health_check"), wrapper.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE kept (n integer)")  # (the old session's is gone)
+            cursor.execute("INSERT INTO kept VALUES (1), (2)")
+            assert not wrapper.connection.autocommit
+    finally:
+        del connections["health_check"]
+    # then the transaction ran on the new connection and was committed there
+    assert wrapper.connection.autocommit
+    with wrapper.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM kept")
+        assert cursor.fetchone()[0] == 2
+
+
+@pytest.mark.postgres
+def test_a_statement_after_the_first_is_not_sent_again(wrapper: DatabaseWrapper,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import OperationalError
+
+    _message_not_seen_yet(monkeypatch)
+    assert _checked(wrapper, monkeypatch) == []
+    pid = _backend_pid(wrapper)  # the request's first statement, answered
+    # when the backend is terminated in the middle of the request
+    _terminated(wrapper)
+    # then its next statement fails: it may have been part of what the dead backend was doing
+    with pytest.raises(OperationalError):
+        _backend_pid(wrapper)
+    assert pid
+
+
+@pytest.mark.postgres
+def test_a_terminated_backend_is_replaced_before_the_request_uses_it(wrapper: DatabaseWrapper,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = _backend_pid(wrapper)
+    # given the backend terminated between two requests (as a restarted database does)
+    _terminated(wrapper)
     # when the next request checks the connection
     asked = _checked(wrapper, monkeypatch)
     # then the server was asked, the dead connection dropped, and the request gets a new one
