@@ -12,11 +12,13 @@ An app that contributes to the demo defines, in ``<app>/demo.py``:
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from django.apps import apps
+from django.conf import settings
 
 #: the options of every ``celery worker`` run_cloud starts: no gossip, mingle or worker heartbeats
 #: (the cloud reads none of them; each is broker traffic, the heartbeat every 2 s)
@@ -54,6 +56,22 @@ def run_setups(out: Callable[[str], None]) -> None:
         setup = getattr(module, "setup", None)
         if setup is not None:
             setup(out)
+
+
+def web_process(bind: str, env: dict[str, str]) -> DemoProcess:
+    """The web process ``run_cloud`` serves the APIs and the console with, on ``bind``."""
+    return DemoProcess("web", [
+        sys.executable, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
+        "--workers", str(settings.WEB_WORKERS), "--threads", str(settings.WEB_THREADS),
+        "--worker-class",
+        "cloudcore.webworker.PreparedThreadWorker" if settings.WEB_PREPARE_THREADS else "gthread",
+        "--timeout", "120", "--access-logfile", "-",
+        # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
+        # retrying: gunicorn's 2 s default closes them just as the next request goes out.
+        "--keep-alive", "75"],
+        # its threads keep their database connections (see cells.dburl): a connect and the
+        # WAL pragmas per database per request were a tenth of its time under 20 clients
+        {"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")})
 
 
 def collect_processes(env: dict[str, str]) -> list[DemoProcess]:

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -60,19 +59,18 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interva
 class FaultCloud(LiveCloud):
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     argv: dict[str, list[str]] = field(default_factory=dict)
+    child_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def start(self, timeout: float = 240.0) -> None:
         self.manage("migrate", "--verbosity", "0")
         self.manage("demo_setup")
+        # the processes run_cloud starts, each with the environment it gives it
         listing = self.manage(
-            "shell", "-c", "import json, os; from cloudcore.core.demo import collect_processes; "
-            "print(json.dumps([[p.name, p.argv, p.env] for p in collect_processes(dict(os.environ))]))")
-        self.argv["web"] = [sys.executable, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind",
-                            f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "4", "--timeout", "120",
-                            # the worker run_cloud serves with (its threads prepared before it serves)
-                            "--worker-class", "cloudcore.webworker.PreparedThreadWorker"]
-        for name, argv, _env in json.loads(listing.strip().splitlines()[-1]):
-            self.argv[name] = argv
+            "shell", "-c", "import json, os; from cloudcore.core.demo import collect_processes, web_process; "
+            f"env = dict(os.environ); processes = [web_process('127.0.0.1:{self.port}', env), "
+            "*collect_processes(env)]; print(json.dumps([[p.name, p.argv, p.environment(env)] for p in processes]))")
+        for name, argv, env in json.loads(listing.strip().splitlines()[-1]):
+            self.argv[name], self.child_env[name] = argv, env
         (self.var_dir / "log").mkdir(parents=True, exist_ok=True)
         for name in self.argv:
             self.spawn(name)
@@ -80,7 +78,7 @@ class FaultCloud(LiveCloud):
 
     def spawn(self, name: str) -> None:
         log = open(self.var_dir / "log" / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        self.children[name] = subprocess.Popen(self.argv[name], cwd=ROOT, env=self.env, stdout=log,
+        self.children[name] = subprocess.Popen(self.argv[name], cwd=ROOT, env=self.child_env[name], stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
 

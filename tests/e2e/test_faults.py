@@ -33,6 +33,9 @@ cell DB down       build                                    conductor: creating 
                                                             the cell (never gets there)
 cell DB down       cross-cell resize (target cell's DB)     destination compute: finishing (target
                                                             copy's row)
+every DB backend   reads from 12 clients at once            the web's kept connections, their
+terminated while                                            backends stopped (SIGSTOP) so that
+stopped                                                     none has said so when it is checked
 =================  =======================================  =====================================
 
 A compute host that was restarted has lost its guests (the simulated hypervisor, libvirt's
@@ -44,8 +47,10 @@ Runs under ``make test-e2e-postgres`` (a pytest run of its own, so that this clo
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +59,7 @@ from typing import Any
 import pytest
 import requests
 
-from .cloud import free_port, fresh_postgres_databases, make_env
+from .cloud import free_port, fresh_postgres_databases, make_env, pg_connect
 from .faults import (
     Api,
     Databases,
@@ -641,6 +646,58 @@ def test_cell_database_down_mid_cross_cell_resize(env: Env, servers: dict[str, s
     assert set(env.held(server_id)) == {"compute1"} and env.held(migration_id) == {}
     env.assert_consistent()
     env.assert_all_running()
+
+
+def test_backends_terminated_before_they_say_so(env: Env, servers: dict[str, str]) -> None:
+    """Every backend of the cloud's databases terminated while stopped (SIGSTOP), so that none has
+    written its FATAL message when the web's threads look at their kept connections' sockets
+    (``cloudcore.core.postgresql``), then requests from many clients at once: each request's first
+    statement finds its connection closed and is sent again on a new one; none fails."""
+    import signal
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [urllib.parse.urlsplit(url).path.lstrip("/") for url in (env.db.api_url, *env.db.cell_url.values())]
+    paths = ["/servers/detail", *(f"/servers/{server_id}" for server_id in servers.values())]
+
+    def burst() -> list[int]:
+        with ThreadPoolExecutor(12) as pool:
+            return list(pool.map(lambda i: env.api.call("GET", paths[i % len(paths)]).status_code, range(12)))
+
+    assert set(burst() + burst()) == {200}  # every web thread's connections made and kept
+    web_log = env.cloud.var_dir / "log" / "web.log"
+    recovered_before = web_log.read_text(errors="replace").count("found closed at its first statement")
+    admin = pg_connect(env.db.api_url.rsplit("/", 1)[0] + "/postgres")
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = ANY(%s) AND pid <> pg_backend_pid()",
+                        (names,))
+            pids = [row[0] for row in cur.fetchall()]
+        stopped = []
+        try:
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+        except PermissionError:
+            pytest.skip("the PostgreSQL server's backends cannot be signalled from here")
+        finally:
+            with admin.cursor() as cur:
+                cur.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (stopped,))
+            thaw = threading.Timer(0.5, lambda: [_signalled(pid, signal.SIGCONT) for pid in stopped])
+            thaw.start()
+        statuses = burst()
+        thaw.join()
+    finally:
+        admin.close()
+    assert statuses == [200] * 12
+    recovered = web_log.read_text(errors="replace").count("found closed at its first statement") - recovered_before
+    assert recovered >= 1, env.cloud.tail(20)
+    env.assert_all_running()
+
+
+def _signalled(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
 
 
 def test_recovered_cloud_builds_and_cleans_up(env: Env, servers: dict[str, str]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -22,7 +21,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from cloudcore.core import broker
-from cloudcore.core.demo import collect_processes, run_setups
+from cloudcore.core.demo import collect_processes, run_setups, web_process
 from cloudcore.core.supervise import Child, Supervisor, log_tail
 
 #: how long the embedded Redis may take to answer
@@ -62,19 +61,8 @@ class Command(BaseCommand):
                 call_command("migrate", verbosity=0)
                 run_setups(self.stdout.write)
             call_command("collectstatic", interactive=False, verbosity=0)
-            python = sys.executable
-            supervisor.add("web", [
-                python, "-m", "gunicorn", "cloudcore.wsgi:application", "--bind", bind,
-                "--workers", str(settings.WEB_WORKERS), "--threads", str(settings.WEB_THREADS),
-                "--worker-class",
-                "cloudcore.webworker.PreparedThreadWorker" if settings.WEB_PREPARE_THREADS else "gthread",
-                "--timeout", "120", "--access-logfile", "-",
-                # Clients (keystoneauth, the SDK's 2 s status polls) reuse connections without
-                # retrying: gunicorn's 2 s default closes them just as the next request goes out.
-                "--keep-alive", "75"],
-                # its threads keep their database connections (see cells.dburl): a connect and the
-                # WAL pragmas per database per request were a tenth of its time under 20 clients
-                {**env, "CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")})
+            web = web_process(bind, env)
+            supervisor.add(web.name, web.argv, web.environment(env))
             for proc in collect_processes(env):
                 supervisor.add(proc.name, proc.argv, proc.environment(env), queues=proc.queues)
             for child in supervisor.children:
