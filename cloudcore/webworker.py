@@ -49,20 +49,28 @@ def prepare_thread() -> None:
         raise failures[0]
 
 
+#: database alias: ``warm_catalog``'s query of its tables
+_warm_up_queries: dict[str, str] = {}
+
+
 def warm_catalog(connection: Any) -> None:
     """On PostgreSQL, fill this connection's backend's caches of the catalog with every table of its
     database: one query of ``SELECT * FROM <table> WHERE false``, one per table, which plans each
     table with its indexes and reads no row. A new backend otherwise looks each table up in the
     catalog at the first statement that uses it: the 80 tables of the API database took 35-57 ms the
     first time and about 3 ms the next (a busy machine), and those 35-57 ms come once per thread. On
-    SQLite there is no backend: nothing is sent."""
+    SQLite there is no backend: nothing is sent. The tables are listed by the process's first thread
+    that warms the database (``_warm_up_queries``); the others send the query it made."""
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        quote = connection.ops.quote_name
-        tables = connection.introspection.table_names(cursor)
-        cursor.execute("; ".join(f"SELECT * FROM {quote(table)} WHERE false"  # noqa: S608 - the catalog's names
-                                 for table in tables))
+        query = _warm_up_queries.get(connection.alias)
+        if query is None:
+            quote = connection.ops.quote_name
+            query = _warm_up_queries.setdefault(connection.alias, "; ".join(
+                f"SELECT * FROM {quote(table)} WHERE false"  # noqa: S608 - the catalog's names
+                for table in connection.introspection.table_names(cursor)))
+        cursor.execute(query)
 
 
 def connect_producers(count: int) -> None:

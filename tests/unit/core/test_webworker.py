@@ -109,12 +109,16 @@ def test_prepare_thread_opens_the_api_and_cell_databases_and_the_result_backend_
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "cell0", "cell1", "cell2"])
-def test_a_postgresql_backend_has_every_table_of_its_database_planned_before_the_first_request() -> None:
+def test_a_postgresql_backend_has_every_table_of_its_database_planned_before_the_first_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cloudcore import webworker
+
+    monkeypatch.setattr(webworker, "_warm_up_queries", {})  # (a new process)
     # given two mapped cells
     _map_cells("cell1", "cell2")
-    # when a thread of its own is prepared
-    seen = _prepared_in_a_new_thread()
-    assert "error" not in seen
+    # when a thread of its own is prepared, then another
+    seen, again = _prepared_in_a_new_thread(), _prepared_in_a_new_thread()
+    assert "error" not in seen and "error" not in again
     for alias in ("default", "cell1", "cell2"):
         warming = [sql for sql in seen["sql"][alias] if "WHERE false" in sql]
         if connections[alias].vendor == "postgresql":
@@ -123,6 +127,9 @@ def test_a_postgresql_backend_has_every_table_of_its_database_planned_before_the
             named = re.findall(r'SELECT \* FROM "([^"]+)" WHERE false', query)
             assert sorted(named) == sorted(connections[alias].introspection.table_names())
             assert "servers_buildrequest" in named or "servers_instance" in named
+            # and the second thread sent that query without listing the tables (once in the process)
+            assert [sql for sql in again["sql"][alias] if "WHERE false" in sql] == [query]
+            assert [sum("pg_class" in sql for sql in thread["sql"][alias]) for thread in (seen, again)] == [1, 0]
         else:
             # and SQLite none (it has no backend whose caches a first request would fill)
             assert warming == []
