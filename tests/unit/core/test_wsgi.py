@@ -101,14 +101,10 @@ def test_a_worker_lowers_its_priority_to_the_configured_niceness(settings: Any, 
 
 def _worker_nice(tmp_path: Any, **env: str) -> str:
     """``WORKER_NICE`` as a process started with ``env`` (and no database of the suite's) loads it."""
-    import os
-    import subprocess
-    import sys
+    from tests.settings_process import settings_loaded
 
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDCORE_")}
-    loaded = subprocess.run([sys.executable, "-c", "from cloudcore import settings; print(settings.WORKER_NICE)"],
-                            capture_output=True, text=True, check=False,  # noqa: S603
-                            env={**clean, "CLOUDCORE_VAR_DIR": str(tmp_path), **env})
+    loaded = settings_loaded("print(settings.WORKER_NICE)", {"CLOUDCORE_VAR_DIR": str(tmp_path), **env},
+                             own_only=True)
     assert loaded.returncode == 0, loaded.stderr
     return loaded.stdout.strip()
 

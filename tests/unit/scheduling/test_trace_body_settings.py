@@ -4,22 +4,19 @@ seconds), and a grace that does not outlast what a process remembers stops start
 could otherwise name a body the archive has deleted."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from datetime import timedelta
 
 from django.test import override_settings
 
 from scheduling.services import traces
+from tests.settings_process import settings_loaded
 
-SHOW = ("from cloudcore import settings as s; "
-        "print(s.SCHEDULER_TRACE_BODY_REMEMBERED, s.SCHEDULER_TRACE_ORPHAN_GRACE)")
+SHOW = "print(settings.SCHEDULER_TRACE_BODY_REMEMBERED, settings.SCHEDULER_TRACE_ORPHAN_GRACE)"
 
 
 def _load_settings(**env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", SHOW], capture_output=True, text=True, check=False,  # noqa: S603
-                          env={**os.environ, **{f"CLOUDCORE_SCHEDULER_TRACE_{k}": v for k, v in env.items()}})
+    return settings_loaded(SHOW, {f"CLOUDCORE_SCHEDULER_TRACE_{k}": v for k, v in env.items()})
 
 
 def test_the_durations_come_from_the_environment() -> None:
