@@ -20,6 +20,7 @@ from cloudcore.core.exceptions import ObjectActionError
 from cloudcore.core.models import (
     ApiModel,
     CellModel,
+    CodePointCharField,
     HardLimit,
     JSONField,
     ProjectHardLimit,
@@ -199,20 +200,21 @@ class Instance(CellModel, SoftDeleteModel):
     uuid = models.CharField(max_length=36, unique=True, default=new_uuid)
     project_id = models.CharField(max_length=255, db_index=True)
     user_id = models.CharField(max_length=255)
-    display_name = models.CharField(max_length=255, blank=True, default="")
+    # the text sort keys of the server list (``CodePointCharField``: ordered as the cells' merge orders them)
+    display_name = CodePointCharField(max_length=255, blank=True, default="")
     display_description = models.TextField(null=True, blank=True)
-    hostname = models.CharField(max_length=255, blank=True, default="")
-    vm_state = models.CharField(max_length=255, default=VmState.BUILDING, db_index=True)
-    task_state = models.CharField(max_length=255, null=True, blank=True)
+    hostname = CodePointCharField(max_length=255, blank=True, default="")
+    vm_state = CodePointCharField(max_length=255, default=VmState.BUILDING, db_index=True)
+    task_state = CodePointCharField(max_length=255, null=True, blank=True)
     power_state = models.IntegerField(default=PowerState.NOSTATE)
-    host = models.CharField(max_length=255, null=True, blank=True, db_index=True)
-    node = models.CharField(max_length=255, null=True, blank=True)
+    host = CodePointCharField(max_length=255, null=True, blank=True, db_index=True)
+    node = CodePointCharField(max_length=255, null=True, blank=True)
     compute = models.ForeignKey(
         "hosts.ComputeNode", null=True, blank=True, on_delete=models.DO_NOTHING,
         db_constraint=False, related_name="instances",
     )
     launched_on = models.CharField(max_length=255, null=True, blank=True)
-    availability_zone = models.CharField(max_length=255, null=True, blank=True)
+    availability_zone = CodePointCharField(max_length=255, null=True, blank=True)
     image_ref = models.CharField(max_length=255, blank=True, default="")
     kernel_id = models.CharField(max_length=255, blank=True, default="")
     ramdisk_id = models.CharField(max_length=255, blank=True, default="")
@@ -223,7 +225,7 @@ class Instance(CellModel, SoftDeleteModel):
     vcpus = models.IntegerField(default=0)
     root_gb = models.IntegerField(default=0)
     ephemeral_gb = models.IntegerField(default=0)
-    key_name = models.CharField(max_length=255, null=True, blank=True)
+    key_name = CodePointCharField(max_length=255, null=True, blank=True)
     key_data = models.TextField(null=True, blank=True)
     user_data = models.TextField(null=True, blank=True)
     metadata = JSONField(default=dict)

@@ -6,7 +6,9 @@ before every value, whatever the databases do: SQLite and MySQL put NULLs first 
 descending), PostgreSQL last ascending (first descending). So each database's rows are ordered
 with the NULLs placed as the merge places them (``sort_order``), and the rows after a marker
 (``after_row``) are chosen with NULL the least value: a NULL compares as unknown in SQL, so
-``column > NULL`` or ``column < value`` alone would drop the rows around a NULL.
+``column > NULL`` or ``column < value`` alone would drop the rows around a NULL. Its text keys are
+compared by code point, as Python compares strings: a model's text sort keys are
+``CodePointCharField``s, which have the ``"C"`` collation on PostgreSQL whatever the database's.
 """
 from __future__ import annotations
 

@@ -50,6 +50,22 @@ class JSONField(models.JSONField):
         return name, "django.db.models.JSONField", args, kwargs
 
 
+class CodePointCharField(models.CharField):  # type: ignore[type-arg]
+    """A ``CharField`` whose values sort by code point on every backend, as Python compares strings:
+    on PostgreSQL its column has the ``"C"`` collation (the database's default may be linguistic,
+    ``en_US.UTF-8`` on most installations: case and punctuation then weigh less than letters, so
+    ``resize_prep`` sorts after ``resized`` there and before it in Python); SQLite's default
+    (``BINARY``) already is. For the sort keys of a list merged from several databases in Python
+    (the servers of every cell: ``servers.selectors.server_list``), whose cells' SQL must order and
+    page their rows as the merge does. Equality is the same under either collation."""
+
+    def db_parameters(self, connection: Any) -> dict[str, Any]:
+        parameters: dict[str, Any] = super().db_parameters(connection)
+        if connection.vendor == "postgresql":
+            parameters["collation"] = "C"
+        return parameters
+
+
 class TimestampedModel(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(null=True, blank=True)

@@ -495,3 +495,41 @@ def test_postgresql_reads_a_list_sorted_on_host_in_its_order_from_an_index(cells
         assert "Presorted Key: host" in plan, plan
         assert [r.uuid for r in rows] == _straightforward(
             servers, [("host", "desc" if desc else "asc")], lambda s: s.uuid in in_cell1 and not s.deleted)[:5]
+
+
+#: names whose code point order is not a linguistic collation's (case, punctuation, accents)
+NAMES = ("b", "B", "a", "A", "_z", "Zed", "e", "\u00e9", "resized", "resize_prep", "web-1", "web1")
+
+
+@pytest.mark.parametrize("sort_key", ["display_name", "task_state"])
+@pytest.mark.parametrize("sort_dir", ["asc", "desc"])
+def test_text_sort_keys_page_in_code_point_order_over_two_cells(cells, sort_key, sort_dir):
+    # given servers in two cells whose names (and task states) differ by case, punctuation and accents
+    servers = []
+    for i, name in enumerate(NAMES):
+        cell = cells["cell1" if i % 2 else "cell2"]
+        instance = InstanceFactory(cell=cell, project_id="project-a", display_name=name, task_state=name,
+                                   created_at=BASE + dt.timedelta(minutes=i))
+        InstanceMapping.objects.create(instance_uuid=instance.uuid, cell=cell, project_id="project-a")
+        servers.append(instance)
+    # when they are listed in pages of three, sorted on the key
+    listed = _pages(OWNER, {}, 3, sort_keys=[sort_key], sort_dirs=[sort_dir])
+    # then every page continues where the one before ended, in the order Python compares the strings
+    assert listed == _straightforward(servers, [(sort_key, sort_dir)], lambda s: True)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's default collation is the code point order")
+def test_postgresql_orders_the_text_sort_keys_by_code_point_whatever_the_databases_collation(cells):
+    from cloudcore.core.models import CodePointCharField
+
+    text_keys = sorted(f.column for f in Instance._meta.concrete_fields if isinstance(f, CodePointCharField))
+    assert {"display_name", "host", "task_state", "vm_state"} <= set(text_keys)
+    for cell in ("cell1", "cell2"):
+        with target_cell(cells[cell]), connections[Instance.objects.all().db].cursor() as cursor:
+            # the columns have the "C" collation of their own (a linguistic database default orders
+            # these names otherwise: shown with ICU's English collation)
+            cursor.execute("SELECT column_name, collation_name FROM information_schema.columns "
+                           "WHERE table_name = %s AND column_name = ANY(%s)", [Instance._meta.db_table, text_keys])
+            assert dict(cursor.fetchall()) == dict.fromkeys(text_keys, "C")
+            cursor.execute("SELECT x FROM unnest(%s::text[]) AS x ORDER BY x COLLATE \"en-x-icu\"", [list(NAMES)])
+            assert [row[0] for row in cursor.fetchall()] != sorted(NAMES)
