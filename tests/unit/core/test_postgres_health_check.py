@@ -70,15 +70,33 @@ def test_postgres_urls_get_the_backend_unless_told_not_to(monkeypatch: pytest.Mo
     assert database_config("postgres://u:p@127.0.0.1:5432/cloudcore")["ENGINE"] != POSTGRES_ENGINE
 
 
-# --- against a PostgreSQL server (make test, make test-e2e-postgres) --------------------------------
-URL = os.environ.get("CLOUDCORE_E2E_DATABASE_URL", "")
+# --- against a PostgreSQL server (make test's test-postgres tier) ----------------------------------
+
+
+def _server_url() -> str:
+    """A database URL on a PostgreSQL server: the e2e tiers' (``CLOUDCORE_E2E_DATABASE_URL``), else the
+    suite's own API database's when it is on PostgreSQL (``make test-postgres``); empty without one."""
+    from urllib.parse import quote
+
+    from django.db import connections
+
+    if os.environ.get("CLOUDCORE_E2E_DATABASE_URL"):
+        return os.environ["CLOUDCORE_E2E_DATABASE_URL"]
+    if connections["default"].vendor != "postgresql":
+        return ""
+    given = connections["default"].settings_dict
+    password = f":{quote(given['PASSWORD'], safe='')}" if given.get("PASSWORD") else ""
+    return f"postgres://{quote(given['USER'], safe='')}{password}@{given['HOST']}:{given['PORT']}/{given['NAME']}"
+
+
+URL = _server_url()
 
 
 @pytest.fixture
 def wrapper(django_db_blocker: Any) -> Iterator[DatabaseWrapper]:
     """A connection of its own to the server's ``postgres`` database, kept between "requests"."""
     if not URL:
-        pytest.skip("needs CLOUDCORE_E2E_DATABASE_URL (a PostgreSQL server)")
+        pytest.skip("needs a PostgreSQL server (make test-postgres)")
     config = database_config(URL.rsplit("/", 1)[0] + "/postgres")
     config.update(TIME_ZONE=None, ATOMIC_REQUESTS=False, AUTOCOMMIT=True, CONN_MAX_AGE=300)
     conn = DatabaseWrapper(config, alias="health_check")
