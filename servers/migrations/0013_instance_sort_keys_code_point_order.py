@@ -3,55 +3,32 @@
 whatever the database's default collation. On PostgreSQL each column's type is altered (its
 indexes rebuilt); on SQLite, whose order already is that one, the table is remade as it is."""
 
-import cloudcore.core.models
 from django.db import migrations
+
+from cloudcore.core.models import CodePointCharField
+
+OPTIONAL = {"blank": True, "max_length": 255, "null": True}
+TEXT = {"blank": True, "default": "", "max_length": 255}
+#: each field as the model declares it, its class aside
+FIELDS = {
+    "availability_zone": OPTIONAL,
+    "display_name": TEXT,
+    "host": {**OPTIONAL, "db_index": True},
+    "hostname": TEXT,
+    "key_name": OPTIONAL,
+    "node": OPTIONAL,
+    "task_state": OPTIONAL,
+    "vm_state": {"db_index": True, "default": "building", "max_length": 255},
+}
 
 
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('servers', '0012_instance_host_nulls_first_index_postgresql'),
+        ("servers", "0012_instance_host_nulls_first_index_postgresql"),
     ]
 
     operations = [
-        migrations.AlterField(
-            model_name='instance',
-            name='availability_zone',
-            field=cloudcore.core.models.CodePointCharField(blank=True, max_length=255, null=True),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='display_name',
-            field=cloudcore.core.models.CodePointCharField(blank=True, default='', max_length=255),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='host',
-            field=cloudcore.core.models.CodePointCharField(blank=True, db_index=True, max_length=255, null=True),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='hostname',
-            field=cloudcore.core.models.CodePointCharField(blank=True, default='', max_length=255),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='key_name',
-            field=cloudcore.core.models.CodePointCharField(blank=True, max_length=255, null=True),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='node',
-            field=cloudcore.core.models.CodePointCharField(blank=True, max_length=255, null=True),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='task_state',
-            field=cloudcore.core.models.CodePointCharField(blank=True, max_length=255, null=True),
-        ),
-        migrations.AlterField(
-            model_name='instance',
-            name='vm_state',
-            field=cloudcore.core.models.CodePointCharField(db_index=True, default='building', max_length=255),
-        ),
+        migrations.AlterField(model_name="instance", name=name, field=CodePointCharField(**options))
+        for name, options in FIELDS.items()
     ]
