@@ -12,18 +12,21 @@ fault is injected then, so where the operation stops is deterministic, not a mat
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 import requests
 
 from .cloud import ROOT, LiveCloud, _pg_params, pg_connect
@@ -373,6 +376,40 @@ def pg_database_up(url: str) -> None:
             cur.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
     finally:
         admin.close()
+
+
+@contextlib.contextmanager
+def pg_backends_terminated_unheard(urls: list[str], thaw_after: float = 0.5) -> Iterator[None]:
+    """Every backend of the databases of ``urls`` stopped (SIGSTOP) and terminated, so that none has
+    written its FATAL message when a client next looks at its socket; ``thaw_after`` seconds later,
+    while the block runs, they are let go on (SIGCONT) and end. Skips the test where this process
+    may not signal the server's backends."""
+    names = [urllib.parse.urlsplit(url).path.lstrip("/") for url in urls]
+    admin = _pg_admin(urls[0])
+    stopped: list[int] = []
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = ANY(%s) AND pid <> pg_backend_pid()",
+                        (names,))
+            try:
+                for (pid,) in cur.fetchall():
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+            except PermissionError:
+                pytest.skip("the PostgreSQL server's backends cannot be signalled from here")
+            finally:
+                cur.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (stopped,))
+                thaw = threading.Timer(thaw_after, lambda: [_signalled(pid, signal.SIGCONT) for pid in stopped])
+                thaw.start()
+        yield
+        thaw.join()
+    finally:
+        admin.close()
+
+
+def _signalled(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
 
 
 def _pg_admin(url: str) -> Any:

@@ -47,10 +47,8 @@ Runs under ``make test-e2e-postgres`` (a pytest run of its own, so that this clo
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +57,7 @@ from typing import Any
 import pytest
 import requests
 
-from .cloud import free_port, fresh_postgres_databases, make_env, pg_connect
+from .cloud import free_port, fresh_postgres_databases, make_env
 from .faults import (
     Api,
     Databases,
@@ -67,6 +65,7 @@ from .faults import (
     RowLock,
     TableLock,
     consistency_problems,
+    pg_backends_terminated_unheard,
     pg_database_down,
     pg_database_up,
     redis_kill9,
@@ -653,11 +652,8 @@ def test_backends_terminated_before_they_say_so(env: Env, servers: dict[str, str
     written its FATAL message when the web's threads look at their kept connections' sockets
     (``cloudcore.core.postgresql``), then requests from many clients at once: each request's first
     statement finds its connection closed and is sent again on a new one; none fails."""
-    import signal
-    import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    names = [urllib.parse.urlsplit(url).path.lstrip("/") for url in (env.db.api_url, *env.db.cell_url.values())]
     paths = ["/servers/detail", *(f"/servers/{server_id}" for server_id in servers.values())]
 
     def burst() -> list[int]:
@@ -667,37 +663,12 @@ def test_backends_terminated_before_they_say_so(env: Env, servers: dict[str, str
     assert set(burst() + burst()) == {200}  # every web thread's connections made and kept
     web_log = env.cloud.var_dir / "log" / "web.log"
     recovered_before = web_log.read_text(errors="replace").count("found closed at its first statement")
-    admin = pg_connect(env.db.api_url.rsplit("/", 1)[0] + "/postgres")
-    try:
-        with admin.cursor() as cur:
-            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = ANY(%s) AND pid <> pg_backend_pid()",
-                        (names,))
-            pids = [row[0] for row in cur.fetchall()]
-        stopped = []
-        try:
-            for pid in pids:
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(pid)
-        except PermissionError:
-            pytest.skip("the PostgreSQL server's backends cannot be signalled from here")
-        finally:
-            with admin.cursor() as cur:
-                cur.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (stopped,))
-            thaw = threading.Timer(0.5, lambda: [_signalled(pid, signal.SIGCONT) for pid in stopped])
-            thaw.start()
+    with pg_backends_terminated_unheard([env.db.api_url, *env.db.cell_url.values()]):
         statuses = burst()
-        thaw.join()
-    finally:
-        admin.close()
     assert statuses == [200] * 12
     recovered = web_log.read_text(errors="replace").count("found closed at its first statement") - recovered_before
     assert recovered >= 1, env.cloud.tail(20)
     env.assert_all_running()
-
-
-def _signalled(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
 
 
 def test_recovered_cloud_builds_and_cleans_up(env: Env, servers: dict[str, str]) -> None:
