@@ -54,9 +54,10 @@ class CodePointCharField(models.CharField):  # type: ignore[type-arg]
     """A ``CharField`` whose values sort by code point on every backend, as Python compares strings:
     on PostgreSQL its column has the ``"C"`` collation (the database's default may be linguistic,
     ``en_US.UTF-8`` on most installations: case then weighs less than letters, so ``B`` sorts after
-    ``a`` there and before it in Python); SQLite's default (``BINARY``) already is. For the sort keys of a list merged from several databases in Python
-    (the servers of every cell: ``servers.selectors.server_list``), whose cells' SQL must order and
-    page their rows as the merge does. Equality is the same under either collation."""
+    ``a`` there and before it in Python); SQLite's default (``BINARY``) already is. For the sort keys
+    of a list merged from several databases in Python (the servers of every cell:
+    ``servers.selectors.server_list``), whose cells' SQL must order and page their rows as the merge
+    does. Equality is the same under either collation."""
 
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         parameters: dict[str, Any] = super().db_parameters(connection)
