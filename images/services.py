@@ -19,9 +19,11 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from cloudcore.core import stamps
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
 from cloudcore.core.prepared import prepared_objects
+from cloudcore.core.stamps import Remembered
 
 from . import formats
 from .models import Image, ImageMember, ImageStatus
@@ -68,16 +70,36 @@ def _sees(ctx: RequestContext, image: Image) -> bool:
                                                                  status__in=MEMBER_STATUSES).exists()
 
 
+#: the images ``POST /servers`` reads, by id: remembered while no image is written
+#: (``cloudcore.core.stamps``; ``images.apps`` watches the rows, the status updates below bump it)
+IMAGES_STAMP = "images.images"
+_images: Remembered[Image] = Remembered(IMAGES_STAMP)
+
+
+def image_get_remembered(ctx: RequestContext, image_id: str) -> Image:
+    """``image_get``'s image, remembered by the process (shared by its threads: read it, do not
+    change it)."""
+    image = _images.get(image_id, lambda: _image_read(image_id))
+    if image is None or not _sees(ctx, image):
+        raise ImageNotFound(image_id=image_id)
+    return image
+
+
+def _image_read(image_id: str) -> Image | None:
+    found: list[Image] = prepared_objects("images.image_get", _image_by_id, (image_id,))
+    return found[0] if found else None
+
+
 def image_get(ctx: RequestContext, image_id: str) -> Image:
     """The image if ``ctx`` may see it (a member of a shared image may, before accepting it:
     that is how it finds the image to accept); ImageNotFound (404) otherwise. The row is read by
     its id alone and the rule checked on it (a membership read only for another project's shared
     image): the query with ``_visible``'s join and DISTINCT cost ``POST /servers`` a sixth of its
     CPU in the web process to build."""
-    found: list[Image] = prepared_objects("images.image_get", _image_by_id, (image_id,))
-    if not found or not _sees(ctx, found[0]):
+    image = _image_read(image_id)
+    if image is None or not _sees(ctx, image):
         raise ImageNotFound(image_id=image_id)
-    return found[0]
+    return image
 
 
 def _image_by_id(image_id: str) -> QuerySet[Image]:
@@ -226,6 +248,7 @@ def _claim(image: Image, *, source: str, target: str) -> None:
     concurrent uploads (or stage and upload) cannot both write its bytes."""
     if not Image.objects.filter(pk=image.pk, status=source).update(status=target):
         raise Conflict(f"Image status transition from {image.status} to {target} is not allowed")
+    stamps.bump(IMAGES_STAMP)
     image.status = target
 
 
@@ -276,6 +299,7 @@ def image_upload(ctx: RequestContext | None, image: Image, chunks: Iterable[byte
     except BaseException:
         tmp.unlink(missing_ok=True)
         Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
+        stamps.bump(IMAGES_STAMP)
         image.status = ImageStatus.QUEUED
         raise
 
@@ -300,6 +324,7 @@ def image_stage(ctx: RequestContext, image: Image, chunks: Iterable[bytes]) -> I
     except BaseException:
         target.unlink(missing_ok=True)
         Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
+        stamps.bump(IMAGES_STAMP)
         raise
     image.size = target.stat().st_size
     image.save(update_fields=["size", "updated_at"])
@@ -326,6 +351,7 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
     except BaseException:
         staged.unlink(missing_ok=True)
         Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED, size=None)
+        stamps.bump(IMAGES_STAMP)
         image.status, image.size = ImageStatus.QUEUED, None
         raise
 
@@ -439,6 +465,7 @@ def image_delete_internal(image_id: str) -> None:
     """Delete an image the cloud made for itself (a cross-cell move's ``<name>-resize-temp``) with
     its data; no owner or protection check, and an image already gone is fine."""
     Image.objects.filter(id=image_id).update(status=ImageStatus.DELETED, deleted=True, deleted_at=timezone.now())
+    stamps.bump(IMAGES_STAMP)
     image_data_path(image_id).unlink(missing_ok=True)
 
 

@@ -25,3 +25,9 @@ class NetworksConfig(AppConfig):
         # the other apps' way in)
         post_save.connect(_default_group_of_new_project, sender="identity.Project",
                           dispatch_uid="networks.default_group")
+
+        from cloudcore.core import stamps
+
+        from .secgroups import DEFAULT_GROUPS_STAMP
+
+        stamps.watch(DEFAULT_GROUPS_STAMP, "networks.SecurityGroup", when=lambda group: group.is_default)

@@ -27,6 +27,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from cloudcore.core.prepared import prepared_in_objects, prepared_in_rows, prepared_objects
+from cloudcore.core.stamps import Remembered
 
 from . import quotas
 from .firewall import port_filters_changed
@@ -206,6 +207,23 @@ def default_group_for(project_id: str) -> SecurityGroup:
     except IntegrityError:
         return SecurityGroup.objects.get(project_id=project_id, is_default=True)
     return group
+
+
+#: the id of each project's default group as ``POST /servers`` asks it: remembered while no
+#: default group is written or deleted (``cloudcore.core.stamps``; ``networks.apps`` watches them)
+DEFAULT_GROUPS_STAMP = "networks.default_groups"
+_default_group_ids: Remembered[str] = Remembered(DEFAULT_GROUPS_STAMP, max_entries=4096)
+
+
+def default_group_id(project_id: str) -> str:
+    """The id of ``default_group_for(project_id)``, remembered by the process."""
+    found = _default_group_ids.get(project_id, lambda: _default_group_id_read(project_id))
+    return found if found is not None else default_group_for(project_id).id
+
+
+def _default_group_id_read(project_id: str) -> str | None:
+    found = prepared_objects("networks.default_group", _default_group, (project_id,))
+    return str(found[0].id) if found else None
 
 
 def _ensure_default(ctx: RequestContext) -> None:

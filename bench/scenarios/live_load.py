@@ -333,14 +333,28 @@ FINDINGS = (
     "26.9/23.5, 29.5/27.2: no signal above the passes' spread. Two passes right after, load 0.1-2.6: p50 74 and "
     "92 ms, p95 197 and 242 ms, 32.9 and 29.5 servers/s. A POST's slowest are the first of each client, 20 "
     "sent at once to 16 threads (p50 of those 130-160 ms, of the rest 60-95 ms).",
+    "Fixed (stamp1): the four reads of a `POST /servers` before its rows (the flavor with its extra specs, the "
+    "image, the quota limits, the project's default group) are remembered by each web process under change "
+    "stamps (`cloudcore.core.stamps`): every write of those rows draws a new value for its kind's stamp in its "
+    "transaction (the models' signals, and the image status updates made by `QuerySet.update`), and the stamps "
+    "are read in the token validation's statement (a `UNION ALL` with the identity stamps). A POST on "
+    "PostgreSQL is 2 round trips (the stamps; the build's rows), 6 before; a boot 4 statements fewer on both "
+    "backends (test_boot_statements.py, test_post_round_trips.py; test_remembered_reads.py changes each row "
+    "through the API and boots again). 4 alternated pairs on PostgreSQL (the code before first, load "
+    "averages 0.1-4.7 before the passes): `POST /servers` p50 84/86, 77/86, 134/84, 92/150 ms, p95 229/189, "
+    "212/279, 337/220, 401/347 ms, servers/s 28.2/25.6, 31.9/27.9, 33.5/29.4, 27.4/28.7: medians p50 88 -> 86 "
+    "ms, p95 283 -> 250 ms, within the passes' spread. The round trips removed were not where the POST's time "
+    "goes on this machine: with 20 clients keeping 20 POSTs in flight, a POST waits its turn for the 2 cores "
+    "that the builds of the POSTs before it share (p50 about 20 / the POSTs answered per second).",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
 #: test_boot_statements.py count them) plus the health check's ``SELECT 1`` of each database used:
 #: (what, before, after, which)
 PG_ROUND_TRIPS = (
-    ("`POST /servers` (web)", 12, 7, "health check; token's change stamps, flavor, image, quota limits, default "
-     "group; the build's 4 rows: `BEGIN`, 4 `INSERT`s, `COMMIT` before, one query now; + 1 Redis `LPUSH`"),
+    ("`POST /servers` (web)", 12, 2, "the token's change stamps with those of the remembered reads (one "
+     "statement; flavor, image, quota limits and default group each a read of its own before, and a health "
+     "check); the build's 4 rows: `BEGIN`, 4 `INSERT`s, `COMMIT` before, one query now; + 1 Redis `LPUSH`"),
     ("`GET /servers/{id}` (web, a member's status poll)", 11, 9, "2 health checks; token's stamps, instance "
      "mapping with its request spec (one statement; the spec a read of its own before), ports, their groups; in "
      "the cell: instance, tags, block devices (the compute service's read before, now only for those whose policy "

@@ -146,3 +146,11 @@ class NotificationRecord(ApiModel):
 
     class Meta:
         ordering = ["-timestamp", "-id"]
+
+
+class ChangeStamp(ApiModel):
+    """The stamp of a kind of row that processes remember reads of (``cloudcore.core.stamps``):
+    ``value`` is drawn at random by each write of such a row, in its transaction."""
+
+    key = models.CharField(primary_key=True, max_length=64)
+    value = models.BigIntegerField()

@@ -42,10 +42,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import BooleanField, F, OuterRef, QuerySet, Subquery, Value
 from django.utils import timezone
 
-from cloudcore.core import policy, scope
+from cloudcore.core import policy, scope, stamps
 from cloudcore.core.prepared import prepared_rows
 
 from ..models import IdentityChangeStamp, Token, User, token_digest
@@ -119,13 +119,26 @@ def clear() -> None:
 
 def _stamps(user_id: str) -> tuple[int, int]:
     """The (global, user) change stamps now, by one statement whose SQL is built once per process
-    (``cloudcore.core.prepared``)."""
-    seqs = dict(prepared_rows("identity.change_stamps", _stamps_query, (GLOBAL, user_id)))
+    (``cloudcore.core.prepared``). The statement reads the stamps of the rows processes remember
+    too (``cloudcore.core.stamps``), handed over for the rest of the request: its remembered reads
+    (the flavor, image, quota limits and default group of a ``POST /servers``) need no statement
+    of their own to be checked."""
+    seqs: dict[str, int] = {}
+    remembered: list[tuple[str, int]] = []
+    for key, seq, of_identity in prepared_rows("identity.change_stamps", _stamps_query, (GLOBAL, user_id)):
+        if of_identity:
+            seqs[key] = seq
+        else:
+            remembered.append((key, seq))
+    stamps.seen(remembered)
     return seqs.get(GLOBAL) or 0, seqs.get(user_id) or 0
 
 
-def _stamps_query(global_key: str, user_key: str) -> QuerySet[IdentityChangeStamp, tuple[str, int]]:
-    return IdentityChangeStamp.objects.filter(key__in=[global_key, user_key]).values_list("key", "seq")
+def _stamps_query(global_key: str, user_key: str) -> QuerySet[IdentityChangeStamp, tuple[str, int, bool]]:
+    identity = IdentityChangeStamp.objects.filter(key__in=[global_key, user_key]).values_list(
+        "key", "seq", Value(True, output_field=BooleanField()))
+    others = stamps.stamps_query().values_list("key", "value", Value(False, output_field=BooleanField()))
+    return identity.union(others, all=True)
 
 
 def validated_get(value: str) -> Validated | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 import re
 import secrets
@@ -28,6 +29,7 @@ from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.scope import insert_plain_now, written_together
+from cloudcore.core.stamps import Remembered
 from conductor import rpc as conductor_rpc
 from networks.selectors import network_find, port_find
 from scheduling.services.aggregates import available_zones
@@ -39,7 +41,8 @@ from ..models import BuildRequest, Flavor, KeyPair
 from .disk_config import auto_disk_config_for_image
 from .external import (
     SecurityGroupNotFoundByNameOrId,
-    image_get,
+    default_group_id,
+    image_get_remembered,
     instances_security_groups_request,
     security_group_find,
 )
@@ -141,17 +144,31 @@ def _sanitize_hostname(name: str) -> str:
     return out[:63] or "server"
 
 
+#: the flavors ``POST /servers`` reads, with their extra specs, by flavor id: remembered while no
+#: flavor or extra spec is written (``cloudcore.core.stamps``; ``servers.apps`` watches their rows)
+FLAVORS_STAMP = "servers.flavors"
+_flavors: Remembered[tuple[Flavor, dict[str, str]]] = Remembered(FLAVORS_STAMP)
+
+
 def _flavor(ctx: RequestContext, flavor_ref: str) -> tuple[Flavor, dict[str, str]]:
-    """The flavor and its extra specs, read in one statement (joined: a row per extra spec)."""
+    """The flavor and its extra specs (a copy of each: the remembered ones are shared)."""
     ref = flavor_ref.rstrip("/").rsplit("/", 1)[-1]
-    rows = prepared_objects("servers.create_flavor", _flavor_with_specs, (ref,))
-    flavor = rows[0] if rows else None
-    if flavor is None or flavor.disabled:
+    found = _flavors.get(ref, partial(_flavor_read, ref))
+    if found is None or found[0].disabled:
         raise Invalid("Invalid flavorRef provided.")
+    flavor, extra_specs = copy.copy(found[0]), dict(found[1])
     if not flavor.is_public and not ctx.is_admin:
         if not flavor.projects.filter(project_id=ctx.project_id).exists():
             raise Invalid("Invalid flavorRef provided.")
-    return flavor, {row.spec_key: row.spec_value for row in rows if row.spec_key is not None}
+    return flavor, extra_specs
+
+
+def _flavor_read(flavorid: str) -> tuple[Flavor, dict[str, str]] | None:
+    """The flavor and its extra specs, read in one statement (joined: a row per extra spec)."""
+    rows = prepared_objects("servers.create_flavor", _flavor_with_specs, (flavorid,))
+    if not rows:
+        return None
+    return rows[0], {row.spec_key: row.spec_value for row in rows if row.spec_key is not None}
 
 
 def _flavor_with_specs(flavorid: str) -> QuerySet[Flavor]:
@@ -164,7 +181,7 @@ def _image(ctx: RequestContext, image_ref: str) -> dict[str, Any]:
     """The image as the build needs it: id, properties, sizes. Visibility-checked."""
     ref = image_ref.rstrip("/").rsplit("/", 1)[-1]
     try:
-        image = image_get(ctx, ref)
+        image = image_get_remembered(ctx, ref)
     except NotFound as exc:
         raise ImageNotFoundForBuild(image_id=ref) from exc
     if image.status != "active":
@@ -220,6 +237,9 @@ def _security_groups(ctx: RequestContext, names: list[str]) -> list[str]:
     one is a 400 with the neutron client's words, as Nova answers."""
     ids = []
     for name in dict.fromkeys(names or ["default"]):
+        if name == "default":  # (as security_group_find finds it; its id remembered by the process)
+            ids.append(default_group_id(str(ctx.project_id)))
+            continue
         try:
             ids.append(security_group_find(ctx, name, project_id=str(ctx.project_id)).id)
         except SecurityGroupNotFoundByNameOrId as exc:

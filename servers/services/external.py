@@ -5,9 +5,10 @@ Calls go through this one module so that the servers code names exactly what it 
 """
 from __future__ import annotations
 
-from images.services import image_data_path, image_get, image_get_internal
+from images.services import image_data_path, image_get, image_get_internal, image_get_remembered
 from networks.secgroups import (
     SecurityGroupNotFoundByNameOrId,
+    default_group_id,
     instance_add_security_group,
     instance_remove_security_group,
     instances_security_groups_request,
@@ -27,7 +28,8 @@ from networks.services import (
 )
 
 __all__ = [
-    "addresses_for_instances", "image_data_path", "image_get", "image_get_internal", "instance_uuids_with_ip",
+    "addresses_for_instances", "default_group_id", "image_data_path", "image_get", "image_get_internal",
+    "image_get_remembered", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
     "instances_security_groups_request", "security_group_find", "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",

@@ -28,6 +28,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, QuotaExceeded
 from cloudcore.core.policy import authorize
 from cloudcore.core.prepared import prepared_rows
+from cloudcore.core.stamps import Remembered
 
 from ..choices import VmState
 from ..models import BuildRequest, Instance, KeyPair, QuotaClass, QuotaLimit
@@ -125,20 +126,34 @@ def _class_and_project_query(class_name: str, project_id: str) -> QuerySet[Any]:
     return classes.union(projects, all=True)
 
 
+#: the default class's and each project's limit rows as ``POST /servers`` reads them: remembered
+#: while no quota limit or class row is written (``cloudcore.core.stamps``; ``servers.apps``
+#: watches them)
+QUOTAS_STAMP = "servers.quotas"
+_limit_rows: Remembered[tuple[dict[str, int], dict[str, int]]] = Remembered(QUOTAS_STAMP, max_entries=4096)
+
+
 def _class_and_project_rows(project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     """``_class_rows(DEFAULT_CLASS)`` and ``_project_rows(project_id)``: when the request knows
-    neither, read in one statement (a UNION, its SQL built once per process: ``prepared_rows``) and
-    memoised as those two would be."""
+    neither, remembered by the process or read in one statement (a UNION, its SQL built once per
+    process: ``prepared_rows``), and memoised as those two would be."""
     class_key, project_key = ("quota.class", DEFAULT_CLASS), ("quota.project", project_id)
     current = scope.current()
     if current is not None and (class_key in current.memo or project_key in current.memo):
         return _class_rows(DEFAULT_CLASS), _project_rows(project_id)
+    found = _limit_rows.get(project_id, lambda: _class_and_project_read(project_id))
+    assert found is not None  # (the read always gives its two dicts)
+    class_rows, project_rows = dict(found[0]), dict(found[1])
+    scope.remember(class_key, class_rows)
+    scope.remember(project_key, project_rows)
+    return class_rows, project_rows
+
+
+def _class_and_project_read(project_id: str) -> tuple[dict[str, int], dict[str, int]]:
     rows: dict[bool, dict[str, int]] = {True: {}, False: {}}
     for resource, hard_limit, of_class in prepared_rows("quota.class_and_project", _class_and_project_query,
                                                         (DEFAULT_CLASS, project_id)):
         rows[bool(of_class)][resource] = hard_limit
-    scope.remember(class_key, rows[True])
-    scope.remember(project_key, rows[False])
     return rows[True], rows[False]
 
 

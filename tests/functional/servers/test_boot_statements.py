@@ -33,8 +33,8 @@ BUDGET = 40
 BUDGET_BY_STEP = {
     "other": 1,
     "token validation": 1,  # the user's token (the host calls no service during the build)
-    "API": 9,  # flavor with its extra specs, image, quota limits, default group; the build's 4 rows
-               # (in a transaction: BEGIN)
+    "API": 5,  # the build's 4 rows (in a transaction: BEGIN); the flavor with its extra specs, image,
+               # quota limits and default group are remembered under the stamps the token's read brings
     "conductor": 7,  # build request with its request spec, host mapping; the instance, its action
                      # (BEGIN), the mapping's cell, the build request deleted
     "scheduler and placement": 11,  # cells; per cell one freshness statement; placement's stamp;
@@ -94,13 +94,16 @@ def test_a_boot_stays_within_its_statement_budget(cells: dict[str, Any]) -> None
         # remembered, the token row not read again; the host, handed the image, calls no service
         # and validates no token of its own), the cells, the
         # quota limits; the requested security groups are written with one upsert and not read
-        # back; the notifications are one INSERT
+        # back; the notifications are one INSERT. The flavor, image, quota limits and default group
+        # are remembered by the process (cloudcore.core.stamps), their stamps read with the token's
         assert _count(statements, r'FROM "identity_token"') == 0
         assert _count(statements, r'FROM "identity_identitychangestamp"') == 1
-        assert _count(statements, r'FROM "images_image"') == 1  # the API's; the host is handed it
+        assert _count(statements, r'FROM "identity_identitychangestamp".* FROM "core_changestamp"') == 1
+        assert _count(statements, r'FROM "images_image"') == 0  # remembered; the host is handed it
+        assert _count(statements, r'FROM "networks_securitygroup"') == 0
         assert _count(statements, r'"identity_role"|guardian_') == 0
         assert _count(statements, r'FROM "cells_cellmapping"') == 1
-        assert _count(statements, r'FROM "servers_quota(class|limit)"') == 1  # one UNION
+        assert _count(statements, r'FROM "servers_quota(class|limit)"') == 0  # remembered
         assert _count(statements, r'FROM "servers_instance" ') == 1  # the compute's, no usage count
         assert _count(statements, r'INSERT INTO "networks_instancesecuritygroups"') == 1
         # (and read by the conductor with its build request, a subquery: no statement of their own)
