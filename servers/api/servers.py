@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import BooleanField, IntegerField, QuerySet, Value
 from django.http import QueryDict
 from django.utils.dateparse import parse_datetime
 from rest_framework.request import Request
@@ -26,7 +26,8 @@ from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import CellDown, Invalid
 from cloudcore.core.policy import authorize, can
-from cloudcore.core.prepared import prepared_in_rows
+from cloudcore.core.prepared import prepared_in_rows, prepared_rows
+from cloudcore.core.sqlin import values_in
 from hosts.selectors import compute_services
 from hosts.services.servicegroup import service_is_up
 from scheduling.services.request_specs import request_spec_get
@@ -119,13 +120,28 @@ def _host_status(services: dict[str, Any], host: str | None) -> str:
     return "UP"
 
 
-def _tags(uuids: Any) -> QuerySet[Tag, tuple[str, str]]:
-    return Tag.objects.filter(instance_uuid__in=uuids).order_by("tag").values_list("instance_uuid", "tag")
+def _volumes(uuids: Any) -> QuerySet[BlockDeviceMapping, tuple[str, str, bool, int]]:
+    return BlockDeviceMapping.objects.filter(instance_uuid__in=uuids, volume_id__isnull=False)\
+        .values_list("instance_uuid", "volume_id", "delete_on_termination", "id")
 
 
-def _volumes(uuids: Any) -> QuerySet[BlockDeviceMapping, tuple[str, str, bool]]:
-    return BlockDeviceMapping.objects.filter(instance_uuid__in=uuids, volume_id__isnull=False).order_by("id")\
-        .values_list("instance_uuid", "volume_id", "delete_on_termination")
+def _tags_and_volumes(tag_uuids: Any, volume_uuids: Any) -> QuerySet[Tag, tuple[str, str, bool | None, int | None]]:
+    """The tags (``id`` NULL) and the volumes' block devices of the servers, one ``UNION ALL``."""
+    tags = Tag.objects.filter(instance_uuid__in=tag_uuids).values_list(
+        "instance_uuid", "tag", Value(None, output_field=BooleanField()), Value(None, output_field=IntegerField()))
+    return tags.union(_volumes(volume_uuids), all=True)
+
+
+def _extras_rows(alias: str, uuids: list[str], *, want_tags: bool) -> list[tuple[Any, ...]]:
+    """The rows of ``_tags_and_volumes`` (of ``_volumes`` without ``want_tags``) of a cell's servers: a
+    show's statement (a client's status poll) built once per process for each cell's database
+    (``prepared_rows``), a page's for its servers."""
+    if not want_tags:
+        return prepared_in_rows(f"servers.render.volumes.{alias}", _volumes, uuids)
+    if len(uuids) == 1:
+        return prepared_rows(f"servers.render.tags_and_volumes.{alias}",
+                             lambda tagged, attached: _tags_and_volumes([tagged], [attached]), (uuids[0], uuids[0]))
+    return [tuple(row) for row in _tags_and_volumes(values_in(uuids), values_in(uuids))]
 
 
 def render(records: list[ServerRecord], *, version: Version, actor: RequestContext,
@@ -152,21 +168,24 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
         # the records' own cell mapping (read with their instance mappings), not found again by its
         # uuid among every cell: a show (a client's status poll) reads no cell list
         with target_cell(cell):
-            # a show's statements (a client's status poll) are built once per process for each cell's
-            # database (prepared_in_rows), a page's for its servers
-            alias = current_alias()
-            if want_tags:
-                for instance_uuid, tag in prepared_in_rows(f"servers.render.tags.{alias}", _tags, uuids):
-                    tags[instance_uuid].append(tag)
+            attached: list[tuple[int, str, str, Any]] = []
+            for instance_uuid, value, delete_on_termination, bdm_id in _extras_rows(
+                    current_alias(), uuids, want_tags=want_tags):
+                if bdm_id is None:
+                    tags[instance_uuid].append(value)
+                else:
+                    attached.append((bdm_id, instance_uuid, value, delete_on_termination))
+            for instance_uuid in uuids:
+                if instance_uuid in tags:
+                    tags[instance_uuid].sort()
+            for _bdm_id, instance_uuid, volume_id, delete_on_termination in sorted(attached):
+                # as the database gives it: SQLite's 0/1
+                volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": bool(delete_on_termination)})
             shows_fault = [r.uuid for r in cell_records
                            if r.instance is not None and r.instance.vm_state in ("error", "pending")]
             if shows_fault:
                 for f in InstanceFault.objects.filter(instance_uuid__in=shows_fault).order_by("-created_at", "-id"):
                     faults.setdefault(f.instance_uuid, _fault_body(f, actor))
-            for instance_uuid, volume_id, delete_on_termination in prepared_in_rows(
-                    f"servers.render.volumes.{alias}", _volumes, uuids):
-                # as the database gives it: SQLite's 0/1
-                volumes[instance_uuid].append({"id": volume_id, "delete_on_termination": bool(delete_on_termination)})
             if want_host_status:
                 hosts = {r.instance.host for r in cell_records if r.instance is not None and r.instance.host
                          and _may_see_host_status(actor, r.project_id, checks)}
