@@ -687,13 +687,21 @@ def security_groups_of_instances(instance_uuids: Iterable[str], *, building: Ite
         if row.securitygroup not in groups:
             groups.append(row.securitygroup)
     # which servers have ports is asked of the building ones only (a list page's thousand servers
-    # mostly are not: the question of each cost as much as reading their groups)
+    # mostly are not: the question of each cost as much as reading their groups); one with a port's
+    # group has a port
     asked = set(uuids)
-    candidates = [u for u in building if u in asked]
+    out.update(requested_groups_of_portless([u for u in building if u in asked and u not in out]))
+    return out
+
+
+def requested_groups_of_portless(candidates: list[str]) -> dict[str, list[SecurityGroup]]:
+    """``{uuid: [groups]}`` of those ``candidates`` (servers still building) that have no port yet:
+    the groups each asked for."""
     pending: list[str] = []
     if candidates:
         with_ports = {device for device, in prepared_in_rows("networks.ports_of", _ports_of, candidates)}
         pending = [u for u in candidates if u not in with_ports]
+    out: dict[str, list[SecurityGroup]] = {}
     if pending:
         requested = {row.instance_uuid: row.security_group_ids
                      for row in prepared_in_objects("networks.requested_of", _requested_of, pending)}

@@ -14,12 +14,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import CharField, IntegerField, Q, QuerySet, Value
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
-from cloudcore.core.prepared import prepared_in_rows
+from cloudcore.core.prepared import prepared_in_rows, prepared_rows
+from cloudcore.core.sqlin import values_in
 
 from . import quotas, secgroups
 from .firewall import groups_of_ports, port_filters_changed
@@ -649,10 +650,14 @@ def addresses_for_instances(instance_uuids: Iterable[str]) -> dict[str, dict[str
     uuids = list(instance_uuids)
     if not uuids:
         return {}
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # for one server (a show: a client's status poll) by a statement built once per process; the
     # columns need no conversion (text and integers)
-    rows = prepared_in_rows("networks.addresses", _addresses, uuids)
+    return _addresses_of_rows(prepared_in_rows("networks.addresses", _addresses, uuids))
+
+
+def _addresses_of_rows(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``addresses_for_instances``' answer from ``_addresses``' rows (in their order)."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     floating = _floating_by_fixed_ip(list({row[5] for row in rows}))
     for device_id, net_name, ip, version, mac, port_id in rows:
         entries = out.setdefault(device_id, {}).setdefault(net_name, [])
@@ -666,6 +671,51 @@ def _addresses(uuids: Any) -> QuerySet[IPAllocation, tuple[str, str, str, int, s
     return IPAllocation.objects.filter(port__device_id__in=uuids).values_list(
         "port__device_id", "port__network__name", "ip_address", "subnet__ip_version", "port__mac_address",
         "port_id").order_by("port__created_at", "id")
+
+
+def _addresses_and_port_groups(address_uuids: Any, group_uuids: Any) -> QuerySet[IPAllocation, tuple[Any, ...]]:
+    """``_addresses``' columns then the port's creation and the row's id, and the ports' groups in the
+    same columns (the group's name where the network's is, its id where the MAC is, no IP), one
+    ``UNION ALL``."""
+    addresses = IPAllocation.objects.filter(port__device_id__in=address_uuids).values_list(
+        "port__device_id", "port__network__name", "ip_address", "subnet__ip_version", "port__mac_address",
+        "port_id", "port__created_at", "id")
+    groups = Port.security_groups.through.objects.filter(port__device_id__in=group_uuids).values_list(
+        "port__device_id", "securitygroup__name", Value(None, output_field=CharField()),
+        Value(None, output_field=IntegerField()), "securitygroup_id", "port_id", "port__created_at", "id")
+    return addresses.union(groups, all=True)
+
+
+def addresses_and_group_names(instance_uuids: Iterable[str], *, building: Iterable[str] = ()
+                              ) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], dict[str, list[str]]]:
+    """``addresses_for_instances`` and the names of ``secgroups.security_groups_of_instances``' groups,
+    as a server's body shows them: the fixed IPs and the ports' groups read by one statement (a
+    ``UNION ALL``; for one server, a status poll, built once per process), then the floating IPs
+    when there are fixed IPs. A server still ``building`` with neither has its port, if any, looked
+    for, and without one the groups it asked for are its (``secgroups.requested_groups_of_portless``)."""
+    uuids = list(instance_uuids)
+    if not uuids:
+        return {}, {}
+    if len(uuids) == 1:
+        rows = prepared_rows("networks.addresses_and_port_groups",
+                             lambda a, g: _addresses_and_port_groups([a], [g]), (uuids[0], uuids[0]))
+    else:
+        rows = [tuple(row) for row in _addresses_and_port_groups(values_in(uuids), values_in(uuids))]
+    fixed = sorted((row for row in rows if row[2] is not None), key=lambda row: (row[6], row[7]))
+    addresses = _addresses_of_rows([row[:6] for row in fixed])
+    names: dict[str, list[str]] = {}
+    seen: dict[str, set[str]] = {}
+    for device_id, name, _ip, _version, group_id, _port_id, _created, _id in sorted(
+            (row for row in rows if row[2] is None), key=lambda row: (row[6], row[5], row[7])):
+        if group_id not in seen.setdefault(device_id, set()):
+            seen[device_id].add(group_id)
+            names.setdefault(device_id, []).append(name)
+    asked = set(uuids)
+    with_rows = {row[0] for row in rows}
+    portless = [u for u in dict.fromkeys(building) if u in asked and u not in with_rows]
+    for uuid, groups in secgroups.requested_groups_of_portless(portless).items():
+        names[uuid] = [group.name for group in groups]
+    return addresses, names
 
 
 def addresses_for_instance(instance_uuid: str) -> dict[str, list[dict[str, Any]]]:

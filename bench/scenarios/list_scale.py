@@ -119,8 +119,8 @@ def _get(cloud: Any, client: Any, path: str, repeats: int, version: str = "2.90"
 STEPS = (
     ("server_list: cell queries + rows to Instance objects", "servers.api.servers", "server_list"),
     ("render: extras + bodies (total)", "servers.api.servers", "render"),
-    ("  render: addresses (ports of the page)", "servers.api.servers", "_addresses"),
-    ("  render: security groups of the page", "servers.api.servers", "_security_group_names"),
+    ("  render: addresses and security groups (ports of the page)", "servers.api.servers",
+     "_addresses_and_group_names"),
     ("  render: request spec keys of the page", "servers.api.servers", "request_spec_keys_of"),
     ("  render: present_server, all rows", "servers.api.servers", "present_server"),
     ("JSON rendering of the response", "cloudcore.core.api.views", "OpenStackJSONRenderer.render"),

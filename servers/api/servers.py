@@ -50,7 +50,7 @@ from ..services import metadata as metadata_svc
 from ..services import tags as tags_svc
 from ..services import update as update_svc
 from ..services.disk_config import disk_config_from_api, disk_config_to_api
-from ..services.external import addresses_for_instances, instance_uuids_with_ip, security_groups_of_instances
+from ..services.external import addresses_and_group_names, instance_uuids_with_ip
 from ..services.guards import record_target
 from . import schemas
 
@@ -74,16 +74,13 @@ def get_server(actor: RequestContext, server_id: str, rule: str | None = None,
 
 
 # --- bulk extras of a page ------------------------------------------------------------------------
-def _addresses(uuids: list[str]) -> dict[str, dict[str, Any]]:
-
-    return addresses_for_instances(uuids)
-
-
-def _security_group_names(records: list[ServerRecord]) -> dict[str, list[str]]:
-
+def _addresses_and_group_names(records: list[ServerRecord]) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """The addresses of the records' instances (a build request shows none) and the names of
+    every record's security groups (those it asked for while it has no port)."""
     building = [r.uuid for r in records if r.instance is None or r.instance.vm_state == "building"]
-    groups = security_groups_of_instances([r.uuid for r in records], building=building)
-    return {uuid: [g.name for g in found] for uuid, found in groups.items()}
+    addresses, names = addresses_and_group_names([r.uuid for r in records], building=building)
+    placed = {r.uuid for r in records if r.instance is not None}
+    return {uuid: found for uuid, found in addresses.items() if uuid in placed}, names
 
 
 def _fault_body(fault: InstanceFault, actor: RequestContext) -> dict[str, Any]:
@@ -199,8 +196,7 @@ def render(records: list[ServerRecord], *, version: Version, actor: RequestConte
     for r in records:
         if r.build_request is not None and want_tags:
             tags[r.uuid] = sorted(r.build_request.tags or [])
-    addresses = _addresses([r.uuid for r in records if r.instance is not None])
-    groups = _security_group_names(records)
+    addresses, groups = _addresses_and_group_names(records)
     specs: dict[str, dict[str, Any]] = {}
     if _shows_spec(version, listing=listing):
         specs = {r.uuid: r.spec for r in records if r.spec_read and r.spec is not None}

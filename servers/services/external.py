@@ -17,6 +17,7 @@ from networks.secgroups import (
 )
 from networks.services import (
     PortInUse,
+    addresses_and_group_names,
     addresses_for_instances,
     instance_ports_brief,
     instance_uuids_with_ip,
@@ -28,8 +29,8 @@ from networks.services import (
 )
 
 __all__ = [
-    "addresses_for_instances", "default_group_id", "image_data_path", "image_get", "image_get_internal",
-    "image_get_remembered", "instance_uuids_with_ip",
+    "addresses_and_group_names", "addresses_for_instances", "default_group_id", "image_data_path", "image_get",
+    "image_get_internal", "image_get_remembered", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
     "instances_security_groups_request", "security_group_find", "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",

@@ -187,3 +187,35 @@ def test_the_requested_groups_are_read_back_outside_a_request_as_stored(cloud):
     assert read == [["g1", "g2"], ["g3"], None]
     # one statement each, its SQL prepared once per process
     assert len(statements) == 3 and prepared._object_statements["networks.requested_groups"] is not None
+
+
+def test_a_show_reads_the_fixed_ips_and_the_ports_groups_together_as_apart(cloud):
+    # given servers with ports on two networks, groups on them, one building with no port
+    from networks import secgroups
+    from networks.models import Network, Subnet
+    from networks.services import addresses_and_group_names, addresses_for_instances
+
+    client = cloud.member()
+    web, ssh = group(client, "web"), group(client, "ssh")
+    second = Network.objects.create(name="second-net", project_id="admin", shared=True)
+    Subnet.objects.create(network=second, name="second-subnet", project_id="admin", ip_version=4,
+                          cidr="10.1.0.0/24", gateway_ip="10.1.0.1")
+    both = cloud.create_server(client, "both", networks=[{"uuid": cloud.network_id}, {"uuid": second.id}],
+                               security_groups=[{"name": "web"}, {"name": ssh["id"]}, {"name": "default"}])
+    one = cloud.create_server(client, "one", networks="demo-net")
+    building = "0f5c4d4e-0000-4000-8000-000000000002"
+    secgroups.instance_security_groups_request(building, [web["id"]])
+    uuids = [both["id"], one["id"], building]
+    # when their addresses and group names are read together, for a page and for each one
+    expected_groups = {uuid: [g.name for g in groups] for uuid, groups in
+                       secgroups.security_groups_of_instances(uuids, building=[building]).items()}
+    together = addresses_and_group_names(uuids, building=[building])
+    # then they are what the two reads apart give, in the same order
+    assert together == (addresses_for_instances(uuids), expected_groups)
+    for uuid in uuids:
+        alone = addresses_and_group_names([uuid], building=[building])
+        assert alone == ({k: v for k, v in together[0].items() if k == uuid},
+                         {k: v for k, v in together[1].items() if k == uuid})
+    assert sorted(together[1][both["id"]]) == ["default", "ssh", "web"] and together[1][building] == ["web"]
+    assert sorted(together[0][both["id"]]) == ["demo-net", "second-net"]
+    assert list(together[0][one["id"]]) == ["demo-net"]
