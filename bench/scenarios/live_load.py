@@ -346,6 +346,17 @@ FINDINGS = (
     "ms, p95 283 -> 250 ms, within the passes' spread. The round trips removed were not where the POST's time "
     "goes on this machine: with 20 clients keeping 20 POSTs in flight, a POST waits its turn for the 2 cores "
     "that the builds of the POSTs before it share (p50 about 20 / the POSTs answered per second).",
+    "Fixed (poll1): most of the web's requests during the boots are the clients' status polls, not the POSTs "
+    "(each client polls its servers every 0.5 s). A poll is 6 statements where it was 8: the server's tags and "
+    "attached volumes are one statement of its cell, and its ports' fixed IPs and security groups one of the API "
+    "database (each a `UNION ALL`; test_show_statements.py pins the count, a 1,000-row page is 9 where it was 12). "
+    "6 alternated pairs on PostgreSQL of the code before stamp1 against stamp1 and poll1 (load averages 0.5-5.0 "
+    "before the passes): `POST /servers` p50 81/77, 105/110, 148/88, 103/143, 96/71, 98/81 ms (medians 98 -> 85), "
+    "p95 163/432, 395/243, 349/224, 248/406, 246/380, 184/196 ms (medians 247 -> 312), servers/s 28.6 -> 29.8 in "
+    "the median: no signal above the passes' spread. The detail list read right after the boots looked slower "
+    "in 3 of the first 4 pairs (25-28 against 37-47 ms); read 8 s after the last boot (the builds' trailing work "
+    "done), 27.5/27.2 and 26.9/29.0 ms, and in-process on PostgreSQL (`list_scale --quick`, 100 servers) "
+    "10.0/10.2 and 10.6/9.0 ms: the same.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
@@ -355,10 +366,11 @@ PG_ROUND_TRIPS = (
     ("`POST /servers` (web)", 12, 2, "the token's change stamps with those of the remembered reads (one "
      "statement; flavor, image, quota limits and default group each a read of its own before, and a health "
      "check); the build's 4 rows: `BEGIN`, 4 `INSERT`s, `COMMIT` before, one query now; + 1 Redis `LPUSH`"),
-    ("`GET /servers/{id}` (web, a member's status poll)", 11, 9, "2 health checks; token's stamps, instance "
-     "mapping with its request spec (one statement; the spec a read of its own before), ports, their groups; in "
-     "the cell: instance, tags, block devices (the compute service's read before, now only for those whose policy "
-     "shows `host_status`)"),
+    ("`GET /servers/{id}` (web, a member's status poll)", 11, 6, "2 health checks before; token's stamps, "
+     "instance mapping with its request spec (one statement; the spec a read of its own before), the ports' fixed "
+     "IPs with their groups (one statement, two before), their floating IPs when there are fixed IPs; in the cell: "
+     "instance, tags with block devices (one statement, two before; the compute service's read before, now only "
+     "for those whose policy shows `host_status`)"),
     ("a build in the conductor", 21, 16, "3 health checks; build request (with the security groups it asked for), "
      "cells, 2 cell and 1 placement freshness reads, zones; claim 2 queries, 7 before (`BEGIN`, stamp, "
      "consumer, providers and one read of stamp, consumer and usage; allocations and `COMMIT`); host "
