@@ -108,10 +108,6 @@ class Remembered(Generic[V]):
                     self._entries.popitem(last=False)
         return value
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 def watch(key: str, *senders: type[models.Model] | str,
           when: Callable[[Any], bool] | None = None) -> None:
