@@ -71,7 +71,7 @@ def _sees(ctx: RequestContext, image: Image) -> bool:
 
 
 #: the images ``POST /servers`` reads, by id: remembered while no image is written
-#: (``cloudcore.core.stamps``; ``images.apps`` watches the rows, the status updates below bump it)
+#: (``cloudcore.core.stamps``; ``images.apps`` watches the rows, ``_images_updated`` bumps it)
 IMAGES_STAMP = "images.images"
 _images: Remembered[Image] = Remembered(IMAGES_STAMP)
 
@@ -83,6 +83,15 @@ def image_get_remembered(ctx: RequestContext, image_id: str) -> Image:
     if image is None or not _sees(ctx, image):
         raise ImageNotFound(image_id=image_id)
     return image
+
+
+def _images_updated(images: QuerySet[Image], **values: Any) -> int:
+    """``images.update(**values)``, bumping the images' stamp when a row changed (an update sends no
+    ``post_save``, which ``images.apps`` watches); the number of rows updated."""
+    updated = images.update(**values)
+    if updated:
+        stamps.bump(IMAGES_STAMP)
+    return updated
 
 
 def _image_read(image_id: str) -> Image | None:
@@ -246,9 +255,8 @@ def image_update(ctx: RequestContext, image: Image, changes: Iterable[tuple[str,
 def _claim(image: Image, *, source: str, target: str) -> None:
     """Move ``image`` from ``source`` to ``target`` status with a compare-and-swap update, so two
     concurrent uploads (or stage and upload) cannot both write its bytes."""
-    if not Image.objects.filter(pk=image.pk, status=source).update(status=target):
+    if not _images_updated(Image.objects.filter(pk=image.pk, status=source), status=target):
         raise Conflict(f"Image status transition from {image.status} to {target} is not allowed")
-    stamps.bump(IMAGES_STAMP)
     image.status = target
 
 
@@ -298,8 +306,7 @@ def image_upload(ctx: RequestContext | None, image: Image, chunks: Iterable[byte
         return _store(image, tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)
-        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
-        stamps.bump(IMAGES_STAMP)
+        _images_updated(Image.objects.filter(pk=image.pk), status=ImageStatus.QUEUED)
         image.status = ImageStatus.QUEUED
         raise
 
@@ -323,8 +330,7 @@ def image_stage(ctx: RequestContext, image: Image, chunks: Iterable[bytes]) -> I
         _receive(chunks, target)
     except BaseException:
         target.unlink(missing_ok=True)
-        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED)
-        stamps.bump(IMAGES_STAMP)
+        _images_updated(Image.objects.filter(pk=image.pk), status=ImageStatus.QUEUED)
         raise
     image.size = target.stat().st_size
     image.save(update_fields=["size", "updated_at"])
@@ -350,8 +356,7 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
         return _store(image, staged)
     except BaseException:
         staged.unlink(missing_ok=True)
-        Image.objects.filter(pk=image.pk).update(status=ImageStatus.QUEUED, size=None)
-        stamps.bump(IMAGES_STAMP)
+        _images_updated(Image.objects.filter(pk=image.pk), status=ImageStatus.QUEUED, size=None)
         image.status, image.size = ImageStatus.QUEUED, None
         raise
 
@@ -464,8 +469,8 @@ def copy_image_file(image_id: str, target: Path) -> None:
 def image_delete_internal(image_id: str) -> None:
     """Delete an image the cloud made for itself (a cross-cell move's ``<name>-resize-temp``) with
     its data; no owner or protection check, and an image already gone is fine."""
-    Image.objects.filter(id=image_id).update(status=ImageStatus.DELETED, deleted=True, deleted_at=timezone.now())
-    stamps.bump(IMAGES_STAMP)
+    _images_updated(Image.objects.filter(id=image_id), status=ImageStatus.DELETED, deleted=True,
+                    deleted_at=timezone.now())
     image_data_path(image_id).unlink(missing_ok=True)
 
 

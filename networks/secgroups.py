@@ -623,6 +623,14 @@ def security_group_find(ctx: RequestContext, name_or_id: str, *, project_id: str
     return named[0]
 
 
+def security_group_id_find(ctx: RequestContext, name_or_id: str, *, project_id: str) -> str:
+    """The id of ``security_group_find``'s group (``default``: its id remembered by the process,
+    ``default_group_id``)."""
+    if name_or_id == "default":
+        return default_group_id(project_id)
+    return str(security_group_find(ctx, name_or_id, project_id=project_id).id)
+
+
 def instance_security_groups_request(instance_uuid: str, group_ids: list[str]) -> None:
     """Record the groups a server asked for; the ports made for it (``port_create_for_instance``) get them.
     See ``instances_security_groups_request``."""

@@ -667,10 +667,14 @@ def _addresses_of_rows(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, list[
     return out
 
 
+#: a fixed IP's columns as ``_addresses_of_rows`` reads them
+_ADDRESS_COLUMNS = ("port__device_id", "port__network__name", "ip_address", "subnet__ip_version",
+                    "port__mac_address", "port_id")
+
+
 def _addresses(uuids: Any) -> QuerySet[IPAllocation, tuple[str, str, str, int, str, str]]:
-    return IPAllocation.objects.filter(port__device_id__in=uuids).values_list(
-        "port__device_id", "port__network__name", "ip_address", "subnet__ip_version", "port__mac_address",
-        "port_id").order_by("port__created_at", "id")
+    return IPAllocation.objects.filter(port__device_id__in=uuids).values_list(*_ADDRESS_COLUMNS)\
+        .order_by("port__created_at", "id")
 
 
 def _addresses_and_port_groups(address_uuids: Any, group_uuids: Any) -> QuerySet[IPAllocation, tuple[Any, ...]]:
@@ -678,8 +682,7 @@ def _addresses_and_port_groups(address_uuids: Any, group_uuids: Any) -> QuerySet
     same columns (the group's name where the network's is, its id where the MAC is, no IP), one
     ``UNION ALL``."""
     addresses = IPAllocation.objects.filter(port__device_id__in=address_uuids).values_list(
-        "port__device_id", "port__network__name", "ip_address", "subnet__ip_version", "port__mac_address",
-        "port_id", "port__created_at", "id")
+        *_ADDRESS_COLUMNS, "port__created_at", "id")
     groups = Port.security_groups.through.objects.filter(port__device_id__in=group_uuids).values_list(
         "port__device_id", "securitygroup__name", Value(None, output_field=CharField()),
         Value(None, output_field=IntegerField()), "securitygroup_id", "port_id", "port__created_at", "id")
@@ -704,11 +707,11 @@ def addresses_and_group_names(instance_uuids: Iterable[str], *, building: Iterab
     fixed = sorted((row for row in rows if row[2] is not None), key=lambda row: (row[6], row[7]))
     addresses = _addresses_of_rows([row[:6] for row in fixed])
     names: dict[str, list[str]] = {}
-    seen: dict[str, set[str]] = {}
+    seen: set[tuple[str, str]] = set()
     for device_id, name, _ip, _version, group_id, _port_id, _created, _id in sorted(
             (row for row in rows if row[2] is None), key=lambda row: (row[6], row[5], row[7])):
-        if group_id not in seen.setdefault(device_id, set()):
-            seen[device_id].add(group_id)
+        if (device_id, group_id) not in seen:
+            seen.add((device_id, group_id))
             names.setdefault(device_id, []).append(name)
     asked = set(uuids)
     with_rows = {row[0] for row in rows}

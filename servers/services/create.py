@@ -41,10 +41,9 @@ from ..models import BuildRequest, Flavor, KeyPair
 from .disk_config import auto_disk_config_for_image
 from .external import (
     SecurityGroupNotFoundByNameOrId,
-    default_group_id,
     image_get_remembered,
     instances_security_groups_request,
-    security_group_find,
+    security_group_id_find,
 )
 from .personality import injected_files_checked
 from .quotas import quota_check, quota_check_metadata, quota_limits, quota_usage
@@ -237,11 +236,8 @@ def _security_groups(ctx: RequestContext, names: list[str]) -> list[str]:
     one is a 400 with the neutron client's words, as Nova answers."""
     ids = []
     for name in dict.fromkeys(names or ["default"]):
-        if name == "default":  # (as security_group_find finds it; its id remembered by the process)
-            ids.append(default_group_id(str(ctx.project_id)))
-            continue
         try:
-            ids.append(security_group_find(ctx, name, project_id=str(ctx.project_id)).id)
+            ids.append(security_group_id_find(ctx, name, project_id=str(ctx.project_id)))
         except SecurityGroupNotFoundByNameOrId as exc:
             raise Invalid(str(exc)) from None
     return ids

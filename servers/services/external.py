@@ -8,11 +8,11 @@ from __future__ import annotations
 from images.services import image_data_path, image_get, image_get_internal, image_get_remembered
 from networks.secgroups import (
     SecurityGroupNotFoundByNameOrId,
-    default_group_id,
     instance_add_security_group,
     instance_remove_security_group,
     instances_security_groups_request,
     security_group_find,
+    security_group_id_find,
     security_groups_of_instances,
 )
 from networks.services import (
@@ -29,10 +29,11 @@ from networks.services import (
 )
 
 __all__ = [
-    "addresses_and_group_names", "addresses_for_instances", "default_group_id", "image_data_path", "image_get",
+    "addresses_and_group_names", "addresses_for_instances", "image_data_path", "image_get",
     "image_get_internal", "image_get_remembered", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
-    "instances_security_groups_request", "security_group_find", "security_groups_of_instances",
+    "instances_security_groups_request", "security_group_find", "security_group_id_find",
+    "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",
     "port_brief", "port_get",
 ]
