@@ -23,6 +23,9 @@ ORM, as when the query cannot be prepared).
 value (a server's status poll asks its extras of one server), as ``values_in`` for more. A statement
 of a cell's model runs on the database it was prepared on: its key names the cell's database.
 
+A statement is worked out by one thread at a time (``_preparing``): the threads of a process just
+started that need it at once wait for the first instead of each building it again on the GIL.
+
 ``RawRows`` reads a queryset's rows as the database gives them and makes instances of those asked
 (a page merged from several cells keeps only its first rows of them all). Both read SQLite's
 datetime values in one call each (``_faster``), where Django's converter makes four and a costly one.
@@ -30,6 +33,7 @@ datetime values in one call each (``_faster``), where Django's converter makes f
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -45,6 +49,8 @@ from .sqlin import values_in
 
 #: key: (database alias, SQL, for each parameter: the index of the argument or None, the constants)
 _statements: dict[str, tuple[str, str, list[int | None], list[Any]] | None] = {}
+#: held while a statement is worked out (see the module docstring)
+_preparing = threading.RLock()
 
 
 def _placeholder(index: int) -> str:
@@ -76,7 +82,9 @@ def prepared_rows(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[
     """The rows of ``build(*args)`` (a ``values_list`` queryset), its SQL built once per process
     under ``key``."""
     if key not in _statements:
-        _statements[key] = _prepare(build, len(args))
+        with _preparing:
+            if key not in _statements:
+                _statements[key] = _prepare(build, len(args))
     statement = _statements[key]
     if statement is None:
         return [tuple(row) for row in build(*args)]
@@ -188,7 +196,9 @@ def prepared_objects(key: str, build: Callable[..., QuerySet[Any]], args: Sequen
     """The model instances of ``build(*args)`` (annotations set on them), its SQL built and its
     row reading worked out once per process under ``key``."""
     if key not in _object_statements:
-        _object_statements[key] = _prepare_objects(build, len(args))
+        with _preparing:
+            if key not in _object_statements:
+                _object_statements[key] = _prepare_objects(build, len(args))
     statement = _object_statements[key]
     if statement is None:
         return list(build(*args))

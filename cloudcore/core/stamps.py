@@ -27,6 +27,12 @@ Why it holds:
 
 Within a request, a remembered value is shared with the other threads of the process: callers
 copy what they change (``Remembered.get`` hands out what ``read`` returned).
+
+A value missing under a stamp is read by one thread at a time: the threads that miss it while
+another thread reads it under the same stamp wait for that read and take its value (a burst of
+clients' first requests to a process just started found nothing remembered, and each of its
+threads read the same four rows at once, one after another on the GIL). A waiter whose reader
+found nothing, failed, or took longer than ``READ_WAIT_S`` reads for itself.
 """
 from __future__ import annotations
 
@@ -47,6 +53,8 @@ V = TypeVar("V")
 
 _MEMO_KEY = "core.change_stamps"
 _MAX_VALUE = 2**62
+#: how long a thread waits for another thread's read of the value it misses before reading itself
+READ_WAIT_S = 5.0
 
 
 def bump(key: str) -> int:
@@ -88,6 +96,8 @@ class Remembered(Generic[V]):
         self.key = key
         self.max_entries = max_entries
         self._entries: OrderedDict[Hashable, tuple[int, V]] = OrderedDict()
+        #: argument: the read of it under way in a thread of this process
+        self._reading: dict[Hashable, _Reading[V]] = {}
         self._lock = threading.Lock()
 
     def get(self, argument: Hashable, read: Callable[[], V | None]) -> V | None:
@@ -99,7 +109,26 @@ class Remembered(Generic[V]):
             if entry is not None and entry[0] == stamp:
                 self._entries.move_to_end(argument)
                 return entry[1]
-        value = read()
+            reading = self._reading.get(argument)
+            mine = reading is None or reading.stamp != stamp
+            if mine:
+                reading = self._reading[argument] = _Reading(stamp)
+        assert reading is not None
+        if not mine:
+            reading.done.wait(READ_WAIT_S)
+            if reading.value is not None:
+                return reading.value
+            return self._keep(argument, stamp, read())
+        try:
+            reading.value = self._keep(argument, stamp, read())
+            return reading.value
+        finally:
+            with self._lock:
+                if self._reading.get(argument) is reading:
+                    del self._reading[argument]
+            reading.done.set()
+
+    def _keep(self, argument: Hashable, stamp: int, value: V | None) -> V | None:
         if value is not None:
             with self._lock:
                 self._entries[argument] = (stamp, value)
@@ -107,6 +136,16 @@ class Remembered(Generic[V]):
                 while len(self._entries) > self.max_entries:
                     self._entries.popitem(last=False)
         return value
+
+
+class _Reading(Generic[V]):
+    """A read under way: the stamp it is made under, set ``done`` when it ends, and its value
+    (None until then, or when it found nothing or failed)."""
+
+    def __init__(self, stamp: int) -> None:
+        self.stamp = stamp
+        self.done = threading.Event()
+        self.value: V | None = None
 
 
 def watch(key: str, *senders: type[models.Model] | str,
