@@ -275,6 +275,7 @@ class TokensView(IdentityView):
         with_catalog = "nocatalog" not in request.query_params
         response = Response(present_token(token, with_catalog=with_catalog), status=201)
         response["X-Subject-Token"] = token.value
+        tokens.token_validate_ahead(token.value)
         return response
 
     def _subject(self, request: Request) -> Token:

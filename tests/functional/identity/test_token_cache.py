@@ -18,7 +18,7 @@ from identity.services.roles import role_assign, role_unassign
 from identity.services.tokens import context_for_token, token_issue
 from tests.apihelpers import make_identity
 
-from .conftest import token_client
+from .conftest import issue, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +46,30 @@ def test_a_validated_token_costs_one_statement(alice: Any, django_assert_num_que
     # then the same user and roles come back, in a context of its own
     assert user.id == first_user.id and ctx.roles == first.roles == ["member", "reader"]
     assert ctx.request_id == "req-2" and first.request_id == "req-1" and ctx is not first
+
+
+def test_a_token_issued_by_a_process_is_validated_there_before_its_first_request(
+        people: Any, django_assert_num_queries: Any) -> None:
+    # given a token issued through the API (a client logging in)
+    response = issue("demo", "demo-pw")
+    assert response.status_code == 201
+    token = response["X-Subject-Token"]
+    # when its first request is validated in the process that issued it
+    with django_assert_num_queries(1):  # the change stamps: its validation was remembered at issue
+        user, ctx = context_for_token(token, request_id="req-1")
+    # then it acts for the user and the roles the token was issued with
+    assert user.name == "demo" and ctx.project_name == "demo"
+    assert ctx.roles == sorted(r["name"] for r in response.json()["token"]["roles"])
+
+
+def test_a_token_validated_at_issue_is_refused_once_its_user_is_disabled(people: Any) -> None:
+    # given a token issued (and so validated ahead), then its user disabled
+    token = issue("demo", "demo-pw")["X-Subject-Token"]
+    user = people["demo"]
+    user.enabled = False
+    user.save()
+    # then its first request is refused
+    assert token_client(token).get("/identity/v3/auth/catalog").status_code == 401
 
 
 def test_a_revoked_token_is_refused_by_the_next_request(alice: Any) -> None:
