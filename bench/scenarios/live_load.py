@@ -357,6 +357,24 @@ FINDINGS = (
     "in 3 of the first 4 pairs (25-28 against 37-47 ms); read 8 s after the last boot (the builds' trailing work "
     "done), 27.5/27.2 and 26.9/29.0 ms, and in-process on PostgreSQL (`list_scale --quick`, 100 servers) "
     "10.0/10.2 and 10.6/9.0 ms: the same.",
+    "Found (burst1: 20 clients' five POSTs each sent together to a PostgreSQL cloud just started, its Celery "
+    "workers stopped with SIGSTOP so that only the web worked): the first burst of 20 took 159-176 ms at the "
+    "median (max 208-277) where a second burst took 43-57 ms (max 68-96). One client alone: a process's first POST "
+    "24 ms, its next 8-10 ms (cProfile in a process started as gunicorn's: the four remembered reads missing, "
+    "11 ms with their SQL worked out the first time), and a token's first request in a process some 5 ms more "
+    "(the token, its user, project and roles read). In a burst, each of a process's threads missed the same "
+    "four rows at once and read them all, and validated its client's new token, one thread after another on "
+    "the GIL. Fixed: a value missed by several threads under one stamp is read by one of them while the others "
+    "wait for it (`cloudcore.core.stamps`), a prepared statement is worked out by one thread "
+    "(`cloudcore.core.prepared`), and the process that issues a token validates it then (a client keeps its "
+    "connection, and so the process). The same bursts after: the first 20 POSTs p50 67-78 ms (max 107-125), "
+    "the second 35-52 ms. In the scenario, alternated pairs (f8c1a0c / after): a client's first POST p50 median "
+    "PostgreSQL 141 -> 81 ms (4 pairs, lower in each), SQLite 123 -> 86 ms (3 pairs); the later POSTs did not "
+    "gain (on PostgreSQL their p95 was higher in 4 of 4 pairs, 101-219 against 207-266 ms: the builds of the "
+    "first POSTs now run under the next ones), and `POST /servers` p95 is the same within the passes' spread "
+    "(PostgreSQL median 208 -> 224 ms, SQLite 200 -> 292 ms from passes of 154-321 ms). Tried after it: "
+    "gunicorn 2 x 10 threads, one per client, against 2 x 8 (4 alternated pairs on PostgreSQL): p50 63/70, "
+    "p95 196/184 ms, first POST p50 57/75 ms, not kept.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
