@@ -17,7 +17,7 @@ from collections.abc import Callable
 from django.conf import settings
 
 from cells.agent import API_ONLY_ENV, isolated_environment
-from cells.selectors import cell_list
+from cells.selectors import cell_list, host_mapping_get
 from cloudcore.core.demo import DemoProcess
 from cloudcore.core.exceptions import InvalidConfiguration
 
@@ -70,3 +70,11 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
             proc.unset = API_ONLY_ENV
         procs.append(proc)
     return procs
+
+
+def not_ready() -> str | None:
+    """The demo hosts not mapped to their cell yet. A host's resource provider is in placement
+    before the conductor has mapped it (``conductor.hosts``): a server scheduled to it in between
+    would go to ERROR ("Host compute2 is not mapped to any cell")."""
+    missing = [host for host, *_ in HOSTS if host_mapping_get(host) is None]
+    return f"compute hosts not mapped to their cells yet: {', '.join(missing)}" if missing else None

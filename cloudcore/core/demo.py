@@ -4,7 +4,9 @@ An app that contributes to the demo defines, in ``<app>/demo.py``:
 
 - ``setup(out) -> None``: idempotent creation of its demo objects (cells, users, flavors, ...);
   ``out`` is a callable that prints one line;
-- ``processes(env) -> list[DemoProcess]``: the long-running processes it needs.
+- ``processes(env) -> list[DemoProcess]``: the long-running processes it needs;
+- ``not_ready() -> str | None``: what of its part is not ready to serve a user yet (None once it
+  is), asked by run_cloud before it says the cloud is running.
 
 ``manage.py demo_setup`` runs every ``setup`` in INSTALLED_APPS order; ``manage.py run_cloud``
 (what ``make run`` calls) migrates, runs the setups, then starts and supervises the processes.
@@ -81,3 +83,13 @@ def collect_processes(env: dict[str, str]) -> list[DemoProcess]:
         if fn is not None:
             procs.extend(fn(env))
     return procs
+
+
+def waiting_for() -> list[str]:
+    """What the apps' ``not_ready`` say is not ready yet (empty once the demo cloud can serve)."""
+    waiting = []
+    for module in demo_modules():
+        check = getattr(module, "not_ready", None)
+        if check is not None and (what := check()):
+            waiting.append(what)
+    return waiting

@@ -65,12 +65,16 @@ class LiveCloud:
                 raise RuntimeError(f"run_cloud exited with {self.process.returncode}:\n{self.tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/compute/", timeout=2) as response:  # noqa: S310
-                    if response.status == 200 and self.clouds_yaml.exists():
+                    # run_cloud says so once every demo host is mapped, as a user would see it
+                    if response.status == 200 and self.clouds_yaml.exists() and self.says_running():
                         return
             except OSError:
                 pass
             time.sleep(0.5)
         raise RuntimeError(f"run_cloud did not come up in {timeout}s:\n{self.tail()}")
+
+    def says_running(self) -> bool:
+        return self.log_path.exists() and b"cloudcore is running:" in self.log_path.read_bytes()
 
     def stop(self) -> None:
         self.close_connections()

@@ -6,6 +6,10 @@ first and stopped last; with ``CLOUDCORE_BROKER_URL`` set the cloud uses that Re
 that dies is restarted with backoff and the restart is logged with the reason and shown on the
 console (``cloudcore.core.supervise``); one that keeps dying is left stopped and reported. Ctrl-C
 (SIGINT) or SIGTERM stops every child.
+
+"cloudcore is running" is said once the web answers and every app's part of the demo is ready
+(``cloudcore.core.demo.waiting_for``: the compute hosts mapped to their cells), or after
+``READY_TIMEOUT`` with what is still missing: a user acts on it at once.
 """
 from __future__ import annotations
 
@@ -13,19 +17,23 @@ import os
 import signal
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from cloudcore.core import broker
-from cloudcore.core.demo import collect_processes, run_setups, web_process
+from cloudcore.core.demo import collect_processes, run_setups, waiting_for, web_process
 from cloudcore.core.supervise import Child, Supervisor, log_tail
 
 #: how long the embedded Redis may take to answer
 REDIS_START_TIMEOUT = 20.0
+#: how long the processes may take to be ready before the banner is shown anyway
+READY_TIMEOUT = 180.0
 
 
 class Command(BaseCommand):
@@ -70,6 +78,7 @@ class Command(BaseCommand):
                     supervisor.spawn(child)
                     self.stdout.write(f"started {child.name} (pid {child.popen.pid if child.popen else '?'}), "
                                       f"log: {child.log_path}")
+            self._wait_ready(supervisor, bind, lambda: stopping)
             self._banner(bind)
             while not stopping:
                 supervisor.check()
@@ -100,6 +109,26 @@ class Command(BaseCommand):
             raise CommandError(f"Redis did not start on {socket} (see {child.log_path}):\n{tail}")
         self.stdout.write(f"started redis (pid {popen.pid if popen else '?'}) on {socket}, log: {child.log_path}")
 
+    def _wait_ready(self, supervisor: Supervisor, bind: str, stopping: Any) -> None:
+        """Until the web answers and nothing is waited for (``waiting_for``), keeping the children up meanwhile;
+        what is still missing after ``READY_TIMEOUT`` is said on stderr."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        said: set[str] = set()
+        waiting: list[str] = []
+        while not stopping() and time.monotonic() < deadline:
+            supervisor.check()
+            waiting = ([] if _web_answers(bind) else ["the web process does not answer yet"]) + waiting_for()
+            if not waiting:
+                break
+            for what in waiting:
+                if what not in said:
+                    said.add(what)
+                    self.stdout.write(f"waiting: {what}")
+            time.sleep(0.5)
+        connections.close_all()
+        if waiting and not stopping():
+            self.stderr.write(f"not ready after {READY_TIMEOUT:.0f} s: {'; '.join(waiting)}")
+
     def _banner(self, bind: str) -> None:
         base = f"http://{bind}"
         lines = [
@@ -128,6 +157,16 @@ def _requeue_unacked(child: Child) -> str:
         return ""
     requeued = broker.requeue_unacked(settings.CELERY_BROKER_URL, child.queues)
     return f"requeued {len(requeued)} unacknowledged task(s) {requeued}" if requeued else ""
+
+
+def _web_answers(bind: str) -> bool:
+    host, _, port = bind.rpartition(":")
+    host = "127.0.0.1" if host in ("", "0.0.0.0", "[::]") else host  # noqa: S104 - the address bound, asked locally
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/compute/", timeout=2) as response:  # noqa: S310
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def _masked(url: str) -> str:
