@@ -369,10 +369,10 @@ FINDINGS = (
     "(`cloudcore.core.prepared`), and the process that issues a token validates it then (a client keeps its "
     "connection, and so the process). The same bursts after: the first 20 POSTs p50 67-78 ms (max 107-125), "
     "the second 35-52 ms. In the scenario, alternated pairs (f8c1a0c / after): a client's first POST p50 median "
-    "PostgreSQL 141 -> 81 ms (4 pairs, lower in each), SQLite 123 -> 86 ms (3 pairs); the later POSTs did not "
+    "PostgreSQL 141 -> 81 ms (4 pairs, lower in each), SQLite 122 -> 86 ms (6 pairs); the later POSTs did not "
     "gain (on PostgreSQL their p95 was higher in 4 of 4 pairs, 101-219 against 207-266 ms: the builds of the "
     "first POSTs now run under the next ones), and `POST /servers` p95 is the same within the passes' spread "
-    "(PostgreSQL median 208 -> 224 ms, SQLite 200 -> 292 ms from passes of 154-321 ms). Tried after it: "
+    "(PostgreSQL median 208 -> 224 ms; SQLite 208 -> 194 ms, passes 182-270 against 154-321). Tried after it: "
     "gunicorn 2 x 10 threads, one per client, against 2 x 8 (4 alternated pairs on PostgreSQL): p50 63/70, "
     "p95 196/184 ms, first POST p50 57/75 ms, not kept.",
 )
