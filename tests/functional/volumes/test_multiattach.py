@@ -218,3 +218,19 @@ def test_a_host_that_cannot_share_volumes_fails_the_attach(bfv: Any) -> None:
                      version="2.51").json()["instanceAction"]
     assert detail["events"][0]["result"] == "Error"
     assert "multiattach" in detail["events"][0]["traceback"]
+
+
+def test_the_demo_cloud_has_a_multiattach_type(bfv: Any) -> None:
+    from volumes import demo
+
+    # given the demo's volume setup run (twice: it is idempotent)
+    lines: list[str] = []
+    demo.setup(lines.append)
+    demo.setup(lines.append)
+    client = bfv.member()
+    # then a member sees the multiattach type, and a volume of it can be shared
+    types = {t["name"]: t for t in call(client, "get", "/volume/v3/types").json()["volume_types"]}
+    assert "multiattach" in types and "multiattach" in lines[0]
+    vol = call(client, "post", "/volume/v3/volumes", {"volume": {"size": 1, "volume_type": "multiattach"}})
+    assert vol.status_code == 202, vol.content
+    assert vol.json()["volume"]["multiattach"] is True and vol.json()["volume"]["volume_type"] == "multiattach"
