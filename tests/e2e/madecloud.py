@@ -69,7 +69,9 @@ class MadeCloud(LiveCloud):
                 raise RuntimeError(f"make run exited with {self.process.returncode}:\n{self.tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/compute/", timeout=2) as response:  # noqa: S310
-                    if response.status == 200 and self.clouds_yaml.exists() and self.processes():
+                    # and once it says so, as a user sees it (every demo host mapped by then)
+                    if response.status == 200 and self.clouds_yaml.exists() and self.processes() \
+                            and self.says_running():
                         return
             except OSError:
                 pass
