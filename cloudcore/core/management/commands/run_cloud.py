@@ -18,6 +18,7 @@ import signal
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ class Command(BaseCommand):
             raise CommandError(f"Redis did not start on {socket} (see {child.log_path}):\n{tail}")
         self.stdout.write(f"started redis (pid {popen.pid if popen else '?'}) on {socket}, log: {child.log_path}")
 
-    def _wait_ready(self, supervisor: Supervisor, bind: str, stopping: Any) -> None:
+    def _wait_ready(self, supervisor: Supervisor, bind: str, stopping: Callable[[], bool]) -> None:
         """Until the web answers and nothing is waited for (``waiting_for``), keeping the children up meanwhile;
         what is still missing after ``READY_TIMEOUT`` is said on stderr."""
         deadline = time.monotonic() + READY_TIMEOUT
