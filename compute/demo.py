@@ -74,7 +74,7 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
 
 def not_ready() -> str | None:
     """The demo hosts not mapped to their cell yet. A host's resource provider is in placement
-    before the conductor has mapped it (``conductor.hosts``): a server scheduled to it in between
-    would go to ERROR ("Host compute2 is not mapped to any cell")."""
+    before the conductor has mapped it (``conductor.hosts``); a server scheduled to it in between
+    has the conductor map it first (``conductor.build``), but the banner waits for all four."""
     missing = [host for host, *_ in HOSTS if host_mapping_get(host) is None]
     return f"compute hosts not mapped to their cells yet: {', '.join(missing)}" if missing else None

@@ -54,6 +54,8 @@ from servers.services.history import history_restore, open_action, rows_hard_del
 from servers.services.notify import notify_compute_task_error, notify_instance
 from servers.services.volume_attachments import bdm_volumes_create
 
+from .hosts import compute_host_started as host_started
+
 if TYPE_CHECKING:
     from servers.models import BuildRequest
 
@@ -184,6 +186,11 @@ def _place_instance(
     meanwhile is found by ``build_request_delete`` below, and its rows are removed then."""
     host = selection["service_host"]
     host_mapping = host_mapping_get(host)
+    if host_mapping is None and selection.get("cell_uuid"):
+        # a host the scheduler read from its cell's nodes whose start-up cast (``compute_host_started``)
+        # is not handled yet: mapped now, as that cast would map it, rather than the server buried
+        host_started(host=host, cell_uuid=str(selection["cell_uuid"]))
+        host_mapping = host_mapping_get(host)
     if host_mapping is None:
         allocations_delete(consumer_uuid=instance_uuid)
         bury_in_cell0(ctx, instance_uuid=instance_uuid,
