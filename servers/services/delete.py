@@ -5,6 +5,10 @@
 - No host (cell0, PENDING, failed build) or host down: deleted locally in its cell.
 - On a host: task_state ``deleting`` is claimed with a compare-and-swap, an action ``delete``
   recorded, and ``terminate_instance_task`` cast to ``compute.<host>``.
+- A shelved server's snapshot (``shelved_image_id``) is deleted with it, as Nova's API deletes it;
+  an image already gone or not the actor's to delete is left with a warning, and the delete goes on.
+  Nova deletes it at a soft delete already; here it is kept until the delete is for good, so that a
+  restored server still has it.
 - With ``RECLAIM_INSTANCE_INTERVAL`` on, a launched server is soft-deleted instead
   (``deferred_delete``); ``forceDelete`` (action ``forceDelete``) and the periodic reclaim of old
   soft-deleted servers delete for good as above.
@@ -15,6 +19,7 @@ stays visible from its cell until the host has marked it deleted.
 """
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -25,9 +30,10 @@ from django.utils import timezone
 from cells.context import target_cell
 from cells.services import instance_mappings_queue_for_delete
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import InstanceInvalidState, InstanceIsLocked
+from cloudcore.core.exceptions import Forbidden, InstanceInvalidState, InstanceIsLocked, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
+from images.services import image_delete, image_get_internal
 from networks.services import ports_release
 from scheduling.placement.services import allocations_delete
 from scheduling.services.request_specs import request_specs_delete
@@ -45,6 +51,12 @@ from .resize import resize_confirm_for_delete
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
+
+log = logging.getLogger(__name__)
+
+#: the vm_states whose server may still hold its shelve snapshot (a soft-deleted one was shelved
+#: when ``shelved_image_id`` is still in its system metadata: an unshelve removes the key)
+SHELVED_STATES = (VmState.SHELVED, VmState.SHELVED_OFFLOADED, VmState.SOFT_DELETED)
 
 
 def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = False) -> None:
@@ -112,11 +124,24 @@ def _terminate(actor: RequestContext, instance: Instance, cell: CellMapping, *, 
     actions.action_start(actor, instance_uuid=instance.uuid, action=action)
     notify_instance(actor, "instance.update", instance, old_task_state=old_task_state)
     _unmap(instance.uuid)
+    _delete_shelved_image(actor, instance)
     if not instance.host or not host_is_up(instance):
         local_delete(actor, instance)
         return
     transaction.on_commit(partial(compute_rpc.terminate_instance, ctx=actor, host=instance.host,
                                   instance_uuid=instance.uuid, cell_uuid=str(cell.uuid), action=action))
+
+
+def _delete_shelved_image(actor: RequestContext, instance: Instance) -> None:
+    image_id = (instance.system_metadata or {}).get("shelved_image_id")
+    if not image_id or instance.vm_state not in SHELVED_STATES:
+        return
+    try:
+        image_delete(actor, image_get_internal(image_id))
+    except (NotFound, Forbidden) as exc:
+        log.warning("the snapshot %s of shelved server %s was not deleted: %s", image_id, instance.uuid, exc)
+    except Exception:
+        log.exception("the snapshot %s of shelved server %s was not deleted", image_id, instance.uuid)
 
 
 def _delete_build_request(instance_uuid: str) -> None:

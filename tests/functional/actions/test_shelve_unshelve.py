@@ -286,6 +286,35 @@ def test_shelve_snapshot_image_is_created_then_deleted_on_unshelve(cloud: Cloud)
     assert image.deleted
 
 
+@pytest.mark.parametrize("offload", [True, False])
+def test_deleting_a_shelved_server_deletes_its_snapshot(cloud: Cloud, settings: Any, offload: bool) -> None:
+    from images.models import Image
+
+    settings.SHELVED_OFFLOAD_TIME = 0 if offload else -1
+    member = cloud.member()
+    server = cloud.create_server(member, "shelvy", version=V)
+    cloud.wait_for_status(member, server["id"], "ACTIVE", version=V)
+    assert cloud.action(member, server["id"], {"shelve": None}, version=V).status_code == 202
+    cloud.wait_for_status(member, server["id"], "SHELVED_OFFLOADED" if offload else "SHELVED", version=V)
+    image = Image.objects.get(name="shelvy-shelved")
+    # when its owner deletes the shelved server
+    assert cloud.delete(member, f"servers/{server['id']}").status_code == 204
+    # then its snapshot goes with it (Nova's API deletes it), and the server is gone
+    image.refresh_from_db()
+    assert image.deleted and image.status == "deleted"
+    assert cloud.get(member, f"servers/{server['id']}").status_code == 404
+
+
+def test_a_shelved_servers_snapshot_already_gone_does_not_stop_its_delete(cloud: Cloud) -> None:
+    from images.models import Image
+
+    admin = cloud.admin()
+    sid = offloaded(cloud, admin)
+    Image.objects.filter(name="shelvy-shelved").delete()
+    assert cloud.delete(admin, f"servers/{sid}").status_code == 204
+    assert cloud.get(admin, f"servers/{sid}").status_code == 404
+
+
 def test_offload_frees_allocations_and_unshelve_claims_on_the_new_host(cloud: Cloud) -> None:
     from scheduling.placement.services import allocations_get
 
