@@ -299,6 +299,10 @@ QUOTA_SUBNET = env_int("QUOTA_SUBNET", 100, minimum=-1)
 QUOTA_PORT = env_int("QUOTA_PORT", 500, minimum=-1)
 QUOTA_ROUTER = env_int("QUOTA_ROUTER", 10, minimum=-1)
 QUOTA_FLOATINGIP = env_int("QUOTA_FLOATINGIP", 50, minimum=-1)
+#: Nova's [neutron] default_floating_pool: the external network (name or id) a floating IP of the compute
+#: API's proxy (POST /os-floating-ips, up to 2.35) comes from when the request names no pool. Nova's default
+#: is "nova"; devstack sets "public", the external network of the demo cloud.
+DEFAULT_FLOATING_POOL = env_str("DEFAULT_FLOATING_POOL", "public")
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 #: operator overrides of policy rules' checks (``manage.py policy override``; OpenStack's policy.yaml)

@@ -375,7 +375,8 @@ def router_remove_interface(ctx: RequestContext, router: Router, *, subnet_id: s
 
 
 def _visible_fips(ctx: RequestContext) -> QuerySet[FloatingIP]:
-    qs = FloatingIP.objects.select_related("floating_port")
+    # the network and the associated port: Nova's proxy shows the pool's name and the port's device
+    qs = FloatingIP.objects.select_related("floating_port", "floating_network", "port")
     return qs if ctx.is_admin else qs.filter(project_id=ctx.project_id)
 
 

@@ -111,7 +111,9 @@ urlpatterns += [
          name="compute-image-metadata-item"),
 ]
 
-# --- a server's security groups (servers/api/security_groups.py; the actions are in actions.py) ------
+# --- the proxies up to 2.35 (volumes, networks, floating IPs) and a server's security groups
+# (servers/api/{volumes_proxy,networks_proxy,floating_ips,security_groups}.py; the actions are in actions.py) --
+from . import floating_ips as _floating_ips  # noqa: E402
 from . import networks_proxy as _networks_proxy  # noqa: E402
 from . import security_groups as _security_groups  # noqa: E402
 from . import volumes_proxy as _volumes_proxy  # noqa: E402
@@ -129,6 +131,9 @@ urlpatterns += [
     path("os-tenant-networks", _networks_proxy.TenantNetworksView.as_view(), name="compute-tenant-networks"),
     path("os-tenant-networks/<str:network_id>", _networks_proxy.TenantNetworkView.as_view(),
          name="compute-tenant-network"),
+    path("os-floating-ips", _floating_ips.FloatingIPsView.as_view(), name="compute-floating-ips"),
+    path("os-floating-ips/<str:fip_id>", _floating_ips.FloatingIPView.as_view(), name="compute-floating-ip"),
+    path("os-floating-ip-pools", _floating_ips.FloatingIPPoolsView.as_view(), name="compute-floating-ip-pools"),
     path("os-security-groups", _security_groups.SecurityGroupsView.as_view(), name="compute-security-groups"),
     path("os-security-groups/<str:group_id>", _security_groups.SecurityGroupView.as_view(),
          name="compute-security-group"),

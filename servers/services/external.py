@@ -1,11 +1,20 @@
 """The servers app's window on the image and network services (other bounded contexts).
 
 Calls go through this one module so that the servers code names exactly what it needs from
-``images.services``, ``networks.services`` and ``networks.secgroups``.
+``images.services``, ``networks.services``, ``networks.secgroups`` and ``networks.l3``.
 """
 from __future__ import annotations
 
 from images.services import image_data_path, image_get, image_get_internal, image_get_remembered
+from networks.l3 import (
+    FloatingIPNotFound,
+    floatingip_create,
+    floatingip_delete,
+    floatingip_get,
+    floatingip_list,
+    floatingip_update,
+)
+from networks.quotas import OverQuota
 from networks.secgroups import (
     SecurityGroupNotFoundByNameOrId,
     instance_add_security_group,
@@ -16,6 +25,7 @@ from networks.secgroups import (
     security_groups_of_instances,
 )
 from networks.services import (
+    IpAddressGenerationFailure,
     PortInUse,
     addresses_and_group_names,
     addresses_for_instances,
@@ -23,6 +33,7 @@ from networks.services import (
     instance_uuids_with_ip,
     network_get,
     network_info,
+    network_list,
     networks_available_to,
     port_brief,
     port_get,
@@ -36,4 +47,6 @@ __all__ = [
     "security_groups_of_instances",
     "SecurityGroupNotFoundByNameOrId", "PortInUse", "instance_ports_brief", "network_get", "networks_available_to",
     "port_brief", "port_get",
+    "FloatingIPNotFound", "IpAddressGenerationFailure", "OverQuota", "floatingip_create", "floatingip_delete",
+    "floatingip_get", "floatingip_list", "floatingip_update", "network_list",
 ]

@@ -1,0 +1,152 @@
+"""Nova's floating IP proxy (/os-floating-ips and /os-floating-ip-pools up to 2.35) over the network
+service's floating IPs, with nova-network's bodies and Nova's codes and words."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.cloud import Cloud
+
+pytestmark = pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"])
+NET = "/network/v2.0"
+FIP_KEYS = {"id", "ip", "pool", "fixed_ip", "instance_id"}
+
+
+def external(cloud: Cloud, admin: Any, name: str, cidr: str) -> dict[str, Any]:
+    network = cloud.post(admin, f"{NET}/networks", {"network": {"name": name, "router:external": True}})
+    assert network.status_code == 201, network.content
+    ext = network.json()["network"]
+    subnet = cloud.post(admin, f"{NET}/subnets", {"subnet": {"network_id": ext["id"], "cidr": cidr, "ip_version": 4}})
+    assert subnet.status_code == 201, subnet.content
+    return ext
+
+
+def routed_public(cloud: Cloud, admin: Any, member: Any) -> dict[str, Any]:
+    """The external network ``public`` and a router of the member's project from it to the demo subnet."""
+    ext = external(cloud, admin, "public", "172.24.4.0/24")
+    router = cloud.post(member, f"{NET}/routers", {"router": {"name": "r", "external_gateway_info": {
+        "network_id": ext["id"]}}}).json()["router"]
+    attached = cloud.put(member, f"{NET}/routers/{router['id']}/add_router_interface", {"subnet_id": cloud.subnet_id})
+    assert attached.status_code == 200, attached.content
+    return ext
+
+
+def allocate(cloud: Cloud, client: Any, body: Any = None) -> dict[str, Any]:
+    response = cloud.post(client, "os-floating-ips", body)
+    assert response.status_code == 200, response.content
+    fip: dict[str, Any] = response.json()["floating_ip"]
+    assert set(fip) == FIP_KEYS
+    return fip
+
+
+def fault(response: Any, code: int) -> str:
+    assert response.status_code == code, (response.status_code, response.content)
+    (body,) = response.json().values()
+    message: str = body["message"]
+    return message
+
+
+def test_allocate_show_list_and_release(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    ext = routed_public(cloud, admin, client)
+    external(cloud, admin, "other", "192.0.2.0/24")
+    # given the external networks as the pools, which any project lists
+    pools = cloud.get(cloud.member("reader", roles=("reader",)), "os-floating-ip-pools")
+    assert pools.status_code == 200 and pools.json() == {"floating_ip_pools": [{"name": "public"}, {"name": "other"}]}
+    # when floating IPs are allocated from a pool named, by id, and from the default pool (an empty body, no
+    # body at all, a null pool)
+    named = allocate(cloud, client, {"pool": "public"})
+    by_id = allocate(cloud, client, {"pool": ext["id"]})
+    default = allocate(cloud, client)
+    bodiless = client.post("/compute/v2.1/os-floating-ips")
+    assert bodiless.status_code == 200, bodiless.content
+    assert bodiless.json()["floating_ip"]["pool"] == "public"
+    assert cloud.delete(client, f"os-floating-ips/{bodiless.json()['floating_ip']['id']}").status_code == 202
+    null_pool = allocate(cloud, client, {"pool": None})
+    other = allocate(cloud, client, {"pool": "other", "ignored": "Nova lets other keys through"})
+    # then each is an unassociated address of its pool, in nova-network's shape
+    assert named == {"id": named["id"], "ip": "172.24.4.3", "pool": "public", "fixed_ip": None, "instance_id": None}
+    assert [f["pool"] for f in (by_id, default, null_pool, other)] == ["public", "public", "public", "other"]
+    assert other["ip"].startswith("192.0.2.")
+    # and they are the network service's floating IPs, of the caller's project
+    neutron = cloud.get(client, f"{NET}/floatingips").json()["floatingips"]
+    assert {f["id"]: f["floating_ip_address"] for f in neutron} == {
+        f["id"]: f["ip"] for f in (named, by_id, default, null_pool, other)}
+    # and they are listed and shown as they were created
+    listed = cloud.get(client, "os-floating-ips")
+    assert listed.status_code == 200
+    assert listed.json() == {"floating_ips": [named, by_id, default, null_pool, other]}
+    shown = cloud.get(client, f"os-floating-ips/{named['id']}")
+    assert shown.status_code == 200 and shown.json() == {"floating_ip": named}
+    # an admin lists its own project's only (Nova's proxy lists the context's project), another project none
+    assert cloud.get(admin, "os-floating-ips").json() == {"floating_ips": []}
+    stranger = cloud.member("demo2", "demo2")
+    assert cloud.get(stranger, "os-floating-ips").json() == {"floating_ips": []}
+    assert fault(cloud.get(stranger, f"os-floating-ips/{named['id']}"), 404) == \
+        f"Floating IP not found for ID {named['id']}"
+    assert cloud.delete(stranger, f"os-floating-ips/{named['id']}").status_code == 404
+    # when one is released it is gone, from the network service too
+    released = cloud.delete(client, f"os-floating-ips/{named['id']}")
+    assert released.status_code == 202 and released.content == b""
+    assert fault(cloud.get(client, f"os-floating-ips/{named['id']}"), 404) == \
+        f"Floating IP not found for ID {named['id']}"
+    assert cloud.get(client, f"{NET}/floatingips/{named['id']}").status_code == 404
+    assert fault(cloud.delete(client, f"os-floating-ips/{named['id']}"), 404) == \
+        f"Floating IP not found for ID {named['id']}"
+    assert fault(cloud.get(client, "os-floating-ips/not-a-uuid"), 404) == "Floating IP not found for ID not-a-uuid"
+
+
+def test_allocation_refusals(cloud: Cloud, settings: Any) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    external(cloud, admin, "public", "172.24.4.0/24")
+    # a /30 has one address besides its gateway
+    external(cloud, admin, "tiny", "198.51.100.0/30")
+    # an unknown pool, or a network that is not external, is not a pool
+    assert fault(cloud.post(client, "os-floating-ips", {"pool": "nope"}), 404) == "Floating IP pool not found."
+    assert fault(cloud.post(client, "os-floating-ips", {"pool": "demo-net"}), 404) == "Floating IP pool not found."
+    assert fault(cloud.post(client, "os-floating-ips", {"pool": cloud.network_id}), 404) == \
+        "Floating IP pool not found."
+    # a pool that is not a string, or a body that is not an object, is a bad request
+    assert cloud.post(client, "os-floating-ips", {"pool": 5}).status_code == 400
+    assert cloud.post(client, "os-floating-ips", ["public"]).status_code == 400
+    # the default pool is the setting's (Nova's default_floating_pool)
+    settings.DEFAULT_FLOATING_POOL = "nova"
+    assert fault(cloud.post(client, "os-floating-ips"), 404) == "Floating IP pool not found."
+    settings.DEFAULT_FLOATING_POOL = "tiny"
+    assert allocate(cloud, client)["ip"] == "198.51.100.2"
+    # no address left: 404, naming the pool when the request named it
+    assert fault(cloud.post(client, "os-floating-ips", {"pool": "tiny"}), 404) == "No more floating IPs in pool tiny."
+    assert fault(cloud.post(client, "os-floating-ips"), 404) == "No more floating IPs available."
+    # over the project's floating IP quota: 403
+    settings.QUOTA_FLOATINGIP = 1
+    assert fault(cloud.post(client, "os-floating-ips", {"pool": "public"}), 403) == \
+        "IP allocation over quota in pool public."
+    settings.DEFAULT_FLOATING_POOL = "public"
+    assert fault(cloud.post(client, "os-floating-ips"), 403) == "IP allocation over quota."
+    assert len(cloud.get(client, "os-floating-ips").json()["floating_ips"]) == 1
+
+
+def test_policy(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    external(cloud, admin, "public", "172.24.4.0/24")
+    fip = allocate(cloud, client)
+    # a reader of the project lists and shows but neither allocates nor releases
+    reader = cloud.member("reader", roles=("reader",))
+    assert cloud.get(reader, "os-floating-ips").json() == {"floating_ips": [fip]}
+    assert cloud.get(reader, f"os-floating-ips/{fip['id']}").json() == {"floating_ip": fip}
+    assert fault(cloud.post(reader, "os-floating-ips"), 403) == \
+        "Policy doesn't allow os_compute_api:os-floating-ips:create to be performed."
+    assert fault(cloud.delete(reader, f"os-floating-ips/{fip['id']}"), 403) == \
+        "Policy doesn't allow os_compute_api:os-floating-ips:delete to be performed."
+
+
+def test_gone_from_2_36(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    external(cloud, admin, "public", "172.24.4.0/24")
+    fip = allocate(cloud, client)
+    for path in ("os-floating-ips", f"os-floating-ips/{fip['id']}", "os-floating-ip-pools"):
+        assert cloud.get(client, path, version="2.35").status_code == 200
+        assert cloud.get(client, path, version="2.36").status_code == 404
+    assert cloud.post(client, "os-floating-ips", version="2.36").status_code == 404
+    assert cloud.delete(client, f"os-floating-ips/{fip['id']}", version="2.36").status_code == 404
