@@ -26,6 +26,7 @@ from ..services import (
     consoles,
     deferred_delete,
     evacuate,
+    floating_ip_proxy,
     live_migrate,
     power,
     rebuild,
@@ -96,6 +97,7 @@ def _evacuate(extra: dict[str, Any], required: list[str] | None = None) -> dict[
     return schema
 
 
+IP_ADDRESS = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
 HOST_OR_NULL = {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
 
 
@@ -226,6 +228,13 @@ ACTION_SCHEMAS: dict[str, VersionedSchema] = {
     # Nova validates these bodies by hand (``_security_group_name``), not with a schema.
     "addSecurityGroup": VersionedSchema(("2.1", None, _action({}, "addSecurityGroup"))),
     "removeSecurityGroup": VersionedSchema(("2.1", None, _action({}, "removeSecurityGroup"))),
+    # the floating IP actions went at 2.44 (the network service's API associates them)
+    "addFloatingIp": VersionedSchema(("2.1", "2.43", _action({
+        "type": "object", "properties": {"address": IP_ADDRESS, "fixed_address": IP_ADDRESS},
+        "required": ["address"], "additionalProperties": False}, "addFloatingIp"))),
+    "removeFloatingIp": VersionedSchema(("2.1", "2.43", _action({
+        "type": "object", "properties": {"address": IP_ADDRESS}, "required": ["address"],
+        "additionalProperties": False}, "removeFloatingIp"))),
 }
 
 #: Body keys an action honours only from a microversion on (below it they are ignored, whatever
@@ -465,6 +474,18 @@ def _remove_security_group(view: ServerActionView, request: Any, instance: Insta
                            body: dict[str, Any]) -> None:
     security_groups.server_remove_security_group(actor=view.ctx, instance=instance,
                                                  name=_security_group_name(body))
+
+
+@handles("addFloatingIp")
+def _add_floating_ip(view: ServerActionView, request: Any, instance: Instance, cell: Any, body: dict[str, Any]) -> None:
+    floating_ip_proxy.server_add_floating_ip(actor=view.ctx, instance=instance, address=body["address"],
+                                             fixed_address=body.get("fixed_address"))
+
+
+@handles("removeFloatingIp")
+def _remove_floating_ip(view: ServerActionView, request: Any, instance: Instance, cell: Any,
+                        body: dict[str, Any]) -> None:
+    floating_ip_proxy.server_remove_floating_ip(actor=view.ctx, instance=instance, address=body["address"])
 
 
 @handles("pause")

@@ -1,5 +1,6 @@
-"""Nova's floating IP proxy (/os-floating-ips and /os-floating-ip-pools up to 2.35) over the network
-service's floating IPs, with nova-network's bodies and Nova's codes and words."""
+"""Nova's floating IP proxy (/os-floating-ips and /os-floating-ip-pools up to 2.35; the addFloatingIp and
+removeFloatingIp actions up to 2.43) over the network service's floating IPs, with nova-network's bodies
+and Nova's codes and words."""
 from __future__ import annotations
 
 from typing import Any
@@ -38,6 +39,14 @@ def allocate(cloud: Cloud, client: Any, body: Any = None) -> dict[str, Any]:
     fip: dict[str, Any] = response.json()["floating_ip"]
     assert set(fip) == FIP_KEYS
     return fip
+
+
+def server_on_demo_net(cloud: Cloud, client: Any, name: str) -> tuple[str, str]:
+    """A server with one port on the demo network: its id and its fixed IP."""
+    server = cloud.create_server(client, name, networks=[{"uuid": cloud.network_id}])["id"]
+    cloud.wait_for_status(client, server, "ACTIVE")
+    (port,) = cloud.get(client, f"{NET}/ports?device_id={server}").json()["ports"]
+    return server, port["fixed_ips"][0]["ip_address"]
 
 
 def fault(response: Any, code: int) -> str:
@@ -141,12 +150,137 @@ def test_policy(cloud: Cloud) -> None:
         "Policy doesn't allow os_compute_api:os-floating-ips:delete to be performed."
 
 
-def test_gone_from_2_36(cloud: Cloud) -> None:
+def test_gone_from_2_36_and_the_actions_from_2_44(cloud: Cloud) -> None:
     client, admin = cloud.member(), cloud.admin()
-    external(cloud, admin, "public", "172.24.4.0/24")
+    routed_public(cloud, admin, client)
     fip = allocate(cloud, client)
+    server, _fixed = server_on_demo_net(cloud, client, "vm")
     for path in ("os-floating-ips", f"os-floating-ips/{fip['id']}", "os-floating-ip-pools"):
         assert cloud.get(client, path, version="2.35").status_code == 200
         assert cloud.get(client, path, version="2.36").status_code == 404
     assert cloud.post(client, "os-floating-ips", version="2.36").status_code == 404
     assert cloud.delete(client, f"os-floating-ips/{fip['id']}", version="2.36").status_code == 404
+    add = {"addFloatingIp": {"address": fip["ip"]}}
+    remove = {"removeFloatingIp": {"address": fip["ip"]}}
+    assert fault(cloud.action(client, server, add, version="2.44"), 404) == "There is no such action: addFloatingIp"
+    assert fault(cloud.action(client, server, remove, version="2.44"), 404) == \
+        "There is no such action: removeFloatingIp"
+    assert cloud.action(client, server, add, version="2.43").status_code == 202
+    assert cloud.action(client, server, remove, version="2.43").status_code == 202
+
+
+def test_associate_and_disassociate(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    fip = allocate(cloud, client)
+    server, fixed = server_on_demo_net(cloud, client, "vm")
+    # when the floating IP is added to the server (its first IPv4 address)
+    added = cloud.action(client, server, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43")
+    # then 202 with no body, and the floating IP names the server and its fixed IP
+    assert added.status_code == 202 and added.content == b""
+    assert cloud.get(client, f"os-floating-ips/{fip['id']}").json()["floating_ip"] == {
+        **fip, "fixed_ip": fixed, "instance_id": server}
+    assert cloud.get(client, "os-floating-ips").json()["floating_ips"] == [
+        {**fip, "fixed_ip": fixed, "instance_id": server}]
+    neutron = cloud.get(client, f"{NET}/floatingips/{fip['id']}").json()["floatingip"]
+    assert (neutron["fixed_ip_address"], neutron["status"]) == (fixed, "ACTIVE")
+    # and the server's addresses show it after its fixed IP
+    addresses = cloud.show(client, server)["addresses"]["demo-net"]
+    assert [(a["addr"], a["OS-EXT-IPS:type"]) for a in addresses] == [(fixed, "fixed"), (fip["ip"], "floating")]
+    # when it is removed it is unassociated again, and the server shows its fixed IP only
+    removed = cloud.action(client, server, {"removeFloatingIp": {"address": fip["ip"]}}, version="2.43")
+    assert removed.status_code == 202 and removed.content == b""
+    assert cloud.get(client, f"os-floating-ips/{fip['id']}").json()["floating_ip"] == fip
+    assert [a["addr"] for a in cloud.show(client, server)["addresses"]["demo-net"]] == [fixed]
+    # removing it again is a conflict
+    assert fault(cloud.action(client, server, {"removeFloatingIp": {"address": fip["ip"]}}, version="2.43"),
+                 409) == f"Floating IP {fip['ip']} is not associated with instance {server}."
+    # the fixed address may be named
+    named = cloud.action(client, server, {"addFloatingIp": {"address": fip["ip"], "fixed_address": fixed}},
+                         version="2.1")
+    assert named.status_code == 202
+    assert cloud.get(client, f"os-floating-ips/{fip['id']}").json()["floating_ip"]["fixed_ip"] == fixed
+
+
+def test_reassociation_and_release_of_an_associated_floating_ip(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    fip = allocate(cloud, client)
+    first, _first_fixed = server_on_demo_net(cloud, client, "vm1")
+    second, second_fixed = server_on_demo_net(cloud, client, "vm2")
+    assert cloud.action(client, first, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43").status_code == 202
+    # when the floating IP is added to another server it moves there
+    moved = cloud.action(client, second, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43")
+    assert moved.status_code == 202, moved.content
+    assert cloud.get(client, f"os-floating-ips/{fip['id']}").json()["floating_ip"] == {
+        **fip, "fixed_ip": second_fixed, "instance_id": second}
+    assert [a["OS-EXT-IPS:type"] for a in cloud.show(client, first)["addresses"]["demo-net"]] == ["fixed"]
+    # and removing it from the first server is a conflict (it is not associated with that one)
+    assert fault(cloud.action(client, first, {"removeFloatingIp": {"address": fip["ip"]}}, version="2.43"), 409) == \
+        f"Floating IP {fip['ip']} is not associated with instance {first}."
+    # when the associated floating IP is released it goes, and the server keeps its fixed IP only
+    assert cloud.delete(client, f"os-floating-ips/{fip['id']}").status_code == 202
+    assert cloud.get(client, f"{NET}/floatingips").json()["floatingips"] == []
+    assert [a["addr"] for a in cloud.show(client, second)["addresses"]["demo-net"]] == [second_fixed]
+
+
+def test_association_refusals(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    unrouted_network = external(cloud, admin, "unrouted", "192.0.2.0/24")
+    fip, second = allocate(cloud, client), allocate(cloud, client)
+    unrouted = allocate(cloud, client, {"pool": "unrouted"})
+    server, fixed = server_on_demo_net(cloud, client, "vm")
+
+    def add(body: dict[str, Any]) -> Any:
+        return cloud.action(client, server, {"addFloatingIp": body}, version="2.43")
+
+    # the body's schema: an address is required, and addresses are IP addresses
+    for body in ({}, {"address": ""}, {"address": "not-an-ip"}, {"address": fip["ip"], "fixed_address": "x"},
+                 {"address": fip["ip"], "extra": 1}):
+        assert add(body).status_code == 400, body
+    assert cloud.action(client, server, {"removeFloatingIp": {}}, version="2.43").status_code == 400
+    # no floating IP with the address
+    assert fault(add({"address": "0.0.0.0"}), 404) == "floating IP not found"
+    assert fault(cloud.action(client, server, {"removeFloatingIp": {"address": "0.0.0.0"}}, version="2.43"),
+                 404) == "Floating IP not found for address 0.0.0.0."
+    # another project's floating IP is not found either
+    stranger = cloud.member("demo2", "demo2")
+    theirs = allocate(cloud, stranger)
+    assert fault(add({"address": theirs["ip"]}), 404) == "floating IP not found"
+    # a fixed address that is not the server's
+    assert fault(add({"address": fip["ip"], "fixed_address": "10.0.0.250"}), 400) == \
+        "Specified fixed address not assigned to instance"
+    # no router from the floating IP's network to the server's subnet: the network service's reason is quoted
+    assert fault(add({"address": unrouted["ip"]}), 400) == (
+        f"Unable to associate floating IP {unrouted['ip']} to fixed IP {fixed} for instance {server}. Error: "
+        f"External network {unrouted_network['id']} is not reachable from subnet "
+        f"{cloud.subnet_id}.  Therefore, cannot associate Port {port_of(cloud, client, server)} with a Floating IP.")
+    # a second floating IP of the same network on the same fixed IP: the network service's conflict, as a 400
+    assert add({"address": fip["ip"]}).status_code == 202
+    assert fault(add({"address": second["ip"]}), 400).startswith(f"Cannot associate floating IP {second['ip']}")
+    # nothing changed in the refusals
+    assert cloud.get(client, f"os-floating-ips/{second['id']}").json()["floating_ip"]["instance_id"] is None
+    assert cloud.get(client, f"os-floating-ips/{unrouted['id']}").json()["floating_ip"]["instance_id"] is None
+    # a reader may do neither
+    reader = cloud.member("reader", roles=("reader",))
+    assert fault(cloud.action(reader, server, {"removeFloatingIp": {"address": fip["ip"]}}, version="2.43"),
+                 403) == "Policy doesn't allow os_compute_api:os-floating-ips:remove to be performed."
+    assert fault(cloud.action(reader, server, {"addFloatingIp": {"address": second["ip"]}}, version="2.43"),
+                 403) == "Policy doesn't allow os_compute_api:os-floating-ips:add to be performed."
+
+
+def test_a_server_without_a_port_has_no_address_to_associate(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    fip = allocate(cloud, client)
+    server = cloud.create_server(client, "portless", networks="none")["id"]
+    cloud.wait_for_status(client, server, "ACTIVE")
+    assert fault(cloud.action(client, server, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43"), 400) == \
+        "Instance network is not ready yet"
+
+
+def port_of(cloud: Cloud, client: Any, server: str) -> str:
+    (port,) = cloud.get(client, f"{NET}/ports?device_id={server}").json()["ports"]
+    port_id: str = port["id"]
+    return port_id
