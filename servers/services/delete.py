@@ -40,7 +40,7 @@ from scheduling.services.request_specs import request_specs_delete
 
 from ..choices import TaskState, VmState
 from ..models import BlockDeviceMapping, BuildRequest, Instance, VirtualInterface
-from ..selectors import ServerRecord
+from ..selectors import ServerNotFound, ServerRecord, server_get
 from . import actions
 from .consoles import console_tokens_delete_for_instance
 from .deferred_delete import can_soft_delete, host_is_up, server_soft_delete
@@ -67,8 +67,15 @@ def server_delete(*, actor: RequestContext, record: ServerRecord, force: bool = 
     state; clients' clean-ups delete again what a test already deleted)."""
     authorize(actor, "os_compute_api:servers:delete", record_target(record))
     if record.build_request is not None:
-        _delete_build_request(record.uuid)
-        return
+        if _delete_build_request(record.uuid):
+            return
+        # the conductor took the build request since it was read: the server is in a cell now
+        # (placed, or buried in cell0) and is deleted there; it was left to build, and the delete
+        # answered 204 (Nova's API looks it up again the same way)
+        try:
+            record = server_get(actor, record.uuid)
+        except ServerNotFound:
+            return  # deleted meanwhile by another delete
     assert record.instance is not None and record.cell is not None
     instance = record.instance
     if instance.locked and not actor.is_admin:
@@ -144,14 +151,17 @@ def _delete_shelved_image(actor: RequestContext, instance: Instance) -> None:
         log.exception("the snapshot %s of shelved server %s was not deleted", image_id, instance.uuid)
 
 
-def _delete_build_request(instance_uuid: str) -> None:
+def _delete_build_request(instance_uuid: str) -> bool:
+    """False, with nothing changed, when the build request is gone already."""
     with transaction.atomic():
-        BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()
+        if not BuildRequest.objects.filter(instance_uuid=instance_uuid).delete()[0]:
+            return False
         request_specs_delete([instance_uuid])
         instance_mappings_queue_for_delete([instance_uuid])
     # what a scheduling claimed for a build that died before it reached a cell (a live conductor
     # that finds the BuildRequest gone drops its claim itself)
     allocations_delete(consumer_uuid=instance_uuid)
+    return True
 
 
 def _release_ports(instance: Instance) -> None:
