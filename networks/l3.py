@@ -11,7 +11,8 @@ A floating IP is an address of an external network held by its own port (``netwo
 is associated with one fixed IPv4 address of a port of its project, through the router whose gateway is
 on the floating IP's network and which has an interface on the fixed IP's subnet (else 404
 ``ExternalGatewayForFloatingIPNotFound``, Neutron's words).
-Associated it is ACTIVE, else DOWN. Deleting the port disassociates it (``services.port_delete``).
+Associated it is ACTIVE, else DOWN. Deleting the port disassociates it (``services.port_delete``);
+deleting its external network releases it when it is not associated (``services.network_delete``).
 
 A router's gateway cannot go while a floating IP goes through it, nor an interface while a floating IP
 or an extra route needs it (409, as Neutron).
@@ -33,7 +34,7 @@ from .models import FloatingIP, IPAllocation, Network, Port, Router, Subnet, new
 
 ROUTER_INTERFACE = "network:router_interface"
 ROUTER_GATEWAY = "network:router_gateway"
-FLOATINGIP = "network:floatingip"
+FLOATINGIP = services.FLOATINGIP_OWNER
 #: Neutron's ``max_routes`` default.
 MAX_ROUTES = 30
 

@@ -28,6 +28,8 @@ from .models import FloatingIP, IPAllocation, Network, Port, PortBinding, Subnet
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
 CREATED_BY_COMPUTE = "cloudcore_created"
+#: The ``device_owner`` of the port that holds a floating IP's address.
+FLOATINGIP_OWNER = "network:floatingip"
 
 
 class NetworkNotFound(NotFound):
@@ -132,11 +134,17 @@ def network_update(ctx: RequestContext, network: Network, **changes: Any) -> Net
 
 
 def network_delete(ctx: RequestContext, network: Network) -> None:
+    """Delete a network (owner or admin) with its subnets. As in Neutron, the floating IPs of an external
+    network that are associated with no port go with it (nothing uses those addresses); any other port
+    (a server's, a router's gateway or interface, an associated floating IP's) keeps it: 409, and
+    nothing is released."""
     _check_owner(ctx, network.project_id)
-    if network.ports.exclude(device_owner="network:dhcp").exists():
-        raise Conflict(f"Unable to complete operation on network {network.id}. There are one or more ports still "
-                       "in use on the network.")
-    network.delete()
+    with transaction.atomic():
+        _delete_ports(network.ports.filter(device_owner=FLOATINGIP_OWNER, floating_ip_of__port__isnull=True))
+        if network.ports.exclude(device_owner="network:dhcp").exists():
+            raise Conflict(f"Unable to complete operation on network {network.id}. There are one or more ports "
+                           "still in use on the network.")
+        network.delete()
 
 
 def _pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
@@ -503,7 +511,7 @@ class ServicePortInUse(Conflict):
 
 
 #: Ports that their router or floating IP owns: only the L3 API removes them.
-L3_OWNERS = ("network:router_interface", "network:router_gateway", "network:floatingip")
+L3_OWNERS = ("network:router_interface", "network:router_gateway", FLOATINGIP_OWNER)
 
 
 def port_delete(ctx: RequestContext, port: Port) -> None:

@@ -52,6 +52,18 @@ def remove_interface(client: APIClient, router_id: str, **body: Any) -> Any:
     return client.put(f"{ROUTERS}/{router_id}/remove_router_interface", body, format="json")
 
 
+def routed_port(client: APIClient) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The external network ``public``, ``client``'s router with its gateway there and an interface on
+    its network ``private``, and a port on ``private`` (one a floating IP can be associated with)."""
+    ext, _ = public()
+    net, sub = make_net(client, "private", "10.1.0.0/24")
+    router = created(client.post(ROUTERS, {"router": {"name": "r", "external_gateway_info": {
+        "network_id": ext["id"]}}}, format="json"), "router")
+    add_interface(client, router["id"], subnet_id=sub["id"])
+    port = created(client.post(f"{NET}/ports", {"port": {"network_id": net["id"]}}, format="json"), "port")
+    return ext, router, port
+
+
 def test_external_networks_are_admins_to_make_and_visible_to_every_project() -> None:
     client = member()
     # given a member: it may not make an external network, nor turn its own into one
@@ -250,12 +262,7 @@ def test_floating_ip_lifecycle_through_a_router() -> None:
 
 def test_floating_ip_created_with_a_port_and_extensions_listed() -> None:
     client = member()
-    ext, _ = public()
-    net, sub = make_net(client, "private", "10.1.0.0/24")
-    router = created(client.post(ROUTERS, {"router": {"name": "r", "external_gateway_info": {
-        "network_id": ext["id"]}}}, format="json"), "router")
-    add_interface(client, router["id"], subnet_id=sub["id"])
-    port = created(client.post(f"{NET}/ports", {"port": {"network_id": net["id"]}}, format="json"), "port")
+    ext, router, port = routed_port(client)
     fip = created(client.post(FIPS, {"floatingip": {"floating_network_id": ext["id"], "port_id": port["id"]}},
                               format="json"), "floatingip")
     assert (fip["status"], fip["router_id"]) == ("ACTIVE", router["id"])
@@ -265,3 +272,36 @@ def test_floating_ip_created_with_a_port_and_extensions_listed() -> None:
     assert error(second)[:2] == (409, "FloatingIPPortAlreadyAssociated")
     aliases = {e["alias"] for e in client.get(f"{NET}/extensions").json()["extensions"]}
     assert {"router", "external-net", "extraroute", "ext-gw-mode"} <= aliases
+
+
+def test_deleting_an_external_network_releases_its_unassociated_floating_ips() -> None:
+    client = member()
+    ext, ext_sub = public()
+    # given an admin's and a member's floating IP on the external network, neither associated
+    admins = created(admin_client().post(FIPS, {"floatingip": {"floating_network_id": ext["id"]}}, format="json"),
+                     "floatingip")
+    members = created(client.post(FIPS, {"floatingip": {"floating_network_id": ext["id"]}}, format="json"),
+                      "floatingip")
+    # when the admin deletes the network
+    assert admin_client().delete(f"{NET}/networks/{ext['id']}").status_code == 204
+    # then both floating IPs, their ports and the subnet went with it
+    listed = {f["id"] for f in admin_client().get(FIPS).json()["floatingips"]}
+    assert admins["id"] not in listed and members["id"] not in listed
+    assert not services.Port.objects.filter(network_id=ext["id"]).exists()
+    assert admin_client().get(f"{NET}/subnets/{ext_sub['id']}").status_code == 404
+
+
+def test_an_external_network_a_router_or_an_associated_floating_ip_uses_is_kept_whole() -> None:
+    client = member()
+    ext, _router, port = routed_port(client)
+    associated = created(client.post(FIPS, {"floatingip": {"floating_network_id": ext["id"], "port_id": port["id"]}},
+                                      format="json"), "floatingip")
+    spare = created(client.post(FIPS, {"floatingip": {"floating_network_id": ext["id"]}}, format="json"),
+                    "floatingip")
+    # when the admin deletes the network the router's gateway and an associated floating IP are on
+    refused = admin_client().delete(f"{NET}/networks/{ext['id']}")
+    # then Neutron's 409, and nothing was released: not even the unassociated floating IP
+    assert error(refused) == (409, "Conflict", f"Unable to complete operation on network {ext['id']}. There are one "
+                                               "or more ports still in use on the network.")
+    listed = {f["id"] for f in client.get(FIPS).json()["floatingips"]}
+    assert {associated["id"], spare["id"]} <= listed
