@@ -38,8 +38,12 @@ SNAPSHOT_DISK_FORMAT = "raw"
 #: Top-level image attributes a client may set; anything else is a custom property.
 SETTABLE = {"name", "visibility", "protected", "os_hidden", "min_disk", "min_ram", "disk_format",
             "container_format", "tags"}
-READ_ONLY = {"id", "status", "checksum", "os_hash_algo", "os_hash_value", "size", "virtual_size", "owner",
+READ_ONLY = {"id", "status", "checksum", "os_hash_algo", "os_hash_value", "size", "virtual_size",
              "created_at", "updated_at", "self", "file", "schema", "direct_url", "locations"}
+#: Names Glance keeps for itself: these properties, and every property in its ``os_glance`` namespace
+#: (the state of its imports), may be neither set nor changed by a client (403).
+RESERVED = frozenset({"location", "deleted", "deleted_at"})
+RESERVED_NAMESPACE = "os_glance"
 
 
 class ImageNotFound(NotFound):
@@ -157,11 +161,21 @@ def _validate(fields: dict[str, Any], ctx: RequestContext) -> None:
         raise Invalid("name must be a string of at most 255 characters.")
 
 
+def _check_not_reserved(name: str) -> None:
+    if name in RESERVED or name.startswith(RESERVED_NAMESPACE):
+        raise Forbidden(f"Attribute '{name}' is reserved.")
+
+
 def image_create(ctx: RequestContext, **fields: Any) -> Image:
-    """Create an image record (status ``queued``); unknown keys become custom properties."""
-    bad = READ_ONLY & set(fields) - {"id", "owner"}
+    """Create an image record (status ``queued``); unknown keys become custom properties.
+
+    A read-only attribute (``status``, ``checksum``, ...) or a reserved name (``RESERVED``, the
+    ``os_glance`` namespace) is a 403 and nothing is created."""
+    bad = READ_ONLY & set(fields) - {"id"}
     if bad:
         raise Forbidden(f"Attribute '{sorted(bad)[0]}' is read-only.")
+    for name in sorted(fields):
+        _check_not_reserved(name)
     owner = fields.pop("owner", None) or ctx.project_id
     if owner != ctx.project_id and not ctx.is_admin:  # an admin may create an image for another project
         raise Forbidden(f"You are not permitted to create images owned by '{owner}'.")
@@ -221,16 +235,28 @@ def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | Non
 
 
 def image_update(ctx: RequestContext, image: Image, changes: Iterable[tuple[str, str, Any]]) -> Image:
-    """Apply Glance json-patch operations ``(op, name, value)`` (add/replace/remove)."""
+    """Apply Glance json-patch operations ``(op, name, value)`` (add/replace/remove), all or none.
+
+    Read-only attributes and reserved names are a 403. Only a cloud admin may give the image to
+    another project (``owner``, a string or null): the owner's project may not (403), as in Glance."""
     _check_owner(ctx, image)
     props = dict(image.properties or {})
     updates: dict[str, Any] = {}
     for op, name, value in changes:
         if name in READ_ONLY:
             raise Forbidden(f"Attribute '{name}' is read-only.")
+        _check_not_reserved(name)
         if op not in ("add", "replace", "remove"):
             raise Invalid(f"Invalid operation: `{op}`")
-        if name in SETTABLE:
+        if name == "owner":
+            if op == "remove":
+                raise Forbidden("Attribute 'owner' is reserved.")
+            if not ctx.is_admin:
+                raise Forbidden("Owner can't be updated by non admin.")
+            if value is not None and (not isinstance(value, str) or len(value) > 255):
+                raise Invalid("owner must be a string of at most 255 characters or null.")
+            updates[name] = value
+        elif name in SETTABLE:
             if op == "remove":
                 raise Forbidden(f"Attribute '{name}' is reserved.")
             updates[name] = value

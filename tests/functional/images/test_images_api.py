@@ -12,6 +12,7 @@ from tests.apihelpers import admin_client, auth_client, make_identity
 
 pytestmark = pytest.mark.django_db
 PATCH = "application/openstack-images-v2.1-json-patch"
+PATCH_20 = "application/openstack-images-v2.0-json-patch"
 
 
 def member(name: str = "alice", project: str = "demo") -> APIClient:
@@ -181,3 +182,48 @@ def test_deactivate_reactivate_and_tasks(settings: object, tmp_path: object) -> 
     assert user.get(f"{url}/tasks").json() == {"tasks": []}
     private = create(user, name="mine")
     assert member("bob", "demo2").get(f"/image/v2/images/{private['id']}/tasks").status_code == 404
+
+
+def test_an_admin_gives_an_image_to_another_project_its_owner_cannot() -> None:
+    # given a member's image
+    user, proj = make_identity("alice", project="demo", roles=["member"])
+    owner = auth_client(user, proj)
+    image = create(owner, name="mine")
+    url = f"/image/v2/images/{image['id']}"
+    give = [{"op": "replace", "path": "/owner", "value": "another-project"}]
+    # when its owner tries to give it away, then Glance's 403 and the image stays its own
+    refused = owner.patch(url, json.dumps(give), content_type=PATCH)
+    assert refused.status_code == 403, refused.content
+    assert "Owner can't be updated by non admin." in refused.content.decode()
+    assert owner.get(url).json()["owner"] == str(proj.id)
+    # when an admin does, then the other project owns it (and the first no longer sees the private image)
+    admin = admin_client()
+    given = admin.patch(url, json.dumps(give), content_type=PATCH)
+    assert given.status_code == 200, given.content
+    assert given.json()["owner"] == "another-project"
+    assert admin.get(url).json()["owner"] == "another-project"
+    # and an owner that is not a string is a 400, its removal a 403
+    assert admin.patch(url, json.dumps([{"op": "replace", "path": "/owner", "value": 5}]),
+                       content_type=PATCH).status_code == 400
+    assert admin.patch(url, json.dumps([{"op": "remove", "path": "/owner"}]), content_type=PATCH).status_code == 403
+
+
+def test_os_glance_properties_are_reserved() -> None:
+    client = member()
+    # when an image is created with a property of Glance's os_glance namespace, then 403 and no image
+    refused = client.post("/image/v2/images", {"name": "reserved", "os_glance_foo": "bar"}, format="json")
+    assert refused.status_code == 403, refused.content
+    assert "Attribute 'os_glance_foo' is reserved." in refused.content.decode()
+    assert client.get("/image/v2/images?name=reserved").json()["images"] == []
+    # when one is added to an image (either patch format), or one is removed, then 403 and nothing changes
+    image = create(client)
+    url = f"/image/v2/images/{image['id']}"
+    for ops, media in [([{"op": "add", "path": "/os_glance_foo", "value": "bar"}], PATCH),
+                       ([{"add": "/os_glance_import_task", "value": "x"}], PATCH_20),
+                       ([{"op": "add", "path": "/deleted", "value": "true"}], PATCH),
+                       ([{"op": "remove", "path": "/os_glance_foo"}], PATCH)]:
+        response = client.patch(url, json.dumps(ops), content_type=media)
+        assert response.status_code == 403, (ops, response.content)
+        assert "is reserved" in response.content.decode()
+    assert not [k for k in client.get(url).json() if k.startswith("os_glance") or k == "deleted"]
+
