@@ -413,12 +413,14 @@ def image_deactivate(ctx: RequestContext, image: Image, *, active: bool) -> Imag
     return image
 
 
-def image_download(ctx: RequestContext, image: Image) -> Path:
+def image_download(ctx: RequestContext, image: Image) -> Path | None:
+    """The file holding the image's data; None while it has none (queued, or its data still on
+    its way: Glance answers those with 204 and no body). A deactivated image's data is for admins
+    only (403); an active image whose file went missing from the store is a 404."""
     if image.status == ImageStatus.DEACTIVATED and not ctx.is_admin:
         raise Forbidden("The requested image has been deactivated. Image data download is forbidden.")
     if image.status not in (ImageStatus.ACTIVE, ImageStatus.DEACTIVATED):
-        raise NotFound("The requested image has no data.") if image.status == ImageStatus.QUEUED else \
-            Conflict(f"Image {image.id} is not active.")
+        return None
     path = image_data_path(image.id)
     if not path.is_file():  # an active image whose data went missing from the store
         raise NotFound("The requested image has no data.")

@@ -145,8 +145,14 @@ class ImageView(UnversionedAPIView):
 
 
 def _body_chunks(request: Request) -> Any:
-    """The request body, streamed in 1 MiB blocks (an image is never held whole in memory)."""
-    stream = request._request
+    """The request body, streamed in 1 MiB blocks (an image is never held whole in memory).
+
+    A body sent with ``Transfer-Encoding: chunked`` (Tempest's and glanceclient's uploads) has no
+    ``Content-Length``: Django then reads it as empty, so it is read from the WSGI input, which the
+    server (gunicorn) has de-chunked and ends at the body's end."""
+    meta = request._request.META
+    chunked = "chunked" in meta.get("HTTP_TRANSFER_ENCODING", "").lower() and not meta.get("CONTENT_LENGTH")
+    stream = meta["wsgi.input"] if chunked else request._request
     while block := stream.read(1024 * 1024):
         yield block
 
@@ -161,6 +167,8 @@ class ImageFileView(UnversionedAPIView):
     def get(self, request: Request, image_id: str) -> Any:
         image = services.image_get(self.ctx, image_id)
         path = services.image_download(self.ctx, image)
+        if path is None:
+            return Response(status=204)
         response = FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115
         if image.checksum:
             response["Content-MD5"] = image.checksum
