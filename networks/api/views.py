@@ -2,7 +2,8 @@
 body ``{"NeutronError": {"type", "message", "detail"}}``."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -16,6 +17,8 @@ from cloudcore.core.policy import can
 
 from .. import l3, quotas, secgroups, services
 from ..models import Network, Port, PortBinding, Subnet
+
+_T = TypeVar("_T")
 
 ERROR_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden", 404: "HTTPNotFound",
                409: "Conflict", 500: "HTTPInternalServerError"}
@@ -103,6 +106,23 @@ class NeutronView(UnversionedAPIView):
             raise Invalid(f"Resource body required: a JSON object with '{key}'.")
         return data[key]
 
+    def _created(self, key: str, collection: str, create: Callable[[dict[str, Any]], _T],
+                 present: Callable[[_T], dict[str, Any]]) -> Response:
+        """201 for Neutron's create of one resource (``{key: {...}}``) or of several (``{collection:
+        [{...}, ...]}``, its bulk create): every one or none, the first refused item's error answered
+        and the ones before it rolled back."""
+        data = self.request.data
+        if not (isinstance(data, dict) and collection in data):
+            return Response({key: present(create(self._resource(key)))}, status=201)
+        items = data[collection]
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise Invalid(f"Invalid input: '{collection}' must be a list of JSON objects.")
+        if not items:
+            raise Invalid("Resources required")
+        with transaction.atomic():
+            made = [create(item) for item in items]
+        return Response({collection: [present(m) for m in made]}, status=201)
+
     def _filters(self) -> dict[str, Any]:
         return {k: v for k, v in self.request.query_params.items() if k not in ("fields", "limit", "marker")}
 
@@ -157,14 +177,15 @@ class NetworksView(NeutronView):
                                       for n in services.network_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
-        body = self._resource("network")
-        net = services.network_create(self.ctx, name=str(body.get("name", "")),
-                                      project_id=body.get("project_id") or body.get("tenant_id"),
-                                      shared=bool(body.get("shared", False)),
-                                      admin_state_up=bool(body.get("admin_state_up", True)),
-                                      description=str(body.get("description", "")),
-                                      external=bool(body.get("router:external", False)))
-        return Response({"network": present_network(net)}, status=201)
+        return self._created("network", "networks", self._create, present_network)
+
+    def _create(self, body: dict[str, Any]) -> Network:
+        return services.network_create(self.ctx, name=str(body.get("name", "")),
+                                       project_id=body.get("project_id") or body.get("tenant_id"),
+                                       shared=bool(body.get("shared", False)),
+                                       admin_state_up=bool(body.get("admin_state_up", True)),
+                                       description=str(body.get("description", "")),
+                                       external=bool(body.get("router:external", False)))
 
 
 class NetworkView(NeutronView):
@@ -186,7 +207,9 @@ class SubnetsView(NeutronView):
                                      for s in services.subnet_list(self.ctx, filters=self._filters())]})
 
     def post(self, request: Request) -> Response:
-        body = self._resource("subnet")
+        return self._created("subnet", "subnets", self._create, present_subnet)
+
+    def _create(self, body: dict[str, Any]) -> Subnet:
         _known_attributes(body, SUBNET_CREATE_ATTRIBUTES)
         for key in ("ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id", "segment_id"):
             if body.get(key) is not None:
@@ -199,13 +222,12 @@ class SubnetsView(NeutronView):
             version = int(body.get("ip_version", 4))
         except (TypeError, ValueError):
             raise Invalid("Invalid input for ip_version.") from None
-        subnet = services.subnet_create(
+        return services.subnet_create(
             self.ctx, network_id=str(body["network_id"]), cidr=str(body["cidr"]), ip_version=version,
             name=str(body.get("name", "")), gateway_ip=body.get("gateway_ip", "auto"),
             enable_dhcp=bool(body.get("enable_dhcp", True)), allocation_pools=body.get("allocation_pools"),
             dns_nameservers=body.get("dns_nameservers"), host_routes=body.get("host_routes"),
             description=str(body.get("description") or ""))
-        return Response({"subnet": present_subnet(subnet)}, status=201)
 
 
 class SubnetView(NeutronView):
@@ -251,15 +273,7 @@ class PortsView(NeutronView):
         return Response({"ports": [self._fields(present_port(p, self.ctx)) for p in ports]})
 
     def post(self, request: Request) -> Response:
-        data = request.data
-        if isinstance(data, dict) and isinstance(data.get("ports"), list):
-            # Neutron's bulk create: every port or none.
-            if not all(isinstance(item, dict) for item in data["ports"]):
-                raise Invalid("Invalid input: each entry of 'ports' must be a JSON object.")
-            with transaction.atomic():
-                ports = [self._create(item) for item in data["ports"]]
-            return Response({"ports": [present_port(p, self.ctx) for p in ports]}, status=201)
-        return Response({"port": present_port(self._create(self._resource("port")), self.ctx)}, status=201)
+        return self._created("port", "ports", self._create, lambda port: present_port(port, self.ctx))
 
     def _create(self, body: dict[str, Any]) -> Port:
         _known_attributes(body, PORT_CREATE_ATTRIBUTES)

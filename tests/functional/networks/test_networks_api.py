@@ -191,3 +191,57 @@ def test_port_binding_attributes_are_shown_to_admins_only_and_set_by_admins_only
     shown = admin.get(f"/network/v2.0/ports/{port['id']}").json()["port"]
     assert (shown["binding:host_id"], shown["binding:vif_type"], shown["binding:vif_details"],
             shown["binding:profile"]) == ("h1", "ovs", {}, {})
+
+
+def test_bulk_create_networks_all_or_none() -> None:
+    client = member()
+    # given two networks in one request, when created, then both are answered in order and listed
+    bulk = client.post("/network/v2.0/networks", {"networks": [{"name": "n1"}, {"name": "n2", "description": "d"}]},
+                       format="json")
+    assert bulk.status_code == 201, bulk.content
+    made = bulk.json()["networks"]
+    assert [(n["name"], n["description"]) for n in made] == [("n1", ""), ("n2", "d")]
+    listed = {n["id"] for n in client.get("/network/v2.0/networks").json()["networks"]}
+    assert {n["id"] for n in made} <= listed
+    # given a request whose second network a member may not make (shared), then nothing is made and
+    # that network's error is answered
+    refused = client.post("/network/v2.0/networks", {"networks": [{"name": "n3"}, {"name": "n4", "shared": True}]},
+                          format="json")
+    assert refused.status_code == 400
+    assert refused.json()["NeutronError"]["message"] == "Only admins may create shared or external networks."
+    names = [n["name"] for n in client.get("/network/v2.0/networks").json()["networks"]]
+    assert "n3" not in names and "n4" not in names
+    # an empty or malformed collection is a 400, not a 500
+    for body in ({"networks": []}, {"networks": ["n5"]}, {"networks": {"name": "n5"}}):
+        answer = client.post("/network/v2.0/networks", body, format="json")
+        assert answer.status_code == 400 and answer.json()["NeutronError"]["type"] == "HTTPBadRequest"
+
+
+def test_bulk_create_subnets_all_or_none() -> None:
+    client = member()
+    net1 = client.post("/network/v2.0/networks", {"network": {"name": "a"}}, format="json").json()["network"]
+    net2 = client.post("/network/v2.0/networks", {"network": {"name": "b"}}, format="json").json()["network"]
+    # given a subnet on each network, the second unnamed (as Tempest sends them), then both are made
+    bulk = client.post("/network/v2.0/subnets", {"subnets": [
+        {"network_id": net1["id"], "cidr": "10.100.0.0/28", "name": "s1", "ip_version": 4},
+        {"network_id": net2["id"], "cidr": "10.100.0.16/28", "ip_version": 4}]}, format="json")
+    assert bulk.status_code == 201, bulk.content
+    made = bulk.json()["subnets"]
+    assert [(s["name"], s["network_id"], s["cidr"]) for s in made] == [
+        ("s1", net1["id"], "10.100.0.0/28"), ("", net2["id"], "10.100.0.16/28")]
+    listed = {s["id"] for s in client.get("/network/v2.0/subnets").json()["subnets"]}
+    assert {s["id"] for s in made} <= listed
+    # given a request whose second subnet has a bad CIDR, then the first is not made either
+    refused = client.post("/network/v2.0/subnets", {"subnets": [
+        {"network_id": net1["id"], "cidr": "10.100.0.32/28", "name": "s3", "ip_version": 4},
+        {"network_id": net2["id"], "cidr": "not-a-cidr", "name": "s4", "ip_version": 4}]}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["NeutronError"]["message"] == ("Invalid input for cidr. Reason: 'not-a-cidr' is not a "
+                                                         "valid IP subnet.")
+    names = [s["name"] for s in client.get("/network/v2.0/subnets").json()["subnets"]]
+    assert "s3" not in names and "s4" not in names
+    # a single subnet is still made from {"subnet": {...}}
+    single = client.post("/network/v2.0/subnets", {"subnet": {"network_id": net1["id"], "cidr": "10.100.0.48/28",
+                                                              "ip_version": 4}}, format="json")
+    assert single.status_code == 201 and single.json()["subnet"]["cidr"] == "10.100.0.48/28"
+
