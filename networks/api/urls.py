@@ -8,6 +8,8 @@ urlpatterns = [
     re_path(r"^v2\.0/?$", views.NetworkRootView.as_view()),
     re_path(r"^v2\.0/extensions/?$", views.ExtensionsView.as_view()),
     re_path(r"^v2\.0/extensions/(?P<alias>[^/]+)/?$", views.ExtensionView.as_view()),
+    re_path(r"^v2\.0/agents/?$", views.AgentsView.as_view()),
+    re_path(r"^v2\.0/agents/(?P<agent_id>[^/]+)/?$", views.AgentView.as_view()),
     re_path(r"^v2\.0/networks/?$", views.NetworksView.as_view()),
     re_path(r"^v2\.0/networks/(?P<net_id>[^/]+)/?$", views.NetworkView.as_view()),
     re_path(r"^v2\.0/subnets/?$", views.SubnetsView.as_view()),

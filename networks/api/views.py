@@ -15,7 +15,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import can
 
-from .. import l3, quotas, secgroups, services
+from .. import agents, l3, quotas, secgroups, services
 from ..models import Network, Port, PortBinding, Subnet
 
 _T = TypeVar("_T")
@@ -89,7 +89,7 @@ class NeutronView(UnversionedAPIView):
 
     def error_body(self, code: int, message: str) -> dict[str, Any]:
         kind = ERROR_TYPES.get(code, "HTTPError")
-        named = (secgroups.__name__, l3.__name__, quotas.__name__)
+        named = (secgroups.__name__, l3.__name__, quotas.__name__, agents.__name__)
         if self._error is not None and (type(self._error).__module__ in named
                                         or isinstance(self._error, services.ServicePortInUse)):
             kind = type(self._error).__name__
@@ -151,7 +151,7 @@ EXTENSIONS = [("binding", "Port Binding"), ("binding-extended", "Port Bindings E
               ("standard-attr-description", "standard-attr-description"), ("router", "Neutron L3 Router"),
               ("ext-gw-mode", "Neutron L3 Configurable external gateway mode"), ("extraroute", "Neutron Extra Route"),
               ("quotas", "Quota management support"), ("quota_details", "Quota details extension"),
-              ("network-ip-availability", "Network IP Availability")]
+              ("network-ip-availability", "Network IP Availability"), ("agent", "agent")]
 
 
 def _extension(alias: str, name: str) -> dict[str, Any]:
@@ -169,6 +169,16 @@ class ExtensionView(NeutronView):
             if known == alias:
                 return Response({"extension": _extension(known, name)})
         raise NotFound(f"Extension with alias {alias} does not exist")
+
+
+class AgentsView(NeutronView):
+    def get(self, request: Request) -> Response:
+        return Response({"agents": [self._fields(a) for a in agents.agent_list(self.ctx, filters=self._filters())]})
+
+
+class AgentView(NeutronView):
+    def get(self, request: Request, agent_id: str) -> Response:
+        return Response({"agent": self._fields(agents.agent_get(self.ctx, agent_id))})
 
 
 class NetworksView(NeutronView):

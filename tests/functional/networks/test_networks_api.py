@@ -245,3 +245,15 @@ def test_bulk_create_subnets_all_or_none() -> None:
                                                               "ip_version": 4}}, format="json")
     assert single.status_code == 201 and single.json()["subnet"]["cidr"] == "10.100.0.48/28"
 
+
+def test_agents_are_listed_empty_and_unknown_by_id() -> None:
+    # this cloud runs no Neutron agent: every project lists none (a member's list is filtered, not
+    # refused, as Neutron's), an id is Neutron's 404, and the extension says the resource is there
+    for client in (member(), admin_client()):
+        listed = client.get("/network/v2.0/agents")
+        assert listed.status_code == 200 and listed.json() == {"agents": []}
+        assert client.get("/network/v2.0/agents?agent_type=L3%20agent").json() == {"agents": []}
+        missing = client.get("/network/v2.0/agents/some-agent")
+        assert missing.status_code == 404 and missing.json() == {"NeutronError": {
+            "type": "AgentNotFound", "message": "Agent some-agent could not be found.", "detail": ""}}
+    assert member().get("/network/v2.0/extensions/agent").status_code == 200
