@@ -2,6 +2,9 @@
 with ``ansible-playbook`` against the live cloud: a key pair, an anti-affinity server group and two
 servers in it (on different hosts), a project quota, pause and resume, then a clean teardown
 (run twice: the second run must change nothing, and deleting what is gone must succeed).
+A second one: a security group with a rule, a volume, a server in the group that gets a floating
+IP as the server module gives one by default (``auto_ip``), the volume attached to it and a
+snapshot of it; run again it changes nothing, and its teardown leaves no floating IP behind.
 
 The collection comes from the ``ansible`` wheel (``scripts/fetch_ansible_collection.py``, run by
 ``make venv``); the modules run on this machine with the project's Python and its openstacksdk.
@@ -106,6 +109,68 @@ TEARDOWN = """
         state: absent
 """
 
+WEB = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    cloud: cloudcore-demo
+  tasks:
+    - name: a security group
+      openstack.cloud.security_group:
+        cloud: "{{ cloud }}"
+        name: ans-web
+        description: web servers
+    - name: ssh allowed in
+      openstack.cloud.security_group_rule:
+        cloud: "{{ cloud }}"
+        security_group: ans-web
+        protocol: tcp
+        port_range_min: 22
+        port_range_max: 22
+        remote_ip_prefix: 0.0.0.0/0
+    - name: a volume
+      openstack.cloud.volume:
+        cloud: "{{ cloud }}"
+        name: ans-data
+        size: 1
+    - name: a server in the group, with a floating IP (auto_ip by default)
+      openstack.cloud.server:
+        cloud: "{{ cloud }}"
+        name: ans-web-1
+        image: tiny
+        flavor: m1.tiny
+        network: demo-net
+        security_groups: [default, ans-web]
+        wait: true
+        timeout: 240
+    - name: the volume attached to it
+      openstack.cloud.server_volume:
+        cloud: "{{ cloud }}"
+        server: ans-web-1
+        volume: ans-data
+    - name: a snapshot of the attached volume
+      openstack.cloud.volume_snapshot:
+        cloud: "{{ cloud }}"
+        volume: ans-data
+        name: ans-data-snap
+        force: true
+        wait: true
+"""
+WEB_TEARDOWN = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    cloud: cloudcore-demo
+  tasks:
+    - openstack.cloud.volume_snapshot: {cloud: "{{ cloud }}", volume: ans-data, name: ans-data-snap, state: absent,
+                                        wait: true}
+    - openstack.cloud.server: {cloud: "{{ cloud }}", name: ans-web-1, state: absent, wait: true, delete_ips: true}
+    - openstack.cloud.volume: {cloud: "{{ cloud }}", name: ans-data, state: absent, wait: true}
+    - openstack.cloud.security_group: {cloud: "{{ cloud }}", name: ans-web, state: absent}
+"""
+
 
 def _interpreter(tmp_path: Path) -> Path:
     """The project's Python for the modules, with ``openstack.version`` imported first.
@@ -174,3 +239,28 @@ def test_a_first_playbook(live_cloud: LiveCloud, tmp_path: Path) -> None:
     # again: nothing is left to remove (the quota module reports a reset as a change every time:
     # it cannot know the defaults, by its own comment)
     assert run_playbook(cloud, tmp_path, TEARDOWN, "teardown-again", project=project) == 1
+
+
+def test_a_playbook_with_a_security_group_a_volume_and_a_floating_ip(live_cloud: LiveCloud, tmp_path: Path) -> None:
+    cloud = live_cloud
+    assert run_playbook(cloud, tmp_path, WEB, "web") == 6
+    server = cloud.sdk().compute.find_server("ans-web-1", ignore_missing=False)
+    assert server.status == "ACTIVE"
+    kinds = {a["OS-EXT-IPS:type"]: a["addr"] for a in server.addresses["demo-net"]}
+    assert set(kinds) == {"fixed", "floating"}, server.addresses
+    assert {g["name"] for g in server.security_groups} == {"default", "ans-web"}
+    fips = {f["Floating IP Address"]: f["Fixed IP Address"] for f in cloud.openstack_json("floating", "ip", "list")}
+    assert fips[kinds["floating"]] == kinds["fixed"], fips
+    rules = cloud.openstack_json("security", "group", "rule", "list", "ans-web")
+    assert any(r["IP Protocol"] == "tcp" and r["Port Range"] == "22:22" for r in rules), rules
+    volume = cloud.openstack_json("volume", "show", "ans-data")
+    assert volume["status"] == "in-use" and [a["server_id"] for a in volume["attachments"]] == [server.id]
+    assert cloud.openstack_json("volume", "snapshot", "show", "ans-data-snap")["status"] == "available"
+    # the same playbook again changes nothing
+    assert run_playbook(cloud, tmp_path, WEB, "web-again") == 0
+
+    assert run_playbook(cloud, tmp_path, WEB_TEARDOWN, "web-teardown") == 4
+    assert kinds["floating"] not in {f["Floating IP Address"] for f in cloud.openstack_json("floating", "ip", "list")}
+    assert "ans-data" not in {v["Name"] for v in cloud.openstack_json("volume", "list")}
+    assert "ans-web" not in {g["Name"] for g in cloud.openstack_json("security", "group", "list")}
+    assert run_playbook(cloud, tmp_path, WEB_TEARDOWN, "web-teardown-again") == 0
