@@ -304,6 +304,12 @@ QUOTA_FLOATINGIP = env_int("QUOTA_FLOATINGIP", 50, minimum=-1)
 #: is "nova"; devstack sets "public", the external network of the demo cloud.
 DEFAULT_FLOATING_POOL = env_str("DEFAULT_FLOATING_POOL", "public")
 IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
+#: The tasks API's ``import`` (an image from a URL, read by the conductor: ``images.fetch``): the most
+#: bytes it reads from one URL, and how long one connect or read may wait (seconds).
+IMAGE_IMPORT_MAX_BYTES = env_int("IMAGE_IMPORT_MAX_BYTES", 4 * 1024**3, minimum=1)
+IMAGE_IMPORT_TIMEOUT = env_int("IMAGE_IMPORT_TIMEOUT", 30, minimum=1)
+#: Hours a finished image task is kept (its ``expires_at``; Glance's task_time_to_live).
+IMAGE_TASK_TIME_TO_LIVE = env_int("IMAGE_TASK_TIME_TO_LIVE", 48, minimum=1)
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))
 #: operator overrides of policy rules' checks (``manage.py policy override``; OpenStack's policy.yaml)
 POLICY_FILE = Path(env_str("POLICY_FILE", str(VAR_DIR / "policy.yaml")))

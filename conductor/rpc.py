@@ -29,6 +29,7 @@ REVERT_CROSS_CELL_RESIZE = "conductor.revert_cross_cell_resize"
 COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 EVACUATE_INSTANCE = "conductor.evacuate_instance"
 LIVE_MIGRATE_INSTANCE = "conductor.live_migrate_instance"
+IMAGE_TASK_RUN = "conductor.image_task_run"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -125,6 +126,12 @@ def revert_cross_cell_resize(*, ctx: RequestContext, instance_uuid: str, cell_uu
                              source_cell_uuid: str) -> None:
     _send(REVERT_CROSS_CELL_RESIZE, ctx=ctx.to_dict(), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
           migration_uuid=migration_uuid, source_cell_uuid=source_cell_uuid)
+
+
+def image_task_run(*, ctx: RequestContext, task_id: str) -> None:
+    """Run an image task (Glance's tasks API: an image imported from a URL) as ``ctx``, who created
+    it: the reading of the URL happens here, never in the web request."""
+    _send(IMAGE_TASK_RUN, ctx=ctx.to_dict(), task_id=task_id)
 
 
 def compute_host_started(*, host: str, cell_uuid: str) -> None:

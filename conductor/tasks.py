@@ -9,6 +9,7 @@ from celery import shared_task
 from cells.isolation import on_service_side
 from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
+from images.services import image_task_run
 from scheduling.services.usage_samples import placement_usage_sample_take
 
 from . import periodic, rpc
@@ -70,6 +71,12 @@ def live_migrate_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_
 @on_service_side
 def unshelve_instance_task(*, ctx: dict[str, Any], instance_uuid: str, cell_uuid: str, host: str | None) -> None:
     unshelve_instance(RequestContext.from_dict(ctx), instance_uuid=instance_uuid, cell_uuid=cell_uuid, host=host)
+
+
+@shared_task(name=rpc.IMAGE_TASK_RUN, queue=rpc.QUEUE, acks_late=True, time_limit=3600)
+@on_service_side
+def image_task_run_task(*, ctx: dict[str, Any], task_id: str) -> None:
+    image_task_run(RequestContext.from_dict(ctx), task_id=task_id)
 
 
 @shared_task(name=rpc.RESIZE_INSTANCE, queue=rpc.QUEUE, acks_late=True, time_limit=3600, soft_time_limit=3500)

@@ -59,3 +59,37 @@ class ImageMember(ApiModel, TimestampedModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["image", "member"], name="image_member")]
+
+
+class TaskStatus:
+    PENDING = "pending"
+    PROCESSING = "processing"
+    SUCCESS = "success"
+    FAILURE = "failure"
+
+
+class ImageTask(ApiModel, SoftDeleteModel):
+    """A Glance task (``/v2/tasks``): asynchronous work on images, its input and outcome.
+
+    The one type is ``import``: an image made from the data at a URL (``images.services``'
+    ``image_task_run``). ``pending`` until the conductor takes it, ``processing`` while it runs,
+    then ``success`` (``result`` names the image, also in ``image_id``) or ``failure`` (``message``
+    says why); a finished task expires (``expires_at``) after ``IMAGE_TASK_TIME_TO_LIVE`` hours."""
+
+    id = models.CharField(primary_key=True, max_length=36, default=new_uuid)
+    type = models.CharField(max_length=30)
+    status = models.CharField(max_length=30, default=TaskStatus.PENDING)
+    owner = models.CharField(max_length=255, db_index=True)
+    input = models.JSONField(default=dict)
+    result = models.JSONField(null=True, blank=True)
+    message = models.TextField(default="", blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    image_id = models.CharField(max_length=36, null=True, blank=True, db_index=True)
+    request_id = models.CharField(max_length=64, null=True, blank=True)
+    user_id = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta(SoftDeleteModel.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.type} task {self.id} ({self.status})"

@@ -5,12 +5,17 @@ Visibility as Glance: ``public`` and ``community`` images are seen by everyone, 
 accepted); cloud admins see all. Uploads stream to ``<store>/<id>.part``; the bytes are inspected
 against the declared ``disk_format`` (``formats``), hashed (md5 checksum, sha512 multihash) and
 moved into place. ``glance-direct`` import stages them under ``<store>/staging/<id>`` first.
+The tasks API's ``import`` (``image_task_*``) makes an image from a URL's data: the API records
+the task, the conductor reads the URL (``fetch``) and stores the data as an upload.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 from collections.abc import Iterable
+from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +24,18 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from cloudcore.core import stamps
+from cloudcore.core import policy, stamps
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
+from cloudcore.core.exceptions import CloudcoreError, Conflict, Forbidden, Invalid, NotFound
 from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.stamps import Remembered
+from conductor import rpc as conductor_rpc
 
-from . import formats
-from .models import Image, ImageMember, ImageStatus
+from . import fetch, formats
+from .models import Image, ImageMember, ImageStatus, ImageTask, TaskStatus
+from .policies import TASKS_API_ACCESS
+
+log = logging.getLogger(__name__)
 
 DISK_FORMATS = ("ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop")
 CONTAINER_FORMATS = ("ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed")
@@ -166,16 +175,17 @@ def _check_not_reserved(name: str) -> None:
         raise Forbidden(f"Attribute '{name}' is reserved.")
 
 
-def image_create(ctx: RequestContext, **fields: Any) -> Image:
-    """Create an image record (status ``queued``); unknown keys become custom properties.
-
-    A read-only attribute (``status``, ``checksum``, ...) or a reserved name (``RESERVED``, the
-    ``os_glance`` namespace) is a 403 and nothing is created."""
+def _new_image_values(ctx: RequestContext, fields: dict[str, Any]) -> dict[str, Any]:
+    """The columns of a new image ``ctx`` asks for with ``fields`` (Glance's image attributes;
+    unknown keys are custom properties). A read-only attribute (``status``, ``checksum``, ...) or
+    a reserved name (``RESERVED``, the ``os_glance`` namespace) is a 403, as is an owner other than
+    the actor's project for a non-admin; a bad value a 400, an id already taken a 409."""
     bad = READ_ONLY & set(fields) - {"id"}
     if bad:
         raise Forbidden(f"Attribute '{sorted(bad)[0]}' is read-only.")
     for name in sorted(fields):
         _check_not_reserved(name)
+    fields = dict(fields)
     owner = fields.pop("owner", None) or ctx.project_id
     if owner != ctx.project_id and not ctx.is_admin:  # an admin may create an image for another project
         raise Forbidden(f"You are not permitted to create images owned by '{owner}'.")
@@ -190,7 +200,13 @@ def image_create(ctx: RequestContext, **fields: Any) -> Image:
             raise Conflict(f"Image with identifier {fields['id']} already exists!")
         known["id"] = str(fields["id"])
     known.setdefault("visibility", "shared")
-    return Image.objects.create(owner=owner, properties={k: str(v) for k, v in props.items()}, **known)
+    return {"owner": owner, "properties": {k: str(v) for k, v in props.items()}, **known}
+
+
+def image_create(ctx: RequestContext, **fields: Any) -> Image:
+    """Create an image record (status ``queued``) from Glance's attributes (``_new_image_values``:
+    what is refused, and how); nothing is created when one is refused."""
+    return Image.objects.create(**_new_image_values(ctx, fields))
 
 
 def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | None = None, marker: str | None = None,
@@ -560,3 +576,133 @@ def image_member_delete(ctx: RequestContext, image: Image, member_id: str) -> No
     """The owner stops sharing the image with ``member_id``."""
     _check_owner(ctx, image)
     image_member_get(ctx, image, member_id).delete()
+
+
+# --- tasks (Glance's /v2/tasks): the legacy ``import`` of an image from a URL, run by the conductor ---
+
+TASK_TYPES = ("import",)
+TASK_STATUSES = (TaskStatus.PENDING, TaskStatus.PROCESSING, TaskStatus.SUCCESS, TaskStatus.FAILURE)
+TASK_SORT_KEYS = ("created_at", "updated_at", "id", "type", "status", "owner", "expires_at")
+#: what an ``import`` task's input must hold
+IMPORT_INPUT = ("import_from", "import_from_format", "image_properties")
+
+
+class ImageTaskNotFound(NotFound):
+    message = "Task with the given id %(task_id)s was not found"
+
+
+def _tasks_api(ctx: RequestContext) -> None:
+    if not policy.can(ctx, TASKS_API_ACCESS):
+        raise Forbidden(f"You are not authorized to complete {TASKS_API_ACCESS} action.")
+
+
+def image_task_create(ctx: RequestContext, *, task_type: Any, task_input: Any) -> ImageTask:
+    """A ``pending`` task, run by the conductor once it is committed (``image_task_run``).
+
+    Only ``import`` is a type (400 otherwise). Its input must name an http(s) URL (``import_from``),
+    the format of the data there (``import_from_format``) and the attributes of the image to make
+    (``image_properties``), refused at once (400, 403) where ``image_create`` would refuse them for
+    ``ctx``. Policy ``tasks_api_access`` (cloud admins) first."""
+    _tasks_api(ctx)
+    if task_type not in TASK_TYPES:
+        raise Invalid(f"Invalid type value: {task_type}")
+    if not isinstance(task_input, dict):
+        raise Invalid("Task input must be a JSON object.")
+    for key in IMPORT_INPUT:
+        if key not in task_input:
+            raise Invalid(f"Input does not contain '{key}' field")
+    fetch.check_url(task_input["import_from"])
+    if task_input["import_from_format"] not in DISK_FORMATS:
+        raise Invalid(f"Invalid import_from_format: {task_input['import_from_format']}")
+    if not isinstance(task_input["image_properties"], dict):
+        raise Invalid("image_properties must be a JSON object.")
+    _new_image_values(ctx, task_input["image_properties"])
+    if not ctx.project_id:
+        raise Forbidden("You are not permitted to create this task with owner as: None")
+    task = ImageTask.objects.create(type=task_type, owner=ctx.project_id, input=task_input,
+                                    request_id=ctx.request_id, user_id=ctx.user_id)
+    transaction.on_commit(partial(conductor_rpc.image_task_run, ctx=ctx, task_id=task.id))
+    return task
+
+
+def image_task_get(ctx: RequestContext, task_id: str) -> ImageTask:
+    """The task if ``ctx`` may use the tasks API and see it (its project's, or any for an admin)."""
+    _tasks_api(ctx)
+    task = ImageTask.objects.filter(id=task_id).first()
+    if task is None or not (ctx.is_admin or task.owner == ctx.project_id):
+        raise ImageTaskNotFound(task_id=task_id)
+    return task
+
+
+def image_task_list(ctx: RequestContext, *, status: str | None = None, task_type: str | None = None,
+                    limit: int | None = None, marker: str | None = None, sort_key: str = "created_at",
+                    sort_dir: str = "desc") -> list[ImageTask]:
+    """The tasks ``ctx`` sees (its project's; an admin all), filtered, sorted and paged as Glance's."""
+    _tasks_api(ctx)
+    if status and status not in TASK_STATUSES:
+        raise Invalid(f"Invalid status value: {status}")
+    if task_type and task_type not in TASK_TYPES:
+        raise Invalid(f"Invalid type value: {task_type}")
+    if sort_key not in TASK_SORT_KEYS:
+        raise Invalid(f"Invalid sort key: {sort_key}")
+    if sort_dir not in ("asc", "desc"):
+        raise Invalid(f"Invalid sort direction: {sort_dir}")
+    qs = ImageTask.objects.all() if ctx.is_admin else ImageTask.objects.filter(owner=ctx.project_id)
+    if status:
+        qs = qs.filter(status=status)
+    if task_type:
+        qs = qs.filter(type=task_type)
+    prefix = "-" if sort_dir == "desc" else ""
+    tasks = list(qs.order_by(f"{prefix}{sort_key}", f"{prefix}id"))
+    if marker:
+        ids = [t.id for t in tasks]
+        if marker not in ids:
+            raise Invalid(f"Invalid marker. Task {marker} could not be found.")
+        tasks = tasks[ids.index(marker) + 1:]
+    return tasks[:limit] if limit is not None else tasks
+
+
+def image_tasks_of(image: Image) -> list[ImageTask]:
+    """``GET /v2/images/{id}/tasks`` (2.12): the tasks that made ``image``, oldest first (whoever
+    may see the image sees them)."""
+    return list(ImageTask.objects.filter(image_id=image.id).order_by("created_at", "id"))
+
+
+def _task_finish(task: ImageTask, status: str, *, result: dict[str, Any] | None = None, message: str = "") -> None:
+    now = timezone.now()
+    ImageTask.objects.filter(id=task.id, status=TaskStatus.PROCESSING).update(
+        status=status, result=result, message=message, updated_at=now,
+        expires_at=now + timedelta(hours=settings.IMAGE_TASK_TIME_TO_LIVE))
+
+
+def image_task_run(ctx: RequestContext, *, task_id: str) -> None:
+    """Run a ``pending`` task (the conductor, after the API's commit): claimed ``processing`` with a
+    compare-and-swap (a message delivered twice runs it once), then, as ``ctx`` (who created it):
+
+    1. the image is created from ``image_properties`` (queued; the task's ``image_id``);
+    2. the data at ``import_from`` is read (``images.fetch``: http(s) only, bounded in size and
+       time) and stored as an upload is (inspected against ``disk_format``, hashed): active;
+    3. ``success`` with ``result`` ``{"image_id": ...}``.
+
+    Any step refused or failed: the image (if made) is deleted and the task ends ``failure`` with
+    the reason as its ``message`` (a URL that does not resolve, an HTTP error, data that is not
+    the declared format ...). A task not pending (already run, or gone) is left alone."""
+    if not ImageTask.objects.filter(id=task_id, status=TaskStatus.PENDING).update(
+            status=TaskStatus.PROCESSING, updated_at=timezone.now()):
+        log.info("image task %s is not pending: not run again", task_id)
+        return
+    task = ImageTask.objects.get(id=task_id)
+    image: Image | None = None
+    try:
+        image = image_create(ctx, **task.input["image_properties"])
+        ImageTask.objects.filter(id=task.id).update(image_id=image.id)
+        image_upload(ctx, image, fetch.fetch(task.input["import_from"], max_bytes=settings.IMAGE_IMPORT_MAX_BYTES,
+                                             timeout=settings.IMAGE_IMPORT_TIMEOUT))
+    except Exception as exc:  # every failure ends the task: none may stay 'processing'
+        if not isinstance(exc, CloudcoreError):
+            log.exception("image task %s failed", task_id)
+        if image is not None:
+            image_delete_internal(image.id)
+        _task_finish(task, TaskStatus.FAILURE, message=str(exc) or type(exc).__name__)
+        return
+    _task_finish(task, TaskStatus.SUCCESS, result={"image_id": image.id})

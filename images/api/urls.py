@@ -18,6 +18,8 @@ urlpatterns = [
     path("v2/images/<str:image_id>/members", views.ImageMembersView.as_view()),
     path("v2/images/<str:image_id>/members/<str:member_id>", views.ImageMemberView.as_view()),
     path("v2/images/<str:image_id>/tags/<str:tag>", views.ImageTagView.as_view()),
+    path("v2/tasks", views.TasksView.as_view()),
+    path("v2/tasks/<str:task_id>", views.TaskView.as_view()),
     path("v2/info/import", views.ImportInfoView.as_view()),
-    re_path(r"^v2/schemas/(?P<kind>image|images|member|members)$", views.ImageSchemaView.as_view()),
+    re_path(r"^v2/schemas/(?P<kind>image|images|member|members|task|tasks)$", views.ImageSchemaView.as_view()),
 ]

@@ -4,6 +4,7 @@ and the image and member schemas (what python-openstackclient/openstacksdk use).
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid
 
 from .. import services
-from ..models import Image, ImageMember
+from ..models import Image, ImageMember, ImageTask
 
 PATCH_MEDIA = "application/openstack-images-v2.1-json-patch"
 #: Glance's older patch format: ``{"replace": "/name", "value": ...}`` instead of ``op``/``path``
@@ -92,15 +93,39 @@ _LIST_PARAMS = frozenset({"name", "status", "owner", "visibility", "disk_format"
                           "os_hash_value"})
 
 
+def _limit(value: str | None) -> int | None:
+    """A list's ``limit`` query parameter (Glance's 400s for one that is not a positive integer)."""
+    try:
+        limit = int(value) if value else None
+    except ValueError:
+        raise Invalid("limit param must be an integer") from None
+    if limit is not None and limit < 0:
+        raise Invalid("limit param must be positive")
+    return limit
+
+
+def _page(collection: str, rows: list[Image] | list[ImageTask], shown: list[dict[str, Any]],
+          limit: int | None) -> dict[str, Any]:
+    """A page of Glance's ``collection`` (``images``, ``tasks``): ``shown`` (the ``rows`` presented),
+    its first page and schema, and its next page when this one is full."""
+    body: dict[str, Any] = {collection: shown, "first": f"/v2/{collection}", "schema": f"/v2/schemas/{collection}"}
+    if limit and len(rows) == limit:
+        body["next"] = f"/v2/{collection}?marker={rows[-1].id}&limit={limit}"
+    return body
+
+
+def _uuid_like(value: str) -> bool:
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 class ImagesView(UnversionedAPIView):
     def get(self, request: Request) -> Response:
         q = request.query_params
-        try:
-            limit = int(q["limit"]) if q.get("limit") else None
-        except ValueError:
-            raise Invalid("limit param must be an integer") from None
-        if limit is not None and limit < 0:
-            raise Invalid("limit param must be positive")
+        limit = _limit(q.get("limit"))
         filters: dict[str, Any] = {k: q.get(k) for k in ("name", "status", "owner", "visibility", "disk_format",
                                                           "container_format", "tag", "id", "member_status")}
         if q.get("os_hidden") is not None:
@@ -109,11 +134,7 @@ class ImagesView(UnversionedAPIView):
         filters["properties"] = {k: q[k] for k in q if k not in _LIST_PARAMS}
         images = services.image_list(self.ctx, filters=filters, limit=limit, marker=q.get("marker"),
                                      sort_key=q.get("sort_key", "created_at"), sort_dir=q.get("sort_dir", "desc"))
-        body: dict[str, Any] = {"images": [present(i) for i in images], "first": "/v2/images",
-                                "schema": "/v2/schemas/images"}
-        if limit and len(images) == limit:
-            body["next"] = f"/v2/images?marker={images[-1].id}&limit={limit}"
-        return Response(body)
+        return Response(_page("images", images, [present(i) for i in images], limit))
 
     def post(self, request: Request) -> Response:
         data = request.data
@@ -201,12 +222,66 @@ class ImageActionView(UnversionedAPIView):
 
 
 class ImageTasksView(UnversionedAPIView):
-    """``GET /v2/images/{id}/tasks`` (2.12): the image's asynchronous tasks. None ever run here:
-    uploads and ``glance-direct`` imports finish inside their request."""
+    """``GET /v2/images/{id}/tasks`` (2.12): the tasks that made the image (a tasks API ``import``;
+    uploads and ``glance-direct`` imports finish inside their request, with no task)."""
 
     def get(self, request: Request, image_id: str) -> Response:
-        services.image_get(self.ctx, image_id)
-        return Response({"tasks": []})
+        image = services.image_get(self.ctx, image_id)
+        return Response({"tasks": [present_image_task(t) for t in services.image_tasks_of(image)]})
+
+
+def present_task(task: ImageTask, *, details: bool = True) -> dict[str, Any]:
+    """A task as ``/v2/tasks`` shows it; a list leaves out ``input``, ``result`` and ``message``."""
+    body: dict[str, Any] = {"id": task.id, "type": task.type, "status": task.status, "owner": task.owner,
+                            "created_at": _ts(task.created_at), "updated_at": _ts(task.updated_at or task.created_at),
+                            "self": f"/v2/tasks/{task.id}", "schema": "/v2/schemas/task"}
+    if task.expires_at:
+        body["expires_at"] = _ts(task.expires_at)
+    if details:
+        body.update({"input": task.input, "result": task.result, "message": task.message})
+    return body
+
+
+def present_image_task(task: ImageTask) -> dict[str, Any]:
+    """A task as an image's task list (2.12) shows it: with its image, request and user."""
+    return {"id": task.id, "type": task.type, "status": task.status, "owner": task.owner,
+            "expires_at": _ts(task.expires_at), "created_at": _ts(task.created_at),
+            "updated_at": _ts(task.updated_at or task.created_at), "deleted_at": _ts(task.deleted_at),
+            "deleted": task.deleted, "image_id": task.image_id, "request_id": task.request_id,
+            "user_id": task.user_id, "input": task.input, "result": task.result, "message": task.message}
+
+
+class TasksView(UnversionedAPIView):
+    """``GET /v2/tasks`` (``status``, ``type``, ``sort_key``, ``sort_dir``, ``limit``, ``marker``) and
+    ``POST /v2/tasks`` (``{"type": "import", "input": {...}}``: 201, the task ``pending``)."""
+
+    def get(self, request: Request) -> Response:
+        q = request.query_params
+        limit = _limit(q.get("limit"))
+        marker = q.get("marker")
+        if marker is not None and not _uuid_like(marker):
+            raise Invalid("Invalid marker format")
+        tasks = services.image_task_list(self.ctx, status=q.get("status"), task_type=q.get("type"), limit=limit,
+                                         marker=marker, sort_key=q.get("sort_key", "created_at"),
+                                         sort_dir=q.get("sort_dir", "desc"))
+        return Response(_page("tasks", tasks, [present_task(t, details=False) for t in tasks], limit))
+
+    def post(self, request: Request) -> Response:
+        body = request.data
+        if not isinstance(body, dict):
+            raise Invalid("Body expected in request")
+        for key in ("type", "input"):
+            if key not in body:
+                raise Invalid(f"Task '{key}' is required")
+        task = services.image_task_create(self.ctx, task_type=body["type"], task_input=body["input"])
+        response = Response(present_task(task), status=201)
+        response["Location"] = f"{_base()}/v2/tasks/{task.id}"
+        return response
+
+
+class TaskView(UnversionedAPIView):
+    def get(self, request: Request, task_id: str) -> Response:
+        return Response(present_task(services.image_task_get(self.ctx, task_id)))
 
 
 class ImportInfoView(UnversionedAPIView):
@@ -291,8 +366,31 @@ MEMBER_SCHEMA = {
 }
 
 
+TASK_SCHEMA = {
+    "name": "task",
+    "properties": {
+        "id": {"type": "string"}, "type": {"type": "string", "enum": list(services.TASK_TYPES)},
+        "status": {"type": "string", "enum": list(services.TASK_STATUSES)},
+        "input": {"type": ["null", "object"]}, "result": {"type": ["null", "object"]},
+        "owner": {"type": "string"}, "message": {"type": "string"}, "expires_at": {"type": ["null", "string"]},
+        "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+        "self": {"type": "string"}, "schema": {"type": "string"},
+    },
+    "links": [{"rel": "self", "href": "{self}"}, {"rel": "describedby", "href": "{schema}"}],
+}
+
+
 class ImageSchemaView(UnversionedAPIView):
     def get(self, request: Request, kind: str) -> Response:
+        if kind == "task":
+            return Response(TASK_SCHEMA)
+        if kind == "tasks":
+            listed = {**TASK_SCHEMA, "properties": {k: v for k, v in TASK_SCHEMA["properties"].items()
+                                                    if k not in ("input", "result", "message")}}
+            return Response({"name": "tasks", "properties": {"tasks": {"type": "array", "items": listed},
+                                                             "schema": {"type": "string"}},
+                             "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"},
+                                       {"rel": "describedby", "href": "{schema}"}]})
         if kind == "member":
             return Response(MEMBER_SCHEMA)
         if kind == "members":
