@@ -61,3 +61,28 @@ def test_qcow2_images_sharing_and_a_mislabelled_upload_with_the_cli(live_cloud: 
             if leftover["Name"] in ("e2e-qcow2", "e2e-mislabelled"):
                 cloud.openstack("image", "set", "--unprotected", leftover["ID"], check=False)
                 cloud.openstack("image", "delete", leftover["ID"], check=False)
+
+
+def test_a_server_snapshot_holds_the_servers_disk(live_cloud: LiveCloud) -> None:
+    """``openstack server image create``: the compute host uploads the disk to the image service in a
+    chunked request (no Content-Length), which the web stored as an empty image until 4161a81. The
+    test driver's disk is the image it booted from, so the snapshot has that image's bytes."""
+    cloud = live_cloud
+    try:
+        cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                        "e2e-snap-src")
+        wait_active(cloud, "e2e-snap-src")
+        cloud.openstack("server", "image", "create", "--wait", "--name", "e2e-snap", "e2e-snap-src")
+        source = cloud.openstack_json("image", "show", "tiny")
+        snapshot = cloud.openstack_json("image", "show", "e2e-snap")
+        assert snapshot["status"] == "active", snapshot
+        assert (snapshot["size"], snapshot["checksum"]) == (source["size"], source["checksum"]), snapshot
+        assert snapshot["size"] > 0
+        # and a server boots from it
+        cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "e2e-snap", "--network", "demo-net",
+                        "e2e-snap-copy")
+        assert wait_active(cloud, "e2e-snap-copy")["status"] == "ACTIVE"
+    finally:
+        for name in ("e2e-snap-copy", "e2e-snap-src"):
+            cloud.openstack("server", "delete", "--wait", name, check=False)
+        cloud.openstack("image", "delete", "e2e-snap", check=False)
