@@ -284,3 +284,33 @@ def port_of(cloud: Cloud, client: Any, server: str) -> str:
     (port,) = cloud.get(client, f"{NET}/ports?device_id={server}").json()["ports"]
     port_id: str = port["id"]
     return port_id
+
+
+def test_a_server_whose_port_has_no_fixed_ip_has_no_address_to_associate(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    fip = allocate(cloud, client)
+    # given a server whose only port is on a network without a subnet
+    bare = cloud.post(client, f"{NET}/networks", {"network": {"name": "bare"}}).json()["network"]
+    port = cloud.post(client, f"{NET}/ports", {"port": {"network_id": bare["id"]}}).json()["port"]
+    assert port["fixed_ips"] == []
+    server = cloud.create_server(client, "ipless", networks=[{"port": port["id"]}])["id"]
+    cloud.wait_for_status(client, server, "ACTIVE")
+    # then it has no fixed IP to associate a floating IP with
+    assert fault(cloud.action(client, server, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43"), 400) == \
+        "No fixed IPs associated to instance"
+
+
+def test_a_server_with_ipv6_addresses_only_has_no_address_to_associate(cloud: Cloud) -> None:
+    client, admin = cloud.member(), cloud.admin()
+    routed_public(cloud, admin, client)
+    fip = allocate(cloud, client)
+    v6 = cloud.post(client, f"{NET}/networks", {"network": {"name": "v6"}}).json()["network"]
+    subnet = cloud.post(client, f"{NET}/subnets", {"subnet": {"network_id": v6["id"], "cidr": "fd00:1::/120",
+                                                             "ip_version": 6}})
+    assert subnet.status_code == 201, subnet.content
+    server = cloud.create_server(client, "v6only", networks=[{"uuid": v6["id"]}])["id"]
+    cloud.wait_for_status(client, server, "ACTIVE")
+    assert fault(cloud.action(client, server, {"addFloatingIp": {"address": fip["ip"]}}, version="2.43"), 400) == (
+        f"Unable to associate floating IP {fip['ip']} to any fixed IPs for instance {server}. Instance has no fixed "
+        "IPv4 addresses to associate.")
