@@ -148,9 +148,25 @@ def network_delete(ctx: RequestContext, network: Network) -> None:
 
 
 def _pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
+    """Neutron's default pool: the subnet's host addresses (``hosts()``: IPv4 without the network and
+    broadcast addresses, IPv6 without the subnet-router anycast one) less a gateway at either end,
+    worked out from the bounds, so that an IPv6 /64 costs what a /24 does."""
     net = ipaddress.ip_network(cidr, strict=False)
-    hosts = [str(h) for h in net.hosts() if str(h) != gateway] if net.num_addresses <= 65536 else []
-    return [{"start": hosts[0], "end": hosts[-1]}] if hosts else []
+    first, last = int(net.network_address), int(net.broadcast_address)
+    if net.num_addresses > 2:  # else hosts() is the whole network (a /31 or /32, a /127 or /128)
+        first += 1
+        last -= 1 if net.version == 4 else 0
+    if gateway is not None:
+        gw = int(ipaddress.ip_address(gateway))
+        first += 1 if gw == first else 0
+        last -= 1 if gw == last else 0
+    address = _address_class(net.version)
+    return [{"start": str(address(first)), "end": str(address(last))}] if first <= last else []
+
+
+def _address_class(version: int) -> type[ipaddress.IPv4Address] | type[ipaddress.IPv6Address]:
+    """An address from an integer (``ip_address(1)`` is IPv4 whatever the subnet)."""
+    return ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address
 
 
 def validate_host_routes(routes: Any, ip_version: int) -> list[dict[str, str]]:
@@ -275,13 +291,6 @@ def _mac() -> str:
     return "fa:16:3e:" + ":".join(f"{secrets.randbelow(256):02x}" for _ in range(3))
 
 
-def _in_pools(subnet: Subnet, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    pools = subnet.allocation_pools or _pools(subnet.cidr, subnet.gateway_ip)
-    # a subnet's pools and addresses share its IP version: compare as integers
-    return any(int(ipaddress.ip_address(p["start"])) <= int(addr) <= int(ipaddress.ip_address(p["end"]))
-               for p in pools)
-
-
 def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None, *, allow_gateway_ip: bool = False) -> IPAllocation:
     """One fixed IP on ``subnet`` for ``port`` (``fixed_ip``, or the lowest free one), inside the
     caller's transaction. The subnet's row is locked first, so that concurrent allocations on it
@@ -298,10 +307,16 @@ def _allocate(port: Port, subnet: Subnet, fixed_ip: str | None, *, allow_gateway
         if fixed_ip in used or (fixed_ip == subnet.gateway_ip and not allow_gateway_ip):
             raise IpAddressAlreadyAllocated(ip=fixed_ip, subnet_id=subnet.id)
         return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=fixed_ip)
-    for addr in ipaddress.ip_network(subnet.cidr, strict=False).hosts():
-        text = str(addr)
-        if text not in used and text != subnet.gateway_ip and _in_pools(subnet, addr):
-            return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=text)
+    # the lowest free address of the pools, in order: each pool is walked from its start and at
+    # most len(used) + 1 addresses are taken before a free one (a /64 is not enumerated)
+    address = _address_class(ipaddress.ip_network(subnet.cidr, strict=False).version)
+    bounds = sorted((int(address(p["start"])), int(address(p["end"])))
+                    for p in subnet.allocation_pools or _pools(subnet.cidr, subnet.gateway_ip))
+    for start, end in bounds:
+        for value in range(start, end + 1):
+            text = str(address(value))
+            if text not in used and text != subnet.gateway_ip:
+                return IPAllocation.objects.create(port=port, subnet=subnet, ip_address=text)
     raise IpAddressGenerationFailure(net_id=subnet.network_id)
 
 

@@ -52,6 +52,35 @@ def test_ports_get_lowest_free_ip_never_gateway_until_exhausted() -> None:
     assert full.status_code == 409 and full.json()["NeutronError"]["type"] == "Conflict"
 
 
+def test_an_ipv6_64_subnet_has_its_pool_and_gives_ports_addresses() -> None:
+    # a /64 is 2**64 addresses: its pool is worked out from its bounds, and a port's address is the
+    # lowest free one of it (the allocation walked every address of the subnet and never ended)
+    client = member()
+    net = client.post("/network/v2.0/networks", {"network": {"name": "v6"}}, format="json").json()["network"]
+    sub = client.post("/network/v2.0/subnets", {"subnet": {"network_id": net["id"], "cidr": "2001:db8:1:2::/64",
+                                                           "ip_version": 6}}, format="json")
+    assert sub.status_code == 201, sub.content
+    assert sub.json()["subnet"]["gateway_ip"] == "2001:db8:1:2::1"
+    assert sub.json()["subnet"]["allocation_pools"] == [
+        {"start": "2001:db8:1:2::2", "end": "2001:db8:1:2:ffff:ffff:ffff:ffff"}]
+    ips = []
+    for _ in range(3):
+        port = client.post("/network/v2.0/ports", {"port": {"network_id": net["id"]}}, format="json")
+        assert port.status_code == 201, port.content
+        ips.append(port.json()["port"]["fixed_ips"][0]["ip_address"])
+    assert ips == ["2001:db8:1:2::2", "2001:db8:1:2::3", "2001:db8:1:2::4"]
+
+
+def test_default_pools_of_small_subnets_as_neutron() -> None:
+    # the pool left by the network (and IPv4 broadcast) address and a gateway at either end
+    assert services._pools("10.0.0.0/30", "10.0.0.1") == [{"start": "10.0.0.2", "end": "10.0.0.2"}]
+    assert services._pools("10.0.0.0/29", "10.0.0.6") == [{"start": "10.0.0.1", "end": "10.0.0.5"}]
+    assert services._pools("10.0.0.0/29", None) == [{"start": "10.0.0.1", "end": "10.0.0.6"}]
+    assert services._pools("10.0.0.8/31", None) == [{"start": "10.0.0.8", "end": "10.0.0.9"}]
+    assert services._pools("10.0.0.9/32", "10.0.0.9") == []
+    assert services._pools("2001:db8::/126", "2001:db8::1") == [{"start": "2001:db8::2", "end": "2001:db8::3"}]
+
+
 def test_fixed_ip_taken_is_409() -> None:
     client = member()
     net, sub = make_net(client)
