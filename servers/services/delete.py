@@ -33,7 +33,6 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Forbidden, InstanceInvalidState, InstanceIsLocked, NotFound
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
-from images.services import image_delete, image_get_internal
 from networks.services import ports_release
 from scheduling.placement.services import allocations_delete
 from scheduling.services.request_specs import request_specs_delete
@@ -44,6 +43,7 @@ from ..selectors import ServerNotFound, ServerRecord, server_get
 from . import actions
 from .consoles import console_tokens_delete_for_instance
 from .deferred_delete import can_soft_delete, host_is_up, server_soft_delete
+from .external import image_delete, image_get_internal
 from .guards import check_not_locked, check_state, record_target
 from .notify import notify_instance
 from .power import target

@@ -5,7 +5,15 @@ Calls go through this one module so that the servers code names exactly what it 
 """
 from __future__ import annotations
 
-from images.services import image_data_path, image_get, image_get_internal, image_get_remembered
+from images.services import (
+    image_data_path,
+    image_delete,
+    image_get,
+    image_get_internal,
+    image_get_remembered,
+    image_properties_only_create,
+    image_snapshot_create,
+)
 from networks.l3 import (
     FloatingIPNotFound,
     floatingip_create,
@@ -41,7 +49,8 @@ from networks.services import (
 
 __all__ = [
     "addresses_and_group_names", "addresses_for_instances", "image_data_path", "image_get",
-    "image_get_internal", "image_get_remembered", "instance_uuids_with_ip",
+    "image_get_internal", "image_get_remembered", "image_delete", "image_snapshot_create",
+    "image_properties_only_create", "instance_uuids_with_ip",
     "network_info", "instance_add_security_group", "instance_remove_security_group",
     "instances_security_groups_request", "security_group_find", "security_group_id_find",
     "security_groups_of_instances",

@@ -16,11 +16,11 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
 from compute import rpc as compute_rpc
-from images.services import image_get_internal, image_snapshot_create
 
 from ..choices import TaskState
 from ..models import Instance
 from . import actions
+from .external import image_get_internal, image_snapshot_create
 from .guards import check_not_locked, claim_task_state
 from .power import cast, target
 from .snapshot_bfv import SNAPSHOT_STATES, owner_context, server_snapshot_volume_backed

@@ -31,13 +31,13 @@ from typing import Any
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
-from images.services import image_properties_only_create
 from volumes import services as volumes
 from volumes import snapshots
 
 from ..choices import VmState
 from ..models import BlockDeviceMapping, Instance
 from . import actions
+from .external import image_properties_only_create
 from .guards import check_not_locked, check_state
 from .power import target
 
