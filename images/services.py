@@ -243,11 +243,16 @@ def image_list(ctx: RequestContext, *, filters: dict[str, Any], limit: int | Non
         wanted = filters["properties"]
         items = [i for i in items if all((i.properties or {}).get(k) == v for k, v in wanted.items())]
     if marker:
-        ids = [i.id for i in items]
-        if marker not in ids:
-            raise NotFound(f"No image found with ID {marker}")
-        items = items[ids.index(marker) + 1:]
+        items = _after(items, marker, NotFound(f"No image found with ID {marker}"))
     return items[:limit] if limit else items
+
+
+def _after(rows: list[Any], marker: str, missing: CloudcoreError) -> list[Any]:
+    """The rows after the one whose id is ``marker`` (``missing`` raised when none is)."""
+    ids = [row.id for row in rows]
+    if marker not in ids:
+        raise missing
+    return rows[ids.index(marker) + 1:]
 
 
 def image_update(ctx: RequestContext, image: Image, changes: Iterable[tuple[str, str, Any]]) -> Image:
@@ -655,10 +660,7 @@ def image_task_list(ctx: RequestContext, *, status: str | None = None, task_type
     prefix = "-" if sort_dir == "desc" else ""
     tasks = list(qs.order_by(f"{prefix}{sort_key}", f"{prefix}id"))
     if marker:
-        ids = [t.id for t in tasks]
-        if marker not in ids:
-            raise Invalid(f"Invalid marker. Task {marker} could not be found.")
-        tasks = tasks[ids.index(marker) + 1:]
+        tasks = _after(tasks, marker, Invalid(f"Invalid marker. Task {marker} could not be found."))
     return tasks[:limit] if limit is not None else tasks
 
 
