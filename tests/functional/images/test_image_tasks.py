@@ -158,3 +158,14 @@ def test_the_tasks_api_is_for_admins() -> None:
     assert "not authorized to complete tasks_api_access action" in refused.content.decode()
     assert member.get("/image/v2/tasks").status_code == 403
     assert admin_client().get("/image/v2/tasks/00000000-0000-0000-0000-000000000000").status_code == 404
+
+
+def test_the_tasks_list_pages_after_a_marker(web: str) -> None:
+    admin = admin_client()
+    ids = sorted(create_task(admin, task_body(f"{web}/disk.raw")).json()["id"] for _ in range(3))
+    listed = [t["id"] for t in admin.get("/image/v2/tasks?sort_key=id&sort_dir=asc").json()["tasks"]]
+    assert listed == ids
+    page = admin.get(f"/image/v2/tasks?sort_key=id&sort_dir=asc&marker={ids[0]}&limit=1").json()["tasks"]
+    assert [t["id"] for t in page] == [ids[1]]
+    unknown = admin.get("/image/v2/tasks?marker=00000000-0000-0000-0000-000000000000")
+    assert unknown.status_code == 400, unknown.content

@@ -124,6 +124,17 @@ def test_list_filters_paging_and_tags() -> None:
     assert client.get("/image/v2/images?limit=x").status_code == 400
 
 
+def test_list_pages_after_a_marker() -> None:
+    client = member()
+    ids = [create(client, name=f"m{n}")["id"] for n in range(3)]
+    listed = [i["id"] for i in client.get("/image/v2/images?sort_key=name&sort_dir=asc").json()["images"]]
+    assert listed == ids
+    page = client.get(f"/image/v2/images?sort_key=name&sort_dir=asc&marker={ids[0]}&limit=1").json()["images"]
+    assert [i["id"] for i in page] == [ids[1]]
+    unknown = client.get("/image/v2/images?marker=00000000-0000-0000-0000-000000000000")
+    assert unknown.status_code == 404
+
+
 def test_delete_and_protected() -> None:
     client = member()
     image = create(client, protected=True)
