@@ -51,6 +51,25 @@ class Project(ApiModel):
         return self.name
 
 
+#: Keystone's bounds on a project's tags: at most ``MAX_PROJECT_TAGS`` of them, each 1 to
+#: ``MAX_TAG_LENGTH`` characters with neither '/' nor ','.
+MAX_PROJECT_TAGS = 80
+MAX_TAG_LENGTH = 255
+
+
+class ProjectTag(ApiModel):
+    """One of a project's tags (Keystone's ``project_tag``): a string, unique on its project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=MAX_TAG_LENGTH)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="project_tag_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class UserManager(BaseUserManager["User"]):
     def create_user(self, name: str, password: str | None = None, **extra: object) -> User:
         user = self.model(name=name, **extra)

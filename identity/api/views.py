@@ -7,7 +7,9 @@ Thin views: they validate the request, call ``identity.services`` and present th
 from __future__ import annotations
 
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
+from django.db.models import prefetch_related_objects
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,8 +19,9 @@ from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
 from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
+from .. import selectors
 from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Role, Token, User
-from ..services import accounts, app_credentials, groups, role_admin, roles, tokens
+from ..services import accounts, app_credentials, groups, project_tags, role_admin, roles, tokens
 from ..services.catalog import REGION, catalog, public_base
 
 V3_ID = "v3.14"
@@ -67,9 +70,16 @@ def present_project(project: Project) -> dict[str, Any]:
     return {
         "id": project.id, "name": project.name, "domain_id": project.domain_id,
         "description": project.description, "enabled": project.enabled, "is_domain": project.is_domain,
-        "parent_id": project.parent_id or project.domain_id, "tags": [], "options": {},
+        "parent_id": project.parent_id or project.domain_id, "tags": accounts.project_tag_names(project),
+        "options": {},
         "links": {"self": v3_url(f"/projects/{project.id}")},
     }
+
+
+def present_projects(projects: list[Project]) -> list[dict[str, Any]]:
+    """``present_project`` of each, their tags read by one query."""
+    prefetch_related_objects(projects, "tags")
+    return [present_project(p) for p in projects]
 
 
 def present_user(user: User) -> dict[str, Any]:
@@ -319,7 +329,7 @@ class AuthProjectsView(IdentityView):
     @extend_schema(responses={200: dict}, summary="Projects the token's user can scope to")
     def get(self, request: Request) -> Response:
         user = accounts.user_get(self.ctx.user_id or "")
-        projects = [present_project(p) for p in accounts.user_projects(user) if p.enabled]
+        projects = present_projects([p for p in accounts.user_projects(user) if p.enabled])
         return Response({"projects": projects, "links": collection_links("/auth/projects")})
 
 
@@ -424,12 +434,21 @@ PROJECT_CREATE = {
         "enabled": {"type": "boolean"},
         "is_domain": {"type": "boolean", "enum": [False]},
         "parent_id": {"type": ["string", "null"]},
-        "tags": {"type": "array"},
+        "tags": {"type": "array", "items": {"type": "string"}},
         "options": {"type": "object"},
     },
     "required": ["name"],
 }
 PROJECT_UPDATE = {**PROJECT_CREATE, "required": [], "minProperties": 1}
+PROJECT_TAGS_REPLACE = {
+    "type": "object",
+    "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+    "required": ["tags"],
+}
+
+
+#: ``GET /v3/projects`` query parameter -> ``selectors.projects_tagged`` keyword
+TAG_FILTERS = {"tags": "all_of", "tags-any": "any_of", "not-tags": "not_all_of", "not-tags-any": "not_any_of"}
 
 
 def _bool_filter(value: str | None) -> bool | None:
@@ -451,7 +470,9 @@ class ProjectsView(IdentityView):
         enabled = _bool_filter(params.get("enabled"))
         if enabled is not None:
             qs = qs.filter(enabled=enabled)
-        return Response({"projects": [present_project(p) for p in qs], "links": collection_links("/projects")})
+        qs = selectors.projects_tagged(qs, **{
+            keyword: params[param].split(",") for param, keyword in TAG_FILTERS.items() if param in params})
+        return Response({"projects": present_projects(list(qs)), "links": collection_links("/projects")})
 
     @extend_schema(request=dict, responses={201: dict}, summary="Create a project")
     def post(self, request: Request) -> Response:
@@ -459,7 +480,7 @@ class ProjectsView(IdentityView):
         domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
         project = accounts.project_create(
             actor=self.ctx, name=data["name"], domain_id=domain_id, description=data.get("description") or "",
-            enabled=data.get("enabled", True),
+            enabled=data.get("enabled", True), tags=data.get("tags"),
         )
         return Response({"project": present_project(project)}, status=201)
 
@@ -476,12 +497,56 @@ class ProjectView(IdentityView):
         changes = {k: data[k] for k in ("name", "description", "enabled") if k in data}
         if "description" in changes and changes["description"] is None:
             changes["description"] = ""
-        project = accounts.project_update(actor=self.ctx, project_id=project_id, **changes)
+        project = accounts.project_update(actor=self.ctx, project_id=project_id, tags=data.get("tags"), **changes)
         return Response({"project": present_project(project)})
 
     @extend_schema(responses={204: None}, summary="Delete a project")
     def delete(self, request: Request, project_id: str) -> Response:
         accounts.project_delete(actor=self.ctx, project_id=project_id)
+        return Response(status=204)
+
+
+class ProjectTagsView(IdentityView):
+    """``/v3/projects/{project_id}/tags``: the project's tags, replaced whole by PUT."""
+
+    def _body(self, project_id: str, tags: list[str]) -> dict[str, Any]:
+        return {"tags": tags, "links": {"self": v3_url(f"/projects/{project_id}/tags")}}
+
+    @extend_schema(responses={200: dict}, summary="List a project's tags")
+    def get(self, request: Request, project_id: str) -> Response:
+        return Response(self._body(project_id, project_tags.project_tags_list(actor=self.ctx, project_id=project_id)))
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Replace a project's tags")
+    def put(self, request: Request, project_id: str) -> Response:
+        data = validate(request.data, PROJECT_TAGS_REPLACE)
+        tags = project_tags.project_tags_replace(actor=self.ctx, project_id=project_id, tags=data["tags"])
+        return Response(self._body(project_id, tags))
+
+    @extend_schema(responses={204: None}, summary="Remove every tag of a project")
+    def delete(self, request: Request, project_id: str) -> Response:
+        project_tags.project_tags_clear(actor=self.ctx, project_id=project_id)
+        return Response(status=204)
+
+
+class ProjectTagView(IdentityView):
+    """``/v3/projects/{project_id}/tags/{tag}``: 204 when the project has the tag, 404 when not."""
+
+    @extend_schema(responses={204: None}, summary="Check that a project has a tag")
+    def get(self, request: Request, project_id: str, tag: str) -> Response:
+        project_tags.project_tag_check(actor=self.ctx, project_id=project_id, tag=tag)
+        return Response(status=204)
+
+    def head(self, request: Request, project_id: str, tag: str) -> Response:
+        return self.get(request, project_id, tag)
+
+    @extend_schema(request=None, responses={201: None}, summary="Add a tag to a project")
+    def put(self, request: Request, project_id: str, tag: str) -> Response:
+        project_tags.project_tag_add(actor=self.ctx, project_id=project_id, tag=tag)
+        return Response(status=201, headers={"Location": v3_url(f"/projects/{project_id}/tags/{quote(tag)}")})
+
+    @extend_schema(responses={204: None}, summary="Remove a tag from a project")
+    def delete(self, request: Request, project_id: str, tag: str) -> Response:
+        project_tags.project_tag_remove(actor=self.ctx, project_id=project_id, tag=tag)
         return Response(status=204)
 
 
@@ -576,7 +641,7 @@ class UserProjectsView(IdentityView):
     def get(self, request: Request, user_id: str) -> Response:
         authorize(self.ctx, "identity:list_user_projects", {"user_id": user_id})
         user = accounts.user_get(user_id)
-        projects = [present_project(p) for p in accounts.user_projects(user)]
+        projects = present_projects(accounts.user_projects(user))
         return Response({"projects": projects, "links": collection_links(f"/users/{user_id}/projects")})
 
 

@@ -18,7 +18,17 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound, Unauthorized
 from cloudcore.core.policy import authorize, members_group_name
 
-from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Project, Role, Token, User
+from ..models import (
+    DEFAULT_DOMAIN_ID,
+    MAX_PROJECT_TAGS,
+    MAX_TAG_LENGTH,
+    ApplicationCredential,
+    Project,
+    ProjectTag,
+    Role,
+    Token,
+    User,
+)
 from . import token_cache
 from .roles import RoleNotFound, roles_for
 
@@ -89,31 +99,74 @@ def project_find(ref: dict[str, Any]) -> Project:
 
 
 def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
-                   enabled: bool = True) -> Project:
-    """A new project. Raises ``PolicyNotAuthorized`` (``identity:create_project``),
+                   enabled: bool = True, tags: list[str] | None = None) -> Project:
+    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``). Raises
+    ``PolicyNotAuthorized`` (``identity:create_project``), ``Invalid`` for a bad tag,
     ``IdentityConflict`` when the name is taken in the domain."""
     authorize(actor, "identity:create_project")
+    tags = project_tags_checked(tags or [])
     if Project.objects.filter(name=name, domain_id=domain_id).exists():
         raise IdentityConflict(type="project", name=name)
     try:
         with transaction.atomic():
-            return Project.objects.create(name=name, domain_id=domain_id, description=description, enabled=enabled)
+            project = Project.objects.create(name=name, domain_id=domain_id, description=description,
+                                             enabled=enabled)
+            project_tags_write(project, tags)
+            return project
     except IntegrityError:
         raise IdentityConflict(type="project", name=name) from None
 
 
-def project_update(*, actor: RequestContext, project_id: str, **changes: Any) -> Project:
-    """Change a project's ``name``, ``description`` or ``enabled``. Raises ``PolicyNotAuthorized``
-    (``identity:update_project``), ``ProjectNotFound``, ``IdentityConflict``."""
+def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | None = None,
+                   **changes: Any) -> Project:
+    """Change a project's ``name``, ``description`` or ``enabled``; ``tags`` (not None) replaces
+    its tags. Raises ``PolicyNotAuthorized`` (``identity:update_project``), ``ProjectNotFound``,
+    ``Invalid`` for a bad tag, ``IdentityConflict``."""
     authorize(actor, "identity:update_project", {"project_id": project_id})
     project = project_get(project_id)
+    if tags is not None:
+        tags = project_tags_checked(tags)
     name = changes.get("name")
     if name and name != project.name and Project.objects.filter(name=name, domain_id=project.domain_id).exists():
         raise IdentityConflict(type="project", name=name)
-    for key, value in changes.items():
-        setattr(project, key, value)
-    project.save()
+    with transaction.atomic():
+        for key, value in changes.items():
+            setattr(project, key, value)
+        project.save()
+        if tags is not None:
+            project_tags_write(project, tags)
     return project
+
+
+def project_tags_checked(tags: list[str]) -> list[str]:
+    """``tags`` if Keystone would store them as a project's tags: at most ``MAX_PROJECT_TAGS``,
+    no repeats, each 1 to ``MAX_TAG_LENGTH`` characters without '/' or ','. Raises ``Invalid``
+    (400) naming the first one that is not."""
+    if len(tags) > MAX_PROJECT_TAGS:
+        raise Invalid(f"Invalid input for field 'tags': a project has at most {MAX_PROJECT_TAGS} tags "
+                      f"({len(tags)} given).")
+    seen: set[str] = set()
+    for tag in tags:
+        if not 1 <= len(tag) <= MAX_TAG_LENGTH:
+            raise Invalid(f"Invalid input for field 'tags': {tag!r} is not a string of 1 to {MAX_TAG_LENGTH} "
+                          "characters.")
+        if "/" in tag or "," in tag:
+            raise Invalid(f"Invalid input for field 'tags': {tag!r} contains '/' or ','.")
+        if tag in seen:
+            raise Invalid(f"Invalid input for field 'tags': {tag!r} is given twice.")
+        seen.add(tag)
+    return tags
+
+
+def project_tags_write(project: Project, tags: list[str]) -> None:
+    """Make ``tags`` (checked) the tags of ``project``, in that order."""
+    ProjectTag.objects.filter(project=project).delete()
+    ProjectTag.objects.bulk_create([ProjectTag(project=project, name=tag) for tag in tags])
+
+
+def project_tag_names(project: Project) -> list[str]:
+    """The tags of ``project`` in the order they were given (prefetched ones if any)."""
+    return [tag.name for tag in sorted(project.tags.all(), key=lambda tag: tag.pk)]
 
 
 def project_delete(*, actor: RequestContext, project_id: str) -> None:

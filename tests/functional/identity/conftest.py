@@ -1,4 +1,5 @@
-"""Fixtures for the identity API tests: a cloud admin, a project with admin/member/reader users."""
+"""Fixtures for the identity API tests: a cloud admin, a project with admin/member/reader users, and
+token clients of the cloud admin and of a member."""
 from __future__ import annotations
 
 from typing import Any
@@ -23,6 +24,18 @@ def people(db: None) -> dict[str, Any]:
     reader, _ = make_identity("reader", project="demo", roles=["reader"], password="reader-pw")
     return {"admin": admin, "admin_project": admin_project, "demo": demo, "demo_project": demo_project,
             "reader": reader}
+
+
+@pytest.fixture
+def admin(people: dict[str, Any]) -> APIClient:
+    """A client with a token of the cloud admin (admin on project admin)."""
+    return token_client(issue("admin", "admin-pw", "admin")["X-Subject-Token"])
+
+
+@pytest.fixture
+def member(people: dict[str, Any]) -> APIClient:
+    """A client with a token of demo, a member of project demo."""
+    return token_client(issue("demo", "demo-pw")["X-Subject-Token"])
 
 
 def password_auth(user: str, password: str, project: str | None = "demo", *, by_id: dict[str, str] | None = None,
