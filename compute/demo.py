@@ -24,11 +24,14 @@ from cloudcore.core.exceptions import InvalidConfiguration
 from . import rpc
 from .virt.libvirt import write_hypervisor_sidecar, write_test_node
 
+#: (host, cell, vCPUs, MiB, GiB): one small and one big host per cell, big enough for a cell's resize
+#: to find the other host with room while clients (Tempest at concurrency 2 keeps some 30 servers)
+#: fill them; with half these sizes a resize found no valid host under such load
 HOSTS = (
-    ("compute1", "cell1", 4, 8192, 40),
-    ("compute2", "cell1", 8, 16384, 80),
-    ("compute3", "cell2", 4, 8192, 40),
-    ("compute4", "cell2", 8, 16384, 80),
+    ("compute1", "cell1", 8, 16384, 160),
+    ("compute2", "cell1", 16, 32768, 320),
+    ("compute3", "cell2", 8, 16384, 160),
+    ("compute4", "cell2", 16, 32768, 320),
 )
 
 

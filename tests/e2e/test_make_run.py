@@ -268,7 +268,7 @@ def test_hypervisor_statistics_and_uptime_with_the_cli(made_cloud: MadeCloud) ->
     cloud = made_cloud
     stats = cloud.openstack_json("hypervisor", "stats", "show", "--os-compute-api-version", "2.87",
                                  cloud="cloudcore-admin")
-    assert stats["count"] == 4 and stats["vcpus"] == 4 + 8 + 4 + 8
+    assert stats["count"] == 4 and stats["vcpus"] == 8 + 16 + 8 + 16  # compute.demo.HOSTS
     hypervisor = cloud.openstack_json("hypervisor", "list", cloud="cloudcore-admin")[0]
     uptime = cloud.admin_compute_get(f"/os-hypervisors/{hypervisor['ID']}/uptime", "2.87")
     assert " up " in uptime["hypervisor"]["uptime"]
