@@ -93,3 +93,88 @@ class ImageTask(ApiModel, SoftDeleteModel):
 
     def __str__(self) -> str:
         return f"{self.type} task {self.id} ({self.status})"
+
+
+# --- metadata definitions (Glance's /v2/metadefs): a catalogue of the properties resources may carry ---
+
+
+class MetadefNamespace(ApiModel, TimestampedModel):
+    """A metadata definitions namespace: a named, owned group of property definitions, objects (named
+    groups of properties), tags and the resource types they apply to. ``public`` ones are read by
+    every project, ``private`` ones by their owner's only; only cloud admins write them (Glance's
+    policy). A ``protected`` namespace, and everything in it, cannot be deleted until it is
+    unprotected. Its contents are deleted with it (hard deletes, as Glance)."""
+
+    namespace = models.CharField(max_length=80, unique=True)
+    display_name = models.CharField(max_length=80, null=True, blank=True)
+    description = models.CharField(max_length=500, null=True, blank=True)
+    visibility = models.CharField(max_length=16, default="private")
+    protected = models.BooleanField(default=False)
+    owner = models.CharField(max_length=255, db_index=True)
+
+    def __str__(self) -> str:
+        return self.namespace
+
+
+class MetadefResourceType(ApiModel, TimestampedModel):
+    """A kind of resource metadata applies to (``OS::Glance::Image``, ``OS::Nova::Flavor``, ...).
+    The well-known ones are ``protected`` (made by migration); associating a namespace with an
+    unknown name makes that type."""
+
+    name = models.CharField(max_length=80, unique=True)
+    protected = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MetadefResourceTypeAssociation(ApiModel, TimestampedModel):
+    """A namespace applies to a resource type; on that type its properties are named with ``prefix``
+    (``hw_`` on images, ``hw:`` on flavors) and, for types with several property sets (a volume's
+    ``image`` metadata), go to ``properties_target``."""
+
+    namespace = models.ForeignKey(MetadefNamespace, on_delete=models.CASCADE,
+                                  related_name="resource_type_associations")
+    resource_type = models.ForeignKey(MetadefResourceType, on_delete=models.CASCADE, related_name="associations")
+    prefix = models.CharField(max_length=80, null=True, blank=True)
+    properties_target = models.CharField(max_length=80, null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "resource_type"],
+                                               name="metadef_resource_type_association")]
+
+
+class MetadefObject(ApiModel, TimestampedModel):
+    """A named group of property definitions in a namespace (``required`` names those a resource
+    must carry)."""
+
+    namespace = models.ForeignKey(MetadefNamespace, on_delete=models.CASCADE, related_name="object_definitions")
+    name = models.CharField(max_length=80)
+    description = models.TextField(null=True, blank=True)
+    required = models.JSONField(default=list)
+    properties = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="metadef_object_name")]
+
+
+class MetadefProperty(ApiModel, TimestampedModel):
+    """A property definition of a namespace: its JSON-schema-like ``definition`` (``title``,
+    ``type``, ``enum``, ``minimum``, ...), the name apart."""
+
+    namespace = models.ForeignKey(MetadefNamespace, on_delete=models.CASCADE, related_name="property_definitions")
+    name = models.CharField(max_length=255)
+    definition = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="metadef_property_name")]
+
+
+class MetadefTag(ApiModel, TimestampedModel):
+    """A tag definition of a namespace (a name resources may be tagged with)."""
+
+    namespace = models.ForeignKey(MetadefNamespace, on_delete=models.CASCADE, related_name="tag_definitions")
+    name = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="metadef_tag_name")]

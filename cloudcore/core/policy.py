@@ -98,6 +98,10 @@ CHECKS: dict[str, Check] = {
     "project_reader_or_admin": lambda a, t: _admin(a, t) or _project_reader(a, t),
     "project_member_or_admin": lambda a, t: _admin(a, t) or _project_member(a, t),
     "project_admin_or_admin": lambda a, t: _admin(a, t) or _project_admin(a, t),
+    # Glance's reading of a metadata definitions namespace: its own project's readers, or any
+    # project's when the target (``visibility``) is public
+    "project_reader_or_admin_or_public": lambda a, t: _admin(a, t) or _project_reader(a, t)
+    or (a.is_project_reader and t.get("visibility") == "public"),
     "admin_or_owner_user": lambda a, t: _admin(a, t) or _owner_user(a, t),
     "owner_user": _owner_user,
 }

@@ -1,6 +1,7 @@
 """Glance v2 subset: ``/image/`` versions, ``/image/v2/images`` CRUD, data upload/download,
 ``glance-direct`` import (stage, import, ``/v2/info/import``), members, json-patch updates, tags
-and the image and member schemas (what python-openstackclient/openstacksdk use)."""
+and the image and member schemas (what python-openstackclient/openstacksdk use). The metadata
+definitions API is ``metadefs``."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ from cloudcore.core.exceptions import Invalid
 
 from .. import services
 from ..models import Image, ImageMember, ImageTask
+from . import metadef_schemas
 
 PATCH_MEDIA = "application/openstack-images-v2.1-json-patch"
 #: Glance's older patch format: ``{"replace": "/name", "value": ...}`` instead of ``op``/``path``
@@ -381,7 +383,12 @@ TASK_SCHEMA = {
 
 
 class ImageSchemaView(UnversionedAPIView):
+    """``GET /v2/schemas/<kind>``: the image, member and task schemas, and the metadata definitions'
+    (``metadefs/<kind>``, ``metadef_schemas``)."""
+
     def get(self, request: Request, kind: str) -> Response:
+        if kind.startswith("metadefs/"):
+            return Response(metadef_schemas.SCHEMAS[kind.removeprefix("metadefs/")])
         if kind == "task":
             return Response(TASK_SCHEMA)
         if kind == "tasks":
