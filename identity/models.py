@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.utils import timezone
 
-from cloudcore.core.models import ApiModel
+from cloudcore.core.models import ApiModel, JSONField
 
 DEFAULT_DOMAIN_ID = "default"
 ROLE_NAMES = ("admin", "member", "reader")
@@ -206,6 +206,23 @@ class Token(ApiModel):
 
     def is_valid(self) -> bool:
         return not self.revoked and self.expires_at > timezone.now()
+
+
+class Region(ApiModel):
+    """A Keystone region an operator registered (``/v3/regions``). The cloud's own region
+    (``services.catalog.REGION``) is no row: it always exists and cannot be changed
+    (``services.regions``). ``parent_region_id`` names another region (a row or the cloud's own),
+    kept free of cycles by ``region_update``; ``extra`` holds the attributes a client sent that
+    Keystone has no column for, given back as they came."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    description = models.TextField(blank=True, default="")
+    parent_region_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    extra = JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.id
 
 
 class PolicyRuleQuerySet(models.QuerySet):

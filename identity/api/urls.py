@@ -15,6 +15,7 @@ urlpatterns = [
     re_path(r"^v3/endpoints/?$", views.EndpointsView.as_view(), name="identity-endpoints"),
     re_path(r"^v3/endpoints/(?P<endpoint_id>[^/]+)/?$", views.EndpointView.as_view(), name="identity-endpoint"),
     re_path(r"^v3/regions/?$", views.RegionsView.as_view(), name="identity-regions"),
+    re_path(r"^v3/regions/(?P<region_id>[^/]+)/?$", views.RegionView.as_view(), name="identity-region"),
     re_path(r"^v3/domains/?$", views.DomainsView.as_view(), name="identity-domains"),
     re_path(r"^v3/domains/(?P<domain_id>[^/]+)/?$", views.DomainView.as_view(), name="identity-domain"),
     re_path(r"^v3/projects/?$", views.ProjectsView.as_view(), name="identity-projects"),

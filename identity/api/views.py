@@ -20,9 +20,9 @@ from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
 
 from .. import selectors
-from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Role, Token, User
-from ..services import accounts, app_credentials, groups, project_tags, role_admin, roles, tokens
-from ..services.catalog import REGION, catalog, public_base
+from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Region, Role, Token, User
+from ..services import accounts, app_credentials, groups, project_tags, regions, role_admin, roles, tokens
+from ..services.catalog import catalog, public_base
 
 V3_ID = "v3.14"
 V3_UPDATED = "2020-04-07T00:00:00Z"
@@ -390,12 +390,69 @@ class EndpointView(IdentityView):
         raise NotFound(f"Could not find endpoint: {endpoint_id}.")
 
 
+REGION_CREATE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "maxLength": 255},
+        "description": {"type": ["string", "null"]},
+        "parent_region_id": {"type": ["string", "null"], "maxLength": 255},
+    },
+}
+REGION_UPDATE = {**REGION_CREATE, "minProperties": 1}
+_REGION_FIELDS = ("id", "description", "parent_region_id")
+
+
+def present_region(region: Region) -> dict[str, Any]:
+    return {**region.extra, "id": region.id, "description": region.description,
+            "parent_region_id": region.parent_region_id, "links": {"self": v3_url(f"/regions/{region.id}")}}
+
+
+def _region_created(ctx: Any, data: dict[str, Any], region_id: str | None) -> Response:
+    region = regions.region_create(
+        actor=ctx, region_id=region_id, description=data.get("description"),
+        parent_region_id=data.get("parent_region_id"),
+        extra={k: v for k, v in data.items() if k not in _REGION_FIELDS})
+    return Response({"region": present_region(region)}, status=201)
+
+
 class RegionsView(IdentityView):
-    @extend_schema(responses={200: dict}, summary="List regions")
+    @extend_schema(responses={200: dict}, summary="List regions (filter: parent_region_id)")
     def get(self, request: Request) -> Response:
-        region = {"id": REGION, "description": "", "parent_region_id": None,
-                  "links": {"self": v3_url(f"/regions/{REGION}")}}
-        return Response({"regions": [region], "links": collection_links("/regions")})
+        params = request.query_params
+        parent = params["parent_region_id"] if "parent_region_id" in params else regions.ANY_PARENT
+        found = regions.region_list(actor=self.ctx, parent_region_id=parent)
+        return Response({"regions": [present_region(r) for r in found], "links": collection_links("/regions")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a region (its id given or made)")
+    def post(self, request: Request) -> Response:
+        data = validate(self.object_body("region"), REGION_CREATE)
+        return _region_created(self.ctx, data, data.get("id") or None)
+
+
+class RegionView(IdentityView):
+    @extend_schema(responses={200: dict}, summary="Show a region")
+    def get(self, request: Request, region_id: str) -> Response:
+        return Response({"region": present_region(regions.region_show(actor=self.ctx, region_id=region_id))})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Create a region with this id")
+    def put(self, request: Request, region_id: str) -> Response:
+        data = validate(self.object_body("region"), REGION_CREATE)
+        if data.get("id", region_id) != region_id:
+            raise Invalid(f'Conflicting region IDs specified: "{region_id}" != "{data["id"]}"')
+        return _region_created(self.ctx, data, region_id)
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a region")
+    def patch(self, request: Request, region_id: str) -> Response:
+        data = dict(validate(self.object_body("region"), REGION_UPDATE))
+        if data.pop("id", region_id) != region_id:
+            raise Invalid("Cannot change ID")
+        region = regions.region_update(actor=self.ctx, region_id=region_id, changes=data)
+        return Response({"region": present_region(region)})
+
+    @extend_schema(responses={204: None}, summary="Delete a region (and its child regions)")
+    def delete(self, request: Request, region_id: str) -> Response:
+        regions.region_delete(actor=self.ctx, region_id=region_id)
+        return Response(status=204)
 
 
 # --- domains (the one ``default`` domain, read-only) ------------------------------------------
