@@ -21,6 +21,7 @@ class IdentityConfig(AppConfig):
 
         post_migrate.connect(_sync_policy_permissions, sender=self, dispatch_uid="identity-policy-permissions")
         _connect_token_cache()
+        _watch_catalog()
 
 
 def _connect_token_cache() -> None:
@@ -50,3 +51,13 @@ def _connect_token_cache() -> None:
     for through in (User.groups.through, User.user_permissions.through, Group.permissions.through,
                     ApplicationCredential.roles.through):
         m2m_changed.connect(token_cache.on_m2m, sender=through, dispatch_uid=f"identity-token-cache-{through.__name__}")
+
+
+def _watch_catalog() -> None:
+    """A write of a registered service or endpoint (the API, Django admin) makes every process
+    read the catalog's rows again (``services.catalog``)."""
+    from cloudcore.core import stamps
+
+    from .services.catalog import CATALOG_STAMP
+
+    stamps.watch(CATALOG_STAMP, "identity.Service", "identity.Endpoint")

@@ -225,6 +225,41 @@ class Region(ApiModel):
         return self.id
 
 
+class Service(ApiModel):
+    """A service an operator registered (``/v3/services``); the cloud's own services are no rows
+    (``services.catalog``). ``extra`` holds the attributes a client sent that have no column
+    (``description`` among them, as in Keystone), given back as they came."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    type = models.CharField(max_length=255)
+    name = models.CharField(max_length=255, blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    extra = JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.type} ({self.name})" if self.name else self.type
+
+
+class Endpoint(ApiModel):
+    """An endpoint an operator registered (``/v3/endpoints``) for a registered service or one of
+    the cloud's own (``service_id`` names either: no foreign key). ``region_id`` names a region
+    (a ``Region`` row or the cloud's own) or none. Only enabled endpoints of enabled services are
+    in the catalog."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id)
+    service_id = models.CharField(max_length=64, db_index=True)
+    interface = models.CharField(max_length=8)
+    url = models.TextField()
+    region_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    enabled = models.BooleanField(default=True)
+    extra = JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.interface} {self.url}"
+
+
 class PolicyRuleQuerySet(models.QuerySet):
     def rules(self) -> PolicyRuleQuerySet:
         return self.filter(content_type__app_label="identity", content_type__model="project", codename__contains=":")

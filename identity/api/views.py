@@ -16,12 +16,33 @@ from rest_framework.response import Response
 
 from cloudcore.core.api.validation import validate
 from cloudcore.core.api.views import PublicMixin, UnversionedAPIView
-from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.exceptions import Invalid
 from cloudcore.core.policy import authorize
 
 from .. import selectors
-from ..models import DEFAULT_DOMAIN_ID, ApplicationCredential, Group, Project, Region, Role, Token, User
-from ..services import accounts, app_credentials, groups, project_tags, regions, role_admin, roles, tokens
+from ..models import (
+    DEFAULT_DOMAIN_ID,
+    ApplicationCredential,
+    Endpoint,
+    Group,
+    Project,
+    Region,
+    Role,
+    Service,
+    Token,
+    User,
+)
+from ..services import (
+    accounts,
+    app_credentials,
+    catalog_admin,
+    groups,
+    project_tags,
+    regions,
+    role_admin,
+    roles,
+    tokens,
+)
 from ..services.catalog import catalog, public_base
 
 V3_ID = "v3.14"
@@ -121,7 +142,7 @@ def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
         body["is_domain"] = False
         body["roles"] = [{"id": r.id, "name": r.name} for r in sorted(role_list, key=lambda r: r.name)]
         if with_catalog:
-            body["catalog"] = catalog()
+            body["catalog"] = catalog(project_id=project.id, user_id=user.id)
     credential = token.application_credential
     if credential is not None:
         body["application_credential"] = {"id": credential.id, "name": credential.name,
@@ -322,7 +343,8 @@ class TokensView(IdentityView):
 class CatalogView(IdentityView):
     @extend_schema(responses={200: dict}, summary="The service catalog")
     def get(self, request: Request) -> Response:
-        return Response({"catalog": catalog(), "links": collection_links("/auth/catalog")})
+        return Response({"catalog": catalog(project_id=self.ctx.project_id, user_id=self.ctx.user_id),
+                         "links": collection_links("/auth/catalog")})
 
 
 class AuthProjectsView(IdentityView):
@@ -339,55 +361,124 @@ class AuthDomainsView(IdentityView):
         return Response({"domains": [], "links": collection_links("/auth/domains")})
 
 
-# --- services, endpoints, regions (read-only views of the catalog) ----------------------------
+# --- services, endpoints, regions ---------------------------------------------------------------
+
+SERVICE_CREATE = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "minLength": 1, "maxLength": 255},
+        "name": {"type": "string", "maxLength": 255},
+        "enabled": {"type": "boolean"},
+    },
+    "required": ["type"],
+}
+SERVICE_UPDATE = {**SERVICE_CREATE, "required": [], "minProperties": 1}
+ENDPOINT_CREATE = {
+    "type": "object",
+    "properties": {
+        "interface": {"type": "string", "enum": ["admin", "internal", "public"]},
+        "url": {"type": "string", "maxLength": 225, "pattern": "^[a-zA-Z0-9+.-]+:.+"},
+        "service_id": {"type": "string", "maxLength": 64},
+        "region_id": {"type": ["string", "null"], "maxLength": 255},
+        "region": {"type": ["string", "null"], "maxLength": 255},
+        "enabled": {"type": "boolean"},
+    },
+    "required": ["interface", "service_id", "url"],
+}
+ENDPOINT_UPDATE = {**ENDPOINT_CREATE, "required": [], "minProperties": 1}
 
 
-def _services() -> list[dict[str, Any]]:
-    return [{"id": e["id"], "type": e["type"], "name": e["name"], "enabled": True, "description": "",
-             "links": {"self": v3_url(f"/services/{e['id']}")}} for e in catalog()]
+def _extra(data: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """The attributes of ``data`` other than ``fields`` and ``id`` (Keystone makes the ids)."""
+    return {k: v for k, v in data.items() if k not in fields and k != "id"}
 
 
-def _endpoints() -> list[dict[str, Any]]:
-    return [{"id": ep["id"], "interface": ep["interface"], "region": ep["region"], "region_id": ep["region_id"],
-             "url": ep["url"], "service_id": e["id"], "enabled": True,
-             "links": {"self": v3_url(f"/endpoints/{ep['id']}")}} for e in catalog() for ep in e["endpoints"]]
+def _without_id(data: dict[str, Any], entry_id: str) -> dict[str, Any]:
+    """An update's attributes; an ``id`` other than the URL's is refused, as Keystone does."""
+    data = dict(data)
+    if data.pop("id", entry_id) != entry_id:
+        raise Invalid("Cannot change ID")
+    return data
+
+
+def present_service(service: Service) -> dict[str, Any]:
+    return {**service.extra, "id": service.id, "type": service.type, "name": service.name,
+            "enabled": service.enabled, "links": {"self": v3_url(f"/services/{service.id}")}}
+
+
+def present_endpoint(endpoint: Endpoint) -> dict[str, Any]:
+    return {**endpoint.extra, "id": endpoint.id, "interface": endpoint.interface, "region": endpoint.region_id,
+            "region_id": endpoint.region_id, "url": endpoint.url, "service_id": endpoint.service_id,
+            "enabled": endpoint.enabled, "links": {"self": v3_url(f"/endpoints/{endpoint.id}")}}
 
 
 class ServicesView(IdentityView):
-    @extend_schema(responses={200: dict}, summary="List services (from the catalog)")
+    @extend_schema(responses={200: dict}, summary="List services (filters: type, name)")
     def get(self, request: Request) -> Response:
-        services = _services()
-        if "type" in request.query_params:
-            services = [s for s in services if s["type"] == request.query_params["type"]]
-        return Response({"services": services, "links": collection_links("/services")})
+        found = catalog_admin.service_list(actor=self.ctx, service_type=request.query_params.get("type"),
+                                           name=request.query_params.get("name"))
+        return Response({"services": [present_service(s) for s in found], "links": collection_links("/services")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Register a service")
+    def post(self, request: Request) -> Response:
+        data = validate(self.object_body("service"), SERVICE_CREATE)
+        service = catalog_admin.service_create(
+            actor=self.ctx, service_type=data["type"], name=data.get("name", ""), enabled=data.get("enabled", True),
+            extra=_extra(data, "type", "name", "enabled"))
+        return Response({"service": present_service(service)}, status=201)
 
 
 class ServiceView(IdentityView):
     @extend_schema(responses={200: dict}, summary="Show a service")
     def get(self, request: Request, service_id: str) -> Response:
-        for service in _services():
-            if service_id in (service["id"], service["type"]):
-                return Response({"service": service})
-        raise NotFound(f"Could not find service: {service_id}.")
+        return Response({"service": present_service(catalog_admin.service_show(actor=self.ctx, service_id=service_id))})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a registered service")
+    def patch(self, request: Request, service_id: str) -> Response:
+        data = _without_id(validate(self.object_body("service"), SERVICE_UPDATE), service_id)
+        service = catalog_admin.service_update(actor=self.ctx, service_id=service_id, changes=data)
+        return Response({"service": present_service(service)})
+
+    @extend_schema(responses={204: None}, summary="Delete a registered service and its endpoints")
+    def delete(self, request: Request, service_id: str) -> Response:
+        catalog_admin.service_delete(actor=self.ctx, service_id=service_id)
+        return Response(status=204)
 
 
 class EndpointsView(IdentityView):
-    @extend_schema(responses={200: dict}, summary="List endpoints (from the catalog)")
+    @extend_schema(responses={200: dict}, summary="List endpoints (filters: service_id, interface, region_id)")
     def get(self, request: Request) -> Response:
-        endpoints = _endpoints()
-        for key in ("service_id", "interface", "region_id"):
-            if key in request.query_params:
-                endpoints = [e for e in endpoints if e[key] == request.query_params[key]]
-        return Response({"endpoints": endpoints, "links": collection_links("/endpoints")})
+        params = request.query_params
+        found = catalog_admin.endpoint_list(actor=self.ctx, service_id=params.get("service_id"),
+                                            interface=params.get("interface"), region_id=params.get("region_id"))
+        return Response({"endpoints": [present_endpoint(e) for e in found], "links": collection_links("/endpoints")})
+
+    @extend_schema(request=dict, responses={201: dict}, summary="Register an endpoint")
+    def post(self, request: Request) -> Response:
+        data = validate(self.object_body("endpoint"), ENDPOINT_CREATE)
+        endpoint = catalog_admin.endpoint_create(
+            actor=self.ctx, service_id=data["service_id"], interface=data["interface"], url=data["url"],
+            region_id=data.get("region_id"), region=data.get("region"), enabled=data.get("enabled", True),
+            extra=_extra(data, *ENDPOINT_CREATE["properties"]))
+        return Response({"endpoint": present_endpoint(endpoint)}, status=201)
 
 
 class EndpointView(IdentityView):
     @extend_schema(responses={200: dict}, summary="Show an endpoint")
     def get(self, request: Request, endpoint_id: str) -> Response:
-        for endpoint in _endpoints():
-            if endpoint["id"] == endpoint_id:
-                return Response({"endpoint": endpoint})
-        raise NotFound(f"Could not find endpoint: {endpoint_id}.")
+        endpoint = catalog_admin.endpoint_show(actor=self.ctx, endpoint_id=endpoint_id)
+        return Response({"endpoint": present_endpoint(endpoint)})
+
+    @extend_schema(request=dict, responses={200: dict}, summary="Update a registered endpoint")
+    def patch(self, request: Request, endpoint_id: str) -> Response:
+        data = _without_id(validate(self.object_body("endpoint"), ENDPOINT_UPDATE), endpoint_id)
+        endpoint = catalog_admin.endpoint_update(actor=self.ctx, endpoint_id=endpoint_id, changes=data)
+        return Response({"endpoint": present_endpoint(endpoint)})
+
+    @extend_schema(responses={204: None}, summary="Delete a registered endpoint")
+    def delete(self, request: Request, endpoint_id: str) -> Response:
+        catalog_admin.endpoint_delete(actor=self.ctx, endpoint_id=endpoint_id)
+        return Response(status=204)
 
 
 REGION_CREATE = {

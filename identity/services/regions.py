@@ -23,7 +23,7 @@ from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
 from cloudcore.core.policy import authorize
 
-from ..models import Region, new_id
+from ..models import Endpoint, Region, new_id
 from .catalog import REGION
 
 #: ``region_list``'s ``parent_region_id`` when the caller does not filter on it
@@ -71,6 +71,13 @@ def region_get(region_id: str) -> Region:
 
 def region_exists(region_id: str) -> bool:
     return is_own(region_id) or Region.objects.filter(id=region_id).exists()
+
+
+def region_ensure(region_id: str) -> None:
+    """Make the region ``region_id`` unless it exists (no policy: Keystone creates the region an
+    endpoint names by its legacy ``region`` attribute, for the endpoint's creator)."""
+    if not region_exists(region_id):
+        Region.objects.get_or_create(id=region_id)
 
 
 def region_show(*, actor: RequestContext, region_id: str) -> Region:
@@ -153,6 +160,8 @@ def region_delete(*, actor: RequestContext, region_id: str) -> None:
     with transaction.atomic():
         region = _for_write(region_id)
         doomed = _subtree(region.id)
+        if Endpoint.objects.filter(region_id__in=doomed).exists():
+            raise RegionDeletionError(region_id=region_id)
         Region.objects.filter(id__in=doomed).delete()
 
 
