@@ -644,9 +644,12 @@ def _tags_add(namespace: MetadefNamespace, names: list[str]) -> list[MetadefTag]
         return [_definition_add(namespace, MetadefTag, tag_name) for tag_name in names]
 
 
-def metadef_tag_create(*, actor: RequestContext, name: str, tag_name: str) -> MetadefTag:
-    """A tag definition named by the URL; 409 when it exists. Policy ``add_metadef_tag``."""
+def metadef_tag_create(*, actor: RequestContext, name: str, tag_name: str, body: Any = None) -> MetadefTag:
+    """A tag definition named by the URL (a body, which needs none, may only repeat that name: 400
+    otherwise); 409 when it exists. Policy ``add_metadef_tag``."""
     namespace = _writable(actor, name, "add_metadef_tag")
+    if body not in (None, {}) and _tag_name(body) != tag_name:
+        raise Invalid(f"The tag is named by its URL ({tag_name}); its body may not name another.")
     return _definition_add(namespace, MetadefTag, _name(tag_name, "tag name", 255))
 
 

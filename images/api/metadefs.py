@@ -246,7 +246,7 @@ class MetadefTagView(UnversionedAPIView):
         return Response(present_tag(metadefs.metadef_tag_get(actor=self.ctx, name=namespace, tag_name=tag_name)))
 
     def post(self, request: Request, namespace: str, tag_name: str) -> Response:
-        tag = metadefs.metadef_tag_create(actor=self.ctx, name=namespace, tag_name=tag_name)
+        tag = metadefs.metadef_tag_create(actor=self.ctx, name=namespace, tag_name=tag_name, body=self.body())
         return _created(present_tag(tag), _href(namespace, "tags", tag.name))
 
     def put(self, request: Request, namespace: str, tag_name: str) -> Response:

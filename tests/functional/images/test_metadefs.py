@@ -264,6 +264,10 @@ def test_tags_are_replaced_appended_renamed_and_deleted() -> None:
     single = admin.post(f"{url}/e")
     assert single.status_code == 201 and single.json()["name"] == "e" and single.json()["created_at"]
     assert "already exists" in fault(admin.post(f"{url}/e"), 409)
+    assert "may not name another" in fault(admin.post(f"{url}/g", {"name": "h"}, format="json"), 400)
+    assert "has no attribute 'colour'" in fault(admin.post(f"{url}/g", {"colour": "red"}, format="json"), 400)
+    assert admin.post(f"{url}/g", {"name": "g"}, format="json").status_code == 201
+    assert admin.delete(f"{url}/g").status_code == 204
     assert admin.get(f"{url}/e").json()["name"] == "e"
     renamed = admin.put(f"{url}/e", {"name": "f"}, format="json")
     assert renamed.status_code == 200 and renamed.json()["name"] == "f"
