@@ -26,6 +26,9 @@ from cloudcore.core.policy import authorize
 from ..models import Endpoint, Region, new_id
 from .catalog import REGION
 
+#: the length of ``Region.id`` (Keystone's region id column)
+MAX_REGION_ID_LENGTH = 255
+
 #: ``region_list``'s ``parent_region_id`` when the caller does not filter on it
 ANY_PARENT: Any = object()
 
@@ -97,10 +100,13 @@ def region_list(*, actor: RequestContext, parent_region_id: str | None = ANY_PAR
 def region_create(*, actor: RequestContext, region_id: str | None = None, description: str | None = None,
                   parent_region_id: str | None = None, extra: dict[str, Any] | None = None) -> Region:
     """A new region, ``region_id`` or a new id. Raises ``PolicyNotAuthorized``
-    (``identity:create_region``), ``RegionConflict`` (409) for an id taken, ``RegionNotFound``
-    (404) for an unknown parent."""
+    (``identity:create_region``), ``Invalid`` (400) for an id longer than
+    ``MAX_REGION_ID_LENGTH``, ``RegionConflict`` (409) for an id taken, ``RegionNotFound`` (404)
+    for an unknown parent."""
     authorize(actor, "identity:create_region")
     region_id = region_id or new_id()
+    if len(region_id) > MAX_REGION_ID_LENGTH:
+        raise Invalid(f"Invalid input for field 'id': a region id has at most {MAX_REGION_ID_LENGTH} characters.")
     if region_exists(region_id):
         raise RegionConflict(region_id=region_id)
     if parent_region_id is not None and not region_exists(parent_region_id):

@@ -71,6 +71,11 @@ def test_duplicate_and_conflicting_ids(admin: Any) -> None:
     assert admin.patch("/identity/v3/regions/West", {"region": {"id": "East"}}, format="json").status_code == 400
     assert admin.patch("/identity/v3/regions/West", {"region": {}}, format="json").status_code == 400
     assert _create(admin, {"description": 5}).status_code == 400
+    too_long = _create(admin, {}, region_id="r" * 256)
+    assert too_long.status_code == 400
+    assert too_long.json()["error"]["message"] == (
+        "Invalid input for field 'id': a region id has at most 255 characters.")
+    assert _create(admin, {"id": "r" * 256}).status_code == 400
 
 
 def test_parents(admin: Any) -> None:
