@@ -308,6 +308,14 @@ IMAGE_STORE_DIR = Path(env_str("IMAGE_STORE_DIR", str(VAR_DIR / "images")))
 #: bytes it reads from one URL, and how long one connect or read may wait (seconds).
 IMAGE_IMPORT_MAX_BYTES = env_int("IMAGE_IMPORT_MAX_BYTES", 4 * 1024**3, minimum=1)
 IMAGE_IMPORT_TIMEOUT = env_int("IMAGE_IMPORT_TIMEOUT", 30, minimum=1)
+#: Where such a URL may point (Glance's [import_filtering_opts], and more): the ports a URL may name
+#: (comma-separated; empty: any; a URL naming none uses its scheme's), and the networks (CIDRs) that
+#: may be reached although their addresses are not global ones: every address that is not (loopback,
+#: private, link-local, shared, reserved) is refused by default, checked on the address connected to.
+IMAGE_IMPORT_ALLOWED_PORTS = [int(p) for p in env_str("IMAGE_IMPORT_ALLOWED_PORTS", "80,443").split(",")
+                              if p.strip()]
+IMAGE_IMPORT_ALLOWED_NETWORKS = [n.strip() for n in env_str("IMAGE_IMPORT_ALLOWED_NETWORKS", "").split(",")
+                                 if n.strip()]
 #: Hours a finished image task is kept (its ``expires_at``; Glance's task_time_to_live).
 IMAGE_TASK_TIME_TO_LIVE = env_int("IMAGE_TASK_TIME_TO_LIVE", 48, minimum=1)
 VOLUME_POOL_DIR = Path(env_str("VOLUME_POOL_DIR", str(VAR_DIR / "volumes")))

@@ -40,9 +40,13 @@ class _Files(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def web() -> Iterator[str]:
+def web(settings: Any) -> Iterator[str]:
     """A web server on this machine serving ``DISK`` at ``/disk.raw`` (and without its length at
-    ``/unsized.raw``), redirects to a local file (``/elsewhere``) and to FTP (``/ftp``), 404 elsewhere."""
+    ``/unsized.raw``), redirects to a local file (``/elsewhere``) and to FTP (``/ftp``), 404 elsewhere.
+    Its loopback address and free port are let through the import's filter, as an operator would
+    let a local mirror (``IMAGE_IMPORT_ALLOWED_NETWORKS``, ``IMAGE_IMPORT_ALLOWED_PORTS``)."""
+    settings.IMAGE_IMPORT_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.IMAGE_IMPORT_ALLOWED_PORTS = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -169,3 +173,45 @@ def test_the_tasks_list_pages_after_a_marker(web: str) -> None:
     assert [t["id"] for t in page] == [ids[1]]
     unknown = admin.get("/image/v2/tasks?marker=00000000-0000-0000-0000-000000000000")
     assert unknown.status_code == 400, unknown.content
+
+
+def test_an_import_task_may_not_name_a_port_that_is_not_allowed(web: str, settings: Any) -> None:
+    admin = admin_client()
+    # given Glance's default: a URL may name ports 80 and 443 only
+    settings.IMAGE_IMPORT_ALLOWED_PORTS = [80, 443]
+    # when an import task names another port, then 400 at once and no task
+    response = create_task(admin, task_body(f"{web}/disk.raw", name="other-port"))
+    assert response.status_code == 400, response.content
+    assert "may not name port" in response.content.decode()
+    assert admin.get("/image/v2/tasks").json()["tasks"] == []
+
+
+@pytest.mark.parametrize("allowed", [[], ["10.0.0.0/8"]])
+def test_an_import_task_does_not_read_the_clouds_own_addresses(web: str, settings: Any,
+                                                             allowed: list[str]) -> None:
+    admin = admin_client()
+    # given the default: no network that is not global may be reached (or another one only)
+    settings.IMAGE_IMPORT_ALLOWED_NETWORKS = allowed
+    # when an import task names a server on this machine (by address, and by a name resolving to it)
+    for url in (f"{web}/disk.raw", web.replace("127.0.0.1", "localhost") + "/disk.raw"):
+        created = create_task(admin, task_body(url, name="internal"))
+        assert created.status_code == 201, created.content
+        # then the connection is refused at the address it reached: failure, no image, no byte read
+        task = admin.get(f"/image/v2/tasks/{created.json()['id']}").json()
+        assert task["status"] == "failure", task
+        assert "an address image data may not be read from" in task["message"], task
+    assert admin.get("/image/v2/images?name=internal").json()["images"] == []
+
+
+def test_a_redirect_to_a_port_that_is_not_allowed_is_not_followed(web: str, settings: Any) -> None:
+    admin = admin_client()
+    # given a server that redirects to a port a URL may not name
+    REDIRECTS["/to-port"] = "http://127.0.0.1:2379/v2/keys"
+    settings.IMAGE_IMPORT_ALLOWED_PORTS = [int(web.rsplit(":", 1)[1])]
+    try:
+        created = create_task(admin, task_body(f"{web}/to-port", name="redirected"))
+    finally:
+        del REDIRECTS["/to-port"]
+    # then the task fails on the redirect, naming it
+    task = admin.get(f"/image/v2/tasks/{created.json()['id']}").json()
+    assert task["status"] == "failure" and "may not name port 2379" in task["message"], task
