@@ -91,7 +91,7 @@ def present_project(project: Project) -> dict[str, Any]:
     return {
         "id": project.id, "name": project.name, "domain_id": project.domain_id,
         "description": project.description, "enabled": project.enabled, "is_domain": project.is_domain,
-        "parent_id": project.parent_id or project.domain_id, "tags": accounts.project_tag_names(project),
+        "parent_id": accounts.project_parent_id(project), "tags": accounts.project_tag_names(project),
         "options": {},
         "links": {"self": v3_url(f"/projects/{project.id}")},
     }
@@ -580,8 +580,8 @@ PROJECT_CREATE = {
         "domain_id": {"type": ["string", "null"]},
         "description": {"type": ["string", "null"]},
         "enabled": {"type": "boolean"},
-        "is_domain": {"type": "boolean", "enum": [False]},
-        "parent_id": {"type": ["string", "null"]},
+        "is_domain": {"type": "boolean"},
+        "parent_id": {"type": ["string", "null"], "maxLength": 64},
         "tags": {"type": "array", "items": {"type": "string"}},
         "options": {"type": "object"},
     },
@@ -628,7 +628,8 @@ class ProjectsView(IdentityView):
         domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
         project = accounts.project_create(
             actor=self.ctx, name=data["name"], domain_id=domain_id, description=data.get("description") or "",
-            enabled=data.get("enabled", True), tags=data.get("tags"),
+            enabled=data.get("enabled", True), tags=data.get("tags"), is_domain=data.get("is_domain", False),
+            parent_id=data.get("parent_id"),
         )
         return Response({"project": present_project(project)}, status=201)
 
@@ -645,6 +646,7 @@ class ProjectView(IdentityView):
         changes = {k: data[k] for k in ("name", "description", "enabled") if k in data}
         if "description" in changes and changes["description"] is None:
             changes["description"] = ""
+        changes.update({k: data[k] for k in ("domain_id", "is_domain", "parent_id") if k in data})
         project = accounts.project_update(actor=self.ctx, project_id=project_id, tags=data.get("tags"), **changes)
         return Response({"project": present_project(project)})
 

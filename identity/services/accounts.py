@@ -40,6 +40,12 @@ class ProjectNotFound(NotFound):
     message = "Could not find project: %(project_id)s."
 
 
+class ParentUnchangeable(Forbidden):
+    """Keystone's 403 for a change of a project's ``parent_id``."""
+
+    message = "A project's parent_id cannot be changed (it is %(parent_id)s)."
+
+
 class UserNotFound(NotFound):
     message = "Could not find user: %(user_id)s."
 
@@ -99,12 +105,17 @@ def project_find(ref: dict[str, Any]) -> Project:
 
 
 def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
-                   enabled: bool = True, tags: list[str] | None = None) -> Project:
-    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``). Raises
-    ``PolicyNotAuthorized`` (``identity:create_project``), ``Invalid`` for a bad tag,
-    ``IdentityConflict`` when the name is taken in the domain."""
+                   enabled: bool = True, tags: list[str] | None = None, is_domain: bool = False,
+                   parent_id: str | None = None) -> Project:
+    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``). ``is_domain``
+    and ``parent_id`` are checked by ``project_place_checked``: every project here is a regular
+    project directly under its domain. Raises ``PolicyNotAuthorized``
+    (``identity:create_project``), ``Invalid`` for a bad tag, a project acting as a domain or a
+    parent other than the domain, ``ProjectNotFound`` for an unknown parent, ``IdentityConflict``
+    when the name is taken in the domain."""
     authorize(actor, "identity:create_project")
     tags = project_tags_checked(tags or [])
+    project_place_checked(domain_id=domain_id, is_domain=is_domain, parent_id=parent_id)
     if Project.objects.filter(name=name, domain_id=domain_id).exists():
         raise IdentityConflict(type="project", name=name)
     try:
@@ -117,13 +128,42 @@ def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT
         raise IdentityConflict(type="project", name=name) from None
 
 
+def project_place_checked(*, domain_id: str, is_domain: bool, parent_id: str | None) -> None:
+    """Where a new project would go, if this cloud can put it there: it has one domain (Default,
+    no project acts as a domain) and no project hierarchy, so a project is a regular one whose
+    parent is its domain (``parent_id`` absent, null, empty or the domain's id, as Keystone
+    stores it). Raises ``Invalid`` (400) for ``is_domain`` true or a parent that is a project,
+    ``ProjectNotFound`` (404, Keystone's answer) for a parent that is neither."""
+    if is_domain:
+        raise Invalid("Invalid input for field 'is_domain': this cloud has only the Default domain; "
+                      "a project cannot act as a domain.")
+    if not parent_id or parent_id == domain_id:
+        return
+    if not Project.objects.filter(id=parent_id).exists():
+        raise ProjectNotFound(project_id=parent_id)
+    raise Invalid(f"Invalid input for field 'parent_id': hierarchical projects are not supported; a project's "
+                  f"parent is its domain ({domain_id!r}), not project {parent_id!r}.")
+
+
 def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | None = None,
+                   domain_id: str | None = UNSET, is_domain: bool | None = None, parent_id: str | None = UNSET,
                    **changes: Any) -> Project:
     """Change a project's ``name``, ``description`` or ``enabled``; ``tags`` (not None) replaces
-    its tags. Raises ``PolicyNotAuthorized`` (``identity:update_project``), ``ProjectNotFound``,
-    ``Invalid`` for a bad tag, ``IdentityConflict``."""
+    its tags. ``domain_id``, ``is_domain`` and ``parent_id``, when given, must be the project's
+    own (Keystone's: none of them changes). Raises ``PolicyNotAuthorized``
+    (``identity:update_project``), ``ProjectNotFound``, ``Invalid`` for a bad tag, another
+    domain or ``is_domain`` true, ``ParentUnchangeable`` (403) for another parent,
+    ``IdentityConflict``."""
     authorize(actor, "identity:update_project", {"project_id": project_id})
     project = project_get(project_id)
+    if domain_id is not UNSET and domain_id != project.domain_id:
+        raise Invalid(f"Invalid input for field 'domain_id': a project stays in its domain "
+                      f"({project.domain_id!r}); it cannot move to {domain_id!r}.")
+    if is_domain is not None and is_domain != project.is_domain:
+        raise Invalid("Invalid input for field 'is_domain': a project's is_domain cannot be changed "
+                      "(this cloud has only the Default domain).")
+    if parent_id is not UNSET and parent_id != project_parent_id(project):
+        raise ParentUnchangeable(parent_id=project_parent_id(project))
     if tags is not None:
         tags = project_tags_checked(tags)
     name = changes.get("name")
@@ -136,6 +176,11 @@ def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | 
         if tags is not None:
             project_tags_write(project, tags)
     return project
+
+
+def project_parent_id(project: Project) -> str:
+    """The project's parent as Keystone shows it: its domain's id (no project has another)."""
+    return project.parent_id or project.domain_id
 
 
 def project_tags_checked(tags: list[str]) -> list[str]:

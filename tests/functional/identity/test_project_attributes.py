@@ -1,0 +1,125 @@
+"""Keystone's project attributes beyond name, description, enabled and tags, on create
+(``POST /v3/projects``) and update (``PATCH /v3/projects/{id}``): each one a client sends is
+either kept and given back or refused with Keystone's error body, never dropped.
+
+``is_domain`` and ``parent_id``: this cloud has one domain and no project hierarchy, so false and
+the domain's id are accepted (what every project is) and anything else refused, nothing stored."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from identity.models import Project
+
+pytestmark = pytest.mark.django_db
+
+PROJECTS = "/identity/v3/projects"
+
+
+def _create(admin: Any, **attributes: Any) -> Any:
+    return admin.post(PROJECTS, {"project": {"name": "p1", **attributes}}, format="json")
+
+
+def _patch(admin: Any, project_id: str, **attributes: Any) -> Any:
+    return admin.patch(f"{PROJECTS}/{project_id}", {"project": attributes}, format="json")
+
+
+def _error(response: Any, code: int) -> str:
+    assert response.status_code == code, response.content
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert error["title"] == {400: "Bad Request", 403: "Forbidden", 404: "Not Found"}[code]
+    message: str = error["message"]
+    return message
+
+
+def test_is_domain_false_is_every_project(admin: Any) -> None:
+    # given a project created with is_domain false
+    created = _create(admin, is_domain=False)
+    assert created.status_code == 201, created.content
+    project = created.json()["project"]
+    assert project["is_domain"] is False
+    # when an update sends is_domain false, it is accepted and changes nothing
+    patched = _patch(admin, project["id"], is_domain=False, description="d")
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["project"]["is_domain"] is False
+    assert patched.json()["project"]["description"] == "d"
+    # then the project reads the same
+    assert admin.get(f"{PROJECTS}/{project['id']}").json()["project"]["is_domain"] is False
+
+
+def test_is_domain_true_is_refused(admin: Any) -> None:
+    # when a project acting as a domain is asked for
+    message = _error(_create(admin, is_domain=True), 400)
+    # then it is refused, naming the field, and nothing is stored
+    assert "'is_domain'" in message and "only the Default domain" in message
+    assert not Project.objects.filter(name="p1").exists()
+    # and an update cannot make a project one
+    project = _create(admin).json()["project"]
+    message = _error(_patch(admin, project["id"], is_domain=True, description="changed"), 400)
+    assert "'is_domain'" in message and "cannot be changed" in message
+    stored = Project.objects.get(id=project["id"])
+    assert stored.is_domain is False and stored.description == ""
+    # and a non-boolean is the schema's 400
+    _error(_create(admin, is_domain="yes"), 400)
+
+
+@pytest.mark.parametrize("parent_id", [None, "", "default"])
+def test_parent_id_of_the_domain_is_accepted(admin: Any, parent_id: str | None) -> None:
+    # given a project created with its domain as parent (or none: the domain, as Keystone)
+    created = _create(admin, parent_id=parent_id)
+    assert created.status_code == 201, created.content
+    project = created.json()["project"]
+    # then its parent is the domain
+    assert project["parent_id"] == "default"
+    assert admin.get(f"{PROJECTS}/{project['id']}").json()["project"]["parent_id"] == "default"
+    # and an update naming the same parent is accepted
+    patched = _patch(admin, project["id"], parent_id="default", name="p2")
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["project"]["parent_id"] == "default"
+    assert patched.json()["project"]["name"] == "p2"
+
+
+def test_parent_id_of_a_project_is_refused(admin: Any) -> None:
+    # given a project
+    parent = _create(admin).json()["project"]
+    # when another one is created under it
+    response = admin.post(PROJECTS, {"project": {"name": "child", "parent_id": parent["id"]}}, format="json")
+    # then it is refused (no hierarchy here) and nothing is stored
+    message = _error(response, 400)
+    assert "'parent_id'" in message and "hierarchical projects are not supported" in message
+    assert parent["id"] in message
+    assert not Project.objects.filter(name="child").exists()
+
+
+def test_parent_id_unknown_is_not_found(admin: Any) -> None:
+    # when the parent named is no project, Keystone's answer: 404
+    message = _error(_create(admin, parent_id="no-such-project"), 404)
+    assert message == "Could not find project: no-such-project."
+    assert not Project.objects.filter(name="p1").exists()
+
+
+def test_parent_id_cannot_change(admin: Any) -> None:
+    # given two projects
+    project = _create(admin).json()["project"]
+    other = admin.post(PROJECTS, {"project": {"name": "other"}}, format="json").json()["project"]
+    # when an update names another parent (or none), it is Keystone's 403 and nothing changes
+    for parent_id in (other["id"], None):
+        message = _error(_patch(admin, project["id"], parent_id=parent_id, name="renamed"), 403)
+        assert message == "A project's parent_id cannot be changed (it is default)."
+    assert Project.objects.get(id=project["id"]).name == "p1"
+
+
+def test_domain_id_cannot_change(admin: Any) -> None:
+    # given a project of the Default domain
+    project = _create(admin, domain_id="default").json()["project"]
+    # when an update names its own domain, it is accepted
+    patched = _patch(admin, project["id"], domain_id="default", description="same domain")
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["project"]["domain_id"] == "default"
+    # when it names another, it is refused (it was ignored) and nothing changes
+    for domain_id in ("other", None):
+        message = _error(_patch(admin, project["id"], domain_id=domain_id, description="moved"), 400)
+        assert "'domain_id'" in message and "cannot move" in message
+    assert Project.objects.get(id=project["id"]).description == "same domain"
