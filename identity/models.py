@@ -30,6 +30,10 @@ def token_digest(value: str) -> str:
 
 
 class Project(ApiModel):
+    """A Keystone project of the Default domain (no project acts as a domain or has a project as
+    parent: ``parent_id`` stays null, shown as the domain's id). ``extra`` holds the attributes a
+    client sent that have no column, given back as they came (Keystone's ``extra``)."""
+
     id = models.CharField(primary_key=True, max_length=64, default=new_id)
     name = models.CharField(max_length=64)
     domain_id = models.CharField(max_length=64, default=DEFAULT_DOMAIN_ID)
@@ -37,6 +41,7 @@ class Project(ApiModel):
     enabled = models.BooleanField(default=True)
     is_domain = models.BooleanField(default=False)
     parent_id = models.CharField(max_length=64, null=True, blank=True)
+    extra = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -89,7 +89,7 @@ class PublicIdentityView(PublicMixin, IdentityView):
 
 def present_project(project: Project) -> dict[str, Any]:
     return {
-        "id": project.id, "name": project.name, "domain_id": project.domain_id,
+        **project.extra, "id": project.id, "name": project.name, "domain_id": project.domain_id,
         "description": project.description, "enabled": project.enabled, "is_domain": project.is_domain,
         "parent_id": accounts.project_parent_id(project), "tags": accounts.project_tag_names(project),
         "options": {},
@@ -588,6 +588,16 @@ PROJECT_CREATE = {
     "required": ["name"],
 }
 PROJECT_UPDATE = {**PROJECT_CREATE, "required": [], "minProperties": 1}
+
+
+def _project_extra(data: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of a project body that have no column: kept and given back, as Keystone.
+    ``links`` is the cloud's to make (given back, it would hide the client's): 400."""
+    if "links" in data:
+        raise Invalid("Invalid input for field 'links': a project's links are made by the cloud.")
+    return {k: v for k, v in data.items() if k not in PROJECT_CREATE["properties"] and k != "id"}
+
+
 PROJECT_TAGS_REPLACE = {
     "type": "object",
     "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
@@ -625,11 +635,13 @@ class ProjectsView(IdentityView):
     @extend_schema(request=dict, responses={201: dict}, summary="Create a project")
     def post(self, request: Request) -> Response:
         data = validate(self.object_body("project"), PROJECT_CREATE)
+        if "id" in data:
+            raise Invalid("Invalid input for field 'id': a project's id is made by the cloud.")
         domain_id = accounts.domain_id_from({"id": data["domain_id"]} if data.get("domain_id") else None)
         project = accounts.project_create(
             actor=self.ctx, name=data["name"], domain_id=domain_id, description=data.get("description") or "",
             enabled=data.get("enabled", True), tags=data.get("tags"), is_domain=data.get("is_domain", False),
-            parent_id=data.get("parent_id"),
+            parent_id=data.get("parent_id"), extra=_project_extra(data),
         )
         return Response({"project": present_project(project)}, status=201)
 
@@ -642,12 +654,13 @@ class ProjectView(IdentityView):
 
     @extend_schema(request=dict, responses={200: dict}, summary="Update a project")
     def patch(self, request: Request, project_id: str) -> Response:
-        data = validate(self.object_body("project"), PROJECT_UPDATE)
+        data = _without_id(validate(self.object_body("project"), PROJECT_UPDATE), project_id)
         changes = {k: data[k] for k in ("name", "description", "enabled") if k in data}
         if "description" in changes and changes["description"] is None:
             changes["description"] = ""
         changes.update({k: data[k] for k in ("domain_id", "is_domain", "parent_id") if k in data})
-        project = accounts.project_update(actor=self.ctx, project_id=project_id, tags=data.get("tags"), **changes)
+        project = accounts.project_update(actor=self.ctx, project_id=project_id, tags=data.get("tags"),
+                                          extra=_project_extra(data), **changes)
         return Response({"project": present_project(project)})
 
     @extend_schema(responses={204: None}, summary="Delete a project")

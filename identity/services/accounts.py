@@ -106,8 +106,9 @@ def project_find(ref: dict[str, Any]) -> Project:
 
 def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
                    enabled: bool = True, tags: list[str] | None = None, is_domain: bool = False,
-                   parent_id: str | None = None) -> Project:
-    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``). ``is_domain``
+                   parent_id: str | None = None, extra: dict[str, Any] | None = None) -> Project:
+    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``) and ``extra``
+    attributes (kept as they came). ``is_domain``
     and ``parent_id`` are checked by ``project_place_checked``: every project here is a regular
     project directly under its domain. Raises ``PolicyNotAuthorized``
     (``identity:create_project``), ``Invalid`` for a bad tag, a project acting as a domain or a
@@ -121,7 +122,7 @@ def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT
     try:
         with transaction.atomic():
             project = Project.objects.create(name=name, domain_id=domain_id, description=description,
-                                             enabled=enabled)
+                                             enabled=enabled, extra=extra or {})
             project_tags_write(project, tags)
             return project
     except IntegrityError:
@@ -147,10 +148,11 @@ def project_place_checked(*, domain_id: str, is_domain: bool, parent_id: str | N
 
 def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | None = None,
                    domain_id: str | None = UNSET, is_domain: bool | None = None, parent_id: str | None = UNSET,
-                   **changes: Any) -> Project:
+                   extra: dict[str, Any] | None = None, **changes: Any) -> Project:
     """Change a project's ``name``, ``description`` or ``enabled``; ``tags`` (not None) replaces
-    its tags. ``domain_id``, ``is_domain`` and ``parent_id``, when given, must be the project's
-    own (Keystone's: none of them changes). Raises ``PolicyNotAuthorized``
+    its tags; ``extra`` attributes are set over the ones it has (Keystone's merge). ``domain_id``,
+    ``is_domain`` and ``parent_id``, when given, must be the project's own (Keystone's: none of
+    them changes). Raises ``PolicyNotAuthorized``
     (``identity:update_project``), ``ProjectNotFound``, ``Invalid`` for a bad tag, another
     domain or ``is_domain`` true, ``ParentUnchangeable`` (403) for another parent,
     ``IdentityConflict``."""
@@ -172,6 +174,8 @@ def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | 
     with transaction.atomic():
         for key, value in changes.items():
             setattr(project, key, value)
+        if extra:
+            project.extra = {**project.extra, **extra}
         project.save()
         if tags is not None:
             project_tags_write(project, tags)

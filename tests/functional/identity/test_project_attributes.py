@@ -123,3 +123,38 @@ def test_domain_id_cannot_change(admin: Any) -> None:
         message = _error(_patch(admin, project["id"], domain_id=domain_id, description="moved"), 400)
         assert "'domain_id'" in message and "cannot move" in message
     assert Project.objects.get(id=project["id"]).description == "same domain"
+
+
+def test_extra_attributes_are_kept(admin: Any) -> None:
+    # given a project created with attributes that have no column (the CLI's --property k=v)
+    created = _create(admin, colour="blue", size={"vcpus": 4}, owner=None)
+    assert created.status_code == 201, created.content
+    project = created.json()["project"]
+    # then they are given back, on create, show and list
+    assert (project["colour"], project["size"], project["owner"]) == ("blue", {"vcpus": 4}, None)
+    shown = admin.get(f"{PROJECTS}/{project['id']}").json()["project"]
+    assert (shown["colour"], shown["size"], shown["owner"]) == ("blue", {"vcpus": 4}, None)
+    listed = [p for p in admin.get(PROJECTS).json()["projects"] if p["id"] == project["id"]]
+    assert listed[0]["colour"] == "blue"
+    # when an update sends some, they are set over the others (Keystone's merge)
+    patched = _patch(admin, project["id"], colour="green", team="ops")
+    assert patched.status_code == 200, patched.content
+    body = patched.json()["project"]
+    assert (body["colour"], body["team"], body["size"]) == ("green", "ops", {"vcpus": 4})
+    assert Project.objects.get(id=project["id"]).extra == {"colour": "green", "size": {"vcpus": 4}, "owner": None,
+                                                           "team": "ops"}
+
+
+def test_id_and_links_are_the_clouds(admin: Any) -> None:
+    # when a create names the project's id or links, it is refused (it would be replaced)
+    assert "'id'" in _error(_create(admin, id="mine"), 400)
+    assert "'links'" in _error(_create(admin, links={"self": "x"}), 400)
+    assert not Project.objects.filter(name="p1").exists()
+    # and an update naming another id is refused; its own id is accepted
+    project = _create(admin).json()["project"]
+    _error(_patch(admin, project["id"], id="other", name="renamed"), 400)
+    _error(_patch(admin, project["id"], links={}, name="renamed"), 400)
+    assert Project.objects.get(id=project["id"]).name == "p1"
+    same = _patch(admin, project["id"], id=project["id"], name="renamed")
+    assert same.status_code == 200, same.content
+    assert same.json()["project"]["id"] == project["id"] and "id" not in Project.objects.get(id=project["id"]).extra
