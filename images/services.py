@@ -317,7 +317,9 @@ def _receive(chunks: Iterable[bytes], target: Path) -> None:
 def _store(image: Image, received: Path) -> Image:
     """Make the bytes at ``received`` the image's data: inspect them against the declared
     ``disk_format`` (ImageFormatMismatch / ImageUnsafe, see ``formats``), hash them (md5 checksum,
-    sha512 multihash), move them into the store and activate the image."""
+    sha512 multihash), move them into the store and activate the image: only from the status it
+    has here (a compare-and-swap), so that an image deleted while its data came in stays deleted
+    (Conflict, its data dropped) instead of coming back active."""
     found = formats.inspect(received, image.disk_format)
     md5, sha512, size = hashlib.md5(usedforsecurity=False), hashlib.sha512(), 0
     with open(received, "rb") as fh:
@@ -325,11 +327,16 @@ def _store(image: Image, received: Path) -> Image:
             md5.update(block)
             sha512.update(block)
             size += len(block)
-    received.replace(image_data_path(image.id))
-    image.status, image.size = ImageStatus.ACTIVE, size
-    image.virtual_size = found.virtual_size if found else size
-    image.checksum, image.os_hash_algo, image.os_hash_value = md5.hexdigest(), "sha512", sha512.hexdigest()
-    image.save()
+    stored = image_data_path(image.id)
+    received.replace(stored)
+    values = {"status": ImageStatus.ACTIVE, "size": size, "virtual_size": found.virtual_size if found else size,
+              "checksum": md5.hexdigest(), "os_hash_algo": "sha512", "os_hash_value": sha512.hexdigest(),
+              "updated_at": timezone.now()}
+    if not _images_updated(Image.objects.filter(pk=image.pk, status=image.status, deleted=False), **values):
+        stored.unlink(missing_ok=True)
+        raise Conflict(f"Image {image.id} changed while its data was stored (deleted?): the data is dropped")
+    for field, value in values.items():
+        setattr(image, field, value)
     return image
 
 
@@ -358,9 +365,11 @@ def image_upload(ctx: RequestContext | None, image: Image, chunks: Iterable[byte
         raise
 
 
-# --- interoperable image import (glance-direct only: web-download is out of reach here) ---
+# --- interoperable image import: glance-direct (in the request) and web-download (by the conductor) ---
 
-IMPORT_METHODS = ("glance-direct",)
+IMPORT_METHODS = ("glance-direct", "web-download")
+#: the type of the task a ``web-download`` import runs as (Glance's name; not for ``POST /v2/tasks``)
+IMAGE_IMPORT_TASK = "api_image_import"
 
 
 def staging_path(image_id: str) -> Path:
@@ -385,13 +394,16 @@ def image_stage(ctx: RequestContext, image: Image, chunks: Iterable[bytes]) -> I
 
 
 def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
-    """``POST /v2/images/{id}/import`` with ``glance-direct``: the staged bytes are inspected and
+    """``POST /v2/images/{id}/import``. ``glance-direct``: the staged bytes are inspected and
     stored (uploading → importing → active), in this request. Content that is not the declared
-    format is refused (400) like an upload, its staged bytes dropped and the image queued again."""
+    format is refused (400) like an upload, its staged bytes dropped and the image queued again.
+    ``web-download``: see ``_web_download``."""
     _check_owner(ctx, image)
     name = method.get("name") if isinstance(method, dict) else None
     if name not in IMPORT_METHODS:
         raise Invalid(f"Import method {name} is not valid." if name else "Import request requires a 'method' field.")
+    if name == "web-download":
+        return _web_download(ctx, image, method)
     if image.status != ImageStatus.UPLOADING or not staging_path(image.id).is_file():
         raise Conflict("Image needs to be staged before 'glance-direct' method can be used")
     for field in ("disk_format", "container_format"):
@@ -406,6 +418,32 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
         _images_updated(Image.objects.filter(pk=image.pk), status=ImageStatus.QUEUED, size=None)
         image.status, image.size = ImageStatus.QUEUED, None
         raise
+
+
+def _web_download(ctx: RequestContext, image: Image, method: dict[str, Any]) -> Image:
+    """``web-download``: a queued image with its formats set is claimed ``importing`` and an
+    ``api_image_import`` task (the image's task list shows it) is run by the conductor once this
+    commits (``image_task_run``): the data at ``uri`` is read as a tasks API import reads its URL
+    (``images.fetch``: http(s), allowed ports, global addresses, bounded) into the staging area and
+    stored as ``glance-direct`` stores it (active). If it cannot be, the image is queued again and the
+    task ends ``failure`` with the reason. A ``uri`` missing or refused by those rules is a 400 here."""
+    uri = method.get("uri")
+    if not uri:
+        raise Invalid("URI for web-download does not exist in request")
+    try:
+        fetch.check_url(uri)
+    except Invalid as exc:
+        raise Invalid(f"URI for web-download does not pass filtering: {uri} ({exc})") from None
+    if image.status != ImageStatus.QUEUED:
+        raise Conflict("Image needs to be in 'queued' state to use 'web-download' method")
+    _require_formats(image)
+    with transaction.atomic():
+        _claim(image, source=ImageStatus.QUEUED, target=ImageStatus.IMPORTING)
+        task = ImageTask.objects.create(type=IMAGE_IMPORT_TASK, owner=image.owner or ctx.project_id or "",
+                                        input={"image_id": image.id, "import_req": {"method": method}},
+                                        image_id=image.id, request_id=ctx.request_id, user_id=ctx.user_id)
+    transaction.on_commit(partial(conductor_rpc.image_task_run, ctx=ctx, task_id=task.id))
+    return image
 
 
 def image_activate_from_file(image: Image, source: Path) -> Image:
@@ -694,6 +732,9 @@ def image_task_run(ctx: RequestContext, *, task_id: str) -> None:
         log.info("image task %s is not pending: not run again", task_id)
         return
     task = ImageTask.objects.get(id=task_id)
+    if task.type == IMAGE_IMPORT_TASK:
+        _web_download_run(task)
+        return
     image: Image | None = None
     try:
         image = image_create(ctx, **task.input["image_properties"])
@@ -705,6 +746,30 @@ def image_task_run(ctx: RequestContext, *, task_id: str) -> None:
             log.exception("image task %s failed", task_id)
         if image is not None:
             image_delete_internal(image.id)
+        _task_finish(task, TaskStatus.FAILURE, message=str(exc) or type(exc).__name__)
+        return
+    _task_finish(task, TaskStatus.SUCCESS, result={"image_id": image.id})
+
+
+def _web_download_run(task: ImageTask) -> None:
+    """The conductor's part of a ``web-download`` import (``_web_download``): the image, still
+    ``importing``, gets the data at the task's ``uri`` (staged, then stored); any failure queues it
+    again without data and ends the task ``failure`` with the reason."""
+    image = Image.objects.filter(id=task.image_id, status=ImageStatus.IMPORTING).first()
+    if image is None:  # deleted (or its status changed) before the conductor came to it
+        _task_finish(task, TaskStatus.FAILURE, message=f"Image {task.image_id} is no longer importing")
+        return
+    staged = staging_path(image.id)
+    try:
+        _receive(fetch.fetch(task.input["import_req"]["method"]["uri"], max_bytes=settings.IMAGE_IMPORT_MAX_BYTES,
+                             timeout=settings.IMAGE_IMPORT_TIMEOUT), staged)
+        _store(image, staged)
+    except Exception as exc:  # every failure ends the task: none may stay 'processing'
+        if not isinstance(exc, CloudcoreError):
+            log.exception("image import task %s failed", task.id)
+        staged.unlink(missing_ok=True)
+        _images_updated(Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING), status=ImageStatus.QUEUED,
+                        size=None)
         _task_finish(task, TaskStatus.FAILURE, message=str(exc) or type(exc).__name__)
         return
     _task_finish(task, TaskStatus.SUCCESS, result={"image_id": image.id})

@@ -99,7 +99,7 @@ def test_glance_direct_import(tmp_path: Path) -> None:
     client, _ = member("alice", "demo")
     # given the discovery document
     info = client.get("/image/v2/info/import").json()
-    assert info["import-methods"]["value"] == ["glance-direct"]
+    assert info["import-methods"]["value"] == ["glance-direct", "web-download"]
     image = create(client, disk_format="qcow2")
     # import before staging is a conflict
     early = client.post(f"/image/v2/images/{image['id']}/import", {"method": {"name": "glance-direct"}}, format="json")
@@ -107,10 +107,12 @@ def test_glance_direct_import(tmp_path: Path) -> None:
     # when the bytes are staged
     assert upload(client, image["id"], qcow2(tmp_path), kind="stage").status_code == 204
     assert client.get(f"/image/v2/images/{image['id']}").json()["status"] == "uploading"
-    # another method is refused
+    # web-download is for a queued image only, and an unknown method is refused
     web = client.post(f"/image/v2/images/{image['id']}/import",
                       {"method": {"name": "web-download", "uri": "http://example.com/x"}}, format="json")
-    assert web.status_code == 400
+    assert web.status_code == 409 and "'queued' state" in web.content.decode()
+    other = client.post(f"/image/v2/images/{image['id']}/import", {"method": {"name": "copy-image"}}, format="json")
+    assert other.status_code == 400 and "Import method copy-image is not valid." in other.content.decode()
     # then an import makes them the image's data
     done = client.post(f"/image/v2/images/{image['id']}/import", {"method": {"name": "glance-direct"}}, format="json")
     assert done.status_code == 202
