@@ -684,7 +684,7 @@ def image_task_list(ctx: RequestContext, *, status: str | None = None, task_type
     _tasks_api(ctx)
     if status and status not in TASK_STATUSES:
         raise Invalid(f"Invalid status value: {status}")
-    if task_type and task_type not in TASK_TYPES:
+    if task_type and task_type not in (*TASK_TYPES, IMAGE_IMPORT_TASK):
         raise Invalid(f"Invalid type value: {task_type}")
     if sort_key not in TASK_SORT_KEYS:
         raise Invalid(f"Invalid sort key: {sort_key}")

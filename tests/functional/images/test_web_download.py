@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from cloudcore.core.exceptions import Conflict
 from images.models import Image, ImageStatus, ImageTask
 from images.services import _store, image_data_path
-from tests.apihelpers import auth_client, make_identity
+from tests.apihelpers import admin_client, auth_client, make_identity
 
 from .test_image_tasks import DISK, web  # noqa: F401 - the web server fixture
 
@@ -61,6 +61,9 @@ def test_a_member_imports_an_image_from_a_url(web: str) -> None:  # noqa: F811
     assert task["type"] == "api_image_import" and task["status"] == "success", task
     assert task["input"]["import_req"]["method"]["uri"] == f"{web}/disk.raw"
     assert task["result"] == {"image_id": image_id}
+    # and an admin's tasks API lists it under its type
+    listed = admin_client().get("/image/v2/tasks?type=api_image_import").json()["tasks"]
+    assert [t["id"] for t in listed] == [task["id"]]
 
 
 @pytest.mark.parametrize(("path", "reason"), [("/missing.raw", "HTTP 404"),
