@@ -32,7 +32,8 @@ def token_digest(value: str) -> str:
 class Project(ApiModel):
     """A Keystone project of the Default domain (no project acts as a domain or has a project as
     parent: ``parent_id`` stays null, shown as the domain's id). ``extra`` holds the attributes a
-    client sent that have no column, given back as they came (Keystone's ``extra``)."""
+    client sent that have no column, given back as they came (Keystone's ``extra``). ``options``
+    holds Keystone's project options that are set (``PROJECT_OPTIONS``)."""
 
     id = models.CharField(primary_key=True, max_length=64, default=new_id)
     name = models.CharField(max_length=64)
@@ -42,6 +43,7 @@ class Project(ApiModel):
     is_domain = models.BooleanField(default=False)
     parent_id = models.CharField(max_length=64, null=True, blank=True)
     extra = JSONField(default=dict, blank=True)
+    options = JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -55,6 +57,15 @@ class Project(ApiModel):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_immutable(self) -> bool:
+        """Keystone's ``immutable`` option: the project cannot be changed (its tags neither) or
+        deleted until the option is set to false."""
+        return bool(self.options.get("immutable"))
+
+
+#: Keystone's project options (its resource options registry for projects): name -> JSON type.
+PROJECT_OPTIONS = {"immutable": "boolean"}
 
 #: Keystone's bounds on a project's tags: at most ``MAX_PROJECT_TAGS`` of them, each 1 to
 #: ``MAX_TAG_LENGTH`` characters with neither '/' nor ','.

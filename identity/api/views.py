@@ -22,6 +22,7 @@ from cloudcore.core.policy import authorize
 from .. import selectors
 from ..models import (
     DEFAULT_DOMAIN_ID,
+    PROJECT_OPTIONS,
     ApplicationCredential,
     Endpoint,
     Group,
@@ -92,7 +93,7 @@ def present_project(project: Project) -> dict[str, Any]:
         **project.extra, "id": project.id, "name": project.name, "domain_id": project.domain_id,
         "description": project.description, "enabled": project.enabled, "is_domain": project.is_domain,
         "parent_id": accounts.project_parent_id(project), "tags": accounts.project_tag_names(project),
-        "options": {},
+        "options": dict(project.options),
         "links": {"self": v3_url(f"/projects/{project.id}")},
     }
 
@@ -583,7 +584,11 @@ PROJECT_CREATE = {
         "is_domain": {"type": "boolean"},
         "parent_id": {"type": ["string", "null"], "maxLength": 64},
         "tags": {"type": "array", "items": {"type": "string"}},
-        "options": {"type": "object"},
+        "options": {
+            "type": "object",
+            "properties": {name: {"type": [kind, "null"]} for name, kind in PROJECT_OPTIONS.items()},
+            "propertyNames": {"enum": list(PROJECT_OPTIONS)},
+        },
     },
     "required": ["name"],
 }
@@ -641,7 +646,7 @@ class ProjectsView(IdentityView):
         project = accounts.project_create(
             actor=self.ctx, name=data["name"], domain_id=domain_id, description=data.get("description") or "",
             enabled=data.get("enabled", True), tags=data.get("tags"), is_domain=data.get("is_domain", False),
-            parent_id=data.get("parent_id"), extra=_project_extra(data),
+            parent_id=data.get("parent_id"), extra=_project_extra(data), options=data.get("options"),
         )
         return Response({"project": present_project(project)}, status=201)
 
@@ -660,7 +665,7 @@ class ProjectView(IdentityView):
             changes["description"] = ""
         changes.update({k: data[k] for k in ("domain_id", "is_domain", "parent_id") if k in data})
         project = accounts.project_update(actor=self.ctx, project_id=project_id, tags=data.get("tags"),
-                                          extra=_project_extra(data), **changes)
+                                          extra=_project_extra(data), options=data.get("options"), **changes)
         return Response({"project": present_project(project)})
 
     @extend_schema(responses={204: None}, summary="Delete a project")
@@ -725,7 +730,11 @@ USER_CREATE = {
         "email": {"type": ["string", "null"]},
         "description": {"type": ["string", "null"]},
         "enabled": {"type": "boolean"},
-        "options": {"type": "object"},
+        "options": {
+            "type": "object",
+            "properties": {name: {"type": [kind, "null"]} for name, kind in PROJECT_OPTIONS.items()},
+            "propertyNames": {"enum": list(PROJECT_OPTIONS)},
+        },
     },
     "required": ["name"],
 }
@@ -985,7 +994,11 @@ ROLE_CREATE = {
         "name": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[A-Za-z0-9_.-]+$"},
         "description": {"type": ["string", "null"]},
         "domain_id": {"type": "null"},
-        "options": {"type": "object"},
+        "options": {
+            "type": "object",
+            "properties": {name: {"type": [kind, "null"]} for name, kind in PROJECT_OPTIONS.items()},
+            "propertyNames": {"enum": list(PROJECT_OPTIONS)},
+        },
     },
     "required": ["name"],
 }

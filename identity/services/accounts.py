@@ -46,6 +46,13 @@ class ParentUnchangeable(Forbidden):
     message = "A project's parent_id cannot be changed (it is %(parent_id)s)."
 
 
+class ProjectImmutable(Forbidden):
+    """Keystone's 403 for a change or delete of a project whose ``immutable`` option is set."""
+
+    message = ("Project %(project_id)s is immutable: set its option 'immutable' to false before changing or "
+               "deleting it.")
+
+
 class UserNotFound(NotFound):
     message = "Could not find user: %(user_id)s."
 
@@ -106,9 +113,11 @@ def project_find(ref: dict[str, Any]) -> Project:
 
 def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT_DOMAIN_ID, description: str = "",
                    enabled: bool = True, tags: list[str] | None = None, is_domain: bool = False,
-                   parent_id: str | None = None, extra: dict[str, Any] | None = None) -> Project:
-    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``) and ``extra``
-    attributes (kept as they came). ``is_domain``
+                   parent_id: str | None = None, extra: dict[str, Any] | None = None,
+                   options: dict[str, Any] | None = None) -> Project:
+    """A new project, with ``tags`` (Keystone's limits: ``project_tags_checked``), ``extra``
+    attributes (kept as they came) and ``options`` (Keystone's, ``PROJECT_OPTIONS``; null ones
+    are not set). ``is_domain``
     and ``parent_id`` are checked by ``project_place_checked``: every project here is a regular
     project directly under its domain. Raises ``PolicyNotAuthorized``
     (``identity:create_project``), ``Invalid`` for a bad tag, a project acting as a domain or a
@@ -122,7 +131,8 @@ def project_create(*, actor: RequestContext, name: str, domain_id: str = DEFAULT
     try:
         with transaction.atomic():
             project = Project.objects.create(name=name, domain_id=domain_id, description=description,
-                                             enabled=enabled, extra=extra or {})
+                                             enabled=enabled, extra=extra or {},
+                                             options=project_options_merged({}, options or {}))
             project_tags_write(project, tags)
             return project
     except IntegrityError:
@@ -148,16 +158,23 @@ def project_place_checked(*, domain_id: str, is_domain: bool, parent_id: str | N
 
 def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | None = None,
                    domain_id: str | None = UNSET, is_domain: bool | None = None, parent_id: str | None = UNSET,
-                   extra: dict[str, Any] | None = None, **changes: Any) -> Project:
+                   extra: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+                   **changes: Any) -> Project:
     """Change a project's ``name``, ``description`` or ``enabled``; ``tags`` (not None) replaces
-    its tags; ``extra`` attributes are set over the ones it has (Keystone's merge). ``domain_id``,
-    ``is_domain`` and ``parent_id``, when given, must be the project's own (Keystone's: none of
-    them changes). Raises ``PolicyNotAuthorized``
-    (``identity:update_project``), ``ProjectNotFound``, ``Invalid`` for a bad tag, another
-    domain or ``is_domain`` true, ``ParentUnchangeable`` (403) for another parent,
-    ``IdentityConflict``."""
+    its tags; ``extra`` attributes are set over the ones it has (Keystone's merge), and so are
+    ``options`` (a null one is unset). ``domain_id``, ``is_domain`` and ``parent_id``, when
+    given, must be the project's own (Keystone's: none of them changes). An immutable project
+    takes one update only: ``options`` setting ``immutable`` to false or null, and nothing else.
+    Raises ``PolicyNotAuthorized`` (``identity:update_project``), ``ProjectNotFound``,
+    ``ProjectImmutable`` (403), ``Invalid`` for a bad tag, another domain or ``is_domain`` true,
+    ``ParentUnchangeable`` (403) for another parent, ``IdentityConflict``."""
     authorize(actor, "identity:update_project", {"project_id": project_id})
     project = project_get(project_id)
+    unlocks = options is not None and "immutable" in options and not options["immutable"]
+    only_options = (tags is None and domain_id is UNSET and is_domain is None and parent_id is UNSET
+                    and not extra and not changes)
+    if project.is_immutable and not (unlocks and only_options):
+        raise ProjectImmutable(project_id=project.id)
     if domain_id is not UNSET and domain_id != project.domain_id:
         raise Invalid(f"Invalid input for field 'domain_id': a project stays in its domain "
                       f"({project.domain_id!r}); it cannot move to {domain_id!r}.")
@@ -176,9 +193,24 @@ def project_update(*, actor: RequestContext, project_id: str, tags: list[str] | 
             setattr(project, key, value)
         if extra:
             project.extra = {**project.extra, **extra}
+        if options:
+            project.options = project_options_merged(project.options, options)
         project.save()
         if tags is not None:
             project_tags_write(project, tags)
+    return project
+
+
+def project_options_merged(current: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``current`` options with ``given`` set over them, a null one unset (Keystone's way)."""
+    merged = {**current, **given}
+    return {name: value for name, value in merged.items() if value is not None}
+
+
+def project_mutable_checked(project: Project) -> Project:
+    """``project``, unless its ``immutable`` option is set: ``ProjectImmutable`` (403)."""
+    if project.is_immutable:
+        raise ProjectImmutable(project_id=project.id)
     return project
 
 
@@ -220,9 +252,9 @@ def project_tag_names(project: Project) -> list[str]:
 
 def project_delete(*, actor: RequestContext, project_id: str) -> None:
     """Delete a project and its members group. Raises ``PolicyNotAuthorized``
-    (``identity:delete_project``), ``ProjectNotFound``."""
+    (``identity:delete_project``), ``ProjectNotFound``, ``ProjectImmutable`` (403)."""
     authorize(actor, "identity:delete_project", {"project_id": project_id})
-    project = project_get(project_id)
+    project = project_mutable_checked(project_get(project_id))
     from django.contrib.auth.models import Group
 
     Group.objects.filter(name=members_group_name(project.id)).delete()

@@ -8,7 +8,9 @@ for cloud admins (``identity:create_project_tag``, ``identity:update_project_tag
 function checks its rule first, then looks the project up.
 
 Domain errors: ``PolicyNotAuthorized`` (403), ``ProjectNotFound`` / ``ProjectTagNotFound`` (404),
-``Invalid`` (400) for a tag beyond Keystone's limits (``accounts.project_tags_checked``).
+``Invalid`` (400) for a tag beyond Keystone's limits (``accounts.project_tags_checked``),
+``ProjectImmutable`` (403) for a change to the tags of an immutable project (as Keystone: they are
+a change of the project).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def project_tag_check(*, actor: RequestContext, project_id: str, tag: str) -> No
 
 def project_tags_replace(*, actor: RequestContext, project_id: str, tags: list[str]) -> list[str]:
     """Make ``tags`` the project's tags (all of them: the others go) and return them."""
-    project = _project(actor, "identity:update_project_tags", project_id)
+    project = accounts.project_mutable_checked(_project(actor, "identity:update_project_tags", project_id))
     tags = accounts.project_tags_checked(tags)
     with transaction.atomic():
         accounts.project_tags_write(project, tags)
@@ -55,7 +57,7 @@ def project_tags_replace(*, actor: RequestContext, project_id: str, tags: list[s
 def project_tag_add(*, actor: RequestContext, project_id: str, tag: str) -> None:
     """Add ``tag`` to the project's tags. As Keystone, a tag the project already has is refused
     (400, a tag list has no repeats), and so is an 81st."""
-    project = _project(actor, "identity:create_project_tag", project_id)
+    project = accounts.project_mutable_checked(_project(actor, "identity:create_project_tag", project_id))
     accounts.project_tags_checked([*accounts.project_tag_names(project), tag])
     try:
         with transaction.atomic():
@@ -66,7 +68,7 @@ def project_tag_add(*, actor: RequestContext, project_id: str, tag: str) -> None
 
 def project_tag_remove(*, actor: RequestContext, project_id: str, tag: str) -> None:
     """Remove ``tag`` from the project's tags; ``ProjectTagNotFound`` when it has no such tag."""
-    project = _project(actor, "identity:delete_project_tag", project_id)
+    project = accounts.project_mutable_checked(_project(actor, "identity:delete_project_tag", project_id))
     deleted, _ = ProjectTag.objects.filter(project=project, name=tag).delete()
     if not deleted:
         raise ProjectTagNotFound(tag=tag)
@@ -74,5 +76,5 @@ def project_tag_remove(*, actor: RequestContext, project_id: str, tag: str) -> N
 
 def project_tags_clear(*, actor: RequestContext, project_id: str) -> None:
     """Remove every tag of the project."""
-    project = _project(actor, "identity:delete_project_tags", project_id)
+    project = accounts.project_mutable_checked(_project(actor, "identity:delete_project_tags", project_id))
     ProjectTag.objects.filter(project=project).delete()

@@ -158,3 +158,61 @@ def test_id_and_links_are_the_clouds(admin: Any) -> None:
     same = _patch(admin, project["id"], id=project["id"], name="renamed")
     assert same.status_code == 200, same.content
     assert same.json()["project"]["id"] == project["id"] and "id" not in Project.objects.get(id=project["id"]).extra
+
+
+def test_options_immutable_round_trips(admin: Any) -> None:
+    # given a project created without options, then one created immutable (the CLI's --immutable)
+    plain = _create(admin).json()["project"]
+    assert plain["options"] == {}
+    created = admin.post(PROJECTS, {"project": {"name": "locked", "options": {"immutable": True}}}, format="json")
+    assert created.status_code == 201, created.content
+    locked = created.json()["project"]
+    # then the option is given back and stored
+    assert locked["options"] == {"immutable": True}
+    assert admin.get(f"{PROJECTS}/{locked['id']}").json()["project"]["options"] == {"immutable": True}
+    assert Project.objects.get(id=locked["id"]).options == {"immutable": True}
+    # when a plain project's option is set, then set to null, it is set, then unset (Keystone's null)
+    patched = _patch(admin, plain["id"], options={"immutable": False})
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["project"]["options"] == {"immutable": False}
+    assert _patch(admin, plain["id"], options={"immutable": None}).json()["project"]["options"] == {}
+    assert Project.objects.get(id=plain["id"]).options == {}
+
+
+def test_immutable_project_refuses_changes_until_unlocked(admin: Any) -> None:
+    # given an immutable project with a tag
+    project = admin.post(PROJECTS, {"project": {"name": "locked", "tags": ["a"], "options": {"immutable": True}}},
+                         format="json").json()["project"]
+    url = f"{PROJECTS}/{project['id']}"
+    expected = (f"Project {project['id']} is immutable: set its option 'immutable' to false before changing or "
+                "deleting it.")
+    # when it is changed, its tags changed, or it is deleted: Keystone's 403, nothing changes
+    assert _error(_patch(admin, project["id"], name="renamed"), 403) == expected
+    assert _error(_patch(admin, project["id"], options={"immutable": False}, name="renamed"), 403) == expected
+    assert _error(admin.put(f"{url}/tags/b"), 403) == expected
+    assert _error(admin.put(f"{url}/tags", {"tags": []}, format="json"), 403) == expected
+    assert _error(admin.delete(f"{url}/tags/a"), 403) == expected
+    assert _error(admin.delete(f"{url}/tags"), 403) == expected
+    assert _error(admin.delete(url), 403) == expected
+    stored = Project.objects.get(id=project["id"])
+    assert stored.name == "locked" and [t.name for t in stored.tags.all()] == ["a"]
+    # when the option alone is set to false, then the project can be changed and deleted
+    unlocked = _patch(admin, project["id"], options={"immutable": False})
+    assert unlocked.status_code == 200, unlocked.content
+    assert unlocked.json()["project"]["options"] == {"immutable": False}
+    assert _patch(admin, project["id"], name="renamed").status_code == 200
+    assert admin.delete(url).status_code == 204
+    assert not Project.objects.filter(id=project["id"]).exists()
+
+
+@pytest.mark.parametrize("options", [{"colour": "blue"}, {"immutable": "yes"}, ["immutable"]])
+def test_options_beyond_keystones_are_refused(admin: Any, options: Any) -> None:
+    # when a create sends an option Keystone does not know, or a bad value, it is the schema's 400
+    message = _error(_create(admin, options=options), 400)
+    assert "options" in message
+    assert not Project.objects.filter(name="p1").exists()
+    # and so is an update, with nothing changed
+    project = admin.post(PROJECTS, {"project": {"name": "p2"}}, format="json").json()["project"]
+    _error(_patch(admin, project["id"], options=options, name="renamed"), 400)
+    stored = Project.objects.get(id=project["id"])
+    assert stored.options == {} and stored.name == "p2"
