@@ -633,6 +633,10 @@ class ProjectsView(IdentityView):
         enabled = _bool_filter(params.get("enabled"))
         if enabled is not None:
             qs = qs.filter(enabled=enabled)
+        if "parent_id" in params:  # a project's parent is its domain (no hierarchy here)
+            qs = qs.filter(domain_id=params["parent_id"])
+        if _bool_filter(params.get("is_domain")):  # no project acts as a domain here
+            qs = qs.none()
         qs = selectors.projects_tagged(qs, **{
             keyword: params[param].split(",") for param, keyword in TAG_FILTERS.items() if param in params})
         return Response({"projects": present_projects(list(qs)), "links": collection_links("/projects")})

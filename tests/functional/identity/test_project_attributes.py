@@ -216,3 +216,22 @@ def test_options_beyond_keystones_are_refused(admin: Any, options: Any) -> None:
     _error(_patch(admin, project["id"], options=options, name="renamed"), 400)
     stored = Project.objects.get(id=project["id"])
     assert stored.options == {} and stored.name == "p2"
+
+
+def test_list_filters_parent_id_and_is_domain(admin: Any) -> None:
+    # given a project (and the fixtures' admin and demo projects), all under the Default domain
+    project = _create(admin).json()["project"]
+    everyone = {p["id"] for p in admin.get(PROJECTS).json()["projects"]}
+    assert project["id"] in everyone and len(everyone) >= 3
+
+    def listed(query: str) -> set[str]:
+        response = admin.get(f"{PROJECTS}?{query}")
+        assert response.status_code == 200, response.content
+        return {p["id"] for p in response.json()["projects"]}
+
+    # then the domain's children are every project, a project's none (the CLI's --parent)
+    assert listed("parent_id=default") == everyone
+    assert listed(f"parent_id={project['id']}") == set()
+    # and no project acts as a domain
+    assert listed("is_domain=false") == everyone
+    assert listed("is_domain=true") == set()
