@@ -59,7 +59,8 @@ def allocate_networks(ctx: RequestContext, instance: Instance, requested: Any,
         requested = [{"network_id": nets[0]["id"]}]
     for req in requested:
         if req.get("port_id"):
-            port = neutron.port_bind(port_id=req["port_id"], instance_uuid=instance.uuid, host=instance.host)
+            port = neutron.port_bind(port_id=req["port_id"], instance_uuid=instance.uuid, host=instance.host,
+                                     zone=instance.availability_zone)
         else:
             port = neutron.port_create(
                 network_id=req["network_id"], project_id=instance.project_id, instance_uuid=instance.uuid,

@@ -53,7 +53,8 @@ def attach_interface(ctx: RequestContext, instance: Instance, port_id: str | Non
     answers ``{"port_id"}``. Neutron's refusals (in use, address taken) propagate with their code."""
     try:
         if port_id:
-            port = neutron.port_bind(port_id=port_id, instance_uuid=instance.uuid, host=instance.host)
+            port = neutron.port_bind(port_id=port_id, instance_uuid=instance.uuid, host=instance.host,
+                                     zone=instance.availability_zone)
         else:
             port = neutron.port_create(network_id=str(network_id), project_id=instance.project_id,
                                        instance_uuid=instance.uuid, host=instance.host,

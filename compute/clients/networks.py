@@ -76,15 +76,16 @@ def port_create(*, network_id: str, project_id: str, instance_uuid: str, host: s
     return port
 
 
-def port_bind(*, port_id: str, instance_uuid: str, host: str | None) -> dict[str, Any]:
-    """Attach a port the user brought to the server on ``host`` (PortInUse if another device has it)."""
+def port_bind(*, port_id: str, instance_uuid: str, host: str | None, zone: str | None) -> dict[str, Any]:
+    """Attach a port the user brought to the server on ``host`` (PortInUse if another device has it);
+    as Nova, the port is then owned by the server's zone (``compute:<zone>``) whatever owner it had."""
     resp = service_adapter(SERVICE).get(f"/v2.0/ports/{port_id}")
     if resp.status_code == 404:
         raise PortNotFound(port_id=port_id)
     port = expect(resp, 200, service=SERVICE).json()["port"]
     if port["device_id"] and port["device_id"] != instance_uuid:
         raise PortInUse(port_id=port_id, net_id=port["network_id"], device_id=port["device_id"])
-    return _put_port(port_id, {"device_id": instance_uuid, "device_owner": port["device_owner"] or "compute:nova",
+    return _put_port(port_id, {"device_id": instance_uuid, "device_owner": f"compute:{zone or 'nova'}",
                                "binding:host_id": host or ""})
 
 

@@ -91,6 +91,19 @@ def test_auto_picks_the_projects_network_and_the_requested_groups(cells, net):
     assert [g.name for g in port.security_groups.all()] == ["web"]
 
 
+def test_a_port_the_user_brought_is_owned_by_the_servers_zone(cells, net):
+    # given a port the user made (no owner) and another they marked as some other zone's
+    owner = RequestContext(user_id="u", project_id=PROJECT, roles=["member", "reader"])
+    marked = services.port_create(owner, network_id=net["network_id"], name="marked", device_owner="compute:nova")
+    instance = _instance(cells["cell1"])
+    # when a server in zone1 is built on both
+    with compute_agent(cells["cell1"]), target_cell(cells["cell1"]):
+        allocate_networks(owner, instance, [{"port_id": net["user_port"]}, {"port_id": marked.id}])
+    # then, as Nova, both are owned by the server's zone (they had no owner or compute:nova)
+    assert set(Port.objects.filter(device_id=instance.uuid).values_list("device_owner", flat=True)) == {
+        "compute:zone1"}
+
+
 def test_a_port_of_another_server_is_refused(cells, net):
     services.port_bind(net["user_port"], "hostB", device_id="other-server")
     instance = _instance(cells["cell1"])

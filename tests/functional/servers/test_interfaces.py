@@ -58,8 +58,12 @@ def test_attach_a_port_list_show_and_detach_it(cloud: Any) -> None:
     assert body == {"port_id": port["id"], "net_id": net_id, "mac_addr": port["mac_address"], "port_state": "ACTIVE",
                     "fixed_ips": port["fixed_ips"], "tag": "nic2"}
     row = Port.objects.get(id=port["id"])
-    host = cloud.instance(server["id"]).host
-    assert (row.device_id, row.device_owner, row.binding_host_id) == (server["id"], "compute:nova", host)
+    instance = cloud.instance(server["id"])
+    host = instance.host
+    # owned, as Nova, by the server's zone
+    assert instance.availability_zone
+    assert (row.device_id, row.device_owner, row.binding_host_id) == (
+        server["id"], f"compute:{instance.availability_zone}", host)
     assert port["id"] in cloud.driver(host).plugged[server["id"]]
     # and it is listed with the build's port; below 2.70 without the tag
     listed = cloud.get(client, path, version="2.69").json()["interfaceAttachments"]
