@@ -235,6 +235,9 @@ def _instance_query(
         q &= Q(vm_state__in=sorted(vm_states))
         if not any_task and task_states:
             q &= Q(task_state__in=sorted(t for t in task_states if t))
+    for key in ("vm_state", "task_state"):
+        if filters.get(key):
+            q &= Q(**{f"{key}__in": list(filters[key])})
     for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
                      ("reservation_id", "reservation_id"), ("key_name", "key_name")):
         if filters.get(key):
@@ -357,6 +360,9 @@ def server_list(
             if filters.get("name") and not re.search(filters["name"], br.instance.get("display_name", "")):
                 continue
             if filters.get("status") and "BUILD" not in {s.upper() for s in filters["status"]}:
+                continue
+            if any(filters.get(key) and _BUILD_REQUEST_SHOWN[key] not in filters[key]
+                   for key in ("vm_state", "task_state")):
                 continue
             build_requests.append(br)
 

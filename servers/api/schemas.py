@@ -239,9 +239,9 @@ FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75), "name_filte
 # --- /servers list and show -----------------------------------------------------------------------
 #: 2.69 servers of a cell that does not answer are listed (and shown) as stubs instead of left
 #: out (503 on show); 2.75 unknown list query parameters are a 400; 2.83 members may filter
-#: their project's servers by ``user_id`` (admins always could). 2.60 a server may be created
-#: from (or with) a multiattach volume.
+#: their project's servers by ``user_id``, ``vm_state`` and ``task_state`` (admins always could).
+#: 2.60 a server may be created from (or with) a multiattach volume.
 SERVER_FEATURES = Since({"multiattach": (2, 60), "down_cell_stubs": (2, 69), "strict_query": (2, 75),
-                         "member_user_id_filter": (2, 83)})
+                         "member_user_id_filter": (2, 83), "member_state_filters": (2, 83)})
 #: List filters that appeared after 2.1 (ignored below).
 SERVER_LIST_QUERY = Since({"locked": (2, 73)})

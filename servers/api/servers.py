@@ -230,6 +230,8 @@ _USER_FILTERS = {
     "user_id",
 }
 _ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
+#: exact states, each repeatable (any of them): admins' filters, members' too from 2.83
+_STATE_FILTERS = {"vm_state", "task_state"}
 _ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
 #: What ``present_server_brief`` reads of a row.
 _BRIEF_COLUMNS = ("uuid", "display_name")
@@ -258,13 +260,15 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     """The query string as selector filters; filters a non-admin may not use are ignored."""
     params = request.query_params
     admin = actor.is_admin
+    states = admin or schemas.SERVER_FEATURES.has("member_state_filters", version)
     out: dict[str, Any] = {}
     for key in params:
-        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS):
+        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS) or (states and key in _STATE_FILTERS):
             values = params.getlist(key)
-            out[key] = values if key == "status" else values[-1]
-    if "status" in out:
-        out["status"] = [s for s in out["status"] if s]
+            out[key] = values if key == "status" or key in _STATE_FILTERS else values[-1]
+    for key in ("status", *_STATE_FILTERS):
+        if key in out:
+            out[key] = [s for s in out[key] if s]
     for key in ("tags", "tags-any", "not-tags", "not-tags-any"):
         if key in out:
             out[key] = [t for t in out[key].split(",") if t]

@@ -140,6 +140,30 @@ def test_list_filters_and_sorting(cloud):
     assert {a["id"], b["id"]} == {s["id"] for s in cloud.get(client, "servers").json()["servers"]}
 
 
+def test_list_filters_by_vm_state_and_task_state_for_admins_and_from_2_83_members(cloud):
+    # given a running server and a stopped one
+    client, admin = cloud.member(), cloud.admin()
+    cloud.create_server(client, "running")
+    stopped = cloud.create_server(client, "stopped")
+    assert cloud.action(client, stopped["id"], {"os-stop": None}).status_code == 202
+    cloud.wait_for_status(client, stopped["id"], "SHUTOFF")
+
+    def names(who, query, version):
+        response = cloud.get(who, "servers/detail?" + query, version=version)
+        assert response.status_code == 200, response.content
+        return sorted(s["name"] for s in response.json()["servers"])
+
+    # then a member filters by the exact states from 2.83 (any of repeated values), as Nova
+    assert names(client, "vm_state=stopped", "2.83") == ["stopped"]
+    assert names(client, "vm_state=active", "2.83") == ["running"]
+    assert names(client, "vm_state=active&vm_state=stopped", "2.83") == ["running", "stopped"]
+    assert names(client, "vm_state=paused", "2.83") == []
+    assert names(client, "task_state=deleting", "2.83") == []
+    # below 2.83 the member's state filters are ignored; an admin's never are
+    assert names(client, "vm_state=stopped", "2.82") == ["running", "stopped"]
+    assert names(admin, "all_tenants=1&vm_state=stopped", "2.1") == ["stopped"]
+
+
 def test_projects_are_isolated_and_admin_sees_all_tenants(cloud):
     mine = cloud.create_server(cloud.member("alice", "p-alice"), "mine")
     other = cloud.member("bob", "p-bob")
