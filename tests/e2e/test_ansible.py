@@ -5,6 +5,13 @@ servers in it (on different hosts), a project quota, pause and resume, then a cl
 A second one: a security group with a rule, a volume, a server in the group that gets a floating
 IP as the server module gives one by default (``auto_ip``), the volume attached to it and a
 snapshot of it; run again it changes nothing, and its teardown leaves no floating IP behind.
+A third one with the modules the first two do not use: as the cloud admin a private flavor with
+extra specs and its access for the demo project, a host aggregate, the demo project's quota, a
+project with a user and a role in it; as the demo user an image uploaded from a raw file with
+properties, a volume made from it and a server booted from that volume and taken through
+server_action's actions (stop to unshelve), its metadata, a second volume attached, the info
+modules with filters, a router to the external network with an interface on a subnet of our own,
+and a port with a fixed IP and a security group that a second server boots on.
 
 The collection comes from the ``ansible`` wheel (``scripts/fetch_ansible_collection.py``, run by
 ``make venv``); the modules run on this machine with the project's Python and its openstacksdk.
@@ -171,6 +178,269 @@ WEB_TEARDOWN = """
     - openstack.cloud.security_group: {cloud: "{{ cloud }}", name: ans-web, state: absent}
 """
 
+#: where the module's own behaviour is in the way (not the cloud's): the server module owns a
+#: server's whole metadata, so it states what server_metadata adds; the actions change a server
+#: whatever state it is in, so they run once, on the server just made; port compares fixed_ips
+#: whole, so the subnet is given with the address; image_info filters on the image's attributes
+#: on the client side (no ``tag``)
+OPS = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    admin: cloudcore-admin
+  tasks:
+    - name: a private flavor with extra specs
+      openstack.cloud.compute_flavor:
+        cloud: "{{ admin }}"
+        name: ans3.private
+        vcpus: 1
+        ram: 512
+        disk: 1
+        is_public: false
+        extra_specs:
+          "hw:cpu_policy": shared
+          "quota:disk_read_bytes_sec": "10240000"
+    - name: the demo project may use it
+      openstack.cloud.compute_flavor_access:
+        cloud: "{{ admin }}"
+        name: ans3.private
+        project: demo
+    - name: an aggregate of two hosts with metadata
+      openstack.cloud.host_aggregate:
+        cloud: "{{ admin }}"
+        name: ans3-agg
+        hosts: [compute1, compute2]
+        metadata:
+          ssd: "true"
+    - name: the demo project's quota
+      openstack.cloud.quota:
+        cloud: "{{ admin }}"
+        name: demo
+        instances: 15
+        cores: 30
+        volumes: 15
+        gigabytes: 200
+        port: 60
+    - name: a project
+      openstack.cloud.project:
+        cloud: "{{ admin }}"
+        name: ans3-proj
+        description: a third playbook's project
+    - name: a user in it
+      openstack.cloud.identity_user:
+        cloud: "{{ admin }}"
+        name: ans3-user
+        password: "ans3-secret"
+        default_project: ans3-proj
+        email: ans3@example.com
+    - name: a member of it
+      openstack.cloud.role_assignment:
+        cloud: "{{ admin }}"
+        user: ans3-user
+        project: ans3-proj
+        role: member
+
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    cloud: cloudcore-demo
+  tasks:
+    - name: an image uploaded from a small raw file, with properties
+      openstack.cloud.image:
+        cloud: "{{ cloud }}"
+        name: ans3-img
+        filename: "{{ playbook_dir }}/disk.raw"
+        disk_format: raw
+        container_format: bare
+        min_disk: 1
+        properties:
+          os_distro: cirros
+          hw_disk_bus: virtio
+        tags: [ans3]
+    - name: a volume from that image
+      openstack.cloud.volume:
+        cloud: "{{ cloud }}"
+        name: ans3-boot
+        size: 1
+        image: ans3-img
+        is_bootable: true
+        metadata:
+          purpose: root
+        wait: true
+    - name: a server booted from it, on the private flavor
+      openstack.cloud.server:
+        cloud: "{{ cloud }}"
+        name: ans3-bfv
+        flavor: ans3.private
+        boot_volume: ans3-boot
+        terminate_volume: false
+        network: demo-net
+        security_groups: [default]
+        auto_ip: false
+        # the server module owns the server's whole metadata (it removes keys it is not given), so
+        # it states what server_metadata below adds too
+        metadata:
+          role: bfv
+          owner: ops
+          tier: db
+        wait: true
+        timeout: 240
+      register: bfv
+    - name: "{{ item }} the server"
+      openstack.cloud.server_action:
+        cloud: "{{ cloud }}"
+        server: ans3-bfv
+        action: "{{ item }}"
+        image: "{{ (item == 'rebuild') | ternary('ans3-img', omit) }}"
+        timeout: 240
+      when: bfv is changed  # actions are no state: run once, on the server just made
+      loop: [stop, start, pause, unpause, suspend, resume, lock, unlock, rebuild, shelve, shelve_offload, unshelve]
+    - name: metadata on the server
+      openstack.cloud.server_metadata:
+        cloud: "{{ cloud }}"
+        server: ans3-bfv
+        metadata:
+          owner: ops
+          tier: db
+    - name: a data volume
+      openstack.cloud.volume:
+        cloud: "{{ cloud }}"
+        name: ans3-data
+        size: 1
+        wait: true
+    - name: attached to the server
+      openstack.cloud.server_volume:
+        cloud: "{{ cloud }}"
+        server: ans3-bfv
+        volume: ans3-data
+        wait: true
+    - name: the server, found by its name and a filter
+      openstack.cloud.server_info:
+        cloud: "{{ cloud }}"
+        name: ans3-bfv
+        filters:
+          vm_state: active
+      register: found
+    - name: the private flavor, found by its filters
+      openstack.cloud.compute_flavor_info:
+        cloud: "{{ cloud }}"
+        name: ans3.private
+        vcpus: 1
+        ram: ">=512"
+      register: flavors
+    - name: the image, found by its properties
+      openstack.cloud.image_info:
+        cloud: "{{ cloud }}"
+        filters:
+          os_distro: cirros
+          disk_format: raw
+      register: images
+    - name: the volumes, filtered by status
+      openstack.cloud.volume_info:
+        cloud: "{{ cloud }}"
+        name: ans3-data
+        status: in-use
+        details: true
+      register: volumes
+    - name: what the info modules found
+      ansible.builtin.assert:
+        that:
+          - found.servers | length == 1
+          - found.servers[0].metadata.owner == 'ops'
+          - found.servers[0].metadata.role == 'bfv'
+          - found.servers[0].volumes | map(attribute='id') | list | length == 2
+          - flavors.flavors | map(attribute='name') | list == ['ans3.private']
+          - flavors.flavors[0].extra_specs['hw:cpu_policy'] == 'shared'
+          - images.images | map(attribute='name') | list == ['ans3-img']
+          - volumes.volumes | map(attribute='name') | list == ['ans3-data']
+    - name: a network of our own
+      openstack.cloud.network:
+        cloud: "{{ cloud }}"
+        name: ans3-net
+    - name: its subnet
+      openstack.cloud.subnet:
+        cloud: "{{ cloud }}"
+        name: ans3-sub
+        network_name: ans3-net
+        cidr: 192.168.53.0/24
+        gateway_ip: 192.168.53.1
+      register: subnet
+    - name: a router to the outside, with an interface on the subnet
+      openstack.cloud.router:
+        cloud: "{{ cloud }}"
+        name: ans3-router
+        network: public
+        interfaces:
+          - ans3-sub
+    - name: a security group for the port
+      openstack.cloud.security_group:
+        cloud: "{{ cloud }}"
+        name: ans3-sg
+        description: the port's group
+    - name: a port with a fixed IP and the group
+      openstack.cloud.port:
+        cloud: "{{ cloud }}"
+        name: ans3-port
+        network: ans3-net
+        fixed_ips:
+          # the module compares the list whole: with the subnet, as Neutron gives it back
+          - ip_address: 192.168.53.20
+            subnet_id: "{{ subnet.subnet.id }}"
+        security_groups: [ans3-sg]
+    - name: a server on that port
+      openstack.cloud.server:
+        cloud: "{{ cloud }}"
+        name: ans3-onport
+        image: ans3-img
+        flavor: m1.tiny
+        nics:
+          - port-name: ans3-port
+        security_groups: [ans3-sg]
+        auto_ip: false
+        wait: true
+        timeout: 240
+"""
+#: server_volume, compute_flavor_access and role_assignment fail on a server, flavor or user that
+#: is gone: the first two are skipped then, the last left out (deleting the user ends its roles)
+OPS_TEARDOWN = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    cloud: cloudcore-demo
+    admin: cloudcore-admin
+  tasks:
+    - openstack.cloud.server: {cloud: "{{ cloud }}", name: ans3-onport, state: absent, wait: true}
+    - openstack.cloud.port: {cloud: "{{ cloud }}", name: ans3-port, state: absent}
+    - openstack.cloud.security_group: {cloud: "{{ cloud }}", name: ans3-sg, state: absent}
+    - openstack.cloud.router: {cloud: "{{ cloud }}", name: ans3-router, state: absent}
+    - openstack.cloud.subnet: {cloud: "{{ cloud }}", name: ans3-sub, state: absent}
+    - openstack.cloud.network: {cloud: "{{ cloud }}", name: ans3-net, state: absent}
+    - openstack.cloud.server_info: {cloud: "{{ cloud }}", name: ans3-bfv}
+      register: left
+    # the module fails on a server that is gone (it looks the server up first)
+    - openstack.cloud.server_volume: {cloud: "{{ cloud }}", server: ans3-bfv, volume: ans3-data, state: absent,
+                                      wait: true}
+      when: left.servers | length > 0
+    - openstack.cloud.volume: {cloud: "{{ cloud }}", name: ans3-data, state: absent, wait: true}
+    - openstack.cloud.server: {cloud: "{{ cloud }}", name: ans3-bfv, state: absent, wait: true}
+    - openstack.cloud.volume: {cloud: "{{ cloud }}", name: ans3-boot, state: absent, wait: true}
+    - openstack.cloud.image: {cloud: "{{ cloud }}", name: ans3-img, state: absent}
+    # (no role_assignment absent: the module fails once the user is gone; deleting the user ends its assignments)
+    - openstack.cloud.identity_user: {cloud: "{{ admin }}", name: ans3-user, state: absent}
+    - openstack.cloud.project: {cloud: "{{ admin }}", name: ans3-proj, state: absent}
+    - openstack.cloud.quota: {cloud: "{{ admin }}", name: demo, state: absent}
+    - openstack.cloud.host_aggregate: {cloud: "{{ admin }}", name: ans3-agg, state: absent}
+    - openstack.cloud.compute_flavor_info: {cloud: "{{ admin }}", name: ans3.private}
+      register: flavor_left
+    # the module fails on a flavor that is gone
+    - openstack.cloud.compute_flavor_access: {cloud: "{{ admin }}", name: ans3.private, project: demo, state: absent}
+      when: flavor_left.flavors | length > 0
+    - openstack.cloud.compute_flavor: {cloud: "{{ admin }}", name: ans3.private, state: absent}
+"""
+
 
 def _interpreter(tmp_path: Path) -> Path:
     """The project's Python for the modules, with ``openstack.version`` imported first.
@@ -264,3 +534,57 @@ def test_a_playbook_with_a_security_group_a_volume_and_a_floating_ip(live_cloud:
     assert "ans-data" not in {v["Name"] for v in cloud.openstack_json("volume", "list")}
     assert "ans-web" not in {g["Name"] for g in cloud.openstack_json("security", "group", "list")}
     assert run_playbook(cloud, tmp_path, WEB_TEARDOWN, "web-teardown-again") == 0
+
+
+def test_a_playbook_of_an_operator_and_a_user_with_a_volume_backed_server_a_router_and_a_port(
+        live_cloud: LiveCloud, tmp_path: Path) -> None:
+    cloud = live_cloud
+    admin = "cloudcore-admin"
+    servers_ports = lambda: {p["ID"] for p in cloud.openstack_json("port", "list", "--long", cloud=admin)  # noqa: E731
+                             if p["Device Owner"].startswith("compute:")}
+    floating_ips = lambda: {f["ID"] for f in cloud.openstack_json("floating", "ip", "list", cloud=admin)}  # noqa: E731
+    before = (servers_ports(), floating_ips())
+    (tmp_path / "disk.raw").write_bytes(bytes(1024 * 1024))
+    assert run_playbook(cloud, tmp_path, OPS, "ops") == 19
+    demo_project = cloud.openstack_json("project", "show", "demo", cloud=admin)["id"]
+    flavor = cloud.openstack_json("flavor", "show", "ans3.private", cloud=admin)
+    assert flavor["os-flavor-access:is_public"] is False and flavor["access_project_ids"] == [demo_project]
+    assert flavor["properties"] == {"hw:cpu_policy": "shared", "quota:disk_read_bytes_sec": "10240000"}
+    aggregate = cloud.openstack_json("aggregate", "show", "ans3-agg", cloud=admin)
+    assert sorted(aggregate["hosts"]) == ["compute1", "compute2"] and aggregate["properties"] == {"ssd": "true"}
+    image = cloud.openstack_json("image", "show", "ans3-img")
+    assert (image["properties"]["os_distro"], image["tags"], image["size"]) == ("cirros", ["ans3"], 1024 * 1024)
+    bfv = cloud.openstack_json("server", "show", "ans3-bfv")
+    assert (bfv["status"], bfv["image"], bfv["locked"]) == ("ACTIVE", "N/A (booted from volume)", False)
+    assert bfv["properties"] == {"role": "bfv", "owner": "ops", "tier": "db"}
+    actions = [a["Action"] for a in cloud.openstack_json("server", "event", "list", "ans3-bfv")]
+    assert actions[::-1] == ["create", "stop", "start", "pause", "unpause", "suspend", "resume", "lock", "unlock",
+                             "rebuild", "shelve", "unshelve", "attach_volume"], actions
+    volumes = {v["Name"]: v for v in cloud.openstack_json("volume", "list")}
+    assert {volumes[n]["Status"] for n in ("ans3-boot", "ans3-data")} == {"in-use"}
+    router = cloud.openstack_json("router", "show", "ans3-router")
+    public = cloud.openstack_json("network", "show", "public")["id"]
+    assert router["external_gateway_info"]["network_id"] == public
+    onport = cloud.openstack_json("server", "show", "ans3-onport")
+    port = cloud.openstack_json("port", "show", "ans3-port")
+    assert [a["ip_address"] for a in port["fixed_ips"]] == ["192.168.53.20"]
+    assert port["device_id"] == onport["id"]
+    assert port["device_owner"] == f"compute:{onport['OS-EXT-AZ:availability_zone']}"
+    sg = cloud.openstack_json("security", "group", "show", "ans3-sg")["id"]
+    assert port["security_group_ids"] == [sg]
+    # the same playbook again changes nothing
+    assert run_playbook(cloud, tmp_path, OPS, "ops-again") == 0
+
+    assert run_playbook(cloud, tmp_path, OPS_TEARDOWN, "ops-teardown") == 17
+    names = lambda *what: {i["Name"] for i in cloud.openstack_json(*what)}  # noqa: E731
+    assert not names("server", "list") & {"ans3-bfv", "ans3-onport"}
+    assert not names("volume", "list") & {"ans3-boot", "ans3-data"}
+    assert "ans3-img" not in names("image", "list")
+    assert not names("port", "list") & {"ans3-port"}
+    assert (servers_ports(), floating_ips()) == before
+    assert "ans3-router" not in names("router", "list")
+    assert "ans3.private" not in {f["Name"] for f in cloud.openstack_json("flavor", "list", "--all", cloud=admin)}
+    assert "ans3-agg" not in {a["Name"] for a in cloud.openstack_json("aggregate", "list", cloud=admin)}
+    assert "ans3-proj" not in {p["Name"] for p in cloud.openstack_json("project", "list", cloud=admin)}
+    # again: nothing is left to remove (but the quota reset, a change every time: see the first test)
+    assert run_playbook(cloud, tmp_path, OPS_TEARDOWN, "ops-teardown-again") == 1
