@@ -203,6 +203,14 @@ def _regex(value: str) -> str:
     return value
 
 
+#: the list filters Nova leaves to its database layer's regular expression on the instance column of
+#: the same name (REGEXP, PostgreSQL's ``~``): a search anywhere in the column's text, integers and
+#: timestamps included (``progress=5`` also lists 50 and 15, ``created_at=2026-11-30`` that day's).
+#: Who may use which is the API's choice.
+REGEX_FILTERS = ("power_state", "progress", "config_drive", "created_at", "launched_at", "terminated_at",
+                 "hostname", "access_ip_v4", "access_ip_v6", "launch_index", "kernel_id", "ramdisk_id")
+
+
 def _instance_query(
     actor: RequestContext, filters: dict[str, Any], version: tuple[int, int]
 ) -> Q:
@@ -238,6 +246,9 @@ def _instance_query(
     for key in ("vm_state", "task_state"):
         if filters.get(key):
             q &= Q(**{f"{key}__in": list(filters[key])})
+    for key in REGEX_FILTERS:
+        if filters.get(key):
+            q &= Q(**{f"{key}__regex": _regex(filters[key])})
     for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
                      ("reservation_id", "reservation_id"), ("key_name", "key_name")):
         if filters.get(key):
@@ -363,6 +374,10 @@ def server_list(
                 continue
             if any(filters.get(key) and _BUILD_REQUEST_SHOWN[key] not in filters[key]
                    for key in ("vm_state", "task_state")):
+                continue
+            # Nova's BuildRequestList: an instance's value that is empty (0, None, "") passes
+            if any(filters.get(key) and (shown := _build_request_value(br, key))
+                   and not re.search(filters[key], str(shown)) for key in REGEX_FILTERS):
                 continue
             build_requests.append(br)
 

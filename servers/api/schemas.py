@@ -239,7 +239,9 @@ FLAVOR_FEATURES = Since({"update": (2, 55), "strict_query": (2, 75), "name_filte
 # --- /servers list and show -----------------------------------------------------------------------
 #: 2.69 servers of a cell that does not answer are listed (and shown) as stubs instead of left
 #: out (503 on show); 2.75 unknown list query parameters are a 400; 2.83 members may filter
-#: their project's servers by ``user_id``, ``vm_state`` and ``task_state`` (admins always could).
+#: their project's servers by ``user_id`` and (``member_state_filters``) ``vm_state``, ``task_state``,
+#: ``power_state``, ``progress``, ``config_drive``, ``created_at``, ``launched_at`` and
+#: ``terminated_at`` (admins always could).
 #: 2.60 a server may be created from (or with) a multiattach volume.
 SERVER_FEATURES = Since({"multiattach": (2, 60), "down_cell_stubs": (2, 69), "strict_query": (2, 75),
                          "member_user_id_filter": (2, 83), "member_state_filters": (2, 83)})

@@ -8,6 +8,7 @@ attached volumes, host status) are loaded in bulk, one query per cell and kind, 
 """
 from __future__ import annotations
 
+import re
 import uuid as uuidlib
 from collections import defaultdict
 from typing import Any
@@ -43,7 +44,7 @@ from ..presenter import (
     present_updated_server,
     server_field_at,
 )
-from ..selectors import ServerRecord, request_spec_keys_of, server_get, server_list
+from ..selectors import REGEX_FILTERS, ServerRecord, request_spec_keys_of, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
@@ -232,6 +233,10 @@ _USER_FILTERS = {
 _ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
 #: exact states, each repeatable (any of them): admins' filters, members' too from 2.83
 _STATE_FILTERS = {"vm_state", "task_state"}
+#: Nova's regular expressions on their columns (selectors.REGEX_FILTERS), one value (the last):
+#: admins' filters, these members' too from 2.83; the others admins' only
+_MEMBER_REGEX_FILTERS = {"power_state", "progress", "config_drive", "created_at", "launched_at", "terminated_at"}
+_ADMIN_REGEX_FILTERS = set(REGEX_FILTERS) - _MEMBER_REGEX_FILTERS
 _ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
 #: What ``present_server_brief`` reads of a row.
 _BRIEF_COLUMNS = ("uuid", "display_name")
@@ -261,9 +266,18 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     params = request.query_params
     admin = actor.is_admin
     states = admin or schemas.SERVER_FEATURES.has("member_state_filters", version)
+    # Nova's query schema checks a regular expression's form whoever asks and whatever is ignored after
+    for key in set(params) & set(REGEX_FILTERS):
+        for value in params.getlist(key):
+            try:
+                re.compile(value)
+            except re.error:
+                raise Invalid(f"Invalid input for query parameters {key}. Value: {value}. "
+                              f"'{value}' is not a 'regex'") from None
     out: dict[str, Any] = {}
     for key in params:
-        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS) or (states and key in _STATE_FILTERS):
+        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS | _ADMIN_REGEX_FILTERS) \
+                or (states and key in _STATE_FILTERS | _MEMBER_REGEX_FILTERS):
             values = params.getlist(key)
             out[key] = values if key == "status" or key in _STATE_FILTERS else values[-1]
     for key in ("status", *_STATE_FILTERS):

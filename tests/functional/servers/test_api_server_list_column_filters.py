@@ -1,0 +1,116 @@
+"""The server list's filters Nova leaves to a regular expression on an instance column (power_state,
+progress, config_drive, created_at, launched_at, terminated_at: admins' and from 2.83 members';
+hostname, access_ip_v4/v6, launch_index, kernel_id, ramdisk_id: admins' only), across two cells."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from cells.context import target_cell
+from cells.models import InstanceMapping
+from servers.models import BuildRequest, Instance
+
+ALL = ["default", "cell0", "cell1", "cell2"]
+pytestmark = pytest.mark.django_db(databases=ALL)
+
+LAUNCHED = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+CREATED = datetime(2025, 7, 8, 9, 10, 11, tzinfo=UTC)
+
+
+def _set(cloud, server_id, **columns):
+    with target_cell(cloud.cell_of(server_id)):
+        assert Instance.objects.filter(uuid=server_id).update(**columns) == 1
+
+
+@pytest.fixture
+def servers(cloud):
+    # given a running server in az1 and a stopped one in az2 (one per cell), whose columns differ
+    client = cloud.member()
+    running = cloud.create_server(client, "running", availability_zone="az1")
+    stopped = cloud.create_server(client, "stopped", availability_zone="az2")
+    assert cloud.cell_of(running["id"]) != cloud.cell_of(stopped["id"])
+    assert cloud.action(client, stopped["id"], {"os-stop": None}).status_code == 202
+    cloud.wait_for_status(client, stopped["id"], "SHUTOFF")
+    _set(cloud, running["id"], progress=50, config_drive="True", launched_at=LAUNCHED, hostname="web-1",
+         access_ip_v4="192.0.2.10", access_ip_v6="2001:db8::10", launch_index=3, kernel_id="k-1",
+         ramdisk_id="r-1")
+    _set(cloud, stopped["id"], progress=100, config_drive="", created_at=CREATED,
+         terminated_at=LAUNCHED, hostname="db-2")
+    return client
+
+
+def _names(cloud, who, query, version):
+    response = cloud.get(who, "servers/detail?" + query, version=version)
+    assert response.status_code == 200, response.content
+    return sorted(s["name"] for s in response.json()["servers"])
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("power_state=1", ["running"]),
+    ("power_state=4", ["stopped"]),
+    ("power_state=7", []),
+    ("power_state=x", []),  # any regular expression, as Nova's schema: no 400, nothing matches
+    ("power_state=1&power_state=4", ["stopped"]),  # one value, the last
+    ("progress=50", ["running"]),
+    ("progress=0", ["running", "stopped"]),  # a search in the text: 50 and 100 both hold a 0
+    ("progress=^100$", ["stopped"]),
+    ("config_drive=True", ["running"]),
+    ("created_at=2025-07-08", ["stopped"]),
+    ("launched_at=2026-01-02", ["running"]),
+    ("terminated_at=2026-01-02", ["stopped"]),
+    ("terminated_at=1999", []),
+])
+def test_members_filter_from_2_83_and_admins_always(cloud, servers, query, expected):
+    # then a member's filter applies from 2.83, an admin's at every version
+    assert _names(cloud, servers, query, "2.83") == expected
+    assert _names(cloud, cloud.admin(), "all_tenants=1&" + query, "2.1") == expected
+    assert _names(cloud, cloud.admin(), "all_tenants=1&" + query, "2.83") == expected
+    # and below 2.83 a member's is ignored
+    assert _names(cloud, servers, query, "2.82") == ["running", "stopped"]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("hostname=web", ["running"]),
+    ("hostname=^db-2$", ["stopped"]),
+    ("access_ip_v4=192.0.2", ["running"]),
+    ("access_ip_v6=2001:db8::10", ["running"]),
+    ("launch_index=3", ["running"]),
+    ("launch_index=0", ["stopped"]),
+    ("kernel_id=k-1", ["running"]),
+    ("ramdisk_id=r-9", []),
+])
+def test_admin_only_column_filters(cloud, servers, query, expected):
+    # then an admin's filter applies, a member's is ignored even at 2.83
+    assert _names(cloud, cloud.admin(), "all_tenants=1&" + query, "2.1") == expected
+    assert _names(cloud, servers, query, "2.83") == ["running", "stopped"]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.82", "2.83"])
+@pytest.mark.parametrize("key", ["power_state", "progress", "created_at", "hostname"])
+def test_an_invalid_regular_expression_is_400_whoever_asks(cloud, servers, key, version):
+    # then Nova's query schema refuses a value that is not a regular expression, even where it is ignored
+    for who in (servers, cloud.admin()):
+        response = cloud.get(who, f"servers?{key}=[", version=version)
+        assert response.status_code == 400, (who, response.content)
+        assert "is not a 'regex'" in response.json()["badRequest"]["message"]
+
+
+def test_a_server_still_building_is_kept_where_its_value_is_empty(cloud, servers):
+    # given a build request of the member's project, waiting for a cell, with a hostname and no power
+    # state, progress or config drive yet
+    project_id = cloud.instance(cloud.get(servers, "servers").json()["servers"][0]["id"]).project_id
+    br = BuildRequest.objects.create(instance_uuid="b" * 8 + "-0000-4000-8000-000000000000", project_id=project_id,
+                                     instance={"display_name": "building", "hostname": "bld-1"})
+    InstanceMapping.objects.create(instance_uuid=br.instance_uuid, cell=None, project_id=project_id)
+
+    def names(who, query, version):
+        response = cloud.get(who, "servers?" + query, version=version)
+        assert response.status_code == 200, response.content
+        return sorted(s["name"] for s in response.json()["servers"])
+
+    # then, as Nova's BuildRequestList, an empty value passes a filter and another is searched
+    assert names(servers, "power_state=1", "2.83") == ["building", "running"]
+    assert names(servers, "config_drive=True&progress=5", "2.83") == ["building", "running"]
+    assert names(cloud.admin(), "all_tenants=1&hostname=bld", "2.1") == ["building"]
+    assert names(cloud.admin(), "all_tenants=1&hostname=web", "2.1") == ["running"]
