@@ -8,7 +8,6 @@ attached volumes, host status) are loaded in bulk, one query per cell and kind, 
 """
 from __future__ import annotations
 
-import re
 import uuid as uuidlib
 from collections import defaultdict
 from typing import Any
@@ -44,7 +43,7 @@ from ..presenter import (
     present_updated_server,
     server_field_at,
 )
-from ..selectors import REGEX_FILTERS, ServerRecord, request_spec_keys_of, server_get, server_list
+from ..selectors import REGEX_FILTERS, ServerRecord, regex_checked, request_spec_keys_of, server_get, server_list
 from ..services import create as create_svc
 from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
@@ -267,13 +266,10 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     admin = actor.is_admin
     states = admin or schemas.SERVER_FEATURES.has("member_state_filters", version)
     # Nova's query schema checks a regular expression's form whoever asks and whatever is ignored after
-    for key in set(params) & set(REGEX_FILTERS):
+    # (and the search's bound, ``regex_checked``)
+    for key in set(params) & {*REGEX_FILTERS, "name"}:
         for value in params.getlist(key):
-            try:
-                re.compile(value)
-            except re.error:
-                raise Invalid(f"Invalid input for query parameters {key}. Value: {value}. "
-                              f"'{value}' is not a 'regex'") from None
+            regex_checked(value, key)
     out: dict[str, Any] = {}
     for key in params:
         if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS | _ADMIN_REGEX_FILTERS) \

@@ -114,3 +114,21 @@ def test_a_server_still_building_is_kept_where_its_value_is_empty(cloud, servers
     assert names(servers, "config_drive=True&progress=5", "2.83") == ["building", "running"]
     assert names(cloud.admin(), "all_tenants=1&hostname=bld", "2.1") == ["building"]
     assert names(cloud.admin(), "all_tenants=1&hostname=web", "2.1") == ["running"]
+
+
+@pytest.mark.parametrize("query", ["name=(a%2B)%2Bb", "name=(a|aa)*b", "progress=(0*)*1", "name=(x{1,3})*y"])
+def test_a_search_that_can_backtrack_for_ever_is_refused(cloud, servers, query):
+    # given a server whose name such a pattern takes long to search: (a+)+b over these 22 letters takes
+    # a quarter of a second in the web process, twice as long with each letter more (minutes at 30)
+    cloud.create_server(servers, "a" * 22)
+    # when a member lists with a pattern that repeats a repetition or alternatives, then 400 at once
+    response = cloud.get(servers, "servers/detail?" + query, version="2.83")
+    assert response.status_code == 400, response.content
+    assert "can backtrack for ever" in response.content.decode()
+
+
+@pytest.mark.parametrize("query, expected", [("name=^a%2B$", ["a" * 40]), ("name=(ab)%2B|runn", ["running"]),
+                                             ("name=^(run|stop)", ["running", "stopped"])])
+def test_a_search_that_repeats_once_still_works(cloud, servers, query, expected):
+    cloud.create_server(servers, "a" * 40)
+    assert _names(cloud, servers, query, "2.83") == expected
