@@ -414,10 +414,17 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
     try:
         return _store(image, staged)
     except BaseException:
-        staged.unlink(missing_ok=True)
-        _images_updated(Image.objects.filter(pk=image.pk), status=ImageStatus.QUEUED, size=None)
-        image.status, image.size = ImageStatus.QUEUED, None
+        _import_undone(image, staged)
         raise
+
+
+def _import_undone(image: Image, staged: Path) -> None:
+    """An import that failed (either method): its staged bytes dropped and the image, if it is still
+    ``importing`` (not deleted meanwhile), queued again without data."""
+    staged.unlink(missing_ok=True)
+    _images_updated(Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING), status=ImageStatus.QUEUED,
+                    size=None)
+    image.status, image.size = ImageStatus.QUEUED, None
 
 
 def _web_download(ctx: RequestContext, image: Image, method: dict[str, Any]) -> Image:
@@ -767,9 +774,7 @@ def _web_download_run(task: ImageTask) -> None:
     except Exception as exc:  # every failure ends the task: none may stay 'processing'
         if not isinstance(exc, CloudcoreError):
             log.exception("image import task %s failed", task.id)
-        staged.unlink(missing_ok=True)
-        _images_updated(Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING), status=ImageStatus.QUEUED,
-                        size=None)
+        _import_undone(image, staged)
         _task_finish(task, TaskStatus.FAILURE, message=str(exc) or type(exc).__name__)
         return
     _task_finish(task, TaskStatus.SUCCESS, result={"image_id": image.id})
