@@ -239,10 +239,6 @@ def regex_checked(value: str, name: str = "name") -> str:
     return value
 
 
-def _regex(value: str) -> str:
-    return regex_checked(value)
-
-
 #: the list filters Nova leaves to its database layer's regular expression on the instance column of
 #: the same name (REGEXP, PostgreSQL's ``~``): a search anywhere in the column's text, integers and
 #: timestamps included (``progress=5`` also lists 50 and 15, ``created_at=2026-11-30`` that day's).
@@ -269,7 +265,7 @@ def _instance_query(
     if filters.get("user_id"):
         q &= Q(user_id=filters["user_id"])
     if filters.get("name"):
-        q &= Q(display_name__regex=_regex(filters["name"]))
+        q &= Q(display_name__regex=regex_checked(filters["name"]))
     if filters.get("status"):
         vm_states, task_states = set(), set()
         any_task = False
@@ -288,7 +284,7 @@ def _instance_query(
             q &= Q(**{f"{key}__in": list(filters[key])})
     for key in REGEX_FILTERS:
         if filters.get(key):
-            q &= Q(**{f"{key}__regex": _regex(filters[key])})
+            q &= Q(**{f"{key}__regex": regex_checked(filters[key], key)})
     for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
                      ("reservation_id", "reservation_id"), ("key_name", "key_name")):
         if filters.get(key):

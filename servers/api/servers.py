@@ -235,7 +235,9 @@ _STATE_FILTERS = {"vm_state", "task_state"}
 #: Nova's regular expressions on their columns (selectors.REGEX_FILTERS), one value (the last):
 #: admins' filters, these members' too from 2.83; the others admins' only
 _MEMBER_REGEX_FILTERS = {"power_state", "progress", "config_drive", "created_at", "launched_at", "terminated_at"}
-_ADMIN_REGEX_FILTERS = set(REGEX_FILTERS) - _MEMBER_REGEX_FILTERS
+#: what only admins may filter by, and what members may too from 2.83
+_ADMINS_ONLY = _ADMIN_FILTERS | (set(REGEX_FILTERS) - _MEMBER_REGEX_FILTERS)
+_FROM_2_83 = _STATE_FILTERS | _MEMBER_REGEX_FILTERS
 _ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
 #: What ``present_server_brief`` reads of a row.
 _BRIEF_COLUMNS = ("uuid", "display_name")
@@ -272,8 +274,7 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
             regex_checked(value, key)
     out: dict[str, Any] = {}
     for key in params:
-        if key in _USER_FILTERS or (admin and key in _ADMIN_FILTERS | _ADMIN_REGEX_FILTERS) \
-                or (states and key in _STATE_FILTERS | _MEMBER_REGEX_FILTERS):
+        if key in _USER_FILTERS or (admin and key in _ADMINS_ONLY) or (states and key in _FROM_2_83):
             values = params.getlist(key)
             out[key] = values if key == "status" or key in _STATE_FILTERS else values[-1]
     for key in ("status", *_STATE_FILTERS):
