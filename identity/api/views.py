@@ -503,7 +503,7 @@ def _region_created(ctx: Any, data: dict[str, Any], region_id: str | None) -> Re
     region = regions.region_create(
         actor=ctx, region_id=region_id, description=data.get("description"),
         parent_region_id=data.get("parent_region_id"),
-        extra={k: v for k, v in data.items() if k not in _REGION_FIELDS})
+        extra=_extra(data, *_REGION_FIELDS))
     return Response({"region": present_region(region)}, status=201)
 
 
@@ -600,7 +600,7 @@ def _project_extra(data: dict[str, Any]) -> dict[str, Any]:
     ``links`` is the cloud's to make (given back, it would hide the client's): 400."""
     if "links" in data:
         raise Invalid("Invalid input for field 'links': a project's links are made by the cloud.")
-    return {k: v for k, v in data.items() if k not in PROJECT_CREATE["properties"] and k != "id"}
+    return _extra(data, *PROJECT_CREATE["properties"])
 
 
 PROJECT_TAGS_REPLACE = {
