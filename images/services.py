@@ -406,9 +406,7 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
         return _web_download(ctx, image, method)
     if image.status != ImageStatus.UPLOADING or not staging_path(image.id).is_file():
         raise Conflict("Image needs to be staged before 'glance-direct' method can be used")
-    for field in ("disk_format", "container_format"):
-        if not getattr(image, field):
-            raise Conflict(f"'{field}' needs to be set before import")
+    _require_import_formats(image)
     _claim(image, source=ImageStatus.UPLOADING, target=ImageStatus.IMPORTING)
     staged = staging_path(image.id)
     try:
@@ -416,6 +414,13 @@ def image_import(ctx: RequestContext, image: Image, *, method: Any) -> Image:
     except BaseException:
         _import_undone(image, staged)
         raise
+
+
+def _require_import_formats(image: Image) -> None:
+    """Either import method needs the image's formats first: Glance's 409, not the upload's 400."""
+    for field in ("disk_format", "container_format"):
+        if not getattr(image, field):
+            raise Conflict(f"'{field}' needs to be set before import")
 
 
 def _import_undone(image: Image, staged: Path) -> None:
@@ -443,7 +448,7 @@ def _web_download(ctx: RequestContext, image: Image, method: dict[str, Any]) -> 
         raise Invalid(f"URI for web-download does not pass filtering: {uri} ({exc})") from None
     if image.status != ImageStatus.QUEUED:
         raise Conflict("Image needs to be in 'queued' state to use 'web-download' method")
-    _require_formats(image)
+    _require_import_formats(image)
     with transaction.atomic():
         _claim(image, source=ImageStatus.QUEUED, target=ImageStatus.IMPORTING)
         task = ImageTask.objects.create(type=IMAGE_IMPORT_TASK, owner=image.owner or ctx.project_id or "",
