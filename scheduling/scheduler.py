@@ -503,10 +503,14 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
     # only a chosen host's usage changes during the request: a chosen host that no longer fits
     # leaves the list, nothing else needs looking at again
     fitting = list(hosts)
+    first_weighing: list[HostState] = []
     for index, consumer in enumerate(consumers):
         scores: dict[str, tuple[float, list[float]]] | None = {} if index == 0 else None
         weighed = [h for h in fitting if group.allows(h.host)] if group.restricts else list(fitting)
-        ordered = group.order(weigh_hosts(weighed, request, scores=scores))
+        by_weight = weigh_hosts(weighed, request, scores=scores)
+        if index == 0:
+            first_weighing = by_weight
+        ordered = group.order(by_weight)
         if scores is not None:
             if group.filter_name:
                 room = [h for h in hosts if h.fits(wanted)]
@@ -550,8 +554,17 @@ def _select(ctx: Any, spec: dict[str, Any], request: RequestView, instance_uuids
             project_id=project_id, user_id=user_id):
         raise _ClaimsLost
     taken = {id(h) for h in chosen}
-    # nothing is consumed from here on, so one weighing orders the alternates of every instance
-    by_weight = weigh_hosts(hosts, request) if max_attempts > 1 and chosen else []
+    # nothing is consumed from here on, so one weighing orders the alternates of every instance;
+    # one instance's are in the order its own weighing gave (the hosts it weighed are all of
+    # ``hosts`` when no hard group policy took some out), the order the trace's weights show: a
+    # second weighing would only count the chosen host's new use (it is no alternate), at the cost
+    # of a pass over every host
+    if max_attempts <= 1 or not chosen:
+        by_weight = []
+    elif len(chosen) == 1 and not group.restricts:
+        by_weight = first_weighing
+    else:
+        by_weight = weigh_hosts(hosts, request)
     for index, picked in enumerate(chosen):
         if max_attempts <= 1:
             break

@@ -58,6 +58,32 @@ def test_selects_claims_and_returns_same_cell_alternates(compute_host, cells):
     assert "scheduler.select_destinations.start" in events and "scheduler.select_destinations.end" in events
 
 
+def test_one_instance_is_weighed_once_and_its_alternates_follow_that_weighing(compute_host, monkeypatch):
+    from scheduling import scheduler
+
+    for name, memory in (("w1", 32768), ("w2", 24576), ("w3", 16384), ("w4", 8192)):
+        compute_host(name, cell="cell1", memory_mb=memory)
+    calls = []
+
+    def counted(hosts, request, **kwargs):
+        calls.append(len(list(hosts)))
+        return weigh(hosts, request, **kwargs)
+
+    weigh = scheduler.weigh_hosts
+    monkeypatch.setattr(scheduler, "weigh_hosts", counted)
+    # one instance: one weighing picks the host and orders its alternates
+    [selections] = select_destinations(CTX, spec(), ["one"], return_alternates=True)
+    assert calls == [4]
+    assert [s.service_host for s in selections] == ["w1", "w2", "w3"]
+    # two instances: each is weighed after the one before took its share, then one weighing
+    # orders the alternates of both (the hosts' use as the request left it)
+    calls.clear()
+    result = select_destinations(CTX, spec(num_instances=2), ["two-a", "two-b"], return_alternates=True)
+    assert calls == [4, 4, 4]
+    chosen = {r[0].service_host for r in result}
+    assert all(len(r) == 3 and not chosen & {s.service_host for s in r[1:]} for r in result)
+
+
 def test_multiple_instances_spread_and_claims(compute_host):
     compute_host("a", cell="cell1", vcpus=2, memory_mb=4096)
     compute_host("b", cell="cell2", vcpus=2, memory_mb=4096)
