@@ -244,7 +244,12 @@ def regex_checked(value: str, name: str = "name") -> str:
 #: timestamps included (``progress=5`` also lists 50 and 15, ``created_at=2026-11-30`` that day's).
 #: Who may use which is the API's choice.
 REGEX_FILTERS = ("power_state", "progress", "config_drive", "created_at", "launched_at", "terminated_at",
-                 "hostname", "access_ip_v4", "access_ip_v6", "launch_index", "kernel_id", "ramdisk_id")
+                 "hostname", "access_ip_v4", "access_ip_v6", "launch_index", "kernel_id", "ramdisk_id",
+                 "display_name", "display_description", "locked_by", "root_device_name", "updated_at", "vcpus",
+                 "memory_mb", "root_gb", "ephemeral_gb")
+#: boolean columns: Nova's regular expression over MySQL's 1/0, here the value read as a boolean (the
+#: same answer for 1/0, and for true/false on either backend)
+BOOLEAN_FILTERS = ("auto_disk_config",)
 
 
 def _instance_query(
@@ -285,8 +290,11 @@ def _instance_query(
     for key in REGEX_FILTERS:
         if filters.get(key):
             q &= Q(**{f"{key}__regex": regex_checked(filters[key], key)})
+    for key in BOOLEAN_FILTERS:
+        if filters.get(key) is not None:
+            q &= Q(**{key: filters[key]})
     for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
-                     ("reservation_id", "reservation_id"), ("key_name", "key_name")):
+                     ("reservation_id", "reservation_id"), ("key_name", "key_name"), ("image_ref", "image_ref")):
         if filters.get(key):
             q &= Q(**{col: filters[key]})
     if filters.get("image"):

@@ -43,7 +43,15 @@ from ..presenter import (
     present_updated_server,
     server_field_at,
 )
-from ..selectors import REGEX_FILTERS, ServerRecord, regex_checked, request_spec_keys_of, server_get, server_list
+from ..selectors import (
+    BOOLEAN_FILTERS,
+    REGEX_FILTERS,
+    ServerRecord,
+    regex_checked,
+    request_spec_keys_of,
+    server_get,
+    server_list,
+)
 from ..services import create as create_svc
 from ..services import delete as delete_svc
 from ..services import metadata as metadata_svc
@@ -229,7 +237,8 @@ _USER_FILTERS = {
     "not-tags", "not-tags-any", "ip", "ip6", "uuid", "availability_zone", "key_name", "locked", "description",
     "user_id",
 }
-_ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden"}
+_ADMIN_FILTERS = {"host", "node", "deleted", "all_tenants", "project_id", "tenant_id", "hidden", "image_ref",
+                  *BOOLEAN_FILTERS}
 #: exact states, each repeatable (any of them): admins' filters, members' too from 2.83
 _STATE_FILTERS = {"vm_state", "task_state"}
 #: Nova's regular expressions on their columns (selectors.REGEX_FILTERS), one value (the last):
@@ -253,6 +262,9 @@ _KNOWN_PARAMS = _USER_FILTERS | _ADMIN_FILTERS | {
     "user_data", "reservation_id", "shutdown_terminate", "disable_terminate", "cell_name", "cleaned",
     "instance_type_id", "node", "internal_id", "host", "uuid",
 }
+
+
+_BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off")
 
 
 def _timestamp(value: str, name: str) -> Any:
@@ -288,7 +300,7 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
             out[key] = _timestamp(out[key], key)
     out = schemas.SERVER_LIST_QUERY.only(out, version)
     if "locked" in out:
-        if str(out["locked"]).lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        if str(out["locked"]).lower() not in _BOOLEAN_WORDS:
             raise Invalid(f"Invalid value for locked filter: {out['locked']}")
         out["locked"] = as_bool(out["locked"])
     if "user_id" in out and not admin and not schemas.SERVER_FEATURES.has("member_user_id_filter", version):
@@ -302,6 +314,10 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     # Tempest's test_list_servers_by_admin_with_specified_tenant)
     if "deleted" in out:
         out["deleted"] = as_bool(out["deleted"])
+    for key in set(out) & set(BOOLEAN_FILTERS):
+        if str(out[key]).lower() not in _BOOLEAN_WORDS:
+            raise Invalid(f"Invalid value for {key} filter: {out[key]}")
+        out[key] = as_bool(out[key])
     if out.get("ip") or out.get("ip6"):
         out["uuids"] = _uuids_with_ip(out.pop("ip", None), out.pop("ip6", None))
     return out

@@ -1,6 +1,8 @@
 """The server list's filters Nova leaves to a regular expression on an instance column (power_state,
 progress, config_drive, created_at, launched_at, terminated_at: admins' and from 2.83 members';
-hostname, access_ip_v4/v6, launch_index, kernel_id, ramdisk_id: admins' only), across two cells."""
+hostname, access_ip_v4/v6, launch_index, kernel_id, ramdisk_id, display_name/description, locked_by,
+root_device_name, updated_at and the flavor's sizes: admins' only; image_ref exactly and auto_disk_config
+as a boolean: admins' only), across two cells."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -34,9 +36,11 @@ def servers(cloud):
     cloud.wait_for_status(client, stopped["id"], "SHUTOFF")
     _set(cloud, running["id"], progress=50, config_drive="True", launched_at=LAUNCHED, hostname="web-1",
          access_ip_v4="192.0.2.10", access_ip_v6="2001:db8::10", launch_index=3, kernel_id="k-1",
-         ramdisk_id="r-1")
+         ramdisk_id="r-1", display_description="the web tier", locked_by="admin", root_device_name="/dev/vda",
+         memory_mb=4096, auto_disk_config=True, image_ref="img-web")
     _set(cloud, stopped["id"], progress=100, config_drive="", created_at=CREATED,
-         terminated_at=LAUNCHED, hostname="db-2")
+         terminated_at=LAUNCHED, hostname="db-2", root_device_name="/dev/sda", memory_mb=512, vcpus=3,
+         auto_disk_config=False, image_ref="img-db")
     return client
 
 
@@ -79,11 +83,30 @@ def test_members_filter_from_2_83_and_admins_always(cloud, servers, query, expec
     ("launch_index=0", ["stopped"]),
     ("kernel_id=k-1", ["running"]),
     ("ramdisk_id=r-9", []),
+    ("display_name=^stop", ["stopped"]),
+    ("display_description=web", ["running"]),
+    ("locked_by=admin", ["running"]),
+    ("root_device_name=sda$", ["stopped"]),
+    ("root_device_name=/dev/", ["running", "stopped"]),
+    ("memory_mb=^4096$", ["running"]),
+    ("vcpus=3", ["stopped"]),
+    ("updated_at=1999", []),
+    ("image_ref=img-web", ["running"]),
+    ("image_ref=img", []),  # exact, as Nova's
+    ("auto_disk_config=true", ["running"]),
+    ("auto_disk_config=1", ["running"]),
+    ("auto_disk_config=False", ["stopped"]),
 ])
 def test_admin_only_column_filters(cloud, servers, query, expected):
     # then an admin's filter applies, a member's is ignored even at 2.83
     assert _names(cloud, cloud.admin(), "all_tenants=1&" + query, "2.1") == expected
     assert _names(cloud, servers, query, "2.83") == ["running", "stopped"]
+
+
+def test_a_boolean_filter_that_is_no_boolean_is_400(cloud, servers):
+    response = cloud.get(cloud.admin(), "servers?all_tenants=1&auto_disk_config=maybe", version="2.1")
+    assert response.status_code == 400
+    assert "Invalid value for auto_disk_config filter: maybe" in response.json()["badRequest"]["message"]
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.82", "2.83"])
