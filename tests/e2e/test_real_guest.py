@@ -4,6 +4,7 @@ tiny initramfs by direct kernel boot, under TCG, and the test reads the marker t
 its serial console; then power off, power on and destroy."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -48,13 +49,18 @@ def _daemon_running(daemon: str) -> bool:
 def system_libvirt() -> Iterator[object]:
     """``qemu:///system`` usable for the duration: virtlogd and libvirtd are started (as root) when
     they are not running, and only those, by their pid files, are stopped afterwards. Skips the
-    test when real guests cannot run here. Yields the ``libvirt`` module."""
+    test when real guests cannot run here. Yields the ``libvirt`` module.
+
+    One test at a time on the machine (an exclusive ``flock``, waited for): the slow tier runs two
+    test processes, and one's daemons stopped under the other's guests would fail or skip it."""
     reason = real_guest_skip_reason()
     if reason:
         pytest.skip(reason)
     import libvirt
 
     started: list[int] = []
+    lock = open(Path(tempfile.gettempdir()) / "cloudcore-system-libvirt.lock", "w")  # noqa: SIM115 - held to the end
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         if os.geteuid() == 0:
             for daemon in ("virtlogd", "libvirtd"):
@@ -76,6 +82,7 @@ def system_libvirt() -> Iterator[object]:
     finally:
         for pid in reversed(started):  # leave the machine as the test found it
             _stop_pid(pid)
+        lock.close()  # the lock goes with the file
 
 
 def _stop_pid(pid: int, timeout: float = 15) -> None:
