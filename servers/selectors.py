@@ -423,6 +423,12 @@ def server_list(
             if any(filters.get(key) and (shown := _build_request_value(br, key))
                    and not re.search(filters[key], str(shown)) for key in REGEX_FILTERS):
                 continue
+            # the exact filters too (``image_ref``), and a boolean column's value when it has one
+            if filters.get("image_ref") and br.instance.get("image_ref") != filters["image_ref"]:
+                continue
+            if any(filters.get(key) is not None and br.instance.get(key) is not None
+                   and bool(br.instance[key]) != filters[key] for key in BOOLEAN_FILTERS):
+                continue
             build_requests.append(br)
 
     br_records = [ServerRecord(uuid=br.instance_uuid, build_request=br)

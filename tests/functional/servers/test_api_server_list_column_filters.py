@@ -139,6 +139,26 @@ def test_a_server_still_building_is_kept_where_its_value_is_empty(cloud, servers
     assert names(cloud.admin(), "all_tenants=1&hostname=web", "2.1") == ["running"]
 
 
+def test_a_server_still_building_is_matched_by_its_image_and_disk_config(cloud, servers):
+    # given a build request of the member's project, booted from img-web without auto disk config
+    project_id = cloud.instance(cloud.get(servers, "servers").json()["servers"][0]["id"]).project_id
+    br = BuildRequest.objects.create(instance_uuid="c" * 8 + "-0000-4000-8000-000000000000", project_id=project_id,
+                                     instance={"display_name": "building", "image_ref": "img-web",
+                                               "auto_disk_config": False})
+    InstanceMapping.objects.create(instance_uuid=br.instance_uuid, cell=None, project_id=project_id)
+
+    def names(query):
+        response = cloud.get(cloud.admin(), "servers?all_tenants=1&" + query, version="2.1")
+        assert response.status_code == 200, response.content
+        return sorted(s["name"] for s in response.json()["servers"])
+
+    # then the exact image and the boolean apply to it as to the servers in cells (as Nova's BuildRequestList)
+    assert names("image_ref=img-web") == ["building", "running"]
+    assert names("image_ref=img-db") == ["stopped"]
+    assert names("auto_disk_config=false") == ["building", "stopped"]
+    assert names("auto_disk_config=true") == ["running"]
+
+
 @pytest.mark.parametrize("query", ["name=(a%2B)%2Bb", "name=(a|aa)*b", "progress=(0*)*1", "name=(x{1,3})*y"])
 def test_a_search_that_can_backtrack_for_ever_is_refused(cloud, servers, query):
     # given a server whose name such a pattern takes long to search: (a+)+b over these 22 letters takes
