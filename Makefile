@@ -52,8 +52,8 @@ lint: venv
 # The in-process tiers two at a time (pytest-xdist: a worker per core, each with its own test
 # databases), then the real-process tests (live clouds, workers, browsers) two modules at a time,
 # each module on one worker (its module fixtures, a cloud, made once; the real guests take turns on
-# the machine's libvirtd, tests/e2e/test_real_guest.py's system_libvirt): 26 minutes for what took 42
-# one at a time. (xdist's loadgroup would pair modules by marks, but it renames node ids through an
+# the machine's libvirtd, tests/e2e/test_real_guest.py's system_libvirt): 24-26 minutes here for what
+# took 42 one at a time. (xdist's loadgroup would pair modules by marks, but it renames node ids through an
 # attribute pytest 9 no longer reads.) --durations: every CI log says where the time goes.
 test-sqlite: venv
 	@set -o pipefail; status=0; \
