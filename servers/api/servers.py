@@ -299,10 +299,6 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
         if key in out:
             out[key] = _timestamp(out[key], key)
     out = schemas.SERVER_LIST_QUERY.only(out, version)
-    if "locked" in out:
-        if str(out["locked"]).lower() not in _BOOLEAN_WORDS:
-            raise Invalid(f"Invalid value for locked filter: {out['locked']}")
-        out["locked"] = as_bool(out["locked"])
     if "user_id" in out and not admin and not schemas.SERVER_FEATURES.has("member_user_id_filter", version):
         out.pop("user_id")
     if "all_tenants" in out:
@@ -314,7 +310,7 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     # Tempest's test_list_servers_by_admin_with_specified_tenant)
     if "deleted" in out:
         out["deleted"] = as_bool(out["deleted"])
-    for key in set(out) & set(BOOLEAN_FILTERS):
+    for key in set(out) & {"locked", *BOOLEAN_FILTERS}:
         if str(out[key]).lower() not in _BOOLEAN_WORDS:
             raise Invalid(f"Invalid value for {key} filter: {out[key]}")
         out[key] = as_bool(out[key])

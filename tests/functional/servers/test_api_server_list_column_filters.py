@@ -107,6 +107,10 @@ def test_a_boolean_filter_that_is_no_boolean_is_400(cloud, servers):
     response = cloud.get(cloud.admin(), "servers?all_tenants=1&auto_disk_config=maybe", version="2.1")
     assert response.status_code == 400
     assert "Invalid value for auto_disk_config filter: maybe" in response.json()["badRequest"]["message"]
+    # as the locked filter (2.73) is, whoever asks
+    response = cloud.get(servers, "servers?locked=maybe", version="2.73")
+    assert response.status_code == 400
+    assert "Invalid value for locked filter: maybe" in response.json()["badRequest"]["message"]
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.82", "2.83"])
