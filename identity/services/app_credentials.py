@@ -54,8 +54,13 @@ RESTRICTED = ("You are not authorized to perform the requested action: Using met
 
 
 def generate_secret() -> str:
-    """64 random bytes, URL-safe base64 without padding (86 characters), as Keystone's."""
-    return base64.urlsafe_b64encode(secretslib.token_bytes(64)).rstrip(b"=").decode()
+    """64 random bytes, URL-safe base64 without padding (86 characters), as Keystone's, drawn again
+    when it would begin with ``-``: one secret in 64 did, and ``openstack
+    --os-application-credential-secret <it>`` then read it as an option and refused to run."""
+    while True:
+        secret = base64.urlsafe_b64encode(secretslib.token_bytes(64)).rstrip(b"=").decode()
+        if not secret.startswith("-"):
+            return secret
 
 
 def parse_expiration(value: str) -> datetime:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from identity.models import ApplicationCredential, Role
+from identity.services import app_credentials
 
 from .conftest import issue, token_client
 
@@ -37,6 +38,19 @@ def _auth(credential: dict[str, Any], **extra: Any) -> Any:
     body = {"auth": {"identity": {"methods": ["application_credential"],
                                   "application_credential": credential}, **extra}}
     return APIClient().post("/identity/v3/auth/tokens", body, format="json")
+
+
+def test_a_generated_secret_never_begins_with_a_dash(demo: Any, people: dict[str, Any],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # given random bytes whose encoding begins with "-" (0xf8: the six bits 111110), then others
+    draws = [b"\xf8" + bytes(63), bytes(64)]
+    monkeypatch.setattr(app_credentials.secretslib, "token_bytes", lambda n: draws.pop(0))
+    # when demo creates a credential without a secret
+    body = _create(demo, people).json()["application_credential"]
+    # then the dash-led draw was thrown away: the CLI could not take it as an argument's value
+    assert body["secret"] == "A" * 86 and draws == []
+    monkeypatch.undo()
+    assert _auth({"id": body["id"], "secret": body["secret"]}).status_code == 201
 
 
 def test_create_show_list_delete(demo: Any, people: dict[str, Any]) -> None:
