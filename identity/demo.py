@@ -18,6 +18,7 @@ from django.conf import settings
 from cloudcore.core.env import env_str
 
 from .models import Project, User
+from .services.app_credentials import cli_safe
 from .services.roles import assigned_roles, ensure_default_roles, role_assign
 from .services.service_user import service_user_ensure
 
@@ -58,9 +59,9 @@ def demo_passwords() -> dict[str, str]:
     stored = _stored_passwords()
     return {
         "admin_password": env_str("ADMIN_PASSWORD", "") or stored.get("admin_password")
-        or secrets.token_urlsafe(12),
+        or cli_safe(lambda: secrets.token_urlsafe(12)),
         "demo_password": env_str("DEMO_PASSWORD", "") or stored.get("demo_password")
-        or secrets.token_urlsafe(12),
+        or cli_safe(lambda: secrets.token_urlsafe(12)),
     }
 
 

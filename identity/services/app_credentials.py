@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import secrets as secretslib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,14 +54,20 @@ RESTRICTED = ("You are not authorized to perform the requested action: Using met
               "is not allowed for managing additional application credentials.")
 
 
-def generate_secret() -> str:
-    """64 random bytes, URL-safe base64 without padding (86 characters), as Keystone's, drawn again
-    when it would begin with ``-``: one secret in 64 did, and ``openstack
-    --os-application-credential-secret <it>`` then read it as an option and refused to run."""
+def cli_safe(draw: Callable[[], str]) -> str:
+    """``draw()``, drawn again while it begins with ``-``. URL-safe base64 text does in one draw of
+    64, and a command line then reads it as an option: ``openstack
+    --os-application-credential-secret -Xy...`` (or ``--os-password``) refuses to run."""
     while True:
-        secret = base64.urlsafe_b64encode(secretslib.token_bytes(64)).rstrip(b"=").decode()
-        if not secret.startswith("-"):
-            return secret
+        text = draw()
+        if not text.startswith("-"):
+            return text
+
+
+def generate_secret() -> str:
+    """64 random bytes, URL-safe base64 without padding (86 characters), as Keystone's, but never
+    beginning with ``-`` (``cli_safe``)."""
+    return cli_safe(lambda: base64.urlsafe_b64encode(secretslib.token_bytes(64)).rstrip(b"=").decode())
 
 
 def parse_expiration(value: str) -> datetime:

@@ -142,6 +142,18 @@ def test_flavor_demo_setup_is_idempotent() -> None:
         ("4", "m1.large", 4, 8192, 80)]
 
 
+def test_generated_demo_passwords_never_begin_with_a_dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # given no password in the environment nor stored, and draws of which every other one begins with "-"
+    monkeypatch.delenv("CLOUDCORE_ADMIN_PASSWORD", raising=False)
+    monkeypatch.delenv("CLOUDCORE_DEMO_PASSWORD", raising=False)
+    draws = ["-dash1", "plain1", "-dash2", "plain2"]
+    monkeypatch.setattr(identity_demo.secrets, "token_urlsafe", lambda n: draws.pop(0))
+    with override_settings(VAR_DIR=tmp_path):
+        generated = identity_demo.demo_passwords()
+    # then the dash-led ones were drawn again (``--os-password -dash1`` is an option to the CLI)
+    assert generated == {"admin_password": "plain1", "demo_password": "plain2"} and draws == []
+
+
 def test_environment_passwords_override_stored_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with override_settings(VAR_DIR=tmp_path):
         monkeypatch.delenv("CLOUDCORE_ADMIN_PASSWORD", raising=False)
