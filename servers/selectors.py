@@ -250,6 +250,31 @@ REGEX_FILTERS = ("power_state", "progress", "config_drive", "created_at", "launc
 #: boolean columns: Nova's regular expression over MySQL's 1/0, here the value read as a boolean (the
 #: same answer for 1/0, and for true/false on either backend)
 BOOLEAN_FILTERS = ("auto_disk_config",)
+#: Nova's instance columns copied from the image's properties of the same name at the build (its
+#: ``_inherit_properties_from_image``); here the image's properties kept in the system metadata
+#: (``image_<name>``) are those columns, searched the same way
+IMAGE_PROPERTY_FILTERS = {"os_type": "image_os_type", "architecture": "image_architecture",
+                          "vm_mode": "image_vm_mode"}
+#: Nova's instance columns that its libvirt driver fills at the spawn with the devices of the flavor's
+#: local disks; here those names follow from the flavor as ``compute.block_devices.local_disks`` gives
+#: them: the ephemeral disk right after the root disk, then the swap disk (``LOCAL_DEVICE_NAMES``)
+LOCAL_DEVICE_FILTERS = ("default_ephemeral_device", "default_swap_device")
+#: (the first local disk's device, the second's)
+LOCAL_DEVICE_NAMES = ("/dev/vdb", "/dev/vdc")
+#: every list filter that is a regular expression over a server's value
+ALL_REGEX_FILTERS = (*REGEX_FILTERS, *IMAGE_PROPERTY_FILTERS, *LOCAL_DEVICE_FILTERS)
+
+
+def _local_device_query(key: str, pattern: str) -> Q:
+    """The servers whose ``key`` device (``LOCAL_DEVICE_FILTERS``) ``pattern`` finds: the device's
+    name is one of two, so the pattern is tried on both here and the query asks which disks the
+    server's flavor has."""
+    first, second = (re.search(pattern, name) is not None for name in LOCAL_DEVICE_NAMES)
+    ephemeral, swap = Q(ephemeral_gb__gt=0), Q(flavor__swap__gt=0)
+    nothing = Q(pk__in=[])
+    if key == "default_ephemeral_device":
+        return ephemeral if first else nothing
+    return (swap & ephemeral if second else nothing) | (swap & ~ephemeral if first else nothing)
 
 
 def _instance_query(
@@ -293,6 +318,12 @@ def _instance_query(
     for key in BOOLEAN_FILTERS:
         if filters.get(key) is not None:
             q &= Q(**{key: filters[key]})
+    for key, item in IMAGE_PROPERTY_FILTERS.items():
+        if filters.get(key):
+            q &= Q(**{f"system_metadata__{item}__regex": regex_checked(filters[key], key)})
+    for key in LOCAL_DEVICE_FILTERS:
+        if filters.get(key):
+            q &= _local_device_query(key, regex_checked(filters[key], key))
     for key, col in (("host", "host"), ("node", "node"), ("availability_zone", "availability_zone"),
                      ("reservation_id", "reservation_id"), ("key_name", "key_name"), ("image_ref", "image_ref")):
         if filters.get(key):
@@ -428,6 +459,12 @@ def server_list(
                 continue
             if any(filters.get(key) is not None and br.instance.get(key) is not None
                    and bool(br.instance[key]) != filters[key] for key in BOOLEAN_FILTERS):
+                continue
+            # an image's property its instance copied (empty passes, as above); its local disks have
+            # no devices before the spawn (None: it passes)
+            image_items = br.instance.get("system_metadata") or {}
+            if any(filters.get(key) and (shown := image_items.get(item))
+                   and not re.search(filters[key], str(shown)) for key, item in IMAGE_PROPERTY_FILTERS.items()):
                 continue
             build_requests.append(br)
 

@@ -44,8 +44,8 @@ from ..presenter import (
     server_field_at,
 )
 from ..selectors import (
+    ALL_REGEX_FILTERS,
     BOOLEAN_FILTERS,
-    REGEX_FILTERS,
     ServerRecord,
     regex_checked,
     request_spec_keys_of,
@@ -245,7 +245,7 @@ _STATE_FILTERS = {"vm_state", "task_state"}
 #: admins' filters, these members' too from 2.83; the others admins' only
 _MEMBER_REGEX_FILTERS = {"power_state", "progress", "config_drive", "created_at", "launched_at", "terminated_at"}
 #: what only admins may filter by, and what members may too from 2.83
-_ADMINS_ONLY = _ADMIN_FILTERS | (set(REGEX_FILTERS) - _MEMBER_REGEX_FILTERS)
+_ADMINS_ONLY = _ADMIN_FILTERS | (set(ALL_REGEX_FILTERS) - _MEMBER_REGEX_FILTERS)
 _FROM_2_83 = _STATE_FILTERS | _MEMBER_REGEX_FILTERS
 _ADMIN_SORT_KEYS = {"host", "node", "compute_host"}
 #: What ``present_server_brief`` reads of a row.
@@ -281,7 +281,7 @@ def list_filters(request: Request, actor: RequestContext, version: Version) -> d
     states = admin or schemas.SERVER_FEATURES.has("member_state_filters", version)
     # Nova's query schema checks a regular expression's form whoever asks and whatever is ignored after
     # (and the search's bound, ``regex_checked``)
-    for key in set(params) & {*REGEX_FILTERS, "name"}:
+    for key in set(params) & {*ALL_REGEX_FILTERS, "name"}:
         for value in params.getlist(key):
             regex_checked(value, key)
     out: dict[str, Any] = {}

@@ -2,7 +2,8 @@
 progress, config_drive, created_at, launched_at, terminated_at: admins' and from 2.83 members';
 hostname, access_ip_v4/v6, launch_index, kernel_id, ramdisk_id, display_name/description, locked_by,
 root_device_name, updated_at and the flavor's sizes: admins' only; image_ref exactly and auto_disk_config
-as a boolean: admins' only), across two cells."""
+as a boolean: admins' only; os_type, architecture and vm_mode from the image's properties, and the local
+disks' devices from the flavor: admins' only), across two cells."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -25,6 +26,15 @@ def _set(cloud, server_id, **columns):
         assert Instance.objects.filter(uuid=server_id).update(**columns) == 1
 
 
+def _merge(cloud, server_id, **fields):
+    """Items added to a server's JSON columns (``system_metadata={...}``, ``flavor={...}``)."""
+    with target_cell(cloud.cell_of(server_id)):
+        instance = Instance.objects.get(uuid=server_id)
+        for field, items in fields.items():
+            setattr(instance, field, {**(getattr(instance, field) or {}), **items})
+        instance.save(update_fields=list(fields))
+
+
 @pytest.fixture
 def servers(cloud):
     # given a running server in az1 and a stopped one in az2 (one per cell), whose columns differ
@@ -41,6 +51,13 @@ def servers(cloud):
     _set(cloud, stopped["id"], progress=100, config_drive="", created_at=CREATED,
          terminated_at=LAUNCHED, hostname="db-2", root_device_name="/dev/sda", memory_mb=512, vcpus=3,
          auto_disk_config=False, image_ref="img-db")
+    # the running one from a Linux image for x86_64 in HVM mode, with an ephemeral disk and swap (its
+    # local disks /dev/vdb and /dev/vdc); the stopped one from an image without those, with swap only
+    _set(cloud, running["id"], ephemeral_gb=1)
+    _merge(cloud, running["id"], flavor={"swap": 512},
+           system_metadata={"image_os_type": "linux", "image_architecture": "x86_64", "image_vm_mode": "hvm"})
+    _set(cloud, stopped["id"], ephemeral_gb=0)
+    _merge(cloud, stopped["id"], flavor={"swap": 256})
     return client
 
 
@@ -96,6 +113,16 @@ def test_members_filter_from_2_83_and_admins_always(cloud, servers, query, expec
     ("auto_disk_config=true", ["running"]),
     ("auto_disk_config=1", ["running"]),
     ("auto_disk_config=False", ["stopped"]),
+    ("os_type=linux", ["running"]),
+    ("os_type=^win", []),
+    ("architecture=x86", ["running"]),
+    ("vm_mode=^hvm$", ["running"]),
+    ("default_ephemeral_device=vdb", ["running"]),
+    ("default_ephemeral_device=/dev/", ["running"]),  # the stopped one has no ephemeral disk
+    ("default_swap_device=vdc$", ["running"]),  # after its ephemeral disk
+    ("default_swap_device=vdb$", ["stopped"]),  # right after the root disk
+    ("default_swap_device=^/dev/vd", ["running", "stopped"]),
+    ("default_swap_device=sda", []),
 ])
 def test_admin_only_column_filters(cloud, servers, query, expected):
     # then an admin's filter applies, a member's is ignored even at 2.83
@@ -114,7 +141,8 @@ def test_a_boolean_filter_that_is_no_boolean_is_400(cloud, servers):
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.82", "2.83"])
-@pytest.mark.parametrize("key", ["power_state", "progress", "created_at", "hostname"])
+@pytest.mark.parametrize("key", ["power_state", "progress", "created_at", "hostname", "os_type",
+                                 "default_swap_device"])
 def test_an_invalid_regular_expression_is_400_whoever_asks(cloud, servers, key, version):
     # then Nova's query schema refuses a value that is not a regular expression, even where it is ignored
     for who in (servers, cloud.admin()):
@@ -161,6 +189,27 @@ def test_a_server_still_building_is_matched_by_its_image_and_disk_config(cloud, 
     assert names("image_ref=img-db") == ["stopped"]
     assert names("auto_disk_config=false") == ["building", "stopped"]
     assert names("auto_disk_config=true") == ["running"]
+
+
+def test_a_server_still_building_is_matched_by_its_image_properties(cloud, servers):
+    # given a build request of the member's project, from a Windows image
+    project_id = cloud.instance(cloud.get(servers, "servers").json()["servers"][0]["id"]).project_id
+    br = BuildRequest.objects.create(instance_uuid="d" * 8 + "-0000-4000-8000-000000000000", project_id=project_id,
+                                     instance={"display_name": "building",
+                                               "system_metadata": {"image_os_type": "windows"}})
+    InstanceMapping.objects.create(instance_uuid=br.instance_uuid, cell=None, project_id=project_id)
+
+    def names(query):
+        response = cloud.get(cloud.admin(), "servers?all_tenants=1&" + query, version="2.1")
+        assert response.status_code == 200, response.content
+        return sorted(s["name"] for s in response.json()["servers"])
+
+    # then its property is searched, an empty one passes (as Nova's BuildRequestList), and its local
+    # disks have no devices yet (it passes)
+    assert names("os_type=linux") == ["running"]
+    assert names("os_type=win") == ["building"]
+    assert names("architecture=x86") == ["building", "running"]
+    assert names("default_swap_device=vdc") == ["building", "running"]
 
 
 @pytest.mark.parametrize("query", ["name=(a%2B)%2Bb", "name=(a|aa)*b", "progress=(0*)*1", "name=(x{1,3})*y"])
