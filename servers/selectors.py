@@ -261,8 +261,12 @@ IMAGE_PROPERTY_FILTERS = {"os_type": "image_os_type", "architecture": "image_arc
 LOCAL_DEVICE_FILTERS = ("default_ephemeral_device", "default_swap_device")
 #: (the first local disk's device, the second's)
 LOCAL_DEVICE_NAMES = ("/dev/vdb", "/dev/vdc")
+#: each regular expression filter searched in a stored value: its lookup (its column, or the image's
+#: property in the system metadata)
+REGEX_LOOKUPS = {**{key: key for key in REGEX_FILTERS},
+                 **{key: f"system_metadata__{item}" for key, item in IMAGE_PROPERTY_FILTERS.items()}}
 #: every list filter that is a regular expression over a server's value
-ALL_REGEX_FILTERS = (*REGEX_FILTERS, *IMAGE_PROPERTY_FILTERS, *LOCAL_DEVICE_FILTERS)
+ALL_REGEX_FILTERS = (*REGEX_LOOKUPS, *LOCAL_DEVICE_FILTERS)
 
 
 def _local_device_query(key: str, pattern: str) -> Q:
@@ -312,15 +316,12 @@ def _instance_query(
     for key in ("vm_state", "task_state"):
         if filters.get(key):
             q &= Q(**{f"{key}__in": list(filters[key])})
-    for key in REGEX_FILTERS:
+    for key, lookup in REGEX_LOOKUPS.items():
         if filters.get(key):
-            q &= Q(**{f"{key}__regex": regex_checked(filters[key], key)})
+            q &= Q(**{f"{lookup}__regex": regex_checked(filters[key], key)})
     for key in BOOLEAN_FILTERS:
         if filters.get(key) is not None:
             q &= Q(**{key: filters[key]})
-    for key, item in IMAGE_PROPERTY_FILTERS.items():
-        if filters.get(key):
-            q &= Q(**{f"system_metadata__{item}__regex": regex_checked(filters[key], key)})
     for key in LOCAL_DEVICE_FILTERS:
         if filters.get(key):
             q &= _local_device_query(key, regex_checked(filters[key], key))
@@ -383,13 +384,16 @@ _BUILD_REQUEST_SHOWN = {"vm_state": VmState.BUILDING, "task_state": TaskState.SC
 
 
 def _build_request_value(build_request: BuildRequest, column: str) -> Any:
-    """``column``'s value of a build request's instance (``id``: the build request's own, as Nova's)."""
+    """``column``'s value of a build request's instance (``id``: the build request's own, as Nova's;
+    an ``IMAGE_PROPERTY_FILTERS`` key: the image's property in its system metadata)."""
     if column == "created_at":
         return build_request.created_at
     if column == "uuid":
         return build_request.instance_uuid
     if column == "id":
         return build_request.pk
+    if column in IMAGE_PROPERTY_FILTERS:
+        return (build_request.instance.get("system_metadata") or {}).get(IMAGE_PROPERTY_FILTERS[column])
     return build_request.instance.get(column, _BUILD_REQUEST_SHOWN.get(column))
 
 
@@ -450,21 +454,16 @@ def server_list(
             if any(filters.get(key) and _BUILD_REQUEST_SHOWN[key] not in filters[key]
                    for key in ("vm_state", "task_state")):
                 continue
-            # Nova's BuildRequestList: an instance's value that is empty (0, None, "") passes
+            # Nova's BuildRequestList: an instance's value that is empty (0, None, "") passes (so do
+            # the LOCAL_DEVICE_FILTERS: no device is named before the spawn)
             if any(filters.get(key) and (shown := _build_request_value(br, key))
-                   and not re.search(filters[key], str(shown)) for key in REGEX_FILTERS):
+                   and not re.search(filters[key], str(shown)) for key in REGEX_LOOKUPS):
                 continue
             # the exact filters too (``image_ref``), and a boolean column's value when it has one
             if filters.get("image_ref") and br.instance.get("image_ref") != filters["image_ref"]:
                 continue
             if any(filters.get(key) is not None and br.instance.get(key) is not None
                    and bool(br.instance[key]) != filters[key] for key in BOOLEAN_FILTERS):
-                continue
-            # an image's property its instance copied (empty passes, as above); its local disks have
-            # no devices before the spawn (None: it passes)
-            image_items = br.instance.get("system_metadata") or {}
-            if any(filters.get(key) and (shown := image_items.get(item))
-                   and not re.search(filters[key], str(shown)) for key, item in IMAGE_PROPERTY_FILTERS.items()):
                 continue
             build_requests.append(br)
 

@@ -7,12 +7,15 @@ disks' devices from the flavor: admins' only), across two cells."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 
 from cells.context import target_cell
 from cells.models import InstanceMapping
+from compute.block_devices import local_disks
 from servers.models import BuildRequest, Instance
+from servers.selectors import LOCAL_DEVICE_NAMES
 
 ALL = ["default", "cell0", "cell1", "cell2"]
 pytestmark = pytest.mark.django_db(databases=ALL)
@@ -189,6 +192,15 @@ def test_a_server_still_building_is_matched_by_its_image_and_disk_config(cloud, 
     assert names("image_ref=img-db") == ["stopped"]
     assert names("auto_disk_config=false") == ["building", "stopped"]
     assert names("auto_disk_config=true") == ["running"]
+
+
+@pytest.mark.parametrize("ephemeral_gb, swap, expected", [(1, 512, ["/dev/vdb", "/dev/vdc"]), (0, 256, ["/dev/vdb"]),
+                                                           (1, 0, ["/dev/vdb"])])
+def test_the_device_filters_name_the_devices_the_host_gives_the_local_disks(ephemeral_gb, swap, expected):
+    # the filters' device names (a constant beside them) are those compute gives the flavor's local disks
+    local = local_disks(SimpleNamespace(ephemeral_gb=ephemeral_gb, flavor={"swap": swap}))
+    names = [e["device_name"] for e in local["ephemerals"]] + ([local["swap"]["device_name"]] if local["swap"] else [])
+    assert names == expected == list(LOCAL_DEVICE_NAMES[:len(expected)])
 
 
 def test_a_server_still_building_is_matched_by_its_image_properties(cloud, servers):
