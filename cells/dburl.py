@@ -12,12 +12,13 @@ to every database a request touches.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import dj_database_url
 
-from cloudcore.core.env import env_bool, env_int
+from cloudcore.core.env import env_bool, env_int, env_str
 
 #: Django's SQLite backend, with the write transactions of a process's threads queued in the
 #: process (``cloudcore.core.sqlite3.base``)
@@ -48,6 +49,14 @@ class InvalidDatabaseURL(ValueError):
     """The URL cannot be turned into a database configuration."""
 
 
+def application_name() -> str:
+    """What a PostgreSQL connection tells the server it is (``pg_stat_activity``): ``cloudcore-``
+    and the process's name (``CLOUDCORE_PROCESS_NAME``, which ``run_cloud`` gives each process it
+    starts), else the program's (``cloudcore-manage``, ``cloudcore-pytest``)."""
+    name = env_str("PROCESS_NAME", "") or Path(sys.argv[0] if sys.argv and sys.argv[0] else "python").stem
+    return f"cloudcore-{name}"[:63]
+
+
 def conn_max_age() -> int:
     """Seconds a connection is kept between requests (``CLOUDCORE_DB_CONN_MAX_AGE``, default 0)."""
     return env_int("DB_CONN_MAX_AGE", 0, minimum=0)
@@ -73,6 +82,7 @@ def database_config(url: str) -> dict[str, Any]:
         options = config.setdefault("OPTIONS", {})
         for key, value in POSTGRES_OPTIONS.items():
             options.setdefault(key, value)
+        options.setdefault("application_name", application_name())
         if env_bool("DB_SOCKET_HEALTH_CHECK", True):
             config["ENGINE"] = POSTGRES_ENGINE
         config["CONN_HEALTH_CHECKS"] = True

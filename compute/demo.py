@@ -64,12 +64,13 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
     for host, cell_name, *_size in HOSTS:
         argv = [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell_name,
                 "--state-path", str(settings.STATE_PATH / host), *uri]
-        proc = DemoProcess(host, argv, queues=[rpc.queue_for(host)])
+        keep = {"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")}
+        proc = DemoProcess(host, argv, env=keep, queues=[rpc.queue_for(host)])
         if settings.COMPUTE_ISOLATION:
             if cell_name not in cells:
                 raise InvalidConfiguration(f"{host}'s cell {cell_name} is not mapped (run the demo setup first)")
-            proc.env = isolated_environment(env, cell=cells[cell_name],
-                                            database_url=settings.DEMO_COMPUTE_DATABASES.get(cell_name))
+            proc.env = {**isolated_environment(env, cell=cells[cell_name],
+                                               database_url=settings.DEMO_COMPUTE_DATABASES.get(cell_name)), **keep}
             proc.unset = API_ONLY_ENV
         procs.append(proc)
     return procs

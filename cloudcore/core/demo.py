@@ -40,8 +40,10 @@ class DemoProcess:
     unset: tuple[str, ...] = ()
 
     def environment(self, base: dict[str, str]) -> dict[str, str]:
-        """The process's environment: ``base`` (run_cloud's) with ``env`` over it, less ``unset``."""
-        return {key: value for key, value in {**base, **self.env}.items() if key not in self.unset}
+        """The process's environment: ``base`` (run_cloud's) with ``env`` over it, less ``unset``, and
+        its name (``CLOUDCORE_PROCESS_NAME``: PostgreSQL's ``application_name``, ``cells.dburl``)."""
+        named = {**base, "CLOUDCORE_PROCESS_NAME": self.name, **self.env}
+        return {key: value for key, value in named.items() if key not in self.unset}
 
 
 def demo_modules() -> Iterator[ModuleType]:

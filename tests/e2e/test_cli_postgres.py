@@ -218,3 +218,30 @@ def test_cross_cell_resize_on_postgres_and_redis(cloud: LiveCloud) -> None:
     finally:
         services("enable", *CELL1_HOSTS, *CELL2_HOSTS)
         db.close()
+
+
+def test_processes_keep_their_connections_named(cloud: LiveCloud) -> None:
+    """After a boot, the compute host that built the server still holds its connections to its
+    cell's database, idle (kept between tasks, not a backend forked per build), and every
+    connection names its process in ``application_name`` (``pg_stat_activity``)."""
+    created = cloud.openstack_json("server", "create", "--flavor", "m1.tiny", "--image", "tiny",
+                                   "--network", "demo-net", "--wait", "pgkept")
+    assert created["status"] == "ACTIVE"
+    shown = cloud.openstack_json("server", "show", created["id"], cloud="cloudcore-admin")
+    host = shown["OS-EXT-SRV-ATTR:host"]
+    db = Databases(cloud.env["CLOUDCORE_DATABASE_URL"])
+    try:
+        cell = db.mapped_cell(created["id"])
+        ((cell_database,),) = db.cell_rows(cell, "SELECT current_database()")
+        backends = db.api_rows("SELECT application_name, datname, state, query FROM pg_stat_activity "
+                               "WHERE application_name LIKE 'cloudcore-%%'")
+        names = {name for name, *_ in backends}
+        assert {"cloudcore-web", "cloudcore-conductor"} <= names, sorted(names)
+        kept = [(datname, state, query) for name, datname, state, query in backends if name == f"cloudcore-{host}"]
+        assert kept, f"{host} holds no connection after its build: {sorted(names)}"
+        assert {datname for datname, *_ in kept} == {cell_database}, kept
+        # the connection its build ran on is still open, idle: its last statement was the build's
+        assert any(state == "idle" and "servers_instanceactionevent" in query for _db, state, query in kept), kept
+    finally:
+        db.close()
+        cloud.openstack("server", "delete", "--wait", "pgkept")

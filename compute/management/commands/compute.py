@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import close_old_connections
 from django.utils import timezone
 
 from cells.agent import enter_configured_cell
@@ -187,7 +187,9 @@ class Command(BaseCommand):
             except Exception:
                 log.exception("heartbeat failed")
             finally:
-                connections.close_all()
+                # kept when CLOUDCORE_DB_CONN_MAX_AGE says so (run_cloud: 300 s), as a task's are:
+                # on PostgreSQL a connection is a backend forked, set up and closed each time
+                close_old_connections()
             time.sleep(settings.REPORT_INTERVAL)
 
     def _run_worker(self, host: str, concurrency: int) -> None:

@@ -58,7 +58,7 @@ def test_isolated_environment_has_the_cell_database_and_no_api_database(settings
 
 def test_demo_process_environment_drops_what_it_must_not_get():
     proc = DemoProcess("c", ["x"], env={"B": "2", "C": "3"}, unset=("A", "C"))
-    assert proc.environment({"A": "1", "B": "1", "D": "4"}) == {"B": "2", "D": "4"}
+    assert proc.environment({"A": "1", "B": "1", "D": "4"}) == {"B": "2", "D": "4", "CLOUDCORE_PROCESS_NAME": "c"}
 
 
 @pytest.mark.django_db(databases=ALL_DATABASES)
@@ -70,8 +70,12 @@ def test_demo_compute_hosts_run_isolated_with_compute_isolation(cells, settings,
     procs = {p.name: p for p in compute_demo.processes(base)}
     assert sorted(procs) == ["compute1", "compute2", "compute3", "compute4"]
     envs = {name: proc.environment(base) for name, proc in procs.items()}
+    # each keeps its connections between tasks (as the web and the conductor), named after itself
+    for name, env in envs.items():
+        assert (env["CLOUDCORE_DB_CONN_MAX_AGE"], env["CLOUDCORE_PROCESS_NAME"]) == ("300", name)
     if not isolated:
-        assert all(env == base for env in envs.values())
+        assert all(env == {**base, "CLOUDCORE_DB_CONN_MAX_AGE": "300", "CLOUDCORE_PROCESS_NAME": name}
+                   for name, env in envs.items())
         return
     for name, cell in (("compute1", "cell1"), ("compute2", "cell1"), ("compute3", "cell2"), ("compute4", "cell2")):
         env = envs[name]

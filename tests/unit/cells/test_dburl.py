@@ -24,3 +24,15 @@ def test_a_negative_age_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLOUDCORE_DB_CONN_MAX_AGE", "-1")
     with pytest.raises(ImproperlyConfigured, match="CLOUDCORE_DB_CONN_MAX_AGE"):
         database_config("sqlite:////tmp/cloudcore-x/api.sqlite3")
+
+
+def test_a_postgresql_connection_names_its_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given: the name run_cloud gives a process it starts
+    monkeypatch.setenv("CLOUDCORE_PROCESS_NAME", "compute2")
+    # then: the server shows it in pg_stat_activity; SQLite has no such thing
+    assert database_config("postgres://u@db/cell1")["OPTIONS"]["application_name"] == "cloudcore-compute2"
+    assert "application_name" not in database_config("sqlite:////tmp/cloudcore-x/cell1.sqlite3")["OPTIONS"]
+    # without it, the program's name
+    monkeypatch.delenv("CLOUDCORE_PROCESS_NAME")
+    monkeypatch.setattr("sys.argv", ["/srv/cloudcore/manage.py", "migrate"])
+    assert database_config("postgres://u@db/cell1")["OPTIONS"]["application_name"] == "cloudcore-manage"
