@@ -83,6 +83,13 @@ def database_config(url: str) -> dict[str, Any]:
         for key, value in POSTGRES_OPTIONS.items():
             options.setdefault(key, value)
         options.setdefault("application_name", application_name())
+        if env_bool("DB_SERVER_PREPARE", True):
+            # the statements prepared per connection (cloudcore.core.serverprepared) keep one plan
+            # from their first execution on, where PostgreSQL would plan each of a connection's
+            # first five again; it applies to prepared statements only (a startup parameter: no
+            # round trip of its own)
+            startup = options.get("options", "")
+            options["options"] = f"{startup} -c plan_cache_mode=force_generic_plan".strip()
         if env_bool("DB_SOCKET_HEALTH_CHECK", True):
             config["ENGINE"] = POSTGRES_ENGINE
         config["CONN_HEALTH_CHECKS"] = True

@@ -241,6 +241,9 @@ WEB_PREPARE_THREADS = env_bool("WEB_PREPARE_THREADS", True)
 # and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,
 # up to the whole interval each time, tens of times per request (see docs/processes.md).
 GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
+# The hottest statements are prepared on PostgreSQL once per connection (PREPARE / EXECUTE) instead
+# of being planned at every execution (cloudcore/core/serverprepared.py); false: all sent as text.
+DB_SERVER_PREPARE = env_bool("DB_SERVER_PREPARE", True)
 # The web and worker processes move the objects left once start-up is over into the garbage
 # collector's permanent generation, so that its full collections no longer walk them
 # (cloudcore/core/heap.py, docs/processes.md).

@@ -23,6 +23,9 @@ ORM, as when the query cannot be prepared).
 value (a server's status poll asks its extras of one server), as ``values_in`` for more. A statement
 of a cell's model runs on the database it was prepared on: its key names the cell's database.
 
+On PostgreSQL each of these statements is also prepared on the server, once per connection
+(``cloudcore.core.serverprepared``): the server plans it a few times, then keeps its plan.
+
 A statement is worked out by one thread at a time (``_preparing``): the threads of a process just
 started that need it at once wait for the first instead of each building it again on the GIL.
 
@@ -45,6 +48,7 @@ from django.db.models import JSONField, QuerySet
 from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
 from django.db.models.sql import UpdateQuery
 
+from .serverprepared import server_prepared
 from .sqlin import values_in
 
 #: key: (database alias, SQL, for each parameter: the index of the argument or None, the constants)
@@ -75,7 +79,7 @@ def _prepare(build: Callable[..., QuerySet[Any]], count: int) -> tuple[str, str,
     queryset = build(*(_placeholder(i) for i in range(count)))
     sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
     where = _argument_positions(params, count)
-    return None if where is None else (queryset.db, sql, where, list(params))
+    return None if where is None else (queryset.db, server_prepared(sql), where, list(params))
 
 
 def prepared_rows(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -155,6 +159,7 @@ class _Objects:
                            in compiler.get_converters([column[0] for column in select]).items()]
         if unconverted:
             self.sql = _select_unconverted(self, compiler, connection)
+        self.sql = server_prepared(self.sql)
 
     def objects(self, database: str, rows: list[Any]) -> list[Any]:
         connection = connections[database]
@@ -380,7 +385,8 @@ def _prepare_update(build: Callable[..., QuerySet[Any]], count: int, values: dic
     fields = [(name, field) for name, (field, _model, value) in zip(values, query.values, strict=True)
               if value is not None]
     where = _argument_positions(params[len(fields):], count)
-    return None if where is None else _Update(queryset.db, sql, fields, where, list(params[len(fields):]))
+    return None if where is None else _Update(queryset.db, server_prepared(sql), fields, where,
+                                              list(params[len(fields):]))
 
 
 def prepared_update(key: str, build: Callable[..., QuerySet[Any]], args: Sequence[str], **values: Any) -> int:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from django.db.models import Sum
 
 from cells.transactions import connection_for
+from cloudcore.core.serverprepared import server_prepared
 
 from ..models import Allocation, Inventory, PlacementChangeStamp, ResourceProvider
 from . import services
@@ -408,9 +409,9 @@ class ProviderCache:
         """(epoch, seq, full_seq, provider count, highest provider id) in one statement."""
         stamp, rp = PlacementChangeStamp._meta.db_table, ResourceProvider._meta.db_table
         with connection_for(ResourceProvider).cursor() as cursor:
-            cursor.execute(
+            cursor.execute(server_prepared(
                 f"SELECT s.epoch, s.seq, s.full_seq, (SELECT COUNT(*) FROM {rp}), (SELECT MAX(id) FROM {rp}) "  # noqa: S608 - table names from the models
-                f"FROM (SELECT 1 AS one) AS o LEFT JOIN {stamp} AS s ON s.id = 1")
+                f"FROM (SELECT 1 AS one) AS o LEFT JOIN {stamp} AS s ON s.id = 1"))
             epoch, seq, full_seq, count, max_id = cursor.fetchone()
         return epoch, int(seq or 0), int(full_seq or 0), int(count), max_id
 

@@ -36,15 +36,22 @@ Only the health check changes: after an error (``close_if_unusable_or_obsolete``
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import logging
+import re
 import select
+import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.db.backends import utils
 from django.db.backends.postgresql import base
 from django.db.backends.signals import connection_created
 from psycopg2 import extensions  # type: ignore[import-untyped]
+
+from cloudcore.core.serverprepared import ServerPrepared
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +81,29 @@ class FirstStatementRetried:
     cursor: Any
 
     def _execute(self, sql: Any, params: Any, *ignored_wrapper_args: Any) -> Any:
+        if type(sql) is ServerPrepared and settings.DB_SERVER_PREPARE and _preparable(params):
+            return self._retried(self._execute_prepared, sql, params, *ignored_wrapper_args)
         return self._retried(super()._execute, sql, params, *ignored_wrapper_args)  # type: ignore[misc]
+
+    def _execute_prepared(self, sql: str, params: Any, *ignored_wrapper_args: Any) -> Any:
+        """``sql`` as the connection's prepared statement (``cloudcore.core.serverprepared``):
+        ``EXECUTE`` when this connection has it, else ``PREPARE`` and ``EXECUTE`` in one round trip.
+        Its parameters are declared of the types of these values (``_PARAMETER_TYPES``: a boolean
+        in a select list would otherwise be taken as text), so a statement is prepared once per
+        connection for each set of types it is given. Worked out at each try, so that a statement
+        sent again on a new connection prepares it there. A prepared statement outlives a rolled
+        back transaction (PostgreSQL's are not transactional), but one whose ``PREPARE`` may have
+        failed is never named again: each attempt prepares under a new name."""
+        types = tuple(_PARAMETER_TYPES.get(type(value), "unknown") for value in params or ())
+        name, known = self.db.prepared_name(sql, types)
+        arguments = f"({', '.join(['%s'] * len(types))})" if types else ""
+        declared = f" ({', '.join(types)})" if types else ""
+        text = f"EXECUTE {name}{arguments}" if known else \
+            f"PREPARE {name}{declared} AS {_numbered(sql)}; EXECUTE {name}{arguments}"
+        result = super()._execute(text, params, *ignored_wrapper_args)  # type: ignore[misc]
+        if not known:
+            self.db.prepared_as(sql, types, name)
+        return result
 
     def _executemany(self, sql: Any, param_list: Any, *ignored_wrapper_args: Any) -> Any:
         return self._retried(super()._executemany, sql, param_list, *ignored_wrapper_args)  # type: ignore[misc]
@@ -94,12 +123,42 @@ class FirstStatementRetried:
         return send(*args)
 
 
+def _preparable(params: Any) -> bool:
+    """Whether ``params`` can be a prepared statement's arguments: positional plain values (psycopg2
+    expands a tuple into a list of values, and a dict names them)."""
+    return params is None or (isinstance(params, (list, tuple))
+                              and not any(isinstance(p, (list, tuple, dict)) for p in params))
+
+
+#: the server's type of a prepared statement's parameter, by the Python type of its value; others
+#: (a string, None, JSON) "unknown": the server takes the type the statement gives it (a column's)
+_PARAMETER_TYPES: dict[type, str] = {
+    bool: "boolean", int: "bigint", float: "double precision", decimal.Decimal: "numeric",
+    datetime.datetime: "timestamptz", datetime.date: "date", uuid.UUID: "uuid",
+}
+
+_PLACEHOLDER = re.compile(r"%%|%s")
+
+
+def _numbered(sql: str) -> str:
+    """``sql`` with its ``%s`` placeholders as ``$1``, ``$2``, ... (``%%`` is left to psycopg2)."""
+    count = iter(range(1, sql.count("%s") + 1))
+    return _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(0) == "%%" else f"${next(count)}", sql)
+
+
 class CursorWrapper(FirstStatementRetried, utils.CursorWrapper):
     pass
 
 
 class CursorDebugWrapper(FirstStatementRetried, base.CursorDebugWrapper):
-    pass
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        """A prepared statement is logged (``connection.queries``, the ``django.db.backends``
+        logger) as the statement with its parameters, as others are, not as the ``EXECUTE`` sent."""
+        if type(sql) is not ServerPrepared:
+            return super().execute(sql, params)
+        shown = sql if params is None else self.cursor.mogrify(sql, params).decode(errors="replace")
+        with self.debug_sql(shown, use_last_executed_query=False):
+            return utils.CursorWrapper.execute(self, sql, params)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -108,6 +167,28 @@ class DatabaseWrapper(base.DatabaseWrapper):
     health_check_done: bool
     #: the connection was taken as usable by its socket alone and has not answered a statement since
     unconfirmed = False
+    #: the DB-API connection the prepared statements below were made on, and what made them: the
+    #: statement's text and its parameters' types -> its name on the server (``prepared_name``)
+    _prepared_on: Any = None
+    _prepared: dict[tuple[str, tuple[str, ...]], str]
+    _prepared_count = 0
+
+    def prepared_name(self, sql: str, types: tuple[str, ...]) -> tuple[str, bool]:
+        """The name of the prepared statement of ``sql`` with parameters of ``types`` on this
+        connection, and whether it is prepared there already; a new name (never given before on
+        this connection) when it is not."""
+        if self._prepared_on is not self.connection:
+            self._prepared_on, self._prepared = self.connection, {}
+        name = self._prepared.get((sql, types))
+        if name is not None:
+            return name, True
+        self._prepared_count += 1
+        return f"cloudcore_{self._prepared_count}", False
+
+    def prepared_as(self, sql: str, types: tuple[str, ...], name: str) -> None:
+        """``sql`` with parameters of ``types`` is prepared as ``name`` on this connection."""
+        if self._prepared_on is self.connection:
+            self._prepared[sql, types] = name
 
     def close_if_health_check_failed(self) -> None:
         if self.connection is None or not self.health_check_enabled or self.health_check_done:

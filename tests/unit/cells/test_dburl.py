@@ -36,3 +36,11 @@ def test_a_postgresql_connection_names_its_process(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("CLOUDCORE_PROCESS_NAME")
     monkeypatch.setattr("sys.argv", ["/srv/cloudcore/manage.py", "migrate"])
     assert database_config("postgres://u@db/cell1")["OPTIONS"]["application_name"] == "cloudcore-manage"
+
+
+def test_prepared_statements_keep_their_first_plan_unless_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a startup parameter (no round trip); a URL's own options are kept before it
+    options = database_config("postgres://u@db/cell1?options=-c%20statement_timeout%3D5000")["OPTIONS"]
+    assert options["options"] == "-c statement_timeout=5000 -c plan_cache_mode=force_generic_plan"
+    monkeypatch.setenv("CLOUDCORE_DB_SERVER_PREPARE", "0")
+    assert "options" not in database_config("postgres://u@db/cell1")["OPTIONS"]
