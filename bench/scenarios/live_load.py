@@ -375,6 +375,19 @@ FINDINGS = (
     "(PostgreSQL median 208 -> 224 ms; SQLite 208 -> 194 ms, passes 182-270 against 154-321). Tried after it: "
     "gunicorn 2 x 10 threads, one per client, against 2 x 8 (4 alternated pairs on PostgreSQL): p50 63/70, "
     "p95 196/184 ms, first POST p50 57/75 ms, not kept.",
+    "Found (pg1: PostgreSQL's own CPU, read from /proc for the server's processes over the boots, and "
+    "`pg_stat_statements` with `track_planning`): while 100 boots ran, PostgreSQL used 2.0-2.7 CPU seconds, "
+    "more than the web (1.0-1.5) or the conductor (1.0-1.5). The compute hosts opened a connection per build "
+    "(102 backends forked, authenticated and their catalog caches filled; `log_connections` with each process "
+    "named in `application_name`): they closed theirs after every task. Fixed: they keep them as the web and "
+    "conductor do (`CLOUDCORE_DB_CONN_MAX_AGE` from `run_cloud`; 8-9 backends per host, PostgreSQL 1.3-1.5 s). "
+    "Then planning was 0.81 s of the statements' 1.34 s (the cells' node-copy check 1.5 ms to plan per "
+    "scheduling request, the status poll's ports and groups 0.55 ms). Fixed: the statements of every boot and "
+    "poll are prepared once per connection and keep their first plan (`cloudcore.core.serverprepared`): "
+    "PostgreSQL 0.95-1.0 s. Single passes on a quiet machine, `pg_stat_statements` loaded in all: servers/s "
+    "28-31 before, 29-38 with the kept connections, 34-38 with both; `POST /servers` p50 51-99, 73-131 and "
+    "68-84 ms: the POSTs' latency did not follow (a POST is 2 round trips; its time is its turn on the 2 "
+    "cores), the builds' throughput did.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
