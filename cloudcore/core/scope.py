@@ -539,9 +539,24 @@ class SplitTransaction:
         self.state = "new"  # "open" once ``first`` is sent, "done" once ``last`` is
 
     def _send(self, statements: Sequence[tuple[str, Any]]) -> list[tuple[Any, ...]]:
-        with connections[self.database].cursor() as cursor:
-            cursor.execute(b"; ".join(cursor.mogrify(sql, params) for sql, params in statements).decode())
-            return cursor.fetchall() if cursor.description is not None else []
+        """``statements`` as one query; those marked ``server_prepared`` as the connection's
+        prepared statements (``cloudcore.core.postgresql``), known as prepared once it ran."""
+        from cloudcore.core.postgresql.base import server_prepares
+
+        connection = connections[self.database]
+        prepared = []
+        with connection.cursor() as cursor:
+            texts = []
+            for sql, params in statements:
+                if server_prepares(sql, params) and hasattr(connection, "prepared_statement"):
+                    sql, done = connection.prepared_statement(sql, params)
+                    prepared.append(done)
+                texts.append(cursor.mogrify(sql, params))
+            cursor.execute(b"; ".join(texts).decode())
+            rows = cursor.fetchall() if cursor.description is not None else []
+        for done in prepared:
+            done()
+        return rows
 
     def first(self, statements: Sequence[tuple[str, Any]]) -> list[tuple[Any, ...]]:
         """``BEGIN`` and ``statements`` (each ``(sql, params)``) in one query; the last one's rows."""

@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import logging
 import re
 import select
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -81,28 +83,17 @@ class FirstStatementRetried:
     cursor: Any
 
     def _execute(self, sql: Any, params: Any, *ignored_wrapper_args: Any) -> Any:
-        if type(sql) is ServerPrepared and settings.DB_SERVER_PREPARE and _preparable(params):
+        if server_prepares(sql, params):
             return self._retried(self._execute_prepared, sql, params, *ignored_wrapper_args)
         return self._retried(super()._execute, sql, params, *ignored_wrapper_args)  # type: ignore[misc]
 
     def _execute_prepared(self, sql: str, params: Any, *ignored_wrapper_args: Any) -> Any:
-        """``sql`` as the connection's prepared statement (``cloudcore.core.serverprepared``):
-        ``EXECUTE`` when this connection has it, else ``PREPARE`` and ``EXECUTE`` in one round trip.
-        Its parameters are declared of the types of these values (``_PARAMETER_TYPES``: a boolean
-        in a select list would otherwise be taken as text), so a statement is prepared once per
-        connection for each set of types it is given. Worked out at each try, so that a statement
-        sent again on a new connection prepares it there. A prepared statement outlives a rolled
-        back transaction (PostgreSQL's are not transactional), but one whose ``PREPARE`` may have
-        failed is never named again: each attempt prepares under a new name."""
-        types = tuple(_PARAMETER_TYPES.get(type(value), "unknown") for value in params or ())
-        name, known = self.db.prepared_name(sql, types)
-        arguments = f"({', '.join(['%s'] * len(types))})" if types else ""
-        declared = f" ({', '.join(types)})" if types else ""
-        text = f"EXECUTE {name}{arguments}" if known else \
-            f"PREPARE {name}{declared} AS {_numbered(sql)}; EXECUTE {name}{arguments}"
+        """``sql`` as the connection's prepared statement (``DatabaseWrapper.prepared_statement``),
+        worked out at each try, so that a statement sent again on a new connection prepares it
+        there."""
+        text, prepared = self.db.prepared_statement(sql, params)
         result = super()._execute(text, params, *ignored_wrapper_args)  # type: ignore[misc]
-        if not known:
-            self.db.prepared_as(sql, types, name)
+        prepared()
         return result
 
     def _executemany(self, sql: Any, param_list: Any, *ignored_wrapper_args: Any) -> Any:
@@ -121,6 +112,16 @@ class FirstStatementRetried:
                        self.db.alias)
         self.cursor = self.db.reopen()
         return send(*args)
+
+
+def _nothing() -> None:
+    pass
+
+
+def server_prepares(sql: Any, params: Any) -> bool:
+    """Whether ``sql`` with ``params`` goes as a prepared statement (``cloudcore.core.serverprepared``)
+    on a connection of this backend: marked, switched on, and parameters it can take."""
+    return type(sql) is ServerPrepared and settings.DB_SERVER_PREPARE and _preparable(params)
 
 
 def _preparable(params: Any) -> bool:
@@ -172,6 +173,25 @@ class DatabaseWrapper(base.DatabaseWrapper):
     _prepared_on: Any = None
     _prepared: dict[tuple[str, tuple[str, ...]], str]
     _prepared_count = 0
+
+    def prepared_statement(self, sql: str, params: Any) -> tuple[str, Callable[[], None]]:
+        """What sends ``sql`` with ``params`` as this connection's prepared statement
+        (``cloudcore.core.serverprepared``), with the same parameters: ``EXECUTE`` when the
+        connection has it, else ``PREPARE`` and ``EXECUTE`` in one round trip; and what to call
+        once that ran. Its parameters are declared of the types of these values
+        (``_PARAMETER_TYPES``: a boolean in a select list would otherwise be taken as text), so a
+        statement is prepared once per connection for each set of types it is given. A prepared
+        statement outlives a rolled back transaction (PostgreSQL's are not transactional), but one
+        whose ``PREPARE`` may have failed is never named again: each attempt prepares under a new
+        name, and a statement is known as prepared only once the call says it ran."""
+        types = tuple(_PARAMETER_TYPES.get(type(value), "unknown") for value in params or ())
+        name, known = self.prepared_name(sql, types)
+        arguments = f"({', '.join(['%s'] * len(types))})" if types else ""
+        if known:
+            return f"EXECUTE {name}{arguments}", _nothing
+        declared = f" ({', '.join(types)})" if types else ""
+        return (f"PREPARE {name}{declared} AS {_numbered(sql)}; EXECUTE {name}{arguments}",
+                functools.partial(self.prepared_as, sql, types, name))
 
     def prepared_name(self, sql: str, types: tuple[str, ...]) -> tuple[str, bool]:
         """The name of the prepared statement of ``sql`` with parameters of ``types`` on this

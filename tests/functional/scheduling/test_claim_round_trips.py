@@ -119,3 +119,26 @@ def _claim_disk(consumer: str, rp: Any) -> bool:
     return placement.claim_allocation_request(
         consumer_uuid=consumer, allocation_request={"allocations": {rp.uuid: {"resources": {"DISK_GB": 1}}}},
         project_id="p", user_id="u")
+
+
+def test_the_claims_read_is_prepared_once_per_connection() -> None:
+    """The read of a claim (its plan cost more than running it) is the connection's prepared
+    statement, sent in the claim's first query: prepared by the first claim, executed by the next."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite prepares nothing on a server")
+    rp = _provider("prepared", vcpus=8)
+
+    def claim_reads() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [row[0] for row in cursor.fetchall() if "c.updated_at IS NULL" in row[0]]
+
+    before = claim_reads()
+    with CaptureQueriesContext(connection) as captured:
+        assert _claim("one", rp, 1) and _claim("two", rp, 1) and _claim("three", rp, 1)
+    # one prepared statement more (the first claim's), the three claims each in their 2 queries
+    assert len(claim_reads()) == len(before) + 1
+    assert len(captured.captured_queries) == 3 * CLAIM_STATEMENTS["postgresql"]
+    assert [q["sql"].count("EXECUTE cloudcore_") for q in captured.captured_queries[::2]] == [1, 1, 1]
+    assert placement.provider_usages(rp=rp.uuid) == {"VCPU": 3, "MEMORY_MB": 1536}
+    _no_transaction_left()
