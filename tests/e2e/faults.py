@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -309,10 +310,21 @@ class TableLock(RowLock):
         self.rows = []
 
 
+#: the head of a statement sent with its ``PREPARE`` (``cloudcore.core.serverprepared``)
+_PREPARED = re.compile(r"^PREPARE \S+(?: \([^)]*\))? AS ")
+
+
 @dataclass
 class Blocked:
     backend_pid: int
     query: str
+
+    @property
+    def statement(self) -> str:
+        """The statement blocked as the process wrote it: a prepared statement's own text when its
+        ``PREPARE`` went with it; ``EXECUTE cloudcore_<n>(...)`` when its connection had prepared
+        it before (the statement's text is that connection's to know)."""
+        return _PREPARED.sub("", self.query)
 
 
 def wait_blocked(cloud: FaultCloud, db: Databases, cell: str | None, process: str, timeout: float = 30) -> Blocked:
