@@ -540,16 +540,20 @@ class SplitTransaction:
 
     def _send(self, statements: Sequence[tuple[str, Any]]) -> list[tuple[Any, ...]]:
         """``statements`` as one query; those marked ``server_prepared`` as the connection's
-        prepared statements (``cloudcore.core.postgresql``), known as prepared once it ran."""
+        prepared statements (``cloudcore.core.postgresql``), known as prepared once it ran. Not
+        when the query may be sent again on a new connection (the first after a health check
+        that only looked at the socket: ``unconfirmed``), which has none of the old one's."""
         from cloudcore.core.postgresql.base import server_prepares
 
         connection = connections[self.database]
         prepared = []
         with connection.cursor() as cursor:
             texts = []
+            prepare = None if getattr(connection, "unconfirmed", False) else \
+                getattr(connection, "prepared_statement", None)
             for sql, params in statements:
-                if server_prepares(sql, params) and hasattr(connection, "prepared_statement"):
-                    sql, done = connection.prepared_statement(sql, params)
+                if prepare is not None and server_prepares(sql, params):
+                    sql, done = prepare(sql, params)
                     prepared.append(done)
                 texts.append(cursor.mogrify(sql, params))
             cursor.execute(b"; ".join(texts).decode())

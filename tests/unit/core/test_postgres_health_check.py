@@ -233,3 +233,38 @@ def test_a_terminated_backend_is_replaced_before_the_request_uses_it(wrapper: Da
     assert asked == [False]
     assert wrapper.connection is None
     assert _backend_pid(wrapper) != pid
+
+
+@pytest.mark.postgres
+def test_a_prepared_statement_sent_again_on_a_new_connection_is_prepared_there(
+        wrapper: DatabaseWrapper, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import connections
+
+    from cloudcore.core.scope import split_transaction
+    from cloudcore.core.serverprepared import server_prepared
+
+    statement = server_prepared("SELECT %s::integer + 1")
+    connections["health_check"] = wrapper
+    try:
+        for round_ in range(2):
+            # given the statement prepared on the connection (sent alone, and in a split transaction's query)
+            with wrapper.cursor() as cursor:
+                cursor.execute(statement, [1])
+                assert cursor.fetchone() == (2,)
+            # and the backend terminated in the instant before the next request's check
+            _terminated(wrapper)
+            _message_not_seen_yet(monkeypatch)
+            assert _checked(wrapper, monkeypatch) == []
+            # when that request's first statement is the prepared one, sent again on a new connection
+            if round_ == 0:
+                with wrapper.cursor() as cursor:
+                    cursor.execute(statement, [41])
+                    rows = cursor.fetchall()
+            else:
+                with split_transaction("health_check") as split:
+                    assert split is not None
+                    rows = split.first([(statement, [41])])
+            # then it was prepared there and answered
+            assert rows == [(42,)]
+    finally:
+        del connections["health_check"]
