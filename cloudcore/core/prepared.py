@@ -24,7 +24,8 @@ value (a server's status poll asks its extras of one server), as ``values_in`` f
 of a cell's model runs on the database it was prepared on: its key names the cell's database.
 
 On PostgreSQL each of these statements is also prepared on the server, once per connection
-(``cloudcore.core.serverprepared``): the server plans it a few times, then keeps its plan.
+(``cloudcore.core.serverprepared``): the server plans it at its first execution there and keeps
+that plan.
 
 A statement is worked out by one thread at a time (``_preparing``): the threads of a process just
 started that need it at once wait for the first instead of each building it again on the GIL.
