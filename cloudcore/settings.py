@@ -130,6 +130,9 @@ DATABASE_ROUTERS = ["cells.router.CellRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CELL_TIMEOUT = env_float("CELL_TIMEOUT", 60.0)
 CELL_SCATTER_INLINE = env_bool("CELL_SCATTER_INLINE", False)
+# Threads per cell, in each process, for the calls made in every cell at once (server lists, quota
+# counts; cells.scatter): kept, each with its database connections.
+CELL_SCATTER_THREADS = env_int("CELL_SCATTER_THREADS", 2, minimum=1)
 
 AUTH_USER_MODEL = "identity.User"
 # User names are unique per domain (Keystone); the console and admin log in within the default domain.
@@ -241,9 +244,6 @@ WEB_PREPARE_THREADS = env_bool("WEB_PREPARE_THREADS", True)
 # and sockets, and each of those waits ends by taking the GIL back: behind a thread running Python,
 # up to the whole interval each time, tens of times per request (see docs/processes.md).
 GIL_SWITCH_INTERVAL_MS = env_float("GIL_SWITCH_INTERVAL_MS", 1.0)
-# The hottest statements are prepared on PostgreSQL once per connection (PREPARE / EXECUTE) instead
-# of being planned at every execution (cloudcore/core/serverprepared.py); false: all sent as text.
-DB_SERVER_PREPARE = env_bool("DB_SERVER_PREPARE", True)
 # The web and worker processes move the objects left once start-up is over into the garbage
 # collector's permanent generation, so that its full collections no longer walk them
 # (cloudcore/core/heap.py, docs/processes.md).

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -246,3 +247,38 @@ def test_processes_keep_their_connections_named(cloud: LiveCloud) -> None:
     finally:
         db.close()
         cloud.openstack("server", "delete", "--wait", "pgkept")
+
+
+def _sessions(db: Databases, databases: list[str]) -> int:
+    """Backends ever started on ``databases`` (``pg_stat_database.sessions``), once their counts have
+    reached the server's statistics (a backend reports them when idle, at most each second)."""
+    db.api_rows("SELECT pg_stat_clear_snapshot()")
+    ((count,),) = db.api_rows("SELECT coalesce(sum(sessions), 0) FROM pg_stat_database WHERE datname = ANY(%s)",
+                              databases)
+    return int(count)
+
+
+def test_server_lists_keep_their_cell_connections(cloud: LiveCloud) -> None:
+    """A server list reads every cell at once from threads of the web process that keep their
+    connections (``cells.scatter``): the lists start at most those threads' first backends on the
+    cells' databases, where each list started one per cell when a list made its threads."""
+    workers = int(cloud.env.get("CLOUDCORE_WEB_WORKERS") or max(2, os.cpu_count() or 1))
+    threads = int(cloud.env.get("CLOUDCORE_CELL_SCATTER_THREADS") or 2)
+    # at most every web worker's every cell thread starts one, whatever the lists; one per list
+    # and cell (3) is more than that
+    bound, lists = workers * 3 * threads, 2 * workers * threads + 8
+    conn = cloud.sdk()
+    db = Databases(cloud.env["CLOUDCORE_DATABASE_URL"])
+    try:
+        cell_databases = [db.cell_rows(cell, "SELECT current_database()")[0][0] for cell in db.cells]
+        list(conn.compute.servers())
+        time.sleep(1.5)
+        before = _sessions(db, cell_databases)
+        for _ in range(lists):
+            list(conn.compute.servers())
+        time.sleep(1.5)  # the backends' counts reported
+        started = _sessions(db, cell_databases) - before
+        assert started <= bound, f"{started} backends started on the cells' databases by {lists} server lists"
+    finally:
+        db.close()
+        conn.close()
