@@ -83,7 +83,10 @@ def database_config(url: str) -> dict[str, Any]:
         for key, value in POSTGRES_OPTIONS.items():
             options.setdefault(key, value)
         options.setdefault("application_name", application_name())
-        if env_bool("DB_SERVER_PREPARE", True):
+        # the switch of the statements prepared per connection (cloudcore.core.serverprepared), read
+        # by the backend from its settings (Django keeps a key it does not know)
+        config["SERVER_PREPARE"] = env_bool("DB_SERVER_PREPARE", True)
+        if config["SERVER_PREPARE"]:
             # the statements prepared per connection (cloudcore.core.serverprepared) keep one plan
             # from their first execution on, where PostgreSQL would plan each of a connection's
             # first five again; it applies to prepared statements only (a startup parameter: no

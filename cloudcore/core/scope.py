@@ -552,7 +552,7 @@ class SplitTransaction:
             prepare = None if getattr(connection, "unconfirmed", False) else \
                 getattr(connection, "prepared_statement", None)
             for sql, params in statements:
-                if prepare is not None and server_prepares(sql, params):
+                if prepare is not None and server_prepares(connection, sql, params):
                     sql, done = prepare(sql, params)
                     prepared.append(done)
                 texts.append(cursor.mogrify(sql, params))

@@ -46,7 +46,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.db.backends import utils
 from django.db.backends.postgresql import base
@@ -83,7 +82,7 @@ class FirstStatementRetried:
     cursor: Any
 
     def _execute(self, sql: Any, params: Any, *ignored_wrapper_args: Any) -> Any:
-        if server_prepares(sql, params):
+        if server_prepares(self.db, sql, params):
             return self._retried(self._execute_prepared, sql, params, *ignored_wrapper_args)
         return self._retried(super()._execute, sql, params, *ignored_wrapper_args)  # type: ignore[misc]
 
@@ -118,10 +117,11 @@ def _nothing() -> None:
     pass
 
 
-def server_prepares(sql: Any, params: Any) -> bool:
+def server_prepares(db: Any, sql: Any, params: Any) -> bool:
     """Whether ``sql`` with ``params`` goes as a prepared statement (``cloudcore.core.serverprepared``)
-    on a connection of this backend: marked, switched on, and parameters it can take."""
-    return type(sql) is ServerPrepared and settings.DB_SERVER_PREPARE and _preparable(params)
+    on ``db``, a connection of this backend: marked, switched on for its database (``SERVER_PREPARE``
+    of its settings, ``cells.dburl``), and parameters it can take."""
+    return type(sql) is ServerPrepared and db.settings_dict.get("SERVER_PREPARE", False) and _preparable(params)
 
 
 def _preparable(params: Any) -> bool:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
-from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from cloudcore.core.serverprepared import ServerPrepared, server_prepared
@@ -120,8 +119,9 @@ def test_the_queries_log_shows_the_statement_not_its_execute(limits: None) -> No
     assert logged.startswith("SELECT resource, hard_limit") and "'p1'" in logged, logged
 
 
-@override_settings(DB_SERVER_PREPARE=False)
-def test_switched_off_it_is_sent_as_text(limits: None) -> None:
+def test_switched_off_it_is_sent_as_text(limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the database's own switch (cells.dburl: CLOUDCORE_DB_SERVER_PREPARE=0 gives it false)
+    monkeypatch.setitem(connection.settings_dict, "SERVER_PREPARE", False)
     before = _prepared_here() if connection.vendor == "postgresql" else []
     assert _rows(server_prepared(SQL), [True, "p2"]) == [("ram", 512, True)]
     if connection.vendor == "postgresql":

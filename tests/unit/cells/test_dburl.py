@@ -42,5 +42,7 @@ def test_prepared_statements_keep_their_first_plan_unless_switched_off(monkeypat
     # a startup parameter (no round trip); a URL's own options are kept before it
     options = database_config("postgres://u@db/cell1?options=-c%20statement_timeout%3D5000")["OPTIONS"]
     assert options["options"] == "-c statement_timeout=5000 -c plan_cache_mode=force_generic_plan"
+    assert database_config("postgres://u@db/cell1")["SERVER_PREPARE"] is True
     monkeypatch.setenv("CLOUDCORE_DB_SERVER_PREPARE", "0")
-    assert "options" not in database_config("postgres://u@db/cell1")["OPTIONS"]
+    switched_off = database_config("postgres://u@db/cell1")
+    assert "options" not in switched_off["OPTIONS"] and switched_off["SERVER_PREPARE"] is False
