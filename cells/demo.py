@@ -1,14 +1,25 @@
 """Demo cells of DESIGN.md section 9: cell0, cell1 and cell2 as SQLite files under ``var/``
-(or, when the API database is PostgreSQL, databases next to it). Idempotent."""
+(or, when the API database is PostgreSQL, databases next to it). Idempotent.
+
+Before the processes start, the PostgreSQL servers of the API and cell databases are asked how
+many connections they accept (``warnings``): the processes keep theirs (docs/processes.md), and a
+server with fewer refuses the last ones under load ("sorry, too many clients already").
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db import connections
 
-from . import services
+from . import registry, services
 from .dburl import sqlite_url
 from .models import CellMapping
+from .selectors import cell_list
+
+if TYPE_CHECKING:
+    from cloudcore.core.demo import DemoProcess
 
 DEMO_CELLS = ("cell1", "cell2")
 
@@ -29,3 +40,28 @@ def setup(out: Callable[[str], None]) -> None:
             continue
         services.create_cell(name=name, database_connection=_url(name), transport_url=f"cloudcore://{name}")
         out(f"created {name}")
+
+
+def warnings(processes: list[DemoProcess]) -> list[str]:
+    """A warning per PostgreSQL server of the cloud's databases that accepts fewer connections than
+    ``processes`` may hold (each process's ``connections``; all counted against every server, as
+    when the databases share one)."""
+    cells = cell_list()
+    wanted = sum(process.connections(len(cells)) for process in processes)
+    servers: dict[tuple[str, str], str] = {}
+    for alias in ["default", *(registry.alias_for(cell) for cell in cells)]:
+        config = connections[alias].settings_dict
+        if connections[alias].vendor == "postgresql":
+            servers.setdefault((str(config.get("HOST") or "localhost"), str(config.get("PORT") or 5432)), alias)
+    said = []
+    for (host, port), alias in servers.items():
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT current_setting('max_connections')::int, "
+                           "current_setting('superuser_reserved_connections')::int")
+            most, reserved = cursor.fetchone()
+        if wanted > most - reserved:
+            said.append(f"the processes may hold up to {wanted} connections to the PostgreSQL server at "
+                        f"{host}:{port}, which accepts {most - reserved} (max_connections {most}, "
+                        f"{reserved} reserved): raise its max_connections, or lower CLOUDCORE_WEB_THREADS, "
+                        f"CLOUDCORE_WEB_WORKERS or CLOUDCORE_COMPUTE_CONCURRENCY (docs/processes.md)")
+    return said

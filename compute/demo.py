@@ -65,7 +65,9 @@ def processes(env: dict[str, str]) -> list[DemoProcess]:
         argv = [sys.executable, "manage.py", "compute", "--host", host, "--cell", cell_name,
                 "--state-path", str(settings.STATE_PATH / host), *uri]
         keep = {"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")}
-        proc = DemoProcess(host, argv, env=keep, queues=[rpc.queue_for(host)])
+        # its task threads', its heartbeat's and its start-up's, to its cell's database
+        proc = DemoProcess(host, argv, env=keep, queues=[rpc.queue_for(host)],
+                           connections=lambda _cells: settings.COMPUTE_CONCURRENCY + 2)
         if settings.COMPUTE_ISOLATION:
             if cell_name not in cells:
                 raise InvalidConfiguration(f"{host}'s cell {cell_name} is not mapped (run the demo setup first)")

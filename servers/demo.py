@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cloudcore.core.demo import QUIET_WORKER, DemoProcess
+from cloudcore.core.demo import QUIET_WORKER, DemoProcess, threads_connections
 
 from .models import Flavor
 
@@ -47,7 +47,8 @@ def processes(env: dict[str, str]) -> list:
                                   "--concurrency", str(settings.CONDUCTOR_CONCURRENCY), "--loglevel", "WARNING",
                                   *QUIET_WORKER],
                     env={"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")},
-                    queues=["conductor"]),
+                    queues=["conductor"],
+                    connections=lambda cells: threads_connections(settings.CONDUCTOR_CONCURRENCY, cells)),
         DemoProcess("beat", [sys.executable, "-m", "celery", "-A", "cloudcore", "beat", "--loglevel", "WARNING",
                              "--schedule", beat_schedule]),
         DemoProcess("novncproxy", [sys.executable, "manage.py", "console_proxy", "--kind", "novnc"]),

@@ -6,7 +6,9 @@ An app that contributes to the demo defines, in ``<app>/demo.py``:
   ``out`` is a callable that prints one line;
 - ``processes(env) -> list[DemoProcess]``: the long-running processes it needs;
 - ``not_ready() -> str | None``: what of its part is not ready to serve a user yet (None once it
-  is), asked by run_cloud before it says the cloud is running.
+  is), asked by run_cloud before it says the cloud is running;
+- ``warnings(processes) -> list[str]``: what is wrong with running ``processes`` (every app's) on
+  this cloud, said by run_cloud before it starts them.
 
 ``manage.py demo_setup`` runs every ``setup`` in INSTALLED_APPS order; ``manage.py run_cloud``
 (what ``make run`` calls) migrates, runs the setups, then starts and supervises the processes.
@@ -38,6 +40,9 @@ class DemoProcess:
     #: variables of run_cloud's environment this process must not get (an isolated compute: the
     #: API database URL)
     unset: tuple[str, ...] = ()
+    #: the most database connections the process may hold at once, given the number of cells
+    #: (cell0 among them): each kept by a thread, or one opened for a moment
+    connections: Callable[[int], int] = field(default=lambda _cells: 1)
 
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         """The process's environment: ``base`` (run_cloud's) with ``env`` over it, less ``unset``, and
@@ -75,7 +80,15 @@ def web_process(bind: str, env: dict[str, str]) -> DemoProcess:
         "--keep-alive", "75"],
         # its threads keep their database connections (see cells.dburl): a connect and the
         # WAL pragmas per database per request were a tenth of its time under 20 clients
-        {"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")})
+        {"CLOUDCORE_DB_CONN_MAX_AGE": env.get("CLOUDCORE_DB_CONN_MAX_AGE", "300")},
+        connections=lambda cells: settings.WEB_WORKERS * threads_connections(settings.WEB_THREADS, cells))
+
+
+def threads_connections(threads: int, cells: int) -> int:
+    """The connections a process whose ``threads`` each use every database may keep: theirs to the
+    API database and each cell's, and its threads per cell for calls in every cell at once
+    (``cells.scatter``), each with one to its cell's."""
+    return threads * (1 + cells) + settings.CELL_SCATTER_THREADS * cells
 
 
 def collect_processes(env: dict[str, str]) -> list[DemoProcess]:
@@ -85,6 +98,16 @@ def collect_processes(env: dict[str, str]) -> list[DemoProcess]:
         if fn is not None:
             procs.extend(fn(env))
     return procs
+
+
+def startup_warnings(processes: list[DemoProcess]) -> list[str]:
+    """What the apps' ``warnings`` say of running ``processes``."""
+    said = []
+    for module in demo_modules():
+        check = getattr(module, "warnings", None)
+        if check is not None:
+            said.extend(check(processes))
+    return said
 
 
 def waiting_for() -> list[str]:

@@ -28,7 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from cloudcore.core import broker
-from cloudcore.core.demo import collect_processes, run_setups, waiting_for, web_process
+from cloudcore.core.demo import collect_processes, run_setups, startup_warnings, waiting_for, web_process
 from cloudcore.core.supervise import Child, Supervisor, log_tail
 
 #: how long the embedded Redis may take to answer
@@ -70,9 +70,11 @@ class Command(BaseCommand):
                 call_command("migrate", verbosity=0)
                 run_setups(self.stdout.write)
             call_command("collectstatic", interactive=False, verbosity=0)
-            web = web_process(bind, env)
-            supervisor.add(web.name, web.argv, web.environment(env))
-            for proc in collect_processes(env):
+            processes = [web_process(bind, env), *collect_processes(env)]
+            for warning in startup_warnings(processes):
+                self.stderr.write(f"warning: {warning}")
+            connections.close_all()
+            for proc in processes:
                 supervisor.add(proc.name, proc.argv, proc.environment(env), queues=proc.queues)
             for child in supervisor.children:
                 if child.popen is None:
