@@ -8,7 +8,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone
 
-from cloudcore.core.models import ApiModel, SoftDeleteModel, TimestampedModel
+from cloudcore.core.models import ApiModel, RowidAutoField, SoftDeleteModel, TimestampedModel
 
 
 def new_uuid() -> str:
@@ -185,6 +185,9 @@ class SchedulingTraceRecord(ApiModel):
     PENDING seed's retries) stores one body and a small row per request. The selectors of
     ``scheduling.services.traces`` set ``trace`` (the body, read) on the records they return."""
 
+    #: named by no one outside (the readers find records by instance): no ``sqlite_sequence`` write
+    #: in the transaction each is written in
+    id = RowidAutoField(primary_key=True)
     instance_uuid = models.CharField(max_length=36)
     request_id = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)

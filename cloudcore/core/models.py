@@ -14,6 +14,16 @@ from django.db import models
 from django.utils import timezone
 
 
+class RowidAutoField(models.BigAutoField):
+    """A 64-bit auto primary key that SQLite takes as the table's rowid without ``AUTOINCREMENT``
+    (Django's): a new row is given the largest id plus one, without a write to ``sqlite_sequence``
+    in each inserting transaction. An id can then be given again once the row with the largest has
+    been deleted: for rows whose id nobody outside names. PostgreSQL's is BigAutoField's."""
+
+    def db_type_suffix(self, connection: Any) -> str | None:
+        return None if connection.vendor == "sqlite" else super().db_type_suffix(connection)
+
+
 class ApiModel(models.Model):
     """A row of the API database."""
 

@@ -145,3 +145,21 @@ def test_rejected_hosts_are_bounded(compute_host, settings):
     step = trace["filters"][0]
     assert (step["out"], len(step["rejected"]), step["more"]) == (4, 2, 2)
     assert len(trace["placement"]) == 1 and "... and 2 more" in trace_text(trace)
+
+
+def test_a_record_is_written_without_a_sequence_write_on_sqlite(compute_host):
+    """The record's id is SQLite's rowid without AUTOINCREMENT (``RowidAutoField``): its
+    transaction writes no ``sqlite_sequence`` row; ids still follow the records' order."""
+    from django.db import connections, router
+
+    compute_host("small", cell="cell1", memory_mb=2048)
+    for uuid in ("i1", "i2"):
+        failed_trace(spec(flavor=flavor(memory_mb=8192)), uuids=(uuid,))
+    first, second = (trace_record_get(instance_uuid=uuid) for uuid in ("i1", "i2"))
+    assert first.id < second.id
+    connection = connections[router.db_for_write(SchedulingTraceRecord)]
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_sequence WHERE name = %s", [SchedulingTraceRecord._meta.db_table])
+        assert cursor.fetchone() == (0,)
