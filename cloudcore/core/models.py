@@ -14,14 +14,17 @@ from django.db import models
 from django.utils import timezone
 
 
-class RowidAutoField(models.BigAutoField):
+class RowidAutoField(models.BigAutoField):  # type: ignore[type-arg]
     """A 64-bit auto primary key that SQLite takes as the table's rowid without ``AUTOINCREMENT``
     (Django's): a new row is given the largest id plus one, without a write to ``sqlite_sequence``
     in each inserting transaction. An id can then be given again once the row with the largest has
     been deleted: for rows whose id nobody outside names. PostgreSQL's is BigAutoField's."""
 
     def db_type_suffix(self, connection: Any) -> str | None:
-        return None if connection.vendor == "sqlite" else super().db_type_suffix(connection)
+        if connection.vendor == "sqlite":
+            return None
+        suffix: str | None = super().db_type_suffix(connection)  # type: ignore[misc]  # (not in django-stubs)
+        return suffix
 
 
 class ApiModel(models.Model):
