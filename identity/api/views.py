@@ -126,7 +126,8 @@ def present_role(role: Role) -> dict[str, Any]:
     }
 
 
-def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
+def present_token(token: Token, *, with_catalog: bool = True, roles: list[str] | None = None) -> dict[str, Any]:
+    """The token's body; ``roles``: its roles (``tokens.token_roles``) when the caller has them."""
     user = token.user
     body: dict[str, Any] = {
         "methods": list(token.methods),
@@ -138,7 +139,7 @@ def present_token(token: Token, *, with_catalog: bool = True) -> dict[str, Any]:
     }
     if token.project is not None:
         project = token.project
-        role_list = Role.objects.filter(name__in=tokens.token_roles(token))
+        role_list = Role.objects.filter(name__in=roles if roles is not None else tokens.token_roles(token))
         body["project"] = {"id": project.id, "name": project.name, "domain": accounts.domain_ref(project.domain_id)}
         body["is_domain"] = False
         body["roles"] = [{"id": r.id, "name": r.name} for r in sorted(role_list, key=lambda r: r.name)]
@@ -305,9 +306,10 @@ class TokensView(IdentityView):
         project = _scope_project(user, body.get("scope"), credential)
         token = tokens.token_issue(user=user, project=project, methods=methods, application_credential=credential)
         with_catalog = "nocatalog" not in request.query_params
-        response = Response(present_token(token, with_catalog=with_catalog), status=201)
+        # validated as its first request will be (remembered by this process), which gives its roles
+        roles = tokens.token_validate_ahead(token.value)
+        response = Response(present_token(token, with_catalog=with_catalog, roles=roles), status=201)
         response["X-Subject-Token"] = token.value
-        tokens.token_validate_ahead(token.value)
         return response
 
     def _subject(self, request: Request) -> Token:

@@ -186,3 +186,26 @@ def test_entries_end_with_the_ttl_and_the_bound(alice: Any, monkeypatch: pytest.
         context_for_token(value)
     with django_assert_num_queries(4):
         context_for_token(token)
+
+
+def test_a_login_reads_the_users_roles_for_its_scope_and_for_its_token_only(people: Any, monkeypatch: Any) -> None:
+    """A password login scoped to a project reads the user's roles there twice: to allow the scope,
+    and for the token (validated ahead, remembered); its body shows those, not a third reading."""
+    from identity.services import roles as role_services
+    from identity.services import tokens as token_services
+
+    calls: list[str] = []
+    original = role_services.roles_for
+
+    def counted(**kwargs: Any) -> list[str]:
+        calls.append(kwargs["project"].name)
+        return original(**kwargs)
+
+    monkeypatch.setattr(role_services, "roles_for", counted)
+    monkeypatch.setattr(token_services, "roles_for", counted)
+    response = issue("demo", "demo-pw")
+    assert response.status_code == 201
+    assert calls == ["demo", "demo"]
+    shown = sorted(r["name"] for r in response.json()["token"]["roles"])
+    _, ctx = context_for_token(response["X-Subject-Token"])
+    assert shown == sorted(ctx.roles) and "member" in shown
