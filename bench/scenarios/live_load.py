@@ -388,6 +388,17 @@ FINDINGS = (
     "28-31 before, 29-38 with the kept connections, 34-38 with both; `POST /servers` p50 51-99, 73-131 and "
     "68-84 ms: the POSTs' latency did not follow (a POST is 2 round trips; its time is its turn on the 2 "
     "cores), the builds' throughput did.",
+    "Found (pg2: why `GET /servers/detail` took 26-32 ms on PostgreSQL against SQLite's 15, the same "
+    "statements): the calls made in every cell at once (the list's per-cell reads, and a quota count at each "
+    "boot where a quota applies) started a thread per cell and call, and each thread a new connection: on "
+    "PostgreSQL a backend forked and authenticated per cell at every list (`pg_stat_database.sessions`: 48 "
+    "started by 16 lists, tests/e2e/test_cli_postgres.py). Fixed: each process keeps its threads per cell "
+    "(`CLOUDCORE_CELL_SCATTER_THREADS`, 2), which keep their connections as a request's thread does "
+    "(`cells.scatter`). Measured (5f8cecf, the full `make bench`, load average 0.40 at the start): PostgreSQL "
+    "detail p50 17 ms (passes 17, 14, 17; 27, 32, 26 before), `POST /servers` p50 77 ms (77, 63, 90), p95 "
+    "165 ms (165, 128, 171), 36.5 servers/s: every PostgreSQL pass under every bound for the first time "
+    "(before: p50 107, 51, 81; p95 261, 142, 301). SQLite 46.2 servers/s, p50 63 (63, 56, 110), p95 141 "
+    "(115, 141, 306), detail 14: its third pass, at a load average of 2.7, over both bounds.",
 )
 #: round trips to PostgreSQL per request or build, counted in-process (the statements Django logs,
 #: ``BEGIN`` and ``COMMIT`` included, as tests/functional/servers/test_post_round_trips.py and
