@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from . import registry, services
 from .dburl import sqlite_url
@@ -55,10 +55,15 @@ def warnings(processes: list[DemoProcess]) -> list[str]:
             servers.setdefault((str(config.get("HOST") or "localhost"), str(config.get("PORT") or 5432)), alias)
     said = []
     for (host, port), alias in servers.items():
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT current_setting('max_connections')::int, "
-                           "current_setting('superuser_reserved_connections')::int")
-            most, reserved = cursor.fetchone()
+        try:
+            with connections[alias].cursor() as cursor:
+                cursor.execute("SELECT current_setting('max_connections')::int, "
+                               "current_setting('superuser_reserved_connections')::int")
+                most, reserved = cursor.fetchone()
+        except DatabaseError as exc:  # a cell database down: the cloud starts, its cell shown down
+            said.append(f"could not ask the PostgreSQL server at {host}:{port} how many connections it "
+                        f"accepts: {str(exc).strip()}")
+            continue
         if wanted > most - reserved:
             said.append(f"the processes may hold up to {wanted} connections to the PostgreSQL server at "
                         f"{host}:{port}, which accepts {most - reserved} (max_connections {most}, "

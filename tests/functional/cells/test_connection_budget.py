@@ -46,3 +46,18 @@ def test_what_the_demo_processes_may_hold(cells: dict, settings: Any) -> None:
     assert conductor.connections(3) == 4 * 4 + 2 * 3
     hosts = compute_demo.processes({})
     assert hosts and all(host.connections(3) == 8 + 2 for host in hosts)
+
+
+
+@pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"], transaction=True)
+def test_a_server_that_does_not_answer_is_said_and_not_fatal(cells: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    if connections["default"].vendor != "postgresql":
+        pytest.skip("SQLite has no connection limit")
+    # cell2's database on a port where nothing listens (the connection made again there)
+    connections["cell2"].close()
+    monkeypatch.setitem(connections["cell2"].settings_dict, "PORT", 1)
+    try:
+        said = cells_demo.warnings([_holding(1)])
+    finally:
+        connections["cell2"].close()
+    assert len(said) == 1 and said[0].startswith("could not ask the PostgreSQL server at 127.0.0.1:1 how many "), said
