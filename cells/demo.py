@@ -1,5 +1,6 @@
 """Demo cells of DESIGN.md section 9: cell0, cell1 and cell2 as SQLite files under ``var/``
-(or, when the API database is PostgreSQL, databases next to it). Idempotent.
+(or, when the API database is PostgreSQL, databases next to it on its server, created there when
+missing, as the API database's user). Idempotent.
 
 Before the processes start, the PostgreSQL servers of the API and cell databases are asked how
 many connections they accept (``warnings``): the processes keep theirs (docs/processes.md), and a
@@ -11,10 +12,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import DatabaseError, connections
 
 from . import registry, services
-from .dburl import sqlite_url
+from .dburl import database_config, sqlite_url
 from .models import CellMapping
 from .selectors import cell_list
 
@@ -31,7 +33,28 @@ def _url(name: str) -> str:
     return services.default_cell0_url().rsplit("_cell0", 1)[0] + f"_{name}"
 
 
+def ensure_database(url: str, out: Callable[[str], None]) -> None:
+    """Create the PostgreSQL database of ``url``, on the API database's server, when it does not
+    exist yet; CommandError, saying what to do, when the API database's user may not."""
+    name = database_config(url)["NAME"]
+    api = connections["default"]
+    with api.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone():
+            return
+        try:
+            cursor.execute(f"CREATE DATABASE {api.ops.quote_name(name)}")
+        except DatabaseError as exc:
+            raise CommandError(f"the demo cells' database {name} does not exist and could not be created as "
+                               f"{api.settings_dict.get('USER') or 'the API database user'}: {str(exc).strip()}; "
+                               f"create it (createdb {name}), or give that user CREATEDB") from exc
+    out(f"created database {name}")
+
+
 def setup(out: Callable[[str], None]) -> None:
+    if connections["default"].vendor == "postgresql":
+        for name in ("cell0", *DEMO_CELLS):
+            ensure_database(_url(name), out)
     _, created = services.map_cell0(database_connection=_url("cell0"))
     if created:
         out("created cell0")

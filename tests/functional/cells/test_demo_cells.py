@@ -1,5 +1,6 @@
-"""run_cloud's warning before it starts the processes: the PostgreSQL server of the cloud's
-databases accepts fewer connections than the processes may keep (``cells.demo.warnings``)."""
+"""The demo cells' part of run_cloud: its warning before it starts the processes (the PostgreSQL
+server of the cloud's databases accepts fewer connections than the processes may keep:
+``cells.demo.warnings``), and the cells' databases made on PostgreSQL when missing."""
 from __future__ import annotations
 
 from typing import Any
@@ -61,3 +62,25 @@ def test_a_server_that_does_not_answer_is_said_and_not_fatal(cells: dict, monkey
     finally:
         connections["cell2"].close()
     assert len(said) == 1 and said[0].startswith("could not ask the PostgreSQL server at 127.0.0.1:1 how many "), said
+
+
+@pytest.mark.django_db(databases=["default", "cell0", "cell1", "cell2"], transaction=True)
+def test_the_demo_creates_a_missing_cell_database_on_postgresql() -> None:
+    """``make run`` with the API database on PostgreSQL: the demo cells' databases are created next to
+    it when missing (a traceback "database ... does not exist" before)."""
+    if connections["default"].vendor != "postgresql":
+        pytest.skip("the demo's SQLite cells are files")
+    config = connections["default"].settings_dict
+    name = f"{config['NAME']}_democell"
+    url = f"postgres://{config['USER']}@{config['HOST']}:{config['PORT']}/{name}"
+    said: list[str] = []
+    try:
+        cells_demo.ensure_database(url, said.append)
+        cells_demo.ensure_database(url, said.append)  # there now: nothing done
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_database WHERE datname = %s", [name])
+            assert cursor.fetchone() == (1,)
+        assert said == [f"created database {name}"]
+    finally:
+        with connections["default"].cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
