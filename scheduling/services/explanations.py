@@ -3,12 +3,15 @@ the dry run of a request (a flavor, image, zone and hints, or a server's own req
 the API view and ``manage.py scheduler explain`` call; policy is the caller's (both are admin)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from oslo_utils import uuidutils
+
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import NotFound
+from cloudcore.core.exceptions import Conflict, NotFound
 from images.services import image_find
-from servers.selectors import names_of
+from servers.selectors import names_of, server_list
 from servers.services.flavors import flavor_find
 from servers.services.server_groups import group_for_create
 
@@ -20,6 +23,22 @@ from .traces import trace_record_get
 
 class SchedulingTraceNotFound(NotFound):
     message = "No scheduling trace is kept for server %(server)s."
+
+
+def server_ref(ref: str) -> str:
+    """The uuid of the server ``ref`` names for an operator's command: its uuid, or its name when
+    one server of any project has that name (as the ``openstack`` client finds a server). NotFound
+    when none does, Conflict when several do (the client's words)."""
+    if uuidutils.is_uuid_like(ref):
+        return ref
+    found = server_list(RequestContext.system(), filters={"name": f"^{re.escape(ref)}$", "all_tenants": True},
+                        limit=None, marker=None, columns=())
+    uuids = [record.uuid for record in found.records]
+    if not uuids:
+        raise NotFound(f"No server with a name or ID of '{ref}' exists.")
+    if len(uuids) > 1:
+        raise Conflict(f"More than one server exists with the name '{ref}'.")
+    return uuids[0]
 
 
 def server_explanation(*, instance_uuid: str, request_id: str | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``manage.py scheduler explain SERVER [--now] [--request-id R] [--json]``: why the server was
+"""``manage.py scheduler explain SERVER [--now] [--request-id R] [--json]``: why the server (its
+uuid, or a name one server has) was
 scheduled where it was, or not at all (its stored trace); ``--now`` adds the dry run of its own
 request spec (would it fit now?).
 
@@ -15,8 +16,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Forbidden, Invalid, NotFound
-from scheduling.services.explanations import request_dry_run, server_dry_run, server_explanation
+from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
+from scheduling.services.explanations import request_dry_run, server_dry_run, server_explanation, server_ref
 from scheduling.trace import trace_text
 
 
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         explain = sub.add_parser("explain", help="Explain a server's scheduling, or dry-run a request.")
-        explain.add_argument("server", nargs="?", help="server uuid (its stored trace)")
+        explain.add_argument("server", nargs="?", help="server uuid or name (its stored trace)")
         explain.add_argument("--request-id", help="the trace of this request (default: the latest)")
         explain.add_argument("--now", action="store_true", help="also dry-run the server's request spec now")
         explain.add_argument("--flavor", help="dry run: flavor id or name")
@@ -47,11 +48,12 @@ class Command(BaseCommand):
                 answer = request_dry_run(actor=RequestContext.system(), flavor_ref=options["flavor"],
                                          image_ref=options["image"], availability_zone=options["az"], hints=hints)
                 self._dry_run(answer, options["json"])
-        except (NotFound, Invalid, Forbidden) as exc:
+        except (NotFound, Invalid, Forbidden, Conflict) as exc:
             raise CommandError(str(exc)) from exc
 
     def _server(self, options: dict[str, Any]) -> None:
-        found = server_explanation(instance_uuid=options["server"], request_id=options["request_id"])
+        server = server_ref(options["server"])
+        found = server_explanation(instance_uuid=server, request_id=options["request_id"])
         if options["json"]:
             self.stdout.write(json.dumps({k: v for k, v in found.items() if k != "text"}, indent=2, sort_keys=True))
         else:
@@ -59,7 +61,7 @@ class Command(BaseCommand):
                               f"{found['result']}")
             self.stdout.write(found["text"])
         if options["now"]:
-            self._dry_run(server_dry_run(instance_uuid=options["server"]), options["json"])
+            self._dry_run(server_dry_run(instance_uuid=server), options["json"])
 
     def _dry_run(self, answer: dict[str, Any], as_json: bool) -> None:
         if as_json:

@@ -109,6 +109,18 @@ def test_the_command_explains_a_server_and_dry_runs_a_flavor(cloud, pending):
         call_command("scheduler", "explain", "00000000-0000-0000-0000-000000000000", stdout=io.StringIO())
 
 
+def test_the_command_finds_a_server_by_its_name(cloud, pending):
+    member, sid, _huge = pending
+    out = io.StringIO()
+    call_command("scheduler", "explain", "waits", stdout=out)  # the member's server, named by an operator
+    assert out.getvalue().startswith(f"server {sid} request ") and WORDS in out.getvalue()
+    with pytest.raises(CommandError, match="^No server with a name or ID of 'nowhere' exists.$"):
+        call_command("scheduler", "explain", "nowhere", stdout=io.StringIO())
+    cloud.create_server(member, "waits")  # a second server of that name (it fits)
+    with pytest.raises(CommandError, match="^More than one server exists with the name 'waits'.$"):
+        call_command("scheduler", "explain", "waits", stdout=io.StringIO())
+
+
 def test_the_openapi_schema_documents_the_endpoints():
     paths = APIClient().get("/api/schema/?format=json").json()["paths"]
     assert "get" in paths["/compute/v2.1/servers/{server_id}/os-scheduling-explanation"]
