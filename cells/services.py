@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.management import call_command
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -45,6 +45,10 @@ class CellHasInstances(CloudcoreError):
     message = "There are existing instances mapped to cell with uuid %(uuid)s."
 
 
+class CellDatabaseFailed(Invalid):
+    message = "Could not migrate the cell's database %(database)s: %(error)s. No cell was created."
+
+
 def default_cell0_url() -> str:
     """cell0's database next to the API database (Nova: ``<main db>_cell0``)."""
     api = settings.DATABASES["default"]
@@ -59,7 +63,16 @@ def default_cell0_url() -> str:
 
 
 def _migrate(cell: CellMapping) -> None:
-    call_command("migrate", database=registry.alias_for(cell), verbosity=0, interactive=False)
+    """Migrate the new ``cell``'s database; when that fails (a database missing or unreachable), the
+    mapping goes again (CellDatabaseFailed), so that no cell names a database nothing can read: every
+    later ``migrate`` and list across cells would fail on it or show it down."""
+    try:
+        call_command("migrate", database=registry.alias_for(cell), verbosity=0, interactive=False)
+    except DatabaseError as exc:
+        registry.forget(cell.uuid)
+        cell.delete()
+        raise CellDatabaseFailed(database=database_config(cell.database_connection)["NAME"],
+                                 error=str(exc).strip().splitlines()[-1]) from exc
 
 
 def map_cell0(*, database_connection: str | None = None, migrate: bool = True) -> tuple[CellMapping, bool]:

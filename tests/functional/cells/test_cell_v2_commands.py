@@ -181,8 +181,16 @@ def test_operator_sequence_in_real_processes(tmp_path: Path) -> None:
     cell_uuid = created.stdout.strip().splitlines()[-1]
     assert (tmp_path / "late.sqlite3").exists()
     assert manage("cell_v2", "create_cell", "--name", "late2", "--database_connection", url).returncode == 2
+    # a database that cannot be reached: exit 1 and no mapping (one left behind failed every later migrate)
+    unreachable = manage("cell_v2", "create_cell", "--name", "unreachable",
+                         "--database_connection", "postgres://nobody@127.0.0.1:1/nowhere",
+                         "--transport-url", "redis://127.0.0.1:1/9")
+    assert unreachable.returncode == 1, unreachable.stderr
+    assert unreachable.stderr.startswith("Could not migrate the cell's database nowhere: ")
+    assert unreachable.stderr.rstrip().endswith("No cell was created."), unreachable.stderr
+    assert manage("migrate", "-v0").returncode == 0
     listing = manage("cell_v2", "list_cells")
-    assert "late" in listing.stdout and "cell0" in listing.stdout
+    assert "late" in listing.stdout and "cell0" in listing.stdout and "unreachable" not in listing.stdout
     # the new cell's database is migrated: a server row can be written there at once
     script = (
         "import django; django.setup();"
