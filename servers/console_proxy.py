@@ -9,6 +9,11 @@ unexpired and of a console type this proxy serves (the VNC proxy does not open s
 websockify serves each connection in a forked child: the plugin closes the database connections
 it opened before returning, so no connection is shared across processes.
 
+The token is the query's; a request whose query has none may carry it in a ``token`` cookie
+(``ConsoleRequestHandler``), as Nova's proxies also accept: noVNC before 1.1 sent it so, and so
+does Tempest's websocket client (``GET /websockify`` with ``Cookie: token=...``), whose serial
+console checks websockify alone refused ("Token not present").
+
 ``ConsoleOriginPlugin`` is websockify's auth plugin of both proxies: a browser's websocket whose
 ``Origin`` names another host than the proxy's own ``Host`` (or one of
 ``settings.CONSOLE_ALLOWED_ORIGINS``, Nova's ``[console] allowed_origins``), or another scheme
@@ -19,13 +24,15 @@ another site cannot open a console with a token it got hold of. A client that se
 from __future__ import annotations
 
 import logging
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from django.db import connections
 from websockify.auth_plugins import AuthenticationError
 from websockify.token_plugins import BasePlugin
+from websockify.websocketproxy import ProxyRequestHandler
 
 from .services.consoles import console_token_validate
 
@@ -97,3 +104,32 @@ class ConsoleOriginPlugin:
                      self._expected_scheme())
             raise AuthenticationError(response_code=403,
                                       response_msg="Origin header protocol does not match this host.")
+
+
+def cookie_token(header: str | None) -> str | None:
+    """The ``token`` cookie of a ``Cookie`` header, if any; a malformed part is skipped (and not
+    logged: it may hold a token)."""
+    for part in (header or "").split(";"):
+        cookie: SimpleCookie = SimpleCookie()
+        try:
+            cookie.load(part.strip())
+        except CookieError:
+            continue
+        if "token" in cookie and cookie["token"].value:
+            return cookie["token"].value
+    return None
+
+
+class ConsoleRequestHandler(ProxyRequestHandler):  # type: ignore[misc]  # (websockify is untyped)
+    """websockify's request handler, taking the token from a ``token`` cookie when the query has none
+    (see the module doc)."""
+
+    def get_target(self, target_plugin: Any) -> tuple[str, int]:
+        if not self.host_token and "token" not in parse_qs(urlsplit(self.path).query):
+            token = cookie_token(self.headers.get("Cookie"))
+            if token is not None:
+                found = target_plugin.lookup(token)
+                if found is None:
+                    raise self.server.EClose("Token not found")
+                return found  # type: ignore[no-any-return]
+        return super().get_target(target_plugin)  # type: ignore[no-any-return]

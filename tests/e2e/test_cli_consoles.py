@@ -46,16 +46,29 @@ class TokenWebSocket(WebSocket):
             self._recv_queue.append(frame)
 
 
-def open_console(proxy_port: int, token: str, origin: str | None = None) -> WebSocket:
-    ws = TokenWebSocket(urllib.parse.urlencode({"token": token}))
+class CookieTokenWebSocket(TokenWebSocket):
+    """The token in a ``token`` cookie and none in the path (``GET /websockify``), as Tempest's
+    websocket client and noVNC before 1.1 send it."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__("")
+        self.token = token
+
+    def send_request(self, type: str, path: str) -> None:  # noqa: A002 - websockify's signature
+        WebSocket.send_request(self, type, "/websockify")
+        self.send_header("Cookie", f"token={self.token}")
+
+
+def open_console(proxy_port: int, token: str, origin: str | None = None, *, cookie: bool = False) -> WebSocket:
+    ws = CookieTokenWebSocket(token) if cookie else TokenWebSocket(urllib.parse.urlencode({"token": token}))
     ws.connect(f"ws://127.0.0.1:{proxy_port}/", origin=origin, protocols=["binary"])
     ws.socket.settimeout(15)
     return ws
 
 
-def refused(proxy_port: int, token: str, origin: str | None = None) -> bool:
+def refused(proxy_port: int, token: str, origin: str | None = None, *, cookie: bool = False) -> bool:
     try:
-        open_console(proxy_port, token, origin).close()
+        open_console(proxy_port, token, origin, cookie=cookie).close()
     except Exception:  # noqa: BLE001 - websockify's client raises plain Exceptions on a denied upgrade
         return True
     return False
@@ -144,6 +157,16 @@ def test_console_log_and_urls_through_the_proxies(live_cloud: LiveCloud) -> None
         # a good token is upgraded and forwarded to where it points: the guest's consoles
         through_the_vnc_proxy(vnc_proxy, vnc_token)
         through_the_serial_proxy(serial_proxy, serial_token, "console-vm")
+        # the token in a cookie instead (Tempest's client): the line replays its log, with what was
+        # typed above, and echoes; a bad token, or the other kind's, refused so too
+        ws = open_console(serial_proxy, serial_token, cookie=True)
+        try:
+            assert recv_until(ws, b"login: \nroot\r\n").startswith(b"[    0.000000] Linux version")
+            ws.send(b"cookie\r")
+            assert recv_until(ws, b"cookie\r\n") == b"cookie\r\n"
+        finally:
+            ws.close()
+        assert refused(serial_proxy, "not-a-token", cookie=True) and refused(serial_proxy, vnc_token, cookie=True)
         # the noVNC web client is served by the VNC proxy (Debian's novnc package)
         page = urllib.parse.urlsplit(novnc["url"])
         with socket.create_connection(("127.0.0.1", vnc_proxy), timeout=10) as raw:

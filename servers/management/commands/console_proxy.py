@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from websockify.websocketproxy import WebSocketProxy
 
-from servers.console_proxy import KINDS, ConsoleOriginPlugin, ConsoleTokenPlugin
+from servers.console_proxy import KINDS, ConsoleOriginPlugin, ConsoleRequestHandler, ConsoleTokenPlugin
 
 
 class Command(BaseCommand):
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
         self.stdout.write(f"{kind} console proxy on {host}:{port}" + (f", web client from {web}" if web else ""))
         try:
-            server = WebSocketProxy(listen_host=host, listen_port=port, web=web, file_only=True,
+            server = WebSocketProxy(ConsoleRequestHandler, listen_host=host, listen_port=port, web=web, file_only=True,
                                     token_plugin=ConsoleTokenPlugin(kind), auth_plugin=ConsoleOriginPlugin(kind),
                                     verbose=options["verbosity"] > 1)
         except OSError as exc:
