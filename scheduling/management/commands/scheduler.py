@@ -17,7 +17,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Conflict, Forbidden, Invalid, NotFound
-from scheduling.services.explanations import request_dry_run, server_dry_run, server_explanation, server_ref
+from scheduling.services.explanations import (
+    SchedulingTraceNotFound,
+    request_dry_run,
+    server_dry_run,
+    server_explanation,
+    server_ref,
+)
 from scheduling.trace import trace_text
 
 
@@ -52,8 +58,16 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
     def _server(self, options: dict[str, Any]) -> None:
-        server = server_ref(options["server"])
-        found = server_explanation(instance_uuid=server, request_id=options["request_id"])
+        # the trace kept under the id given, else the server of that name's
+        server = options["server"]
+        try:
+            found = server_explanation(instance_uuid=server, request_id=options["request_id"])
+        except SchedulingTraceNotFound:
+            named = server_ref(server)  # a uuid is itself; a name no server has: NotFound
+            if named == server:
+                raise
+            server = named
+            found = server_explanation(instance_uuid=server, request_id=options["request_id"])
         if options["json"]:
             self.stdout.write(json.dumps({k: v for k, v in found.items() if k != "text"}, indent=2, sort_keys=True))
         else:
