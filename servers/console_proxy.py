@@ -24,12 +24,12 @@ another site cannot open a console with a token it got hold of. A client that se
 from __future__ import annotations
 
 import logging
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from django.db import connections
+from django.http.cookie import parse_cookie
 from websockify.auth_plugins import AuthenticationError
 from websockify.token_plugins import BasePlugin
 from websockify.websocketproxy import ProxyRequestHandler
@@ -106,28 +106,14 @@ class ConsoleOriginPlugin:
                                       response_msg="Origin header protocol does not match this host.")
 
 
-def cookie_token(header: str | None) -> str | None:
-    """The ``token`` cookie of a ``Cookie`` header, if any; a malformed part is skipped (and not
-    logged: it may hold a token)."""
-    for part in (header or "").split(";"):
-        cookie: SimpleCookie = SimpleCookie()
-        try:
-            cookie.load(part.strip())
-        except CookieError:
-            continue
-        if "token" in cookie and cookie["token"].value:
-            return cookie["token"].value
-    return None
-
-
 class ConsoleRequestHandler(ProxyRequestHandler):  # type: ignore[misc]  # (websockify is untyped)
     """websockify's request handler, taking the token from a ``token`` cookie when the query has none
     (see the module doc)."""
 
     def get_target(self, target_plugin: Any) -> tuple[str, int]:
         if not self.host_token and "token" not in parse_qs(urlsplit(self.path).query):
-            token = cookie_token(self.headers.get("Cookie"))
-            if token is not None:
+            token = parse_cookie(self.headers.get("Cookie") or "").get("token")
+            if token:
                 found = target_plugin.lookup(token)
                 if found is None:
                     raise self.server.EClose("Token not found")
