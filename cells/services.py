@@ -72,7 +72,7 @@ def _migrate(cell: CellMapping) -> None:
         registry.forget(cell.uuid)
         cell.delete()
         raise CellDatabaseFailed(database=database_config(cell.database_connection)["NAME"],
-                                 error=str(exc).strip().splitlines()[-1]) from exc
+                                 error=(str(exc).strip().splitlines() or [type(exc).__name__])[-1]) from exc
 
 
 def map_cell0(*, database_connection: str | None = None, migrate: bool = True) -> tuple[CellMapping, bool]:
