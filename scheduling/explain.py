@@ -98,17 +98,18 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
     fitting: list[HostState] = []
     ranked: list[tuple[bool, int, float, HostState, list[str]]] = []
     for host in hosts:
-        problems = _problems(host, placement_problems.get(host.uuid), filter_problems[id(host)], request, query)
+        problems = _problems(host, placement_problems.get(host.uuid), filter_problems[id(host)], request, query,
+                             wanted)
         problems += _group_problems(group, host.host, group_names)
         if not problems:
             fitting.append(host)
             continue
         near = placement_problems.get(host.uuid) or {}
         relative = sum(n / wanted[rc] for rc, n in (near.get("short") or {}).items() if wanted.get(rc))
-        too_small = any(host.resources.get(rc, {"capacity": 0})["capacity"] < n for rc, n in wanted.items())
+        too_small = any(_capacity(host, rc) < n for rc, n in wanted.items())
         ranked.append((too_small, len(problems), relative, host, problems))
     ranked.sort(key=lambda r: (r[0], r[1], r[2], r[3].host))
-    suggestions = [_suggestion(host, problems, placement_problems.get(host.uuid), server_names)
+    suggestions = [_suggestion(host, problems, placement_problems.get(host.uuid), server_names, wanted)
                    for *_rank, host, problems in ranked[:SUGGESTIONS]]
     for suggestion in suggestions:
         suggestion.group_members = [{"id": uuid, "name": group_names.get(uuid), "host": on}
@@ -124,15 +125,21 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
 
 
 def _problems(host: HostState, near: dict[str, Any] | None, failed_filters: list[str], request: RequestView,
-              query: Any) -> list[str]:
-    """Every change ``host`` needs, in words (a disabled compute counted once)."""
+              query: Any, wanted: dict[str, int]) -> list[str]:
+    """Every change ``host`` needs, in words (a disabled compute counted once). A resource the
+    host has less of in all than the request wants is said as too small, not as an amount to free."""
     problems: list[str] = []
     if query is None:
         problems.append(f"availability zone {request.availability_zone} does not exist")
     near = near or {}
     for rc, amount in sorted((near.get("short") or {}).items()):
-        what, much = resource_words(rc, amount)
-        problems.append(f"free {much} of {what}")
+        capacity = _capacity(host, rc)
+        if capacity < wanted.get(rc, 0):
+            what, has = resource_words(rc, capacity)
+            problems.append(f"too small: {has} of {what} in all, {resource_words(rc, wanted[rc])[1]} needed")
+        else:
+            what, much = resource_words(rc, amount)
+            problems.append(f"free {much} of {what}")
     problems += [f"add trait {t}" for t in near.get("missing_traits", [])]
     for trait in near.get("forbidden_traits", []):
         problems.append(DISABLED_WORDS if trait == DISABLED_TRAIT else f"remove trait {trait}")
@@ -149,6 +156,12 @@ def _problems(host: HostState, near: dict[str, Any] | None, failed_filters: list
         else:
             problems.append(failed)
     return problems
+
+
+def _capacity(host: HostState, rc: str) -> int:
+    """What ``host`` has of ``rc`` in all for servers (placement's capacity, reserved left out)."""
+    resource = host.resources.get(rc)
+    return resource["capacity"] if resource else 0
 
 
 def _member_names(group: GroupPlacement, server_names: Any) -> dict[str, str]:
@@ -176,11 +189,14 @@ def _member_words(uuid: str, names: dict[str, str]) -> str:
     return f"server {names[uuid]} ({uuid})" if names.get(uuid) else f"server {uuid}"
 
 
-def _suggestion(host: HostState, problems: list[str], near: dict[str, Any] | None, server_names: Any) -> Suggestion:
+def _suggestion(host: HostState, problems: list[str], near: dict[str, Any] | None, server_names: Any,
+                wanted: dict[str, int]) -> Suggestion:
+    """``host``'s changes, and the fewest of its servers to free for what it is short of (none when
+    it is too small for the request even empty: freeing would not make it fit)."""
     short = dict((near or {}).get("short") or {})
     suggestion = Suggestion(host=host.host, node=host.nodename, cell=host.cell_name, changes=list(problems),
                             short=short, only_disabled=all(p == DISABLED_WORDS for p in problems))
-    if short:
+    if short and all(_capacity(host, rc) >= wanted.get(rc, 0) for rc in short):
         chosen, covered = servers_to_free(placement.provider_allocations(rp=host.uuid), short)
         names = server_names([c for c, _ in chosen]) if server_names and chosen else {}
         suggestion.free_servers = [{"id": uuid, "name": names.get(uuid), "resources": resources}

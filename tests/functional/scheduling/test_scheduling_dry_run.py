@@ -59,9 +59,10 @@ def test_ram_short_names_the_servers_to_free(compute_host):
     assert (first["host"], first["changes"], first["short"]) == ("big", ["free 3072 MB of RAM"], {"MEMORY_MB": 3072})
     assert first["free_servers"] == [{"id": "s-4096", "name": "name-s-4096",
                                       "resources": {"MEMORY_MB": 4096, "VCPU": 1}}]
-    # and small, short of 2048 MB with nothing on it, is too small even empty
+    # and small, 2048 MB in all, is said too small: no amount to free, no server to free
     second = answer["suggestions"][1]
-    assert second["host"] == "small" and second["changes"][-1] == "even with every server freed the host is too small"
+    assert (second["host"], second["changes"]) == ("small", ["too small: 2048 MB of RAM in all, 4096 MB needed"])
+    assert second["short"] == {"MEMORY_MB": 2048} and second["free_servers"] == []
     # and the allocations are untouched
     assert placement.provider_allocations(rp=big.uuid).keys() == {"s-1024", "s-2048", "s-4096"}
 
@@ -73,8 +74,7 @@ def test_a_disabled_host_that_would_fit_is_named(compute_host):
     assert answer["fits"] is False and answer["disabled_hosts_that_fit"] == ["off"]
     first = answer["suggestions"][0]
     assert (first["host"], first["changes"], first["only_disabled"]) == ("off", ["enable its compute service"], True)
-    assert answer["suggestions"][1]["changes"] == ["free 4096 MB of RAM",
-                                                   "even with every server freed the host is too small"]
+    assert answer["suggestions"][1]["changes"] == ["too small: 4096 MB of RAM in all, 8192 MB needed"]
 
 
 def test_zone_mismatch_and_missing_trait_are_suggested(compute_host):

@@ -81,8 +81,9 @@ def test_the_dry_run_through_the_api_allocates_nothing(cloud, pending):
     answer = cloud.post(admin, "os-scheduling-explanation", {"explain": {"flavorRef": huge.flavorid}}).json()
     dry = answer["scheduling_dry_run"]
     assert dry["fits"] is False and dry["message"] == WORDS
-    assert dry["suggestions"][0]["changes"] == ["free 21808 MB of RAM",
-                                                "even with every server freed the host is too small"]
+    # no host has 30000 MB in all: each is said too small, with nothing to free on it
+    assert dry["suggestions"][0]["changes"] == ["too small: 8192 MB of RAM in all, 30000 MB needed"]
+    assert dry["suggestions"][0]["free_servers"] == []
     tiny = cloud.post(admin, "os-scheduling-explanation",
                       {"explain": {"flavorRef": "m1.tiny", "imageRef": "tiny", "availability_zone": "az2"}}).json()
     assert tiny["scheduling_dry_run"]["fits"] is True
@@ -101,7 +102,7 @@ def test_the_command_explains_a_server_and_dry_runs_a_flavor(cloud, pending):
     call_command("scheduler", "explain", sid, "--now", stdout=out)
     text = out.getvalue()
     assert f"server {sid} request" in text and WORDS in text and "does not fit now" in text
-    assert "compute1 (cell cell1): free 21808 MB of RAM" in text
+    assert "compute1 (cell cell1): too small: 8192 MB of RAM in all, 30000 MB needed" in text
     out = io.StringIO()
     call_command("scheduler", "explain", "--flavor", "m1.tiny", "--az", "az1", stdout=out)
     assert out.getvalue().startswith("fits now on: compute")
