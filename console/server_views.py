@@ -121,6 +121,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
         # reached a host (ERROR in cell0) is refused by the API, so it is not offered
         "rebuildable": status == "PENDING" or bool(server.get("OS-SRV-USG:launched_at")),
         "explanation": _explanation(request, server) if troubled else None,
+        "dry_run": _dry_run(request, server) if troubled else None,
         "timeline": timeline,
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
         "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok else [],
@@ -142,6 +143,20 @@ def _explanation(request: HttpRequest, server: dict[str, Any]) -> dict[str, Any]
         return None
     found = call(request, "GET", f"{BASE}/servers/{server['id']}/os-scheduling-explanation")
     return (found.data or {}).get("scheduling_explanation") if found.ok else None
+
+
+#: who may ask whether a request would fit now (the compute API's rule for the dry run)
+DRY_RUN_RULE = "cloudcore:os-scheduling-explanation:dry_run"
+
+
+def _dry_run(request: HttpRequest, server: dict[str, Any]) -> dict[str, Any] | None:
+    """Would the request of a server that never reached a host fit now, and if not what would
+    make it fit (the scheduler's dry run, nothing allocated), for those whom policy lets ask;
+    None for a server with a host, for everyone else, or when the API refuses."""
+    if server.get("OS-EXT-SRV-ATTR:host") or not _allowed(request.ctx, DRY_RUN_RULE, server):  # type: ignore[attr-defined]
+        return None
+    found = call(request, "POST", f"{BASE}/os-scheduling-explanation", {"explain": {"server_id": server["id"]}})
+    return (found.data or {}).get("scheduling_dry_run") if found.ok else None
 
 
 #: statuses whose page leads with the fault and the ways out (rebuild, reset state, delete)

@@ -168,3 +168,51 @@ def test_a_second_server_with_the_same_failure_shows_the_whole_trace(cloud: Any)
         assert "placement: 0 candidates" in html.unescape(trace) and "MEMORY_MB" in trace
         traces.append(trace)
     assert traces[0] == traces[1]
+
+
+def _dry_run_card(body: str) -> str:
+    start = body.index('id="scheduling-dry-run"')
+    return html.unescape(body[start:body.index("</div>", start)])
+
+
+def test_admin_sees_what_would_make_a_pending_server_fit_and_when_it_fits(cloud: Any, settings: Any) -> None:
+    # given a PENDING server of 20000 MB that no host can take, and a new host of 24576 MB on which
+    # another server of 16384 MB runs (the only host it fits on)
+    settings.USE_PENDING_STATE = True
+    admin = login("admin", "admin", ["admin"])
+    server = _unschedulable(cloud, cloud.member())
+    cloud.add_host("compute9", cell="cell2", zone="az2", vcpus=16, memory_mb=24576)
+    cloud.flavor("m1.big", ram=16384)
+    blocker = cloud.create_server(cloud.member(), "blocker", flavor="m1.big")
+    assert cloud.show(cloud.admin(), blocker["id"])["OS-EXT-SRV-ATTR:host"] == "compute9"
+    # when the cloud admin opens the PENDING server's page
+    card = _dry_run_card(_body(admin, server["id"]))
+    # then the dry run says it does not fit, and that freeing the blocker on compute9 would do
+    assert "Would it fit now?" in card and "No. Not enough RAM" in card
+    first = card[card.index("<li>"):card.index("</li>")]
+    assert "<strong>compute9</strong>" in first and "free 11808 MB of RAM" in first
+    assert f'href="/servers/{blocker["id"]}/">blocker</a>' in first
+    # and the hosts that could never take it are said too small
+    assert "too small:" in card and "20000 MB needed" in card
+    # when the blocker is deleted, the page says where it would fit now
+    assert cloud.delete(cloud.admin(), f"servers/{blocker['id']}").status_code == 204
+    card = _dry_run_card(_body(admin, server["id"]))
+    assert "Yes, on compute9 (best first): retrying the build would place it." in card
+    # and nothing of it is allocated by asking
+    from scheduling.models import Allocation
+    assert not Allocation.objects.filter(consumer__uuid=server["id"]).exists()
+
+
+def test_no_dry_run_for_a_member_nor_for_a_server_that_has_a_host(cloud: Any) -> None:
+    # a member's own unschedulable server: the dry run is for admins (it names hosts)
+    admin = login("admin", "admin", ["admin"])
+    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
+    server = _unschedulable(cloud, auth_client(user, project))
+    member = Client()
+    assert member.post("/login/", {"username": "demo", "password": "pw"}).status_code == 302
+    assert 'id="scheduling-dry-run"' not in _body(member, server["id"])
+    # and an ERROR server that once ran on a host: its request was placed, nothing to ask
+    ran = cloud.create_server(cloud.member(), "ran")
+    assert cloud.action(cloud.admin(), ran["id"], {"os-resetState": {"state": "error"}}).status_code == 202
+    admin_page = _body(admin, ran["id"])
+    assert 'id="server-fault"' in admin_page and 'id="scheduling-dry-run"' not in admin_page
