@@ -19,7 +19,7 @@ from cloudcore.core.env import env_str
 
 from .models import Project, User
 from .services.app_credentials import cli_safe
-from .services.roles import assigned_roles, ensure_default_roles, role_assign
+from .services.roles import assigned_roles, ensure_bootstrap_roles, role_assign
 from .services.service_user import service_user_ensure
 
 #: (user, project, role)
@@ -101,7 +101,7 @@ def clouds_yaml(passwords: dict[str, str]) -> dict[str, Any]:
 
 
 def setup(out: Callable[[str], None]) -> None:
-    ensure_default_roles()
+    ensure_bootstrap_roles()
     service_user_ensure()  # the compute agents' identity (compute.clients)
     passwords = demo_passwords()
     for name, project_name, role in DEMO_USERS:

@@ -52,6 +52,21 @@ def ensure_default_roles() -> list[Role]:
     return [Role.objects.get_or_create(name=name)[0] for name in ROLE_NAMES]
 
 
+#: the roles a cloud is set up with besides the three defaults, as ``keystone-manage bootstrap``
+#: creates them (``service``: the role of the other services' users, which Nova's service rules
+#: ask for: external events, volume swap, assisted snapshots); ordinary roles once created
+BOOTSTRAP_ROLES = ("service",)
+
+
+def ensure_bootstrap_roles() -> None:
+    """The default roles and ``BOOTSTRAP_ROLES`` exist (idempotent; a bootstrap role an operator
+    deleted is created again, as re-running ``keystone-manage bootstrap`` does)."""
+    ensure_default_roles()
+    for name in BOOTSTRAP_ROLES:
+        Role.objects.get_or_create(name=name)
+        ensure_role_permission(name)
+
+
 def role_assign(*, user: User, project: Project, role: str) -> None:
     assign_perm(f"identity.{_codename(role)}", user, project)
     membership_changed(user=user, project=project)

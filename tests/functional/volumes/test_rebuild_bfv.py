@@ -298,6 +298,24 @@ def test_scenarios_15_16_external_events(bfv: Any) -> None:
     assert bfv.post(client, "os-server-external-events", {"events": [event]}, version="2.93").status_code == 403
 
 
+def test_a_service_user_of_another_project_may_post_events(bfv: Any) -> None:
+    # given a user with only the service role (Cinder's or Neutron's user, on their own project)
+    from identity.services.roles import ensure_bootstrap_roles
+    from tests.apihelpers import auth_client, make_identity
+
+    ensure_bootstrap_roles()
+    user, project = make_identity("cinder", project="service", roles=["service"])
+    server = bfv.create_server(bfv.member(), "vm1")
+    event = {"name": "volume-reimaged", "server_uuid": server["id"], "tag": "v1"}
+    # when it posts an event for a server of another project, it is delivered (Nova's service rule)
+    ok = bfv.post(auth_client(user, project), "os-server-external-events", {"events": [event]}, version="2.93")
+    assert ok.status_code == 200 and ok.json()["events"][0]["code"] == 200
+    # and a member of that project may not
+    member, _ = make_identity("bystander", project="service", roles=["member"])
+    assert bfv.post(auth_client(member, project), "os-server-external-events", {"events": [event]},
+                    version="2.93").status_code == 403
+
+
 def test_scenario_16_server_without_host_is_422(bfv: Any, settings: Any) -> None:
     from cells.context import target_cell
     from servers.models import Instance

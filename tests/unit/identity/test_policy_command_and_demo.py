@@ -12,7 +12,7 @@ from django.test import override_settings
 from cloudcore.core import policy
 from cloudcore.core.context import RequestContext
 from identity import demo as identity_demo
-from identity.models import PolicyRule, Project, User
+from identity.models import PolicyRule, Project, Role, User
 from identity.services.roles import roles_for
 from identity.services.tokens import is_admin_project
 from servers import demo as servers_demo
@@ -131,6 +131,12 @@ def test_identity_demo_setup_is_idempotent(tmp_path: Path, monkeypatch: pytest.M
     assert roles_for(user=User.objects.get(name="demo"), project=demo_project) == ["member", "reader"]
     assert roles_for(user=User.objects.get(name="demo2"), project=demo_project) == []
     assert User.objects.filter(name="admin").count() == 1
+    # and the service role keystone-manage bootstrap creates, an ordinary role made again by a rerun
+    assert Role.objects.filter(name="service").exists()
+    Role.objects.filter(name="service").delete()
+    with override_settings(VAR_DIR=tmp_path):
+        identity_demo.setup(lambda line: None)
+    assert Role.objects.filter(name="service").count() == 1
 
 
 def test_flavor_demo_setup_is_idempotent() -> None:
