@@ -1,7 +1,9 @@
-"""Demo image ``tiny``: a small public raw disk image (1 MiB, a marker string at its start).
+"""Demo images ``tiny`` and ``tiny-alt``: small public raw disk images (1 MiB, a marker string at
+their start, each its own), two so that a rebuild has a new image to take (a volume-backed
+server's rebuild among them) and a list can be filtered by image.
 
 With a real kernel and initramfs at ``CLOUDCORE_DEMO_KERNEL`` / ``CLOUDCORE_DEMO_RAMDISK`` it
-also registers ``tiny-kernel`` (aki) and ``tiny-ramdisk`` (ari) and points ``tiny`` at them for
+also registers ``tiny-kernel`` (aki) and ``tiny-ramdisk`` (ari) and points both at them for
 direct kernel boot on real QEMU. Idempotent.
 """
 from __future__ import annotations
@@ -18,6 +20,8 @@ from .models import Image
 
 MARKER = b"CLOUDCORE-TINY-IMAGE\n"
 SIZE = 1024 * 1024
+#: the demo's images and the marker at the start of each
+DEMO_IMAGES = (("tiny", MARKER), ("tiny-alt", b"CLOUDCORE-TINY-ALT-IMAGE\n"))
 
 
 def _admin_ctx() -> RequestContext:
@@ -44,7 +48,8 @@ def setup(out: Callable[[str], None]) -> None:
         k = _register(ctx, "tiny-kernel", Path(kernel).read_bytes(), "aki", "aki")
         r = _register(ctx, "tiny-ramdisk", Path(ramdisk).read_bytes(), "ari", "ari")
         props = {"kernel_id": k.id, "ramdisk_id": r.id}
-    existed = Image.objects.filter(name="tiny", deleted=False, status="active").exists()
-    _register(ctx, "tiny", MARKER + bytes(SIZE - len(MARKER)), "raw", "bare", **props)
-    if not existed:
-        out("images: registered image tiny")
+    for name, marker in DEMO_IMAGES:
+        existed = Image.objects.filter(name=name, deleted=False, status="active").exists()
+        _register(ctx, name, marker + bytes(SIZE - len(marker)), "raw", "bare", **props)
+        if not existed:
+            out(f"images: registered image {name}")

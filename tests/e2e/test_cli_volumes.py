@@ -31,13 +31,19 @@ def test_boot_from_volume_and_reimage(live_cloud: LiveCloud) -> None:
     refused = cloud.openstack("server", "rebuild", "--image", "tiny", "--reimage-boot-volume", "bfv1",
                               "--os-compute-api-version", "2.92", check=False)
     assert refused.returncode != 0
-    # when it is rebuilt at 2.93 with --reimage-boot-volume, it ends ACTIVE again
-    cloud.openstack("server", "rebuild", "--image", "tiny", "--reimage-boot-volume", "bfv1",
+    # when it is rebuilt at 2.93 with --reimage-boot-volume onto the demo's other image, it ends
+    # ACTIVE again
+    cloud.openstack("server", "rebuild", "--image", "tiny-alt", "--reimage-boot-volume", "bfv1",
                     "--os-compute-api-version", "2.93")
     shown = wait_status(cloud, "bfv1", "ACTIVE")
     assert "booted from volume" in str(shown["image"])  # the CLI's text for image ""
     volumes = cloud.openstack_json("volume", "list", "--long")
     assert any(v["Status"] == "in-use" for v in volumes)
+    # and its root volume now holds the new image (Cinder's image metadata says which)
+    root = cloud.openstack_json("volume", "show", shown["volumes_attached"][0]["id"])
+    alt = cloud.openstack_json("image", "show", "tiny-alt")
+    assert root["volume_image_metadata"]["image_id"] == alt["id"]
+    assert root["volume_image_metadata"]["image_name"] == "tiny-alt"
 
 
 def wait_volume(cloud: LiveCloud, kind: str, name: str, wanted: str, timeout: float = 60) -> dict[str, Any]:

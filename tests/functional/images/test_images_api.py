@@ -153,7 +153,7 @@ def test_bad_bodies_are_4xx() -> None:
     assert APIClient().get("/image/v2/images").status_code == 401
 
 
-def test_demo_setup_registers_tiny_once() -> None:
+def test_demo_setup_registers_its_two_images_once() -> None:
     from images import demo
     from images.models import Image
 
@@ -161,9 +161,12 @@ def test_demo_setup_registers_tiny_once() -> None:
     lines: list[str] = []
     demo.setup(lines.append)
     demo.setup(lines.append)
-    tiny = Image.objects.get(name="tiny")
-    assert tiny.status == "active" and tiny.visibility == "public" and tiny.size == demo.SIZE
-    assert lines == ["images: registered image tiny"]
+    tiny, alt = Image.objects.get(name="tiny"), Image.objects.get(name="tiny-alt")
+    for image in (tiny, alt):
+        assert image.status == "active" and image.visibility == "public" and image.size == demo.SIZE
+    # two distinct images (a rebuild has a new one to take)
+    assert tiny.checksum != alt.checksum
+    assert lines == ["images: registered image tiny", "images: registered image tiny-alt"]
 
 
 def test_deactivate_reactivate_and_tasks(settings: object, tmp_path: object) -> None:
