@@ -3,11 +3,20 @@ themselves). No visibility check here: callers apply their own (a server build c
 network is shared or the project's)."""
 from __future__ import annotations
 
+from django.db.models import Q
+
 from .models import Network, Port
 
 
 def network_find(network_id: str | None) -> Network | None:
     return Network.objects.filter(id=network_id).first() if network_id else None
+
+
+def available_network_ids(project_id: str, *, limit: int) -> list[str]:
+    """Up to ``limit`` ids of the networks a server of ``project_id`` may be put on without naming
+    one: its own and the shared ones, never an external one (one query)."""
+    return list(Network.objects.filter(Q(project_id=project_id) | Q(shared=True), external=False)
+                .values_list("id", flat=True)[:limit])
 
 
 def port_find(port_id: str | None) -> Port | None:

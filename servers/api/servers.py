@@ -383,9 +383,9 @@ def list_servers(view: ComputeAPIView, request: Request, *, detail: bool) -> Res
 
 
 # --- create ---------------------------------------------------------------------------------------
-def _parse_networks(raw: Any, version: Version) -> str | list[create_svc.RequestedNetwork]:
-    if raw is None:
-        return "auto"
+def _parse_networks(raw: Any, version: Version) -> str | list[create_svc.RequestedNetwork] | None:
+    if raw is None:  # before 2.37 (required from it on)
+        return None
     if isinstance(raw, str):
         return raw
     out = []

@@ -25,13 +25,13 @@ from django.utils import timezone
 
 from cells.services import instance_mappings_create
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid, NotFound
+from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from cloudcore.core.policy import authorize
 from cloudcore.core.prepared import prepared_objects
 from cloudcore.core.scope import insert_plain_now, written_together
 from cloudcore.core.stamps import Remembered
 from conductor import rpc as conductor_rpc
-from networks.selectors import network_find, port_find
+from networks.selectors import available_network_ids, network_find, port_find
 from scheduling.services.aggregates import available_zones
 from scheduling.services.request_specs import request_specs_create
 from volumes import selectors as volume_selectors
@@ -67,6 +67,14 @@ class NetworkNotFoundForBuild(Invalid):
     message = "Network %(network_id)s could not be found."
 
 
+class NetworkAmbiguousForBuild(Conflict):
+    message = "Multiple possible networks found, use a Network ID to be more specific."
+
+
+class UnableToAutoAllocateNetwork(Invalid):
+    message = "Unable to automatically allocate a network for project %(project_id)s"
+
+
 @dataclass
 class RequestedNetwork:
     network_id: str | None = None
@@ -83,7 +91,9 @@ class ServerCreateRequest:
     flavor_ref: str
     image_ref: str | None = None
     block_device_mapping: list[dict[str, Any]] = field(default_factory=list)
-    networks: str | list[RequestedNetwork] = "auto"
+    #: a list, "auto", "none", or None when not given (before 2.37): like "auto", but a project
+    #: with no network gets a server with none, where "auto" is refused
+    networks: str | list[RequestedNetwork] | None = "auto"
     availability_zone: str | None = None
     forced_host: str | None = None
     forced_node: str | None = None
@@ -210,7 +220,18 @@ def _check_image_fits(flavor: Flavor, image: dict[str, Any], volume_backed: bool
         raise Invalid("Flavor's disk is too small for requested image.")
 
 
-def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork]) -> list[dict[str, Any]] | str:
+def _networks(ctx: RequestContext, networks: str | list[RequestedNetwork] | None) -> list[dict[str, Any]] | str | None:
+    """The requested networks checked, as the build takes them. No network named ("auto", or none
+    given before 2.37) needs the project's one network: 409 when it has several, as Nova answers;
+    "auto" with none is refused (no network is allocated for a project here), none given and
+    none there builds a server with no network."""
+    if networks is None or networks == "auto":
+        available = available_network_ids(str(ctx.project_id), limit=2)
+        if len(available) > 1:
+            raise NetworkAmbiguousForBuild()
+        if not available and networks == "auto":
+            raise UnableToAutoAllocateNetwork(project_id=ctx.project_id)
+        return None if networks is None else "auto"
     if isinstance(networks, str):
         return networks
 

@@ -49,3 +49,34 @@ def test_a_port_in_use_is_400(cloud):
     body = {"server": {"name": "x", "flavorRef": "1", "imageRef": cloud.image_id, "networks": [{"port": port.id}]}}
     response = cloud.post(client, "servers", body, version="2.37")
     assert response.status_code == 400 and "in use" in response.json()["badRequest"]["message"]
+
+
+AMBIGUOUS = "Multiple possible networks found, use a Network ID to be more specific."
+
+
+def test_no_network_named_needs_the_projects_one_network(cloud):
+    from identity.models import Project
+    from networks.models import Network
+
+    client = cloud.member()
+    project_id = Project.objects.get(name="demo").id
+    # given the member's project has a network of its own besides the shared demo-net
+    own = Network.objects.create(name="own-net", project_id=project_id)
+    # when a server names none ("auto" at 2.37, or no networks before it), Nova's 409: which one?
+    for networks, version in (("auto", "2.37"), (None, "2.36")):
+        refused = cloud.create_server(client, "which", networks=networks, version=version, expect=409)
+        assert refused == {"conflictingRequest": {"code": 409, "message": AMBIGUOUS}}
+    # and a server that names one is built on it
+    named = cloud.create_server(client, "named", networks=[{"uuid": own.id}], version="2.37")["id"]
+    assert Port.objects.get(device_id=named).network_id == own.id
+    # given a project with no network at all (none of its own, none shared)
+    assert cloud.delete(client, f"servers/{named}").status_code == 204
+    own.delete()
+    Network.objects.filter(id=cloud.network_id).update(shared=False)
+    # then "auto" is refused (no network is allocated for a project here), as Nova refuses it
+    # when Neutron cannot allocate one
+    refused = cloud.create_server(client, "auto", networks="auto", version="2.37", expect=400)
+    assert refused["badRequest"]["message"] == f"Unable to automatically allocate a network for project {project_id}"
+    # and no networks given before 2.37 builds a server with none, as before
+    bare = cloud.create_server(client, "bare", networks=None, version="2.36")["id"]
+    assert cloud.show(client, bare)["status"] == "ACTIVE" and cloud.show(client, bare)["addresses"] == {}
