@@ -136,8 +136,24 @@ class SchedulingTrace:
 
     def user_reason(self) -> str | None:
         """The shortfall in words for anybody (no host names); None when nothing more specific
-        than "not enough hosts" can be said."""
-        return user_reason(self.to_dict())
+        than "not enough hosts" can be said. A trace whose shortfall is the kept answer the last
+        one's words were made from (``shortfall_of``, never changed while kept), for the same
+        zone and with no candidate, gets those words again (a PENDING server retried)."""
+        kept, zone = self.shortfall_of, self.request.get("availability_zone")
+        only_shortfall = kept is not None and not self.placement.get("candidates") \
+            and not self.placement.get("error") and self.placement.get("shortfall") is kept
+        last = _kept_words[0]
+        if only_shortfall and last is not None and last[0] is kept and last[1] == zone:
+            return last[2]
+        words = user_reason(self.to_dict())
+        if only_shortfall:
+            _kept_words[0] = (kept, zone, words)
+        return words
+
+
+#: (the kept shortfall, the zone asked for, their words) of the last trace that had only a kept
+#: shortfall to say (``SchedulingTrace.user_reason``); one slot, replaced whole
+_kept_words: list[tuple[dict[str, Any], str | None, str | None] | None] = [None]
 
 
 def user_reason(trace: dict[str, Any]) -> str | None:
