@@ -106,7 +106,7 @@ def explain_request(*, spec: dict[str, Any], server_names: Any = None) -> dict[s
             continue
         near = placement_problems.get(host.uuid) or {}
         relative = sum(n / wanted[rc] for rc, n in (near.get("short") or {}).items() if wanted.get(rc))
-        too_small = any(_capacity(host, rc) < n for rc, n in wanted.items())
+        too_small = any(host.capacity(rc) < n for rc, n in wanted.items())
         ranked.append((too_small, len(problems), relative, host, problems))
     ranked.sort(key=lambda r: (r[0], r[1], r[2], r[3].host))
     suggestions = [_suggestion(host, problems, placement_problems.get(host.uuid), server_names, wanted)
@@ -133,7 +133,7 @@ def _problems(host: HostState, near: dict[str, Any] | None, failed_filters: list
         problems.append(f"availability zone {request.availability_zone} does not exist")
     near = near or {}
     for rc, amount in sorted((near.get("short") or {}).items()):
-        capacity = _capacity(host, rc)
+        capacity = host.capacity(rc)
         if capacity < wanted.get(rc, 0):
             what, has = resource_words(rc, capacity)
             problems.append(f"too small: {has} of {what} in all, {resource_words(rc, wanted[rc])[1]} needed")
@@ -156,12 +156,6 @@ def _problems(host: HostState, near: dict[str, Any] | None, failed_filters: list
         else:
             problems.append(failed)
     return problems
-
-
-def _capacity(host: HostState, rc: str) -> int:
-    """What ``host`` has of ``rc`` in all for servers (placement's capacity, reserved left out)."""
-    resource = host.resources.get(rc)
-    return resource["capacity"] if resource else 0
 
 
 def _member_names(group: GroupPlacement, server_names: Any) -> dict[str, str]:
@@ -196,7 +190,7 @@ def _suggestion(host: HostState, problems: list[str], near: dict[str, Any] | Non
     short = dict((near or {}).get("short") or {})
     suggestion = Suggestion(host=host.host, node=host.nodename, cell=host.cell_name, changes=list(problems),
                             short=short, only_disabled=all(p == DISABLED_WORDS for p in problems))
-    if short and all(_capacity(host, rc) >= wanted.get(rc, 0) for rc in short):
+    if short and all(host.capacity(rc) >= wanted.get(rc, 0) for rc in short):
         chosen, covered = servers_to_free(placement.provider_allocations(rp=host.uuid), short)
         names = server_names([c for c, _ in chosen]) if server_names and chosen else {}
         suggestion.free_servers = [{"id": uuid, "name": names.get(uuid), "resources": resources}

@@ -41,6 +41,11 @@ class HostState:
         res = self.resources.get(rc)
         return res["capacity"] - res["used"] if res else 0
 
+    def capacity(self, rc: str) -> int:
+        """What this node has of ``rc`` in all for servers (placement's capacity: reserved left out)."""
+        res = self.resources.get(rc)
+        return res["capacity"] if res else 0
+
     @property
     def free_ram_mb(self) -> int:
         return self.free("MEMORY_MB")
