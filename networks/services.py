@@ -25,6 +25,7 @@ from cloudcore.core.sqlin import values_in
 from . import quotas, secgroups
 from .firewall import groups_of_ports, port_filters_changed
 from .models import FloatingIP, IPAllocation, Network, Port, PortBinding, Subnet
+from .selectors import networks_available
 
 #: Marks, in ``binding_profile``, a port that the compute service created for a server.
 CREATED_BY_COMPUTE = "cloudcore_created"
@@ -551,9 +552,9 @@ def _delete_ports(ports: QuerySet[Port]) -> None:
 
 def networks_available_to(*, project_id: str) -> list[Network]:
     """The networks a server of ``project_id`` may be put on: its own first, then shared ones."""
-    own = list(Network.objects.filter(project_id=project_id, external=False).order_by("created_at"))
-    shared = list(Network.objects.filter(shared=True, external=False).exclude(project_id=project_id)
-                  .order_by("created_at"))
+    available = networks_available(project_id)
+    own = list(available.filter(project_id=project_id).order_by("created_at"))
+    shared = list(available.exclude(project_id=project_id).order_by("created_at"))
     return own + shared
 
 
