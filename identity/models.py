@@ -17,7 +17,9 @@ from django.utils import timezone
 from cloudcore.core.models import ApiModel, JSONField
 
 DEFAULT_DOMAIN_ID = "default"
-ROLE_NAMES = ("admin", "member", "reader")
+#: the default roles, as ``keystone-manage bootstrap`` makes them: each implies the ones after it
+#: (``identity.services.roles.IMPLIED``)
+ROLE_NAMES = ("admin", "manager", "member", "reader")
 
 
 def new_id() -> str:
@@ -50,6 +52,7 @@ class Project(ApiModel):
         constraints = [models.UniqueConstraint(fields=["domain_id", "name"], name="project_name_per_domain")]
         permissions = [
             ("role_admin", "Has the admin role on the project"),
+            ("role_manager", "Has the manager role on the project"),
             ("role_member", "Has the member role on the project"),
             ("role_reader", "Has the reader role on the project"),
         ]

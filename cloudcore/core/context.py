@@ -41,13 +41,20 @@ class RequestContext:
     def is_project_admin(self) -> bool:
         return "admin" in self.roles
 
+    # Keystone's tokens list the implied roles too (admin > manager > member > reader); these also
+    # hold for a context made by hand with only the higher role
+
+    @property
+    def is_project_manager(self) -> bool:
+        return bool({"admin", "manager"} & set(self.roles))
+
     @property
     def is_project_member(self) -> bool:
-        return bool({"admin", "member"} & set(self.roles))
+        return bool({"admin", "manager", "member"} & set(self.roles))
 
     @property
     def is_project_reader(self) -> bool:
-        return bool({"admin", "member", "reader"} & set(self.roles))
+        return bool({"admin", "manager", "member", "reader"} & set(self.roles))
 
     def to_dict(self) -> dict[str, Any]:
         """The context as a task's argument: every field but ``grants_stamp`` (a task runs later: it

@@ -77,6 +77,10 @@ def _project_member(actor: RequestContext, target: Target) -> bool:
     return _same_project(actor, target) and actor.is_project_member
 
 
+def _project_manager(actor: RequestContext, target: Target) -> bool:
+    return _same_project(actor, target) and actor.is_project_manager
+
+
 def _project_admin(actor: RequestContext, target: Target) -> bool:
     return _same_project(actor, target) and actor.is_project_admin
 
@@ -94,9 +98,12 @@ CHECKS: dict[str, Check] = {
     "service_or_admin": lambda a, t: _admin(a, t) or _has(a, "service") or a.is_service,
     "project_reader": _project_reader,
     "project_member": _project_member,
+    "project_manager": _project_manager,
     "project_admin": _project_admin,
     "project_reader_or_admin": lambda a, t: _admin(a, t) or _project_reader(a, t),
     "project_member_or_admin": lambda a, t: _admin(a, t) or _project_member(a, t),
+    # Nova's project manager persona (its 2025.2 defaults): moves a project's servers, never naming a host
+    "project_manager_or_admin": lambda a, t: _admin(a, t) or _project_manager(a, t),
     "project_admin_or_admin": lambda a, t: _admin(a, t) or _project_admin(a, t),
     # Glance's reading of a metadata definitions namespace: its own project's readers, or any
     # project's when the target (``visibility``) is public

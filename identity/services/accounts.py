@@ -22,6 +22,7 @@ from ..models import (
     DEFAULT_DOMAIN_ID,
     MAX_PROJECT_TAGS,
     MAX_TAG_LENGTH,
+    ROLE_NAMES,
     ApplicationCredential,
     Project,
     ProjectTag,
@@ -362,7 +363,7 @@ def user_projects(user: User) -> list[Project]:
     """Projects on which ``user`` holds any role (directly or through a group)."""
     from guardian.shortcuts import get_objects_for_user
 
-    perms = [f"identity.role_{name}" for name in ("admin", "member", "reader")]
+    perms = [f"identity.role_{name}" for name in ROLE_NAMES]
     projects = get_objects_for_user(user, perms, klass=Project, any_perm=True, with_superuser=False,
                                     accept_global_perms=False)
     return [p for p in projects.order_by("name") if roles_for(user=user, project=p)]

@@ -2,8 +2,8 @@
 (``identity.role_<name>`` on the Project) of a user, or of a Keystone group's Django group (every
 member of the group holds the group's roles).
 
-Roles imply each other as Keystone's defaults do: ``admin`` implies ``member`` implies
-``reader``; ``roles_for`` returns the effective (implied-expanded) list.
+Roles imply each other as Keystone's defaults do: ``admin`` implies ``manager`` implies ``member``
+implies ``reader``; ``roles_for`` returns the effective (implied-expanded) list.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from cloudcore.core.exceptions import NotFound
 
 from ..models import ROLE_NAMES, Group, Project, Role, User
 
-IMPLIED = {"admin": ("admin", "member", "reader"), "member": ("member", "reader"), "reader": ("reader",)}
+IMPLIED = {"admin": ("admin", "manager", "member", "reader"), "manager": ("manager", "member", "reader"),
+           "member": ("member", "reader"), "reader": ("reader",)}
 
 
 class RoleNotFound(NotFound):
@@ -48,11 +49,11 @@ def role_names() -> list[str]:
 
 
 def ensure_default_roles() -> list[Role]:
-    """The three default roles exist (idempotent)."""
+    """The default roles exist (idempotent)."""
     return [Role.objects.get_or_create(name=name)[0] for name in ROLE_NAMES]
 
 
-#: the roles a cloud is set up with besides the three defaults, as ``keystone-manage bootstrap``
+#: the roles a cloud is set up with besides the defaults, as ``keystone-manage bootstrap``
 #: creates them (``service``: the role of the other services' users, which Nova's service rules
 #: ask for: external events, volume swap, assisted snapshots); ordinary roles once created
 BOOTSTRAP_ROLES = ("service",)

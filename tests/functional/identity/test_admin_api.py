@@ -141,3 +141,24 @@ def test_services_endpoints_regions_mirror_the_catalog(admin: Any) -> None:
     assert admin.get(f"/identity/v3/endpoints/{endpoint['id']}").json()["endpoint"] == endpoint
     assert admin.get("/identity/v3/regions").json()["regions"][0]["id"] == "RegionOne"
     assert admin.get("/identity/v3/services/nope").status_code == 404
+
+
+def test_the_manager_role_implies_member_and_reader(admin: Any, people: dict[str, Any]) -> None:
+    # given the manager role keystone-manage bootstrap makes (admin > manager > member > reader)
+    roles = {r["name"]: r["id"] for r in admin.get("/identity/v3/roles").json()["roles"]}
+    assert {"admin", "manager", "member", "reader"} <= set(roles)
+    project, user = people["demo_project"], people["reader"]
+    # when the reader is made manager of the project
+    url = f"/identity/v3/projects/{project.id}/users/{user.id}/roles/{roles['manager']}"
+    assert admin.put(url).status_code == 204
+    # then its token holds manager and the roles it implies, and an effective listing shows them
+    token = issue("reader", "reader-pw").json()["token"]
+    assert sorted(r["name"] for r in token["roles"]) == ["manager", "member", "reader"]
+    effective = admin.get(f"/identity/v3/role_assignments?user.id={user.id}&effective").json()["role_assignments"]
+    assert {a["role"]["id"] for a in effective} == {roles["manager"], roles["member"], roles["reader"]}
+    # an admin's token holds manager too
+    assert "manager" in {r["name"] for r in issue("admin", "admin-pw", "admin").json()["token"]["roles"]}
+    # and, a default role, it cannot be deleted
+    refused = admin.delete(f"/identity/v3/roles/{roles['manager']}")
+    assert refused.status_code == 403 and refused.json()["error"]["message"] == (
+        "The default role manager cannot be deleted.")

@@ -125,7 +125,10 @@ def test_identity_demo_setup_is_idempotent(tmp_path: Path, monkeypatch: pytest.M
     assert User.objects.get(name="admin").check_password(admin_pw)
     # roles as DESIGN.md section 9 says
     admin_project, demo_project = Project.objects.get(name="admin"), Project.objects.get(name="demo")
-    assert roles_for(user=User.objects.get(name="admin"), project=admin_project) == ["admin", "member", "reader"]
+    # admin implies manager implies member implies reader, as keystone-manage bootstrap chains them
+    assert roles_for(user=User.objects.get(name="admin"), project=admin_project) == [
+        "admin", "manager", "member", "reader"]
+    assert Role.objects.filter(name="manager").exists()
     assert is_admin_project(admin_project)
     assert roles_for(user=User.objects.get(name="demo-admin"), project=demo_project)[0] == "admin"
     assert roles_for(user=User.objects.get(name="demo"), project=demo_project) == ["member", "reader"]
