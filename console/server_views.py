@@ -108,7 +108,7 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
     status = server.get("status")
     can = {name: _allowed(ctx, rule, server) for name, rule in ACTION_RULES.items()}
     volumes = call(request, "GET", f"{BASE}/servers/{server_id}/os-volume_attachments")
-    all_migrations = call(request, "GET", f"{BASE}/os-migrations?instance_uuid={server_id}") if ctx.is_admin else None
+    all_migrations = _migrations(request, ctx, server)
     choices = create_choices(request)
     troubled = status in TROUBLED or bool(server.get("fault"))
     timeline = _timeline(request, server_id, busy=status in BUSY)
@@ -124,12 +124,30 @@ def server_detail(request: HttpRequest, server_id: str) -> HttpResponse:
         "dry_run": _dry_run(request, server) if troubled else None,
         "timeline": timeline,
         "volumes": volumes.data.get("volumeAttachments", []) if volumes.ok and volumes.data else [],
-        "migrations": (all_migrations.data or {}).get("migrations", []) if all_migrations and all_migrations.ok else [],
+        "migrations": all_migrations,
+        "show_migrations": all_migrations is not None,
         "can": can,
         "flavors": choices["flavors"],
         "hosts": _hosts(request) if ctx.is_admin or can.get("unshelve_to_host") else [],
         "images": choices["images"],
     }, fragments={"server-live": "console/_server_live.html"})
+
+
+#: who may list migrations (a project manager: of its own project's servers, without their hosts)
+MIGRATIONS_RULE = "os_compute_api:os-migrations:index"
+
+
+def _migrations(request: HttpRequest, ctx: Any, server: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The server's migrations, newest first, for a reader the compute API lets list them: a cloud
+    admin (every project's), a project manager of the server's project (asked for by project, as
+    the API requires of one who may not list every project's); None for any other reader."""
+    path = f"{BASE}/os-migrations?instance_uuid={server['id']}"
+    if not ctx.is_admin:
+        if server.get("tenant_id") != ctx.project_id or not _allowed(ctx, MIGRATIONS_RULE, server):
+            return None
+        path += f"&project_id={ctx.project_id}"
+    result = call(request, "GET", path)
+    return (result.data or {}).get("migrations", []) if result.ok else []
 
 
 #: who may read a server's whole scheduling trace (the compute API's rule for it)
@@ -215,6 +233,7 @@ ACTION_RULES = {
     "lock": "os_compute_api:os-lock-server:lock",
     "create_image": "os_compute_api:servers:create_image",
     "migrate": "os_compute_api:os-migrate-server:migrate",
+    "migrate_host": "os_compute_api:os-migrate-server:migrate:host",
     "console": "os_compute_api:os-remote-consoles",
 }
 

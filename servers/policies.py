@@ -13,6 +13,7 @@ from cloudcore.core.policy import register
 ADMIN = "admin"
 READER = "project_reader_or_admin"
 MEMBER = "project_member_or_admin"
+MANAGER = "project_manager_or_admin"
 PROJECT_ADMIN = "project_admin_or_admin"
 OWNER = "admin_or_owner_user"
 ANY = "any"
@@ -82,13 +83,16 @@ RULES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     ("os_compute_api:servers:stop", MEMBER, "Stop a server", [_act("os-stop")]),
     ("os_compute_api:servers:trigger_crash_dump", MEMBER, "Trigger a crash dump in a server",
      [_act("trigger_crash_dump")]),
-    ("os_compute_api:servers:migrations:index", ADMIN, "List in-progress live migrations of a server",
+    ("os_compute_api:servers:migrations:index", MANAGER,
+     "List in-progress live migrations of a server (their hosts shown only with ...:index:host)",
      [("GET", f"{S}/migrations")]),
+    ("os_compute_api:servers:migrations:index:host", ADMIN,
+     "List in-progress live migrations of a server with their hosts", [("GET", f"{S}/migrations")]),
     ("os_compute_api:servers:migrations:show", ADMIN, "Show a live migration of a server",
      [("GET", f"{S}/migrations/{{migration_id}}")]),
-    ("os_compute_api:servers:migrations:force_complete", ADMIN, "Force an in-progress live migration to complete",
+    ("os_compute_api:servers:migrations:force_complete", MANAGER, "Force an in-progress live migration to complete",
      [("POST", f"{S}/migrations/{{migration_id}}/action (force_complete)")]),
-    ("os_compute_api:servers:migrations:delete", ADMIN, "Abort an in-progress live migration",
+    ("os_compute_api:servers:migrations:delete", MANAGER, "Abort an in-progress live migration",
      [("DELETE", f"{S}/migrations/{{migration_id}}")]),
     ("os_compute_api:os-extended-server-attributes", ADMIN,
      "Show the OS-EXT-SRV-ATTR attributes (host, hypervisor, instance name, ...) of a server",
@@ -146,15 +150,21 @@ RULES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     ("os_compute_api:os-server-password:clear", MEMBER, "Clear the encrypted administrative password of a server",
      [("DELETE", f"{S}/os-server-password")]),
     # --- moves -------------------------------------------------------------------------------
-    ("os_compute_api:os-migrate-server:migrate", ADMIN, "Cold-migrate a server", [_act("migrate")]),
+    ("os_compute_api:os-migrate-server:migrate", MANAGER, "Cold-migrate a server without specifying a host",
+     [_act("migrate")]),
     ("os_compute_api:os-migrate-server:migrate:host", ADMIN, "Cold-migrate a server to a specified host (2.56+)",
      [_act("migrate")]),
-    ("os_compute_api:os-migrate-server:migrate_live", ADMIN, "Live-migrate a server",
+    ("os_compute_api:os-migrate-server:migrate_live", MANAGER, "Live-migrate a server without specifying a host",
      [_act("os-migrateLive")]),
     ("os_compute_api:os-migrate-server:migrate_live:host", ADMIN, "Live-migrate a server to a specified host",
      [_act("os-migrateLive")]),
     ("os_compute_api:os-evacuate", ADMIN, "Evacuate a server from a failed host", [_act("evacuate")]),
-    ("os_compute_api:os-migrations:index", ADMIN, "List migrations", [("GET", "/os-migrations")]),
+    ("os_compute_api:os-migrations:index", MANAGER,
+     "List migrations of one's own project (``project_id``), without their hosts", [("GET", "/os-migrations")]),
+    ("os_compute_api:os-migrations:index:all_projects", ADMIN,
+     "List migrations of every project, or of another project", [("GET", "/os-migrations")]),
+    ("os_compute_api:os-migrations:index:host", ADMIN, "List migrations with their hosts",
+     [("GET", "/os-migrations")]),
     # --- volume attachments, interfaces, ips -------------------------------------------------
     ("os_compute_api:os-volumes-attachments:index", READER, "List the volume attachments of a server",
      [("GET", f"{S}/os-volume_attachments")]),

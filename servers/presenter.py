@@ -622,6 +622,16 @@ MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
 )
 
 
+#: the fields of a migration (``MIGRATION_FIELDS``, ``SERVER_MIGRATION_FIELDS``) that name hosts:
+#: null for a reader whom the list's ``...:index:host`` rule does not allow (a project manager)
+MIGRATION_HOST_FIELDS = ("source_node", "source_compute", "dest_node", "dest_compute", "dest_host")
+
+
+def without_hosts(body: dict[str, Any]) -> dict[str, Any]:
+    """A migration's ``body`` with its host fields null (Nova keeps the keys)."""
+    return {**body, **{name: None for name in MIGRATION_HOST_FIELDS if name in body}}
+
+
 #: ``GET /servers/{id}/migrations[/{id}]`` (2.23+): a live migration in progress
 SERVER_MIGRATION_FIELDS: tuple[VField[Migration], ...] = (
     VField("created_at", lambda m: timestamp(m.created_at)),

@@ -1,7 +1,13 @@
-"""``GET /os-migrations`` (admin): migrations of every cell, newest first, with Nova's filters and
+"""``GET /os-migrations``: migrations of every cell, newest first, with Nova's filters and
 per-microversion shape (2.23 migration_type, 2.59 uuid + paging, 2.80 user/project). Hidden
 rows are left out and a uuid present in two cells (a cross-cell move) is shown once, the newer
-record winning."""
+record winning.
+
+Who reads what is Nova's (its project manager persona): ``...:os-migrations:index`` (a project
+manager or admin) lets one list the migrations of one's own project, asked for by ``project_id``;
+listing every project's, or another's, also takes ``...:index:all_projects`` (admin); the host
+fields are null unless ``...:index:host`` (admin) allows them. A server's live migrations
+(``/servers/{id}/migrations``) hide their hosts the same way (``...:servers:migrations:index:host``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -19,12 +25,13 @@ from cloudcore.core.api.validation import VersionedSchema
 from cloudcore.core.api.versioned import Since, present
 from cloudcore.core.api.views import ComputeAPIView
 from cloudcore.core.exceptions import InstanceInvalidState, Invalid, NotFound
-from cloudcore.core.policy import authorize
+from cloudcore.core.policy import authorize, can
 
 from ..choices import MigrationStatus, MigrationType
 from ..models import Migration
-from ..presenter import MIGRATION_FIELDS, SERVER_MIGRATION_FIELDS
+from ..presenter import MIGRATION_FIELDS, SERVER_MIGRATION_FIELDS, without_hosts
 from ..selectors import live_migrations_in_progress, migration_of_instance
+from ..services.guards import record_target
 from ..services.live_migrate import (
     MigrationNotFoundForInstance,
     live_migration_abort,
@@ -47,10 +54,18 @@ class MigrationsView(ComputeAPIView):
     })
 
     def get(self, request: Request) -> Response:
-        authorize(self.ctx, "os_compute_api:os-migrations:index", {"project_id": self.ctx.project_id})
+        own = {"project_id": self.ctx.project_id}
+        authorize(self.ctx, "os_compute_api:os-migrations:index", own)
+        # the project asked for (any microversion, as Nova's filter reads it; documented from 2.80)
+        project_id = request.query_params.get("project_id")
+        if not project_id or project_id != self.ctx.project_id:
+            authorize(self.ctx, "os_compute_api:os-migrations:index:all_projects", own)
+        with_hosts = can(self.ctx, "os_compute_api:os-migrations:index:host", own)
         params = MIGRATION_QUERY.only(request.query_params.dict(), self.version)
         q = Q(hidden=False)
-        for key in ("status", "instance_uuid", "migration_type", "source_compute", "user_id", "project_id"):
+        if project_id:
+            q &= Q(project_id=project_id)
+        for key in ("status", "instance_uuid", "migration_type", "source_compute", "user_id"):
             if params.get(key):
                 q &= Q(**{key: params[key]})
         if params.get("host"):
@@ -82,7 +97,8 @@ class MigrationsView(ComputeAPIView):
                 seen[m.uuid] = _newer(seen[m.uuid], m) if m.uuid in seen else m
         items = sorted(seen.values(), key=lambda m: (m.created_at, m.uuid), reverse=True)
         items = page_of(items, marker=params.get("marker"), limit=limit)
-        body: dict[str, Any] = {"migrations": [present(MIGRATION_FIELDS, m, self.version) for m in items]}
+        shown = [present(MIGRATION_FIELDS, m, self.version) for m in items]
+        body: dict[str, Any] = {"migrations": shown if with_hosts else [without_hosts(m) for m in shown]}
         if limit and len(items) == limit:
             body["migrations_links"] = [{"rel": "next", "href": f"/compute/v2.1/os-migrations?limit={limit}"
                                          f"&marker={items[-1].uuid}"}]
@@ -100,7 +116,10 @@ class ServerMigrationsView(ComputeAPIView):
             return Response({"migrations": []})
         with target_cell(record.cell):
             migrations = live_migrations_in_progress(record.uuid)
-        return Response({"migrations": [present(SERVER_MIGRATION_FIELDS, m, self.version) for m in migrations]})
+        shown = [present(SERVER_MIGRATION_FIELDS, m, self.version) for m in migrations]
+        if not can(self.ctx, "os_compute_api:servers:migrations:index:host", record_target(record)):
+            shown = [without_hosts(m) for m in shown]
+        return Response({"migrations": shown})
 
 
 class ServerMigrationView(ComputeAPIView):

@@ -1,18 +1,18 @@
 """``os-migrateLive``: move a running server to another host of its cell without stopping it
 (Nova's live migration).
 
-API side (this module): policy ``os_compute_api:os-migrate-server:migrate_live`` (admin; with a
-``host`` also ``...:migrate_live:host``), ``force`` needs a ``host`` (400), a named ``host`` must
-be a compute host (400 "Compute host X could not be found."), the vm_state guard (ACTIVE or
-PAUSED, no task_state; 409). Below 2.34 the conductor's pre-checks on the named host are answered
-here, as Nova's synchronous call answers them (400: the server's own host, a host whose compute
-service is down); from 2.34 they run in the background and a failed one ends the migration
-``error`` with the server left as it was. Then task_state ``migrating`` (compare-and-swap), a
-Migration ``live-migration`` (``accepted``) that takes over the server's source allocations, the
-``live-migration`` action and on commit a cast to the conductor (``conductor.live_migrate``),
-which checks and schedules a destination in the server's cell (server groups honoured, the trace
-kept, the destination claimed for the server) and casts the move to the source host
-(``compute.live_migration``).
+API side (this module): policy ``os_compute_api:os-migrate-server:migrate_live`` (a project manager
+or admin), or with a ``host`` ``...:migrate_live:host`` instead (admin), ``force`` needs a ``host``
+(400), a named ``host`` must be a compute host (400 "Compute host X could not be found."), the
+vm_state guard (ACTIVE or PAUSED, no task_state; 409). Below 2.34 the conductor's pre-checks on the
+named host are answered here, as Nova's synchronous call answers them (400: the server's own host,
+a host whose compute service is down); from 2.34 they run in the background and a failed one ends
+the migration ``error`` with the server left as it was. Then task_state ``migrating`` (compare-and-swap),
+a Migration ``live-migration`` (``accepted``) that takes over the server's source
+allocations, the ``live-migration`` action and on commit a cast to the conductor
+(``conductor.live_migrate``), which checks and schedules a destination in the server's cell (server
+groups honoured, the trace kept, the destination claimed for the server) and casts the move to the
+source host (``compute.live_migration``).
 
 Allocations: the destination's are claimed for the server by the scheduler; the source's stay
 with the migration until the move completes (then they are dropped); a failed check, scheduling
@@ -106,9 +106,7 @@ def server_live_migrate(*, actor: RequestContext, instance: Instance, cell: Cell
     (below 2.34) answers the destination pre-checks here. Raises PolicyNotAuthorized,
     ForceWithoutHost, ComputeHostNotFound, UnableToMigrateToSelf, ComputeServiceUnavailable or
     InstanceInvalidState; see the module doc for what it writes."""
-    authorize(actor, RULE, target(instance))
-    if host is not None:
-        authorize(actor, RULE_HOST, target(instance))
+    authorize(actor, RULE if host is None else RULE_HOST, target(instance))
     if force and not host:
         raise ForceWithoutHost()
     check_state(instance, "live_migrate", vm_states=LIVE_MIGRATE_STATES)

@@ -80,10 +80,9 @@ def server_resize(*, actor: RequestContext, instance: Instance, cell: CellMappin
     the resize body's ``OS-DCF:diskConfig``, written with the claim as Nova's resize updates the
     instance (None keeps the server's)."""
 
-    if flavor_ref is None:
-        authorize(actor, "os_compute_api:os-migrate-server:migrate", target(instance))
-        if host:
-            authorize(actor, "os_compute_api:os-migrate-server:migrate:host", target(instance))
+    if flavor_ref is None:  # naming a host is its own rule, Nova's (a project manager may not)
+        authorize(actor, "os_compute_api:os-migrate-server:migrate:host" if host
+                  else "os_compute_api:os-migrate-server:migrate", target(instance))
     else:
         authorize(actor, "os_compute_api:servers:resize", target(instance))
     check_not_locked(actor, instance)
