@@ -234,6 +234,8 @@ ACTION_RULES = {
     "create_image": "os_compute_api:servers:create_image",
     "migrate": "os_compute_api:os-migrate-server:migrate",
     "migrate_host": "os_compute_api:os-migrate-server:migrate:host",
+    "live_migrate": "os_compute_api:os-migrate-server:migrate_live",
+    "live_migrate_host": "os_compute_api:os-migrate-server:migrate_live:host",
     "console": "os_compute_api:os-remote-consoles",
 }
 
@@ -268,6 +270,8 @@ def _action_body(op: str, post: Any) -> dict[str, Any] | None:
     if op == "migrate":
         host = post.get("host")
         return {"migrate": {"host": host} if host else None}
+    if op == "live_migrate":  # the disks copied or shared as the hosts allow (2.25+ "auto")
+        return {"os-migrateLive": {"host": post.get("host") or None, "block_migration": "auto"}}
     if op == "create_image":
         return {"createImage": {"name": post.get("image_name", "").strip()}}
     if op == "unlock":

@@ -68,3 +68,45 @@ def test_live_migrate_with_the_cli(live_cloud: LiveCloud) -> None:
             f"{shown.get('status')} {shown.get('fault')}\n{cloud.tail(40)}")
     finally:
         cloud.openstack("server", "delete", "--wait", "live-vm", cloud=ADMIN, check=False)
+
+
+def test_a_project_manager_live_migrates_with_the_cli(live_cloud: LiveCloud) -> None:
+    # given demo2 made manager of project demo (Keystone's manager role) and a server of demo's
+    cloud = live_cloud.wait_computes_up()
+    manager = ("--os-project-name", "demo")
+    cloud.openstack("role", "add", "--project", "demo", "--user", "demo2", "manager", cloud=ADMIN)
+    try:
+        cloud.openstack("server", "create", "--flavor", "m1.tiny", "--image", "tiny", "--network", "demo-net",
+                        "mgr-vm")
+        cloud.server_status("mgr-vm", "ACTIVE", "ERROR", timeout=90)
+        server_id = cloud.openstack_json("server", "show", "mgr-vm")["id"]
+        source = _admin(cloud, "server", "show", server_id)["OS-EXT-SRV-ATTR:host"]
+        # naming a host is the admin's
+        refused = cloud.openstack(*manager, "--os-compute-api-version", "2.30", "server", "migrate",
+                                  "--live-migration", "--host", source, "mgr-vm", cloud="cloudcore-demo2",
+                                  check=False)
+        assert refused.returncode != 0 and "os-migrate-server:migrate_live:host" in refused.stderr, refused.stderr
+        # when the manager live-migrates it, the scheduler choosing the host
+        cloud.openstack(*manager, "server", "migrate", "--live-migration", "mgr-vm", cloud="cloudcore-demo2")
+        deadline = time.monotonic() + 90
+        while True:
+            shown = _admin(cloud, "server", "show", server_id)
+            if (shown["OS-EXT-SRV-ATTR:host"] != source and not shown.get("OS-EXT-STS:task_state")) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert shown["status"] == "ACTIVE" and shown["OS-EXT-SRV-ATTR:host"] != source, (
+            f"{shown.get('status')} {shown.get('fault')}\n{cloud.tail(40)}")
+        # then it lists its project's migrations (by the project's id), the hosts hidden
+        project_id = shown["project_id"]
+        listed = cloud.openstack_json(*manager, "--os-compute-api-version", "2.80", "server", "migration", "list",
+                                      "--project", project_id, cloud="cloudcore-demo2")
+        assert [(m["Type"], m["Status"], m["Server UUID"], m["Source Compute"], m["Dest Compute"])
+                for m in listed] == [("live-migration", "completed", server_id, None, None)], listed
+        # every project's are the admin's
+        everyone = cloud.openstack(*manager, "--os-compute-api-version", "2.80", "server", "migration", "list",
+                                   cloud="cloudcore-demo2", check=False)
+        assert everyone.returncode != 0 and "os-migrations:index:all_projects" in everyone.stderr, everyone.stderr
+    finally:
+        cloud.openstack("server", "delete", "--wait", "mgr-vm", check=False)
+        cloud.openstack("role", "remove", "--project", "demo", "--user", "demo2", "manager", cloud=ADMIN, check=False)

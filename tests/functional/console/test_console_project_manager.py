@@ -51,3 +51,30 @@ def test_a_manager_migrates_a_server_from_the_console_and_sees_no_host(cloud: An
     assert 'aria-label="migrate to host"' in admin.get(f"/servers/{server['id']}/").content.decode()
     again = manager.get(f"/servers/{server['id']}/").content.decode()
     assert 'value="migrate"' in again and 'aria-label="migrate to host"' not in again
+
+
+def test_a_manager_live_migrates_from_the_console_and_an_admin_may_name_the_host(cloud: Any) -> None:
+    # given a member's running server in az1 (cell1: compute1 and compute2)
+    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
+    api = auth_client(user, project)
+    server = cloud.create_server(api, "live", availability_zone="az1")
+    cloud.wait_for_status(api, server["id"], "ACTIVE")
+    source = cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"]
+    assert 'value="live_migrate"' not in login("demo", "demo", ["member"]).get(
+        f"/servers/{server['id']}/").content.decode()
+    # when its manager live-migrates it from the console (no host to choose)
+    manager = login("boss", "demo", ["manager"])
+    page = manager.get(f"/servers/{server['id']}/").content.decode()
+    assert 'value="live_migrate"' in page and 'aria-label="live migrate to host"' not in page
+    response = manager.post(f"/servers/{server['id']}/action/", {"op": "live_migrate"}, follow=True)
+    # then it runs on the other host of its cell
+    assert "Live migrate accepted." in response.content.decode()
+    moved = cloud.wait_for_status(api, server["id"], "ACTIVE")
+    assert cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"] not in (source, None), moved
+    # and a cloud admin may name the host: back to the source
+    admin = login("ops", "admin", ["admin"])
+    assert 'aria-label="live migrate to host"' in admin.get(f"/servers/{server['id']}/").content.decode()
+    answer = admin.post(f"/servers/{server['id']}/action/", {"op": "live_migrate", "host": source}, follow=True)
+    assert "Live migrate accepted." in answer.content.decode()
+    cloud.wait_for_status(api, server["id"], "ACTIVE")
+    assert cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"] == source
