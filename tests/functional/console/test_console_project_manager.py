@@ -19,13 +19,17 @@ def _migrations_card(body: str) -> str:
     return body[start:body.index("</section>", start)]
 
 
-def test_a_manager_migrates_a_server_from_the_console_and_sees_no_host(cloud: Any) -> None:
-    # given a member's running server in az1
+def _members_server(cloud: Any, name: str) -> tuple[Any, dict[str, Any], str]:
+    """(the member's API client, its running server in az1 (cell1: compute1 and compute2), the host)."""
     user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
     api = auth_client(user, project)
-    server = cloud.create_server(api, "moved", availability_zone="az1")
+    server = cloud.create_server(api, name, availability_zone="az1")
     cloud.wait_for_status(api, server["id"], "ACTIVE")
-    source = cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"]
+    return api, server, cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"]
+
+
+def test_a_manager_migrates_a_server_from_the_console_and_sees_no_host(cloud: Any) -> None:
+    api, server, source = _members_server(cloud, "moved")
     # the member is offered no migration and no migrations card
     member_page = login("demo", "demo", ["member"]).get(f"/servers/{server['id']}/").content.decode()
     assert 'value="migrate"' not in member_page and "<h2>Migrations</h2>" not in member_page
@@ -54,12 +58,7 @@ def test_a_manager_migrates_a_server_from_the_console_and_sees_no_host(cloud: An
 
 
 def test_a_manager_live_migrates_from_the_console_and_an_admin_may_name_the_host(cloud: Any) -> None:
-    # given a member's running server in az1 (cell1: compute1 and compute2)
-    user, project = make_identity("demo", project="demo", roles=["member"], password="pw")
-    api = auth_client(user, project)
-    server = cloud.create_server(api, "live", availability_zone="az1")
-    cloud.wait_for_status(api, server["id"], "ACTIVE")
-    source = cloud.show(cloud.admin(), server["id"])["OS-EXT-SRV-ATTR:host"]
+    api, server, source = _members_server(cloud, "live")
     assert 'value="live_migrate"' not in login("demo", "demo", ["member"]).get(
         f"/servers/{server['id']}/").content.decode()
     # when its manager live-migrates it from the console (no host to choose)
