@@ -75,7 +75,7 @@ class NetworksView(_ProxyView):
 
 class NetworkView(_ProxyView):
     def get(self, request: Request, network_id: str) -> Response:
-        authorize(self.ctx, "os_compute_api:os-networks:view", {"project_id": self.ctx.project_id})
+        authorize(self.ctx, "os_compute_api:os-networks:show", {"project_id": self.ctx.project_id})
         try:
             network = networks.network_get(self.ctx, network_id)
         except NotFound:

@@ -436,7 +436,7 @@ def _authorize_create(actor: RequestContext, request: ServerCreateRequest) -> No
     if request.forced_host or request.forced_node:
         authorize(actor, "os_compute_api:servers:create:forced_host", project)
     if request.requested_host or request.requested_node:
-        authorize(actor, "os_compute_api:servers:create:requested_destination", project)
+        authorize(actor, "compute:servers:create:requested_destination", project)
     if isinstance(request.networks, list) and request.networks:
         authorize(actor, "os_compute_api:servers:create:attach_network", project)
     if request.block_device_mapping:

@@ -131,7 +131,7 @@ def floating_ip_delete(*, actor: RequestContext, fip_id: str) -> None:
 
 def floating_ip_pools(*, actor: RequestContext) -> list[Network]:
     """The external networks (every project sees them)."""
-    authorize(actor, "os_compute_api:os-floating-ip-pools:list", _own(actor))
+    authorize(actor, "os_compute_api:os-floating-ip-pools", _own(actor))
     return network_list(actor, filters={"router:external": True})
 
 
