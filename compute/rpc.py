@@ -31,6 +31,7 @@ TERMINATE_INSTANCE = "compute.terminate_instance"
 DESTROY_GUEST = "compute.destroy_guest"
 CALL_OPERATION = "compute.call_operation"
 REFRESH_PORT_FILTERS = "compute.refresh_port_filters"
+CACHE_IMAGES = "compute.cache_images"
 
 
 class CallTimedOut(CloudcoreError):
@@ -73,9 +74,13 @@ def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str,
 
     Raises ``CallNotDelivered`` (never sent), ``CallTimedOut``, or ``CallFailed`` when the host
     answers ``{"failed": True, ...}``."""
-    timeout = timeout or settings.LONG_RPC_TIMEOUT
     signature = current_app.signature(CALL_OPERATION, queue=queue_for(host), kwargs=dict(
         ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs))
+    return _answer(signature, op=op, host=host, timeout=timeout or settings.LONG_RPC_TIMEOUT)
+
+
+def _answer(signature: Any, *, op: str, host: str | None, timeout: int) -> dict[str, Any]:
+    """Send the call ``signature`` (a task the host answers) and wait for its answer (``_call``)."""
     try:
         result = signature.apply_async(expires=timeout)
     except OperationalError as exc:  # kombu's: the broker could not be reached
@@ -97,6 +102,19 @@ def _call(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str,
 def _operation(op: str, *, ctx: RequestContext, host: str | None, instance_uuid: str, cell_uuid: str,
                **kwargs: Any) -> None:
     _send(RUN_OPERATION, host, ctx=ctx.to_dict(), op=op, instance_uuid=instance_uuid, cell_uuid=cell_uuid, **kwargs)
+
+
+# --- the host's image cache -------------------------------------------------------------------
+
+def cache_images(*, ctx: RequestContext, host: str, image_ids: list[str]) -> dict[str, str]:
+    """A call from the conductor (an aggregate's image pre-caching): ``host`` fetches the images
+    into its image cache; its answer is, per image id, ``cached``, ``existing``, ``unsupported`` or
+    ``error`` (Nova's). Waits at most ``LONG_RPC_TIMEOUT`` seconds (images are large); raises as
+    ``_call`` does."""
+    signature = current_app.signature(CACHE_IMAGES, queue=queue_for(host), kwargs=dict(
+        ctx=ctx.to_dict(), host=host, image_ids=list(image_ids)))
+    answer = _answer(signature, op="cache_images", host=host, timeout=settings.LONG_RPC_TIMEOUT)
+    return {str(image_id): str(status) for image_id, status in answer.items()}
 
 
 # --- build and delete -------------------------------------------------------------------------

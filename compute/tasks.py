@@ -18,6 +18,7 @@ from . import rpc
 from .build import build_and_run_instance
 from .drivers import driver_for
 from .firewall import refresh_port_filters
+from .image_cache import cache_images
 from .ops import run_op
 from .terminate import terminate_instance
 
@@ -103,3 +104,11 @@ def destroy_guest_task(*, host: str, instance_uuid: str) -> None:
 def refresh_port_filters_task(*, host: str, instance_uuids: list[str]) -> None:
     """Redefine the port filters of these servers' guests on ``host`` (their security groups changed)."""
     refresh_port_filters(host=host, instance_uuids=instance_uuids)
+
+
+# not acks_late: a call lost with its worker is not run again (its caller counts the host's images failed)
+@shared_task(name=rpc.CACHE_IMAGES, acks_late=False, ignore_result=False, time_limit=3600, soft_time_limit=3500)
+def cache_images_task(*, ctx: dict[str, Any], host: str, image_ids: list[str]) -> dict[str, str]:
+    """An aggregate's image pre-caching on ``host`` (``compute.rpc.cache_images``): its answer is
+    what became of each image. No row is read on the host, so no cell is named."""
+    return cache_images(host=host, image_ids=image_ids)

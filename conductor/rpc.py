@@ -30,6 +30,7 @@ COMPUTE_HOST_STARTED = "conductor.compute_host_started"
 EVACUATE_INSTANCE = "conductor.evacuate_instance"
 LIVE_MIGRATE_INSTANCE = "conductor.live_migrate_instance"
 IMAGE_TASK_RUN = "conductor.image_task_run"
+CACHE_IMAGES = "conductor.cache_images"
 
 
 def _send(task_name: str, **kwargs: Any) -> None:
@@ -138,3 +139,8 @@ def compute_host_started(*, host: str, cell_uuid: str) -> None:
     """A compute host registered itself in its cell and in placement: the conductor maps it (the
     compute never writes the API database)."""
     _send(COMPUTE_HOST_STARTED, host=host, cell_uuid=cell_uuid)
+
+
+def cache_images(*, ctx: RequestContext, aggregate_id: int, image_ids: list[str]) -> None:
+    """An aggregate's image pre-caching (``POST /os-aggregates/{id}/images``)."""
+    _send(CACHE_IMAGES, ctx=ctx.to_dict(), aggregate_id=aggregate_id, image_ids=list(image_ids))

@@ -17,6 +17,7 @@ from .build import reschedule_build, schedule_and_build_instances
 from .cross_cell import confirm_cross_cell_resize, revert_cross_cell_resize
 from .evacuate import evacuate_instance
 from .hosts import compute_host_started
+from .image_cache import cache_images
 from .live_migrate import live_migrate_instance
 from .rebuild import rebuild_instance
 from .resize import resize_instance
@@ -134,3 +135,10 @@ def servers_periodic_task() -> dict[str, int]:
     return {"offloaded": periodic.offload_shelved(), "confirmed": periodic.confirm_resizes(),
             "reclaimed": periodic.reclaim_soft_deleted(), "reaped": periodic.reap_stale_task_states(),
             "usage_sampled": int(placement_usage_sample_take() is not None)}
+
+
+# each host of the aggregate may take up to LONG_RPC_TIMEOUT: no time limit of Celery's
+@shared_task(name=rpc.CACHE_IMAGES, queue=rpc.QUEUE, acks_late=True)
+@on_service_side
+def cache_images_task(*, ctx: dict[str, Any], aggregate_id: int, image_ids: list[str]) -> None:
+    cache_images(RequestContext.from_dict(ctx), aggregate_id=aggregate_id, image_ids=image_ids)

@@ -452,6 +452,14 @@ class LibvirtDriver:
                 shutil.rmtree(self.instance_dir(instance), ignore_errors=True)
                 kept.rename(self.instance_dir(instance))
 
+    def cache_image(self, *, image_meta: dict[str, Any]) -> bool:
+        """Fetch the image into this host's image cache ahead of the spawns that will want it (an
+        aggregate's pre-caching; Nova's ``cache_image``): True when it was fetched now, False when
+        it was there (its last use is then renewed, for the cleaner)."""
+        fetched = not (self.state_path / "_base" / str(image_meta["id"])).exists()
+        cached_image(self.state_path / "_base", image_meta, host=self.host)
+        return fetched
+
     def clean_image_cache(self, *, min_age_seconds: float) -> list[Path]:
         """Remove the cached images that no instance disk on this host is based on any more (the
         ``<disk>.base`` entries of every instance's ``disk.info``) once unused long enough."""

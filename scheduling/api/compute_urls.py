@@ -10,6 +10,8 @@ urlpatterns: list = [
     path("os-aggregates/<str:aggregate_id>", views.AggregateView.as_view(), name="compute-aggregate"),
     path("os-aggregates/<str:aggregate_id>/action", views.AggregateActionView.as_view(),
          name="compute-aggregate-action"),
+    path("os-aggregates/<str:aggregate_id>/images", views.AggregateImagesView.as_view(),
+         name="compute-aggregate-images"),
     path("os-availability-zone", views.AvailabilityZonesView.as_view(), name="compute-availability-zones"),
     path("os-availability-zone/detail", views.AvailabilityZonesDetailView.as_view(),
          name="compute-availability-zones-detail"),

@@ -140,6 +140,30 @@ class AggregateActionView(ComputeAPIView):
         return Response({"aggregate": present_aggregate(aggregate, self.version)})
 
 
+#: ``POST /os-aggregates/{id}/images`` (2.81): the images to pre-cache, each once
+AGGREGATE_IMAGES = {
+    "type": "object", "required": ["cache"], "additionalProperties": False,
+    "properties": {"cache": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["id"], "additionalProperties": False,
+        "properties": {"id": {"type": "string", "format": "uuid"}}}}},
+}
+
+
+class AggregateImagesView(ComputeAPIView):
+    """``POST /os-aggregates/{id}/images`` (2.81+): the aggregate's hosts fetch the images into
+    their image caches in the background (202; ``aggregate.cache_images.*`` notifications)."""
+
+    available_from = (2, 81)
+
+    @extend_schema(request=dict, responses={202: None}, summary="Pre-cache images on an aggregate's hosts (admin)")
+    def post(self, request: Request, aggregate_id: str) -> Response:
+        body = self.body()
+        validate(body, AGGREGATE_IMAGES)
+        admin.aggregate_cache_images(actor=self.ctx, aggregate_id=aggregate_id,
+                                     image_ids=[str(image["id"]) for image in body["cache"]])
+        return Response(status=202)
+
+
 class AvailabilityZonesView(ComputeAPIView):
     """``GET /os-availability-zone``: zones of compute services, available when one is enabled
     (the internal zone of non-compute services is not listed)."""

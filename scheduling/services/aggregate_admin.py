@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from cloudcore.core.context import RequestContext
-from cloudcore.core.exceptions import Invalid
+from cloudcore.core.exceptions import Invalid, NotFound
 from cloudcore.core.policy import authorize
+from conductor import rpc as conductor_rpc
+from images.services import image_get
 
 from ..models import Aggregate
 from . import aggregates
@@ -80,3 +82,34 @@ def aggregate_set_metadata(*, actor: RequestContext, aggregate_id: str,
     ``Invalid``, ``AggregateNotFound``, and what ``aggregates.aggregate_set_metadata`` raises."""
     authorize(actor, _rule("set_metadata"))
     return aggregates.aggregate_set_metadata(aggregate=aggregate_by_api_id(aggregate_id), metadata=metadata)
+
+
+
+class DuplicateImages(Invalid):
+    message = "Duplicate images in request"
+
+
+class ImageToCacheNotFound(Invalid):
+    message = "Image %(image_id)s could not be found."
+
+
+def aggregate_cache_images(*, actor: RequestContext, aggregate_id: str, image_ids: list[str]) -> None:
+    """Ask the hosts of the aggregate to fetch ``image_ids`` into their image caches (2.81, Nova's
+    image pre-caching; ``conductor.image_cache`` does it in the background), in Nova's order of
+    checks. Raises ``PolicyNotAuthorized`` (``compute:aggregates:images``), ``Invalid`` (an id
+    that is not an integer), ``DuplicateImages``, ``AggregateNotFound`` (404),
+    ``ImageToCacheNotFound`` (400: an image the actor cannot see)."""
+    authorize(actor, "compute:aggregates:images", {})
+    try:
+        int(aggregate_id)
+    except ValueError:
+        raise Invalid("Invalid input received: id must be an integer.") from None
+    if len(set(image_ids)) != len(image_ids):
+        raise DuplicateImages()
+    aggregate = aggregate_by_api_id(aggregate_id)
+    for image_id in image_ids:
+        try:
+            image_get(actor, image_id)
+        except NotFound:
+            raise ImageToCacheNotFound(image_id=image_id) from None
+    conductor_rpc.cache_images(ctx=actor, aggregate_id=aggregate.id, image_ids=image_ids)
