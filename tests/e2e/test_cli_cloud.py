@@ -9,6 +9,7 @@ confirm and revert, rebuild.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -37,6 +38,19 @@ def test_four_hosts_and_hypervisors(cloud: LiveCloud) -> None:
         ("compute1", "az1"), ("compute2", "az1"), ("compute3", "az2"), ("compute4", "az2")]
     hypervisors = cloud.openstack_json("hypervisor", "list", cloud="cloudcore-admin")
     assert sorted(h["Hypervisor Hostname"] for h in hypervisors) == ["compute1", "compute2", "compute3", "compute4"]
+
+
+def test_aggregate_cache_image(cloud: LiveCloud) -> None:
+    # the compute workers of az1's hosts fetch the image into their caches, through the conductor
+    image_id = cloud.openstack_json("image", "show", "tiny-alt", cloud="cloudcore-admin")["id"]
+    cloud.openstack("--os-compute-api-version", "2.81", "aggregate", "cache", "image", "az1", "tiny-alt",
+                    cloud="cloudcore-admin")
+    cached = [cloud.var_dir / "state" / host / "_base" / image_id for host in ("compute1", "compute2")]
+    deadline = time.monotonic() + 60
+    while not all(path.exists() for path in cached) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert all(path.exists() for path in cached), cloud.tail(40)
+    assert not (cloud.var_dir / "state" / "compute3" / "_base" / image_id).exists()
 
 
 def test_boot_list_and_impossible_flavor(cloud: LiveCloud) -> None:
