@@ -157,10 +157,12 @@ def aggregates(request: HttpRequest) -> HttpResponse:
     zones = call(request, "GET", f"{BASE}/os-availability-zone/detail")
     items = tables.sort_rows(request, _listed(result, "aggregates"), AGGREGATE_SORT)
     hosts = call(request, "GET", f"{BASE}/os-services?binary=nova-compute")
+    images = call(request, "GET", "/image/v2/images", service="image")
     return _page(request, "console/aggregates.html", {
         "page_obj": tables.paginate(request, items), "error": None if result.ok else result.message,
         "zones": _listed(zones, "availabilityZoneInfo"),
-        "compute_hosts": sorted({s["host"] for s in _listed(hosts, "services")})})
+        "compute_hosts": sorted({s["host"] for s in _listed(hosts, "services")}),
+        "images": [i for i in _listed(images, "images") if i.get("status") == "active"]})
 
 
 @require_POST
@@ -175,9 +177,11 @@ def aggregate_create(request: HttpRequest) -> HttpResponse:
 
 def _aggregate_request(op: str, post: Any, path: str) -> tuple[str, str, Any] | None:
     """The compute API call for one aggregate button: add or remove a host, set or unset a metadata
-    key (``None`` unsets), delete (None for an unknown op)."""
+    key (``None`` unsets), pre-cache an image on its hosts, delete (None for an unknown op)."""
     if op == "delete":
         return "DELETE", path, None
+    if op == "cache_images":  # the hosts fetch it in the background (2.81)
+        return "POST", f"{path}/images", {"cache": [{"id": post.get("image", "")}]}
     if op in ("add_host", "remove_host"):
         return "POST", f"{path}/action", {op: {"host": post.get("host", "")}}
     if op in ("set_metadata", "unset_metadata"):

@@ -148,3 +148,20 @@ def test_server_groups_of_every_project_are_listed(cloud: Any) -> None:
     assert created.status_code == 200, created.content
     body = login("admin", "admin", ["admin"]).get("/server-groups/").content.decode()
     assert "web" in body and "<code>anti-affinity</code>" in body and "<td>demo</td>" in body
+
+
+def test_admin_pre_caches_an_image_on_an_aggregates_hosts(cloud: Any) -> None:
+    client = login("admin", "admin", ["admin"])
+    az1 = next(a for a in cloud.get(cloud.admin(), "os-aggregates").json()["aggregates"] if a["name"] == "az1")
+    # the page offers the active images for an aggregate with hosts
+    body = client.get("/aggregates/").content.decode()
+    row = body[body.index(f'id="aggregate-{az1["id"]}"'):]
+    assert f'<option value="{cloud.image_id}">tiny</option>' in row[:row.index("</tr>")]
+    # when the admin pre-caches one, the compute API takes it (202) and the conductor asks both hosts
+    response = client.post(f"/aggregates/{az1['id']}/action/", {"op": "cache_images", "image": cloud.image_id},
+                           follow=True)
+    assert f"Cache images on aggregate {az1['id']}: done." in messages_of(response)
+    progress = [n["payload"]["nova_object.data"] for n in cloud.notifications("aggregate.cache_images.progress")]
+    # (these test hosts keep no image cache: each answers "unsupported", counted as failed, as Nova does)
+    assert [(p["host"], p["images_failed"]) for p in progress] == [
+        ("compute1", [cloud.image_id]), ("compute2", [cloud.image_id])]
