@@ -327,6 +327,9 @@ POLICY_FILE = Path(env_str("POLICY_FILE", str(VAR_DIR / "policy.yaml")))
 #: where volume backups are written (Cinder's posix backup driver's ``backup_posix_path``)
 BACKUP_DIR = Path(env_str("BACKUP_DIR", str(VAR_DIR / "backups")))
 STATE_PATH = Path(env_str("STATE_PATH", str(VAR_DIR / "state")))
+#: Nova's [DEFAULT]my_ip: the compute host's IP address, reported as its hypervisor's ``host_ip``;
+#: empty = the address of the interface the default route leaves by (127.0.0.1 without one)
+MY_IP = env_str("MY_IP", "")
 LIBVIRT_VIRT_TYPE = env_str("LIBVIRT_VIRT_TYPE", "auto")  # kvm, qemu (TCG) or auto
 # Nova's [DEFAULT]force_config_drive: every server gets a config drive, asked for or not (run_cloud
 # turns it on for the demo cloud)

@@ -12,12 +12,14 @@ maps the host to its cell (the compute writes only its own cell's database).
 from __future__ import annotations
 
 import logging
+import socket
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from keystoneauth1 import exceptions as ks_exceptions
 
 from cells.context import target_cell
@@ -109,7 +111,7 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
     the host."""
     if plan.write_identity:
         identity.write_node_uuid(state_path, plan.node_uuid)
-    resources = driver.get_available_resource()
+    resources = {**driver.get_available_resource(), "host_ip": my_ip()}
 
     with target_cell(plan.cell), atomic(plan.cell):
         service = compute_service_register(host=plan.host, binary=BINARY, version=SERVICE_VERSION,
@@ -126,6 +128,20 @@ def apply_startup(plan: StartupPlan, *, driver: Any, state_path: Path) -> tuple[
         destroy_evacuated_instances(host=plan.host, driver=driver)
     conductor_rpc.compute_host_started(host=plan.host, cell_uuid=str(plan.cell.uuid))
     return service, node
+
+
+def my_ip() -> str:
+    """This host's IP address (Nova's ``my_ip``): ``MY_IP``, else the address of the interface the
+    default route leaves by (a UDP socket's local end after ``connect``, which sends nothing), else
+    127.0.0.1."""
+    if settings.MY_IP:
+        return str(settings.MY_IP)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routed by the default route, never reached
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
 
 
 def _report_when_placement_answers(*, node: ComputeNode, service: Service, driver: Any) -> None:

@@ -10,7 +10,8 @@ from django.utils import timezone
 from ..models import ComputeNode, Service
 
 #: the hypervisor's answers (``get_available_resource``) a node row keeps
-NODE_RESOURCE_FIELDS = ("vcpus", "memory_mb", "local_gb", "hypervisor_type", "hypervisor_version", "cpu_info")
+NODE_RESOURCE_FIELDS = ("vcpus", "memory_mb", "local_gb", "hypervisor_type", "hypervisor_version", "cpu_info",
+                        "host_ip")
 
 
 def compute_service_register(*, host: str, binary: str, version: int, service: Service | None = None) -> Service:

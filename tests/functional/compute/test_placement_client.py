@@ -145,8 +145,10 @@ def test_a_provider_gone_from_placement_is_created_again_after_the_failed_report
     assert _api(f"/resource_providers/{node.uuid}/inventories")["inventories"]["VCPU"]["total"] == 4
 
 
-def test_start_up_inside_the_agent_registers_in_the_cell_and_the_conductor_maps_the_host(cells, tmp_path: Path):
-    # given a host added to a zone before it ever started (the demo's set-up)
+def test_start_up_inside_the_agent_registers_in_the_cell_and_the_conductor_maps_the_host(cells, tmp_path: Path,
+                                                                                      settings):
+    # given a host added to a zone before it ever started (the demo's set-up), its address set
+    settings.MY_IP = "198.51.100.7"
     from cells import selectors as cell_selectors
     from scheduling.services import aggregates
 
@@ -166,6 +168,8 @@ def test_start_up_inside_the_agent_registers_in_the_cell_and_the_conductor_maps_
     with target_cell(cells["cell1"]):
         node.refresh_from_db()
     assert node.mapped == 1
+    # and its node reports the host's address (the hypervisor's host_ip)
+    assert node.host_ip == "198.51.100.7"
 
 
 def _provider(name: str) -> str:
