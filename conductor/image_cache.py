@@ -39,9 +39,9 @@ def cache_images(ctx: RequestContext, *, aggregate_id: int, image_ids: list[str]
     except CloudcoreError:
         log.info("aggregate %s is gone: its image pre-caching is dropped", aggregate_id)
         return
-    whole = aggregates.aggregate_to_dict(aggregate)
+    whole = aggregates.aggregate_payload(aggregate)
     hosts = list(whole["hosts"])
-    _notify("start", _payload(whole), "AggregatePayload", "1.1")
+    _notify("start", whole, "AggregatePayload", "1.1")
     mappings = host_mappings(hosts)
     tally: Counter[str] = Counter()
     for index, host in enumerate(hosts, start=1):
@@ -54,8 +54,7 @@ def cache_images(ctx: RequestContext, *, aggregate_id: int, image_ids: list[str]
             "index": index, "total": len(hosts)}, "AggregateCachePayload", "1.0")
     log.info("image pre-caching of %s on the %d hosts of aggregate %s: %s", ",".join(image_ids), len(hosts),
              whole["name"], dict(tally))
-    _notify("end", _payload(aggregates.aggregate_to_dict(aggregates.aggregate_get(aggregate_id))),
-            "AggregatePayload", "1.1")
+    _notify("end", whole, "AggregatePayload", "1.1")
 
 
 def _cache_on(ctx: RequestContext, host: str, mapping: Any, image_ids: list[str]) -> dict[str, str]:
@@ -75,10 +74,6 @@ def _cache_on(ctx: RequestContext, host: str, mapping: Any, image_ids: list[str]
         log.warning("image pre-caching on %s failed: %s", host, exc)
         return dict.fromkeys(image_ids, "error")
     return {image_id: answer.get(image_id, "error") for image_id in image_ids}
-
-
-def _payload(whole: dict[str, Any]) -> dict[str, Any]:
-    return {key: whole[key] for key in ("id", "uuid", "name", "hosts", "metadata", "availability_zone")}
 
 
 def _notify(phase: str, payload: dict[str, Any], payload_name: str, version: str) -> None:

@@ -17,6 +17,12 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
 - ``aggregate_add_host(*, aggregate, host) -> Aggregate`` / ``aggregate_remove_host(...)``
 - ``aggregate_set_metadata(*, aggregate, metadata: {key: value or None}) -> Aggregate``
 - ``aggregate_to_dict(aggregate) -> dict`` (Nova's aggregate body fields)
+- ``aggregate_payload(aggregate) -> dict`` (Nova's ``AggregatePayload`` of its notifications)
+
+Every write sends Nova's versioned notifications around it, ``aggregate.<action>.start`` and
+``.end`` (``create``, ``update_prop``, ``update_metadata``, ``add_host``, ``remove_host``,
+``delete``), from ``nova-api``, with the ``AggregatePayload`` of the aggregate before the write and
+after it (a create's start has no id, hosts or metadata yet but the zone asked for).
 - ``host_availability_zone(host) -> str``; ``hosts_availability_zones(hosts) -> {host: zone}``
 - ``available_zones() -> ZoneList`` (``[(zone, [hosts])]`` of enabled compute services;
   ``"az1" in available_zones()`` tests a name cheaply), ``zone_available(zone) -> bool``
@@ -28,6 +34,7 @@ Public API (keyword-only, ``aggregate`` is an Aggregate or its id/uuid):
 """
 from __future__ import annotations
 
+import socket
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +48,7 @@ from django.utils import timezone
 from cells import selectors as cell_selectors
 from cells.context import target_cell
 from cells.scatter import CellFailure, scatter_gather
+from cloudcore.core import notifications
 from cloudcore.core.exceptions import Conflict, Invalid, NotFound
 from hosts import selectors as host_selectors
 from hosts.services.servicegroup import service_is_up
@@ -141,6 +149,17 @@ def aggregate_to_dict(aggregate: Aggregate) -> dict[str, Any]:
         "metadata": aggregate_metadata(aggregate), "created_at": aggregate.created_at,
         "updated_at": aggregate.updated_at, "deleted_at": aggregate.deleted_at, "deleted": aggregate.deleted,
     }
+
+
+def aggregate_payload(aggregate: Aggregate) -> dict[str, Any]:
+    """Nova's ``AggregatePayload`` (1.1) of the aggregate as it is now."""
+    return {"id": aggregate.id, "uuid": str(aggregate.uuid), "name": aggregate.name,
+            "hosts": aggregate_hosts(aggregate), "metadata": aggregate_metadata(aggregate)}
+
+
+def _notify(action: str, phase: str, payload: dict[str, Any]) -> None:
+    notifications.notify(f"aggregate.{action}.{phase}", payload, publisher_id=f"nova-api:{socket.gethostname()}",
+                         payload_name="AggregatePayload", version="1.1")
 
 
 def hosts_availability_zones(hosts: Iterable[str]) -> dict[str, str]:
@@ -328,10 +347,15 @@ def aggregate_create(*, name: str, availability_zone: str | None = None) -> Aggr
     """Create an aggregate (a zone when ``availability_zone``). AggregateNameExists (409)."""
     with transaction.atomic():
         _check_name_free(name)
-        aggregate = Aggregate.objects.create(name=name)
+        aggregate = Aggregate(name=name)
+        _notify("create", "start", {"id": None, "uuid": aggregate.uuid, "name": name, "hosts": None,
+                                    "metadata": {AZ_KEY: availability_zone} if availability_zone else None})
+        aggregate.save()
         if availability_zone is not None:
             AggregateMetadata.objects.create(aggregate=aggregate, key=AZ_KEY, value=availability_zone)
-    return aggregate_get(aggregate.id)
+    created = aggregate_get(aggregate.id)
+    _notify("create", "end", aggregate_payload(created))
+    return created
 
 
 def aggregate_update(*, aggregate: Aggregate | int | str, name: str | None = None,
@@ -344,10 +368,12 @@ def aggregate_update(*, aggregate: Aggregate | int | str, name: str | None = Non
         if name is not None and name != aggregate.name:
             _check_name_free(name, exclude_id=aggregate.id)
             aggregate.name = name
+            _notify("update_prop", "start", aggregate_payload(aggregate))
             aggregate.save(update_fields=["name"])
+            _notify("update_prop", "end", aggregate_payload(aggregate))
         if availability_zone is not UNSET:
             _check_zone_change(aggregate, availability_zone, InvalidAggregateActionUpdate, check_instances=True)
-            _write_metadata(aggregate, {AZ_KEY: availability_zone})
+            _write_metadata_notified(aggregate, {AZ_KEY: availability_zone})
     return aggregate_get(aggregate.id)
 
 
@@ -357,11 +383,14 @@ def aggregate_delete(*, aggregate: Aggregate | int | str) -> None:
     aggregate = _agg(aggregate)
     if aggregate.hosts.exists():
         raise InvalidAggregateActionDelete(aggregate_id=aggregate.id, reason="Host aggregate is not empty")
+    payload = aggregate_payload(aggregate)
+    _notify("delete", "start", payload)
     with transaction.atomic():
         AggregateMetadata.objects.filter(aggregate=aggregate).delete()
         aggregate.deleted = True
         aggregate.deleted_at = timezone.now()
         aggregate.save(update_fields=["deleted", "deleted_at"])
+    _notify("delete", "end", payload)
 
     PlacementAggregate.objects.filter(uuid=aggregate.uuid, providers__isnull=True).delete()
 
@@ -386,10 +415,13 @@ def aggregate_add_host(*, aggregate: Aggregate | int | str, host: str, require_m
         zone = aggregate_zone(aggregate)
         if zone is not None:
             _check_zone_change(aggregate, zone, InvalidAggregateActionAdd, hosts=[host])
+        _notify("add_host", "start", aggregate_payload(aggregate))
         AggregateHost.objects.create(aggregate=aggregate, host=host)
 
     placement.aggregate_add_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
-    return aggregate_get(aggregate.id)
+    added = aggregate_get(aggregate.id)
+    _notify("add_host", "end", aggregate_payload(added))
+    return added
 
 
 def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Aggregate:
@@ -397,12 +429,17 @@ def aggregate_remove_host(*, aggregate: Aggregate | int | str, host: str) -> Agg
     the placement aggregate."""
     aggregate = _agg(aggregate)
     _check_host_exists(host)
+    if host not in aggregate_hosts(aggregate):
+        raise AggregateHostNotFound(aggregate_id=aggregate.id, host=host)
+    _notify("remove_host", "start", aggregate_payload(aggregate))
     deleted, _ = AggregateHost.objects.filter(aggregate=aggregate, host=host).delete()
-    if not deleted:
+    if not deleted:  # removed meanwhile by another request
         raise AggregateHostNotFound(aggregate_id=aggregate.id, host=host)
 
     placement.aggregate_remove_providers(aggregate_uuid=aggregate.uuid, providers=_host_providers(host))
-    return aggregate_get(aggregate.id)
+    removed = aggregate_get(aggregate.id)
+    _notify("remove_host", "end", aggregate_payload(removed))
+    return removed
 
 
 def aggregate_set_metadata(*, aggregate: Aggregate | int | str, metadata: Mapping[str, str | None]) -> Aggregate:
@@ -413,8 +450,15 @@ def aggregate_set_metadata(*, aggregate: Aggregate | int | str, metadata: Mappin
     with transaction.atomic():
         if AZ_KEY in metadata:
             _check_zone_change(aggregate, metadata[AZ_KEY], InvalidAggregateActionUpdateMeta, check_instances=True)
-        _write_metadata(aggregate, metadata)
+        _write_metadata_notified(aggregate, metadata)
     return aggregate_get(aggregate.id)
+
+
+def _write_metadata_notified(aggregate: Aggregate, metadata: Mapping[str, str | None]) -> None:
+    """``_write_metadata`` inside ``aggregate.update_metadata.start`` and ``.end``."""
+    _notify("update_metadata", "start", aggregate_payload(aggregate))
+    _write_metadata(aggregate, metadata)
+    _notify("update_metadata", "end", aggregate_payload(_agg(aggregate)))
 
 
 def _write_metadata(aggregate: Aggregate, metadata: Mapping[str, str | None]) -> None:

@@ -133,3 +133,35 @@ def test_availability_zone_detail(personas: Personas, hosts: dict[str, Any]) -> 
     assert info["internal"]["hosts"]["control"]["nova-conductor"]["active"] is False
     assert list(info["nova"]["hosts"]) == ["compute3"]
     assert personas.client("member").get("/compute/v2.1/os-availability-zone/detail").status_code == 403
+
+
+def test_each_write_is_notified_as_nova_does(personas: Personas, hosts: dict[str, Any]) -> None:
+    from cloudcore.core.models import NotificationRecord
+
+    admin = personas.client("admin", "2.41")
+    created = _create(admin, "agg9", "az9")
+    agg_id = created["id"]
+    admin.post(f"{AGG}/{agg_id}/action", {"add_host": {"host": "compute1"}}, format="json")
+    admin.post(f"{AGG}/{agg_id}/action", {"set_metadata": {"metadata": {"ssd": "true"}}}, format="json")
+    admin.put(f"{AGG}/{agg_id}", {"aggregate": {"name": "agg-nine"}}, format="json")
+    admin.post(f"{AGG}/{agg_id}/action", {"remove_host": {"host": "compute1"}}, format="json")
+    assert admin.delete(f"{AGG}/{agg_id}").status_code == 200
+    # a refused write sends nothing
+    assert admin.post(f"{AGG}/{agg_id}/action", {"add_host": {"host": "compute1"}}, format="json").status_code == 404
+    sent = [(r.event_type, r.payload["publisher_id"].split(":")[0], r.payload["payload"]["nova_object.data"])
+            for r in NotificationRecord.objects.filter(event_type__startswith="aggregate.").order_by("id")]
+    assert [(event, publisher) for event, publisher, _ in sent] == [
+        (f"aggregate.{action}.{phase}", "nova-api")
+        for action in ("create", "add_host", "update_metadata", "update_prop", "remove_host", "delete")
+        for phase in ("start", "end")]
+    data = [payload for _, _, payload in sent]
+    assert all(d["uuid"] == created["uuid"] for d in data)
+    # a create's start has no id nor hosts yet, only the zone asked for; its end has them
+    assert (data[0]["id"], data[0]["hosts"], data[0]["metadata"]) == (None, None, {"availability_zone": "az9"})
+    assert (data[1]["id"], data[1]["hosts"]) == (agg_id, [])
+    # each payload is the aggregate before the write (start) and after it (end)
+    assert (data[2]["hosts"], data[3]["hosts"]) == ([], ["compute1"])
+    assert "ssd" not in data[4]["metadata"] and data[5]["metadata"] == {"availability_zone": "az9", "ssd": "true"}
+    assert data[6]["name"] == data[7]["name"] == "agg-nine"
+    assert (data[8]["hosts"], data[9]["hosts"]) == (["compute1"], [])
+    assert data[10]["name"] == data[11]["name"] == "agg-nine"
