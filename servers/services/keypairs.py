@@ -129,10 +129,12 @@ def keypair_create(
     owner = user_id or actor.user_id or ""
     authorize(actor, "os_compute_api:os-keypairs:create", {"user_id": owner})
     private_key = None
+    # Nova's keypair.import.* for a key brought by the user (its start names it), create.* for one made here
+    action, given = ("import", public_key) if public_key is not None else ("create", None)
     if public_key is None:
         private_key, public_key = generate_x509_keypair(owner) if key_type == "x509" else generate_ssh_keypair()
     fingerprint = x509_fingerprint(public_key) if key_type == "x509" else ssh_fingerprint(public_key)
-    _notify("create.start", user_id=owner, name=name, key_type=key_type)
+    _notify(f"{action}.start", user_id=owner, name=name, public_key=given, key_type=key_type)
     if not quota_keypairs_allow(project_id=actor.project_id, user_id=owner):
         raise KeypairLimitExceeded()
     if KeyPair.objects.filter(user_id=owner, name=name).exists():
@@ -144,7 +146,7 @@ def keypair_create(
             )
     except IntegrityError:
         raise KeyPairExists(key_name=name) from None
-    _notify("create.end", user_id=owner, name=name, public_key=public_key, fingerprint=fingerprint,
+    _notify(f"{action}.end", user_id=owner, name=name, public_key=public_key, fingerprint=fingerprint,
             key_type=key_type)
     return CreatedKeypair(keypair, private_key)
 

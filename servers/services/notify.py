@@ -8,6 +8,7 @@ and a failed conductor task ``compute_task.<task>.error``. Faults are ``Exceptio
 from __future__ import annotations
 
 import logging
+import socket
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -157,15 +158,22 @@ def _ip_addresses(instance_uuid: str, source: NetworkInfoSource | None) -> list[
     return out
 
 
+def api_publisher() -> str:
+    """The publisher id of the notifications the API itself sends (Nova's ``nova-api:<host>``)."""
+    return f"nova-api:{socket.gethostname()}"
+
+
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,
     fault: BaseException | None = None, host: str | None = None, network_info: NetworkInfoSource | None = None,
-    new_flavor: dict[str, Any] | None = None,
+    new_flavor: dict[str, Any] | None = None, publisher: str | None = None,
 ) -> None:
     """Emit ``event_type`` for ``instance`` (instance.update carries ``state_update``, the others
     ``fault``; ``instance.resize_prep.*`` the ``new_flavor``); the events that list IP addresses
-    take them from ``network_info`` when given (called only for them). An ``instance.<action>.error``
+    take them from ``network_info`` when given (called only for them). ``publisher``: the
+    publisher id when not the compute host's (``api_publisher()`` for the API's own events). An
+    ``instance.<action>.error``
     Nova does not define is a programming error: logged, not emitted."""
     if event_type.endswith(".error") and event_type.split(".")[1] not in NOVA_INSTANCE_ERRORS:
         log.error("%s is not one of Nova's notifications: not emitted", event_type)
@@ -197,7 +205,7 @@ def notify_instance(
     try:
         notifications.notify(
             event_type, payload, priority=priority,
-            publisher_id=f"nova-compute:{host or instance.host or 'api'}", payload_name=name,
+            publisher_id=publisher or f"nova-compute:{host or instance.host or 'api'}", payload_name=name,
         )
     except Exception:  # a notification must never fail the operation
         log.exception("could not emit %s", event_type)

@@ -20,6 +20,7 @@ from ..choices import TaskState, VmState
 from ..models import Instance
 from . import actions
 from .guards import check_not_locked, claim_task_state
+from .notify import api_publisher, notify_instance
 
 if TYPE_CHECKING:
     from cells.models import CellMapping
@@ -114,6 +115,7 @@ def server_lock(*, actor: RequestContext, instance: Instance, reason: str | None
     instance.locked_reason = reason
     instance.save(update_fields=["locked", "locked_by", "locked_reason", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="lock")
+    notify_instance(actor, "instance.lock", instance, publisher=api_publisher())
 
 
 def server_unlock(*, actor: RequestContext, instance: Instance) -> None:
@@ -126,3 +128,4 @@ def server_unlock(*, actor: RequestContext, instance: Instance) -> None:
     instance.locked, instance.locked_by, instance.locked_reason = False, None, None
     instance.save(update_fields=["locked", "locked_by", "locked_reason", "updated_at"])
     actions.action_start(actor, instance_uuid=instance.uuid, action="unlock")
+    notify_instance(actor, "instance.unlock", instance, publisher=api_publisher())

@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from cells.selectors import mapped_instance_uuids
+from cloudcore.core import notifications
 from cloudcore.core.context import RequestContext
 from cloudcore.core.exceptions import Invalid, NotFound, QuotaExceeded
 from cloudcore.core.policy import authorize
 
 from ..models import InstanceGroup, InstanceGroupMember
+from .notify import api_publisher
 from .quotas import quota_limits
 
 POLICIES = ("affinity", "anti-affinity")
@@ -33,6 +35,22 @@ class GroupQuotaExceeded(QuotaExceeded):
 
 class GroupMembersQuotaExceeded(QuotaExceeded):
     message = "Quota exceeded, too many servers in group"
+
+
+def group_payload(group: InstanceGroup, members: list[str] | None = None) -> dict[str, Any]:
+    """Nova's ``ServerGroupPayload`` (1.1) of ``group`` (``members``: its member uuids, read when
+    None); ``rules`` as strings, ``hosts`` not given, as Nova's."""
+    if members is None:
+        members = list(group.members.order_by("id").values_list("instance_uuid", flat=True))
+    return {"uuid": str(group.uuid), "name": group.name, "user_id": group.user_id, "project_id": group.project_id,
+            "policies": [group.policy], "members": members, "hosts": None, "policy": group.policy,
+            "rules": {key: str(value) for key, value in (group.rules or {}).items()}}
+
+
+def _notify(action: str, payload: dict[str, Any]) -> None:
+    """Nova's versioned ``server_group.<action>`` (create, delete, add_member), from the API."""
+    notifications.notify(f"server_group.{action}", payload, publisher_id=api_publisher(),
+                         payload_name="ServerGroupPayload", version="1.1")
 
 
 def _target(group: InstanceGroup) -> dict[str, Any]:
@@ -77,8 +95,10 @@ def server_group_create(*, actor: RequestContext, name: str, policy: str,
     limit = quota_limits(actor.project_id)["server_groups"]
     if 0 <= limit <= InstanceGroup.objects.filter(project_id=actor.project_id).count():
         raise GroupQuotaExceeded()
-    return InstanceGroup.objects.create(name=name, project_id=str(actor.project_id), user_id=str(actor.user_id),
-                                        policy=policy, rules=rules)
+    group = InstanceGroup.objects.create(name=name, project_id=str(actor.project_id), user_id=str(actor.user_id),
+                                         policy=policy, rules=rules)
+    _notify("create", group_payload(group, members=[]))
+    return group
 
 
 def server_group_get(*, actor: RequestContext, group_uuid: str) -> InstanceGroup:
@@ -105,7 +125,9 @@ def server_group_list(*, actor: RequestContext, all_projects: bool = False, limi
 def server_group_delete(*, actor: RequestContext, group_uuid: str) -> None:
     group = _visible(actor, group_uuid)
     authorize(actor, "os_compute_api:os-server-groups:delete", _target(group))
+    payload = group_payload(group)
     group.delete()
+    _notify("delete", payload)
 
 
 def live_members(group: InstanceGroup) -> list[str]:
@@ -131,8 +153,12 @@ def group_for_create(*, actor: RequestContext, group_uuid: str, count: int) -> d
 def group_members_add(*, group_uuid: str, instance_uuids: list[str]) -> None:
     """Join the new servers to their group (inside the create's transaction)."""
     group = InstanceGroup.objects.get(uuid=group_uuid)
+    members = list(group.members.order_by("id").values_list("instance_uuid", flat=True))
     InstanceGroupMember.objects.bulk_create(
         [InstanceGroupMember(group=group, instance_uuid=uuid) for uuid in instance_uuids])
+    for uuid in instance_uuids:  # one server_group.add_member per server, as Nova adds them one by one
+        members.append(uuid)
+        _notify("add_member", group_payload(group, members=list(members)))
 
 
 def groups_of(instance_uuids: list[str]) -> dict[str, str]:

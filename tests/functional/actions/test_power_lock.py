@@ -85,6 +85,19 @@ def test_lock_blocks_the_owner_not_the_admin(cloud: Cloud) -> None:
     assert cloud.action(client, server["id"], {"os-stop": None}).status_code == 202
 
 
+def test_lock_and_unlock_are_notified_by_the_api(cloud: Cloud) -> None:
+    client = cloud.member()
+    server = active_server(cloud, client)
+    assert cloud.action(client, server["id"], {"lock": {"locked_reason": "mine"}}, version="2.73").status_code == 202
+    assert cloud.action(client, server["id"], {"unlock": None}).status_code == 202
+    locked, unlocked = cloud.notifications("instance.lock"), cloud.notifications("instance.unlock")
+    assert len(locked) == len(unlocked) == 1
+    assert locked[0]["publisher_id"].startswith("nova-api:")
+    data = locked[0]["payload"]["nova_object.data"]
+    assert (data["uuid"], data["locked"], data["locked_reason"]) == (server["id"], True, "mine")
+    assert unlocked[0]["payload"]["nova_object.data"]["locked"] is False
+
+
 def test_locked_reason_needs_273(cloud: Cloud) -> None:
     client = cloud.member()
     server = active_server(cloud, client)

@@ -31,11 +31,18 @@ def test_flavor_notifications(personas: Personas) -> None:
 
 def test_keypair_notifications(personas: Personas) -> None:
     client = personas.client("member", "2.2")
+    # a key brought by the user is imported, one made by the cloud created (Nova's two events)
     client.post("/compute/v2.1/os-keypairs", {"keypair": {"name": "k", "public_key": PUBLIC_KEY}}, format="json")
+    client.post("/compute/v2.1/os-keypairs", {"keypair": {"name": "made"}}, format="json")
     client.delete("/compute/v2.1/os-keypairs/k")
-    assert _events() == ["keypair.create.start", "keypair.create.end", "keypair.delete.start", "keypair.delete.end"]
-    end = NotificationRecord.objects.get(event_type="keypair.create.end").payload["payload"]["nova_object.data"]
+    assert _events() == ["keypair.import.start", "keypair.import.end", "keypair.create.start", "keypair.create.end",
+                         "keypair.delete.start", "keypair.delete.end"]
+    start = NotificationRecord.objects.get(event_type="keypair.import.start").payload["payload"]["nova_object.data"]
+    assert start["public_key"] == PUBLIC_KEY and start["fingerprint"] is None
+    end = NotificationRecord.objects.get(event_type="keypair.import.end").payload["payload"]["nova_object.data"]
     assert end["name"] == "k" and end["fingerprint"] and end["user_id"] == personas.member[0].id
+    made = NotificationRecord.objects.get(event_type="keypair.create.start").payload["payload"]["nova_object.data"]
+    assert made["name"] == "made" and made["public_key"] is None
 
 
 def test_django_admin_lists_policy_rules_and_identity(personas: Personas) -> None:

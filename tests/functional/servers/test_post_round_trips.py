@@ -96,13 +96,17 @@ def test_a_post_into_a_server_group_joins_it_in_the_same_transaction(cells: dict
         cloud.create_server(client, "warm", networks="none")  # the project's default group made
         # when a server is asked for in a group (its membership is an ORM write, after a read of the group)
         statements, casts = _post(cloud, client, monkeypatch, "grouped", hints={"group": group["id"]})
-        # then the build's rows, then the membership, are one transaction, and the cast follows its commit
+        # then the build's rows, then the membership (after a read of the group and of its members, which
+        # server_group.add_member names), are one transaction, and the cast follows its commit
         kinds = [s.split(" ")[0] for s in statements]
-        begin = kinds.index("BEGIN")
-        assert kinds[begin:] == ["BEGIN", *(["INSERT"] if connections["default"].vendor == "postgresql" else
-                                           ["INSERT"] * len(ROWS)), "SELECT", "INSERT", "COMMIT"], statements
-        assert statements[-2].startswith('INSERT INTO "servers_instancegroupmember"')
-        assert all(f'INSERT INTO "{table}"' in " ".join(statements[begin:-3]) for table in ROWS)
+        begin, commit = kinds.index("BEGIN"), kinds.index("COMMIT")
+        assert kinds[begin:commit + 1] == [
+            "BEGIN", *(["INSERT"] if connections["default"].vendor == "postgresql" else ["INSERT"] * len(ROWS)),
+            "SELECT", "SELECT", "INSERT", "COMMIT"], statements
+        assert statements[commit - 1].startswith('INSERT INTO "servers_instancegroupmember"')
+        assert all(f'INSERT INTO "{table}"' in " ".join(statements[begin:commit - 3]) for table in ROWS)
+        # the request's notifications (server_group.add_member) are written after it, together
+        assert [s.split(" (")[0] for s in statements[commit + 1:]] == ['INSERT INTO "core_notificationrecord"']
         assert casts == [(casts[0][0], False)]
         assert list(InstanceGroupMember.objects.values_list("instance_uuid", flat=True)) == casts[0][0]
     finally:

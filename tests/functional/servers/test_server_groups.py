@@ -153,3 +153,22 @@ def test_same_host_and_different_host_hints(cloud: Cloud) -> None:
     far = cloud.create_server(client, "far", availability_zone="az1", hints={"different_host": [anchor["id"]]})
     assert cloud.show(cloud.admin(), near["id"])["OS-EXT-SRV-ATTR:host"] == anchor_host
     assert cloud.show(cloud.admin(), far["id"])["OS-EXT-SRV-ATTR:host"] != anchor_host
+
+
+def test_create_member_and_delete_are_notified_as_nova_does(cloud: Cloud) -> None:
+    client = cloud.member()
+    group = make_group(cloud, client, "anti-affinity", rules={"max_server_per_host": 2})
+    servers = cloud.create_server(client, "pair", hints={"group": group["id"]}, min_count=2)
+    assert servers  # two servers joined the group, one by one
+    assert cloud.delete(client, f"os-server-groups/{group['id']}", version="2.64").status_code == 204
+    sent = [(n["event_type"], n["publisher_id"].split(":")[0], n["payload"]["nova_object.data"])
+            for n in cloud.notifications() if n["event_type"].startswith("server_group.")]
+    assert [(event, publisher) for event, publisher, _ in sent] == [
+        ("server_group.create", "nova-api"), ("server_group.add_member", "nova-api"),
+        ("server_group.add_member", "nova-api"), ("server_group.delete", "nova-api")]
+    created, first, second, deleted = (data for _, _, data in sent)
+    assert (created["uuid"], created["policy"], created["policies"], created["members"]) == (
+        group["id"], "anti-affinity", ["anti-affinity"], [])
+    assert created["rules"] == {"max_server_per_host": "2"} and created["hosts"] is None
+    assert len(first["members"]) == 1 and len(second["members"]) == 2 and second["members"][0] == first["members"][0]
+    assert deleted["members"] == second["members"]
