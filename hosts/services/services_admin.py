@@ -17,6 +17,7 @@ from scheduling.placement import services as placement
 from servers import selectors as server_selectors
 
 from ..models import ComputeNode, Service
+from .registration import service_notify
 from .servicegroup import service_is_up
 
 if TYPE_CHECKING:
@@ -113,7 +114,16 @@ def service_update(*, actor: RequestContext, service_id: str | None = None, host
         service.save()
         if status is not None and service.binary == "nova-compute":
             _sync_disabled_trait(service)
+    if status is not None or forced_down is not None:  # Nova's: on a change of these fields only
+        service_notify("update", service, _zone(service))
     return cs
+
+
+def _zone(service: Service) -> str | None:
+    """The availability zone of a compute service's host (None for the others)."""
+    from scheduling.services.aggregates import host_availability_zone  # (scheduling reads hosts)
+
+    return host_availability_zone(service.host) if service.binary == "nova-compute" else None
 
 
 def _sync_disabled_trait(service: Service) -> None:
@@ -143,6 +153,7 @@ def service_delete(*, actor: RequestContext, service_id: str) -> None:
             for node in nodes:
                 node.soft_delete()
             service.soft_delete()
+    service_notify("delete", service, _zone(service))
     for node in nodes:
         if placement.provider_exists(uuid=node.uuid):
             placement.provider_delete(rp=node.uuid)

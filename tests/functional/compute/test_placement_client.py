@@ -12,6 +12,7 @@ import pytest
 
 from cells.context import target_cell
 from cells.isolation import compute_agent
+from cloudcore.core.models import NotificationRecord
 from compute import resource_tracker
 from compute.clients import placement as client
 from compute.clients import session
@@ -170,6 +171,11 @@ def test_start_up_inside_the_agent_registers_in_the_cell_and_the_conductor_maps_
     assert node.mapped == 1
     # and its node reports the host's address (the hypervisor's host_ip)
     assert node.host_ip == "198.51.100.7"
+    # and its new service was announced, as itself (service.create; no zone: the agent reads no API database)
+    created = [r.payload for r in NotificationRecord.objects.filter(event_type="service.create")]
+    assert [(c["publisher_id"], c["payload"]["nova_object.data"]["host"]) for c in created] == [
+        ("nova-compute:fresh1", "fresh1")]
+    assert created[0]["payload"]["nova_object.data"]["availability_zone"] is None
 
 
 def _provider(name: str) -> str:

@@ -76,6 +76,26 @@ def test_delete_refused_while_hosting_servers(cloud: Cloud) -> None:
     assert cloud.get(admin, f"os-services?host={other}").json()["services"] == []
 
 
+def test_status_changes_and_a_delete_are_notified_as_the_service(cloud: Cloud) -> None:
+    admin = cloud.admin()
+    sid = cloud.get(admin, "os-services?host=compute4", version="2.53").json()["services"][0]["id"]
+    cloud.put(admin, f"os-services/{sid}", {"status": "disabled", "disabled_reason": "rack move"}, version="2.53")
+    cloud.put(admin, f"os-services/{sid}", {"forced_down": True}, version="2.53")
+    # a refused update sends nothing
+    assert cloud.put(admin, f"os-services/{sid}", {"status": "enabled", "disabled_reason": "x"},
+                     version="2.53").status_code == 400
+    assert cloud.delete(admin, f"os-services/{sid}", version="2.53").status_code == 204
+    sent = [(n["event_type"], n["publisher_id"], n["payload"]["nova_object.data"])
+            for n in cloud.notifications() if n["event_type"].startswith("service.")]
+    assert [(event, publisher) for event, publisher, _ in sent] == [
+        ("service.update", "nova-compute:compute4"), ("service.update", "nova-compute:compute4"),
+        ("service.delete", "nova-compute:compute4")]
+    disabled, forced, deleted = (data for _, _, data in sent)
+    assert (disabled["disabled"], disabled["disabled_reason"], disabled["forced_down"]) == (True, "rack move", False)
+    assert (disabled["uuid"], disabled["binary"], disabled["availability_zone"]) == (sid, "nova-compute", "az2")
+    assert forced["forced_down"] is True and deleted["uuid"] == sid
+
+
 def test_hypervisors_list_detail_show_per_microversion(cloud: Cloud) -> None:
     admin = cloud.admin()
     server = cloud.create_server(admin, "vm1", availability_zone="az1")
