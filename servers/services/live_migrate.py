@@ -42,6 +42,7 @@ from ..selectors import migration_of_instance
 from . import actions
 from .evacuate import ForceWithoutHost, same_flavor_migration
 from .guards import check_compute_host, check_state, claim_task_state
+from .notify import notify_instance
 from .power import target
 
 if TYPE_CHECKING:
@@ -147,13 +148,18 @@ def _in_progress(instance: Instance, migration_id: str, method: str,
 def live_migration_force_complete(*, actor: RequestContext, instance: Instance, migration_id: str) -> None:
     """Nova's force_complete of a ``running`` live migration (its cell targeted): the move here has
     no memory pre-copy to cut short (the destination starts the guest in one step), so a running
-    one is left to complete. Raises PolicyNotAuthorized, InstanceInvalidState (no migration under
-    way, 409), ForceCompleteMigrationNotFound or InvalidMigrationState (not running, 400)."""
+    one is left to complete; ``instance.live_migration_force_complete.start`` and ``.end`` are sent
+    for it as its source host sends them in Nova. Raises PolicyNotAuthorized, InstanceInvalidState
+    (no migration under way, 409), ForceCompleteMigrationNotFound or InvalidMigrationState (not
+    running, 400)."""
     authorize(actor, RULE_FORCE_COMPLETE, target(instance))
     migration = _in_progress(instance, migration_id, "force_complete", not_found=ForceCompleteMigrationNotFound)
     if migration.status != MigrationStatus.RUNNING:
         raise InvalidMigrationState(migration_id=migration_id, instance_uuid=instance.uuid, state=migration.status,
                                     method="force complete")
+    for phase in ("start", "end"):
+        notify_instance(actor, f"instance.live_migration_force_complete.{phase}", instance,
+                        host=migration.source_compute)
 
 
 def live_migration_abort(*, actor: RequestContext, instance: Instance, migration_id: str,

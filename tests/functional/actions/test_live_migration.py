@@ -287,6 +287,10 @@ def test_a_running_live_migration_completes_and_cannot_be_aborted(cloud: Cloud, 
     # force_complete: 202 (it completes by itself); abort of a running one: 400; unknown ones 400/404
     assert cloud.post(admin, f"servers/{sid}/migrations/{mid}/action", {"force_complete": None},
                       version="2.22").status_code == 202
+    for phase in ("start", "end"):  # as the source host sends them in Nova
+        sent = cloud.notifications(f"instance.live_migration_force_complete.{phase}")
+        assert [(n["publisher_id"], n["payload"]["nova_object.data"]["uuid"]) for n in sent] == [
+            (f"nova-compute:{source}", sid)]
     assert cloud.post(admin, f"servers/{sid}/migrations/{mid}/action", {"force_complete": {}},
                       version="2.22").status_code == 400
     aborted = cloud.delete(admin, f"servers/{sid}/migrations/{mid}", version="2.65")
