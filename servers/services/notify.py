@@ -128,7 +128,7 @@ def instance_payload(instance: Instance) -> dict[str, Any]:
 NetworkInfoSource = Callable[[], list[dict[str, Any]]]
 
 #: Events whose payload lists the instance's fixed IPs (others keep the list empty: no lookup).
-_WITH_IPS = {"instance.create.end", "instance.delete.start"}
+_WITH_IPS = {"instance.create.end", "instance.delete.start", "instance.shutdown.start"}
 
 
 def _ip_addresses(instance_uuid: str, source: NetworkInfoSource | None) -> list[dict[str, Any]]:

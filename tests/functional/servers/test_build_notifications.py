@@ -37,7 +37,15 @@ def test_build_and_delete_emit_novas_event_sequence(cloud):
     # when deleted
     cloud.delete(client, f"servers/{sid}")
     events = _events()
-    assert events.index("instance.delete.start") < events.index("instance.delete.end")
+    deleting = events[events.index("instance.delete.start"):]
+    # the guest, its ports and its volumes go between instance.shutdown.start and .end (Nova's _shutdown_instance)
+    assert [e for e in deleting if e.startswith(("instance.delete.", "instance.shutdown."))] == [
+        "instance.delete.start", "instance.shutdown.start", "instance.shutdown.end", "instance.delete.end"]
+    shutdown = NotificationRecord.objects.get(event_type="instance.shutdown.start").payload["payload"]
+    start = NotificationRecord.objects.get(event_type="instance.delete.start").payload["payload"]
+    assert shutdown["nova_object.data"]["ip_addresses"] == start["nova_object.data"]["ip_addresses"] != []
+    ended = NotificationRecord.objects.get(event_type="instance.shutdown.end").payload["payload"]
+    assert ended["nova_object.data"]["ip_addresses"] == []
 
 
 def test_no_valid_host_emits_build_instances_error(cloud):
