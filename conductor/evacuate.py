@@ -18,6 +18,7 @@ from compute import rpc as compute_rpc
 from servers.choices import MigrationStatus, TaskState, VmState
 from servers.selectors import instance_get, migration_get
 from servers.services.move_recovery import move_failed
+from servers.services.notify import conductor_publisher, notify_instance
 
 from .resize import MoveContext, ScheduleStep, migration_to_destination
 
@@ -40,6 +41,8 @@ def evacuate_instance(ctx: RequestContext, *, instance_uuid: str, cell_uuid: str
             move_failed(ctx, instance, migration, exc, vm_state=VmState.ERROR, task="rebuild_server")
             return
         migration_to_destination(migration, move.selection, status=MigrationStatus.PRE_MIGRATING)
+        if not (host and force):  # the scheduler chose or checked the destination (Nova's conductor says so)
+            notify_instance(ctx, "instance.rebuild_scheduled", instance, publisher=conductor_publisher())
         compute_rpc.evacuate(ctx=ctx, host=str(migration.dest_compute), instance_uuid=instance_uuid,
                              cell_uuid=str(cell.uuid), migration_uuid=migration.uuid, admin_pass=admin_pass,
                              stop=stop)

@@ -25,7 +25,7 @@ from servers.selectors import instance_get
 from servers.services import actions
 from servers.services.create import with_image_items
 from servers.services.guards import claim_task_state
-from servers.services.notify import notify_compute_task_error, notify_instance
+from servers.services.notify import conductor_publisher, notify_compute_task_error, notify_instance
 
 if TYPE_CHECKING:
     from servers.models import Instance
@@ -59,6 +59,8 @@ def rebuild_instance(
                 return
         if image_changed:
             request_spec_update(instance_uuid, image=image)
+            # the scheduler accepted the host for the new image (Nova's conductor says so)
+            notify_instance(ctx, "instance.rebuild_scheduled", instance, publisher=conductor_publisher())
         compute_rpc.rebuild(ctx=ctx, host=str(instance.host), instance_uuid=instance_uuid, cell_uuid=cell_uuid,
                             image_id=image["id"], admin_pass=admin_pass, preserve_ephemeral=preserve_ephemeral,
                             reimage_boot_volume=reimage_boot_volume)

@@ -163,6 +163,11 @@ def api_publisher() -> str:
     return f"nova-api:{socket.gethostname()}"
 
 
+def conductor_publisher() -> str:
+    """The publisher id of the notifications the conductor sends (Nova's ``nova-conductor:<host>``)."""
+    return f"nova-conductor:{socket.gethostname()}"
+
+
 def notify_instance(
     ctx: RequestContext, event_type: str, instance: Instance, *, priority: str = "INFO",
     old_vm_state: str | None = None, old_task_state: str | None = None,

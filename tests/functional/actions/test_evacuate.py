@@ -63,6 +63,7 @@ def test_evacuate_to_the_host_the_scheduler_picks(cloud: Cloud) -> None:
     assert len(traces) == 2 and traces[0].trace["selections"][0]["host"] == dest
     assert [n["payload"]["nova_object.data"]["host"] for n in cloud.notifications("instance.evacuate")] == [source]
     assert len(cloud.notifications("instance.rebuild.end")) == 1
+    assert len(cloud.notifications("instance.rebuild_scheduled")) == 1  # the scheduler chose the destination
 
 
 def test_the_source_destroys_the_evacuated_guest_when_its_compute_starts_again(cloud: Cloud,

@@ -162,6 +162,7 @@ def test_a_host_refusing_the_new_image_is_found_by_the_conductor_after_the_202(c
     (error,) = [n["payload"]["nova_object.data"] for n in cloud.notifications("compute_task.rebuild_server.error")]
     assert (error["instance_uuid"], error["state"]) == (server["id"], "error")
     assert error["reason"]["nova_object.data"]["exception"] == "NoValidHost"
+    assert cloud.notifications("instance.rebuild_scheduled") == []
 
 
 def test_a_new_image_the_host_accepts_is_recorded_in_the_request_spec(cloud: Cloud) -> None:
@@ -174,6 +175,12 @@ def test_a_new_image_the_host_accepts_is_recorded_in_the_request_spec(cloud: Clo
     assert cloud.show(client, server["id"])["status"] == "ACTIVE"
     assert cloud.instance(server["id"]).image_ref == image
     assert RequestSpec.objects.get(instance_uuid=server["id"]).spec["image"]["id"] == image
+    # and the conductor said the host was scheduled for it, before the host rebuilt it (Nova's)
+    events = [n["event_type"] for n in cloud.notifications() if n["event_type"].startswith("instance.rebuild")]
+    assert events == ["instance.rebuild_scheduled", "instance.rebuild.start", "instance.rebuild.end"]
+    (scheduled,) = cloud.notifications("instance.rebuild_scheduled")
+    assert scheduled["publisher_id"].startswith("nova-conductor:")
+    assert scheduled["payload"]["nova_object.data"]["uuid"] == server["id"]
 
 
 @pytest.mark.parametrize("pending", [False, True])
