@@ -12,7 +12,6 @@ counts every image as failed, and the others go on."""
 from __future__ import annotations
 
 import logging
-import socket
 from collections import Counter
 from typing import Any
 
@@ -78,4 +77,4 @@ def _cache_on(ctx: RequestContext, host: str, mapping: Any, image_ids: list[str]
 
 def _notify(phase: str, payload: dict[str, Any], payload_name: str, version: str) -> None:
     notifications.notify(f"aggregate.cache_images.{phase}", payload, payload_name=payload_name, version=version,
-                         publisher_id=f"nova-conductor:{socket.gethostname()}")
+                         publisher_id=notifications.publisher("nova-conductor"))

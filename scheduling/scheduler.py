@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from django.db.models import QuerySet
 from cells.context import target_cell
 from cells.selectors import cell_list
 from cloudcore.core.exceptions import CloudcoreError, NoValidHost
-from cloudcore.core.notifications import notify
+from cloudcore.core.notifications import notify, publisher
 from cloudcore.core.prepared import prepared_rows
 from cloudcore.core.scope import request_scope
 from hosts.selectors import compute_node_values, compute_services_values, service_field_names
@@ -420,7 +419,7 @@ def _payload(spec: dict[str, Any], instance_uuids: list[str]) -> dict[str, Any]:
 
 
 def _notify(event_type: str, payload: dict[str, Any]) -> None:
-    notify(event_type, payload, priority="INFO", publisher_id=f"nova-scheduler:{socket.gethostname()}",
+    notify(event_type, payload, priority="INFO", publisher_id=publisher("nova-scheduler"),
            payload_name="RequestSpecPayload", version="1.3")
 
 

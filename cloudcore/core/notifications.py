@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -193,6 +194,12 @@ def _prune(stored: list[NotificationRecord]) -> None:
     cutoff = list(NotificationRecord.objects.order_by("-id").values_list("id", flat=True)[keep - 1:keep])
     if cutoff:
         NotificationRecord.objects.filter(id__lt=cutoff[0]).delete()
+
+
+def publisher(binary: str) -> str:
+    """The publisher id of the notifications this process sends as ``binary`` (Nova's
+    ``<binary>:<host>``, e.g. ``nova-api:<host>``)."""
+    return f"{binary}:{socket.gethostname()}"
 
 
 def notify(

@@ -28,14 +28,19 @@ def _rule(action: str) -> str:
     return f"os_compute_api:os-aggregates:{action}"
 
 
+def _integer_id(aggregate_id: str) -> int:
+    """A URL's aggregate id as an integer (any, negative ones too: then simply not found);
+    ``Invalid`` (400) otherwise."""
+    try:
+        return int(aggregate_id)
+    except ValueError:
+        raise Invalid("Invalid input received: id must be an integer.") from None
+
+
 def aggregate_by_api_id(aggregate_id: str) -> Aggregate:
     """The live aggregate of a URL id: ``Invalid`` (400) unless it is an integer,
     ``AggregateNotFound`` (404)."""
-    try:
-        number = int(aggregate_id)  # any integer, negative ones too (then simply not found)
-    except ValueError:
-        raise Invalid("Invalid input received: id must be an integer.") from None
-    return aggregates.aggregate_get(number)
+    return aggregates.aggregate_get(_integer_id(aggregate_id))
 
 
 def aggregate_create(*, actor: RequestContext, name: str, availability_zone: str | None = None) -> Aggregate:
@@ -84,7 +89,6 @@ def aggregate_set_metadata(*, actor: RequestContext, aggregate_id: str,
     return aggregates.aggregate_set_metadata(aggregate=aggregate_by_api_id(aggregate_id), metadata=metadata)
 
 
-
 class DuplicateImages(Invalid):
     message = "Duplicate images in request"
 
@@ -100,13 +104,10 @@ def aggregate_cache_images(*, actor: RequestContext, aggregate_id: str, image_id
     that is not an integer), ``DuplicateImages``, ``AggregateNotFound`` (404),
     ``ImageToCacheNotFound`` (400: an image the actor cannot see)."""
     authorize(actor, "compute:aggregates:images", {})
-    try:
-        int(aggregate_id)
-    except ValueError:
-        raise Invalid("Invalid input received: id must be an integer.") from None
+    number = _integer_id(aggregate_id)
     if len(set(image_ids)) != len(image_ids):
         raise DuplicateImages()
-    aggregate = aggregate_by_api_id(aggregate_id)
+    aggregate = aggregates.aggregate_get(number)
     for image_id in image_ids:
         try:
             image_get(actor, image_id)

@@ -34,7 +34,6 @@ after it (a create's start has no id, hosts or metadata yet but the zone asked f
 """
 from __future__ import annotations
 
-import socket
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -158,7 +157,7 @@ def aggregate_payload(aggregate: Aggregate) -> dict[str, Any]:
 
 
 def _notify(action: str, phase: str, payload: dict[str, Any]) -> None:
-    notifications.notify(f"aggregate.{action}.{phase}", payload, publisher_id=f"nova-api:{socket.gethostname()}",
+    notifications.notify(f"aggregate.{action}.{phase}", payload, publisher_id=notifications.publisher("nova-api"),
                          payload_name="AggregatePayload", version="1.1")
 
 

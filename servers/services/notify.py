@@ -8,7 +8,6 @@ and a failed conductor task ``compute_task.<task>.error``. Faults are ``Exceptio
 from __future__ import annotations
 
 import logging
-import socket
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -160,12 +159,12 @@ def _ip_addresses(instance_uuid: str, source: NetworkInfoSource | None) -> list[
 
 def api_publisher() -> str:
     """The publisher id of the notifications the API itself sends (Nova's ``nova-api:<host>``)."""
-    return f"nova-api:{socket.gethostname()}"
+    return notifications.publisher("nova-api")
 
 
 def conductor_publisher() -> str:
     """The publisher id of the notifications the conductor sends (Nova's ``nova-conductor:<host>``)."""
-    return f"nova-conductor:{socket.gethostname()}"
+    return notifications.publisher("nova-conductor")
 
 
 def notify_instance(
